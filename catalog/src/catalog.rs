@@ -1,0 +1,346 @@
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use pondra_storage::Lake;
+use slatedb::config::{GarbageCollectorOptions, Settings};
+use slatedb::{Db, WriteBatch};
+
+use crate::error::{CatalogError, Result};
+use crate::keys;
+use crate::snapshot::Snapshot;
+use crate::types::{DataFile, LogSegment, SegmentPayload, TableDef};
+
+/// The folder inside the lake that holds the SlateDB database.
+const CATALOG_PATH: &str = "catalog";
+
+/// One change in a commit. A commit applies all of its changes or none.
+#[derive(Clone, Debug)]
+pub enum Change {
+    /// Creates a table, with the rows it starts with; its `id` is assigned by the commit.
+    CreateTable {
+        def: TableDef,
+        initial: Option<(u64, SegmentPayload)>,
+    },
+    /// Drops a table with its log segments and files; its objects are deleted after the retention.
+    DropTable { name: String },
+    /// Appends rows to a table's log tail.
+    AppendSegment {
+        table_id: u64,
+        rows: u64,
+        payload: SegmentPayload,
+    },
+    /// Replaces log segments and files of a table with new files (tiering and compaction).
+    /// The replaced objects are deleted after the retention.
+    Replace {
+        table_id: u64,
+        /// (commit, index) of each log segment removed.
+        segments: Vec<(u64, u32)>,
+        /// Paths of the data files removed.
+        files: Vec<String>,
+        added: Vec<DataFile>,
+    },
+    /// Forgets objects that have been deleted.
+    ForgetGarbage { entries: Vec<(u64, String)> },
+}
+
+/// The catalog of one lake: a SlateDB database plus the latest snapshot in memory.
+///
+/// Commits are serialized here; the process that holds the catalog open is the lake's only
+/// writer (opening it fences any earlier writer).
+pub struct Catalog {
+    db: Db,
+    current: Mutex<Arc<Snapshot>>,
+    commit_lock: tokio::sync::Mutex<()>,
+    retain: Duration,
+}
+
+impl Catalog {
+    /// Opens the lake's catalog for writing, fencing any earlier writer, and loads it into memory.
+    /// Objects replaced by later commits are kept for `retain` before they are deleted.
+    pub async fn open(lake: &Lake, retain: Duration) -> Result<Catalog> {
+        let settings = Settings {
+            garbage_collector_options: Some(GarbageCollectorOptions {
+                // A folder cannot do conditional overwrites, which boundary files need.
+                boundary_files_enabled: false,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let db = Db::builder(CATALOG_PATH, lake.store())
+            .with_settings(settings)
+            .build()
+            .await?;
+        let snapshot = load_snapshot(&db).await?;
+        Ok(Catalog {
+            db,
+            current: Mutex::new(Arc::new(snapshot)),
+            commit_lock: tokio::sync::Mutex::new(()),
+            retain,
+        })
+    }
+
+    /// The latest committed state.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.lock().expect("snapshot lock").clone()
+    }
+
+    /// Applies `changes` atomically and durably; returns the new commit number.
+    ///
+    /// Returns only once the commit is durable in the lake.
+    pub async fn commit(&self, changes: Vec<Change>) -> Result<u64> {
+        let _guard = self.commit_lock.lock().await;
+        let mut next = (*self.snapshot()).clone();
+        next.commit += 1;
+        let now = now_ms();
+        let mut batch = WriteBatch::new();
+        for change in changes {
+            apply(&mut next, &mut batch, change, now, self.retain)?;
+        }
+        batch.put(keys::LAST_COMMIT, next.commit.to_be_bytes());
+        batch.put(keys::NEXT_TABLE_ID, next.next_table_id.to_be_bytes());
+        self.db.write(batch).await?;
+        self.db.flush().await?;
+        let commit = next.commit;
+        *self.current.lock().expect("snapshot lock") = Arc::new(next);
+        Ok(commit)
+    }
+
+    /// Closes the database, flushing what it holds in memory.
+    pub async fn close(&self) -> Result<()> {
+        self.db.close().await?;
+        Ok(())
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn apply(
+    next: &mut Snapshot,
+    batch: &mut WriteBatch,
+    change: Change,
+    now: u64,
+    retain: Duration,
+) -> Result<()> {
+    let deadline = now + retain.as_millis() as u64;
+    match change {
+        Change::CreateTable { mut def, initial } => {
+            if next.tables.contains_key(&def.name) {
+                return Err(CatalogError::TableExists(def.name));
+            }
+            next.next_table_id += 1;
+            def.id = next.next_table_id;
+            batch.put(
+                keys::table(&def.name),
+                serde_json::to_vec(&def).expect("json"),
+            );
+            let table_id = def.id;
+            next.tables.insert(def.name.clone(), Arc::new(def));
+            if let Some((rows, payload)) = initial {
+                let append = Change::AppendSegment {
+                    table_id,
+                    rows,
+                    payload,
+                };
+                apply(next, batch, append, now, retain)?;
+            }
+        }
+        Change::DropTable { name } => {
+            let def = next
+                .tables
+                .remove(&name)
+                .ok_or_else(|| CatalogError::TableNotFound(name.clone()))?;
+            batch.delete(keys::table(&name));
+            for segment in next.segments.remove(&def.id).unwrap_or_default() {
+                batch.delete(keys::segment(def.id, segment.commit, segment.index));
+                if let SegmentPayload::Object(path) = segment.payload {
+                    schedule_delete(next, batch, deadline, path);
+                }
+            }
+            for file in next.files.remove(&def.id).unwrap_or_default() {
+                batch.delete(keys::file(def.id, &file.path));
+                schedule_delete(next, batch, deadline, file.path);
+            }
+        }
+        Change::AppendSegment {
+            table_id,
+            rows,
+            payload,
+        } => {
+            if next.table_by_id(table_id).is_none() {
+                return Err(CatalogError::TableNotFound(format!("with id {table_id}")));
+            }
+            let segments = next.segments.entry(table_id).or_default();
+            let index = segments.iter().filter(|s| s.commit == next.commit).count() as u32;
+            let segment = LogSegment {
+                table_id,
+                commit: next.commit,
+                index,
+                rows,
+                committed_at_ms: now,
+                payload,
+            };
+            batch.put(
+                keys::segment(table_id, segment.commit, index),
+                encode_segment(&segment),
+            );
+            segments.push(segment);
+        }
+        Change::Replace {
+            table_id,
+            segments,
+            files,
+            added,
+        } => {
+            if next.table_by_id(table_id).is_none() {
+                return Err(CatalogError::TableNotFound(format!("with id {table_id}")));
+            }
+            let mut removed_objects = Vec::new();
+            let log = next.segments.entry(table_id).or_default();
+            for (commit, index) in segments {
+                let position = log
+                    .iter()
+                    .position(|s| s.commit == commit && s.index == index)
+                    .ok_or_else(|| CatalogError::Corrupt {
+                        key: keys::segment(table_id, commit, index),
+                        message: "replaced log segment is not in the catalog".into(),
+                    })?;
+                let segment = log.remove(position);
+                batch.delete(keys::segment(table_id, commit, index));
+                if let SegmentPayload::Object(path) = segment.payload {
+                    removed_objects.push(path);
+                }
+            }
+            let table_files = next.files.entry(table_id).or_default();
+            for path in files {
+                let position =
+                    table_files
+                        .iter()
+                        .position(|f| f.path == path)
+                        .ok_or_else(|| CatalogError::Corrupt {
+                            key: keys::file(table_id, &path),
+                            message: "replaced data file is not in the catalog".into(),
+                        })?;
+                table_files.remove(position);
+                batch.delete(keys::file(table_id, &path));
+                removed_objects.push(path);
+            }
+            for file in added {
+                batch.put(
+                    keys::file(table_id, &file.path),
+                    serde_json::to_vec(&file).expect("json"),
+                );
+                table_files.push(file);
+            }
+            for path in removed_objects {
+                schedule_delete(next, batch, deadline, path);
+            }
+        }
+        Change::ForgetGarbage { entries } => {
+            for entry in entries {
+                batch.delete(keys::garbage(entry.0, &entry.1));
+                next.garbage.retain(|g| g != &entry);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn schedule_delete(next: &mut Snapshot, batch: &mut WriteBatch, deadline: u64, path: String) {
+    batch.put(keys::garbage(deadline, &path), b"");
+    next.garbage.push((deadline, path));
+}
+
+/// A segment's value: a tag byte (0 inline, 1 object), rows and commit time (u64 big-endian),
+/// then the IPC bytes (inline) or the object's path (object).
+fn encode_segment(segment: &LogSegment) -> Bytes {
+    let mut out = BytesMut::new();
+    let (tag, body): (u8, &[u8]) = match &segment.payload {
+        SegmentPayload::Inline(bytes) => (0, bytes.as_ref()),
+        SegmentPayload::Object(path) => (1, path.as_bytes()),
+    };
+    out.put_u8(tag);
+    out.put_u64(segment.rows);
+    out.put_u64(segment.committed_at_ms);
+    out.put_slice(body);
+    out.freeze()
+}
+
+fn decode_segment(key: &str, value: Bytes) -> Result<LogSegment> {
+    let corrupt = |message: &str| CatalogError::Corrupt {
+        key: key.to_string(),
+        message: message.to_string(),
+    };
+    let (table_id, commit, index) = keys::parse_segment(key).ok_or_else(|| corrupt("bad key"))?;
+    if value.len() < 17 {
+        return Err(corrupt("value too short"));
+    }
+    let rows = u64::from_be_bytes(value[1..9].try_into().expect("8 bytes"));
+    let committed_at_ms = u64::from_be_bytes(value[9..17].try_into().expect("8 bytes"));
+    let body = value.slice(17..);
+    let payload = match value[0] {
+        0 => SegmentPayload::Inline(body),
+        1 => SegmentPayload::Object(
+            String::from_utf8(body.to_vec()).map_err(|_| corrupt("object path is not UTF-8"))?,
+        ),
+        _ => return Err(corrupt("unknown payload tag")),
+    };
+    Ok(LogSegment {
+        table_id,
+        commit,
+        index,
+        rows,
+        committed_at_ms,
+        payload,
+    })
+}
+
+fn decode_u64(key: &str, value: &[u8]) -> Result<u64> {
+    let bytes: [u8; 8] = value.try_into().map_err(|_| CatalogError::Corrupt {
+        key: key.to_string(),
+        message: "expected 8 bytes".into(),
+    })?;
+    Ok(u64::from_be_bytes(bytes))
+}
+
+async fn load_snapshot(db: &Db) -> Result<Snapshot> {
+    let mut snapshot = Snapshot::default();
+    let mut iter = db.scan(..).await?;
+    while let Some(kv) = iter.next().await? {
+        let key = String::from_utf8_lossy(&kv.key).into_owned();
+        let corrupt = |message: String| CatalogError::Corrupt {
+            key: key.clone(),
+            message,
+        };
+        if key == keys::LAST_COMMIT {
+            snapshot.commit = decode_u64(&key, &kv.value)?;
+        } else if key == keys::NEXT_TABLE_ID {
+            snapshot.next_table_id = decode_u64(&key, &kv.value)?;
+        } else if key.starts_with(keys::TABLE_PREFIX) {
+            let def: TableDef =
+                serde_json::from_slice(&kv.value).map_err(|e| corrupt(e.to_string()))?;
+            snapshot.tables.insert(def.name.clone(), Arc::new(def));
+        } else if key.starts_with(keys::SEGMENT_PREFIX) {
+            let segment = decode_segment(&key, kv.value)?;
+            snapshot
+                .segments
+                .entry(segment.table_id)
+                .or_default()
+                .push(segment);
+        } else if key.starts_with(keys::FILE_PREFIX) {
+            let file: DataFile =
+                serde_json::from_slice(&kv.value).map_err(|e| corrupt(e.to_string()))?;
+            snapshot.files.entry(file.table_id).or_default().push(file);
+        } else if key.starts_with(keys::GARBAGE_PREFIX) {
+            let entry = keys::parse_garbage(&key).ok_or_else(|| corrupt("bad key".into()))?;
+            snapshot.garbage.push(entry);
+        }
+    }
+    Ok(snapshot)
+}

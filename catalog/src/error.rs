@@ -1,0 +1,35 @@
+use thiserror::Error;
+
+/// What can go wrong reading or committing the catalog.
+#[derive(Debug, Error)]
+pub enum CatalogError {
+    #[error("table {0} already exists")]
+    TableExists(String),
+    #[error("table {0} does not exist")]
+    TableNotFound(String),
+    #[error(
+        "another process has opened this lake for writing; this process can no longer commit ({0})"
+    )]
+    Fenced(String),
+    #[error("catalog store: {0}")]
+    Store(String),
+    #[error("catalog entry {key} is corrupt: {message}")]
+    Corrupt { key: String, message: String },
+    #[error(transparent)]
+    Storage(#[from] pondra_storage::StorageError),
+}
+
+impl From<slatedb::Error> for CatalogError {
+    fn from(e: slatedb::Error) -> Self {
+        if matches!(
+            e.kind(),
+            slatedb::ErrorKind::Closed(slatedb::CloseReason::Fenced)
+        ) {
+            CatalogError::Fenced(e.to_string())
+        } else {
+            CatalogError::Store(e.to_string())
+        }
+    }
+}
+
+pub type Result<T, E = CatalogError> = std::result::Result<T, E>;

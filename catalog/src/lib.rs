@@ -1,0 +1,13 @@
+//! The catalog: every table, view, log segment and data file of a lake, kept in a SlateDB
+//! database under `catalog/` inside the lake, and mirrored in memory as immutable snapshots.
+
+mod catalog;
+mod error;
+mod keys;
+mod snapshot;
+mod types;
+
+pub use catalog::{Catalog, Change};
+pub use error::{CatalogError, Result};
+pub use snapshot::Snapshot;
+pub use types::{Column, DataFile, LogSegment, SegmentPayload, SqlType, TableDef, TableKind};

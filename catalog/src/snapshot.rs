@@ -1,0 +1,62 @@
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use crate::types::{DataFile, LogSegment, TableDef};
+
+/// The whole catalog as of one commit. Immutable: a reader holds one and sees a consistent lake
+/// (every table's files and log segments at that commit) however many commits follow.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    /// The number of the last commit this snapshot includes (0 for an empty lake).
+    pub commit: u64,
+    pub next_table_id: u64,
+    pub tables: BTreeMap<String, Arc<TableDef>>,
+    /// Log segments per table id, in commit order.
+    pub segments: HashMap<u64, Vec<LogSegment>>,
+    /// Parquet files per table id.
+    pub files: HashMap<u64, Vec<DataFile>>,
+    /// Objects waiting to be deleted: (deadline in ms since the epoch, path).
+    pub garbage: Vec<(u64, String)>,
+}
+
+impl Snapshot {
+    pub fn table(&self, name: &str) -> Option<&Arc<TableDef>> {
+        self.tables.get(name)
+    }
+
+    pub fn table_by_id(&self, id: u64) -> Option<&Arc<TableDef>> {
+        self.tables.values().find(|t| t.id == id)
+    }
+
+    pub fn segments(&self, table_id: u64) -> &[LogSegment] {
+        self.segments.get(&table_id).map_or(&[], |s| s.as_slice())
+    }
+
+    pub fn files(&self, table_id: u64) -> &[DataFile] {
+        self.files.get(&table_id).map_or(&[], |f| f.as_slice())
+    }
+
+    /// Materialized views kept current by commits to `base_table`.
+    pub fn views_over(&self, base_table: &str) -> Vec<Arc<TableDef>> {
+        self.tables
+            .values()
+            .filter(|t| match &t.kind {
+                crate::TableKind::MaterializedView { base_table: b, .. } => b == base_table,
+                crate::TableKind::Table => false,
+            })
+            .cloned()
+            .collect()
+    }
+
+    /// Rows committed but not yet in Parquet, over all tables.
+    pub fn untiered_rows(&self) -> u64 {
+        self.segments.values().flatten().map(|s| s.rows).sum()
+    }
+
+    /// Rows of one table, Parquet and log tail together.
+    pub fn row_count(&self, table_id: u64) -> u64 {
+        let in_files: u64 = self.files(table_id).iter().map(|f| f.rows).sum();
+        let in_log: u64 = self.segments(table_id).iter().map(|s| s.rows).sum();
+        in_files + in_log
+    }
+}

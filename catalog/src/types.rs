@@ -1,0 +1,144 @@
+use std::fmt;
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+/// A column type as SQL names it; each maps to one Arrow type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SqlType {
+    Boolean,
+    Int,
+    BigInt,
+    Double,
+    Decimal { precision: u8, scale: i8 },
+    Varchar,
+    Date,
+    Timestamp,
+}
+
+impl SqlType {
+    /// The Arrow type that holds values of this SQL type.
+    pub fn to_arrow(self) -> DataType {
+        match self {
+            SqlType::Boolean => DataType::Boolean,
+            SqlType::Int => DataType::Int32,
+            SqlType::BigInt => DataType::Int64,
+            SqlType::Double => DataType::Float64,
+            SqlType::Decimal { precision, scale } => DataType::Decimal128(precision, scale),
+            SqlType::Varchar => DataType::Utf8,
+            SqlType::Date => DataType::Date32,
+            SqlType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
+        }
+    }
+
+    /// The SQL type of an Arrow type, when Pondra can store it.
+    pub fn from_arrow(data_type: &DataType) -> Option<SqlType> {
+        Some(match data_type {
+            DataType::Boolean => SqlType::Boolean,
+            DataType::Int32 => SqlType::Int,
+            DataType::Int64 => SqlType::BigInt,
+            DataType::Float64 => SqlType::Double,
+            DataType::Decimal128(precision, scale) => SqlType::Decimal {
+                precision: *precision,
+                scale: *scale,
+            },
+            DataType::Utf8 => SqlType::Varchar,
+            DataType::Date32 => SqlType::Date,
+            DataType::Timestamp(TimeUnit::Microsecond, None) => SqlType::Timestamp,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for SqlType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SqlType::Boolean => write!(f, "BOOLEAN"),
+            SqlType::Int => write!(f, "INTEGER"),
+            SqlType::BigInt => write!(f, "BIGINT"),
+            SqlType::Double => write!(f, "DOUBLE"),
+            SqlType::Decimal { precision, scale } => write!(f, "DECIMAL({precision},{scale})"),
+            SqlType::Varchar => write!(f, "VARCHAR"),
+            SqlType::Date => write!(f, "DATE"),
+            SqlType::Timestamp => write!(f, "TIMESTAMP"),
+        }
+    }
+}
+
+/// One column of a stored table.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Column {
+    pub name: String,
+    pub sql_type: SqlType,
+}
+
+/// What a stored table is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TableKind {
+    /// Rows appended by writers.
+    Table,
+    /// A materialized view: its stored rows are the view's state (for an aggregating view, one
+    /// partial aggregate per group per commit, merged when read and when tiered), kept current by
+    /// every commit to `base_table`.
+    MaterializedView { sql: String, base_table: String },
+}
+
+/// A stored table or materialized view.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TableDef {
+    /// Never reused, so a dropped table's leftovers can never be mistaken for a new table's.
+    pub id: u64,
+    pub name: String,
+    pub columns: Vec<Column>,
+    pub kind: TableKind,
+}
+
+impl TableDef {
+    /// The Arrow schema of the stored rows; every column is nullable.
+    pub fn arrow_schema(&self) -> SchemaRef {
+        let fields: Vec<Field> = self
+            .columns
+            .iter()
+            .map(|c| Field::new(&c.name, c.sql_type.to_arrow(), true))
+            .collect();
+        Arc::new(Schema::new(fields))
+    }
+
+    pub fn is_materialized_view(&self) -> bool {
+        matches!(self.kind, TableKind::MaterializedView { .. })
+    }
+}
+
+/// Where a log segment's bytes are.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SegmentPayload {
+    /// Small segments ride inside the catalog commit itself.
+    Inline(Bytes),
+    /// Large segments are objects under `log/`, written before the commit that names them.
+    Object(String),
+}
+
+/// One committed batch of rows not yet folded into Parquet: Arrow IPC, zstd-compressed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogSegment {
+    pub table_id: u64,
+    /// The commit that made these rows visible.
+    pub commit: u64,
+    /// Position among the segments one commit wrote to the same table.
+    pub index: u32,
+    pub rows: u64,
+    /// Wall-clock milliseconds at commit, so tiering can tell how long rows have waited.
+    pub committed_at_ms: u64,
+    pub payload: SegmentPayload,
+}
+
+/// One Parquet file of a table under `data/<table>/`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataFile {
+    pub table_id: u64,
+    pub path: String,
+    pub rows: u64,
+    pub size_bytes: u64,
+}

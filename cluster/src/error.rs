@@ -1,0 +1,26 @@
+use thiserror::Error;
+
+/// Why a statement or a node operation failed.
+#[derive(Debug, Error)]
+pub enum NodeError {
+    #[error(transparent)]
+    Parse(#[from] pondra_parser::ParseError),
+    #[error(transparent)]
+    Plan(#[from] pondra_planner::PlanError),
+    #[error(transparent)]
+    Exec(#[from] pondra_exec::ExecError),
+    #[error(transparent)]
+    Catalog(#[from] pondra_catalog::CatalogError),
+    #[error(transparent)]
+    Storage(#[from] pondra_storage::StorageError),
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<arrow::error::ArrowError> for NodeError {
+    fn from(e: arrow::error::ArrowError) -> Self {
+        NodeError::Exec(e.into())
+    }
+}
+
+pub type Result<T, E = NodeError> = std::result::Result<T, E>;

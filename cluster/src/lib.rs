@@ -1,0 +1,13 @@
+//! A node: the process that opens a lake, takes the lead, runs statements, commits writes and
+//! tiers the log tail into Parquet.
+
+mod error;
+mod leader;
+mod node;
+mod tiering;
+mod write;
+
+pub use error::{NodeError, Result};
+pub use leader::{Term, take_lead};
+pub use node::{Node, NodeOptions, StatementResult};
+pub use pondra_parser::{ParsedStatement, parse_sql, split_statements};

@@ -1,0 +1,190 @@
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use pondra_catalog::{Catalog, Snapshot};
+use pondra_exec::ExecContext;
+use pondra_parser::ParsedStatement;
+use pondra_planner::{Binder, LogicalPlan, Plan, create_physical_plan};
+use pondra_storage::Lake;
+
+use crate::leader::{Term, take_lead};
+use crate::{NodeError, Result};
+
+/// How a node tiers and cleans up.
+#[derive(Clone, Debug)]
+pub struct NodeOptions {
+    /// Rows wait this long in the log tail before background tiering moves them into Parquet.
+    pub tier_after: Duration,
+    /// Replaced objects are deleted this long after the commit that replaced them.
+    pub retain: Duration,
+}
+
+impl Default for NodeOptions {
+    fn default() -> Self {
+        NodeOptions {
+            tier_after: Duration::from_secs(10),
+            retain: Duration::from_secs(60),
+        }
+    }
+}
+
+/// What one statement produced.
+#[derive(Debug)]
+pub enum StatementResult {
+    /// Rows for the client.
+    Rows {
+        schema: SchemaRef,
+        batches: Vec<RecordBatch>,
+    },
+    /// A statement that returns no rows, with its command tag (`INSERT 0 3`, `CREATE TABLE`).
+    Done { tag: String },
+}
+
+/// A running Pondra process on one lake: it leads, holds the catalog and runs statements.
+pub struct Node {
+    pub(crate) lake: Lake,
+    pub(crate) catalog: Catalog,
+    pub(crate) options: NodeOptions,
+    term: Term,
+    started: Instant,
+    /// Serializes writes, so that each one plans against the commit it follows.
+    pub(crate) write_lock: tokio::sync::Mutex<()>,
+    /// Serializes tiering passes.
+    pub(crate) tier_lock: tokio::sync::Mutex<()>,
+}
+
+impl Node {
+    /// Opens the lake in a folder (created if missing) and takes its lead.
+    pub async fn open_folder(dir: &Path, options: NodeOptions) -> Result<Arc<Node>> {
+        let lake = Lake::open_folder(dir)?;
+        Node::open(lake, options).await
+    }
+
+    /// Opens a lake and takes its lead: any earlier writer is fenced.
+    pub async fn open(lake: Lake, options: NodeOptions) -> Result<Arc<Node>> {
+        let node_name = format!("pid-{}", std::process::id());
+        let term = take_lead(&lake, &node_name).await?;
+        let catalog = Catalog::open(&lake, options.retain).await?;
+        Ok(Arc::new(Node {
+            lake,
+            catalog,
+            options,
+            term,
+            started: Instant::now(),
+            write_lock: tokio::sync::Mutex::new(()),
+            tier_lock: tokio::sync::Mutex::new(()),
+        }))
+    }
+
+    pub fn term(&self) -> &Term {
+        &self.term
+    }
+
+    pub fn uptime(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// The latest committed state of the catalog.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.catalog.snapshot()
+    }
+
+    /// Runs every statement in `sql`, stopping at the first error.
+    pub async fn execute(&self, sql: &str) -> Result<Vec<StatementResult>> {
+        let mut results = Vec::new();
+        for statement in pondra_parser::parse_sql(sql)? {
+            results.push(self.execute_statement(&statement).await?);
+        }
+        Ok(results)
+    }
+
+    /// Runs one parsed statement.
+    pub async fn execute_statement(&self, statement: &ParsedStatement) -> Result<StatementResult> {
+        let snapshot = self.snapshot();
+        let plan = Binder::new(&snapshot).bind_statement(statement)?;
+        match plan {
+            Plan::Query(plan) => {
+                let schema = plan.schema();
+                let batches = self.run_query(plan, snapshot, Vec::new()).await?;
+                Ok(StatementResult::Rows { schema, batches })
+            }
+            Plan::Explain(plan) => Ok(explain_result(&plan.to_string())),
+            Plan::Checkpoint => {
+                self.checkpoint().await?;
+                Ok(done("CHECKPOINT"))
+            }
+            write => self.execute_write(write).await,
+        }
+    }
+
+    /// Runs a query plan on an executor thread and returns its rows.
+    pub(crate) async fn run_query(
+        &self,
+        plan: LogicalPlan,
+        snapshot: Arc<Snapshot>,
+        input: Vec<RecordBatch>,
+    ) -> Result<Vec<RecordBatch>> {
+        let physical = create_physical_plan(&plan);
+        let ctx = ExecContext {
+            lake: self.lake.clone(),
+            snapshot,
+            runtime: tokio::runtime::Handle::current(),
+            input,
+        };
+        let batches = tokio::task::spawn_blocking(move || pondra_exec::execute(&physical, &ctx))
+            .await
+            .map_err(|e| NodeError::Other(format!("query thread failed: {e}")))??;
+        Ok(batches)
+    }
+
+    /// Moves every row waiting in the log tail into Parquet now, and deletes expired objects.
+    pub async fn checkpoint(&self) -> Result<()> {
+        self.tier(Duration::ZERO).await?;
+        self.collect_garbage().await
+    }
+
+    /// Runs tiering and garbage collection every `period` until the node is dropped.
+    pub fn spawn_background(self: &Arc<Self>, period: Duration) -> tokio::task::JoinHandle<()> {
+        let node = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut ticker = tokio::time::interval(period);
+            ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticker.tick().await;
+                let Some(node) = node.upgrade() else { break };
+                let tier_after = node.options.tier_after;
+                if let Err(e) = node.tier(tier_after).await {
+                    eprintln!("background tiering failed: {e}");
+                }
+                if let Err(e) = node.collect_garbage().await {
+                    eprintln!("background cleanup failed: {e}");
+                }
+            }
+        })
+    }
+
+    /// Closes the catalog; nothing acknowledged is lost (every commit was already durable).
+    pub async fn close(&self) -> Result<()> {
+        self.catalog.close().await?;
+        Ok(())
+    }
+}
+
+pub(crate) fn done(tag: impl Into<String>) -> StatementResult {
+    StatementResult::Done { tag: tag.into() }
+}
+
+fn explain_result(plan: &str) -> StatementResult {
+    let schema = Arc::new(arrow::datatypes::Schema::new(vec![
+        arrow::datatypes::Field::new("plan", arrow::datatypes::DataType::Utf8, false),
+    ]));
+    let column = arrow::array::StringArray::from(vec![plan.trim_end().to_string()]);
+    let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(column)]).expect("plan batch");
+    StatementResult::Rows {
+        schema,
+        batches: vec![batch],
+    }
+}

@@ -1,0 +1,149 @@
+//! Tiering: rows move from the log tail into Parquet files under `data/<table>/`; an aggregating
+//! view's partial states are merged into one row per group on the way.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use arrow::array::RecordBatch;
+use pondra_catalog::{Change, DataFile, Snapshot, TableDef, TableKind};
+use pondra_exec::{read_morsel, table_morsels};
+use pondra_planner::load_view;
+use pondra_storage::write_parquet_bytes;
+
+use crate::Result;
+use crate::node::Node;
+use crate::write::unique_name;
+
+impl Node {
+    /// Moves log segments that have waited at least `min_age` into Parquet, table by table.
+    pub async fn tier(&self, min_age: Duration) -> Result<()> {
+        let _guard = self.tier_lock.lock().await;
+        let snapshot = self.snapshot();
+        let now = now_ms();
+        for table in snapshot.tables.values() {
+            let ready: Vec<(u64, u32)> = snapshot
+                .segments(table.id)
+                .iter()
+                .take_while(|s| now.saturating_sub(s.committed_at_ms) >= min_age.as_millis() as u64)
+                .map(|s| (s.commit, s.index))
+                .collect();
+            if ready.is_empty() {
+                continue;
+            }
+            match self.tier_table(&snapshot, table, ready).await {
+                Ok(()) => {}
+                // A table dropped meanwhile has nothing left to tier.
+                Err(crate::NodeError::Catalog(pondra_catalog::CatalogError::TableNotFound(_))) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    async fn tier_table(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        table: &Arc<TableDef>,
+        segments: Vec<(u64, u32)>,
+    ) -> Result<()> {
+        let schema = table.arrow_schema();
+        let compact = match &table.kind {
+            TableKind::Table => None,
+            TableKind::MaterializedView { .. } => load_view(snapshot, table)?.compact_plan(table),
+        };
+        // A merged view replaces all of its files; a table only adds one for its log rows.
+        let replaced_files: Vec<String> = match compact {
+            Some(_) => snapshot
+                .files(table.id)
+                .iter()
+                .map(|f| f.path.clone())
+                .collect(),
+            None => Vec::new(),
+        };
+        let mut rows: Vec<RecordBatch> = {
+            let lake = self.lake.clone();
+            let snapshot = snapshot.clone();
+            let table = table.clone();
+            let schema = schema.clone();
+            let segments = segments.clone();
+            let whole = compact.is_some();
+            let runtime = tokio::runtime::Handle::current();
+            tokio::task::spawn_blocking(move || -> Result<Vec<RecordBatch>> {
+                let files = snapshot.files(table.id).len();
+                let morsels = table_morsels(&snapshot, &table);
+                let mut out = Vec::new();
+                for (i, morsel) in morsels.iter().enumerate() {
+                    let is_file = i < files;
+                    let wanted = if is_file {
+                        whole
+                    } else {
+                        let s = &snapshot.segments(table.id)[i - files];
+                        segments.contains(&(s.commit, s.index))
+                    };
+                    if wanted {
+                        out.extend(read_morsel(&lake, &runtime, morsel, &schema)?);
+                    }
+                }
+                Ok(out)
+            })
+            .await
+            .map_err(|e| crate::NodeError::Other(format!("tiering thread failed: {e}")))??
+        };
+        if let Some(plan) = compact {
+            rows = self.run_query(plan, snapshot.clone(), rows).await?;
+        }
+        let row_count: usize = rows.iter().map(|b| b.num_rows()).sum();
+        let mut added = Vec::new();
+        if row_count > 0 {
+            let bytes = write_parquet_bytes(&schema, &rows)?;
+            let path = format!("data/{}/{}.parquet", table.name, unique_name());
+            let size_bytes = bytes.len() as u64;
+            self.lake.put(&path, bytes).await?;
+            added.push(DataFile {
+                table_id: table.id,
+                path,
+                rows: row_count as u64,
+                size_bytes,
+            });
+        }
+        self.catalog
+            .commit(vec![Change::Replace {
+                table_id: table.id,
+                segments,
+                files: replaced_files,
+                added,
+            }])
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes the objects whose retention has passed, then forgets them.
+    pub async fn collect_garbage(&self) -> Result<()> {
+        let _guard = self.tier_lock.lock().await;
+        let now = now_ms();
+        let expired: Vec<(u64, String)> = self
+            .snapshot()
+            .garbage
+            .iter()
+            .filter(|(deadline, _)| *deadline <= now)
+            .cloned()
+            .collect();
+        if expired.is_empty() {
+            return Ok(());
+        }
+        for (_, path) in &expired {
+            self.lake.delete(path).await?;
+        }
+        self.catalog
+            .commit(vec![Change::ForgetGarbage { entries: expired }])
+            .await?;
+        Ok(())
+    }
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

@@ -1,0 +1,328 @@
+//! Hash aggregation: group keys encoded with Arrow's row format into a hash table; one
+//! vectorized accumulator per aggregate, indexed by group.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, Decimal128Array, Float64Array, Int64Array, RecordBatch,
+    RecordBatchOptions, new_null_array,
+};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type, SchemaRef};
+use arrow::row::{OwnedRow, RowConverter, SortField};
+use pondra_planner::{AggregateCall, AggregateFunction, Expr};
+use std::collections::HashMap;
+
+use crate::expr::evaluate;
+use crate::{ExecError, Result};
+
+/// The state of one aggregate over every group seen so far.
+enum Accumulator {
+    Count {
+        counts: Vec<i64>,
+        star: bool,
+    },
+    SumInt {
+        sums: Vec<Option<i64>>,
+    },
+    SumFloat {
+        sums: Vec<Option<f64>>,
+    },
+    SumDecimal {
+        sums: Vec<Option<i128>>,
+        data_type: DataType,
+    },
+    /// Min or max of any orderable type, compared in Arrow's order-preserving row format.
+    Extreme {
+        converter: RowConverter,
+        best: Vec<Option<OwnedRow>>,
+        max: bool,
+        data_type: DataType,
+    },
+    Avg {
+        sums: Vec<f64>,
+        counts: Vec<i64>,
+    },
+}
+
+impl Accumulator {
+    fn new(call: &AggregateCall) -> Result<Accumulator> {
+        let arg_type = call.arg.as_ref().map(Expr::data_type);
+        Ok(match call.func {
+            AggregateFunction::CountStar => Accumulator::Count {
+                counts: Vec::new(),
+                star: true,
+            },
+            AggregateFunction::Count => Accumulator::Count {
+                counts: Vec::new(),
+                star: false,
+            },
+            AggregateFunction::Sum => match arg_type {
+                Some(DataType::Int32 | DataType::Int64) => Accumulator::SumInt { sums: Vec::new() },
+                Some(DataType::Float64) => Accumulator::SumFloat { sums: Vec::new() },
+                Some(DataType::Decimal128(_, _)) => Accumulator::SumDecimal {
+                    sums: Vec::new(),
+                    data_type: call.data_type.clone(),
+                },
+                other => {
+                    return Err(ExecError::Execution(format!("sum of {other:?}")));
+                }
+            },
+            AggregateFunction::Min | AggregateFunction::Max => {
+                let data_type = arg_type.unwrap_or(DataType::Null);
+                Accumulator::Extreme {
+                    converter: RowConverter::new(vec![SortField::new(data_type.clone())])?,
+                    best: Vec::new(),
+                    max: call.func == AggregateFunction::Max,
+                    data_type,
+                }
+            }
+            AggregateFunction::Avg => Accumulator::Avg {
+                sums: Vec::new(),
+                counts: Vec::new(),
+            },
+        })
+    }
+
+    fn resize(&mut self, groups: usize) {
+        match self {
+            Accumulator::Count { counts, .. } => counts.resize(groups, 0),
+            Accumulator::SumInt { sums } => sums.resize(groups, None),
+            Accumulator::SumFloat { sums } => sums.resize(groups, None),
+            Accumulator::SumDecimal { sums, .. } => sums.resize(groups, None),
+            Accumulator::Extreme { best, .. } => best.resize(groups, None),
+            Accumulator::Avg { sums, counts } => {
+                sums.resize(groups, 0.0);
+                counts.resize(groups, 0);
+            }
+        }
+    }
+
+    /// Folds one batch in: `value` is the argument (absent for count(*)), `groups[i]` row i's group.
+    fn update(&mut self, value: Option<&ArrayRef>, groups: &[usize]) -> Result<()> {
+        match self {
+            Accumulator::Count { counts, star } => {
+                let value = value.filter(|_| !*star);
+                for (row, &g) in groups.iter().enumerate() {
+                    if value.is_none_or(|v| v.is_valid(row)) {
+                        counts[g] += 1;
+                    }
+                }
+            }
+            Accumulator::SumInt { sums } => {
+                let value = cast(value.expect("sum has an argument"), &DataType::Int64)?;
+                let value = value.as_primitive::<Int64Type>();
+                for (row, &g) in groups.iter().enumerate() {
+                    if value.is_valid(row) {
+                        let sum = sums[g].unwrap_or(0).checked_add(value.value(row));
+                        sums[g] = Some(sum.ok_or_else(|| {
+                            ExecError::Execution("numeric overflow: sum out of BIGINT range".into())
+                        })?);
+                    }
+                }
+            }
+            Accumulator::SumFloat { sums } => {
+                let value = value
+                    .expect("sum has an argument")
+                    .as_primitive::<Float64Type>();
+                for (row, &g) in groups.iter().enumerate() {
+                    if value.is_valid(row) {
+                        sums[g] = Some(sums[g].unwrap_or(0.0) + value.value(row));
+                    }
+                }
+            }
+            Accumulator::SumDecimal { sums, .. } => {
+                let value = value
+                    .expect("sum has an argument")
+                    .as_primitive::<Decimal128Type>();
+                for (row, &g) in groups.iter().enumerate() {
+                    if value.is_valid(row) {
+                        let sum = sums[g].unwrap_or(0).checked_add(value.value(row));
+                        sums[g] = Some(sum.ok_or_else(|| {
+                            ExecError::Execution("numeric overflow: decimal sum".into())
+                        })?);
+                    }
+                }
+            }
+            Accumulator::Extreme {
+                converter,
+                best,
+                max,
+                ..
+            } => {
+                let value = value.expect("min/max has an argument");
+                let rows = converter.convert_columns(std::slice::from_ref(value))?;
+                for (row, &g) in groups.iter().enumerate() {
+                    if !value.is_valid(row) {
+                        continue;
+                    }
+                    let candidate = rows.row(row);
+                    let better = match &best[g] {
+                        None => true,
+                        Some(current) if *max => candidate > current.row(),
+                        Some(current) => candidate < current.row(),
+                    };
+                    if better {
+                        best[g] = Some(candidate.owned());
+                    }
+                }
+            }
+            Accumulator::Avg { sums, counts } => {
+                let value = cast(value.expect("avg has an argument"), &DataType::Float64)?;
+                let value = value.as_primitive::<Float64Type>();
+                for (row, &g) in groups.iter().enumerate() {
+                    if value.is_valid(row) {
+                        sums[g] += value.value(row);
+                        counts[g] += 1;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<ArrayRef> {
+        Ok(match self {
+            Accumulator::Count { counts, .. } => Arc::new(Int64Array::from(counts)),
+            Accumulator::SumInt { sums } => Arc::new(Int64Array::from(sums)),
+            Accumulator::SumFloat { sums } => Arc::new(Float64Array::from(sums)),
+            Accumulator::SumDecimal { sums, data_type } => {
+                let DataType::Decimal128(p, s) = data_type else {
+                    unreachable!("decimal sums are decimals")
+                };
+                Arc::new(Decimal128Array::from(sums).with_precision_and_scale(p, s)?)
+            }
+            Accumulator::Extreme {
+                converter,
+                best,
+                data_type,
+                ..
+            } => {
+                if best.is_empty() {
+                    return Ok(new_null_array(&data_type, 0));
+                }
+                let null_row = converter
+                    .convert_columns(&[new_null_array(&data_type, 1)])?
+                    .row(0)
+                    .owned();
+                let rows = best.iter().map(|b| b.as_ref().unwrap_or(&null_row).row());
+                converter.convert_rows(rows)?.remove(0)
+            }
+            Accumulator::Avg { sums, counts } => Arc::new(
+                sums.iter()
+                    .zip(&counts)
+                    .map(|(s, c)| (*c > 0).then(|| s / *c as f64))
+                    .collect::<Float64Array>(),
+            ),
+        })
+    }
+}
+
+/// The sink of a hash aggregation.
+pub struct HashAggregateSink {
+    group: Vec<Expr>,
+    aggregates: Vec<AggregateCall>,
+    schema: SchemaRef,
+    converter: Option<RowConverter>,
+    group_index: HashMap<Box<[u8]>, usize>,
+    group_keys: Vec<OwnedRow>,
+    accumulators: Vec<Accumulator>,
+    groups: usize,
+}
+
+impl HashAggregateSink {
+    pub fn new(group: &[Expr], aggregates: &[AggregateCall], schema: SchemaRef) -> Result<Self> {
+        let converter = if group.is_empty() {
+            None
+        } else {
+            let fields = group
+                .iter()
+                .map(|g| SortField::new(g.data_type()))
+                .collect();
+            Some(RowConverter::new(fields)?)
+        };
+        let mut accumulators = aggregates
+            .iter()
+            .map(Accumulator::new)
+            .collect::<Result<Vec<_>>>()?;
+        // Without GROUP BY there is exactly one group, even over no rows.
+        let groups = usize::from(group.is_empty());
+        for a in &mut accumulators {
+            a.resize(groups);
+        }
+        Ok(HashAggregateSink {
+            group: group.to_vec(),
+            aggregates: aggregates.to_vec(),
+            schema,
+            converter,
+            group_index: HashMap::new(),
+            group_keys: Vec::new(),
+            accumulators,
+            groups,
+        })
+    }
+
+    pub fn sink(&mut self, batch: &RecordBatch) -> Result<()> {
+        let rows = batch.num_rows();
+        let group_ids: Vec<usize> = match &self.converter {
+            None => vec![0; rows],
+            Some(converter) => {
+                let keys = self
+                    .group
+                    .iter()
+                    .map(|g| evaluate(g, batch))
+                    .collect::<Result<Vec<_>>>()?;
+                let encoded = converter.convert_columns(&keys)?;
+                let mut ids = Vec::with_capacity(rows);
+                for row in encoded.iter() {
+                    let id = match self.group_index.get(row.as_ref()) {
+                        Some(id) => *id,
+                        None => {
+                            let id = self.group_keys.len();
+                            self.group_index.insert(row.as_ref().into(), id);
+                            self.group_keys.push(row.owned());
+                            id
+                        }
+                    };
+                    ids.push(id);
+                }
+                self.groups = self.group_keys.len();
+                ids
+            }
+        };
+        for (call, accumulator) in self.aggregates.iter().zip(&mut self.accumulators) {
+            accumulator.resize(self.groups);
+            let value = call.arg.as_ref().map(|a| evaluate(a, batch)).transpose()?;
+            accumulator.update(value.as_ref(), &group_ids)?;
+        }
+        Ok(())
+    }
+
+    pub fn finish(self) -> Result<RecordBatch> {
+        let mut columns: Vec<ArrayRef> = match &self.converter {
+            None => Vec::new(),
+            Some(converter) => converter.convert_rows(self.group_keys.iter().map(|r| r.row()))?,
+        };
+        for mut accumulator in self.accumulators {
+            accumulator.resize(self.groups);
+            columns.push(accumulator.finish()?);
+        }
+        let columns = columns
+            .into_iter()
+            .zip(self.schema.fields())
+            .map(|(c, f)| {
+                if c.data_type() == f.data_type() {
+                    Ok(c)
+                } else {
+                    cast(&c, f.data_type())
+                }
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(self.groups));
+        Ok(RecordBatch::try_new_with_options(
+            self.schema,
+            columns,
+            &options,
+        )?)
+    }
+}

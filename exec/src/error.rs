@@ -1,0 +1,28 @@
+use thiserror::Error;
+
+/// Why a plan failed while running.
+#[derive(Debug, Error)]
+pub enum ExecError {
+    #[error("{0}")]
+    Arrow(String),
+    #[error(transparent)]
+    Storage(#[from] pondra_storage::StorageError),
+    #[error("{0}")]
+    Execution(String),
+}
+
+impl From<arrow::error::ArrowError> for ExecError {
+    fn from(e: arrow::error::ArrowError) -> Self {
+        use arrow::error::ArrowError as A;
+        let message = match e {
+            A::DivideByZero => "division by zero".to_string(),
+            A::ArithmeticOverflow(m) => format!("numeric overflow: {m}"),
+            A::CastError(m) => format!("conversion failed: {m}"),
+            A::InvalidArgumentError(m) | A::ComputeError(m) => m,
+            other => other.to_string(),
+        };
+        ExecError::Arrow(message)
+    }
+}
+
+pub type Result<T, E = ExecError> = std::result::Result<T, E>;

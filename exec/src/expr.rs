@@ -1,0 +1,228 @@
+//! Vectorized evaluation of bound expressions: one Arrow kernel call per operator per batch.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray,
+    new_null_array,
+};
+use arrow::compute::kernels::{boolean, cmp, comparison, numeric};
+use arrow::compute::{CastOptions, cast_with_options, is_not_null, is_null, nullif};
+use arrow::datatypes::{DataType, Float64Type, Int32Type, Int64Type};
+use arrow::util::display::FormatOptions;
+use pondra_planner::{BinaryOp, Expr, ScalarFunction};
+
+use crate::{ExecError, Result};
+
+const CAST_OPTIONS: CastOptions<'static> = CastOptions {
+    safe: false,
+    format_options: FormatOptions::new(),
+};
+
+/// Evaluates `expr` over every row of `batch`.
+pub fn evaluate(expr: &Expr, batch: &RecordBatch) -> Result<ArrayRef> {
+    let rows = batch.num_rows();
+    match expr {
+        Expr::Column { index, .. } => Ok(batch.column(*index).clone()),
+        Expr::Literal(value) => Ok(value.to_array(rows)),
+        Expr::Binary { op, left, right } => {
+            let l = evaluate(left, batch)?;
+            let r = evaluate(right, batch)?;
+            binary(*op, &l, &r)
+        }
+        Expr::Not(inner) => Ok(Arc::new(boolean::not(
+            evaluate(inner, batch)?.as_boolean(),
+        )?)),
+        Expr::Negative(inner) => Ok(numeric::neg(&evaluate(inner, batch)?)?),
+        Expr::IsNull(inner) => Ok(Arc::new(is_null(&evaluate(inner, batch)?)?)),
+        Expr::IsNotNull(inner) => Ok(Arc::new(is_not_null(&evaluate(inner, batch)?)?)),
+        Expr::Cast { expr, data_type } => {
+            let value = evaluate(expr, batch)?;
+            if value.data_type() == data_type {
+                return Ok(value);
+            }
+            Ok(cast_with_options(&value, data_type, &CAST_OPTIONS)?)
+        }
+        Expr::Case {
+            branches,
+            otherwise,
+            data_type,
+        } => {
+            let mut result = match otherwise {
+                Some(e) => evaluate(e, batch)?,
+                None => new_null_array(data_type, rows),
+            };
+            for (when, then) in branches.iter().rev() {
+                let mask = evaluate(when, batch)?;
+                let mask = arrow::compute::prep_null_mask_filter(mask.as_boolean());
+                let then = evaluate(then, batch)?;
+                result = arrow::compute::kernels::zip::zip(&mask, &then, &result)?;
+            }
+            Ok(result)
+        }
+        Expr::InList {
+            expr,
+            list,
+            negated,
+        } => {
+            let value = evaluate(expr, batch)?;
+            let mut any: Option<BooleanArray> = None;
+            for item in list {
+                let item = evaluate(item, batch)?;
+                let hit = binary(BinaryOp::Eq, &value, &item)?;
+                let hit = hit.as_boolean().clone();
+                any = Some(match any {
+                    None => hit,
+                    Some(previous) => boolean::or_kleene(&previous, &hit)?,
+                });
+            }
+            let any = any.unwrap_or_else(|| BooleanArray::from(vec![false; rows]));
+            Ok(Arc::new(if *negated { boolean::not(&any)? } else { any }))
+        }
+        Expr::Like {
+            expr,
+            pattern,
+            negated,
+            case_insensitive,
+        } => {
+            let value = evaluate(expr, batch)?;
+            let pattern = evaluate(pattern, batch)?;
+            let result = match (negated, case_insensitive) {
+                (false, false) => comparison::like(&value, &pattern)?,
+                (true, false) => comparison::nlike(&value, &pattern)?,
+                (false, true) => comparison::ilike(&value, &pattern)?,
+                (true, true) => comparison::nilike(&value, &pattern)?,
+            };
+            Ok(Arc::new(result))
+        }
+        Expr::Function { func, args, .. } => {
+            let args = args
+                .iter()
+                .map(|a| evaluate(a, batch))
+                .collect::<Result<Vec<_>>>()?;
+            function(*func, &args)
+        }
+    }
+}
+
+fn binary(op: BinaryOp, l: &ArrayRef, r: &ArrayRef) -> Result<ArrayRef> {
+    if op.is_comparison() && (l.data_type() == &DataType::Null || r.data_type() == &DataType::Null)
+    {
+        return Ok(new_null_array(&DataType::Boolean, l.len()));
+    }
+    let (l, r) = (l.as_ref(), r.as_ref());
+    Ok(match op {
+        BinaryOp::Plus => numeric::add(&l, &r)?,
+        BinaryOp::Minus => numeric::sub(&l, &r)?,
+        BinaryOp::Multiply => numeric::mul(&l, &r)?,
+        BinaryOp::Divide => numeric::div(&l, &r)?,
+        BinaryOp::Modulo => numeric::rem(&l, &r)?,
+        BinaryOp::Eq => Arc::new(cmp::eq(&l, &r)?),
+        BinaryOp::NotEq => Arc::new(cmp::neq(&l, &r)?),
+        BinaryOp::Lt => Arc::new(cmp::lt(&l, &r)?),
+        BinaryOp::LtEq => Arc::new(cmp::lt_eq(&l, &r)?),
+        BinaryOp::Gt => Arc::new(cmp::gt(&l, &r)?),
+        BinaryOp::GtEq => Arc::new(cmp::gt_eq(&l, &r)?),
+        BinaryOp::And => Arc::new(boolean::and_kleene(l.as_boolean(), r.as_boolean())?),
+        BinaryOp::Or => Arc::new(boolean::or_kleene(l.as_boolean(), r.as_boolean())?),
+        BinaryOp::Concat => arrow::compute::kernels::concat_elements::concat_elements_dyn(l, r)?,
+    })
+}
+
+fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
+    match func {
+        ScalarFunction::Coalesce => {
+            let mut result = args[0].clone();
+            for next in &args[1..] {
+                let present = is_not_null(&result)?;
+                result = arrow::compute::kernels::zip::zip(&present, &result, next)?;
+            }
+            Ok(result)
+        }
+        ScalarFunction::NullIf => {
+            let equal = binary(BinaryOp::Eq, &args[0], &args[1])?;
+            Ok(nullif(&args[0], equal.as_boolean())?)
+        }
+        ScalarFunction::Abs => {
+            let value = &args[0];
+            Ok(match value.data_type() {
+                DataType::Int32 => Arc::new(
+                    value
+                        .as_primitive::<Int32Type>()
+                        .try_unary::<_, Int32Type, _>(|v| {
+                            v.checked_abs().ok_or_else(|| {
+                                arrow::error::ArrowError::ArithmeticOverflow("abs".into())
+                            })
+                        })?,
+                ),
+                DataType::Int64 => Arc::new(
+                    value
+                        .as_primitive::<Int64Type>()
+                        .try_unary::<_, Int64Type, _>(|v| {
+                            v.checked_abs().ok_or_else(|| {
+                                arrow::error::ArrowError::ArithmeticOverflow("abs".into())
+                            })
+                        })?,
+                ),
+                DataType::Float64 => Arc::new(
+                    value
+                        .as_primitive::<Float64Type>()
+                        .unary::<_, Float64Type>(f64::abs),
+                ),
+                DataType::Decimal128(p, s) => Arc::new(
+                    value
+                        .as_primitive::<arrow::datatypes::Decimal128Type>()
+                        .unary::<_, arrow::datatypes::Decimal128Type>(i128::abs)
+                        .with_precision_and_scale(*p, *s)?,
+                ),
+                other => {
+                    return Err(ExecError::Execution(format!("abs of {other}")));
+                }
+            })
+        }
+        ScalarFunction::Lower | ScalarFunction::Upper => {
+            let strings = args[0].as_string::<i32>();
+            let mapped: StringArray = strings
+                .iter()
+                .map(|s| {
+                    s.map(|s| {
+                        if func == ScalarFunction::Lower {
+                            s.to_lowercase()
+                        } else {
+                            s.to_uppercase()
+                        }
+                    })
+                })
+                .collect();
+            Ok(Arc::new(mapped))
+        }
+        ScalarFunction::Length => {
+            let strings = args[0].as_string::<i32>();
+            let lengths: Int64Array = strings
+                .iter()
+                .map(|s| s.map(|s| s.chars().count() as i64))
+                .collect();
+            Ok(Arc::new(lengths))
+        }
+        ScalarFunction::Round => {
+            let values = args[0].as_primitive::<Float64Type>();
+            let digits = args.get(1).map(|d| d.as_primitive::<Int64Type>());
+            let rounded: Float64Array = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    let places = match digits {
+                        Some(d) if d.is_null(i) => return None,
+                        Some(d) => d.value(i),
+                        None => 0,
+                    };
+                    v.map(|v| {
+                        let factor = 10f64.powi(places as i32);
+                        (v * factor).round() / factor
+                    })
+                })
+                .collect();
+            Ok(Arc::new(rounded))
+        }
+    }
+}

@@ -1,0 +1,250 @@
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow::compute::{concat, filter_record_batch};
+use arrow::datatypes::SchemaRef;
+use pondra_catalog::Snapshot;
+use pondra_planner::{Expr, PhysicalPlan, SortKey};
+use pondra_storage::Lake;
+
+use crate::aggregate::HashAggregateSink;
+use crate::expr::evaluate;
+use crate::scan::{read_morsel, table_morsels};
+use crate::sort::sort_batches;
+use crate::{ExecError, Result};
+
+/// What a running plan can reach: the lake, the snapshot it reads, and rows handed to it.
+pub struct ExecContext {
+    pub lake: Lake,
+    pub snapshot: Arc<Snapshot>,
+    /// The runtime that object-store reads block on.
+    pub runtime: tokio::runtime::Handle,
+    /// The rows of the plan's `Input` leaf, if it has one.
+    pub input: Vec<RecordBatch>,
+}
+
+/// A streaming operator: one batch in, one batch out.
+enum Operator<'p> {
+    Filter(&'p Expr),
+    Projection(&'p [Expr], SchemaRef),
+}
+
+impl Operator<'_> {
+    fn execute(&self, batch: RecordBatch) -> Result<RecordBatch> {
+        match self {
+            Operator::Filter(predicate) => {
+                let mask = evaluate(predicate, &batch)?;
+                let mask = mask
+                    .as_any()
+                    .downcast_ref::<arrow::array::BooleanArray>()
+                    .ok_or_else(|| ExecError::Execution("filter is not boolean".into()))?;
+                Ok(filter_record_batch(&batch, mask)?)
+            }
+            Operator::Projection(exprs, schema) => {
+                let columns = exprs
+                    .iter()
+                    .map(|e| evaluate(e, &batch))
+                    .collect::<Result<Vec<ArrayRef>>>()?;
+                let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+                Ok(RecordBatch::try_new_with_options(
+                    schema.clone(),
+                    columns,
+                    &options,
+                )?)
+            }
+        }
+    }
+}
+
+/// Where a pipeline's batches end up. A breaker's sink finishes before its output flows on.
+enum Sink<'p> {
+    Collect(Vec<RecordBatch>),
+    Aggregate(Box<HashAggregateSink>),
+    Sort {
+        schema: SchemaRef,
+        keys: &'p [SortKey],
+        fetch: Option<usize>,
+        batches: Vec<RecordBatch>,
+    },
+    Limit {
+        skip: usize,
+        fetch: Option<usize>,
+        seen: usize,
+        batches: Vec<RecordBatch>,
+    },
+}
+
+impl Sink<'_> {
+    fn sink(&mut self, batch: RecordBatch) -> Result<()> {
+        match self {
+            Sink::Collect(batches) | Sink::Sort { batches, .. } => batches.push(batch),
+            Sink::Aggregate(aggregate) => aggregate.sink(&batch)?,
+            Sink::Limit {
+                skip,
+                fetch,
+                seen,
+                batches,
+            } => {
+                let start = *seen;
+                let end = start + batch.num_rows();
+                *seen = end;
+                let lo = (*skip).max(start);
+                let hi = fetch.map_or(end, |f| end.min(*skip + f));
+                if lo < hi {
+                    batches.push(batch.slice(lo - start, hi - lo));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// True once the sink needs no more rows.
+    fn is_full(&self) -> bool {
+        match self {
+            Sink::Limit {
+                skip, fetch, seen, ..
+            } => fetch.is_some_and(|f| *seen >= skip + f),
+            _ => false,
+        }
+    }
+
+    fn finish(self) -> Result<Vec<RecordBatch>> {
+        match self {
+            Sink::Collect(batches) | Sink::Limit { batches, .. } => Ok(batches),
+            Sink::Aggregate(aggregate) => Ok(vec![aggregate.finish()?]),
+            Sink::Sort {
+                schema,
+                keys,
+                fetch,
+                batches,
+            } => sort_batches(&schema, &batches, keys, fetch),
+        }
+    }
+}
+
+/// Runs a physical plan to completion and returns its rows.
+pub fn execute(plan: &PhysicalPlan, ctx: &ExecContext) -> Result<Vec<RecordBatch>> {
+    run_pipeline(plan, Sink::Collect(Vec::new()), ctx)
+}
+
+/// Runs the pipeline that ends at `sink`: the streaming operators down from `plan` to the
+/// first source or breaker, whose rows are pushed through them.
+fn run_pipeline<'p>(
+    plan: &'p PhysicalPlan,
+    mut sink: Sink<'p>,
+    ctx: &ExecContext,
+) -> Result<Vec<RecordBatch>> {
+    let mut operators = Vec::new();
+    let mut node = plan;
+    loop {
+        match node {
+            PhysicalPlan::Filter { input, predicate } => {
+                operators.push(Operator::Filter(predicate));
+                node = input;
+            }
+            PhysicalPlan::Projection {
+                input,
+                exprs,
+                schema,
+            } => {
+                operators.push(Operator::Projection(exprs, schema.clone()));
+                node = input;
+            }
+            _ => break,
+        }
+    }
+    operators.reverse();
+    let push = |batch: RecordBatch, sink: &mut Sink<'p>| -> Result<()> {
+        let mut batch = batch;
+        for operator in &operators {
+            batch = operator.execute(batch)?;
+        }
+        sink.sink(batch)
+    };
+    match node {
+        PhysicalPlan::TableScan { table, schema } => {
+            for morsel in table_morsels(&ctx.snapshot, table) {
+                if sink.is_full() {
+                    break;
+                }
+                for batch in read_morsel(&ctx.lake, &ctx.runtime, &morsel, schema)? {
+                    push(batch, &mut sink)?;
+                }
+            }
+        }
+        PhysicalPlan::Input { schema } => {
+            for batch in &ctx.input {
+                let batch = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?;
+                push(batch, &mut sink)?;
+            }
+        }
+        PhysicalPlan::Values { schema, rows } => push(values(schema, rows)?, &mut sink)?,
+        PhysicalPlan::HashAggregate {
+            input,
+            group,
+            aggregates,
+            schema,
+        } => {
+            let aggregate = HashAggregateSink::new(group, aggregates, schema.clone())?;
+            for batch in run_pipeline(input, Sink::Aggregate(Box::new(aggregate)), ctx)? {
+                push(batch, &mut sink)?;
+            }
+        }
+        PhysicalPlan::Sort { input, keys, fetch } => {
+            let child = Sink::Sort {
+                schema: input.schema(),
+                keys,
+                fetch: *fetch,
+                batches: Vec::new(),
+            };
+            for batch in run_pipeline(input, child, ctx)? {
+                push(batch, &mut sink)?;
+            }
+        }
+        PhysicalPlan::Limit { input, skip, fetch } => {
+            let child = Sink::Limit {
+                skip: *skip,
+                fetch: *fetch,
+                seen: 0,
+                batches: Vec::new(),
+            };
+            for batch in run_pipeline(input, child, ctx)? {
+                push(batch, &mut sink)?;
+            }
+        }
+        PhysicalPlan::Filter { .. } | PhysicalPlan::Projection { .. } => {
+            unreachable!("streaming operators are folded into the pipeline")
+        }
+    }
+    sink.finish()
+}
+
+/// The rows of a VALUES list as one batch.
+fn values(schema: &SchemaRef, rows: &[Vec<Expr>]) -> Result<RecordBatch> {
+    let one_row = RecordBatch::try_new_with_options(
+        Arc::new(arrow::datatypes::Schema::empty()),
+        vec![],
+        &RecordBatchOptions::new().with_row_count(Some(1)),
+    )?;
+    let mut columns = Vec::new();
+    for (index, field) in schema.fields().iter().enumerate() {
+        let cells = rows
+            .iter()
+            .map(|row| evaluate(&row[index], &one_row))
+            .collect::<Result<Vec<_>>>()?;
+        let refs: Vec<&dyn arrow::array::Array> = cells.iter().map(|c| c.as_ref()).collect();
+        let column = concat(&refs)?;
+        let column = if column.data_type() == field.data_type() {
+            column
+        } else {
+            arrow::compute::cast(&column, field.data_type())?
+        };
+        columns.push(column);
+    }
+    let options = RecordBatchOptions::new().with_row_count(Some(rows.len()));
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &options,
+    )?)
+}

@@ -1,0 +1,108 @@
+//! SQL text to statements: sqlparser's AST for standard SQL, plus Pondra's own statements.
+
+mod split;
+
+pub use split::{SplitResult, split_statements};
+pub use sqlparser::ast;
+
+use sqlparser::dialect::DuckDbDialect;
+use sqlparser::parser::Parser;
+
+/// One statement, as Pondra will run it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Statement {
+    /// A statement sqlparser understands.
+    Sql(Box<ast::Statement>),
+    /// `CHECKPOINT`: move every waiting row of the log tail into Parquet now.
+    Checkpoint,
+}
+
+/// A statement with the text it came from (materialized views keep their defining text).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParsedStatement {
+    pub text: String,
+    pub statement: Statement,
+}
+
+/// A statement that could not be parsed, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("syntax error: {0}")]
+pub struct ParseError(pub String);
+
+/// Parses `;`-separated SQL text into statements.
+pub fn parse_sql(sql: &str) -> Result<Vec<ParsedStatement>, ParseError> {
+    let split = split_statements(sql);
+    let mut pieces = split.complete;
+    if !split.rest.trim().is_empty() {
+        pieces.push(split.rest);
+    }
+    pieces
+        .into_iter()
+        .filter(|text| !is_blank(text))
+        .map(|text| {
+            let statement = parse_one(&text)?;
+            Ok(ParsedStatement { text, statement })
+        })
+        .collect()
+}
+
+fn parse_one(text: &str) -> Result<Statement, ParseError> {
+    let words: Vec<String> = text
+        .split_whitespace()
+        .map(|w| w.trim_end_matches(';').to_ascii_uppercase())
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words == ["CHECKPOINT"] {
+        return Ok(Statement::Checkpoint);
+    }
+    let mut statements =
+        Parser::parse_sql(&DuckDbDialect {}, text).map_err(|e| ParseError(clean(e.to_string())))?;
+    match statements.len() {
+        1 => Ok(Statement::Sql(Box::new(statements.remove(0)))),
+        0 => Err(ParseError("empty statement".into())),
+        _ => Err(ParseError("expected one statement".into())),
+    }
+}
+
+/// sqlparser prefixes its messages with "sql parser error: "; the caller adds its own context.
+fn clean(message: String) -> String {
+    message
+        .strip_prefix("sql parser error: ")
+        .map(str::to_string)
+        .unwrap_or(message)
+}
+
+/// True for text holding nothing but whitespace, `;` and comments.
+fn is_blank(text: &str) -> bool {
+    text.lines()
+        .map(|l| l.split("--").next().unwrap_or(""))
+        .all(|l| l.trim().trim_matches(';').trim().is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_sql_and_checkpoint() {
+        let parsed = parse_sql("SELECT 1; checkpoint ;\n -- done\n").unwrap();
+        assert_eq!(parsed.len(), 2);
+        assert!(matches!(parsed[0].statement, Statement::Sql(_)));
+        assert_eq!(parsed[1].statement, Statement::Checkpoint);
+    }
+
+    #[test]
+    fn user_is_a_column_name() {
+        let parsed = parse_sql(
+            "CREATE TABLE events (user VARCHAR, amount BIGINT); SELECT user, sum(amount) FROM events GROUP BY user",
+        )
+        .unwrap();
+        assert_eq!(parsed.len(), 2);
+    }
+
+    #[test]
+    fn reports_syntax_errors() {
+        let err = parse_sql("SELEC 1").unwrap_err();
+        assert!(err.to_string().starts_with("syntax error"), "{err}");
+    }
+}

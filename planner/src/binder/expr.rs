@@ -1,0 +1,729 @@
+//! Binding of scalar and aggregate expressions: names to columns, literals to typed values,
+//! and the implicit casts Postgres and DuckDB apply.
+
+use arrow::datatypes::DataType;
+use sqlparser::ast::{self, BinaryOperator, UnaryOperator, Value};
+
+use super::scope::{Scope, normalize};
+use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, Expr, ScalarFunction};
+use crate::scalar::ScalarValue;
+use crate::types::{common_numeric_type, is_numeric, sql_type_from_ast};
+use crate::{Result, bind_err, unsupported};
+
+/// Aggregation state while binding the expressions above a GROUP BY: expressions are bound
+/// over the aggregate's output, `[group keys..., aggregates...]`.
+pub struct Aggregation {
+    pub input: Scope,
+    pub group: Vec<Expr>,
+    pub aggregates: Vec<AggregateCall>,
+}
+
+/// Where an expression is bound.
+pub enum Context<'a> {
+    /// Over the columns of a scope; `clause` names the clause in errors about aggregates.
+    Plain { scope: &'a Scope, clause: &'a str },
+    /// Over an aggregation's output.
+    Aggregated(&'a mut Aggregation),
+}
+
+/// The aggregate function a name denotes, if any.
+pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
+    Some(match name {
+        "count" => AggregateFunction::Count,
+        "sum" => AggregateFunction::Sum,
+        "min" => AggregateFunction::Min,
+        "max" => AggregateFunction::Max,
+        "avg" | "mean" => AggregateFunction::Avg,
+        _ => return None,
+    })
+}
+
+fn function_name(function: &ast::Function) -> String {
+    function
+        .name
+        .0
+        .last()
+        .and_then(|p| p.as_ident())
+        .map(normalize)
+        .unwrap_or_default()
+}
+
+/// True when `expr` calls an aggregate function anywhere (outside subqueries).
+pub fn contains_aggregate(expr: &ast::Expr) -> bool {
+    use ast::Expr as E;
+    match expr {
+        E::Function(f) => {
+            aggregate_function(&function_name(f)).is_some()
+                || function_args(f).iter().any(|a| contains_aggregate(a))
+        }
+        E::BinaryOp { left, right, .. } => contains_aggregate(left) || contains_aggregate(right),
+        E::UnaryOp { expr, .. }
+        | E::Nested(expr)
+        | E::IsNull(expr)
+        | E::IsNotNull(expr)
+        | E::Cast { expr, .. } => contains_aggregate(expr),
+        E::Between {
+            expr, low, high, ..
+        } => contains_aggregate(expr) || contains_aggregate(low) || contains_aggregate(high),
+        E::In {
+            expr,
+            target: ast::InTarget::List(list),
+            ..
+        } => contains_aggregate(expr) || list.iter().any(contains_aggregate),
+        E::Like { expr, pattern, .. } | E::ILike { expr, pattern, .. } => {
+            contains_aggregate(expr) || contains_aggregate(pattern)
+        }
+        E::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => {
+            operand.as_deref().is_some_and(contains_aggregate)
+                || conditions
+                    .iter()
+                    .any(|c| contains_aggregate(&c.condition) || contains_aggregate(&c.result))
+                || else_result.as_deref().is_some_and(contains_aggregate)
+        }
+        _ => false,
+    }
+}
+
+/// The plain positional arguments of a call (`*` is returned as a wildcard expression).
+fn function_args(function: &ast::Function) -> Vec<&ast::Expr> {
+    match &function.args {
+        ast::FunctionArguments::List(list) => list
+            .args
+            .iter()
+            .filter_map(|a| match a {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => Some(e),
+                _ => None,
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Binds one expression in a context.
+pub fn bind_expr(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Expr> {
+    if let Context::Aggregated(agg) = ctx {
+        return bind_aggregated(expr, agg);
+    }
+    bind_generic(expr, ctx)
+}
+
+fn bind_aggregated(expr: &ast::Expr, agg: &mut Aggregation) -> Result<Expr> {
+    if let ast::Expr::Function(function) = expr
+        && let Some(func) = aggregate_function(&function_name(function))
+    {
+        let call = bind_aggregate_call(function, func, &agg.input)?;
+        let index = match agg.aggregates.iter().position(|a| a == &call) {
+            Some(i) => i,
+            None => {
+                agg.aggregates.push(call.clone());
+                agg.aggregates.len() - 1
+            }
+        };
+        return Ok(Expr::column(
+            agg.group.len() + index,
+            call.to_string(),
+            call.data_type,
+        ));
+    }
+    let mut plain = Context::Plain {
+        scope: &agg.input,
+        clause: "GROUP BY",
+    };
+    if let Ok(bound) = bind_generic(expr, &mut plain)
+        && let Some(index) = agg.group.iter().position(|g| g == &bound)
+    {
+        return Ok(Expr::column(index, expr.to_string(), bound.data_type()));
+    }
+    if let ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) = expr {
+        // Report a missing column as such, before complaining about grouping.
+        bind_generic(expr, &mut plain)?;
+        return Err(bind_err!(
+            "column \"{expr}\" must appear in the GROUP BY clause or be used in an aggregate function"
+        ));
+    }
+    bind_generic(expr, &mut Context::Aggregated(agg))
+}
+
+fn bind_aggregate_call(
+    function: &ast::Function,
+    func: AggregateFunction,
+    input: &Scope,
+) -> Result<AggregateCall> {
+    let name = func.name();
+    let ast::FunctionArguments::List(list) = &function.args else {
+        return Err(bind_err!("{name} needs an argument"));
+    };
+    if list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct) {
+        return Err(unsupported!("{name}(DISTINCT ...)"));
+    }
+    if function.filter.is_some() {
+        return Err(unsupported!("FILTER on aggregates"));
+    }
+    if function.over.is_some() {
+        return Err(unsupported!("window functions"));
+    }
+    let args = &list.args;
+    if args.len() != 1 {
+        return Err(bind_err!("{name} takes one argument, got {}", args.len()));
+    }
+    let arg_expr = match &args[0] {
+        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)
+            if func == AggregateFunction::Count =>
+        {
+            return Ok(AggregateCall {
+                func: AggregateFunction::CountStar,
+                arg: None,
+                data_type: DataType::Int64,
+            });
+        }
+        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => e,
+        other => return Err(bind_err!("{name}: unexpected argument {other}")),
+    };
+    if contains_aggregate(arg_expr) {
+        return Err(bind_err!("aggregate function calls cannot be nested"));
+    }
+    let mut arg = bind_generic(
+        arg_expr,
+        &mut Context::Plain {
+            scope: input,
+            clause: "aggregate arguments",
+        },
+    )?;
+    let arg_type = arg.data_type();
+    match func {
+        AggregateFunction::Sum | AggregateFunction::Avg if !is_numeric(&arg_type) => {
+            if arg_type == DataType::Null {
+                arg = arg.cast(&DataType::Int64);
+            } else {
+                return Err(bind_err!(
+                    "{name}({}) is not defined: the argument must be a number",
+                    type_name(&arg_type)
+                ));
+            }
+        }
+        AggregateFunction::Min | AggregateFunction::Max if arg_type == DataType::Null => {
+            arg = arg.cast(&DataType::Int64);
+        }
+        _ => {}
+    }
+    let data_type = func.result_type(Some(&arg.data_type()));
+    Ok(AggregateCall {
+        func,
+        arg: Some(arg),
+        data_type,
+    })
+}
+
+/// A type as SQL users know it, for messages.
+pub fn type_name(data_type: &DataType) -> String {
+    match pondra_catalog::SqlType::from_arrow(data_type) {
+        Some(t) => t.to_string(),
+        None if *data_type == DataType::Null => "NULL".into(),
+        None => data_type.to_string(),
+    }
+}
+
+fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Expr> {
+    use ast::Expr as E;
+    match expr {
+        E::Identifier(ident) => resolve_column(ctx, None, ident),
+        E::CompoundIdentifier(parts) => match parts.as_slice() {
+            [table, column] => resolve_column(ctx, Some(normalize(table)), column),
+            _ => Err(unsupported!("the name {expr}")),
+        },
+        E::Value(value) => Ok(Expr::Literal(literal(&value.value)?)),
+        E::TypedString(typed) => {
+            let target = sql_type_from_ast(&typed.data_type)?.to_arrow();
+            let text = match &typed.value.value {
+                Value::SingleQuotedString(s) => s.clone(),
+                other => return Err(bind_err!("expected a quoted string, got {other}")),
+            };
+            Ok(Expr::Literal(ScalarValue::Utf8(text)).cast(&target))
+        }
+        E::Nested(inner) => bind_expr(inner, ctx),
+        E::BinaryOp { left, op, right } => {
+            let left = bind_expr(left, ctx)?;
+            let right = bind_expr(right, ctx)?;
+            binary(left, op, right)
+        }
+        E::UnaryOp { op, expr: inner } => {
+            let inner = bind_expr(inner, ctx)?;
+            match op {
+                UnaryOperator::Not => Ok(Expr::Not(Box::new(boolean(inner, "NOT")?))),
+                UnaryOperator::Minus => match inner {
+                    Expr::Literal(ScalarValue::Int32(v)) => {
+                        Ok(Expr::Literal(ScalarValue::Int32(-v)))
+                    }
+                    Expr::Literal(ScalarValue::Int64(v)) => {
+                        Ok(Expr::Literal(ScalarValue::Int64(-v)))
+                    }
+                    inner if is_numeric(&inner.data_type()) => Ok(Expr::Negative(Box::new(inner))),
+                    inner => Err(bind_err!(
+                        "cannot negate a value of type {}",
+                        type_name(&inner.data_type())
+                    )),
+                },
+                UnaryOperator::Plus => Ok(inner),
+                other => Err(unsupported!("the operator {other}")),
+            }
+        }
+        E::IsNull(inner) => Ok(Expr::IsNull(Box::new(bind_expr(inner, ctx)?))),
+        E::IsNotNull(inner) => Ok(Expr::IsNotNull(Box::new(bind_expr(inner, ctx)?))),
+        E::Between {
+            expr: inner,
+            negated,
+            low,
+            high,
+        } => {
+            let value = bind_expr(inner, ctx)?;
+            let low = bind_expr(low, ctx)?;
+            let high = bind_expr(high, ctx)?;
+            let lower = binary(value.clone(), &BinaryOperator::GtEq, low)?;
+            let upper = binary(value, &BinaryOperator::LtEq, high)?;
+            let both = Expr::Binary {
+                op: BinaryOp::And,
+                left: Box::new(lower),
+                right: Box::new(upper),
+            };
+            Ok(if *negated {
+                Expr::Not(Box::new(both))
+            } else {
+                both
+            })
+        }
+        E::In {
+            expr: inner,
+            target: ast::InTarget::List(list),
+            negated,
+            ..
+        } => {
+            let value = bind_expr(inner, ctx)?;
+            let items = list
+                .iter()
+                .map(|e| bind_expr(e, ctx))
+                .collect::<Result<Vec<_>>>()?;
+            let mut target = value.data_type();
+            for item in &items {
+                target = comparison_type(&target, &item.data_type(), item)?;
+            }
+            Ok(Expr::InList {
+                expr: Box::new(coerce(value, &target)),
+                list: items.into_iter().map(|e| coerce(e, &target)).collect(),
+                negated: *negated,
+            })
+        }
+        E::Like {
+            negated,
+            expr: inner,
+            pattern,
+            escape_char: None,
+            any: false,
+        } => like(
+            bind_expr(inner, ctx)?,
+            bind_expr(pattern, ctx)?,
+            *negated,
+            false,
+        ),
+        E::ILike {
+            negated,
+            expr: inner,
+            pattern,
+            escape_char: None,
+            any: false,
+        } => like(
+            bind_expr(inner, ctx)?,
+            bind_expr(pattern, ctx)?,
+            *negated,
+            true,
+        ),
+        E::Cast {
+            expr: inner,
+            data_type,
+            ..
+        } => {
+            let target = sql_type_from_ast(data_type)?.to_arrow();
+            Ok(bind_expr(inner, ctx)?.cast(&target))
+        }
+        E::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => bind_case(operand.as_deref(), conditions, else_result.as_deref(), ctx),
+        E::Function(function) => bind_function(function, ctx),
+        E::Subquery(_) | E::Exists { .. } | E::In { .. } => Err(unsupported!("subqueries")),
+        other => Err(unsupported!("the expression {other}")),
+    }
+}
+
+fn resolve_column(
+    ctx: &mut Context<'_>,
+    qualifier: Option<String>,
+    ident: &ast::Ident,
+) -> Result<Expr> {
+    let Context::Plain { scope, .. } = ctx else {
+        unreachable!("aggregated contexts resolve names through their input scope");
+    };
+    let name = normalize(ident);
+    let index = scope.resolve(qualifier.as_deref(), &name)?;
+    let column = &scope.columns[index];
+    Ok(Expr::column(
+        index,
+        column.name.clone(),
+        column.data_type.clone(),
+    ))
+}
+
+/// The typed value of a literal: integers are INTEGER when they fit and BIGINT otherwise,
+/// numbers with a point are exact DECIMALs, numbers with an exponent are DOUBLEs.
+pub fn literal(value: &Value) -> Result<ScalarValue> {
+    Ok(match value {
+        Value::Number(text, _) => number_literal(text)?,
+        Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => ScalarValue::Utf8(s.clone()),
+        Value::Boolean(b) => ScalarValue::Boolean(*b),
+        Value::Null => ScalarValue::Null,
+        other => return Err(unsupported!("the literal {other}")),
+    })
+}
+
+fn number_literal(text: &str) -> Result<ScalarValue> {
+    if let Ok(v) = text.parse::<i64>() {
+        return Ok(match i32::try_from(v) {
+            Ok(small) => ScalarValue::Int32(small),
+            Err(_) => ScalarValue::Int64(v),
+        });
+    }
+    if !text.contains(['e', 'E'])
+        && let Some((whole, fraction)) = text.split_once('.').or(Some((text, "")))
+    {
+        let digits = format!("{whole}{fraction}");
+        let scale = fraction.len();
+        let precision = digits.trim_start_matches('0').len().max(scale).max(1);
+        if precision <= 38
+            && let Ok(value) = digits.parse::<i128>()
+        {
+            return Ok(ScalarValue::Decimal128 {
+                value,
+                precision: precision as u8,
+                scale: scale as i8,
+            });
+        }
+    }
+    text.parse::<f64>()
+        .map(ScalarValue::Float64)
+        .map_err(|_| bind_err!("invalid number {text}"))
+}
+
+fn boolean(expr: Expr, what: &str) -> Result<Expr> {
+    match expr.data_type() {
+        DataType::Boolean => Ok(expr),
+        DataType::Null => Ok(expr.cast(&DataType::Boolean)),
+        other => Err(bind_err!(
+            "argument of {what} must be BOOLEAN, not {}",
+            type_name(&other)
+        )),
+    }
+}
+
+/// Casts `expr` to `target` unless it already has that type.
+fn coerce(expr: Expr, target: &DataType) -> Expr {
+    expr.cast(target)
+}
+
+fn is_string_literal(expr: &Expr) -> bool {
+    matches!(expr, Expr::Literal(ScalarValue::Utf8(_)))
+}
+
+/// The type two values are compared in; `right` is the second operand (a string literal can
+/// take the other side's type, as in `d > '2024-01-01'`).
+fn comparison_type(left: &DataType, right: &DataType, right_expr: &Expr) -> Result<DataType> {
+    if left == right {
+        return Ok(left.clone());
+    }
+    if let Some(t) = common_numeric_type(left, right) {
+        return Ok(t);
+    }
+    match (left, right) {
+        (DataType::Null, t) | (t, DataType::Null) => Ok(t.clone()),
+        (t, DataType::Utf8) if is_string_literal(right_expr) => Ok(t.clone()),
+        (DataType::Date32, DataType::Timestamp(..))
+        | (DataType::Timestamp(..), DataType::Date32) => Ok(DataType::Timestamp(
+            arrow::datatypes::TimeUnit::Microsecond,
+            None,
+        )),
+        _ => Err(bind_err!(
+            "cannot compare values of types {} and {}",
+            type_name(left),
+            type_name(right)
+        )),
+    }
+}
+
+fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Expr> {
+    let op = match op {
+        BinaryOperator::Plus => BinaryOp::Plus,
+        BinaryOperator::Minus => BinaryOp::Minus,
+        BinaryOperator::Multiply => BinaryOp::Multiply,
+        BinaryOperator::Divide => BinaryOp::Divide,
+        BinaryOperator::Modulo => BinaryOp::Modulo,
+        BinaryOperator::Eq => BinaryOp::Eq,
+        BinaryOperator::NotEq => BinaryOp::NotEq,
+        BinaryOperator::Lt => BinaryOp::Lt,
+        BinaryOperator::LtEq => BinaryOp::LtEq,
+        BinaryOperator::Gt => BinaryOp::Gt,
+        BinaryOperator::GtEq => BinaryOp::GtEq,
+        BinaryOperator::And => BinaryOp::And,
+        BinaryOperator::Or => BinaryOp::Or,
+        BinaryOperator::StringConcat => BinaryOp::Concat,
+        other => return Err(unsupported!("the operator {other}")),
+    };
+    let (lt, rt) = (left.data_type(), right.data_type());
+    let (left, right) = match op {
+        BinaryOp::And | BinaryOp::Or => {
+            let name = if op == BinaryOp::And { "AND" } else { "OR" };
+            (boolean(left, name)?, boolean(right, name)?)
+        }
+        BinaryOp::Concat => (left.cast(&DataType::Utf8), right.cast(&DataType::Utf8)),
+        op if op.is_comparison() => {
+            let target = if is_string_literal(&left) {
+                comparison_type(&rt, &lt, &left)?
+            } else {
+                comparison_type(&lt, &rt, &right)?
+            };
+            (coerce(left, &target), coerce(right, &target))
+        }
+        _ => {
+            let Some(target) = common_numeric_type(&lt, &rt) else {
+                return Err(bind_err!(
+                    "operator {} is not defined for types {} and {}",
+                    op_symbol(op),
+                    type_name(&lt),
+                    type_name(&rt)
+                ));
+            };
+            return Ok(arithmetic(op, left, right, &lt, &rt, target));
+        }
+    };
+    Ok(Expr::Binary {
+        op,
+        left: Box::new(left),
+        right: Box::new(right),
+    })
+}
+
+fn op_symbol(op: BinaryOp) -> &'static str {
+    match op {
+        BinaryOp::Plus => "+",
+        BinaryOp::Minus => "-",
+        BinaryOp::Multiply => "*",
+        BinaryOp::Divide => "/",
+        _ => "%",
+    }
+}
+
+/// Arithmetic in the operands' common type. Decimal products keep every digit (the scales add);
+/// decimal quotients are computed in DOUBLE.
+fn arithmetic(
+    op: BinaryOp,
+    left: Expr,
+    right: Expr,
+    lt: &DataType,
+    rt: &DataType,
+    target: DataType,
+) -> Expr {
+    let node = |l: Expr, r: Expr| Expr::Binary {
+        op,
+        left: Box::new(l),
+        right: Box::new(r),
+    };
+    match (&target, op) {
+        (DataType::Decimal128(..), BinaryOp::Multiply) => {
+            let as_decimal = |t: &DataType| match t {
+                DataType::Decimal128(p, s) => DataType::Decimal128(*p, *s),
+                _ => DataType::Decimal128(19, 0),
+            };
+            let (l, r) = (as_decimal(lt), as_decimal(rt));
+            let (DataType::Decimal128(p1, s1), DataType::Decimal128(p2, s2)) = (&l, &r) else {
+                unreachable!()
+            };
+            let result = DataType::Decimal128((p1 + p2).min(38), s1 + s2);
+            Expr::Cast {
+                expr: Box::new(node(left.cast(&l), right.cast(&r))),
+                data_type: result,
+            }
+        }
+        (DataType::Decimal128(..), BinaryOp::Divide | BinaryOp::Modulo) => node(
+            left.cast(&DataType::Float64),
+            right.cast(&DataType::Float64),
+        ),
+        _ => node(left.cast(&target), right.cast(&target)),
+    }
+}
+
+fn like(expr: Expr, pattern: Expr, negated: bool, case_insensitive: bool) -> Result<Expr> {
+    for side in [&expr, &pattern] {
+        let t = side.data_type();
+        if t != DataType::Utf8 && t != DataType::Null {
+            return Err(bind_err!(
+                "LIKE needs VARCHAR operands, not {}",
+                type_name(&t)
+            ));
+        }
+    }
+    Ok(Expr::Like {
+        expr: Box::new(expr.cast(&DataType::Utf8)),
+        pattern: Box::new(pattern.cast(&DataType::Utf8)),
+        negated,
+        case_insensitive,
+    })
+}
+
+/// The type the branches of a CASE or the arguments of COALESCE share.
+fn common_type(types: &[DataType]) -> Result<DataType> {
+    let mut result = DataType::Null;
+    for t in types {
+        result = if result == *t || *t == DataType::Null {
+            result
+        } else if result == DataType::Null {
+            t.clone()
+        } else if let Some(n) = common_numeric_type(&result, t) {
+            n
+        } else {
+            return Err(bind_err!(
+                "types {} and {} cannot be matched",
+                type_name(&result),
+                type_name(t)
+            ));
+        };
+    }
+    Ok(result)
+}
+
+fn bind_case(
+    operand: Option<&ast::Expr>,
+    conditions: &[ast::CaseWhen],
+    else_result: Option<&ast::Expr>,
+    ctx: &mut Context<'_>,
+) -> Result<Expr> {
+    let operand = operand.map(|o| bind_expr(o, ctx)).transpose()?;
+    let mut whens = Vec::new();
+    let mut results = Vec::new();
+    for case in conditions {
+        let condition = bind_expr(&case.condition, ctx)?;
+        let condition = match &operand {
+            Some(value) => binary(value.clone(), &BinaryOperator::Eq, condition)?,
+            None => boolean(condition, "CASE WHEN")?,
+        };
+        whens.push(condition);
+        results.push(bind_expr(&case.result, ctx)?);
+    }
+    let otherwise = else_result.map(|e| bind_expr(e, ctx)).transpose()?;
+    let mut types: Vec<DataType> = results.iter().map(Expr::data_type).collect();
+    types.extend(otherwise.iter().map(Expr::data_type));
+    let data_type = common_type(&types)?;
+    Ok(Expr::Case {
+        branches: whens
+            .into_iter()
+            .zip(results)
+            .map(|(w, r)| (w, r.cast(&data_type)))
+            .collect(),
+        otherwise: otherwise.map(|e| Box::new(e.cast(&data_type))),
+        data_type,
+    })
+}
+
+fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> Result<Expr> {
+    let name = function_name(function);
+    if aggregate_function(&name).is_some() {
+        let clause = match ctx {
+            Context::Plain { clause, .. } => *clause,
+            Context::Aggregated(_) => "this place",
+        };
+        return Err(bind_err!("aggregate functions are not allowed in {clause}"));
+    }
+    if function.over.is_some() {
+        return Err(unsupported!("window functions"));
+    }
+    let args = function_args(function)
+        .into_iter()
+        .map(|a| bind_expr(a, ctx))
+        .collect::<Result<Vec<_>>>()?;
+    let arity = |n: usize| {
+        if args.len() == n {
+            Ok(())
+        } else {
+            Err(bind_err!(
+                "{name} takes {n} argument(s), got {}",
+                args.len()
+            ))
+        }
+    };
+    let (func, args, data_type) = match name.as_str() {
+        "coalesce" => {
+            if args.is_empty() {
+                return Err(bind_err!("coalesce needs at least one argument"));
+            }
+            let types: Vec<DataType> = args.iter().map(Expr::data_type).collect();
+            let t = common_type(&types)?;
+            let args = args.into_iter().map(|a| a.cast(&t)).collect();
+            (ScalarFunction::Coalesce, args, t)
+        }
+        "nullif" => {
+            arity(2)?;
+            let t = args[0].data_type();
+            let mut args = args;
+            let second = args.pop().expect("two args");
+            let target = comparison_type(&t, &second.data_type(), &second)?;
+            let first = args.pop().expect("two args");
+            let data_type = first.data_type();
+            (
+                ScalarFunction::NullIf,
+                vec![first.cast(&target), second.cast(&target)],
+                if target == data_type {
+                    data_type
+                } else {
+                    target
+                },
+            )
+        }
+        "abs" => {
+            arity(1)?;
+            let t = args[0].data_type();
+            if !is_numeric(&t) {
+                return Err(bind_err!("abs needs a number, not {}", type_name(&t)));
+            }
+            (ScalarFunction::Abs, args, t)
+        }
+        "lower" | "upper" | "length" => {
+            arity(1)?;
+            let args: Vec<Expr> = args.into_iter().map(|a| a.cast(&DataType::Utf8)).collect();
+            match name.as_str() {
+                "lower" => (ScalarFunction::Lower, args, DataType::Utf8),
+                "upper" => (ScalarFunction::Upper, args, DataType::Utf8),
+                _ => (ScalarFunction::Length, args, DataType::Int64),
+            }
+        }
+        "round" => {
+            if args.is_empty() || args.len() > 2 {
+                return Err(bind_err!("round takes 1 or 2 arguments"));
+            }
+            let mut args = args;
+            args[0] = args[0].clone().cast(&DataType::Float64);
+            if args.len() == 2 {
+                args[1] = args[1].clone().cast(&DataType::Int64);
+            }
+            (ScalarFunction::Round, args, DataType::Float64)
+        }
+        _ => return Err(bind_err!("function {name} does not exist")),
+    };
+    Ok(Expr::Function {
+        func,
+        args,
+        data_type,
+    })
+}

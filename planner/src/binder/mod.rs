@@ -1,0 +1,858 @@
+//! The binder: parsed statements to bound plans over one catalog snapshot.
+
+mod expr;
+mod scope;
+
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Schema};
+use pondra_catalog::{Column, Snapshot, TableKind};
+use pondra_parser::{ParsedStatement, Statement, ast};
+
+pub use expr::type_name;
+use expr::{Aggregation, Context, bind_expr, contains_aggregate};
+use scope::{Scope, normalize};
+
+use crate::expr::{Expr, SortKey};
+use crate::logical::LogicalPlan;
+use crate::plan::Plan;
+use crate::scalar::ScalarValue;
+use crate::types::{common_numeric_type, sql_type_from_ast};
+use crate::view::plan_view;
+use crate::{Result, bind_err, unsupported};
+
+/// Binds statements against one catalog snapshot.
+pub struct Binder<'a> {
+    snapshot: &'a Snapshot,
+}
+
+impl<'a> Binder<'a> {
+    pub fn new(snapshot: &'a Snapshot) -> Binder<'a> {
+        Binder { snapshot }
+    }
+
+    /// Binds one parsed statement.
+    pub fn bind_statement(&self, parsed: &ParsedStatement) -> Result<Plan> {
+        let statement = match &parsed.statement {
+            Statement::Checkpoint => return Ok(Plan::Checkpoint),
+            Statement::Sql(statement) => statement.as_ref(),
+        };
+        match statement {
+            ast::Statement::Query(query) => Ok(Plan::Query(self.bind_query(query)?)),
+            ast::Statement::CreateTable(create) => self.bind_create_table(create),
+            ast::Statement::Drop {
+                object_type,
+                if_exists,
+                names,
+                ..
+            } => self.bind_drop(*object_type, *if_exists, names),
+            ast::Statement::Insert(insert) => self.bind_insert(insert),
+            ast::Statement::CreateView(create) => {
+                if !create.materialized {
+                    return Err(unsupported!("views that are not materialized"));
+                }
+                let name = object_name(&create.name)?;
+                let view = plan_view(self.snapshot, &create.query)?;
+                Ok(Plan::CreateMaterializedView {
+                    name,
+                    sql: parsed.text.trim().to_string(),
+                    view: Box::new(view),
+                    if_not_exists: create.if_not_exists,
+                })
+            }
+            ast::Statement::ShowTables { .. } => Ok(Plan::Query(self.show_tables())),
+            ast::Statement::ExplainTable { table_name, .. } => {
+                Ok(Plan::Query(self.describe(&object_name(table_name)?)?))
+            }
+            ast::Statement::Explain {
+                statement, analyze, ..
+            } => {
+                if *analyze {
+                    return Err(unsupported!("EXPLAIN ANALYZE"));
+                }
+                match statement.as_ref() {
+                    ast::Statement::Query(query) => Ok(Plan::Explain(self.bind_query(query)?)),
+                    _ => Err(unsupported!("EXPLAIN of statements other than queries")),
+                }
+            }
+            other => Err(unsupported!("the statement {}", first_words(other))),
+        }
+    }
+
+    fn table(&self, name: &str) -> Result<&Arc<pondra_catalog::TableDef>> {
+        self.snapshot
+            .table(name)
+            .ok_or_else(|| bind_err!("table {name} does not exist"))
+    }
+
+    fn bind_create_table(&self, create: &ast::CreateTable) -> Result<Plan> {
+        if create.query.is_some() {
+            return Err(unsupported!("CREATE TABLE ... AS SELECT"));
+        }
+        let name = object_name(&create.name)?;
+        let mut columns: Vec<Column> = Vec::new();
+        for def in &create.columns {
+            let column_name = normalize(&def.name);
+            if columns.iter().any(|c| c.name == column_name) {
+                return Err(bind_err!("column {column_name} is named twice"));
+            }
+            columns.push(Column {
+                name: column_name,
+                sql_type: sql_type_from_ast(&def.data_type)?,
+            });
+        }
+        if columns.is_empty() {
+            return Err(bind_err!("a table needs at least one column"));
+        }
+        Ok(Plan::CreateTable {
+            name,
+            columns,
+            if_not_exists: create.if_not_exists,
+        })
+    }
+
+    fn bind_drop(
+        &self,
+        object_type: ast::ObjectType,
+        if_exists: bool,
+        names: &[ast::ObjectName],
+    ) -> Result<Plan> {
+        let [name] = names else {
+            return Err(unsupported!("dropping several objects in one statement"));
+        };
+        let name = object_name(name)?;
+        let wants_view = match object_type {
+            ast::ObjectType::Table => false,
+            ast::ObjectType::View | ast::ObjectType::MaterializedView => true,
+            other => return Err(unsupported!("DROP {other}")),
+        };
+        if let Some(table) = self.snapshot.table(&name) {
+            match (table.is_materialized_view(), wants_view) {
+                (true, false) => {
+                    return Err(bind_err!(
+                        "{name} is a materialized view: use DROP MATERIALIZED VIEW"
+                    ));
+                }
+                (false, true) => return Err(bind_err!("{name} is a table: use DROP TABLE")),
+                _ => {}
+            }
+            let dependents: Vec<String> = self
+                .snapshot
+                .views_over(&name)
+                .iter()
+                .map(|v| v.name.clone())
+                .collect();
+            if !dependents.is_empty() {
+                return Err(bind_err!(
+                    "cannot drop {name}: the materialized view(s) {} depend on it; drop them first",
+                    dependents.join(", ")
+                ));
+            }
+        } else if !if_exists {
+            return Err(bind_err!("table {name} does not exist"));
+        }
+        Ok(Plan::DropTable { name, if_exists })
+    }
+
+    fn bind_insert(&self, insert: &ast::Insert) -> Result<Plan> {
+        let ast::TableObject::TableName(name) = &insert.table else {
+            return Err(unsupported!("INSERT into a table function"));
+        };
+        let table = self.table(&object_name(name)?)?.clone();
+        if table.is_materialized_view() {
+            return Err(bind_err!(
+                "cannot insert into materialized view {}: it is kept current from its table",
+                table.name
+            ));
+        }
+        let source = insert
+            .source
+            .as_ref()
+            .ok_or_else(|| unsupported!("INSERT without VALUES or SELECT"))?;
+        let input = self.bind_query(source)?;
+        let input_schema = input.schema();
+        let targets: Vec<usize> = if insert.columns.is_empty() {
+            (0..table.columns.len()).collect()
+        } else {
+            let mut targets = Vec::new();
+            for column in &insert.columns {
+                let column = object_name(column)?;
+                let index = table
+                    .columns
+                    .iter()
+                    .position(|c| c.name == column)
+                    .ok_or_else(|| {
+                        bind_err!("table {} has no column named {column}", table.name)
+                    })?;
+                if targets.contains(&index) {
+                    return Err(bind_err!("column {column} is named twice"));
+                }
+                targets.push(index);
+            }
+            targets
+        };
+        if input_schema.fields().len() != targets.len() {
+            return Err(bind_err!(
+                "INSERT has {} target columns but {} values per row",
+                targets.len(),
+                input_schema.fields().len()
+            ));
+        }
+        let mut exprs = Vec::new();
+        for (index, column) in table.columns.iter().enumerate() {
+            let target = column.sql_type.to_arrow();
+            let expr = match targets.iter().position(|t| *t == index) {
+                Some(source_index) => {
+                    let field = input_schema.field(source_index);
+                    check_assignable(field.data_type(), &target, &column.name)?;
+                    Expr::column(source_index, field.name(), field.data_type().clone())
+                        .cast(&target)
+                }
+                None => Expr::Literal(ScalarValue::Null).cast(&target),
+            };
+            exprs.push(expr);
+        }
+        let names = table.columns.iter().map(|c| c.name.clone()).collect();
+        Ok(Plan::Insert {
+            table,
+            input: input.project(exprs, names),
+        })
+    }
+
+    fn show_tables(&self) -> LogicalPlan {
+        let schema = Arc::new(Schema::new(vec![Field::new("name", DataType::Utf8, true)]));
+        let rows = self
+            .snapshot
+            .tables
+            .keys()
+            .map(|name| vec![Expr::Literal(ScalarValue::Utf8(name.clone()))])
+            .collect();
+        LogicalPlan::Values { schema, rows }
+    }
+
+    fn describe(&self, name: &str) -> Result<LogicalPlan> {
+        let table = self.table(name)?;
+        let schema = match &table.kind {
+            TableKind::Table => table.arrow_schema(),
+            TableKind::MaterializedView { .. } => self.scan(table, None)?.schema(),
+        };
+        let text = |s: String| Expr::Literal(ScalarValue::Utf8(s));
+        let rows = schema
+            .fields()
+            .iter()
+            .map(|f| {
+                vec![
+                    text(f.name().clone()),
+                    text(type_name(f.data_type())),
+                    text("YES".into()),
+                ]
+            })
+            .collect();
+        let fields = ["column_name", "column_type", "null"]
+            .into_iter()
+            .map(|n| Field::new(n, DataType::Utf8, true))
+            .collect::<Vec<_>>();
+        Ok(LogicalPlan::Values {
+            schema: Arc::new(Schema::new(fields)),
+            rows,
+        })
+    }
+
+    /// Binds a query: its body, then ORDER BY, then LIMIT / OFFSET.
+    pub fn bind_query(&self, query: &ast::Query) -> Result<LogicalPlan> {
+        if query.with.is_some() {
+            return Err(unsupported!("WITH (common table expressions)"));
+        }
+        if query.fetch.is_some() {
+            return Err(unsupported!("FETCH"));
+        }
+        let order_by = match &query.order_by {
+            None => &[][..],
+            Some(ast::OrderBy {
+                kind: ast::OrderByKind::Expressions(items),
+                ..
+            }) => items.as_slice(),
+            Some(_) => return Err(unsupported!("ORDER BY ALL")),
+        };
+        let plan = match query.body.as_ref() {
+            ast::SetExpr::Select(select) => self.bind_select(select, order_by)?,
+            other => {
+                let plan = match other {
+                    ast::SetExpr::Values(values) => self.bind_values(values)?,
+                    ast::SetExpr::Query(inner) => self.bind_query(inner)?,
+                    ast::SetExpr::SetOperation { op, .. } => return Err(unsupported!("{op}")),
+                    other => return Err(unsupported!("the query form {other}")),
+                };
+                let scope = Scope::from_schema(&plan.schema(), None);
+                order_output(plan, &scope, order_by)?
+            }
+        };
+        self.bind_limit(plan, query.limit_clause.as_ref())
+    }
+
+    fn bind_limit(
+        &self,
+        plan: LogicalPlan,
+        clause: Option<&ast::LimitClause>,
+    ) -> Result<LogicalPlan> {
+        let (limit, offset) = match clause {
+            None => return Ok(plan),
+            Some(ast::LimitClause::LimitOffset {
+                limit,
+                offset,
+                limit_by,
+            }) => {
+                if !limit_by.is_empty() {
+                    return Err(unsupported!("LIMIT BY"));
+                }
+                (limit.as_ref(), offset.as_ref().map(|o| &o.value))
+            }
+            Some(ast::LimitClause::OffsetCommaLimit { offset, limit }) => {
+                (Some(limit), Some(offset))
+            }
+        };
+        let fetch = match limit {
+            Some(ast::Expr::Value(v)) if v.value == ast::Value::Null => None,
+            Some(e) => Some(constant_count(e, "LIMIT")?),
+            None => None,
+        };
+        let skip = offset
+            .map(|e| constant_count(e, "OFFSET"))
+            .transpose()?
+            .unwrap_or(0);
+        Ok(LogicalPlan::Limit {
+            input: Box::new(plan),
+            skip,
+            fetch,
+        })
+    }
+
+    fn bind_values(&self, values: &ast::Values) -> Result<LogicalPlan> {
+        let empty = Scope::default();
+        let mut rows = Vec::new();
+        for row in &values.rows {
+            let mut ctx = Context::Plain {
+                scope: &empty,
+                clause: "VALUES",
+            };
+            let bound = row
+                .iter()
+                .map(|e| bind_expr(e, &mut ctx))
+                .collect::<Result<Vec<_>>>()?;
+            if let Some(first) = rows.first().map(|r: &Vec<Expr>| r.len())
+                && first != bound.len()
+            {
+                return Err(bind_err!("VALUES lists must all be the same length"));
+            }
+            rows.push(bound);
+        }
+        let width = rows.first().map_or(0, Vec::len);
+        let mut fields = Vec::new();
+        for column in 0..width {
+            let mut data_type = DataType::Null;
+            for row in &rows {
+                let t = row[column].data_type();
+                data_type = if data_type == t || t == DataType::Null {
+                    data_type
+                } else if data_type == DataType::Null {
+                    t
+                } else if let Some(n) = common_numeric_type(&data_type, &t) {
+                    n
+                } else {
+                    return Err(bind_err!(
+                        "VALUES column {} mixes types {} and {}",
+                        column + 1,
+                        type_name(&data_type),
+                        type_name(&t)
+                    ));
+                };
+            }
+            fields.push(Field::new(format!("column{}", column + 1), data_type, true));
+        }
+        for row in &mut rows {
+            for (expr, field) in row.iter_mut().zip(&fields) {
+                *expr = expr.clone().cast(field.data_type());
+            }
+        }
+        Ok(LogicalPlan::Values {
+            schema: Arc::new(Schema::new(fields)),
+            rows,
+        })
+    }
+
+    /// The plan that reads a table or a view, with the scope its columns are named in.
+    fn scan(
+        &self,
+        table: &Arc<pondra_catalog::TableDef>,
+        _alias: Option<&str>,
+    ) -> Result<LogicalPlan> {
+        match &table.kind {
+            TableKind::Table => Ok(LogicalPlan::Scan {
+                table: table.clone(),
+                schema: table.arrow_schema(),
+            }),
+            TableKind::MaterializedView { .. } => {
+                Ok(crate::view::load_view(self.snapshot, table)?.read_plan(table))
+            }
+        }
+    }
+
+    fn bind_from(&self, from: &[ast::TableWithJoins]) -> Result<(LogicalPlan, Scope)> {
+        let [relation] = from else {
+            if from.is_empty() {
+                let plan = LogicalPlan::Values {
+                    schema: Arc::new(Schema::empty()),
+                    rows: vec![vec![]],
+                };
+                return Ok((plan, Scope::default()));
+            }
+            return Err(unsupported!("joins (several tables in FROM)"));
+        };
+        if !relation.joins.is_empty() {
+            return Err(unsupported!("joins"));
+        }
+        match &relation.relation {
+            ast::TableFactor::Table {
+                name,
+                alias,
+                args: None,
+                ..
+            } => {
+                let name = object_name(name)?;
+                let table = self.table(&name)?;
+                let plan = self.scan(table, None)?;
+                let qualifier = alias.as_ref().map(|a| normalize(&a.name)).unwrap_or(name);
+                let scope = Scope::from_schema(&plan.schema(), Some(&qualifier));
+                Ok((plan, scope))
+            }
+            ast::TableFactor::Derived {
+                subquery, alias, ..
+            } => {
+                let plan = self.bind_query(subquery)?;
+                let qualifier = alias.as_ref().map(|a| normalize(&a.name));
+                let scope = Scope::from_schema(&plan.schema(), qualifier.as_deref());
+                Ok((plan, scope))
+            }
+            other => Err(unsupported!("FROM {other}")),
+        }
+    }
+
+    fn bind_select(
+        &self,
+        select: &ast::Select,
+        order_by: &[ast::OrderByExpr],
+    ) -> Result<LogicalPlan> {
+        if select.having.is_some()
+            && matches!(&select.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
+            && !select.projection.iter().any(item_has_aggregate)
+            && !select.having.as_ref().is_some_and(contains_aggregate)
+        {
+            return Err(bind_err!("HAVING needs GROUP BY or an aggregate"));
+        }
+        let (mut plan, scope) = self.bind_from(&select.from)?;
+        if let Some(selection) = &select.selection {
+            let predicate = bind_expr(
+                selection,
+                &mut Context::Plain {
+                    scope: &scope,
+                    clause: "WHERE",
+                },
+            )?;
+            plan = filter(plan, predicate, "WHERE")?;
+        }
+        let group_by = match &select.group_by {
+            ast::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs,
+            _ => return Err(unsupported!("GROUP BY ALL, ROLLUP, CUBE and GROUPING SETS")),
+        };
+        let aggregating = !group_by.is_empty()
+            || select.projection.iter().any(item_has_aggregate)
+            || select.having.as_ref().is_some_and(contains_aggregate)
+            || order_by.iter().any(|o| contains_aggregate(&o.expr));
+
+        let mut aggregation = if aggregating {
+            let mut group = Vec::new();
+            for expr in group_by {
+                let expr = resolve_group_alias(expr, &select.projection, &scope)?;
+                if contains_aggregate(expr) {
+                    return Err(bind_err!("aggregate functions are not allowed in GROUP BY"));
+                }
+                let bound = bind_expr(
+                    expr,
+                    &mut Context::Plain {
+                        scope: &scope,
+                        clause: "GROUP BY",
+                    },
+                )?;
+                if !group.contains(&bound) {
+                    group.push(bound);
+                }
+            }
+            Some(Aggregation {
+                input: scope.clone(),
+                group,
+                aggregates: Vec::new(),
+            })
+        } else {
+            None
+        };
+
+        // The projection, with output names.
+        let mut exprs = Vec::new();
+        let mut names = Vec::new();
+        for item in &select.projection {
+            match item {
+                ast::SelectItem::UnnamedExpr(e) => {
+                    exprs.push(bind_in(e, &scope, aggregation.as_mut(), "SELECT")?);
+                    names.push(output_name(e));
+                }
+                ast::SelectItem::ExprWithAlias { expr, alias } => {
+                    exprs.push(bind_in(expr, &scope, aggregation.as_mut(), "SELECT")?);
+                    names.push(normalize(alias));
+                }
+                ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
+                    let qualifier = match item {
+                        ast::SelectItem::QualifiedWildcard(
+                            ast::SelectItemQualifiedWildcardKind::ObjectName(n),
+                            _,
+                        ) => Some(object_name(n)?),
+                        _ => None,
+                    };
+                    let mut matched = false;
+                    for (index, column) in scope.columns.iter().enumerate() {
+                        if qualifier.is_some() && column.qualifier != qualifier {
+                            continue;
+                        }
+                        matched = true;
+                        let ident = ast::Expr::Identifier(ast::Ident::new(&column.name));
+                        let expr = match aggregation.as_mut() {
+                            Some(agg) => bind_expr(&ident, &mut Context::Aggregated(agg))?,
+                            None => Expr::column(index, &column.name, column.data_type.clone()),
+                        };
+                        exprs.push(expr);
+                        names.push(column.name.clone());
+                    }
+                    if !matched {
+                        return Err(bind_err!("{item} matches no table in FROM"));
+                    }
+                }
+                other => return Err(unsupported!("the select item {other}")),
+            }
+        }
+
+        let having = match &select.having {
+            Some(h) => Some(bind_in(h, &scope, aggregation.as_mut(), "HAVING")?),
+            None => None,
+        };
+
+        // ORDER BY keys that are not output columns are computed as hidden trailing columns.
+        let visible = exprs.len();
+        let distinct = match &select.distinct {
+            None | Some(ast::Distinct::All) => false,
+            Some(ast::Distinct::Distinct) => true,
+            Some(other) => return Err(unsupported!("{other}")),
+        };
+        let mut sort_keys = Vec::new();
+        for item in order_by {
+            let index = match output_position(&item.expr, &names)? {
+                Some(index) => index,
+                None if distinct => {
+                    return Err(bind_err!(
+                        "for SELECT DISTINCT, ORDER BY expressions must appear in the select list"
+                    ));
+                }
+                None => {
+                    let expr = bind_in(&item.expr, &scope, aggregation.as_mut(), "ORDER BY")?;
+                    match exprs.iter().position(|e| *e == expr) {
+                        Some(index) => index,
+                        None => {
+                            exprs.push(expr);
+                            names.push(format!("__order_{}", exprs.len()));
+                            exprs.len() - 1
+                        }
+                    }
+                }
+            };
+            sort_keys.push((index, sort_options(item)?));
+        }
+
+        if let Some(agg) = aggregation {
+            let mut fields: Vec<Field> = agg
+                .group
+                .iter()
+                .map(|g| Field::new(g.to_string(), g.data_type(), true))
+                .collect();
+            fields.extend(
+                agg.aggregates
+                    .iter()
+                    .map(|a| Field::new(a.to_string(), a.data_type.clone(), true)),
+            );
+            plan = LogicalPlan::Aggregate {
+                input: Box::new(plan),
+                group: agg.group,
+                aggregates: agg.aggregates,
+                schema: Arc::new(Schema::new(fields)),
+            };
+            if let Some(having) = having {
+                plan = filter(plan, having, "HAVING")?;
+            }
+        }
+        plan = plan.project(exprs, names.clone());
+        if distinct {
+            plan = distinct_rows(plan);
+        }
+        if !sort_keys.is_empty() {
+            let schema = plan.schema();
+            let keys = sort_keys
+                .into_iter()
+                .map(|(index, (descending, nulls_first))| SortKey {
+                    expr: Expr::column(
+                        index,
+                        schema.field(index).name(),
+                        schema.field(index).data_type().clone(),
+                    ),
+                    descending,
+                    nulls_first,
+                })
+                .collect();
+            plan = LogicalPlan::Sort {
+                input: Box::new(plan),
+                keys,
+            };
+        }
+        if names.len() > visible {
+            let schema = plan.schema();
+            let exprs = (0..visible)
+                .map(|i| {
+                    Expr::column(
+                        i,
+                        schema.field(i).name(),
+                        schema.field(i).data_type().clone(),
+                    )
+                })
+                .collect();
+            plan = plan.project(exprs, names[..visible].to_vec());
+        }
+        Ok(plan)
+    }
+}
+
+fn bind_in(
+    expr: &ast::Expr,
+    scope: &Scope,
+    aggregation: Option<&mut Aggregation>,
+    clause: &str,
+) -> Result<Expr> {
+    match aggregation {
+        Some(agg) => bind_expr(expr, &mut Context::Aggregated(agg)),
+        None => bind_expr(expr, &mut Context::Plain { scope, clause }),
+    }
+}
+
+fn item_has_aggregate(item: &ast::SelectItem) -> bool {
+    match item {
+        ast::SelectItem::UnnamedExpr(e) | ast::SelectItem::ExprWithAlias { expr: e, .. } => {
+            contains_aggregate(e)
+        }
+        _ => false,
+    }
+}
+
+fn filter(plan: LogicalPlan, predicate: Expr, clause: &str) -> Result<LogicalPlan> {
+    let predicate = match predicate.data_type() {
+        DataType::Boolean => predicate,
+        DataType::Null => predicate.cast(&DataType::Boolean),
+        other => {
+            return Err(bind_err!(
+                "argument of {clause} must be BOOLEAN, not {}",
+                type_name(&other)
+            ));
+        }
+    };
+    Ok(LogicalPlan::Filter {
+        input: Box::new(plan),
+        predicate,
+    })
+}
+
+/// Rows of `plan` with duplicates removed: an aggregation on every column.
+fn distinct_rows(plan: LogicalPlan) -> LogicalPlan {
+    let schema = plan.schema();
+    let group = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| Expr::column(i, f.name(), f.data_type().clone()))
+        .collect();
+    LogicalPlan::Aggregate {
+        input: Box::new(plan),
+        group,
+        aggregates: Vec::new(),
+        schema,
+    }
+}
+
+/// GROUP BY may name an output column by position or alias, as Postgres allows.
+fn resolve_group_alias<'e>(
+    expr: &'e ast::Expr,
+    projection: &'e [ast::SelectItem],
+    scope: &Scope,
+) -> Result<&'e ast::Expr> {
+    if let Some(position) = positional(expr)? {
+        return match projection.get(position.wrapping_sub(1)) {
+            Some(ast::SelectItem::UnnamedExpr(e))
+            | Some(ast::SelectItem::ExprWithAlias { expr: e, .. }) => Ok(e),
+            _ => Err(bind_err!(
+                "GROUP BY position {position} is not in the select list"
+            )),
+        };
+    }
+    if let ast::Expr::Identifier(ident) = expr {
+        let name = normalize(ident);
+        if scope.resolve(None, &name).is_err() {
+            for item in projection {
+                if let ast::SelectItem::ExprWithAlias { expr, alias } = item
+                    && normalize(alias) == name
+                {
+                    return Ok(expr);
+                }
+            }
+        }
+    }
+    Ok(expr)
+}
+
+/// `Some(n)` when the expression is the integer literal `n` (a position in the select list).
+fn positional(expr: &ast::Expr) -> Result<Option<usize>> {
+    match expr {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::Number(n, _) => n
+                .parse::<usize>()
+                .map(Some)
+                .map_err(|_| bind_err!("invalid position {n}")),
+            _ => Ok(None),
+        },
+        _ => Ok(None),
+    }
+}
+
+/// The output column an ORDER BY item names, by position or by output name.
+fn output_position(expr: &ast::Expr, names: &[String]) -> Result<Option<usize>> {
+    if let Some(position) = positional(expr)? {
+        if position == 0 || position > names.len() {
+            return Err(bind_err!(
+                "ORDER BY position {position} is not in select list"
+            ));
+        }
+        return Ok(Some(position - 1));
+    }
+    if let ast::Expr::Identifier(ident) = expr {
+        let name = normalize(ident);
+        let mut matches = names.iter().enumerate().filter(|(_, n)| **n == name);
+        if let (Some((index, _)), None) = (matches.next(), matches.next()) {
+            return Ok(Some(index));
+        }
+    }
+    Ok(None)
+}
+
+/// (descending, nulls first); NULLs sort as if larger than every value, as in Postgres.
+fn sort_options(item: &ast::OrderByExpr) -> Result<(bool, bool)> {
+    let descending = match &item.options.sort {
+        None | Some(ast::OrderBySort::Asc) => false,
+        Some(ast::OrderBySort::Desc) => true,
+        Some(_) => return Err(unsupported!("ORDER BY ... USING")),
+    };
+    Ok((descending, item.options.nulls_first.unwrap_or(descending)))
+}
+
+/// ORDER BY over the output of a query body that is not a SELECT (VALUES, a nested query).
+fn order_output(
+    plan: LogicalPlan,
+    scope: &Scope,
+    order_by: &[ast::OrderByExpr],
+) -> Result<LogicalPlan> {
+    if order_by.is_empty() {
+        return Ok(plan);
+    }
+    let names: Vec<String> = scope.columns.iter().map(|c| c.name.clone()).collect();
+    let mut keys = Vec::new();
+    for item in order_by {
+        let expr = match output_position(&item.expr, &names)? {
+            Some(i) => Expr::column(i, &names[i], scope.columns[i].data_type.clone()),
+            None => bind_expr(
+                &item.expr,
+                &mut Context::Plain {
+                    scope,
+                    clause: "ORDER BY",
+                },
+            )?,
+        };
+        let (descending, nulls_first) = sort_options(item)?;
+        keys.push(SortKey {
+            expr,
+            descending,
+            nulls_first,
+        });
+    }
+    Ok(LogicalPlan::Sort {
+        input: Box::new(plan),
+        keys,
+    })
+}
+
+fn constant_count(expr: &ast::Expr, clause: &str) -> Result<usize> {
+    match positional(expr) {
+        Ok(Some(n)) => Ok(n),
+        _ => Err(bind_err!(
+            "{clause} must be a non-negative integer, not {expr}"
+        )),
+    }
+}
+
+/// Whether a value of type `from` may be stored in a column of type `to`.
+fn check_assignable(from: &DataType, to: &DataType, column: &str) -> Result<()> {
+    let numeric = crate::types::is_numeric;
+    let ok = from == to
+        || *from == DataType::Null
+        || *from == DataType::Utf8
+        || (numeric(from) && numeric(to))
+        || (*from == DataType::Date32 && matches!(to, DataType::Timestamp(..)));
+    if ok {
+        Ok(())
+    } else {
+        Err(bind_err!(
+            "column {column} is of type {} but the value is of type {}",
+            type_name(to),
+            type_name(from)
+        ))
+    }
+}
+
+/// A one-part object name, normalized.
+pub fn object_name(name: &ast::ObjectName) -> Result<String> {
+    match name.0.as_slice() {
+        [part] => part
+            .as_ident()
+            .map(normalize)
+            .ok_or_else(|| bind_err!("invalid name {name}")),
+        _ => Err(unsupported!("qualified names such as {name}")),
+    }
+}
+
+/// The name a select item gets without an alias: the column's name, else the expression's text.
+fn output_name(expr: &ast::Expr) -> String {
+    match expr {
+        ast::Expr::Identifier(ident) => normalize(ident),
+        ast::Expr::CompoundIdentifier(parts) => parts.last().map(normalize).unwrap_or_default(),
+        ast::Expr::Nested(inner) => output_name(inner),
+        other => other.to_string(),
+    }
+}
+
+fn first_words(statement: &ast::Statement) -> String {
+    let text = statement.to_string();
+    text.split_whitespace()
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ")
+}

@@ -1,0 +1,74 @@
+use arrow::datatypes::{DataType, SchemaRef};
+use sqlparser::ast::Ident;
+
+use crate::{Result, bind_err};
+
+/// One column visible to expressions: what it is called and where it is in the input.
+#[derive(Clone, Debug)]
+pub struct ScopeColumn {
+    pub qualifier: Option<String>,
+    pub name: String,
+    pub data_type: DataType,
+}
+
+/// The columns an expression can name: its input's, in order.
+#[derive(Clone, Debug, Default)]
+pub struct Scope {
+    pub columns: Vec<ScopeColumn>,
+}
+
+impl Scope {
+    /// The columns of `schema`, all reachable through `qualifier` too.
+    pub fn from_schema(schema: &SchemaRef, qualifier: Option<&str>) -> Scope {
+        let columns = schema
+            .fields()
+            .iter()
+            .map(|f| ScopeColumn {
+                qualifier: qualifier.map(str::to_string),
+                name: f.name().clone(),
+                data_type: f.data_type().clone(),
+            })
+            .collect();
+        Scope { columns }
+    }
+
+    /// Finds a column by name, optionally qualified by a table name or alias.
+    pub fn resolve(&self, qualifier: Option<&str>, name: &str) -> Result<usize> {
+        let mut found = self.columns.iter().enumerate().filter(|(_, c)| {
+            c.name.eq_ignore_ascii_case(name)
+                && qualifier.is_none_or(|q| {
+                    c.qualifier
+                        .as_deref()
+                        .is_some_and(|cq| cq.eq_ignore_ascii_case(q))
+                })
+        });
+        let display = match qualifier {
+            Some(q) => format!("{q}.{name}"),
+            None => name.to_string(),
+        };
+        match (found.next(), found.next()) {
+            (Some((index, _)), None) => Ok(index),
+            (Some(_), Some(_)) => Err(bind_err!("column reference \"{display}\" is ambiguous")),
+            (None, _) => {
+                let known: Vec<&str> = self.columns.iter().map(|c| c.name.as_str()).collect();
+                if known.is_empty() {
+                    Err(bind_err!("column \"{display}\" does not exist"))
+                } else {
+                    Err(bind_err!(
+                        "column \"{display}\" does not exist (columns: {})",
+                        known.join(", ")
+                    ))
+                }
+            }
+        }
+    }
+}
+
+/// An identifier as SQL means it: unquoted names are case-insensitive (kept in lower case).
+pub fn normalize(ident: &Ident) -> String {
+    if ident.quote_style.is_some() {
+        ident.value.clone()
+    } else {
+        ident.value.to_lowercase()
+    }
+}

@@ -1,0 +1,301 @@
+use std::fmt;
+
+use arrow::datatypes::DataType;
+
+use crate::scalar::ScalarValue;
+
+/// A bound, typed scalar expression over the columns of its input.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Expr {
+    /// The input's column at `index`.
+    Column {
+        index: usize,
+        name: String,
+        data_type: DataType,
+    },
+    Literal(ScalarValue),
+    Binary {
+        op: BinaryOp,
+        left: Box<Expr>,
+        right: Box<Expr>,
+    },
+    Not(Box<Expr>),
+    Negative(Box<Expr>),
+    IsNull(Box<Expr>),
+    IsNotNull(Box<Expr>),
+    Cast {
+        expr: Box<Expr>,
+        data_type: DataType,
+    },
+    /// `CASE WHEN c1 THEN r1 ... ELSE e END`; a simple CASE is bound to this form.
+    Case {
+        branches: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+        data_type: DataType,
+    },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
+    Like {
+        expr: Box<Expr>,
+        pattern: Box<Expr>,
+        negated: bool,
+        case_insensitive: bool,
+    },
+    Function {
+        func: ScalarFunction,
+        args: Vec<Expr>,
+        data_type: DataType,
+    },
+}
+
+/// Operators with two operands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BinaryOp {
+    Plus,
+    Minus,
+    Multiply,
+    Divide,
+    Modulo,
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+    And,
+    Or,
+    Concat,
+}
+
+impl BinaryOp {
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Eq
+                | BinaryOp::NotEq
+                | BinaryOp::Lt
+                | BinaryOp::LtEq
+                | BinaryOp::Gt
+                | BinaryOp::GtEq
+        )
+    }
+
+    pub fn is_arithmetic(self) -> bool {
+        matches!(
+            self,
+            BinaryOp::Plus
+                | BinaryOp::Minus
+                | BinaryOp::Multiply
+                | BinaryOp::Divide
+                | BinaryOp::Modulo
+        )
+    }
+
+    fn symbol(self) -> &'static str {
+        match self {
+            BinaryOp::Plus => "+",
+            BinaryOp::Minus => "-",
+            BinaryOp::Multiply => "*",
+            BinaryOp::Divide => "/",
+            BinaryOp::Modulo => "%",
+            BinaryOp::Eq => "=",
+            BinaryOp::NotEq => "<>",
+            BinaryOp::Lt => "<",
+            BinaryOp::LtEq => "<=",
+            BinaryOp::Gt => ">",
+            BinaryOp::GtEq => ">=",
+            BinaryOp::And => "AND",
+            BinaryOp::Or => "OR",
+            BinaryOp::Concat => "||",
+        }
+    }
+}
+
+/// Scalar functions the executor evaluates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScalarFunction {
+    Coalesce,
+    NullIf,
+    Abs,
+    Lower,
+    Upper,
+    Length,
+    Round,
+}
+
+impl ScalarFunction {
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarFunction::Coalesce => "coalesce",
+            ScalarFunction::NullIf => "nullif",
+            ScalarFunction::Abs => "abs",
+            ScalarFunction::Lower => "lower",
+            ScalarFunction::Upper => "upper",
+            ScalarFunction::Length => "length",
+            ScalarFunction::Round => "round",
+        }
+    }
+}
+
+impl Expr {
+    /// The type of the values this expression produces.
+    pub fn data_type(&self) -> DataType {
+        match self {
+            Expr::Column { data_type, .. } => data_type.clone(),
+            Expr::Literal(value) => value.data_type(),
+            Expr::Binary { op, left, .. } => {
+                if op.is_comparison() || matches!(op, BinaryOp::And | BinaryOp::Or) {
+                    DataType::Boolean
+                } else if *op == BinaryOp::Concat {
+                    DataType::Utf8
+                } else {
+                    // The binder casts both operands to the result type before the operation,
+                    // except for decimal products and quotients, typed by their cast.
+                    left.data_type()
+                }
+            }
+            Expr::Not(_) | Expr::IsNull(_) | Expr::IsNotNull(_) => DataType::Boolean,
+            Expr::InList { .. } | Expr::Like { .. } => DataType::Boolean,
+            Expr::Negative(inner) => inner.data_type(),
+            Expr::Cast { data_type, .. }
+            | Expr::Case { data_type, .. }
+            | Expr::Function { data_type, .. } => data_type.clone(),
+        }
+    }
+
+    pub fn column(index: usize, name: impl Into<String>, data_type: DataType) -> Expr {
+        Expr::Column {
+            index,
+            name: name.into(),
+            data_type,
+        }
+    }
+
+    pub fn cast(self, data_type: &DataType) -> Expr {
+        if &self.data_type() == data_type {
+            self
+        } else {
+            Expr::Cast {
+                expr: Box::new(self),
+                data_type: data_type.clone(),
+            }
+        }
+    }
+}
+
+impl fmt::Display for Expr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Expr::Column { name, index, .. } => write!(f, "{name}#{index}"),
+            Expr::Literal(value) => write!(f, "{value}"),
+            Expr::Binary { op, left, right } => write!(f, "({left} {} {right})", op.symbol()),
+            Expr::Not(e) => write!(f, "NOT {e}"),
+            Expr::Negative(e) => write!(f, "-{e}"),
+            Expr::IsNull(e) => write!(f, "{e} IS NULL"),
+            Expr::IsNotNull(e) => write!(f, "{e} IS NOT NULL"),
+            Expr::Cast { expr, data_type } => write!(f, "CAST({expr} AS {data_type})"),
+            Expr::Case {
+                branches,
+                otherwise,
+                ..
+            } => {
+                write!(f, "CASE")?;
+                for (when, then) in branches {
+                    write!(f, " WHEN {when} THEN {then}")?;
+                }
+                if let Some(e) = otherwise {
+                    write!(f, " ELSE {e}")?;
+                }
+                write!(f, " END")
+            }
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => {
+                let items: Vec<String> = list.iter().map(|e| e.to_string()).collect();
+                let not = if *negated { "NOT " } else { "" };
+                write!(f, "{expr} {not}IN ({})", items.join(", "))
+            }
+            Expr::Like {
+                expr,
+                pattern,
+                negated,
+                case_insensitive,
+            } => {
+                let not = if *negated { "NOT " } else { "" };
+                let op = if *case_insensitive { "ILIKE" } else { "LIKE" };
+                write!(f, "{expr} {not}{op} {pattern}")
+            }
+            Expr::Function { func, args, .. } => {
+                let args: Vec<String> = args.iter().map(|e| e.to_string()).collect();
+                write!(f, "{}({})", func.name(), args.join(", "))
+            }
+        }
+    }
+}
+
+/// Aggregate functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AggregateFunction {
+    CountStar,
+    Count,
+    Sum,
+    Min,
+    Max,
+    Avg,
+}
+
+impl AggregateFunction {
+    pub fn name(self) -> &'static str {
+        match self {
+            AggregateFunction::CountStar | AggregateFunction::Count => "count",
+            AggregateFunction::Sum => "sum",
+            AggregateFunction::Min => "min",
+            AggregateFunction::Max => "max",
+            AggregateFunction::Avg => "avg",
+        }
+    }
+
+    /// The result type for an argument of type `arg`.
+    pub fn result_type(self, arg: Option<&DataType>) -> DataType {
+        match (self, arg) {
+            (AggregateFunction::CountStar | AggregateFunction::Count, _) => DataType::Int64,
+            (AggregateFunction::Avg, _) => DataType::Float64,
+            (AggregateFunction::Sum, Some(DataType::Int32 | DataType::Int64)) => DataType::Int64,
+            (AggregateFunction::Sum, Some(DataType::Decimal128(_, s))) => {
+                DataType::Decimal128(38, *s)
+            }
+            (_, Some(t)) => t.clone(),
+            (_, None) => DataType::Null,
+        }
+    }
+}
+
+/// One aggregate in an aggregation: a function over an argument of the aggregation's input.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AggregateCall {
+    pub func: AggregateFunction,
+    pub arg: Option<Expr>,
+    pub data_type: DataType,
+}
+
+impl fmt::Display for AggregateCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.arg {
+            Some(arg) => write!(f, "{}({arg})", self.func.name()),
+            None => write!(f, "{}(*)", self.func.name()),
+        }
+    }
+}
+
+/// One key of an ORDER BY.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SortKey {
+    pub expr: Expr,
+    pub descending: bool,
+    pub nulls_first: bool,
+}

@@ -1,0 +1,22 @@
+//! The planner: binds parsed SQL to typed expressions and a logical plan over the catalog, plans
+//! materialized views, and turns logical plans into physical ones for `exec`.
+
+mod binder;
+mod error;
+mod expr;
+mod logical;
+mod physical;
+mod plan;
+mod scalar;
+mod types;
+mod view;
+
+pub use binder::Binder;
+pub use error::{PlanError, Result};
+pub use expr::{AggregateCall, AggregateFunction, BinaryOp, Expr, ScalarFunction, SortKey};
+pub use logical::LogicalPlan;
+pub use physical::{PhysicalPlan, create_physical_plan};
+pub use plan::Plan;
+pub use scalar::ScalarValue;
+pub use types::{common_numeric_type, is_numeric, sql_type_from_ast};
+pub use view::{ViewPlan, load_view, plan_view};

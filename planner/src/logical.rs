@@ -1,0 +1,147 @@
+use std::fmt;
+use std::sync::Arc;
+
+use arrow::datatypes::{Field, Schema, SchemaRef};
+use pondra_catalog::TableDef;
+
+use crate::expr::{AggregateCall, Expr, SortKey};
+
+/// A relational plan over typed columns. Every node knows its output schema.
+#[derive(Clone, Debug)]
+pub enum LogicalPlan {
+    /// Every stored row of a table (Parquet files and log tail at the query's snapshot).
+    Scan {
+        table: Arc<TableDef>,
+        schema: SchemaRef,
+    },
+    /// Rows supplied when the plan runs (a commit's batch, for view maintenance).
+    Input { schema: SchemaRef },
+    /// Constant rows; a SELECT without FROM is one row of no columns.
+    Values {
+        schema: SchemaRef,
+        rows: Vec<Vec<Expr>>,
+    },
+    Filter {
+        input: Box<LogicalPlan>,
+        predicate: Expr,
+    },
+    Project {
+        input: Box<LogicalPlan>,
+        exprs: Vec<Expr>,
+        schema: SchemaRef,
+    },
+    /// Output: the group keys, then the aggregates, in order.
+    Aggregate {
+        input: Box<LogicalPlan>,
+        group: Vec<Expr>,
+        aggregates: Vec<AggregateCall>,
+        schema: SchemaRef,
+    },
+    Sort {
+        input: Box<LogicalPlan>,
+        keys: Vec<SortKey>,
+    },
+    Limit {
+        input: Box<LogicalPlan>,
+        skip: usize,
+        fetch: Option<usize>,
+    },
+}
+
+impl LogicalPlan {
+    pub fn schema(&self) -> SchemaRef {
+        match self {
+            LogicalPlan::Scan { schema, .. }
+            | LogicalPlan::Input { schema }
+            | LogicalPlan::Values { schema, .. }
+            | LogicalPlan::Project { schema, .. }
+            | LogicalPlan::Aggregate { schema, .. } => schema.clone(),
+            LogicalPlan::Filter { input, .. }
+            | LogicalPlan::Sort { input, .. }
+            | LogicalPlan::Limit { input, .. } => input.schema(),
+        }
+    }
+
+    /// A projection of `exprs` named `names`.
+    pub fn project(self, exprs: Vec<Expr>, names: Vec<String>) -> LogicalPlan {
+        assert_eq!(
+            exprs.len(),
+            names.len(),
+            "one name per projected expression"
+        );
+        let fields: Vec<Field> = exprs
+            .iter()
+            .zip(names)
+            .map(|(e, name)| Field::new(name, e.data_type(), true))
+            .collect();
+        LogicalPlan::Project {
+            input: Box::new(self),
+            exprs,
+            schema: Arc::new(Schema::new(fields)),
+        }
+    }
+
+    fn fmt_indent(&self, f: &mut fmt::Formatter<'_>, depth: usize) -> fmt::Result {
+        let pad = "  ".repeat(depth);
+        let list = |exprs: &[Expr]| {
+            exprs
+                .iter()
+                .map(|e| e.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self {
+            LogicalPlan::Scan { table, .. } => return writeln!(f, "{pad}Scan: {}", table.name),
+            LogicalPlan::Input { .. } => return writeln!(f, "{pad}Input"),
+            LogicalPlan::Values { rows, .. } => {
+                return writeln!(f, "{pad}Values: {} rows", rows.len());
+            }
+            LogicalPlan::Filter { predicate, .. } => writeln!(f, "{pad}Filter: {predicate}")?,
+            LogicalPlan::Project { exprs, .. } => writeln!(f, "{pad}Project: {}", list(exprs))?,
+            LogicalPlan::Aggregate {
+                group, aggregates, ..
+            } => {
+                let aggs: Vec<String> = aggregates.iter().map(|a| a.to_string()).collect();
+                writeln!(
+                    f,
+                    "{pad}Aggregate: group=[{}] aggregates=[{}]",
+                    list(group),
+                    aggs.join(", ")
+                )?
+            }
+            LogicalPlan::Sort { keys, .. } => {
+                let keys: Vec<String> = keys
+                    .iter()
+                    .map(|k| format!("{}{}", k.expr, if k.descending { " DESC" } else { "" }))
+                    .collect();
+                writeln!(f, "{pad}Sort: {}", keys.join(", "))?
+            }
+            LogicalPlan::Limit { skip, fetch, .. } => {
+                writeln!(f, "{pad}Limit: skip={skip} fetch={fetch:?}")?
+            }
+        }
+        self.input()
+            .expect("non-leaf node")
+            .fmt_indent(f, depth + 1)
+    }
+
+    /// The single input of a non-leaf node.
+    pub fn input(&self) -> Option<&LogicalPlan> {
+        match self {
+            LogicalPlan::Scan { .. } | LogicalPlan::Input { .. } | LogicalPlan::Values { .. } => {
+                None
+            }
+            LogicalPlan::Filter { input, .. }
+            | LogicalPlan::Project { input, .. }
+            | LogicalPlan::Aggregate { input, .. }
+            | LogicalPlan::Sort { input, .. }
+            | LogicalPlan::Limit { input, .. } => Some(input),
+        }
+    }
+}
+
+impl fmt::Display for LogicalPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.fmt_indent(f, 0)
+    }
+}

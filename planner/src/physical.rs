@@ -1,0 +1,128 @@
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use pondra_catalog::TableDef;
+
+use crate::expr::{AggregateCall, Expr, SortKey};
+use crate::logical::LogicalPlan;
+
+/// The plan `exec` runs: operators chosen for each logical node.
+#[derive(Clone, Debug)]
+pub enum PhysicalPlan {
+    TableScan {
+        table: Arc<TableDef>,
+        schema: SchemaRef,
+    },
+    Input {
+        schema: SchemaRef,
+    },
+    Values {
+        schema: SchemaRef,
+        rows: Vec<Vec<Expr>>,
+    },
+    Filter {
+        input: Box<PhysicalPlan>,
+        predicate: Expr,
+    },
+    Projection {
+        input: Box<PhysicalPlan>,
+        exprs: Vec<Expr>,
+        schema: SchemaRef,
+    },
+    HashAggregate {
+        input: Box<PhysicalPlan>,
+        group: Vec<Expr>,
+        aggregates: Vec<AggregateCall>,
+        schema: SchemaRef,
+    },
+    /// A full sort; with `fetch`, only the first `fetch` rows are kept (top-N).
+    Sort {
+        input: Box<PhysicalPlan>,
+        keys: Vec<SortKey>,
+        fetch: Option<usize>,
+    },
+    Limit {
+        input: Box<PhysicalPlan>,
+        skip: usize,
+        fetch: Option<usize>,
+    },
+}
+
+impl PhysicalPlan {
+    pub fn schema(&self) -> SchemaRef {
+        match self {
+            PhysicalPlan::TableScan { schema, .. }
+            | PhysicalPlan::Input { schema }
+            | PhysicalPlan::Values { schema, .. }
+            | PhysicalPlan::Projection { schema, .. }
+            | PhysicalPlan::HashAggregate { schema, .. } => schema.clone(),
+            PhysicalPlan::Filter { input, .. }
+            | PhysicalPlan::Sort { input, .. }
+            | PhysicalPlan::Limit { input, .. } => input.schema(),
+        }
+    }
+}
+
+/// Chooses the physical operators for a logical plan.
+pub fn create_physical_plan(plan: &LogicalPlan) -> PhysicalPlan {
+    let child = |input: &LogicalPlan| Box::new(create_physical_plan(input));
+    match plan {
+        LogicalPlan::Scan { table, schema } => PhysicalPlan::TableScan {
+            table: table.clone(),
+            schema: schema.clone(),
+        },
+        LogicalPlan::Input { schema } => PhysicalPlan::Input {
+            schema: schema.clone(),
+        },
+        LogicalPlan::Values { schema, rows } => PhysicalPlan::Values {
+            schema: schema.clone(),
+            rows: rows.clone(),
+        },
+        LogicalPlan::Filter { input, predicate } => PhysicalPlan::Filter {
+            input: child(input),
+            predicate: predicate.clone(),
+        },
+        LogicalPlan::Project {
+            input,
+            exprs,
+            schema,
+        } => PhysicalPlan::Projection {
+            input: child(input),
+            exprs: exprs.clone(),
+            schema: schema.clone(),
+        },
+        LogicalPlan::Aggregate {
+            input,
+            group,
+            aggregates,
+            schema,
+        } => PhysicalPlan::HashAggregate {
+            input: child(input),
+            group: group.clone(),
+            aggregates: aggregates.clone(),
+            schema: schema.clone(),
+        },
+        LogicalPlan::Sort { input, keys } => PhysicalPlan::Sort {
+            input: child(input),
+            keys: keys.clone(),
+            fetch: None,
+        },
+        LogicalPlan::Limit { input, skip, fetch } => match (input.as_ref(), fetch) {
+            // A sort under a limit only has to keep the rows the limit lets through.
+            (LogicalPlan::Sort { input, keys }, Some(fetch)) => PhysicalPlan::Limit {
+                input: Box::new(PhysicalPlan::Sort {
+                    input: child(input),
+                    keys: keys.clone(),
+                    fetch: Some(skip + fetch),
+                }),
+                skip: *skip,
+                fetch: Some(*fetch),
+            },
+            _ => PhysicalPlan::Limit {
+                input: child(input),
+                skip: *skip,
+                fetch: *fetch,
+            },
+        },
+    }
+}

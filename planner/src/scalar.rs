@@ -1,0 +1,86 @@
+use std::fmt;
+use std::sync::Arc;
+
+use arrow::array::{
+    ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array,
+    NullArray, StringArray, TimestampMicrosecondArray,
+};
+use arrow::datatypes::DataType;
+
+/// One constant value, as it appears in a plan.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ScalarValue {
+    Null,
+    Boolean(bool),
+    Int32(i32),
+    Int64(i64),
+    Float64(f64),
+    Decimal128 {
+        value: i128,
+        precision: u8,
+        scale: i8,
+    },
+    Utf8(String),
+    Date32(i32),
+    TimestampMicros(i64),
+}
+
+impl ScalarValue {
+    pub fn data_type(&self) -> DataType {
+        match self {
+            ScalarValue::Null => DataType::Null,
+            ScalarValue::Boolean(_) => DataType::Boolean,
+            ScalarValue::Int32(_) => DataType::Int32,
+            ScalarValue::Int64(_) => DataType::Int64,
+            ScalarValue::Float64(_) => DataType::Float64,
+            ScalarValue::Decimal128 {
+                precision, scale, ..
+            } => DataType::Decimal128(*precision, *scale),
+            ScalarValue::Utf8(_) => DataType::Utf8,
+            ScalarValue::Date32(_) => DataType::Date32,
+            ScalarValue::TimestampMicros(_) => {
+                DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None)
+            }
+        }
+    }
+
+    /// An array holding this value `len` times.
+    pub fn to_array(&self, len: usize) -> ArrayRef {
+        match self {
+            ScalarValue::Null => Arc::new(NullArray::new(len)),
+            ScalarValue::Boolean(v) => Arc::new(BooleanArray::from(vec![*v; len])),
+            ScalarValue::Int32(v) => Arc::new(Int32Array::from_value(*v, len)),
+            ScalarValue::Int64(v) => Arc::new(Int64Array::from_value(*v, len)),
+            ScalarValue::Float64(v) => Arc::new(Float64Array::from_value(*v, len)),
+            ScalarValue::Decimal128 {
+                value,
+                precision,
+                scale,
+            } => Arc::new(
+                Decimal128Array::from_value(*value, len)
+                    .with_precision_and_scale(*precision, *scale)
+                    .expect("valid decimal literal"),
+            ),
+            ScalarValue::Utf8(v) => Arc::new(StringArray::from(vec![v.as_str(); len])),
+            ScalarValue::Date32(v) => Arc::new(Date32Array::from_value(*v, len)),
+            ScalarValue::TimestampMicros(v) => {
+                Arc::new(TimestampMicrosecondArray::from_value(*v, len))
+            }
+        }
+    }
+}
+
+impl fmt::Display for ScalarValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScalarValue::Null => write!(f, "NULL"),
+            ScalarValue::Utf8(s) => write!(f, "'{}'", s.replace('\'', "''")),
+            other => {
+                let array = other.to_array(1);
+                let formatted = arrow::util::display::array_value_to_string(&array, 0)
+                    .unwrap_or_else(|_| "?".into());
+                write!(f, "{formatted}")
+            }
+        }
+    }
+}

@@ -1,0 +1,79 @@
+use arrow::datatypes::DataType;
+use pondra_catalog::SqlType;
+use sqlparser::ast;
+
+use crate::{Result, unsupported};
+
+/// The SQL type a column definition or a CAST names.
+pub fn sql_type_from_ast(data_type: &ast::DataType) -> Result<SqlType> {
+    use ast::DataType as D;
+    Ok(match data_type {
+        D::Boolean | D::Bool => SqlType::Boolean,
+        D::Int(_) | D::Integer(_) | D::Int4(_) | D::Int32 | D::SmallInt(_) | D::TinyInt(_) => {
+            SqlType::Int
+        }
+        D::BigInt(_) | D::Int8(_) | D::Int64 => SqlType::BigInt,
+        D::Double(_) | D::DoublePrecision | D::Float8 | D::Float64 | D::Real | D::Float4 => {
+            SqlType::Double
+        }
+        D::Float(_) => SqlType::Double,
+        D::Decimal(info) | D::Numeric(info) => {
+            let (precision, scale) = match info {
+                ast::ExactNumberInfo::None => (18, 3),
+                ast::ExactNumberInfo::Precision(p) => (*p, 0),
+                ast::ExactNumberInfo::PrecisionAndScale(p, s) => (*p, *s),
+            };
+            if !(1..=38).contains(&precision) || scale < 0 || scale as u64 > precision {
+                return Err(crate::bind_err!(
+                    "DECIMAL({precision},{scale}) is out of range: precision must be 1 to 38 and scale 0 to precision"
+                ));
+            }
+            SqlType::Decimal {
+                precision: precision as u8,
+                scale: scale as i8,
+            }
+        }
+        D::Varchar(_)
+        | D::Text
+        | D::String(_)
+        | D::Char(_)
+        | D::Character(_)
+        | D::CharacterVarying(_)
+        | D::CharVarying(_) => SqlType::Varchar,
+        D::Date => SqlType::Date,
+        D::Timestamp(_, ast::TimezoneInfo::None) | D::Datetime(_) => SqlType::Timestamp,
+        other => return Err(unsupported!("the type {other}")),
+    })
+}
+
+/// True for the types arithmetic applies to.
+pub fn is_numeric(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Int32 | DataType::Int64 | DataType::Float64 | DataType::Decimal128(_, _)
+    )
+}
+
+/// The type two numeric operands are brought to before they are combined, following Postgres:
+/// integers widen to BIGINT, integers and decimals meet in a decimal, anything with a DOUBLE is
+/// a DOUBLE.
+pub fn common_numeric_type(left: &DataType, right: &DataType) -> Option<DataType> {
+    use DataType::*;
+    Some(match (left, right) {
+        (Null, other) | (other, Null) if is_numeric(other) => other.clone(),
+        (Float64, r) if is_numeric(r) => Float64,
+        (l, Float64) if is_numeric(l) => Float64,
+        (Int32, Int32) => Int32,
+        (Int32 | Int64, Int32 | Int64) => Int64,
+        (Decimal128(p1, s1), Decimal128(p2, s2)) => {
+            let scale = (*s1).max(*s2);
+            let integer_digits = (*p1 as i16 - *s1 as i16).max(*p2 as i16 - *s2 as i16);
+            Decimal128((integer_digits + scale as i16).clamp(1, 38) as u8, scale)
+        }
+        (Decimal128(p, s), Int32 | Int64) | (Int32 | Int64, Decimal128(p, s)) => {
+            let integer_digits = (*p as i16 - *s as i16).max(19);
+            Decimal128((integer_digits + *s as i16).min(38) as u8, *s)
+        }
+        _ => return None,
+    })
+}

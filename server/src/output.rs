@@ -1,0 +1,52 @@
+use std::io::Write;
+
+use arrow::util::pretty::pretty_format_batches_with_schema;
+use pondra_cluster::StatementResult;
+
+/// How `pondra sql` prints rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// Boxed tables.
+    Table,
+    /// A header row, then one line per row; NULL is empty.
+    Csv,
+    /// A JSON array of objects, one per row.
+    Json,
+}
+
+/// Prints one statement's result to stdout. Statements without rows print nothing.
+pub fn print_result(result: &StatementResult, format: Format) -> Result<(), String> {
+    let StatementResult::Rows { schema, batches } = result else {
+        return Ok(());
+    };
+    let mut out = std::io::stdout().lock();
+    let failed = |e: &dyn std::fmt::Display| format!("cannot print the result: {e}");
+    match format {
+        Format::Table => {
+            let table = pretty_format_batches_with_schema(schema.clone(), batches)
+                .map_err(|e| failed(&e))?;
+            writeln!(out, "{table}").map_err(|e| failed(&e))?;
+        }
+        Format::Csv => {
+            let mut writer = arrow::csv::WriterBuilder::new()
+                .with_header(true)
+                .build(&mut out);
+            if batches.is_empty() {
+                let empty = arrow::array::RecordBatch::new_empty(schema.clone());
+                writer.write(&empty).map_err(|e| failed(&e))?;
+            }
+            for batch in batches {
+                writer.write(batch).map_err(|e| failed(&e))?;
+            }
+        }
+        Format::Json => {
+            let mut writer = arrow::json::ArrayWriter::new(&mut out);
+            let refs: Vec<&arrow::array::RecordBatch> = batches.iter().collect();
+            writer.write_batches(&refs).map_err(|e| failed(&e))?;
+            writer.finish().map_err(|e| failed(&e))?;
+            drop(writer);
+            writeln!(out).map_err(|e| failed(&e))?;
+        }
+    }
+    out.flush().map_err(|e| failed(&e))
+}

@@ -1,0 +1,18 @@
+use thiserror::Error;
+
+/// What can go wrong when reading or writing the lake's objects.
+#[derive(Debug, Error)]
+pub enum StorageError {
+    #[error("object store: {0}")]
+    ObjectStore(#[from] object_store::Error),
+    #[error("object already exists: {0}")]
+    AlreadyExists(String),
+    #[error("arrow: {0}")]
+    Arrow(#[from] arrow::error::ArrowError),
+    #[error("parquet: {0}")]
+    Parquet(#[from] parquet::errors::ParquetError),
+    #[error("cannot open lake folder {path}: {message}")]
+    Folder { path: String, message: String },
+}
+
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;

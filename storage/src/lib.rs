@@ -1,0 +1,12 @@
+//! Object stores and the file formats Pondra keeps in them: the lake's objects, log segments
+//! (Arrow IPC, zstd) and Parquet data files.
+
+mod error;
+mod lake;
+mod log_segment;
+mod parquet_file;
+
+pub use error::{Result, StorageError};
+pub use lake::Lake;
+pub use log_segment::{decode_log_segment, encode_log_segment};
+pub use parquet_file::{read_parquet_bytes, write_parquet_bytes};
