@@ -54,7 +54,13 @@ pub fn evaluate(expr: &Expr, batch: &RecordBatch) -> Result<ArrayRef> {
             };
             for (when, then) in branches.iter().rev() {
                 let mask = evaluate(when, batch)?;
-                let mask = arrow::compute::prep_null_mask_filter(mask.as_boolean());
+                let mask = mask.as_boolean();
+                // A NULL condition does not match: the branch is not taken.
+                let mask = if mask.null_count() > 0 {
+                    arrow::compute::prep_null_mask_filter(mask)
+                } else {
+                    mask.clone()
+                };
                 let then = evaluate(then, batch)?;
                 result = arrow::compute::kernels::zip::zip(&mask, &then, &result)?;
             }

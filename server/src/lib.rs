@@ -1,0 +1,111 @@
+//! The `pondra` command line: the SQL shell and `pondra sql`.
+
+mod output;
+mod shell;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use pondra_cluster::{Node, NodeOptions};
+
+use output::Format;
+
+/// Pondra: streams of rows in, tables in a folder or a bucket, SQL out.
+#[derive(Parser)]
+#[command(name = "pondra", version, about)]
+struct Cli {
+    /// The lake's folder.
+    #[arg(long, global = true, default_value = "lake", alias = "lake")]
+    dir: PathBuf,
+    /// Seconds rows wait in the log tail before they move into Parquet.
+    #[arg(long, global = true, default_value_t = 10)]
+    tier_secs: u64,
+    /// Seconds replaced objects are kept before they are deleted.
+    #[arg(long, global = true, default_value_t = 60)]
+    retain_secs: u64,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs SQL statements against the lake without any running node, then exits.
+    Sql {
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Table)]
+        format: Format,
+        /// One or more `;`-separated statements.
+        sql: String,
+    },
+}
+
+/// Parses the command line and runs what it asks; the `pondra` binary is this function.
+pub fn run_cli() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("Error: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let options = NodeOptions {
+        tier_after: Duration::from_secs(cli.tier_secs),
+        retain: Duration::from_secs(cli.retain_secs),
+    };
+    runtime.block_on(async move {
+        let node = match Node::open_folder(&cli.dir, options).await {
+            Ok(node) => node,
+            Err(e) => {
+                eprintln!("Error: cannot open the lake at {}: {e}", cli.dir.display());
+                return ExitCode::FAILURE;
+            }
+        };
+        let code = match cli.command {
+            None => {
+                let period = Duration::from_secs(cli.tier_secs.clamp(1, 10));
+                let background = node.spawn_background(period);
+                let code = shell::run(&node).await;
+                background.abort();
+                code
+            }
+            Some(Command::Sql { format, sql }) => run_sql(&node, &sql, format).await,
+        };
+        if let Err(e) = node.close().await {
+            eprintln!("Error: closing the lake: {e}");
+            return ExitCode::FAILURE;
+        }
+        code
+    })
+}
+
+/// `pondra sql`: every statement in turn; the first error ends the run with a failure.
+async fn run_sql(node: &Node, sql: &str, format: Format) -> ExitCode {
+    let statements = match pondra_cluster::parse_sql(sql) {
+        Ok(statements) => statements,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for statement in &statements {
+        match node.execute_statement(statement).await {
+            Ok(result) => {
+                if let Err(e) = output::print_result(&result, format) {
+                    eprintln!("Error: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
+            Err(e) => {
+                eprintln!("Error: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,117 @@
+//! Writers killed with SIGKILL at random moments lose nothing they acknowledged.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{pondra, sql, stderr, stdout};
+use rand::{Rng, SeedableRng};
+
+#[test]
+fn acknowledged_inserts_survive_sigkill() {
+    let seed: u64 = std::env::var("PONDRA_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    eprintln!("crash test seed: {seed} (rerun with PONDRA_CRASH_SEED={seed})");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let created = sql(
+        &lake,
+        &[
+            "CREATE TABLE t (v BIGINT, pad VARCHAR); CREATE MATERIALIZED VIEW c AS SELECT count(*) AS n, sum(v) AS s FROM t",
+        ],
+    );
+    assert!(created.status.success(), "{}", stderr(&created));
+
+    // Measure how long one insert takes, so kills land all through a writer's life.
+    let started = Instant::now();
+    let first = sql(&lake, &["INSERT INTO t VALUES (0, 'x')"]);
+    assert!(first.status.success(), "{}", stderr(&first));
+    let mut typical = started.elapsed().max(Duration::from_millis(20));
+
+    let mut acknowledged = BTreeSet::from([0i64]);
+    let (mut killed, mut failed) = (0, 0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut value = 1i64;
+    while value <= 120 && Instant::now() < deadline {
+        // Some inserts are large (a log object, not inline) and some checkpoint, so kills also
+        // land while objects are written and while rows are tiered.
+        let pad = if rng.random_bool(0.2) { 70_000 } else { 8 };
+        let mut statement = format!("INSERT INTO t VALUES ({value}, repeat_marker)");
+        statement = statement.replace("repeat_marker", &format!("'{}'", "p".repeat(pad)));
+        if rng.random_bool(0.15) {
+            statement.push_str("; CHECKPOINT");
+        }
+        let mut child = pondra()
+            .args(["--retain-secs", "0", "sql", "--dir"])
+            .arg(&lake)
+            .arg(&statement)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Half of the writers are left alone; they keep the measure of a writer's life current.
+        let kill_after = rng
+            .random_bool(0.5)
+            .then(|| typical.mul_f64(rng.random_range(0.0..1.2)));
+        let waited = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if kill_after.is_some_and(|k| waited.elapsed() >= k) {
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        match status {
+            Some(status) if status.success() => {
+                acknowledged.insert(value);
+                if kill_after.is_none() {
+                    typical = (typical + waited.elapsed()) / 2;
+                }
+            }
+            Some(_) => failed += 1,
+            None => {
+                // SIGKILL: no chance to flush or clean up.
+                unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+                let status = child.wait().unwrap();
+                if status.success() {
+                    acknowledged.insert(value);
+                } else {
+                    killed += 1;
+                }
+            }
+        }
+        value += 1;
+    }
+    eprintln!(
+        "acknowledged {}, killed {killed}, failed {failed}",
+        acknowledged.len()
+    );
+    assert!(killed > 0, "no writer was killed: the test proved nothing");
+    assert!(acknowledged.len() > 1, "no insert was acknowledged");
+
+    let read = sql(&lake, &["--format", "csv", "SELECT v FROM t ORDER BY v"]);
+    assert!(
+        read.status.success(),
+        "the lake no longer opens: {}",
+        stderr(&read)
+    );
+    let present: BTreeSet<i64> = stdout(&read)
+        .lines()
+        .skip(1)
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let lost: Vec<_> = acknowledged.difference(&present).collect();
+    assert!(lost.is_empty(), "acknowledged inserts lost: {lost:?}");
+
+    // The view saw exactly the rows that committed.
+    let view = sql(&lake, &["--format", "csv", "SELECT n, s FROM c"]);
+    let expected = format!("n,s\n{},{}\n", present.len(), present.iter().sum::<i64>());
+    assert_eq!(stdout(&view), expected, "{}", stderr(&view));
+}

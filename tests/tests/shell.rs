@@ -1,0 +1,131 @@
+//! The shell and `pondra sql` as a user runs them: the quickstart and the orders example.
+
+mod common;
+
+use common::{copy_dir, shell, sql, stderr, stdout};
+
+const QUICKSTART: &str = "\
+CREATE TABLE events (user VARCHAR, amount BIGINT);
+CREATE MATERIALIZED VIEW totals AS SELECT user, sum(amount) AS total FROM events GROUP BY user;
+INSERT INTO events VALUES ('ann', 5), ('bob', 3), ('ann', 7);
+SELECT * FROM totals ORDER BY user;
+INSERT INTO events VALUES ('bob', 4);
+SELECT * FROM totals ORDER BY user;
+";
+
+const QUICKSTART_OUTPUT: &str = "\
++------+-------+
+| user | total |
++------+-------+
+| ann  | 12    |
+| bob  | 3     |
++------+-------+
++------+-------+
+| user | total |
++------+-------+
+| ann  | 12    |
+| bob  | 7     |
++------+-------+
+";
+
+const ORDERS_TOTAL: &str = "\
++--------+-------+
+| orders | total |
++--------+-------+
+| 3      | 15.0  |
++--------+-------+
+";
+
+#[test]
+fn quickstart_prints_the_two_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let output = shell(&lake, QUICKSTART);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(stdout(&output), QUICKSTART_OUTPUT, "{}", stderr(&output));
+    assert_eq!(stderr(&output), "");
+
+    // The view survives a restart, and keeps folding in new rows.
+    let again = shell(
+        &lake,
+        "INSERT INTO events VALUES ('cy', 1); SELECT * FROM totals ORDER BY user;",
+    );
+    assert_eq!(
+        stdout(&again),
+        "+------+-------+\n| user | total |\n+------+-------+\n| ann  | 12    |\n| bob  | 7     |\n| cy   | 1     |\n+------+-------+\n",
+        "{}",
+        stderr(&again)
+    );
+}
+
+#[test]
+fn orders_answer_the_same_before_and_after_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let output = shell(
+        &lake,
+        "CREATE TABLE orders (id BIGINT, item VARCHAR, qty INT, amount DOUBLE);
+INSERT INTO orders VALUES (1, 'tea', 2, 7.0), (2, 'cake', 1, 4.5), (3, 'tea', 1, 3.5);
+SELECT count(*) AS orders, sum(amount) AS total FROM orders;
+CHECKPOINT;
+SELECT count(*) AS orders, sum(amount) AS total FROM orders;
+",
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        format!("{ORDERS_TOTAL}{ORDERS_TOTAL}"),
+        "{}",
+        stderr(&output)
+    );
+    // After the checkpoint the rows are in Parquet, not in the log tail.
+    let files: Vec<_> = std::fs::read_dir(lake.join("data/orders"))
+        .unwrap()
+        .collect();
+    assert_eq!(files.len(), 1);
+
+    // A fresh process with no node reads the lake.
+    let count = sql(&lake, &["SELECT count(*) AS orders FROM orders"]);
+    assert!(count.status.success(), "{}", stderr(&count));
+    assert_eq!(
+        stdout(&count),
+        "+--------+\n| orders |\n+--------+\n| 3      |\n+--------+\n"
+    );
+
+    // The folder copied elsewhere opens as it was.
+    let copy = dir.path().join("copy");
+    copy_dir(&lake, &copy);
+    let copied = sql(
+        &copy,
+        &["SELECT count(*) AS orders, sum(amount) AS total FROM orders"],
+    );
+    assert_eq!(stdout(&copied), ORDERS_TOTAL, "{}", stderr(&copied));
+}
+
+#[test]
+fn sql_formats_and_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let created = sql(
+        &lake,
+        &["CREATE TABLE t (a INT, b VARCHAR); INSERT INTO t VALUES (1, 'x'), (2, NULL)"],
+    );
+    assert!(created.status.success(), "{}", stderr(&created));
+    let csv = sql(&lake, &["--format", "csv", "SELECT a, b FROM t ORDER BY a"]);
+    assert_eq!(stdout(&csv), "a,b\n1,x\n2,\n");
+    let json = sql(&lake, &["--format", "json", "SELECT a FROM t ORDER BY a"]);
+    assert_eq!(stdout(&json), "[{\"a\":1},{\"a\":2}]\n");
+
+    let missing = sql(&lake, &["SELECT * FROM nowhere"]);
+    assert!(!missing.status.success());
+    assert_eq!(stderr(&missing), "Error: table nowhere does not exist\n");
+
+    // In the shell an error is printed and the next statement still runs.
+    let output = shell(&lake, "SELEC 1;\nSELECT count(*) AS n FROM t;\n");
+    assert!(
+        stderr(&output).starts_with("Error: syntax error"),
+        "{}",
+        stderr(&output)
+    );
+    assert_eq!(stdout(&output), "+---+\n| n |\n+---+\n| 2 |\n+---+\n");
+}

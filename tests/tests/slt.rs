@@ -1,0 +1,120 @@
+//! Runs every `.slt` file under `tests/slt/`, each against a fresh lake.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::{Array, RecordBatch};
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use pondra_cluster::{Node, NodeOptions, StatementResult};
+use sqllogictest::{DBOutput, DefaultColumnType};
+
+struct Lake {
+    node: Arc<Node>,
+    runtime: Arc<tokio::runtime::Runtime>,
+}
+
+#[derive(Debug)]
+struct SqlError(String);
+
+impl std::fmt::Display for SqlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SqlError {}
+
+impl sqllogictest::DB for Lake {
+    type Error = SqlError;
+    type ColumnType = DefaultColumnType;
+
+    fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, SqlError> {
+        let results = self
+            .runtime
+            .block_on(self.node.execute(sql))
+            .map_err(|e| SqlError(e.to_string()))?;
+        match results.into_iter().last() {
+            Some(StatementResult::Rows { schema, batches }) => Ok(DBOutput::Rows {
+                types: vec![DefaultColumnType::Any; schema.fields().len()],
+                rows: rows(&batches),
+            }),
+            _ => Ok(DBOutput::StatementComplete(0)),
+        }
+    }
+}
+
+/// Values as the `.slt` files spell them: NULL, `(empty)` for an empty string, else Arrow's text.
+fn rows(batches: &[RecordBatch]) -> Vec<Vec<String>> {
+    let options = FormatOptions::default();
+    let mut out = Vec::new();
+    for batch in batches {
+        let formatters: Vec<_> = batch
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
+            .collect();
+        for row in 0..batch.num_rows() {
+            out.push(
+                batch
+                    .columns()
+                    .iter()
+                    .zip(&formatters)
+                    .map(|(column, f)| {
+                        if column.is_null(row) {
+                            "NULL".to_string()
+                        } else {
+                            let text = f.value(row).to_string();
+                            if text.is_empty() {
+                                "(empty)".into()
+                            } else {
+                                text
+                            }
+                        }
+                    })
+                    .collect(),
+            );
+        }
+    }
+    out
+}
+
+fn slt_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "slt"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn slt_files_pass() {
+    let runtime = Arc::new(tokio::runtime::Runtime::new().unwrap());
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("slt");
+    let files = slt_files(&dir);
+    assert!(!files.is_empty(), "no .slt files in {}", dir.display());
+    let mut failures = Vec::new();
+    for file in &files {
+        let lake_dir = tempfile::tempdir().unwrap();
+        let node = runtime
+            .block_on(Node::open_folder(lake_dir.path(), NodeOptions::default()))
+            .unwrap();
+        let lake = Lake {
+            node: node.clone(),
+            runtime: runtime.clone(),
+        };
+        let mut runner = sqllogictest::Runner::new(move || {
+            let lake = Lake {
+                node: lake.node.clone(),
+                runtime: lake.runtime.clone(),
+            };
+            async move { Ok(lake) }
+        });
+        if let Err(e) = runner.run_file(file) {
+            failures.push(format!("{}: {e}", file.display()));
+        }
+        runtime.block_on(node.close()).unwrap();
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
