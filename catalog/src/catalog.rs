@@ -3,7 +3,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use pondra_storage::Lake;
-use slatedb::config::{GarbageCollectorOptions, Settings};
+use slatedb::config::{
+    CompactorOptions, FlushOptions, FlushType, GarbageCollectorOptions, Settings,
+};
 use slatedb::{Db, WriteBatch};
 
 use crate::error::{CatalogError, Result};
@@ -13,6 +15,27 @@ use crate::types::{DataFile, LogSegment, SegmentPayload, TableDef};
 
 /// The folder inside the lake that holds the SlateDB database.
 const CATALOG_PATH: &str = "catalog";
+
+/// How long any one catalog store operation may take before it is reported as failed, so that
+/// a store that stops answering becomes an error instead of a hang.
+const STORE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How long closing waits for background work before the process leaves without it.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
+/// Runs a catalog store operation under [`STORE_TIMEOUT`].
+async fn bounded<T>(
+    what: &str,
+    operation: impl std::future::Future<Output = std::result::Result<T, slatedb::Error>>,
+) -> Result<T> {
+    match tokio::time::timeout(STORE_TIMEOUT, operation).await {
+        Ok(result) => Ok(result?),
+        Err(_) => Err(CatalogError::Store(format!(
+            "the catalog store did not finish {what} within {} s",
+            STORE_TIMEOUT.as_secs()
+        ))),
+    }
+}
 
 /// One change in a commit. A commit applies all of its changes or none.
 #[derive(Clone, Debug)]
@@ -60,6 +83,14 @@ impl Catalog {
     /// Objects replaced by later commits are kept for `retain` before they are deleted.
     pub async fn open(lake: &Lake, retain: Duration) -> Result<Catalog> {
         let settings = Settings {
+            // Every short-lived process (`pondra sql`) leaves an L0 table behind when it
+            // closes; a quick compactor and a higher stall threshold keep writers from waiting
+            // seconds for L0 to drain.
+            l0_max_ssts: 32,
+            compactor_options: Some(CompactorOptions {
+                poll_interval: Duration::from_millis(200),
+                ..Default::default()
+            }),
             garbage_collector_options: Some(GarbageCollectorOptions {
                 // A folder cannot do conditional overwrites, which boundary files need.
                 boundary_files_enabled: false,
@@ -67,10 +98,13 @@ impl Catalog {
             }),
             ..Default::default()
         };
-        let db = Db::builder(CATALOG_PATH, lake.store())
-            .with_settings(settings)
-            .build()
-            .await?;
+        let db = bounded(
+            "opening",
+            Db::builder(CATALOG_PATH, lake.store())
+                .with_settings(settings)
+                .build(),
+        )
+        .await?;
         let snapshot = load_snapshot(&db).await?;
         Ok(Catalog {
             db,
@@ -99,17 +133,35 @@ impl Catalog {
         }
         batch.put(keys::LAST_COMMIT, next.commit.to_be_bytes());
         batch.put(keys::NEXT_TABLE_ID, next.next_table_id.to_be_bytes());
-        self.db.write(batch).await?;
-        self.db.flush().await?;
+        bounded("a commit", async {
+            self.db.write(batch).await?;
+            self.db.flush().await
+        })
+        .await?;
         let commit = next.commit;
         *self.current.lock().expect("snapshot lock") = Arc::new(next);
         Ok(commit)
     }
 
     /// Closes the database, flushing what it holds in memory.
+    ///
+    /// Every commit is already durable in the WAL; flushing the memtable only makes the next
+    /// open cheaper. Right after a writer was killed, the flush can wait seconds on the store's
+    /// background work; past [`CLOSE_GRACE`] the process leaves without it: the store is built
+    /// to be stopped at any point, and the next writer replays the WAL.
     pub async fn close(&self) -> Result<()> {
-        self.db.close().await?;
-        Ok(())
+        let close = async {
+            self.db
+                .flush_with_options(FlushOptions {
+                    flush_type: FlushType::MemTable,
+                })
+                .await?;
+            self.db.close().await
+        };
+        match tokio::time::timeout(CLOSE_GRACE, close).await {
+            Ok(result) => Ok(result?),
+            Err(_) => Ok(()),
+        }
     }
 }
 

@@ -111,7 +111,10 @@ impl Node {
         if rows == 0 {
             return Ok(0);
         }
-        let mut changes = vec![self.append_change(table, std::slice::from_ref(&batch)).await?];
+        let mut changes = vec![
+            self.append_change(table, std::slice::from_ref(&batch))
+                .await?,
+        ];
         for view in snapshot.views_over(&table.name) {
             let plan = load_view(&snapshot, &view)?;
             let state = self

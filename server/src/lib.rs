@@ -59,6 +59,8 @@ pub fn run_cli() -> ExitCode {
         retain: Duration::from_secs(cli.retain_secs),
     };
     runtime.block_on(async move {
+        let started = std::time::Instant::now();
+        let trace = std::env::var_os("PONDRA_TRACE").is_some();
         let node = match Node::open_folder(&cli.dir, options).await {
             Ok(node) => node,
             Err(e) => {
@@ -66,6 +68,9 @@ pub fn run_cli() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+        if trace {
+            eprintln!("trace: opened in {:?}", started.elapsed());
+        }
         let code = match cli.command {
             None => {
                 let period = Duration::from_secs(cli.tier_secs.clamp(1, 10));
@@ -76,7 +81,14 @@ pub fn run_cli() -> ExitCode {
             }
             Some(Command::Sql { format, sql }) => run_sql(&node, &sql, format).await,
         };
-        if let Err(e) = node.close().await {
+        if trace {
+            eprintln!("trace: ran in {:?}", started.elapsed());
+        }
+        let closed = node.close().await;
+        if trace {
+            eprintln!("trace: closed in {:?}", started.elapsed());
+        }
+        if let Err(e) = closed {
             eprintln!("Error: closing the lake: {e}");
             return ExitCode::FAILURE;
         }

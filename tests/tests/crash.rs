@@ -66,6 +66,11 @@ fn acknowledged_inserts_survive_sigkill() {
             if kill_after.is_some_and(|k| waited.elapsed() >= k) {
                 break None;
             }
+            // A writer must finish or fail on its own; one that hangs fails the test.
+            assert!(
+                waited.elapsed() < Duration::from_secs(120),
+                "a writer hung (insert {value})"
+            );
             std::thread::sleep(Duration::from_millis(1));
         };
         match status {
@@ -75,7 +80,14 @@ fn acknowledged_inserts_survive_sigkill() {
                     typical = (typical + waited.elapsed()) / 2;
                 }
             }
-            Some(_) => failed += 1,
+            Some(_) => {
+                failed += 1;
+                let output = child.wait_with_output().unwrap();
+                eprintln!(
+                    "insert {value} failed: {}",
+                    String::from_utf8_lossy(&output.stderr)
+                );
+            }
             None => {
                 // SIGKILL: no chance to flush or clean up.
                 unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
