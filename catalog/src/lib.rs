@@ -7,7 +7,7 @@ mod keys;
 mod snapshot;
 mod types;
 
-pub use catalog::{Catalog, Change};
+pub use catalog::{Catalog, Change, now_ms};
 pub use error::{CatalogError, Result};
 pub use snapshot::Snapshot;
 pub use types::{Column, DataFile, LogSegment, SegmentPayload, SqlType, TableDef, TableKind};

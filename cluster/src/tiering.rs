@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::array::RecordBatch;
-use pondra_catalog::{Change, DataFile, Snapshot, TableDef, TableKind};
+use pondra_catalog::{Change, DataFile, Snapshot, TableDef, TableKind, now_ms};
 use pondra_exec::{read_morsel, table_morsels};
 use pondra_planner::load_view;
 use pondra_storage::write_parquet_bytes;
@@ -139,11 +139,4 @@ impl Node {
             .await?;
         Ok(())
     }
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
 }

@@ -234,7 +234,7 @@ impl<'a> Binder<'a> {
         let table = self.table(name)?;
         let schema = match &table.kind {
             TableKind::Table => table.arrow_schema(),
-            TableKind::MaterializedView { .. } => self.scan(table, None)?.schema(),
+            TableKind::MaterializedView { .. } => self.scan(table)?.schema(),
         };
         let text = |s: String| Expr::Literal(ScalarValue::Utf8(s));
         let rows = schema
@@ -380,12 +380,8 @@ impl<'a> Binder<'a> {
         })
     }
 
-    /// The plan that reads a table or a view, with the scope its columns are named in.
-    fn scan(
-        &self,
-        table: &Arc<pondra_catalog::TableDef>,
-        _alias: Option<&str>,
-    ) -> Result<LogicalPlan> {
+    /// The plan that reads a table, or a materialized view through its read plan.
+    fn scan(&self, table: &Arc<pondra_catalog::TableDef>) -> Result<LogicalPlan> {
         match &table.kind {
             TableKind::Table => Ok(LogicalPlan::Scan {
                 table: table.clone(),
@@ -420,7 +416,7 @@ impl<'a> Binder<'a> {
             } => {
                 let name = object_name(name)?;
                 let table = self.table(&name)?;
-                let plan = self.scan(table, None)?;
+                let plan = self.scan(table)?;
                 let qualifier = alias.as_ref().map(|a| normalize(&a.name)).unwrap_or(name);
                 let scope = Scope::from_schema(&plan.schema(), Some(&qualifier));
                 Ok((plan, scope))
