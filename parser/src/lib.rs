@@ -39,6 +39,7 @@ pub fn parse_sql(sql: &str) -> Result<Vec<ParsedStatement>, ParseError> {
     pieces
         .into_iter()
         .filter(|text| !is_blank(text))
+        .map(|text| text.trim().to_string())
         .map(|text| {
             let statement = parse_one(&text)?;
             Ok(ParsedStatement { text, statement })
