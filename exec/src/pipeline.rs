@@ -8,6 +8,7 @@ use pondra_planner::{Expr, PhysicalPlan, SortKey};
 use pondra_storage::Lake;
 
 use crate::aggregate::HashAggregateSink;
+use crate::join::HashJoin;
 use crate::expr::evaluate;
 use crate::scan::{read_morsel, table_morsels};
 use crate::sort::sort_batches;
@@ -23,14 +24,31 @@ pub struct ExecContext {
     pub input: Vec<RecordBatch>,
 }
 
-/// A streaming operator: one batch in, one batch out.
+/// A streaming operator: one batch in, any number out.
 enum Operator<'p> {
     Filter(&'p Expr),
     Projection(&'p [Expr], SchemaRef),
+    /// The probe side of a hash join whose build side has already run.
+    HashJoin(Box<HashJoin>),
 }
 
 impl Operator<'_> {
-    fn execute(&self, batch: RecordBatch) -> Result<RecordBatch> {
+    fn execute(&mut self, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
+        match self {
+            Operator::HashJoin(join) => join.probe(&batch),
+            other => Ok(vec![other.execute_one(batch)?]),
+        }
+    }
+
+    /// Rows an operator still holds once its input is exhausted.
+    fn finish(&mut self) -> Result<Vec<RecordBatch>> {
+        match self {
+            Operator::HashJoin(join) => join.finish(),
+            _ => Ok(vec![]),
+        }
+    }
+
+    fn execute_one(&self, batch: RecordBatch) -> Result<RecordBatch> {
         match self {
             Operator::Filter(predicate) => {
                 let mask = evaluate(predicate, &batch)?;
@@ -52,8 +70,33 @@ impl Operator<'_> {
                     &options,
                 )?)
             }
+            Operator::HashJoin(_) => unreachable!("joins may emit several batches"),
         }
     }
+}
+
+/// Pushes a batch through `operators` (in order) into `sink`.
+fn push(operators: &mut [Operator<'_>], batch: RecordBatch, sink: &mut Sink<'_>) -> Result<()> {
+    let Some((first, rest)) = operators.split_first_mut() else {
+        return sink.sink(batch);
+    };
+    for out in first.execute(batch)? {
+        if out.num_rows() > 0 || rest.is_empty() {
+            push(rest, out, sink)?;
+        }
+    }
+    Ok(())
+}
+
+/// Drains what operators hold at the end of their input, first to last.
+fn finish(operators: &mut [Operator<'_>], sink: &mut Sink<'_>) -> Result<()> {
+    for i in 0..operators.len() {
+        let (head, rest) = operators.split_at_mut(i + 1);
+        for out in head[i].finish()? {
+            push(rest, out, sink)?;
+        }
+    }
+    Ok(())
 }
 
 /// Where a pipeline's batches end up. A breaker's sink finishes before its output flows on.
@@ -150,17 +193,34 @@ fn run_pipeline<'p>(
                 operators.push(Operator::Projection(exprs, schema.clone()));
                 node = input;
             }
+            PhysicalPlan::HashJoin {
+                left,
+                right,
+                kind,
+                left_keys,
+                right_keys,
+                filter,
+                schema,
+            } => {
+                // The build side is a pipeline of its own that must finish first.
+                let build = run_pipeline(right, Sink::Collect(Vec::new()), ctx)?;
+                let join = HashJoin::new(
+                    *kind,
+                    left_keys,
+                    right_keys,
+                    filter.as_ref(),
+                    schema.clone(),
+                    &right.schema(),
+                    &build,
+                )?;
+                operators.push(Operator::HashJoin(Box::new(join)));
+                node = left;
+            }
             _ => break,
         }
     }
     operators.reverse();
-    let push = |batch: RecordBatch, sink: &mut Sink<'p>| -> Result<()> {
-        let mut batch = batch;
-        for operator in &operators {
-            batch = operator.execute(batch)?;
-        }
-        sink.sink(batch)
-    };
+    let operators = &mut operators[..];
     match node {
         PhysicalPlan::TableScan { table, schema } => {
             for morsel in table_morsels(&ctx.snapshot, table) {
@@ -168,17 +228,17 @@ fn run_pipeline<'p>(
                     break;
                 }
                 for batch in read_morsel(&ctx.lake, &ctx.runtime, &morsel, schema)? {
-                    push(batch, &mut sink)?;
+                    push(operators, batch, &mut sink)?;
                 }
             }
         }
         PhysicalPlan::Input { schema } => {
             for batch in &ctx.input {
                 let batch = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?;
-                push(batch, &mut sink)?;
+                push(operators, batch, &mut sink)?;
             }
         }
-        PhysicalPlan::Values { schema, rows } => push(values(schema, rows)?, &mut sink)?,
+        PhysicalPlan::Values { schema, rows } => push(operators, values(schema, rows)?, &mut sink)?,
         PhysicalPlan::HashAggregate {
             input,
             group,
@@ -187,7 +247,7 @@ fn run_pipeline<'p>(
         } => {
             let aggregate = HashAggregateSink::new(group, aggregates, schema.clone())?;
             for batch in run_pipeline(input, Sink::Aggregate(Box::new(aggregate)), ctx)? {
-                push(batch, &mut sink)?;
+                push(operators, batch, &mut sink)?;
             }
         }
         PhysicalPlan::Sort { input, keys, fetch } => {
@@ -198,7 +258,7 @@ fn run_pipeline<'p>(
                 batches: Vec::new(),
             };
             for batch in run_pipeline(input, child, ctx)? {
-                push(batch, &mut sink)?;
+                push(operators, batch, &mut sink)?;
             }
         }
         PhysicalPlan::Limit { input, skip, fetch } => {
@@ -209,13 +269,16 @@ fn run_pipeline<'p>(
                 batches: Vec::new(),
             };
             for batch in run_pipeline(input, child, ctx)? {
-                push(batch, &mut sink)?;
+                push(operators, batch, &mut sink)?;
             }
         }
-        PhysicalPlan::Filter { .. } | PhysicalPlan::Projection { .. } => {
+        PhysicalPlan::Filter { .. }
+        | PhysicalPlan::Projection { .. }
+        | PhysicalPlan::HashJoin { .. } => {
             unreachable!("streaming operators are folded into the pipeline")
         }
     }
+    finish(operators, &mut sink)?;
     sink.finish()
 }
 

@@ -51,6 +51,33 @@ pub enum Expr {
     },
 }
 
+/// How a join combines its two inputs. The left input is probed, the right one is built.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JoinKind {
+    /// Matching pairs; with no keys and no filter, the cross product.
+    Inner,
+    /// Matching pairs, plus left rows without a match (right side NULL).
+    Left,
+    /// Left join plus right rows without a match (left side NULL).
+    Full,
+    /// Left rows with at least one match; only the left columns.
+    Semi,
+    /// Left rows without any match; only the left columns.
+    Anti,
+    /// `NOT IN`: an anti join where a NULL key on either side makes the answer unknown, so the
+    /// row is dropped (unless the right side is empty).
+    NullAwareAnti,
+    /// A left join to a relation of at most one row (a scalar subquery); more rows is an error.
+    Single,
+}
+
+impl JoinKind {
+    /// True when the output has only the left input's columns.
+    pub fn left_only(self) -> bool {
+        matches!(self, JoinKind::Semi | JoinKind::Anti | JoinKind::NullAwareAnti)
+    }
+}
+
 /// Operators with two operands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BinaryOp {
@@ -141,6 +168,126 @@ impl ScalarFunction {
 }
 
 impl Expr {
+    /// The same expression with every child replaced by `f(child)`.
+    pub fn map_children(&self, f: &mut dyn FnMut(&Expr) -> Expr) -> Expr {
+        let mut boxed = |e: &Expr| Box::new(f(e));
+        match self {
+            Expr::Column { .. } | Expr::Literal(_) => self.clone(),
+            Expr::Binary { op, left, right } => Expr::Binary {
+                op: *op,
+                left: boxed(left),
+                right: boxed(right),
+            },
+            Expr::Not(e) => Expr::Not(boxed(e)),
+            Expr::Negative(e) => Expr::Negative(boxed(e)),
+            Expr::IsNull(e) => Expr::IsNull(boxed(e)),
+            Expr::IsNotNull(e) => Expr::IsNotNull(boxed(e)),
+            Expr::Cast { expr, data_type } => Expr::Cast {
+                expr: boxed(expr),
+                data_type: data_type.clone(),
+            },
+            Expr::Case {
+                branches,
+                otherwise,
+                data_type,
+            } => Expr::Case {
+                branches: branches.iter().map(|(w, t)| (f(w), f(t))).collect(),
+                otherwise: otherwise.as_ref().map(|e| Box::new(f(e))),
+                data_type: data_type.clone(),
+            },
+            Expr::InList {
+                expr,
+                list,
+                negated,
+            } => Expr::InList {
+                expr: Box::new(f(expr)),
+                list: list.iter().map(|e| f(e)).collect(),
+                negated: *negated,
+            },
+            Expr::Like {
+                expr,
+                pattern,
+                negated,
+                case_insensitive,
+            } => Expr::Like {
+                expr: Box::new(f(expr)),
+                pattern: Box::new(f(pattern)),
+                negated: *negated,
+                case_insensitive: *case_insensitive,
+            },
+            Expr::Function {
+                func,
+                args,
+                data_type,
+            } => Expr::Function {
+                func: *func,
+                args: args.iter().map(|e| f(e)).collect(),
+                data_type: data_type.clone(),
+            },
+        }
+    }
+
+    /// The expression with each column index `i` replaced by `map(i)`.
+    pub fn remap_columns(&self, map: &dyn Fn(usize) -> usize) -> Expr {
+        match self {
+            Expr::Column {
+                index,
+                name,
+                data_type,
+            } => Expr::Column {
+                index: map(*index),
+                name: name.clone(),
+                data_type: data_type.clone(),
+            },
+            other => other.map_children(&mut |e| e.remap_columns(map)),
+        }
+    }
+
+    /// Every column index the expression reads.
+    pub fn column_indices(&self) -> Vec<usize> {
+        let mut out = Vec::new();
+        self.collect_columns(&mut out);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn collect_columns(&self, out: &mut Vec<usize>) {
+        if let Expr::Column { index, .. } = self {
+            out.push(*index);
+            return;
+        }
+        self.map_children(&mut |e| {
+            e.collect_columns(out);
+            e.clone()
+        });
+    }
+
+    /// Splits a predicate into its AND-ed parts.
+    pub fn conjuncts(self) -> Vec<Expr> {
+        match self {
+            Expr::Binary {
+                op: BinaryOp::And,
+                left,
+                right,
+            } => {
+                let mut parts = left.conjuncts();
+                parts.extend(right.conjuncts());
+                parts
+            }
+            other => vec![other],
+        }
+    }
+
+    /// ANDs predicates together; `None` for none.
+    pub fn and_all(parts: Vec<Expr>) -> Option<Expr> {
+        parts.into_iter().reduce(|l, r| Expr::Binary {
+            op: BinaryOp::And,
+            left: Box::new(l),
+            right: Box::new(r),
+        })
+    }
+
     /// The type of the values this expression produces.
     pub fn data_type(&self) -> DataType {
         match self {

@@ -4,6 +4,7 @@
 mod binder;
 mod error;
 mod expr;
+mod join_order;
 mod logical;
 mod physical;
 mod plan;
@@ -13,7 +14,9 @@ mod view;
 
 pub use binder::Binder;
 pub use error::{PlanError, Result};
-pub use expr::{AggregateCall, AggregateFunction, BinaryOp, Expr, ScalarFunction, SortKey};
+pub use expr::{
+    AggregateCall, AggregateFunction, BinaryOp, Expr, JoinKind, ScalarFunction, SortKey,
+};
 pub use logical::LogicalPlan;
 pub use physical::{PhysicalPlan, create_physical_plan};
 pub use plan::Plan;

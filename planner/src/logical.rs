@@ -4,7 +4,7 @@ use std::sync::Arc;
 use arrow::datatypes::{Field, Schema, SchemaRef};
 use pondra_catalog::TableDef;
 
-use crate::expr::{AggregateCall, Expr, SortKey};
+use crate::expr::{AggregateCall, Expr, JoinKind, SortKey};
 
 /// A relational plan over typed columns. Every node knows its output schema.
 #[derive(Clone, Debug)]
@@ -41,6 +41,16 @@ pub enum LogicalPlan {
         input: Box<LogicalPlan>,
         keys: Vec<SortKey>,
     },
+    /// Joins two inputs on equal keys (`on`: left expression, right expression) and an optional
+    /// filter over the joined row (left columns, then right columns).
+    Join {
+        left: Box<LogicalPlan>,
+        right: Box<LogicalPlan>,
+        kind: JoinKind,
+        on: Vec<(Expr, Expr)>,
+        filter: Option<Expr>,
+        schema: SchemaRef,
+    },
     Limit {
         input: Box<LogicalPlan>,
         skip: usize,
@@ -55,7 +65,8 @@ impl LogicalPlan {
             | LogicalPlan::Input { schema }
             | LogicalPlan::Values { schema, .. }
             | LogicalPlan::Project { schema, .. }
-            | LogicalPlan::Aggregate { schema, .. } => schema.clone(),
+            | LogicalPlan::Aggregate { schema, .. }
+            | LogicalPlan::Join { schema, .. } => schema.clone(),
             LogicalPlan::Filter { input, .. }
             | LogicalPlan::Sort { input, .. }
             | LogicalPlan::Limit { input, .. } => input.schema(),
@@ -77,6 +88,31 @@ impl LogicalPlan {
         LogicalPlan::Project {
             input: Box::new(self),
             exprs,
+            schema: Arc::new(Schema::new(fields)),
+        }
+    }
+
+    /// A join of `left` and `right`; the schema follows from the kind.
+    pub fn join(
+        left: LogicalPlan,
+        right: LogicalPlan,
+        kind: JoinKind,
+        on: Vec<(Expr, Expr)>,
+        filter: Option<Expr>,
+    ) -> LogicalPlan {
+        let left_schema = left.schema();
+        let mut fields: Vec<Field> = left_schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+        if !kind.left_only() {
+            fields.extend(right.schema().fields().iter().map(|f| {
+                f.as_ref().clone().with_nullable(true)
+            }));
+        }
+        LogicalPlan::Join {
+            left: Box::new(left),
+            right: Box::new(right),
+            kind,
+            on,
+            filter,
             schema: Arc::new(Schema::new(fields)),
         }
     }
@@ -119,6 +155,23 @@ impl LogicalPlan {
             LogicalPlan::Limit { skip, fetch, .. } => {
                 writeln!(f, "{pad}Limit: skip={skip} fetch={fetch:?}")?
             }
+            LogicalPlan::Join {
+                left,
+                right,
+                kind,
+                on,
+                filter,
+                ..
+            } => {
+                let keys: Vec<String> = on.iter().map(|(l, r)| format!("{l} = {r}")).collect();
+                write!(f, "{pad}Join {kind:?}: on=[{}]", keys.join(", "))?;
+                if let Some(filter) = filter {
+                    write!(f, " filter={filter}")?;
+                }
+                writeln!(f)?;
+                left.fmt_indent(f, depth + 1)?;
+                return right.fmt_indent(f, depth + 1);
+            }
         }
         self.input()
             .expect("non-leaf node")
@@ -136,6 +189,7 @@ impl LogicalPlan {
             | LogicalPlan::Aggregate { input, .. }
             | LogicalPlan::Sort { input, .. }
             | LogicalPlan::Limit { input, .. } => Some(input),
+            LogicalPlan::Join { .. } => None,
         }
     }
 }

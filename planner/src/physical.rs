@@ -3,7 +3,7 @@ use std::sync::Arc;
 use arrow::datatypes::SchemaRef;
 use pondra_catalog::TableDef;
 
-use crate::expr::{AggregateCall, Expr, SortKey};
+use crate::expr::{AggregateCall, Expr, JoinKind, SortKey};
 use crate::logical::LogicalPlan;
 
 /// The plan `exec` runs: operators chosen for each logical node.
@@ -46,6 +46,16 @@ pub enum PhysicalPlan {
         skip: usize,
         fetch: Option<usize>,
     },
+    /// A hash join: `right` is built into a hash table first, `left` streams through it.
+    HashJoin {
+        left: Box<PhysicalPlan>,
+        right: Box<PhysicalPlan>,
+        kind: JoinKind,
+        left_keys: Vec<Expr>,
+        right_keys: Vec<Expr>,
+        filter: Option<Expr>,
+        schema: SchemaRef,
+    },
 }
 
 impl PhysicalPlan {
@@ -55,7 +65,8 @@ impl PhysicalPlan {
             | PhysicalPlan::Input { schema }
             | PhysicalPlan::Values { schema, .. }
             | PhysicalPlan::Projection { schema, .. }
-            | PhysicalPlan::HashAggregate { schema, .. } => schema.clone(),
+            | PhysicalPlan::HashAggregate { schema, .. }
+            | PhysicalPlan::HashJoin { schema, .. } => schema.clone(),
             PhysicalPlan::Filter { input, .. }
             | PhysicalPlan::Sort { input, .. }
             | PhysicalPlan::Limit { input, .. } => input.schema(),
@@ -100,6 +111,22 @@ pub fn create_physical_plan(plan: &LogicalPlan) -> PhysicalPlan {
             input: child(input),
             group: group.clone(),
             aggregates: aggregates.clone(),
+            schema: schema.clone(),
+        },
+        LogicalPlan::Join {
+            left,
+            right,
+            kind,
+            on,
+            filter,
+            schema,
+        } => PhysicalPlan::HashJoin {
+            left: child(left),
+            right: child(right),
+            kind: *kind,
+            left_keys: on.iter().map(|(l, _)| l.clone()).collect(),
+            right_keys: on.iter().map(|(_, r)| r.clone()).collect(),
+            filter: filter.clone(),
             schema: schema.clone(),
         },
         LogicalPlan::Sort { input, keys } => PhysicalPlan::Sort {

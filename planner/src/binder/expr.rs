@@ -464,6 +464,11 @@ fn comparison_type(left: &DataType, right: &DataType, right_expr: &Expr) -> Resu
     }
 }
 
+/// `left = right`, with the casts a comparison needs.
+pub fn equality(left: Expr, right: Expr) -> Result<Expr> {
+    binary(left, &BinaryOperator::Eq, right)
+}
+
 fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Expr> {
     let op = match op {
         BinaryOperator::Plus => BinaryOp::Plus,

@@ -3,6 +3,7 @@
 mod expr;
 mod scope;
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema};
@@ -13,7 +14,8 @@ pub use expr::type_name;
 use expr::{Aggregation, Context, bind_expr, contains_aggregate};
 use scope::{Scope, normalize};
 
-use crate::expr::{Expr, SortKey};
+use crate::expr::{BinaryOp, Expr, JoinKind, SortKey};
+use crate::join_order::{Relation, plan_join_block};
 use crate::logical::LogicalPlan;
 use crate::plan::Plan;
 use crate::scalar::ScalarValue;
@@ -24,11 +26,22 @@ use crate::{Result, bind_err, unsupported};
 /// Binds statements against one catalog snapshot.
 pub struct Binder<'a> {
     snapshot: &'a Snapshot,
+    /// Common table expressions in scope, innermost last.
+    ctes: RefCell<Vec<(String, LogicalPlan)>>,
 }
 
 impl<'a> Binder<'a> {
     pub fn new(snapshot: &'a Snapshot) -> Binder<'a> {
-        Binder { snapshot }
+        Binder {
+            snapshot,
+            ctes: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// The plan of the innermost common table expression named `name`.
+    fn cte(&self, name: &str) -> Option<LogicalPlan> {
+        let ctes = self.ctes.borrow();
+        ctes.iter().rev().find(|(n, _)| n == name).map(|(_, p)| p.clone())
     }
 
     /// Binds one parsed statement.
@@ -260,9 +273,26 @@ impl<'a> Binder<'a> {
 
     /// Binds a query: its body, then ORDER BY, then LIMIT / OFFSET.
     pub fn bind_query(&self, query: &ast::Query) -> Result<LogicalPlan> {
-        if query.with.is_some() {
-            return Err(unsupported!("WITH (common table expressions)"));
+        let Some(with) = &query.with else {
+            return self.bind_query_body(query);
+        };
+        if with.recursive {
+            return Err(unsupported!("WITH RECURSIVE"));
         }
+        let depth = self.ctes.borrow().len();
+        let result = (|| {
+            for cte in &with.cte_tables {
+                let plan = self.bind_query(&cte.query)?;
+                let plan = rename_columns(plan, Some(&cte.alias))?;
+                self.ctes.borrow_mut().push((normalize(&cte.alias.name), plan));
+            }
+            self.bind_query_body(query)
+        })();
+        self.ctes.borrow_mut().truncate(depth);
+        result
+    }
+
+    fn bind_query_body(&self, query: &ast::Query) -> Result<LogicalPlan> {
         if query.fetch.is_some() {
             return Err(unsupported!("FETCH"));
         }
@@ -393,21 +423,135 @@ impl<'a> Binder<'a> {
         }
     }
 
-    fn bind_from(&self, from: &[ast::TableWithJoins]) -> Result<(LogicalPlan, Scope)> {
-        let [relation] = from else {
-            if from.is_empty() {
-                let plan = LogicalPlan::Values {
-                    schema: Arc::new(Schema::empty()),
-                    rows: vec![vec![]],
-                };
-                return Ok((plan, Scope::default()));
-            }
-            return Err(unsupported!("joins (several tables in FROM)"));
-        };
-        if !relation.joins.is_empty() {
-            return Err(unsupported!("joins"));
+    /// Binds a FROM clause into the relations of one inner-join block, the predicates of its
+    /// INNER JOIN ... ON clauses, and the scope its columns are named in.
+    fn bind_from(
+        &self,
+        from: &[ast::TableWithJoins],
+    ) -> Result<(Vec<Relation>, Vec<Expr>, Scope)> {
+        let mut relations = Vec::new();
+        let mut predicates = Vec::new();
+        let mut scope = Scope::default();
+        if from.is_empty() {
+            let plan = LogicalPlan::Values {
+                schema: Arc::new(Schema::empty()),
+                rows: vec![vec![]],
+            };
+            relations.push(Relation { plan, offset: 0 });
+            return Ok((relations, predicates, scope));
         }
-        match &relation.relation {
+        for item in from {
+            // Relations of this item not yet fixed by an outer join.
+            let base = scope.columns.len();
+            let mut item_relations: Vec<Relation> = Vec::new();
+            let mut item_predicates: Vec<Expr> = Vec::new();
+            let (plan, factor_scope) = self.bind_factor(&item.relation)?;
+            item_relations.push(Relation {
+                plan,
+                offset: scope.columns.len(),
+            });
+            scope.columns.extend(factor_scope.columns);
+            for join in &item.joins {
+                let (right, right_scope) = self.bind_factor(&join.relation)?;
+                let left_width = scope.columns.len() - base;
+                let mut joined_scope = scope.clone();
+                joined_scope.columns.extend(right_scope.columns.clone());
+                use ast::JoinOperator as J;
+                let (kind, constraint) = match &join.join_operator {
+                    J::Join(c) | J::Inner(c) => (None, c),
+                    J::CrossJoin(c) => (None, c),
+                    J::Left(c) | J::LeftOuter(c) => (Some(JoinKind::Left), c),
+                    J::Right(c) | J::RightOuter(c) => (Some(JoinKind::Left), c),
+                    J::FullOuter(c) => (Some(JoinKind::Full), c),
+                    J::Semi(c) | J::LeftSemi(c) => (Some(JoinKind::Semi), c),
+                    J::Anti(c) | J::LeftAnti(c) => (Some(JoinKind::Anti), c),
+                    other => return Err(unsupported!("the join {other:?}")),
+                };
+                let is_right = matches!(join.join_operator, J::Right(_) | J::RightOuter(_));
+                let on = self.join_condition(constraint, &scope, &right_scope, &joined_scope)?;
+                match kind {
+                    None => {
+                        item_relations.push(Relation {
+                            plan: right,
+                            offset: scope.columns.len(),
+                        });
+                        item_predicates.extend(on.into_iter().flat_map(Expr::conjuncts));
+                        scope = joined_scope;
+                    }
+                    Some(kind) => {
+                        // Everything to the left becomes one input of the outer join.
+                        let left = self.collapse(
+                            std::mem::take(&mut item_relations),
+                            std::mem::take(&mut item_predicates),
+                            base,
+                        );
+                        let on = on.map(|e| e.remap_columns(&|c| c - base));
+                        let plan = outer_join(left, right, kind, on, left_width, is_right)?;
+                        if !kind.left_only() {
+                            scope = joined_scope;
+                        }
+                        item_relations.push(Relation { plan, offset: base });
+                    }
+                }
+            }
+            relations.extend(item_relations);
+            predicates.extend(item_predicates);
+        }
+        Ok((relations, predicates, scope))
+    }
+
+    /// Joins the relations of a FROM item that starts at column `base` into one plan.
+    fn collapse(&self, relations: Vec<Relation>, predicates: Vec<Expr>, base: usize) -> LogicalPlan {
+        let relations = relations
+            .into_iter()
+            .map(|r| Relation {
+                plan: r.plan,
+                offset: r.offset - base,
+            })
+            .collect();
+        let predicates = predicates
+            .into_iter()
+            .map(|p| p.remap_columns(&|c| c - base))
+            .collect();
+        plan_join_block(relations, predicates, self.snapshot)
+    }
+
+    /// The condition of a join (`ON` or `USING`) over the joined scope.
+    fn join_condition(
+        &self,
+        constraint: &ast::JoinConstraint,
+        left: &Scope,
+        right: &Scope,
+        joined: &Scope,
+    ) -> Result<Option<Expr>> {
+        match constraint {
+            ast::JoinConstraint::None => Ok(None),
+            ast::JoinConstraint::On(expr) => {
+                let bound = self.bind_scalar(expr, joined, "JOIN ... ON")?;
+                Ok(Some(filter_predicate(bound, "JOIN ... ON")?))
+            }
+            ast::JoinConstraint::Using(names) => {
+                let mut parts = Vec::new();
+                for name in names {
+                    let name = object_name(name)?;
+                    let l = left.resolve(None, &name)?;
+                    let r = right.resolve(None, &name)?;
+                    let lc = &left.columns[l];
+                    let rc = &right.columns[r];
+                    parts.push(expr::equality(
+                        Expr::column(l, &lc.name, lc.data_type.clone()),
+                        Expr::column(left.columns.len() + r, &rc.name, rc.data_type.clone()),
+                    )?);
+                }
+                Ok(Expr::and_all(parts))
+            }
+            other => Err(unsupported!("the join condition {other:?}")),
+        }
+    }
+
+    /// A table, a view, a CTE or a subquery in FROM, with its scope.
+    fn bind_factor(&self, factor: &ast::TableFactor) -> Result<(LogicalPlan, Scope)> {
+        match factor {
             ast::TableFactor::Table {
                 name,
                 alias,
@@ -415,9 +559,12 @@ impl<'a> Binder<'a> {
                 ..
             } => {
                 let name = object_name(name)?;
-                let table = self.table(&name)?;
-                let plan = self.scan(table)?;
+                let plan = match self.cte(&name) {
+                    Some(plan) => plan,
+                    None => self.scan(self.table(&name)?)?,
+                };
                 let qualifier = alias.as_ref().map(|a| normalize(&a.name)).unwrap_or(name);
+                let plan = rename_columns(plan, alias.as_ref())?;
                 let scope = Scope::from_schema(&plan.schema(), Some(&qualifier));
                 Ok((plan, scope))
             }
@@ -425,12 +572,26 @@ impl<'a> Binder<'a> {
                 subquery, alias, ..
             } => {
                 let plan = self.bind_query(subquery)?;
+                let plan = rename_columns(plan, alias.as_ref())?;
                 let qualifier = alias.as_ref().map(|a| normalize(&a.name));
                 let scope = Scope::from_schema(&plan.schema(), qualifier.as_deref());
                 Ok((plan, scope))
             }
+            ast::TableFactor::NestedJoin {
+                table_with_joins,
+                alias: None,
+            } => {
+                let (relations, predicates, scope) =
+                    self.bind_from(std::slice::from_ref(table_with_joins))?;
+                Ok((plan_join_block(relations, predicates, self.snapshot), scope))
+            }
             other => Err(unsupported!("FROM {other}")),
         }
+    }
+
+    /// Binds an expression over a scope, outside any aggregation.
+    fn bind_scalar(&self, expr: &ast::Expr, scope: &Scope, clause: &str) -> Result<Expr> {
+        bind_expr(expr, &mut Context::Plain { scope, clause })
     }
 
     fn bind_select(
@@ -445,17 +606,12 @@ impl<'a> Binder<'a> {
         {
             return Err(bind_err!("HAVING needs GROUP BY or an aggregate"));
         }
-        let (mut plan, scope) = self.bind_from(&select.from)?;
+        let (relations, mut predicates, scope) = self.bind_from(&select.from)?;
         if let Some(selection) = &select.selection {
-            let predicate = bind_expr(
-                selection,
-                &mut Context::Plain {
-                    scope: &scope,
-                    clause: "WHERE",
-                },
-            )?;
-            plan = filter(plan, predicate, "WHERE")?;
+            let predicate = self.bind_scalar(selection, &scope, "WHERE")?;
+            predicates.extend(filter_predicate(predicate, "WHERE")?.conjuncts());
         }
+        let mut plan = plan_join_block(relations, predicates, self.snapshot);
         let group_by = match &select.group_by {
             ast::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs,
             _ => return Err(unsupported!("GROUP BY ALL, ROLLUP, CUBE and GROUPING SETS")),
@@ -630,6 +786,118 @@ impl<'a> Binder<'a> {
         }
         Ok(plan)
     }
+}
+
+/// A predicate checked to be boolean (a NULL literal counts as an unknown boolean).
+fn filter_predicate(predicate: Expr, clause: &str) -> Result<Expr> {
+    match predicate.data_type() {
+        DataType::Boolean => Ok(predicate),
+        DataType::Null => Ok(predicate.cast(&DataType::Boolean)),
+        other => Err(bind_err!(
+            "argument of {clause} must be BOOLEAN, not {}",
+            type_name(&other)
+        )),
+    }
+}
+
+/// An outer (or semi / anti) join of `left` (its columns first) and `right` on `on`, bound over
+/// left columns then right columns. A right join is a left join with the inputs swapped.
+fn outer_join(
+    left: LogicalPlan,
+    right: LogicalPlan,
+    kind: JoinKind,
+    on: Option<Expr>,
+    left_width: usize,
+    is_right: bool,
+) -> Result<LogicalPlan> {
+    let right_width = right.schema().fields().len();
+    let conjuncts = on.map(Expr::conjuncts).unwrap_or_default();
+    let in_left = |e: &Expr| {
+        let c = e.column_indices();
+        !c.is_empty() && c.iter().all(|i| *i < left_width)
+    };
+    let in_right = |e: &Expr| {
+        let c = e.column_indices();
+        !c.is_empty() && c.iter().all(|i| *i >= left_width)
+    };
+    let mut keys = Vec::new();
+    let mut rest = Vec::new();
+    for conjunct in conjuncts {
+        if let Expr::Binary {
+            op: BinaryOp::Eq,
+            left: l,
+            right: r,
+        } = &conjunct
+        {
+            let to_right = |e: &Expr| e.remap_columns(&|c| c - left_width);
+            if in_left(l) && in_right(r) {
+                keys.push(((**l).clone(), to_right(r)));
+                continue;
+            }
+            if in_right(l) && in_left(r) {
+                keys.push(((**r).clone(), to_right(l)));
+                continue;
+            }
+        }
+        rest.push(conjunct);
+    }
+    let filter = Expr::and_all(rest);
+    if !is_right {
+        return Ok(LogicalPlan::join(left, right, kind, keys, filter));
+    }
+    // RIGHT JOIN: a left join from the right input, then the columns back in order.
+    let swap = |c: usize| {
+        if c < left_width {
+            c + right_width
+        } else {
+            c - left_width
+        }
+    };
+    let keys = keys.into_iter().map(|(l, r)| (r, l)).collect();
+    let filter = filter.map(|f| f.remap_columns(&swap));
+    let joined = LogicalPlan::join(right, left, JoinKind::Left, keys, filter);
+    let schema = joined.schema();
+    let (exprs, names): (Vec<Expr>, Vec<String>) = (0..left_width + right_width)
+        .map(|c| {
+            let position = swap(c);
+            let field = schema.field(position);
+            (
+                Expr::column(position, field.name(), field.data_type().clone()),
+                field.name().clone(),
+            )
+        })
+        .unzip();
+    Ok(joined.project(exprs, names))
+}
+
+/// Applies a table alias's column names (`AS t(a, b)`).
+fn rename_columns(plan: LogicalPlan, alias: Option<&ast::TableAlias>) -> Result<LogicalPlan> {
+    let Some(alias) = alias.filter(|a| !a.columns.is_empty()) else {
+        return Ok(plan);
+    };
+    let schema = plan.schema();
+    if alias.columns.len() > schema.fields().len() {
+        return Err(bind_err!(
+            "{} has {} columns but {} names were given",
+            alias.name,
+            schema.fields().len(),
+            alias.columns.len()
+        ));
+    }
+    let (exprs, names): (Vec<Expr>, Vec<String>) = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let name = alias
+                .columns
+                .get(i)
+                .map(|c| normalize(&c.name))
+                .unwrap_or_else(|| f.name().clone());
+            (Expr::column(i, f.name(), f.data_type().clone()), name)
+        })
+        .unzip();
+    Ok(plan.project(exprs, names))
 }
 
 fn bind_in(

@@ -1,0 +1,315 @@
+//! Join order for a block of inner joins: relations and the predicates over them (from WHERE
+//! and from INNER JOIN ... ON) are combined greedily, always joining the two connected groups
+//! whose join is estimated smallest, with the smaller side built into the hash table. Filters
+//! on one relation are applied to it before any join; a predicate over several relations is
+//! applied as soon as they meet.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use pondra_catalog::Snapshot;
+
+use crate::expr::{BinaryOp, Expr, JoinKind};
+use crate::logical::LogicalPlan;
+
+/// One relation of a join block: its plan and its columns' positions in the block's scope.
+pub struct Relation {
+    pub plan: LogicalPlan,
+    /// The position of the relation's first column in the block's concatenated scope.
+    pub offset: usize,
+}
+
+/// A set of relations already joined, with its plan and where each block column is in it.
+struct Group {
+    plan: LogicalPlan,
+    relations: BTreeSet<usize>,
+    /// `layout[i]` is the block column at output position `i`.
+    layout: Vec<usize>,
+    rows: f64,
+}
+
+impl Group {
+    fn position(&self, column: usize) -> Option<usize> {
+        self.layout.iter().position(|c| *c == column)
+    }
+
+    fn local(&self, expr: &Expr) -> Expr {
+        expr.remap_columns(&|c| self.position(c).expect("column is in the group"))
+    }
+}
+
+/// A predicate and the relations it reads.
+struct Predicate {
+    expr: Expr,
+    relations: BTreeSet<usize>,
+}
+
+/// Joins `relations` under `predicates` (over the block's concatenated columns); the output
+/// has the block's columns in the original order.
+pub fn plan_join_block(
+    relations: Vec<Relation>,
+    predicates: Vec<Expr>,
+    snapshot: &Snapshot,
+) -> LogicalPlan {
+    assert!(!relations.is_empty(), "a join block has relations");
+    let widths: Vec<usize> = relations
+        .iter()
+        .map(|r| r.plan.schema().fields().len())
+        .collect();
+    let owner = |column: usize| {
+        relations
+            .iter()
+            .zip(&widths)
+            .position(|(r, w)| column >= r.offset && column < r.offset + w)
+            .expect("column belongs to a relation")
+    };
+    let mut pending: Vec<Predicate> = predicates
+        .into_iter()
+        .flat_map(|p| factor_or(p).conjuncts())
+        .map(|expr| {
+            let relations = expr.column_indices().into_iter().map(owner).collect();
+            Predicate { expr, relations }
+        })
+        .collect();
+    let total_columns: usize = widths.iter().sum();
+
+    let mut groups: Vec<Group> = Vec::new();
+    for (index, relation) in relations.into_iter().enumerate() {
+        let layout: Vec<usize> = (relation.offset..relation.offset + widths[index]).collect();
+        let mut group = Group {
+            rows: estimate_rows(&relation.plan, snapshot),
+            plan: relation.plan,
+            relations: BTreeSet::from([index]),
+            layout,
+        };
+        apply_ready(&mut group, &mut pending);
+        groups.push(group);
+    }
+
+    while groups.len() > 1 {
+        let (a, b) = best_pair(&groups, &pending);
+        let (first, second) = (a.min(b), a.max(b));
+        let g2 = groups.remove(second);
+        let g1 = groups.remove(first);
+        // The larger side streams (probe, left); the smaller is built (right).
+        let (probe, build) = if g1.rows >= g2.rows { (g1, g2) } else { (g2, g1) };
+        let mut keys = Vec::new();
+        let mut filters = Vec::new();
+        let mut rest = Vec::new();
+        let joined: BTreeSet<usize> = probe.relations.union(&build.relations).copied().collect();
+        for predicate in pending {
+            if !predicate.relations.is_subset(&joined) {
+                rest.push(predicate);
+                continue;
+            }
+            match equi_key(&predicate.expr, &probe, &build) {
+                Some(key) => keys.push(key),
+                None => filters.push(predicate.expr),
+            }
+        }
+        pending = rest;
+        let mut layout = probe.layout.clone();
+        layout.extend(&build.layout);
+        let filter = Expr::and_all(filters).map(|f| {
+            f.remap_columns(&|c| layout.iter().position(|l| *l == c).expect("joined column"))
+        });
+        let rows = if keys.is_empty() {
+            probe.rows * build.rows.max(1.0)
+        } else {
+            probe.rows.max(build.rows)
+        };
+        let plan = LogicalPlan::join(probe.plan, build.plan, JoinKind::Inner, keys, filter);
+        groups.push(Group {
+            plan,
+            relations: joined,
+            layout,
+            rows,
+        });
+    }
+    let mut group = groups.pop().expect("one group left");
+    // Predicates over no relation at all (constants) are applied at the end.
+    if let Some(rest) = Expr::and_all(pending.into_iter().map(|p| p.expr).collect()) {
+        let predicate = group.local(&rest);
+        group.plan = LogicalPlan::Filter {
+            input: Box::new(group.plan),
+            predicate,
+        };
+    }
+    restore_order(group, total_columns)
+}
+
+/// Applies the predicates whose relations are all inside `group`.
+fn apply_ready(group: &mut Group, pending: &mut Vec<Predicate>) {
+    let (ready, rest): (Vec<Predicate>, Vec<Predicate>) = std::mem::take(pending)
+        .into_iter()
+        .partition(|p| !p.relations.is_empty() && p.relations.is_subset(&group.relations));
+    *pending = rest;
+    if let Some(predicate) = Expr::and_all(ready.into_iter().map(|p| p.expr).collect()) {
+        let predicate = group.local(&predicate);
+        let selectivity = 0.25f64.powi(predicate.clone().conjuncts().len() as i32).max(0.01);
+        group.rows = (group.rows * selectivity).max(1.0);
+        group.plan = LogicalPlan::Filter {
+            input: Box::new(std::mem::replace(
+                &mut group.plan,
+                LogicalPlan::Values {
+                    schema: Arc::new(arrow::datatypes::Schema::empty()),
+                    rows: vec![],
+                },
+            )),
+            predicate,
+        };
+    }
+}
+
+/// The two groups to join next: connected by a predicate, with the smallest estimated result.
+fn best_pair(groups: &[Group], pending: &[Predicate]) -> (usize, usize) {
+    let mut best: Option<(f64, f64, usize, usize)> = None;
+    for i in 0..groups.len() {
+        for j in i + 1..groups.len() {
+            let connected = pending.iter().any(|p| {
+                !p.relations.is_disjoint(&groups[i].relations)
+                    && !p.relations.is_disjoint(&groups[j].relations)
+                    && equi_key(&p.expr, &groups[i], &groups[j]).is_some()
+            });
+            let (a, b) = (groups[i].rows, groups[j].rows);
+            let (size, tie) = if connected {
+                (a.max(b), a.min(b))
+            } else {
+                (f64::MAX / 4.0 + a * b, a.min(b))
+            };
+            if best.is_none_or(|(s, t, _, _)| size < s || (size == s && tie < t)) {
+                best = Some((size, tie, i, j));
+            }
+        }
+    }
+    let (_, _, i, j) = best.expect("at least two groups");
+    (i, j)
+}
+
+/// `probe_expr = build_expr` when the predicate is an equality with one side in each group.
+fn equi_key(expr: &Expr, probe: &Group, build: &Group) -> Option<(Expr, Expr)> {
+    let Expr::Binary {
+        op: BinaryOp::Eq,
+        left,
+        right,
+    } = expr
+    else {
+        return None;
+    };
+    let within = |e: &Expr, g: &Group| {
+        let columns = e.column_indices();
+        !columns.is_empty() && columns.iter().all(|c| g.position(*c).is_some())
+    };
+    if within(left, probe) && within(right, build) {
+        Some((probe.local(left), build.local(right)))
+    } else if within(right, probe) && within(left, build) {
+        Some((probe.local(right), build.local(left)))
+    } else {
+        None
+    }
+}
+
+/// `(a AND b) OR (a AND c)` becomes `a AND (b OR c)`, so that `a` can be a join key.
+pub fn factor_or(expr: Expr) -> Expr {
+    let Expr::Binary {
+        op: BinaryOp::Or, ..
+    } = &expr
+    else {
+        return expr;
+    };
+    let disjuncts = disjuncts(expr.clone());
+    let branches: Vec<Vec<Expr>> = disjuncts.iter().map(|d| d.clone().conjuncts()).collect();
+    let common: Vec<Expr> = branches[0]
+        .iter()
+        .filter(|c| branches[1..].iter().all(|b| b.contains(c)))
+        .cloned()
+        .collect();
+    if common.is_empty() {
+        return expr;
+    }
+    let mut rest = Vec::new();
+    for branch in branches {
+        let remaining: Vec<Expr> = branch.into_iter().filter(|c| !common.contains(c)).collect();
+        match Expr::and_all(remaining) {
+            Some(e) => rest.push(e),
+            // One branch is nothing but the common part: the OR is always true given it.
+            None => return Expr::and_all(common).expect("common is not empty"),
+        }
+    }
+    let or = rest
+        .into_iter()
+        .reduce(|l, r| Expr::Binary {
+            op: BinaryOp::Or,
+            left: Box::new(l),
+            right: Box::new(r),
+        })
+        .expect("at least one branch");
+    let mut parts = common;
+    parts.push(or);
+    Expr::and_all(parts).expect("parts")
+}
+
+fn disjuncts(expr: Expr) -> Vec<Expr> {
+    match expr {
+        Expr::Binary {
+            op: BinaryOp::Or,
+            left,
+            right,
+        } => {
+            let mut parts = disjuncts(*left);
+            parts.extend(disjuncts(*right));
+            parts
+        }
+        other => vec![other],
+    }
+}
+
+/// Projects the group's columns back into the block's original order.
+fn restore_order(group: Group, total_columns: usize) -> LogicalPlan {
+    if group.layout.iter().copied().eq(0..total_columns) {
+        return group.plan;
+    }
+    let schema = group.plan.schema();
+    let mut exprs = Vec::new();
+    let mut names = Vec::new();
+    for column in 0..total_columns {
+        let position = group.position(column).expect("every column survives");
+        let field = schema.field(position);
+        exprs.push(Expr::column(position, field.name(), field.data_type().clone()));
+        names.push(field.name().clone());
+    }
+    group.plan.project(exprs, names)
+}
+
+/// A rough row count: catalog counts for tables, guesses for the rest.
+pub fn estimate_rows(plan: &LogicalPlan, snapshot: &Snapshot) -> f64 {
+    match plan {
+        LogicalPlan::Scan { table, .. } => snapshot.row_count(table.id).max(1) as f64,
+        LogicalPlan::Input { .. } => 1000.0,
+        LogicalPlan::Values { rows, .. } => rows.len().max(1) as f64,
+        LogicalPlan::Filter { input, .. } => (estimate_rows(input, snapshot) * 0.25).max(1.0),
+        LogicalPlan::Project { input, .. } | LogicalPlan::Sort { input, .. } => {
+            estimate_rows(input, snapshot)
+        }
+        LogicalPlan::Aggregate { input, group, .. } => {
+            if group.is_empty() {
+                1.0
+            } else {
+                (estimate_rows(input, snapshot) * 0.5).max(1.0)
+            }
+        }
+        LogicalPlan::Limit { input, fetch, .. } => {
+            let rows = estimate_rows(input, snapshot);
+            fetch.map_or(rows, |f| rows.min(f as f64))
+        }
+        LogicalPlan::Join {
+            left, right, kind, ..
+        } => {
+            let (l, r) = (estimate_rows(left, snapshot), estimate_rows(right, snapshot));
+            match kind {
+                JoinKind::Semi | JoinKind::Anti | JoinKind::NullAwareAnti | JoinKind::Single => l,
+                _ => l.max(r),
+            }
+        }
+    }
+}
