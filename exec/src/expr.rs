@@ -10,7 +10,7 @@ use arrow::compute::kernels::{boolean, cmp, comparison, numeric};
 use arrow::compute::{CastOptions, cast_with_options, is_not_null, is_null, nullif};
 use arrow::datatypes::{DataType, Float64Type, Int32Type, Int64Type};
 use arrow::util::display::FormatOptions;
-use pondra_planner::{BinaryOp, Expr, ScalarFunction};
+use pondra_planner::{BinaryOp, DatePart, Expr, ScalarFunction};
 
 use crate::{ExecError, Result};
 
@@ -210,6 +210,44 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
                 .collect();
             Ok(Arc::new(lengths))
         }
+        ScalarFunction::DatePart(part) => {
+            use arrow::compute::kernels::temporal::{DatePart as P, date_part};
+            let part = match part {
+                DatePart::Year => P::Year,
+                DatePart::Quarter => P::Quarter,
+                DatePart::Month => P::Month,
+                DatePart::Week => P::WeekISO,
+                DatePart::Day => P::Day,
+                DatePart::DayOfWeek => P::DayOfWeekSunday0,
+                DatePart::DayOfYear => P::DayOfYear,
+                DatePart::Hour => P::Hour,
+                DatePart::Minute => P::Minute,
+                DatePart::Second => P::Second,
+            };
+            let value = date_part(&args[0], part)?;
+            Ok(arrow::compute::cast(&value, &DataType::Int64)?)
+        }
+        ScalarFunction::Substring => {
+            let strings = args[0].as_string::<i32>();
+            let starts = args[1].as_primitive::<Int64Type>();
+            let lengths = args.get(2).map(|l| l.as_primitive::<Int64Type>());
+            let mut out = arrow::array::StringBuilder::with_capacity(strings.len(), 0);
+            for row in 0..strings.len() {
+                let length = lengths.map(|l| l.is_valid(row).then(|| l.value(row)));
+                if strings.is_null(row) || starts.is_null(row) || length == Some(None) {
+                    out.append_null();
+                    continue;
+                }
+                let length = length.flatten();
+                if length.is_some_and(|l| l < 0) {
+                    return Err(ExecError::Execution(
+                        "negative substring length not allowed".into(),
+                    ));
+                }
+                out.append_value(substring(strings.value(row), starts.value(row), length));
+            }
+            Ok(Arc::new(out.finish()))
+        }
         ScalarFunction::Round => {
             let values = args[0].as_primitive::<Float64Type>();
             let digits = args.get(1).map(|d| d.as_primitive::<Int64Type>());
@@ -230,5 +268,35 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
                 .collect();
             Ok(Arc::new(rounded))
         }
+    }
+}
+
+/// SQL's SUBSTRING: characters from the 1-based `start`, `length` of them; positions before
+/// the first character count against the length, as in Postgres.
+fn substring(text: &str, start: i64, length: Option<i64>) -> &str {
+    let first = (start.max(1) - 1) as usize;
+    let last = length.map(|l| (start.saturating_add(l).max(1) - 1) as usize);
+    let byte_at = |chars: usize| {
+        text.char_indices()
+            .map(|(i, _)| i)
+            .chain([text.len()])
+            .nth(chars)
+            .unwrap_or(text.len())
+    };
+    let begin = byte_at(first);
+    let end = last.map_or(text.len(), byte_at).max(begin);
+    &text[begin..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::substring;
+
+    #[test]
+    fn substring_counts_characters_from_one() {
+        assert_eq!(substring("héllo", 2, Some(3)), "éll");
+        assert_eq!(substring("hello", 0, Some(2)), "h");
+        assert_eq!(substring("hello", 4, None), "lo");
+        assert_eq!(substring("hello", 9, Some(2)), "");
     }
 }

@@ -223,16 +223,28 @@ impl HashJoin {
             columns.push(take(column, &probe, None)?);
             fields.push(field.as_ref().clone());
         }
-        for (column, field) in self.build.columns().iter().zip(self.build.schema().fields()) {
+        for (column, field) in self
+            .build
+            .columns()
+            .iter()
+            .zip(self.build.schema().fields())
+        {
             columns.push(take(column, &build, None)?);
             fields.push(field.as_ref().clone().with_nullable(true));
         }
         let schema = Arc::new(arrow::datatypes::Schema::new(fields));
         let options = RecordBatchOptions::new().with_row_count(Some(probe.len()));
-        Ok(RecordBatch::try_new_with_options(schema, columns, &options)?)
+        Ok(RecordBatch::try_new_with_options(
+            schema, columns, &options,
+        )?)
     }
 
-    fn emit_pairs(&self, batch: &RecordBatch, probe: &[u32], build: &[u32]) -> Result<Vec<RecordBatch>> {
+    fn emit_pairs(
+        &self,
+        batch: &RecordBatch,
+        probe: &[u32],
+        build: &[u32],
+    ) -> Result<Vec<RecordBatch>> {
         let mut out = Vec::new();
         for start in (0..probe.len()).step_by(OUTPUT_ROWS) {
             let end = (start + OUTPUT_ROWS).min(probe.len());

@@ -8,8 +8,8 @@ use pondra_planner::{Expr, PhysicalPlan, SortKey};
 use pondra_storage::Lake;
 
 use crate::aggregate::HashAggregateSink;
-use crate::join::HashJoin;
 use crate::expr::evaluate;
+use crate::join::HashJoin;
 use crate::scan::{read_morsel, table_morsels};
 use crate::sort::sort_batches;
 use crate::{ExecError, Result};

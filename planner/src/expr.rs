@@ -74,7 +74,10 @@ pub enum JoinKind {
 impl JoinKind {
     /// True when the output has only the left input's columns.
     pub fn left_only(self) -> bool {
-        matches!(self, JoinKind::Semi | JoinKind::Anti | JoinKind::NullAwareAnti)
+        matches!(
+            self,
+            JoinKind::Semi | JoinKind::Anti | JoinKind::NullAwareAnti
+        )
     }
 }
 
@@ -151,6 +154,25 @@ pub enum ScalarFunction {
     Upper,
     Length,
     Round,
+    /// `SUBSTRING(s FROM start [FOR length])`, 1-based as in SQL.
+    Substring,
+    /// `EXTRACT(part FROM value)`.
+    DatePart(DatePart),
+}
+
+/// The parts of a date or timestamp EXTRACT can take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DatePart {
+    Year,
+    Quarter,
+    Month,
+    Week,
+    Day,
+    DayOfWeek,
+    DayOfYear,
+    Hour,
+    Minute,
+    Second,
 }
 
 impl ScalarFunction {
@@ -163,6 +185,8 @@ impl ScalarFunction {
             ScalarFunction::Upper => "upper",
             ScalarFunction::Length => "length",
             ScalarFunction::Round => "round",
+            ScalarFunction::Substring => "substring",
+            ScalarFunction::DatePart(_) => "date_part",
         }
     }
 }

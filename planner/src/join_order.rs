@@ -92,7 +92,11 @@ pub fn plan_join_block(
         let g2 = groups.remove(second);
         let g1 = groups.remove(first);
         // The larger side streams (probe, left); the smaller is built (right).
-        let (probe, build) = if g1.rows >= g2.rows { (g1, g2) } else { (g2, g1) };
+        let (probe, build) = if g1.rows >= g2.rows {
+            (g1, g2)
+        } else {
+            (g2, g1)
+        };
         let mut keys = Vec::new();
         let mut filters = Vec::new();
         let mut rest = Vec::new();
@@ -146,7 +150,9 @@ fn apply_ready(group: &mut Group, pending: &mut Vec<Predicate>) {
     *pending = rest;
     if let Some(predicate) = Expr::and_all(ready.into_iter().map(|p| p.expr).collect()) {
         let predicate = group.local(&predicate);
-        let selectivity = 0.25f64.powi(predicate.clone().conjuncts().len() as i32).max(0.01);
+        let selectivity = 0.25f64
+            .powi(predicate.clone().conjuncts().len() as i32)
+            .max(0.01);
         group.rows = (group.rows * selectivity).max(1.0);
         group.plan = LogicalPlan::Filter {
             input: Box::new(std::mem::replace(
@@ -275,7 +281,11 @@ fn restore_order(group: Group, total_columns: usize) -> LogicalPlan {
     for column in 0..total_columns {
         let position = group.position(column).expect("every column survives");
         let field = schema.field(position);
-        exprs.push(Expr::column(position, field.name(), field.data_type().clone()));
+        exprs.push(Expr::column(
+            position,
+            field.name(),
+            field.data_type().clone(),
+        ));
         names.push(field.name().clone());
     }
     group.plan.project(exprs, names)
@@ -305,7 +315,10 @@ pub fn estimate_rows(plan: &LogicalPlan, snapshot: &Snapshot) -> f64 {
         LogicalPlan::Join {
             left, right, kind, ..
         } => {
-            let (l, r) = (estimate_rows(left, snapshot), estimate_rows(right, snapshot));
+            let (l, r) = (
+                estimate_rows(left, snapshot),
+                estimate_rows(right, snapshot),
+            );
             match kind {
                 JoinKind::Semi | JoinKind::Anti | JoinKind::NullAwareAnti | JoinKind::Single => l,
                 _ => l.max(r),

@@ -15,7 +15,7 @@ mod view;
 pub use binder::Binder;
 pub use error::{PlanError, Result};
 pub use expr::{
-    AggregateCall, AggregateFunction, BinaryOp, Expr, JoinKind, ScalarFunction, SortKey,
+    AggregateCall, AggregateFunction, BinaryOp, DatePart, Expr, JoinKind, ScalarFunction, SortKey,
 };
 pub use logical::LogicalPlan;
 pub use physical::{PhysicalPlan, create_physical_plan};

@@ -101,11 +101,19 @@ impl LogicalPlan {
         filter: Option<Expr>,
     ) -> LogicalPlan {
         let left_schema = left.schema();
-        let mut fields: Vec<Field> = left_schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+        let mut fields: Vec<Field> = left_schema
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
         if !kind.left_only() {
-            fields.extend(right.schema().fields().iter().map(|f| {
-                f.as_ref().clone().with_nullable(true)
-            }));
+            fields.extend(
+                right
+                    .schema()
+                    .fields()
+                    .iter()
+                    .map(|f| f.as_ref().clone().with_nullable(true)),
+            );
         }
         LogicalPlan::Join {
             left: Box::new(left),

@@ -3,9 +3,9 @@ use std::sync::Arc;
 
 use arrow::array::{
     ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array,
-    NullArray, StringArray, TimestampMicrosecondArray,
+    IntervalMonthDayNanoArray, NullArray, StringArray, TimestampMicrosecondArray,
 };
-use arrow::datatypes::DataType;
+use arrow::datatypes::{DataType, IntervalMonthDayNano};
 
 /// One constant value, as it appears in a plan.
 #[derive(Clone, Debug, PartialEq)]
@@ -23,6 +23,12 @@ pub enum ScalarValue {
     Utf8(String),
     Date32(i32),
     TimestampMicros(i64),
+    /// An interval of months, days and nanoseconds (Arrow's MonthDayNano).
+    Interval {
+        months: i32,
+        days: i32,
+        nanos: i64,
+    },
 }
 
 impl ScalarValue {
@@ -40,6 +46,9 @@ impl ScalarValue {
             ScalarValue::Date32(_) => DataType::Date32,
             ScalarValue::TimestampMicros(_) => {
                 DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None)
+            }
+            ScalarValue::Interval { .. } => {
+                DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano)
             }
         }
     }
@@ -66,6 +75,14 @@ impl ScalarValue {
             ScalarValue::TimestampMicros(v) => {
                 Arc::new(TimestampMicrosecondArray::from_value(*v, len))
             }
+            ScalarValue::Interval {
+                months,
+                days,
+                nanos,
+            } => Arc::new(IntervalMonthDayNanoArray::from_value(
+                IntervalMonthDayNano::new(*months, *days, *nanos),
+                len,
+            )),
         }
     }
 }

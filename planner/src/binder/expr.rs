@@ -5,7 +5,7 @@ use arrow::datatypes::DataType;
 use sqlparser::ast::{self, BinaryOperator, UnaryOperator, Value};
 
 use super::scope::{Scope, normalize};
-use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, Expr, ScalarFunction};
+use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, DatePart, Expr, ScalarFunction};
 use crate::scalar::ScalarValue;
 use crate::types::{common_numeric_type, is_numeric, sql_type_from_ast};
 use crate::{Result, bind_err, unsupported};
@@ -356,6 +356,43 @@ fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Expr> {
             ..
         } => bind_case(operand.as_deref(), conditions, else_result.as_deref(), ctx),
         E::Function(function) => bind_function(function, ctx),
+        E::Interval(interval) => Ok(Expr::Literal(interval_literal(interval)?)),
+        E::Extract { field, expr, .. } => {
+            let value = bind_expr(expr, ctx)?;
+            let t = value.data_type();
+            if !matches!(t, DataType::Date32 | DataType::Timestamp(..)) {
+                return Err(bind_err!(
+                    "EXTRACT needs a DATE or TIMESTAMP, not {}",
+                    type_name(&t)
+                ));
+            }
+            Ok(Expr::Function {
+                func: ScalarFunction::DatePart(date_part(field)?),
+                args: vec![value],
+                data_type: DataType::Int64,
+            })
+        }
+        E::Substring {
+            expr,
+            substring_from,
+            substring_for,
+            ..
+        } => {
+            let mut args = vec![bind_expr(expr, ctx)?.cast(&DataType::Utf8)];
+            let from = match substring_from {
+                Some(f) => bind_expr(f, ctx)?,
+                None => Expr::Literal(ScalarValue::Int64(1)),
+            };
+            args.push(integer_arg(from, "SUBSTRING")?);
+            if let Some(length) = substring_for {
+                args.push(integer_arg(bind_expr(length, ctx)?, "SUBSTRING")?);
+            }
+            Ok(Expr::Function {
+                func: ScalarFunction::Substring,
+                args,
+                data_type: DataType::Utf8,
+            })
+        }
         E::Subquery(_) | E::Exists { .. } | E::In { .. } => Err(unsupported!("subqueries")),
         other => Err(unsupported!("the expression {other}")),
     }
@@ -377,6 +414,85 @@ fn resolve_column(
         column.name.clone(),
         column.data_type.clone(),
     ))
+}
+
+fn integer_arg(expr: Expr, function: &str) -> Result<Expr> {
+    match expr.data_type() {
+        DataType::Int32 | DataType::Int64 | DataType::Null => Ok(expr.cast(&DataType::Int64)),
+        other => Err(bind_err!(
+            "{function} needs integer positions, not {}",
+            type_name(&other)
+        )),
+    }
+}
+
+fn date_part(field: &ast::DateTimeField) -> Result<DatePart> {
+    use ast::DateTimeField as F;
+    Ok(match field {
+        F::Year | F::Years => DatePart::Year,
+        F::Quarter => DatePart::Quarter,
+        F::Month | F::Months => DatePart::Month,
+        F::Week(_) | F::Weeks => DatePart::Week,
+        F::Day | F::Days => DatePart::Day,
+        F::DayOfWeek | F::Dow => DatePart::DayOfWeek,
+        F::DayOfYear | F::Doy => DatePart::DayOfYear,
+        F::Hour | F::Hours => DatePart::Hour,
+        F::Minute | F::Minutes => DatePart::Minute,
+        F::Second | F::Seconds => DatePart::Second,
+        other => return Err(unsupported!("EXTRACT({other})")),
+    })
+}
+
+/// `INTERVAL '3' MONTH`, `INTERVAL '90' DAY`, `INTERVAL '1 year 2 days'`.
+fn interval_literal(interval: &ast::Interval) -> Result<ScalarValue> {
+    let text = match interval.value.as_ref() {
+        ast::Expr::Value(v) => match &v.value {
+            Value::SingleQuotedString(s) | Value::Number(s, _) => s.clone(),
+            other => return Err(bind_err!("invalid interval {other}")),
+        },
+        other => return Err(unsupported!("the interval {other}")),
+    };
+    if interval.last_field.is_some() {
+        return Err(unsupported!("intervals with a range of fields"));
+    }
+    let mut parts: Vec<(i64, String)> = Vec::new();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    match (&interval.leading_field, words.as_slice()) {
+        (Some(field), [number]) => {
+            let n = number
+                .parse::<i64>()
+                .map_err(|_| bind_err!("invalid interval '{text}'"))?;
+            parts.push((n, field.to_string().to_lowercase()));
+        }
+        (None, words) if words.len() % 2 == 0 && !words.is_empty() => {
+            for pair in words.chunks(2) {
+                let n = pair[0]
+                    .parse::<i64>()
+                    .map_err(|_| bind_err!("invalid interval '{text}'"))?;
+                parts.push((n, pair[1].to_lowercase()));
+            }
+        }
+        _ => return Err(bind_err!("invalid interval '{text}'")),
+    }
+    let (mut months, mut days, mut nanos) = (0i64, 0i64, 0i64);
+    for (n, unit) in parts {
+        match unit.trim_end_matches('s') {
+            "year" => months += n * 12,
+            "quarter" => months += n * 3,
+            "month" => months += n,
+            "week" => days += n * 7,
+            "day" => days += n,
+            "hour" => nanos += n * 3_600_000_000_000,
+            "minute" => nanos += n * 60_000_000_000,
+            "second" => nanos += n * 1_000_000_000,
+            other => return Err(bind_err!("unknown interval unit {other}")),
+        }
+    }
+    Ok(ScalarValue::Interval {
+        months: i32::try_from(months).map_err(|_| bind_err!("interval out of range"))?,
+        days: i32::try_from(days).map_err(|_| bind_err!("interval out of range"))?,
+        nanos,
+    })
 }
 
 /// The typed value of a literal: integers are INTEGER when they fit and BIGINT otherwise,
@@ -502,6 +618,8 @@ fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Expr> {
             };
             (coerce(left, &target), coerce(right, &target))
         }
+        BinaryOp::Plus | BinaryOp::Minus if is_temporal(&lt) && is_interval(&rt) => (left, right),
+        BinaryOp::Plus if is_interval(&lt) && is_temporal(&rt) => (right, left),
         _ => {
             let Some(target) = common_numeric_type(&lt, &rt) else {
                 return Err(bind_err!(
@@ -519,6 +637,14 @@ fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Expr> {
         left: Box::new(left),
         right: Box::new(right),
     })
+}
+
+fn is_temporal(t: &DataType) -> bool {
+    matches!(t, DataType::Date32 | DataType::Timestamp(..))
+}
+
+fn is_interval(t: &DataType) -> bool {
+    matches!(t, DataType::Interval(_))
 }
 
 fn op_symbol(op: BinaryOp) -> &'static str {

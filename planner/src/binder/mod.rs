@@ -41,7 +41,10 @@ impl<'a> Binder<'a> {
     /// The plan of the innermost common table expression named `name`.
     fn cte(&self, name: &str) -> Option<LogicalPlan> {
         let ctes = self.ctes.borrow();
-        ctes.iter().rev().find(|(n, _)| n == name).map(|(_, p)| p.clone())
+        ctes.iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, p)| p.clone())
     }
 
     /// Binds one parsed statement.
@@ -284,7 +287,9 @@ impl<'a> Binder<'a> {
             for cte in &with.cte_tables {
                 let plan = self.bind_query(&cte.query)?;
                 let plan = rename_columns(plan, Some(&cte.alias))?;
-                self.ctes.borrow_mut().push((normalize(&cte.alias.name), plan));
+                self.ctes
+                    .borrow_mut()
+                    .push((normalize(&cte.alias.name), plan));
             }
             self.bind_query_body(query)
         })();
@@ -425,10 +430,7 @@ impl<'a> Binder<'a> {
 
     /// Binds a FROM clause into the relations of one inner-join block, the predicates of its
     /// INNER JOIN ... ON clauses, and the scope its columns are named in.
-    fn bind_from(
-        &self,
-        from: &[ast::TableWithJoins],
-    ) -> Result<(Vec<Relation>, Vec<Expr>, Scope)> {
+    fn bind_from(&self, from: &[ast::TableWithJoins]) -> Result<(Vec<Relation>, Vec<Expr>, Scope)> {
         let mut relations = Vec::new();
         let mut predicates = Vec::new();
         let mut scope = Scope::default();
@@ -501,7 +503,12 @@ impl<'a> Binder<'a> {
     }
 
     /// Joins the relations of a FROM item that starts at column `base` into one plan.
-    fn collapse(&self, relations: Vec<Relation>, predicates: Vec<Expr>, base: usize) -> LogicalPlan {
+    fn collapse(
+        &self,
+        relations: Vec<Relation>,
+        predicates: Vec<Expr>,
+        base: usize,
+    ) -> LogicalPlan {
         let relations = relations
             .into_iter()
             .map(|r| Relation {
