@@ -1,6 +1,7 @@
 //! A node: the process that opens a lake, takes the lead, runs statements, commits writes and
 //! tiers the log tail into Parquet.
 
+mod bulk;
 mod error;
 mod leader;
 mod node;

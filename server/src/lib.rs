@@ -39,6 +39,30 @@ enum Command {
         /// One or more `;`-separated statements.
         sql: String,
     },
+    /// TPC-H: generate the tables, or run the 22 queries.
+    Tpch {
+        #[command(subcommand)]
+        command: TpchCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum TpchCommand {
+    /// Generates the TPC-H tables into the lake at a scale factor.
+    Gen {
+        /// Scale factor (1 is about 1 GB of raw data).
+        #[arg(long, default_value_t = 1.0)]
+        sf: f64,
+    },
+    /// Runs the queries: a warm-up pass, then the best of N timed passes per query.
+    Run {
+        /// Query numbers, comma-separated (default: all 22).
+        #[arg(long, value_delimiter = ',')]
+        queries: Vec<usize>,
+        /// Timed passes per query.
+        #[arg(long, default_value_t = 1)]
+        runs: usize,
+    },
 }
 
 /// Parses the command line and runs what it asks; the `pondra` binary is this function.
@@ -80,6 +104,7 @@ pub fn run_cli() -> ExitCode {
                 code
             }
             Some(Command::Sql { format, sql }) => run_sql(&node, &sql, format).await,
+            Some(Command::Tpch { command }) => run_tpch(&node, command).await,
         };
         if trace {
             eprintln!("trace: ran in {:?}", started.elapsed());
@@ -94,6 +119,51 @@ pub fn run_cli() -> ExitCode {
         }
         code
     })
+}
+
+async fn run_tpch(node: &Node, command: TpchCommand) -> ExitCode {
+    match command {
+        TpchCommand::Gen { sf } => {
+            let started = std::time::Instant::now();
+            let result = pondra_tpch::generate(node, sf, |table, rows| {
+                eprintln!(
+                    "{table:>10}: {rows} rows ({:.1} s)",
+                    started.elapsed().as_secs_f64()
+                );
+            })
+            .await;
+            match result {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("Error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        TpchCommand::Run { queries, runs } => {
+            let queries = if queries.is_empty() {
+                (1..=22).collect()
+            } else {
+                queries
+            };
+            let mut total = 0.0;
+            for n in queries {
+                match pondra_tpch::run_queries(node, &[n], runs.max(1)).await {
+                    Ok(timings) => {
+                        let seconds = timings[0].best.as_secs_f64();
+                        total += seconds;
+                        println!("q{n}\t{seconds:.3}");
+                    }
+                    Err(e) => {
+                        eprintln!("Error: q{n}: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+            println!("total\t{total:.3}");
+            ExitCode::SUCCESS
+        }
+    }
 }
 
 /// `pondra sql`: every statement in turn; the first error ends the run with a failure.

@@ -1,5 +1,11 @@
-//! TPC-H: the 22 queries with the standard validation parameters. Data generation and the
-//! benchmark runner come with the SQL engine.
+//! TPC-H: the 22 queries with the standard validation parameters, data generation into a lake,
+//! and the benchmark runner.
+
+mod generate;
+mod run;
+
+pub use generate::{TABLES, generate};
+pub use run::{QueryTiming, run_queries};
 
 /// The text of query `n` (1 to 22), or `None` for any other number.
 pub fn query(n: usize) -> Option<&'static str> {

@@ -692,6 +692,11 @@ fn arithmetic(
             left.cast(&DataType::Float64),
             right.cast(&DataType::Float64),
         ),
+        // A sum or difference can carry into one more integer digit.
+        (DataType::Decimal128(p, s), BinaryOp::Plus | BinaryOp::Minus) => Expr::Cast {
+            expr: Box::new(node(left.cast(&target), right.cast(&target))),
+            data_type: DataType::Decimal128((*p + 1).min(38), *s),
+        },
         _ => node(left.cast(&target), right.cast(&target)),
     }
 }

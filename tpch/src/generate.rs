@@ -1,0 +1,107 @@
+//! `pondra tpch gen`: the eight TPC-H tables made by `tpchgen`, streamed into a lake as
+//! Parquet, one table at a time, never held whole in memory.
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::{DataType, SchemaRef};
+use arrow::error::ArrowError;
+use pondra_cluster::{Node, NodeError};
+use tpchgen::generators::{
+    CustomerGenerator, LineItemGenerator, NationGenerator, OrderGenerator, PartGenerator,
+    PartSuppGenerator, RegionGenerator, SupplierGenerator,
+};
+use tpchgen_arrow::{
+    CustomerArrow, LineItemArrow, NationArrow, OrderArrow, PartArrow, PartSuppArrow, RegionArrow,
+    SupplierArrow,
+};
+
+/// The tables, smallest first.
+pub const TABLES: [&str; 8] = [
+    "region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem",
+];
+
+type Batches = Box<dyn Iterator<Item = Result<RecordBatch, ArrowError>> + Send>;
+
+fn generator(table: &str, sf: f64) -> (SchemaRef, Batches) {
+    const BATCH: usize = 65_536;
+    match table {
+        "region" => (
+            RegionArrow::schema_ref(),
+            Box::new(RegionArrow::new(RegionGenerator::new(sf, 1, 1)).with_batch_size(BATCH)),
+        ),
+        "nation" => (
+            NationArrow::schema_ref(),
+            Box::new(NationArrow::new(NationGenerator::new(sf, 1, 1)).with_batch_size(BATCH)),
+        ),
+        "supplier" => (
+            SupplierArrow::schema_ref(),
+            Box::new(SupplierArrow::new(SupplierGenerator::new(sf, 1, 1)).with_batch_size(BATCH)),
+        ),
+        "customer" => (
+            CustomerArrow::schema_ref(),
+            Box::new(CustomerArrow::new(CustomerGenerator::new(sf, 1, 1)).with_batch_size(BATCH)),
+        ),
+        "part" => (
+            PartArrow::schema_ref(),
+            Box::new(PartArrow::new(PartGenerator::new(sf, 1, 1)).with_batch_size(BATCH)),
+        ),
+        "partsupp" => (
+            PartSuppArrow::schema_ref(),
+            Box::new(PartSuppArrow::new(PartSuppGenerator::new(sf, 1, 1)).with_batch_size(BATCH)),
+        ),
+        "orders" => (
+            OrderArrow::schema_ref(),
+            Box::new(OrderArrow::new(OrderGenerator::new(sf, 1, 1)).with_batch_size(BATCH)),
+        ),
+        "lineitem" => (
+            LineItemArrow::schema_ref(),
+            Box::new(LineItemArrow::new(LineItemGenerator::new(sf, 1, 1)).with_batch_size(BATCH)),
+        ),
+        other => unreachable!("no TPC-H table {other}"),
+    }
+}
+
+/// The SQL type of a generated column.
+fn sql_type(data_type: &DataType) -> Result<String, NodeError> {
+    Ok(match data_type {
+        DataType::Int32 => "INTEGER".into(),
+        DataType::Int64 => "BIGINT".into(),
+        DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 => "VARCHAR".into(),
+        DataType::Date32 => "DATE".into(),
+        DataType::Decimal128(p, s) => format!("DECIMAL({p},{s})"),
+        DataType::Float64 => "DOUBLE".into(),
+        other => {
+            return Err(NodeError::Other(format!(
+                "unexpected TPC-H column type {other}"
+            )));
+        }
+    })
+}
+
+/// Creates the eight tables in the lake behind `node` and fills them at scale factor `sf`.
+/// `progress` is told each table's name and row count as it finishes.
+pub async fn generate(
+    node: &Node,
+    sf: f64,
+    mut progress: impl FnMut(&str, u64),
+) -> Result<(), NodeError> {
+    if !(sf > 0.0) {
+        return Err(NodeError::Other(format!(
+            "scale factor must be positive, not {sf}"
+        )));
+    }
+    for table in TABLES {
+        let (schema, batches) = generator(table, sf);
+        let columns = schema
+            .fields()
+            .iter()
+            .map(|f| Ok(format!("{} {}", f.name(), sql_type(f.data_type())?)))
+            .collect::<Result<Vec<_>, NodeError>>()?;
+        node.execute(&format!("CREATE TABLE {table} ({})", columns.join(", ")))
+            .await?;
+        let rows = node
+            .bulk_load(table, batches.map(|b| b.map_err(NodeError::from)))
+            .await?;
+        progress(table, rows);
+    }
+    Ok(())
+}
