@@ -225,7 +225,7 @@ impl Expr {
                 negated,
             } => Expr::InList {
                 expr: Box::new(f(expr)),
-                list: list.iter().map(|e| f(e)).collect(),
+                list: list.iter().map(&mut *f).collect(),
                 negated: *negated,
             },
             Expr::Like {
@@ -245,7 +245,7 @@ impl Expr {
                 data_type,
             } => Expr::Function {
                 func: *func,
-                args: args.iter().map(|e| f(e)).collect(),
+                args: args.iter().map(&mut *f).collect(),
                 data_type: data_type.clone(),
             },
         }

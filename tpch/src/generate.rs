@@ -84,7 +84,7 @@ pub async fn generate(
     sf: f64,
     mut progress: impl FnMut(&str, u64),
 ) -> Result<(), NodeError> {
-    if !(sf > 0.0) {
+    if sf.is_nan() || sf <= 0.0 {
         return Err(NodeError::Other(format!(
             "scale factor must be positive, not {sf}"
         )));
