@@ -11,7 +11,7 @@ use arrow::compute::cast;
 use arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type, SchemaRef};
 use arrow::row::{OwnedRow, RowConverter, SortField};
 use pondra_planner::{AggregateCall, AggregateFunction, Expr};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::expr::evaluate;
 use crate::{ExecError, Result};
@@ -41,6 +41,12 @@ enum Accumulator {
     },
     Avg {
         sums: Vec<f64>,
+        counts: Vec<i64>,
+    },
+    /// Distinct values per group, as (group, value in row format); counted at the end.
+    CountDistinct {
+        converter: RowConverter,
+        seen: HashSet<(usize, Box<[u8]>)>,
         counts: Vec<i64>,
     },
 }
@@ -77,6 +83,13 @@ impl Accumulator {
                     data_type,
                 }
             }
+            AggregateFunction::CountDistinct => Accumulator::CountDistinct {
+                converter: RowConverter::new(vec![SortField::new(
+                    arg_type.unwrap_or(DataType::Null),
+                )])?,
+                seen: HashSet::new(),
+                counts: Vec::new(),
+            },
             AggregateFunction::Avg => Accumulator::Avg {
                 sums: Vec::new(),
                 counts: Vec::new(),
@@ -95,6 +108,7 @@ impl Accumulator {
                 sums.resize(groups, 0.0);
                 counts.resize(groups, 0);
             }
+            Accumulator::CountDistinct { counts, .. } => counts.resize(groups, 0),
         }
     }
 
@@ -167,6 +181,19 @@ impl Accumulator {
                     }
                 }
             }
+            Accumulator::CountDistinct {
+                converter,
+                seen,
+                counts,
+            } => {
+                let value = value.expect("count(DISTINCT) has an argument");
+                let rows = converter.convert_columns(std::slice::from_ref(value))?;
+                for (row, &g) in groups.iter().enumerate() {
+                    if value.is_valid(row) && seen.insert((g, rows.row(row).as_ref().into())) {
+                        counts[g] += 1;
+                    }
+                }
+            }
             Accumulator::Avg { sums, counts } => {
                 let value = cast(value.expect("avg has an argument"), &DataType::Float64)?;
                 let value = value.as_primitive::<Float64Type>();
@@ -183,7 +210,9 @@ impl Accumulator {
 
     fn finish(self) -> Result<ArrayRef> {
         Ok(match self {
-            Accumulator::Count { counts, .. } => Arc::new(Int64Array::from(counts)),
+            Accumulator::Count { counts, .. } | Accumulator::CountDistinct { counts, .. } => {
+                Arc::new(Int64Array::from(counts))
+            }
             Accumulator::SumInt { sums } => Arc::new(Int64Array::from(sums)),
             Accumulator::SumFloat { sums } => Arc::new(Float64Array::from(sums)),
             Accumulator::SumDecimal { sums, data_type } => {

@@ -101,6 +101,12 @@ pub fn evaluate(expr: &Expr, batch: &RecordBatch) -> Result<ArrayRef> {
             };
             Ok(Arc::new(result))
         }
+        Expr::OuterColumn { name, .. } => Err(ExecError::Execution(format!(
+            "outer column {name} reached the executor: the subquery was not decorrelated"
+        ))),
+        Expr::ScalarSubquery(_) => Err(ExecError::Execution(
+            "a scalar subquery reached the executor uncomputed".into(),
+        )),
         Expr::Function { func, args, .. } => {
             let args = args
                 .iter()

@@ -13,6 +13,7 @@ mod join;
 mod pipeline;
 mod scan;
 mod sort;
+mod subquery;
 
 pub use error::{ExecError, Result};
 pub use expr::evaluate;

@@ -167,7 +167,8 @@ impl Sink<'_> {
 
 /// Runs a physical plan to completion and returns its rows.
 pub fn execute(plan: &PhysicalPlan, ctx: &ExecContext) -> Result<Vec<RecordBatch>> {
-    run_pipeline(plan, Sink::Collect(Vec::new()), ctx)
+    let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
+    run_pipeline(&plan, Sink::Collect(Vec::new()), ctx)
 }
 
 /// Runs the pipeline that ends at `sink`: the streaming operators down from `plan` to the

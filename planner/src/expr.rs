@@ -49,6 +49,26 @@ pub enum Expr {
         args: Vec<Expr>,
         data_type: DataType,
     },
+    /// A column of the enclosing query, inside a correlated subquery. Only the planner sees
+    /// it: decorrelation turns it into a join.
+    OuterColumn {
+        index: usize,
+        name: String,
+        data_type: DataType,
+    },
+    /// An uncorrelated subquery's single value, computed once before the query runs.
+    ScalarSubquery(Subquery),
+}
+
+/// A subquery's plan inside an expression. Two subqueries are the same only if they are the
+/// same object.
+#[derive(Clone, Debug)]
+pub struct Subquery(pub std::sync::Arc<crate::logical::LogicalPlan>);
+
+impl PartialEq for Subquery {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// How a join combines its two inputs. The left input is probed, the right one is built.
@@ -196,7 +216,10 @@ impl Expr {
     pub fn map_children(&self, f: &mut dyn FnMut(&Expr) -> Expr) -> Expr {
         let mut boxed = |e: &Expr| Box::new(f(e));
         match self {
-            Expr::Column { .. } | Expr::Literal(_) => self.clone(),
+            Expr::Column { .. }
+            | Expr::Literal(_)
+            | Expr::OuterColumn { .. }
+            | Expr::ScalarSubquery(_) => self.clone(),
             Expr::Binary { op, left, right } => Expr::Binary {
                 op: *op,
                 left: boxed(left),
@@ -267,6 +290,24 @@ impl Expr {
         }
     }
 
+    /// True when `pred` holds for this expression or any expression inside it.
+    pub fn any(&self, pred: &dyn Fn(&Expr) -> bool) -> bool {
+        if pred(self) {
+            return true;
+        }
+        let mut found = false;
+        self.map_children(&mut |e| {
+            found = found || e.any(pred);
+            e.clone()
+        });
+        found
+    }
+
+    /// True when the expression reads a column of an enclosing query.
+    pub fn has_outer(&self) -> bool {
+        self.any(&|e| matches!(e, Expr::OuterColumn { .. }))
+    }
+
     /// Every column index the expression reads.
     pub fn column_indices(&self) -> Vec<usize> {
         let mut out = Vec::new();
@@ -315,7 +356,10 @@ impl Expr {
     /// The type of the values this expression produces.
     pub fn data_type(&self) -> DataType {
         match self {
-            Expr::Column { data_type, .. } => data_type.clone(),
+            Expr::Column { data_type, .. } | Expr::OuterColumn { data_type, .. } => {
+                data_type.clone()
+            }
+            Expr::ScalarSubquery(subquery) => subquery.0.schema().field(0).data_type().clone(),
             Expr::Literal(value) => value.data_type(),
             Expr::Binary { op, left, .. } => {
                 if op.is_comparison() || matches!(op, BinaryOp::And | BinaryOp::Or) {
@@ -361,6 +405,8 @@ impl fmt::Display for Expr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Expr::Column { name, index, .. } => write!(f, "{name}#{index}"),
+            Expr::OuterColumn { name, index, .. } => write!(f, "outer.{name}#{index}"),
+            Expr::ScalarSubquery(_) => write!(f, "(subquery)"),
             Expr::Literal(value) => write!(f, "{value}"),
             Expr::Binary { op, left, right } => write!(f, "({left} {} {right})", op.symbol()),
             Expr::Not(e) => write!(f, "NOT {e}"),
@@ -414,6 +460,8 @@ impl fmt::Display for Expr {
 pub enum AggregateFunction {
     CountStar,
     Count,
+    /// `count(DISTINCT x)`.
+    CountDistinct,
     Sum,
     Min,
     Max,
@@ -423,7 +471,9 @@ pub enum AggregateFunction {
 impl AggregateFunction {
     pub fn name(self) -> &'static str {
         match self {
-            AggregateFunction::CountStar | AggregateFunction::Count => "count",
+            AggregateFunction::CountStar
+            | AggregateFunction::Count
+            | AggregateFunction::CountDistinct => "count",
             AggregateFunction::Sum => "sum",
             AggregateFunction::Min => "min",
             AggregateFunction::Max => "max",
@@ -434,7 +484,12 @@ impl AggregateFunction {
     /// The result type for an argument of type `arg`.
     pub fn result_type(self, arg: Option<&DataType>) -> DataType {
         match (self, arg) {
-            (AggregateFunction::CountStar | AggregateFunction::Count, _) => DataType::Int64,
+            (
+                AggregateFunction::CountStar
+                | AggregateFunction::Count
+                | AggregateFunction::CountDistinct,
+                _,
+            ) => DataType::Int64,
             (AggregateFunction::Avg, _) => DataType::Float64,
             (AggregateFunction::Sum, Some(DataType::Int32 | DataType::Int64)) => DataType::Int64,
             (AggregateFunction::Sum, Some(DataType::Decimal128(_, s))) => {
@@ -457,6 +512,9 @@ pub struct AggregateCall {
 impl fmt::Display for AggregateCall {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.arg {
+            Some(arg) if self.func == AggregateFunction::CountDistinct => {
+                write!(f, "count(DISTINCT {arg})")
+            }
             Some(arg) => write!(f, "{}({arg})", self.func.name()),
             None => write!(f, "{}(*)", self.func.name()),
         }

@@ -2,6 +2,7 @@
 //! materialized views, and turns logical plans into physical ones for `exec`.
 
 mod binder;
+mod decorrelate;
 mod error;
 mod expr;
 mod join_order;
@@ -16,6 +17,7 @@ pub use binder::Binder;
 pub use error::{PlanError, Result};
 pub use expr::{
     AggregateCall, AggregateFunction, BinaryOp, DatePart, Expr, JoinKind, ScalarFunction, SortKey,
+    Subquery,
 };
 pub use logical::LogicalPlan;
 pub use physical::{PhysicalPlan, create_physical_plan};

@@ -73,6 +73,45 @@ impl LogicalPlan {
         }
     }
 
+    /// True when `pred` holds for any expression anywhere in the plan.
+    pub fn any_expr(&self, pred: &dyn Fn(&Expr) -> bool) -> bool {
+        let here = match self {
+            LogicalPlan::Scan { .. } | LogicalPlan::Input { .. } | LogicalPlan::Limit { .. } => {
+                false
+            }
+            LogicalPlan::Values { rows, .. } => rows.iter().flatten().any(|e| e.any(pred)),
+            LogicalPlan::Filter { predicate, .. } => predicate.any(pred),
+            LogicalPlan::Project { exprs, .. } => exprs.iter().any(|e| e.any(pred)),
+            LogicalPlan::Aggregate {
+                group, aggregates, ..
+            } => {
+                group.iter().any(|e| e.any(pred))
+                    || aggregates
+                        .iter()
+                        .any(|a| a.arg.as_ref().is_some_and(|e| e.any(pred)))
+            }
+            LogicalPlan::Sort { keys, .. } => keys.iter().any(|k| k.expr.any(pred)),
+            LogicalPlan::Join {
+                left,
+                right,
+                on,
+                filter,
+                ..
+            } => {
+                return on.iter().any(|(l, r)| l.any(pred) || r.any(pred))
+                    || filter.as_ref().is_some_and(|f| f.any(pred))
+                    || left.any_expr(pred)
+                    || right.any_expr(pred);
+            }
+        };
+        here || self.input().is_some_and(|i| i.any_expr(pred))
+    }
+
+    /// True when the plan reads columns of an enclosing query (a correlated subquery).
+    pub fn has_outer(&self) -> bool {
+        self.any_expr(&|e| matches!(e, Expr::OuterColumn { .. }))
+    }
+
     /// A projection of `exprs` named `names`.
     pub fn project(self, exprs: Vec<Expr>, names: Vec<String>) -> LogicalPlan {
         assert_eq!(

@@ -8,10 +8,6 @@ use arrow::datatypes::DataType;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 use pondra_cluster::{Node, NodeOptions};
 
-/// Queries the engine cannot run yet; each must fail with a "not supported yet" error, never a
-/// wrong answer. The list only shrinks.
-const NOT_YET: &[usize] = &[2, 4, 11, 15, 16, 17, 18, 20, 21, 22];
-
 fn cells(batches: &[RecordBatch]) -> Vec<Vec<(String, bool)>> {
     let options = FormatOptions::default().with_null("NULL");
     let mut rows = Vec::new();
@@ -117,15 +113,13 @@ fn run_scale(sf: f64, answers: &str) {
         .unwrap();
     let mut failures = Vec::new();
     for query in 1..=22 {
-        let result = runtime.block_on(pondra_tpch::run_queries(&node, &[query], 0));
-        match (result, NOT_YET.contains(&query)) {
-            (Ok(timings), _) => {
+        match runtime.block_on(pondra_tpch::run_queries(&node, &[query], 0)) {
+            Ok(timings) => {
                 if let Err(e) = check(query, &timings[0].rows, &answers) {
                     failures.push(e);
                 }
             }
-            (Err(e), true) if e.to_string().contains("not supported yet") => {}
-            (Err(e), _) => failures.push(format!("q{query}: {e}")),
+            Err(e) => failures.push(format!("q{query}: {e}")),
         }
     }
     runtime.block_on(node.close()).unwrap();

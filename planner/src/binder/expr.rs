@@ -4,6 +4,7 @@
 use arrow::datatypes::DataType;
 use sqlparser::ast::{self, BinaryOperator, UnaryOperator, Value};
 
+use super::Binder;
 use super::scope::{Scope, normalize};
 use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, DatePart, Expr, ScalarFunction};
 use crate::scalar::ScalarValue;
@@ -21,9 +22,25 @@ pub struct Aggregation {
 /// Where an expression is bound.
 pub enum Context<'a> {
     /// Over the columns of a scope; `clause` names the clause in errors about aggregates.
-    Plain { scope: &'a Scope, clause: &'a str },
-    /// Over an aggregation's output.
-    Aggregated(&'a mut Aggregation),
+    /// With a binder, subqueries may appear (and name the scope's columns).
+    Plain {
+        scope: &'a Scope,
+        clause: &'a str,
+        binder: Option<&'a Binder<'a>>,
+    },
+    /// Over an aggregation's output; with a binder, subqueries may appear.
+    Aggregated(&'a mut Aggregation, Option<&'a Binder<'a>>),
+}
+
+impl<'a> Context<'a> {
+    /// A plain context without subqueries.
+    pub fn plain(scope: &'a Scope, clause: &'a str) -> Context<'a> {
+        Context::Plain {
+            scope,
+            clause,
+            binder: None,
+        }
+    }
 }
 
 /// The aggregate function a name denotes, if any.
@@ -89,6 +106,46 @@ pub fn contains_aggregate(expr: &ast::Expr) -> bool {
     }
 }
 
+/// True when `expr` holds a subquery anywhere.
+pub fn contains_subquery(expr: &ast::Expr) -> bool {
+    use ast::Expr as E;
+    match expr {
+        E::Subquery(_) | E::Exists { .. } => true,
+        E::In {
+            target: ast::InTarget::Subquery(_),
+            ..
+        } => true,
+        E::In {
+            expr,
+            target: ast::InTarget::List(list),
+            ..
+        } => contains_subquery(expr) || list.iter().any(contains_subquery),
+        E::BinaryOp { left, right, .. } => contains_subquery(left) || contains_subquery(right),
+        E::UnaryOp { expr, .. }
+        | E::Nested(expr)
+        | E::IsNull(expr)
+        | E::IsNotNull(expr)
+        | E::Cast { expr, .. } => contains_subquery(expr),
+        E::Between {
+            expr, low, high, ..
+        } => contains_subquery(expr) || contains_subquery(low) || contains_subquery(high),
+        E::Function(f) => function_args(f).iter().any(|a| contains_subquery(a)),
+        E::Case {
+            operand,
+            conditions,
+            else_result,
+            ..
+        } => {
+            operand.as_deref().is_some_and(contains_subquery)
+                || conditions
+                    .iter()
+                    .any(|c| contains_subquery(&c.condition) || contains_subquery(&c.result))
+                || else_result.as_deref().is_some_and(contains_subquery)
+        }
+        _ => false,
+    }
+}
+
 /// The plain positional arguments of a call (`*` is returned as a wildcard expression).
 fn function_args(function: &ast::Function) -> Vec<&ast::Expr> {
     match &function.args {
@@ -106,13 +163,17 @@ fn function_args(function: &ast::Function) -> Vec<&ast::Expr> {
 
 /// Binds one expression in a context.
 pub fn bind_expr(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Expr> {
-    if let Context::Aggregated(agg) = ctx {
-        return bind_aggregated(expr, agg);
+    if let Context::Aggregated(agg, binder) = ctx {
+        return bind_aggregated(expr, agg, *binder);
     }
     bind_generic(expr, ctx)
 }
 
-fn bind_aggregated(expr: &ast::Expr, agg: &mut Aggregation) -> Result<Expr> {
+fn bind_aggregated(
+    expr: &ast::Expr,
+    agg: &mut Aggregation,
+    binder: Option<&Binder<'_>>,
+) -> Result<Expr> {
     if let ast::Expr::Function(function) = expr
         && let Some(func) = aggregate_function(&function_name(function))
     {
@@ -130,11 +191,9 @@ fn bind_aggregated(expr: &ast::Expr, agg: &mut Aggregation) -> Result<Expr> {
             call.data_type,
         ));
     }
-    let mut plain = Context::Plain {
-        scope: &agg.input,
-        clause: "GROUP BY",
-    };
-    if let Ok(bound) = bind_generic(expr, &mut plain)
+    let mut plain = Context::plain(&agg.input, "GROUP BY");
+    if !contains_subquery(expr)
+        && let Ok(bound) = bind_generic(expr, &mut plain)
         && let Some(index) = agg.group.iter().position(|g| g == &bound)
     {
         return Ok(Expr::column(index, expr.to_string(), bound.data_type()));
@@ -146,7 +205,7 @@ fn bind_aggregated(expr: &ast::Expr, agg: &mut Aggregation) -> Result<Expr> {
             "column \"{expr}\" must appear in the GROUP BY clause or be used in an aggregate function"
         ));
     }
-    bind_generic(expr, &mut Context::Aggregated(agg))
+    bind_generic(expr, &mut Context::Aggregated(agg, binder))
 }
 
 fn bind_aggregate_call(
@@ -158,9 +217,14 @@ fn bind_aggregate_call(
     let ast::FunctionArguments::List(list) = &function.args else {
         return Err(bind_err!("{name} needs an argument"));
     };
-    if list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct) {
-        return Err(unsupported!("{name}(DISTINCT ...)"));
-    }
+    let distinct = list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct);
+    let func = match (func, distinct) {
+        (_, false) => func,
+        (AggregateFunction::Count, true) => AggregateFunction::CountDistinct,
+        // min and max ignore duplicates anyway.
+        (AggregateFunction::Min | AggregateFunction::Max, true) => func,
+        (_, true) => return Err(unsupported!("{name}(DISTINCT ...)")),
+    };
     if function.filter.is_some() {
         return Err(unsupported!("FILTER on aggregates"));
     }
@@ -187,13 +251,7 @@ fn bind_aggregate_call(
     if contains_aggregate(arg_expr) {
         return Err(bind_err!("aggregate function calls cannot be nested"));
     }
-    let mut arg = bind_generic(
-        arg_expr,
-        &mut Context::Plain {
-            scope: input,
-            clause: "aggregate arguments",
-        },
-    )?;
+    let mut arg = bind_generic(arg_expr, &mut Context::plain(input, "aggregate arguments"))?;
     let arg_type = arg.data_type();
     match func {
         AggregateFunction::Sum | AggregateFunction::Avg if !is_numeric(&arg_type) => {
@@ -393,9 +451,61 @@ fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Expr> {
                 data_type: DataType::Utf8,
             })
         }
-        E::Subquery(_) | E::Exists { .. } | E::In { .. } => Err(unsupported!("subqueries")),
+        E::Subquery(query) => bind_scalar_subquery(query, ctx),
+        E::Exists { .. } | E::In { .. } => Err(unsupported!(
+            "EXISTS and IN (subquery) other than as a condition of WHERE"
+        )),
         other => Err(unsupported!("the expression {other}")),
     }
+}
+
+/// A subquery used as a value. An uncorrelated one is computed once before the query runs; a
+/// correlated one (in WHERE) becomes a join, and its value a column after the scope's.
+fn bind_scalar_subquery(query: &ast::Query, ctx: &mut Context<'_>) -> Result<Expr> {
+    let (scope, clause, binder) = match ctx {
+        Context::Plain {
+            scope,
+            clause,
+            binder: Some(binder),
+        } => (*scope, *clause, *binder),
+        Context::Aggregated(_, Some(binder)) => {
+            let plan = binder.bind_subquery(query, &Scope::default())?;
+            return scalar_value(plan);
+        }
+        _ => return Err(unsupported!("a subquery here")),
+    };
+    let plan = binder.bind_subquery(query, scope)?;
+    if !plan.has_outer() {
+        return scalar_value(plan);
+    }
+    if clause != "WHERE" {
+        return Err(unsupported!("correlated subqueries outside WHERE"));
+    }
+    let data_type = single_column(&plan)?;
+    let index = binder.add_correlated_scalar(plan)?;
+    Ok(Expr::column(
+        scope.columns.len() + index,
+        "subquery",
+        data_type,
+    ))
+}
+
+fn single_column(plan: &crate::logical::LogicalPlan) -> Result<DataType> {
+    let schema = plan.schema();
+    if schema.fields().len() != 1 {
+        return Err(bind_err!(
+            "a subquery used as a value must return one column, not {}",
+            schema.fields().len()
+        ));
+    }
+    Ok(schema.field(0).data_type().clone())
+}
+
+fn scalar_value(plan: crate::logical::LogicalPlan) -> Result<Expr> {
+    single_column(&plan)?;
+    Ok(Expr::ScalarSubquery(crate::expr::Subquery(
+        std::sync::Arc::new(plan),
+    )))
 }
 
 fn resolve_column(
@@ -403,11 +513,28 @@ fn resolve_column(
     qualifier: Option<String>,
     ident: &ast::Ident,
 ) -> Result<Expr> {
-    let Context::Plain { scope, .. } = ctx else {
+    let Context::Plain { scope, binder, .. } = ctx else {
         unreachable!("aggregated contexts resolve names through their input scope");
     };
     let name = normalize(ident);
-    let index = scope.resolve(qualifier.as_deref(), &name)?;
+    let index = match scope.resolve(qualifier.as_deref(), &name) {
+        Ok(index) => index,
+        Err(e) => {
+            // A name the subquery does not have may be a column of the query around it.
+            let outer = binder.and_then(|b| b.outer_scope());
+            match outer.and_then(|o| o.resolve(qualifier.as_deref(), &name).ok().map(|i| (o, i))) {
+                Some((outer, index)) => {
+                    let column = &outer.columns[index];
+                    return Ok(Expr::OuterColumn {
+                        index,
+                        name: column.name.clone(),
+                        data_type: column.data_type.clone(),
+                    });
+                }
+                None => return Err(e),
+            }
+        }
+    };
     let column = &scope.columns[index];
     Ok(Expr::column(
         index,
@@ -778,7 +905,7 @@ fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> Result<Expr
     if aggregate_function(&name).is_some() {
         let clause = match ctx {
             Context::Plain { clause, .. } => *clause,
-            Context::Aggregated(_) => "this place",
+            Context::Aggregated(..) => "this place",
         };
         return Err(bind_err!("aggregate functions are not allowed in {clause}"));
     }

@@ -14,6 +14,7 @@ pub use expr::type_name;
 use expr::{Aggregation, Context, bind_expr, contains_aggregate};
 use scope::{Scope, normalize};
 
+use crate::decorrelate::{SubqueryUse, join_condition, pull_up};
 use crate::expr::{BinaryOp, Expr, JoinKind, SortKey};
 use crate::join_order::{Relation, plan_join_block};
 use crate::logical::LogicalPlan;
@@ -28,6 +29,10 @@ pub struct Binder<'a> {
     snapshot: &'a Snapshot,
     /// Common table expressions in scope, innermost last.
     ctes: RefCell<Vec<(String, LogicalPlan)>>,
+    /// The scopes of the queries around the subquery being bound, innermost last.
+    outer: RefCell<Vec<Scope>>,
+    /// Per SELECT being bound, its correlated scalar subqueries, in order of appearance.
+    correlated: RefCell<Vec<Vec<LogicalPlan>>>,
 }
 
 impl<'a> Binder<'a> {
@@ -35,7 +40,32 @@ impl<'a> Binder<'a> {
         Binder {
             snapshot,
             ctes: RefCell::new(Vec::new()),
+            outer: RefCell::new(Vec::new()),
+            correlated: RefCell::new(Vec::new()),
         }
+    }
+
+    /// The scope of the query directly around the subquery being bound.
+    pub(crate) fn outer_scope(&self) -> Option<Scope> {
+        self.outer.borrow().last().cloned()
+    }
+
+    /// Binds a subquery whose outer columns come from `scope`.
+    pub(crate) fn bind_subquery(&self, query: &ast::Query, scope: &Scope) -> Result<LogicalPlan> {
+        self.outer.borrow_mut().push(scope.clone());
+        let plan = self.bind_query(query);
+        self.outer.borrow_mut().pop();
+        plan
+    }
+
+    /// Records a correlated scalar subquery of the SELECT being bound; returns its number.
+    pub(crate) fn add_correlated_scalar(&self, plan: LogicalPlan) -> Result<usize> {
+        let mut correlated = self.correlated.borrow_mut();
+        let current = correlated
+            .last_mut()
+            .ok_or_else(|| unsupported!("a correlated subquery here"))?;
+        current.push(plan);
+        Ok(current.len() - 1)
     }
 
     /// The plan of the innermost common table expression named `name`.
@@ -366,10 +396,7 @@ impl<'a> Binder<'a> {
         let empty = Scope::default();
         let mut rows = Vec::new();
         for row in &values.rows {
-            let mut ctx = Context::Plain {
-                scope: &empty,
-                clause: "VALUES",
-            };
+            let mut ctx = Context::plain(&empty, "VALUES");
             let bound = row
                 .iter()
                 .map(|e| bind_expr(e, &mut ctx))
@@ -596,9 +623,101 @@ impl<'a> Binder<'a> {
         }
     }
 
+    /// FROM and WHERE together: the join block with WHERE's conditions pushed into it, then the
+    /// joins that decorrelated subqueries need.
+    fn bind_where(
+        &self,
+        relations: Vec<Relation>,
+        mut predicates: Vec<Expr>,
+        scope: &Scope,
+        selection: Option<&ast::Expr>,
+    ) -> Result<LogicalPlan> {
+        let width = scope.columns.len();
+        let mut filters: Vec<(JoinKind, LogicalPlan, Option<Expr>)> = Vec::new();
+        self.correlated.borrow_mut().push(Vec::new());
+        let bound = (|| {
+            for conjunct in selection.map(split_and).unwrap_or_default() {
+                match conjunct {
+                    ast::Expr::Exists { subquery, negated } => {
+                        let plan = self.bind_subquery(subquery, scope)?;
+                        let kind = if *negated {
+                            JoinKind::Anti
+                        } else {
+                            JoinKind::Semi
+                        };
+                        filters.push((kind, plan, None));
+                    }
+                    ast::Expr::In {
+                        expr,
+                        target: ast::InTarget::Subquery(subquery),
+                        negated,
+                        ..
+                    } => {
+                        let probe = self.bind_scalar(expr, scope, "WHERE")?;
+                        let plan = self.bind_subquery(subquery, scope)?;
+                        if plan.schema().fields().len() != 1 {
+                            return Err(bind_err!("a subquery after IN must return one column"));
+                        }
+                        let kind = if *negated {
+                            JoinKind::NullAwareAnti
+                        } else {
+                            JoinKind::Semi
+                        };
+                        filters.push((kind, plan, Some(probe)));
+                    }
+                    other => {
+                        let predicate = self.bind_scalar(other, scope, "WHERE")?;
+                        predicates.extend(filter_predicate(predicate, "WHERE")?.conjuncts());
+                    }
+                }
+            }
+            Ok(())
+        })();
+        let correlated = self.correlated.borrow_mut().pop().unwrap_or_default();
+        bound?;
+        // Conditions on correlated subqueries' values wait until those values are joined in.
+        let (late, early): (Vec<Expr>, Vec<Expr>) = predicates
+            .into_iter()
+            .partition(|p| p.column_indices().iter().any(|c| *c >= width));
+        let mut plan = plan_join_block(relations, early, self.snapshot);
+        for (k, subquery) in correlated.into_iter().enumerate() {
+            plan = join_scalar(plan, subquery, width + k)?;
+        }
+        if let Some(predicate) = Expr::and_all(late) {
+            plan = LogicalPlan::Filter {
+                input: Box::new(plan),
+                predicate,
+            };
+        }
+        if plan.schema().fields().len() > width {
+            let schema = plan.schema();
+            let (exprs, names): (Vec<Expr>, Vec<String>) = (0..width)
+                .map(|i| {
+                    let f = schema.field(i);
+                    (
+                        Expr::column(i, f.name(), f.data_type().clone()),
+                        f.name().clone(),
+                    )
+                })
+                .unzip();
+            plan = plan.project(exprs, names);
+        }
+        for (kind, subquery, probe) in filters {
+            plan = join_filter(plan, kind, subquery, probe, width)?;
+        }
+        Ok(plan)
+    }
+
     /// Binds an expression over a scope, outside any aggregation.
     fn bind_scalar(&self, expr: &ast::Expr, scope: &Scope, clause: &str) -> Result<Expr> {
-        bind_expr(expr, &mut Context::Plain { scope, clause })
+        bind_expr(
+            expr,
+            &mut Context::Plain {
+                scope,
+                clause,
+                binder: Some(self),
+            },
+        )
     }
 
     fn bind_select(
@@ -613,12 +732,8 @@ impl<'a> Binder<'a> {
         {
             return Err(bind_err!("HAVING needs GROUP BY or an aggregate"));
         }
-        let (relations, mut predicates, scope) = self.bind_from(&select.from)?;
-        if let Some(selection) = &select.selection {
-            let predicate = self.bind_scalar(selection, &scope, "WHERE")?;
-            predicates.extend(filter_predicate(predicate, "WHERE")?.conjuncts());
-        }
-        let mut plan = plan_join_block(relations, predicates, self.snapshot);
+        let (relations, predicates, scope) = self.bind_from(&select.from)?;
+        let mut plan = self.bind_where(relations, predicates, &scope, select.selection.as_ref())?;
         let group_by = match &select.group_by {
             ast::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs,
             _ => return Err(unsupported!("GROUP BY ALL, ROLLUP, CUBE and GROUPING SETS")),
@@ -635,13 +750,7 @@ impl<'a> Binder<'a> {
                 if contains_aggregate(expr) {
                     return Err(bind_err!("aggregate functions are not allowed in GROUP BY"));
                 }
-                let bound = bind_expr(
-                    expr,
-                    &mut Context::Plain {
-                        scope: &scope,
-                        clause: "GROUP BY",
-                    },
-                )?;
+                let bound = bind_expr(expr, &mut Context::plain(&scope, "GROUP BY"))?;
                 if !group.contains(&bound) {
                     group.push(bound);
                 }
@@ -661,11 +770,23 @@ impl<'a> Binder<'a> {
         for item in &select.projection {
             match item {
                 ast::SelectItem::UnnamedExpr(e) => {
-                    exprs.push(bind_in(e, &scope, aggregation.as_mut(), "SELECT")?);
+                    exprs.push(bind_in(
+                        e,
+                        &scope,
+                        aggregation.as_mut(),
+                        "SELECT",
+                        Some(self),
+                    )?);
                     names.push(output_name(e));
                 }
                 ast::SelectItem::ExprWithAlias { expr, alias } => {
-                    exprs.push(bind_in(expr, &scope, aggregation.as_mut(), "SELECT")?);
+                    exprs.push(bind_in(
+                        expr,
+                        &scope,
+                        aggregation.as_mut(),
+                        "SELECT",
+                        Some(self),
+                    )?);
                     names.push(normalize(alias));
                 }
                 ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
@@ -684,7 +805,7 @@ impl<'a> Binder<'a> {
                         matched = true;
                         let ident = ast::Expr::Identifier(ast::Ident::new(&column.name));
                         let expr = match aggregation.as_mut() {
-                            Some(agg) => bind_expr(&ident, &mut Context::Aggregated(agg))?,
+                            Some(agg) => bind_expr(&ident, &mut Context::Aggregated(agg, None))?,
                             None => Expr::column(index, &column.name, column.data_type.clone()),
                         };
                         exprs.push(expr);
@@ -699,7 +820,13 @@ impl<'a> Binder<'a> {
         }
 
         let having = match &select.having {
-            Some(h) => Some(bind_in(h, &scope, aggregation.as_mut(), "HAVING")?),
+            Some(h) => Some(bind_in(
+                h,
+                &scope,
+                aggregation.as_mut(),
+                "HAVING",
+                Some(self),
+            )?),
             None => None,
         };
 
@@ -720,7 +847,13 @@ impl<'a> Binder<'a> {
                     ));
                 }
                 None => {
-                    let expr = bind_in(&item.expr, &scope, aggregation.as_mut(), "ORDER BY")?;
+                    let expr = bind_in(
+                        &item.expr,
+                        &scope,
+                        aggregation.as_mut(),
+                        "ORDER BY",
+                        Some(self),
+                    )?;
                     match exprs.iter().position(|e| *e == expr) {
                         Some(index) => index,
                         None => {
@@ -793,6 +926,73 @@ impl<'a> Binder<'a> {
         }
         Ok(plan)
     }
+}
+
+/// The AND-ed parts of a condition, looking through parentheses.
+fn split_and(expr: &ast::Expr) -> Vec<&ast::Expr> {
+    match expr {
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::And,
+            right,
+        } => {
+            let mut parts = split_and(left);
+            parts.extend(split_and(right));
+            parts
+        }
+        ast::Expr::Nested(inner) => split_and(inner),
+        other => vec![other],
+    }
+}
+
+/// Adds a correlated scalar subquery's value as column `position` (the outer plan has exactly
+/// `position` columns): a left join to the decorrelated subquery on its correlation keys.
+fn join_scalar(plan: LogicalPlan, subquery: LogicalPlan, position: usize) -> Result<LogicalPlan> {
+    assert_eq!(plan.schema().fields().len(), position);
+    let (subquery, pulled) = pull_up(subquery, SubqueryUse::Scalar)?;
+    let (keys, filter) = join_condition(position, pulled);
+    if keys.is_empty() || filter.is_some() {
+        return Err(unsupported!(
+            "correlated scalar subqueries correlated other than by equality"
+        ));
+    }
+    let joined = LogicalPlan::join(plan, subquery, JoinKind::Left, keys, None);
+    let schema = joined.schema();
+    let (exprs, names): (Vec<Expr>, Vec<String>) = (0..=position)
+        .map(|i| {
+            let f = schema.field(i);
+            (
+                Expr::column(i, f.name(), f.data_type().clone()),
+                f.name().clone(),
+            )
+        })
+        .unzip();
+    Ok(joined.project(exprs, names))
+}
+
+/// `EXISTS`, `NOT EXISTS`, `IN` and `NOT IN` as semi and anti joins of `plan` (of `width`
+/// columns) with the decorrelated subquery.
+fn join_filter(
+    plan: LogicalPlan,
+    kind: JoinKind,
+    subquery: LogicalPlan,
+    probe: Option<Expr>,
+    width: usize,
+) -> Result<LogicalPlan> {
+    let (subquery, pulled) = pull_up(subquery, SubqueryUse::Filter)?;
+    let (mut keys, filter) = join_condition(width, pulled);
+    if let Some(probe) = probe {
+        let field = subquery.schema().field(0).clone();
+        let value = Expr::column(0, field.name(), field.data_type().clone());
+        let Expr::Binary { left, right, .. } = expr::equality(probe, value)? else {
+            unreachable!("an equality is a binary expression")
+        };
+        keys.insert(0, (*left, *right));
+    }
+    if kind == JoinKind::NullAwareAnti && (keys.len() != 1 || filter.is_some()) {
+        return Err(unsupported!("NOT IN with a correlated subquery"));
+    }
+    Ok(LogicalPlan::join(plan, subquery, kind, keys, filter))
 }
 
 /// A predicate checked to be boolean (a NULL literal counts as an unknown boolean).
@@ -912,10 +1112,18 @@ fn bind_in(
     scope: &Scope,
     aggregation: Option<&mut Aggregation>,
     clause: &str,
+    binder: Option<&Binder<'_>>,
 ) -> Result<Expr> {
     match aggregation {
-        Some(agg) => bind_expr(expr, &mut Context::Aggregated(agg)),
-        None => bind_expr(expr, &mut Context::Plain { scope, clause }),
+        Some(agg) => bind_expr(expr, &mut Context::Aggregated(agg, binder)),
+        None => bind_expr(
+            expr,
+            &mut Context::Plain {
+                scope,
+                clause,
+                binder,
+            },
+        ),
     }
 }
 
@@ -1050,13 +1258,7 @@ fn order_output(
     for item in order_by {
         let expr = match output_position(&item.expr, &names)? {
             Some(i) => Expr::column(i, &names[i], scope.columns[i].data_type.clone()),
-            None => bind_expr(
-                &item.expr,
-                &mut Context::Plain {
-                    scope,
-                    clause: "ORDER BY",
-                },
-            )?,
+            None => bind_expr(&item.expr, &mut Context::plain(scope, "ORDER BY"))?,
         };
         let (descending, nulls_first) = sort_options(item)?;
         keys.push(SortKey {
