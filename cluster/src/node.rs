@@ -1,3 +1,4 @@
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -7,7 +8,7 @@ use arrow::datatypes::SchemaRef;
 use pondra_catalog::{Catalog, Snapshot};
 use pondra_exec::ExecContext;
 use pondra_parser::ParsedStatement;
-use pondra_planner::{Binder, LogicalPlan, Plan, create_physical_plan};
+use pondra_planner::{Binder, ExternalTable, LogicalPlan, Plan, create_physical_plan};
 use pondra_storage::Lake;
 
 use crate::leader::{Term, take_lead};
@@ -54,6 +55,8 @@ pub struct Node {
     pub(crate) write_lock: tokio::sync::Mutex<()>,
     /// Serializes tiering passes.
     pub(crate) tier_lock: tokio::sync::Mutex<()>,
+    /// Parquet files registered as tables for this process, read in place.
+    external: std::sync::RwLock<HashMap<String, Arc<ExternalTable>>>,
 }
 
 impl Node {
@@ -61,6 +64,13 @@ impl Node {
     pub async fn open_folder(dir: &Path, options: NodeOptions) -> Result<Arc<Node>> {
         let lake = Lake::open_folder(dir)?;
         Node::open(lake, options).await
+    }
+
+    /// A node on a lake held in memory, gone when the process ends: for work that reads only
+    /// files outside any lake.
+    pub async fn open_in_memory(options: NodeOptions) -> Result<Arc<Node>> {
+        let store = Arc::new(object_store::memory::InMemory::new());
+        Node::open(Lake::from_store(store, "memory"), options).await
     }
 
     /// Opens a lake and takes its lead: any earlier writer is fenced.
@@ -76,6 +86,7 @@ impl Node {
             started: Instant::now(),
             write_lock: tokio::sync::Mutex::new(()),
             tier_lock: tokio::sync::Mutex::new(()),
+            external: std::sync::RwLock::new(HashMap::new()),
         }))
     }
 
@@ -92,6 +103,16 @@ impl Node {
         self.catalog.snapshot()
     }
 
+    /// Registers Parquet files (a path or a glob) as a table for this process, read in place.
+    pub fn register_parquet(&self, name: &str, pattern: &str) -> Result<()> {
+        let table = ExternalTable::open(name, pattern)?;
+        self.external
+            .write()
+            .expect("external tables lock")
+            .insert(name.to_string(), table);
+        Ok(())
+    }
+
     /// Runs every statement in `sql`, stopping at the first error.
     pub async fn execute(&self, sql: &str) -> Result<Vec<StatementResult>> {
         let mut results = Vec::new();
@@ -104,7 +125,8 @@ impl Node {
     /// Runs one parsed statement.
     pub async fn execute_statement(&self, statement: &ParsedStatement) -> Result<StatementResult> {
         let snapshot = self.snapshot();
-        let plan = Binder::new(&snapshot).bind_statement(statement)?;
+        let external = self.external.read().expect("external tables lock").clone();
+        let plan = Binder::with_external(&snapshot, &external).bind_statement(statement)?;
         match plan {
             Plan::Query(plan) => {
                 let schema = plan.schema();

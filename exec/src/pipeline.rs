@@ -5,7 +5,7 @@ use arrow::compute::{concat, filter_record_batch};
 use arrow::datatypes::SchemaRef;
 use pondra_catalog::Snapshot;
 use pondra_planner::{Expr, PhysicalPlan, SortKey};
-use pondra_storage::Lake;
+use pondra_storage::{Lake, read_parquet_row_group};
 
 use crate::aggregate::HashAggregateSink;
 use crate::expr::evaluate;
@@ -230,6 +230,18 @@ fn run_pipeline<'p>(
                 }
                 for batch in read_morsel(&ctx.lake, &ctx.runtime, &morsel, schema)? {
                     push(operators, batch, &mut sink)?;
+                }
+            }
+        }
+        PhysicalPlan::ParquetScan { table } => {
+            'files: for file in &table.files {
+                for row_group in 0..file.row_groups {
+                    if sink.is_full() {
+                        break 'files;
+                    }
+                    for batch in read_parquet_row_group(&file.path, row_group, &table.schema)? {
+                        push(operators, batch, &mut sink)?;
+                    }
                 }
             }
         }

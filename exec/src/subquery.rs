@@ -83,7 +83,9 @@ fn map_plan(plan: &PhysicalPlan, f: &mut dyn FnMut(&Expr) -> Result<Expr>) -> Re
         list.iter().map(&mut *f).collect::<Result<Vec<_>>>()
     };
     Ok(match plan {
-        PhysicalPlan::TableScan { .. } | PhysicalPlan::Input { .. } => plan.clone(),
+        PhysicalPlan::TableScan { .. }
+        | PhysicalPlan::ParquetScan { .. }
+        | PhysicalPlan::Input { .. } => plan.clone(),
         PhysicalPlan::Values { schema, rows } => PhysicalPlan::Values {
             schema: schema.clone(),
             rows: rows

@@ -22,7 +22,9 @@ pub enum SubqueryUse {
 /// columns and the outer query's columns).
 pub fn pull_up(plan: LogicalPlan, usage: SubqueryUse) -> Result<(LogicalPlan, Vec<Expr>)> {
     match plan {
-        LogicalPlan::Scan { .. } | LogicalPlan::Input { .. } => Ok((plan, vec![])),
+        LogicalPlan::Scan { .. } | LogicalPlan::ParquetScan { .. } | LogicalPlan::Input { .. } => {
+            Ok((plan, vec![]))
+        }
         LogicalPlan::Values { ref rows, .. } => {
             if rows.iter().flatten().any(Expr::has_outer) {
                 return Err(unsupported!("outer columns in VALUES"));

@@ -5,6 +5,7 @@ mod binder;
 mod decorrelate;
 mod error;
 mod expr;
+mod external;
 mod join_order;
 mod logical;
 mod physical;
@@ -19,6 +20,7 @@ pub use expr::{
     AggregateCall, AggregateFunction, BinaryOp, DatePart, Expr, JoinKind, ScalarFunction, SortKey,
     Subquery,
 };
+pub use external::{ExternalFile, ExternalTable};
 pub use logical::LogicalPlan;
 pub use physical::{PhysicalPlan, create_physical_plan};
 pub use plan::Plan;

@@ -4,6 +4,8 @@ use std::sync::Arc;
 use arrow::datatypes::{Field, Schema, SchemaRef};
 use pondra_catalog::TableDef;
 
+use crate::external::ExternalTable;
+
 use crate::expr::{AggregateCall, Expr, JoinKind, SortKey};
 
 /// A relational plan over typed columns. Every node knows its output schema.
@@ -14,6 +16,8 @@ pub enum LogicalPlan {
         table: Arc<TableDef>,
         schema: SchemaRef,
     },
+    /// Every row of Parquet files read in place.
+    ParquetScan { table: Arc<ExternalTable> },
     /// Rows supplied when the plan runs (a commit's batch, for view maintenance).
     Input { schema: SchemaRef },
     /// Constant rows; a SELECT without FROM is one row of no columns.
@@ -67,6 +71,7 @@ impl LogicalPlan {
             | LogicalPlan::Project { schema, .. }
             | LogicalPlan::Aggregate { schema, .. }
             | LogicalPlan::Join { schema, .. } => schema.clone(),
+            LogicalPlan::ParquetScan { table } => table.schema.clone(),
             LogicalPlan::Filter { input, .. }
             | LogicalPlan::Sort { input, .. }
             | LogicalPlan::Limit { input, .. } => input.schema(),
@@ -76,9 +81,10 @@ impl LogicalPlan {
     /// True when `pred` holds for any expression anywhere in the plan.
     pub fn any_expr(&self, pred: &dyn Fn(&Expr) -> bool) -> bool {
         let here = match self {
-            LogicalPlan::Scan { .. } | LogicalPlan::Input { .. } | LogicalPlan::Limit { .. } => {
-                false
-            }
+            LogicalPlan::Scan { .. }
+            | LogicalPlan::ParquetScan { .. }
+            | LogicalPlan::Input { .. }
+            | LogicalPlan::Limit { .. } => false,
             LogicalPlan::Values { rows, .. } => rows.iter().flatten().any(|e| e.any(pred)),
             LogicalPlan::Filter { predicate, .. } => predicate.any(pred),
             LogicalPlan::Project { exprs, .. } => exprs.iter().any(|e| e.any(pred)),
@@ -143,7 +149,11 @@ impl LogicalPlan {
         let mut fields: Vec<Field> = left_schema
             .fields()
             .iter()
-            .map(|f| f.as_ref().clone())
+            .map(|f| {
+                f.as_ref()
+                    .clone()
+                    .with_nullable(f.is_nullable() || kind == JoinKind::Full)
+            })
             .collect();
         if !kind.left_only() {
             fields.extend(
@@ -176,6 +186,14 @@ impl LogicalPlan {
         match self {
             LogicalPlan::Scan { table, .. } => return writeln!(f, "{pad}Scan: {}", table.name),
             LogicalPlan::Input { .. } => return writeln!(f, "{pad}Input"),
+            LogicalPlan::ParquetScan { table } => {
+                return writeln!(
+                    f,
+                    "{pad}ParquetScan: {} ({} files)",
+                    table.name,
+                    table.files.len()
+                );
+            }
             LogicalPlan::Values { rows, .. } => {
                 return writeln!(f, "{pad}Values: {} rows", rows.len());
             }
@@ -228,9 +246,10 @@ impl LogicalPlan {
     /// The single input of a non-leaf node.
     pub fn input(&self) -> Option<&LogicalPlan> {
         match self {
-            LogicalPlan::Scan { .. } | LogicalPlan::Input { .. } | LogicalPlan::Values { .. } => {
-                None
-            }
+            LogicalPlan::Scan { .. }
+            | LogicalPlan::ParquetScan { .. }
+            | LogicalPlan::Input { .. }
+            | LogicalPlan::Values { .. } => None,
             LogicalPlan::Filter { input, .. }
             | LogicalPlan::Project { input, .. }
             | LogicalPlan::Aggregate { input, .. }

@@ -4,6 +4,7 @@ use arrow::datatypes::SchemaRef;
 use pondra_catalog::TableDef;
 
 use crate::expr::{AggregateCall, Expr, JoinKind, SortKey};
+use crate::external::ExternalTable;
 use crate::logical::LogicalPlan;
 
 /// The plan `exec` runs: operators chosen for each logical node.
@@ -15,6 +16,9 @@ pub enum PhysicalPlan {
     },
     Input {
         schema: SchemaRef,
+    },
+    ParquetScan {
+        table: Arc<ExternalTable>,
     },
     Values {
         schema: SchemaRef,
@@ -67,6 +71,7 @@ impl PhysicalPlan {
             | PhysicalPlan::Projection { schema, .. }
             | PhysicalPlan::HashAggregate { schema, .. }
             | PhysicalPlan::HashJoin { schema, .. } => schema.clone(),
+            PhysicalPlan::ParquetScan { table } => table.schema.clone(),
             PhysicalPlan::Filter { input, .. }
             | PhysicalPlan::Sort { input, .. }
             | PhysicalPlan::Limit { input, .. } => input.schema(),
@@ -81,6 +86,9 @@ pub fn create_physical_plan(plan: &LogicalPlan) -> PhysicalPlan {
         LogicalPlan::Scan { table, schema } => PhysicalPlan::TableScan {
             table: table.clone(),
             schema: schema.clone(),
+        },
+        LogicalPlan::ParquetScan { table } => PhysicalPlan::ParquetScan {
+            table: table.clone(),
         },
         LogicalPlan::Input { schema } => PhysicalPlan::Input {
             schema: schema.clone(),

@@ -62,6 +62,9 @@ enum TpchCommand {
         /// Timed passes per query.
         #[arg(long, default_value_t = 1)]
         runs: usize,
+        /// Read `<table>.parquet` files in this folder in place instead of the lake.
+        #[arg(long)]
+        parquet: Option<PathBuf>,
     },
 }
 
@@ -85,7 +88,21 @@ pub fn run_cli() -> ExitCode {
     runtime.block_on(async move {
         let started = std::time::Instant::now();
         let trace = std::env::var_os("PONDRA_TRACE").is_some();
-        let node = match Node::open_folder(&cli.dir, options).await {
+        let in_memory = matches!(
+            &cli.command,
+            Some(Command::Tpch {
+                command: TpchCommand::Run {
+                    parquet: Some(_),
+                    ..
+                }
+            })
+        );
+        let opened = if in_memory {
+            Node::open_in_memory(options).await
+        } else {
+            Node::open_folder(&cli.dir, options).await
+        };
+        let node = match opened {
             Ok(node) => node,
             Err(e) => {
                 eprintln!("Error: cannot open the lake at {}: {e}", cli.dir.display());
@@ -140,7 +157,20 @@ async fn run_tpch(node: &Node, command: TpchCommand) -> ExitCode {
                 }
             }
         }
-        TpchCommand::Run { queries, runs } => {
+        TpchCommand::Run {
+            queries,
+            runs,
+            parquet,
+        } => {
+            if let Some(dir) = parquet {
+                for table in pondra_tpch::TABLES {
+                    let path = dir.join(format!("{table}.parquet"));
+                    if let Err(e) = node.register_parquet(table, &path.to_string_lossy()) {
+                        eprintln!("Error: {e}");
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
             let queries = if queries.is_empty() {
                 (1..=22).collect()
             } else {

@@ -9,4 +9,7 @@ mod parquet_file;
 pub use error::{Result, StorageError};
 pub use lake::Lake;
 pub use log_segment::{decode_log_segment, encode_log_segment};
-pub use parquet_file::{read_parquet_bytes, write_parquet_bytes};
+pub use parquet_file::{
+    ParquetFileInfo, parquet_file_info, read_parquet_bytes, read_parquet_row_group,
+    write_parquet_bytes,
+};

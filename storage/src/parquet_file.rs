@@ -33,3 +33,62 @@ pub fn read_parquet_bytes(bytes: Bytes) -> Result<Vec<RecordBatch>> {
     let batches = reader.collect::<std::result::Result<Vec<_>, _>>()?;
     Ok(batches)
 }
+
+/// The schema Pondra reads a Parquet file with, and the file's row count and row groups.
+/// String columns of any Arrow layout are read as plain UTF-8 strings.
+pub fn parquet_file_info(path: &std::path::Path) -> Result<ParquetFileInfo> {
+    let file = std::fs::File::open(path).map_err(|e| crate::StorageError::Folder {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
+    let fields: Vec<arrow::datatypes::Field> = builder
+        .schema()
+        .fields()
+        .iter()
+        .map(|f| {
+            let data_type = match f.data_type() {
+                arrow::datatypes::DataType::Utf8View | arrow::datatypes::DataType::LargeUtf8 => {
+                    arrow::datatypes::DataType::Utf8
+                }
+                other => other.clone(),
+            };
+            arrow::datatypes::Field::new(f.name(), data_type, f.is_nullable())
+        })
+        .collect();
+    let metadata = builder.metadata();
+    Ok(ParquetFileInfo {
+        schema: std::sync::Arc::new(arrow::datatypes::Schema::new(fields)),
+        rows: metadata.file_metadata().num_rows().max(0) as u64,
+        row_groups: metadata.num_row_groups(),
+    })
+}
+
+/// What [`parquet_file_info`] learns from a file's footer.
+#[derive(Clone, Debug)]
+pub struct ParquetFileInfo {
+    pub schema: SchemaRef,
+    pub rows: u64,
+    pub row_groups: usize,
+}
+
+/// Reads one row group of a local Parquet file as batches of `schema` (which may name plain
+/// strings where the file stores another string layout).
+pub fn read_parquet_row_group(
+    path: &std::path::Path,
+    row_group: usize,
+    schema: &SchemaRef,
+) -> Result<Vec<RecordBatch>> {
+    let file = std::fs::File::open(path).map_err(|e| crate::StorageError::Folder {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let options =
+        parquet::arrow::arrow_reader::ArrowReaderOptions::new().with_schema(schema.clone());
+    let reader = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options)?
+        .with_row_groups(vec![row_group])
+        .with_batch_size(8192)
+        .build()?;
+    let batches = reader.collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(batches)
+}

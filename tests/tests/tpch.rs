@@ -101,16 +101,41 @@ fn csv_rows(text: &str) -> Vec<Vec<String>> {
     rows
 }
 
-fn run_scale(sf: f64, answers: &str) {
+/// Where the data comes from.
+enum Source {
+    /// Generated into a lake.
+    Lake,
+    /// Generated as `<table>.parquet` files and read in place.
+    ParquetFiles,
+}
+
+fn run_scale(sf: f64, answers: &str, source: Source) {
     let answers = Path::new(env!("CARGO_MANIFEST_DIR")).join(answers);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let node = runtime
-        .block_on(Node::open_folder(dir.path(), NodeOptions::default()))
-        .unwrap();
-    runtime
-        .block_on(pondra_tpch::generate(&node, sf, |_, _| {}))
-        .unwrap();
+    let node = match source {
+        Source::Lake => {
+            let node = runtime
+                .block_on(Node::open_folder(dir.path(), NodeOptions::default()))
+                .unwrap();
+            runtime
+                .block_on(pondra_tpch::generate(&node, sf, |_, _| {}))
+                .unwrap();
+            node
+        }
+        Source::ParquetFiles => {
+            pondra_tpch::write_parquet_dir(dir.path(), sf).unwrap();
+            let node = runtime
+                .block_on(Node::open_in_memory(NodeOptions::default()))
+                .unwrap();
+            for table in pondra_tpch::TABLES {
+                let path = dir.path().join(format!("{table}.parquet"));
+                node.register_parquet(table, path.to_str().unwrap())
+                    .unwrap();
+            }
+            node
+        }
+    };
     let mut failures = Vec::new();
     for query in 1..=22 {
         match runtime.block_on(pondra_tpch::run_queries(&node, &[query], 0)) {
@@ -127,6 +152,25 @@ fn run_scale(sf: f64, answers: &str) {
 }
 
 #[test]
-fn tpch_sf0_1_answers() {
-    run_scale(0.1, "tpch/answers/sf0.1");
+fn tpch_sf0_1_answers_over_a_lake() {
+    run_scale(0.1, "tpch/answers/sf0.1", Source::Lake);
+}
+
+#[test]
+fn tpch_sf0_1_answers_over_parquet_files() {
+    run_scale(0.1, "tpch/answers/sf0.1", Source::ParquetFiles);
+}
+
+/// Scale 1: run before closing TPC-H work (`cargo test --release -p pondra-tests --test tpch
+/// -- --ignored`).
+#[test]
+#[ignore]
+fn tpch_sf1_answers_over_a_lake() {
+    run_scale(1.0, "tpch/answers/sf1", Source::Lake);
+}
+
+#[test]
+#[ignore]
+fn tpch_sf1_answers_over_parquet_files() {
+    run_scale(1.0, "tpch/answers/sf1", Source::ParquetFiles);
 }

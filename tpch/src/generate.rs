@@ -105,3 +105,30 @@ pub async fn generate(
     }
     Ok(())
 }
+
+/// Writes the eight tables as `<dir>/<table>.parquet`, the layout `tpchgen-cli parquet` makes,
+/// streaming each table batch by batch.
+pub fn write_parquet_dir(dir: &std::path::Path, sf: f64) -> Result<(), NodeError> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| NodeError::Other(format!("cannot create {}: {e}", dir.display())))?;
+    for table in TABLES {
+        let (schema, batches) = generator(table, sf);
+        let path = dir.join(format!("{table}.parquet"));
+        let file = std::fs::File::create(&path)
+            .map_err(|e| NodeError::Other(format!("cannot create {}: {e}", path.display())))?;
+        let properties = parquet::file::properties::WriterProperties::builder()
+            .set_compression(parquet::basic::Compression::SNAPPY)
+            .build();
+        let mut writer = parquet::arrow::ArrowWriter::try_new(file, schema, Some(properties))
+            .map_err(|e| NodeError::Other(e.to_string()))?;
+        for batch in batches {
+            writer
+                .write(&batch?)
+                .map_err(|e| NodeError::Other(e.to_string()))?;
+        }
+        writer
+            .close()
+            .map_err(|e| NodeError::Other(e.to_string()))?;
+    }
+    Ok(())
+}

@@ -4,6 +4,7 @@ mod expr;
 mod scope;
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema};
@@ -16,6 +17,7 @@ use scope::{Scope, normalize};
 
 use crate::decorrelate::{SubqueryUse, join_condition, pull_up};
 use crate::expr::{BinaryOp, Expr, JoinKind, SortKey};
+use crate::external::ExternalTable;
 use crate::join_order::{Relation, plan_join_block};
 use crate::logical::LogicalPlan;
 use crate::plan::Plan;
@@ -27,6 +29,8 @@ use crate::{Result, bind_err, unsupported};
 /// Binds statements against one catalog snapshot.
 pub struct Binder<'a> {
     snapshot: &'a Snapshot,
+    /// Parquet tables registered for the session, read in place.
+    external: Option<&'a HashMap<String, Arc<ExternalTable>>>,
     /// Common table expressions in scope, innermost last.
     ctes: RefCell<Vec<(String, LogicalPlan)>>,
     /// The scopes of the queries around the subquery being bound, innermost last.
@@ -39,10 +43,21 @@ impl<'a> Binder<'a> {
     pub fn new(snapshot: &'a Snapshot) -> Binder<'a> {
         Binder {
             snapshot,
+            external: None,
             ctes: RefCell::new(Vec::new()),
             outer: RefCell::new(Vec::new()),
             correlated: RefCell::new(Vec::new()),
         }
+    }
+
+    /// A binder that also sees the session's external Parquet tables.
+    pub fn with_external(
+        snapshot: &'a Snapshot,
+        external: &'a HashMap<String, Arc<ExternalTable>>,
+    ) -> Binder<'a> {
+        let mut binder = Binder::new(snapshot);
+        binder.external = Some(external);
+        binder
     }
 
     /// The scope of the query directly around the subquery being bound.
@@ -593,13 +608,40 @@ impl<'a> Binder<'a> {
                 ..
             } => {
                 let name = object_name(name)?;
-                let plan = match self.cte(&name) {
-                    Some(plan) => plan,
-                    None => self.scan(self.table(&name)?)?,
+                let external = self.external.and_then(|e| e.get(&name)).cloned();
+                let plan = match (self.cte(&name), external) {
+                    (Some(plan), _) => plan,
+                    (None, Some(table)) => LogicalPlan::ParquetScan { table },
+                    (None, None) => self.scan(self.table(&name)?)?,
                 };
                 let qualifier = alias.as_ref().map(|a| normalize(&a.name)).unwrap_or(name);
                 let plan = rename_columns(plan, alias.as_ref())?;
                 let scope = Scope::from_schema(&plan.schema(), Some(&qualifier));
+                Ok((plan, scope))
+            }
+            ast::TableFactor::Table {
+                name,
+                alias,
+                args: Some(args),
+                ..
+            } => {
+                let function = object_name(name)?;
+                if function != "read_parquet" {
+                    return Err(unsupported!("the table function {function}"));
+                }
+                let path = match args.args.as_slice() {
+                    [
+                        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(v))),
+                    ] => match &v.value {
+                        ast::Value::SingleQuotedString(s) => s.clone(),
+                        other => return Err(bind_err!("read_parquet needs a path, not {other}")),
+                    },
+                    _ => return Err(bind_err!("read_parquet takes one path or glob")),
+                };
+                let table = ExternalTable::open(&function, &path)?;
+                let plan = rename_columns(LogicalPlan::ParquetScan { table }, alias.as_ref())?;
+                let qualifier = alias.as_ref().map(|a| normalize(&a.name));
+                let scope = Scope::from_schema(&plan.schema(), qualifier.as_deref());
                 Ok((plan, scope))
             }
             ast::TableFactor::Derived {
