@@ -222,6 +222,7 @@ fn run_pipeline<'p>(
     }
     operators.reverse();
     let operators = &mut operators[..];
+    let plan_schema = node.schema();
     match node {
         PhysicalPlan::TableScan { table, schema } => {
             for morsel in table_morsels(&ctx.snapshot, table) {
@@ -229,6 +230,15 @@ fn run_pipeline<'p>(
                     break;
                 }
                 for batch in read_morsel(&ctx.lake, &ctx.runtime, &morsel, schema)? {
+                    push(operators, batch, &mut sink)?;
+                }
+            }
+        }
+        PhysicalPlan::Union { inputs, .. } => {
+            for input in inputs {
+                for batch in run_pipeline(input, Sink::Collect(Vec::new()), ctx)? {
+                    let batch =
+                        RecordBatch::try_new(plan_schema.clone(), batch.columns().to_vec())?;
                     push(operators, batch, &mut sink)?;
                 }
             }

@@ -136,6 +136,13 @@ fn map_plan(plan: &PhysicalPlan, f: &mut dyn FnMut(&Expr) -> Result<Expr>) -> Re
                 fetch: *fetch,
             }
         }
+        PhysicalPlan::Union { inputs, schema } => PhysicalPlan::Union {
+            inputs: inputs
+                .iter()
+                .map(|i| map_plan(i, f))
+                .collect::<Result<Vec<_>>>()?,
+            schema: schema.clone(),
+        },
         PhysicalPlan::Limit { input, skip, fetch } => PhysicalPlan::Limit {
             input: Box::new(map_plan(input, f)?),
             skip: *skip,

@@ -31,6 +31,12 @@ pub fn pull_up(plan: LogicalPlan, usage: SubqueryUse) -> Result<(LogicalPlan, Ve
             }
             Ok((plan, vec![]))
         }
+        LogicalPlan::Union { .. } => {
+            if plan.has_outer() {
+                return Err(unsupported!("set operations in a correlated subquery"));
+            }
+            Ok((plan, vec![]))
+        }
         LogicalPlan::Filter { input, predicate } => {
             let (input, mut pulled) = pull_up(*input, usage)?;
             let (outer, local): (Vec<Expr>, Vec<Expr>) =

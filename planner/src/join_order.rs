@@ -296,6 +296,9 @@ pub fn estimate_rows(plan: &LogicalPlan, snapshot: &Snapshot) -> f64 {
     match plan {
         LogicalPlan::Scan { table, .. } => snapshot.row_count(table.id).max(1) as f64,
         LogicalPlan::ParquetScan { table } => table.rows().max(1) as f64,
+        LogicalPlan::Union { inputs, .. } => {
+            inputs.iter().map(|i| estimate_rows(i, snapshot)).sum()
+        }
         LogicalPlan::Input { .. } => 1000.0,
         LogicalPlan::Values { rows, .. } => rows.len().max(1) as f64,
         LogicalPlan::Filter { input, .. } => (estimate_rows(input, snapshot) * 0.25).max(1.0),

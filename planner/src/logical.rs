@@ -16,6 +16,11 @@ pub enum LogicalPlan {
         table: Arc<TableDef>,
         schema: SchemaRef,
     },
+    /// The rows of every input, one after the other (UNION ALL); inputs have the same types.
+    Union {
+        inputs: Vec<LogicalPlan>,
+        schema: SchemaRef,
+    },
     /// Every row of Parquet files read in place.
     ParquetScan { table: Arc<ExternalTable> },
     /// Rows supplied when the plan runs (a commit's batch, for view maintenance).
@@ -70,7 +75,8 @@ impl LogicalPlan {
             | LogicalPlan::Values { schema, .. }
             | LogicalPlan::Project { schema, .. }
             | LogicalPlan::Aggregate { schema, .. }
-            | LogicalPlan::Join { schema, .. } => schema.clone(),
+            | LogicalPlan::Join { schema, .. }
+            | LogicalPlan::Union { schema, .. } => schema.clone(),
             LogicalPlan::ParquetScan { table } => table.schema.clone(),
             LogicalPlan::Filter { input, .. }
             | LogicalPlan::Sort { input, .. }
@@ -97,6 +103,9 @@ impl LogicalPlan {
                         .any(|a| a.arg.as_ref().is_some_and(|e| e.any(pred)))
             }
             LogicalPlan::Sort { keys, .. } => keys.iter().any(|k| k.expr.any(pred)),
+            LogicalPlan::Union { inputs, .. } => {
+                return inputs.iter().any(|i| i.any_expr(pred));
+            }
             LogicalPlan::Join {
                 left,
                 right,
@@ -186,6 +195,13 @@ impl LogicalPlan {
         match self {
             LogicalPlan::Scan { table, .. } => return writeln!(f, "{pad}Scan: {}", table.name),
             LogicalPlan::Input { .. } => return writeln!(f, "{pad}Input"),
+            LogicalPlan::Union { inputs, .. } => {
+                writeln!(f, "{pad}Union")?;
+                for input in inputs {
+                    input.fmt_indent(f, depth + 1)?;
+                }
+                return Ok(());
+            }
             LogicalPlan::ParquetScan { table } => {
                 return writeln!(
                     f,
@@ -255,7 +271,7 @@ impl LogicalPlan {
             | LogicalPlan::Aggregate { input, .. }
             | LogicalPlan::Sort { input, .. }
             | LogicalPlan::Limit { input, .. } => Some(input),
-            LogicalPlan::Join { .. } => None,
+            LogicalPlan::Join { .. } | LogicalPlan::Union { .. } => None,
         }
     }
 }

@@ -20,6 +20,11 @@ pub enum PhysicalPlan {
     ParquetScan {
         table: Arc<ExternalTable>,
     },
+    /// The rows of each input in turn.
+    Union {
+        inputs: Vec<PhysicalPlan>,
+        schema: SchemaRef,
+    },
     Values {
         schema: SchemaRef,
         rows: Vec<Vec<Expr>>,
@@ -70,7 +75,8 @@ impl PhysicalPlan {
             | PhysicalPlan::Values { schema, .. }
             | PhysicalPlan::Projection { schema, .. }
             | PhysicalPlan::HashAggregate { schema, .. }
-            | PhysicalPlan::HashJoin { schema, .. } => schema.clone(),
+            | PhysicalPlan::HashJoin { schema, .. }
+            | PhysicalPlan::Union { schema, .. } => schema.clone(),
             PhysicalPlan::ParquetScan { table } => table.schema.clone(),
             PhysicalPlan::Filter { input, .. }
             | PhysicalPlan::Sort { input, .. }
@@ -85,6 +91,10 @@ pub fn create_physical_plan(plan: &LogicalPlan) -> PhysicalPlan {
     match plan {
         LogicalPlan::Scan { table, schema } => PhysicalPlan::TableScan {
             table: table.clone(),
+            schema: schema.clone(),
+        },
+        LogicalPlan::Union { inputs, schema } => PhysicalPlan::Union {
+            inputs: inputs.iter().map(create_physical_plan).collect(),
             schema: schema.clone(),
         },
         LogicalPlan::ParquetScan { table } => PhysicalPlan::ParquetScan {

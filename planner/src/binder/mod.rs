@@ -16,7 +16,7 @@ use expr::{Aggregation, Context, bind_expr, contains_aggregate};
 use scope::{Scope, normalize};
 
 use crate::decorrelate::{SubqueryUse, join_condition, pull_up};
-use crate::expr::{BinaryOp, Expr, JoinKind, SortKey};
+use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, Expr, JoinKind, SortKey};
 use crate::external::ExternalTable;
 use crate::join_order::{Relation, plan_join_block};
 use crate::logical::LogicalPlan;
@@ -357,17 +357,33 @@ impl<'a> Binder<'a> {
         let plan = match query.body.as_ref() {
             ast::SetExpr::Select(select) => self.bind_select(select, order_by)?,
             other => {
-                let plan = match other {
-                    ast::SetExpr::Values(values) => self.bind_values(values)?,
-                    ast::SetExpr::Query(inner) => self.bind_query(inner)?,
-                    ast::SetExpr::SetOperation { op, .. } => return Err(unsupported!("{op}")),
-                    other => return Err(unsupported!("the query form {other}")),
-                };
+                let plan = self.bind_set_expr(other)?;
                 let scope = Scope::from_schema(&plan.schema(), None);
                 order_output(plan, &scope, order_by)?
             }
         };
         self.bind_limit(plan, query.limit_clause.as_ref())
+    }
+
+    /// A query body other than a lone SELECT with ORDER BY: VALUES, a nested query, or a set
+    /// operation (whose operands may be SELECTs).
+    fn bind_set_expr(&self, body: &ast::SetExpr) -> Result<LogicalPlan> {
+        match body {
+            ast::SetExpr::Select(select) => self.bind_select(select, &[]),
+            ast::SetExpr::Values(values) => self.bind_values(values),
+            ast::SetExpr::Query(inner) => self.bind_query(inner),
+            ast::SetExpr::SetOperation {
+                left,
+                op,
+                set_quantifier,
+                right,
+            } => {
+                let left = self.bind_set_expr(left)?;
+                let right = self.bind_set_expr(right)?;
+                set_operation(left, *op, *set_quantifier, right)
+            }
+            other => Err(unsupported!("the query form {other}")),
+        }
     }
 
     fn bind_limit(
@@ -967,6 +983,131 @@ impl<'a> Binder<'a> {
             plan = plan.project(exprs, names[..visible].to_vec());
         }
         Ok(plan)
+    }
+}
+
+/// UNION, INTERSECT and EXCEPT. Both inputs are brought to common column types; INTERSECT and
+/// EXCEPT count each distinct row's appearances on either side (so NULLs compare equal, as
+/// set operations require).
+fn set_operation(
+    left: LogicalPlan,
+    op: ast::SetOperator,
+    quantifier: ast::SetQuantifier,
+    right: LogicalPlan,
+) -> Result<LogicalPlan> {
+    let (ls, rs) = (left.schema(), right.schema());
+    if ls.fields().len() != rs.fields().len() {
+        return Err(bind_err!(
+            "each {op} query must have the same number of columns ({} and {})",
+            ls.fields().len(),
+            rs.fields().len()
+        ));
+    }
+    let mut types = Vec::new();
+    for (l, r) in ls.fields().iter().zip(rs.fields()) {
+        let (lt, rt) = (l.data_type(), r.data_type());
+        let t = if lt == rt || *rt == DataType::Null {
+            lt.clone()
+        } else if *lt == DataType::Null {
+            rt.clone()
+        } else if let Some(n) = common_numeric_type(lt, rt) {
+            n
+        } else {
+            return Err(bind_err!(
+                "{op} types {} and {} cannot be matched",
+                type_name(lt),
+                type_name(rt)
+            ));
+        };
+        types.push(t);
+    }
+    let names: Vec<String> = ls.fields().iter().map(|f| f.name().clone()).collect();
+    let all = match quantifier {
+        ast::SetQuantifier::All => true,
+        ast::SetQuantifier::Distinct | ast::SetQuantifier::None => false,
+        other => return Err(unsupported!("{op} {other}")),
+    };
+    // Each side cast to the common types, with flags saying which side a row came from.
+    let side = |plan: LogicalPlan, flags: Option<(i32, i32)>| {
+        let schema = plan.schema();
+        let mut exprs: Vec<Expr> = types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let f = schema.field(i);
+                Expr::column(i, f.name(), f.data_type().clone()).cast(t)
+            })
+            .collect();
+        let mut names = names.clone();
+        if let Some((l, r)) = flags {
+            exprs.push(Expr::Literal(ScalarValue::Int32(l)));
+            exprs.push(Expr::Literal(ScalarValue::Int32(r)));
+            names.push("in_left".into());
+            names.push("in_right".into());
+        }
+        plan.project(exprs, names)
+    };
+    let union = |l: LogicalPlan, r: LogicalPlan| {
+        let schema = l.schema();
+        LogicalPlan::Union {
+            inputs: vec![l, r],
+            schema,
+        }
+    };
+    match op {
+        ast::SetOperator::Union => {
+            let plan = union(side(left, None), side(right, None));
+            Ok(if all { plan } else { distinct_rows(plan) })
+        }
+        ast::SetOperator::Intersect | ast::SetOperator::Except | ast::SetOperator::Minus => {
+            if all {
+                return Err(unsupported!("{op} ALL"));
+            }
+            let width = types.len();
+            let plan = union(side(left, Some((1, 0))), side(right, Some((0, 1))));
+            let schema = plan.schema();
+            let column = |i: usize| {
+                let f = schema.field(i);
+                Expr::column(i, f.name(), f.data_type().clone())
+            };
+            let group: Vec<Expr> = (0..width).map(column).collect();
+            let aggregates: Vec<AggregateCall> = [width, width + 1]
+                .into_iter()
+                .map(|i| AggregateCall {
+                    func: AggregateFunction::Max,
+                    arg: Some(column(i)),
+                    data_type: DataType::Int32,
+                })
+                .collect();
+            let mut fields: Vec<Field> = schema.fields()[..width]
+                .iter()
+                .map(|f| f.as_ref().clone())
+                .collect();
+            fields.push(Field::new("in_left", DataType::Int32, true));
+            fields.push(Field::new("in_right", DataType::Int32, true));
+            let counted = LogicalPlan::Aggregate {
+                input: Box::new(plan),
+                group,
+                aggregates,
+                schema: Arc::new(Schema::new(fields)),
+            };
+            let flag = |i: usize, value: i32| Expr::Binary {
+                op: BinaryOp::Eq,
+                left: Box::new(Expr::column(i, "flag", DataType::Int32)),
+                right: Box::new(Expr::Literal(ScalarValue::Int32(value))),
+            };
+            let want_right = i32::from(op == ast::SetOperator::Intersect);
+            let predicate = Expr::and_all(vec![flag(width, 1), flag(width + 1, want_right)])
+                .expect("two conditions");
+            let kept = LogicalPlan::Filter {
+                input: Box::new(counted),
+                predicate,
+            };
+            let exprs = (0..width)
+                .map(|i| Expr::column(i, &names[i], types[i].clone()))
+                .collect();
+            Ok(kept.project(exprs, names))
+        }
     }
 }
 
