@@ -2,6 +2,7 @@
 //! tiers the log tail into Parquet.
 
 mod bulk;
+mod copy;
 mod error;
 mod leader;
 mod node;

@@ -134,6 +134,12 @@ impl Node {
                 Ok(StatementResult::Rows { schema, batches })
             }
             Plan::Explain(plan) => Ok(explain_result(&plan.to_string())),
+            Plan::CopyTo { input, path } => {
+                let schema = input.schema();
+                let batches = self.run_query(input, snapshot, Vec::new()).await?;
+                let rows = crate::copy::write_file(&path, &schema, &batches)?;
+                Ok(done(format!("COPY {rows}")))
+            }
             Plan::Checkpoint => {
                 self.checkpoint().await?;
                 Ok(done("CHECKPOINT"))

@@ -88,7 +88,37 @@ impl Node {
                 self.create_view(name, sql, &view).await?;
                 Ok(done("CREATE MATERIALIZED VIEW"))
             }
-            Plan::Query(_) | Plan::Explain(_) | Plan::Checkpoint => {
+            Plan::CreateTableAs {
+                name,
+                columns,
+                input,
+                if_not_exists,
+            } => {
+                if self.snapshot().table(&name).is_some() {
+                    if if_not_exists {
+                        return Ok(done("CREATE TABLE"));
+                    }
+                    return Err(pondra_catalog::CatalogError::TableExists(name).into());
+                }
+                let def = TableDef {
+                    id: 0,
+                    name,
+                    columns,
+                    kind: TableKind::Table,
+                };
+                let rows = self.run_query(input, self.snapshot(), Vec::new()).await?;
+                let count: usize = rows.iter().map(|b| b.num_rows()).sum();
+                let initial = if count > 0 {
+                    Some(self.segment(&def, &rows).await?)
+                } else {
+                    None
+                };
+                self.catalog
+                    .commit(vec![Change::CreateTable { def, initial }])
+                    .await?;
+                Ok(done(format!("SELECT {count}")))
+            }
+            Plan::Query(_) | Plan::Explain(_) | Plan::Checkpoint | Plan::CopyTo { .. } => {
                 unreachable!("not a write")
             }
         }
@@ -178,7 +208,7 @@ impl Node {
     }
 
     /// Encodes rows as a log segment; a large one is written to `log/` before the commit.
-    async fn segment(
+    pub(crate) async fn segment(
         &self,
         table: &TableDef,
         batches: &[RecordBatch],

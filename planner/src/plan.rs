@@ -24,6 +24,18 @@ pub enum Plan {
         table: Arc<TableDef>,
         input: LogicalPlan,
     },
+    /// `CREATE TABLE ... AS SELECT`: the table and its first rows in one commit.
+    CreateTableAs {
+        name: String,
+        columns: Vec<Column>,
+        input: LogicalPlan,
+        if_not_exists: bool,
+    },
+    /// `COPY ... TO 'file'`: the rows of `input` written to a local Parquet or CSV file.
+    CopyTo {
+        input: LogicalPlan,
+        path: String,
+    },
     CreateMaterializedView {
         name: String,
         sql: String,

@@ -129,3 +129,35 @@ fn sql_formats_and_errors() {
     );
     assert_eq!(stdout(&output), "+---+\n| n |\n+---+\n| 2 |\n+---+\n");
 }
+
+#[test]
+fn copy_writes_and_reads_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let parquet = dir.path().join("out.parquet");
+    let csv = dir.path().join("out.csv");
+    let script = format!(
+        "CREATE TABLE t (a BIGINT, b VARCHAR);
+INSERT INTO t VALUES (1, 'x'), (2, NULL);
+COPY (SELECT a, b FROM t ORDER BY a) TO '{}';
+COPY t TO '{}';
+CREATE TABLE u (a BIGINT, b VARCHAR);
+COPY u FROM '{}';
+SELECT count(*) AS n, sum(a) AS s FROM u;
+SELECT count(*) AS n FROM read_parquet('{}');
+",
+        parquet.display(),
+        csv.display(),
+        parquet.display(),
+        dir.path().join("*.parquet").display()
+    );
+    let output = shell(&lake, &script);
+    assert_eq!(stderr(&output), "");
+    assert_eq!(
+        stdout(&output),
+        "+---+---+\n| n | s |\n+---+---+\n| 2 | 3 |\n+---+---+\n+---+\n| n |\n+---+\n| 2 |\n+---+\n"
+    );
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.starts_with("a,b\n"), "{text}");
+    assert_eq!(text.lines().count(), 3);
+}

@@ -108,6 +108,9 @@ impl<'a> Binder<'a> {
                 ..
             } => self.bind_drop(*object_type, *if_exists, names),
             ast::Statement::Insert(insert) => self.bind_insert(insert),
+            ast::Statement::Copy {
+                source, to, target, ..
+            } => self.bind_copy(source, *to, target),
             ast::Statement::CreateView(create) => {
                 if !create.materialized {
                     return Err(unsupported!("views that are not materialized"));
@@ -147,10 +150,37 @@ impl<'a> Binder<'a> {
     }
 
     fn bind_create_table(&self, create: &ast::CreateTable) -> Result<Plan> {
-        if create.query.is_some() {
-            return Err(unsupported!("CREATE TABLE ... AS SELECT"));
-        }
         let name = object_name(&create.name)?;
+        if let Some(query) = &create.query {
+            if !create.columns.is_empty() {
+                return Err(unsupported!("column definitions with AS SELECT"));
+            }
+            let input = self.bind_query(query)?;
+            let mut columns = Vec::new();
+            for field in input.schema().fields() {
+                let sql_type =
+                    pondra_catalog::SqlType::from_arrow(field.data_type()).ok_or_else(|| {
+                        bind_err!(
+                            "column {} of type {} cannot be stored",
+                            field.name(),
+                            type_name(field.data_type())
+                        )
+                    })?;
+                if columns.iter().any(|c: &Column| c.name == *field.name()) {
+                    return Err(bind_err!("column {} is named twice", field.name()));
+                }
+                columns.push(Column {
+                    name: field.name().clone(),
+                    sql_type,
+                });
+            }
+            return Ok(Plan::CreateTableAs {
+                name,
+                columns,
+                input,
+                if_not_exists: create.if_not_exists,
+            });
+        }
         let mut columns: Vec<Column> = Vec::new();
         for def in &create.columns {
             let column_name = normalize(&def.name);
@@ -215,28 +245,84 @@ impl<'a> Binder<'a> {
         Ok(Plan::DropTable { name, if_exists })
     }
 
+    fn bind_copy(
+        &self,
+        source: &ast::CopySource,
+        to: bool,
+        target: &ast::CopyTarget,
+    ) -> Result<Plan> {
+        let ast::CopyTarget::File { filename } = target else {
+            return Err(unsupported!("COPY with {target}"));
+        };
+        if to {
+            let input = match source {
+                ast::CopySource::Query(query) => self.bind_query(query)?,
+                ast::CopySource::Table {
+                    table_name,
+                    columns,
+                } => {
+                    if !columns.is_empty() {
+                        return Err(unsupported!("COPY of some columns"));
+                    }
+                    self.scan(self.table(&object_name(table_name)?)?)?
+                }
+            };
+            return Ok(Plan::CopyTo {
+                input,
+                path: filename.clone(),
+            });
+        }
+        let ast::CopySource::Table {
+            table_name,
+            columns,
+        } = source
+        else {
+            return Err(bind_err!("COPY FROM needs a table"));
+        };
+        if !filename.ends_with(".parquet") {
+            return Err(unsupported!("COPY FROM files other than Parquet"));
+        }
+        let table = self.table(&object_name(table_name)?)?.clone();
+        let file = ExternalTable::open("copy", filename)?;
+        let columns: Vec<ast::ObjectName> = columns
+            .iter()
+            .map(|c| ast::ObjectName::from(vec![c.clone()]))
+            .collect();
+        self.insert_plan(table, LogicalPlan::ParquetScan { table: file }, &columns)
+    }
+
     fn bind_insert(&self, insert: &ast::Insert) -> Result<Plan> {
         let ast::TableObject::TableName(name) = &insert.table else {
             return Err(unsupported!("INSERT into a table function"));
         };
         let table = self.table(&object_name(name)?)?.clone();
+        let source = insert
+            .source
+            .as_ref()
+            .ok_or_else(|| unsupported!("INSERT without VALUES or SELECT"))?;
+        let input = self.bind_query(source)?;
+        self.insert_plan(table, input, &insert.columns)
+    }
+
+    /// Appends the rows of `input` to `table`, into `columns` (all of them when empty).
+    fn insert_plan(
+        &self,
+        table: Arc<pondra_catalog::TableDef>,
+        input: LogicalPlan,
+        columns: &[ast::ObjectName],
+    ) -> Result<Plan> {
         if table.is_materialized_view() {
             return Err(bind_err!(
                 "cannot insert into materialized view {}: it is kept current from its table",
                 table.name
             ));
         }
-        let source = insert
-            .source
-            .as_ref()
-            .ok_or_else(|| unsupported!("INSERT without VALUES or SELECT"))?;
-        let input = self.bind_query(source)?;
         let input_schema = input.schema();
-        let targets: Vec<usize> = if insert.columns.is_empty() {
+        let targets: Vec<usize> = if columns.is_empty() {
             (0..table.columns.len()).collect()
         } else {
             let mut targets = Vec::new();
-            for column in &insert.columns {
+            for column in columns {
                 let column = object_name(column)?;
                 let index = table
                     .columns
