@@ -1,8 +1,11 @@
 //! Join order for a block of inner joins: relations and the predicates over them (from WHERE
-//! and from INNER JOIN ... ON) are combined greedily, always joining the two connected groups
-//! whose join is estimated smallest, with the smaller side built into the hash table. Filters
-//! on one relation are applied to it before any join; a predicate over several relations is
-//! applied as soon as they meet.
+//! and from INNER JOIN ... ON) are combined greedily. The join tree grows from the largest
+//! relation (after its filters), each step adding the smallest relation connected to it by an
+//! equality, with the smaller side built into the hash table. Without distinct counts in the
+//! catalog yet, starting from the largest relation keeps a join of two small tables on a
+//! non-key column (a many-to-many join) from being chosen first. Filters on one relation are
+//! applied to it before any join; a predicate over several relations is applied as soon as
+//! they meet.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -87,7 +90,7 @@ pub fn plan_join_block(
     }
 
     while groups.len() > 1 {
-        let (a, b) = best_pair(&groups, &pending);
+        let (a, b) = next_pair(&groups, &pending);
         let (first, second) = (a.min(b), a.max(b));
         let g2 = groups.remove(second);
         let g1 = groups.remove(first);
@@ -167,29 +170,29 @@ fn apply_ready(group: &mut Group, pending: &mut Vec<Predicate>) {
     }
 }
 
-/// The two groups to join next: connected by a predicate, with the smallest estimated result.
-fn best_pair(groups: &[Group], pending: &[Predicate]) -> (usize, usize) {
-    let mut best: Option<(f64, f64, usize, usize)> = None;
-    for i in 0..groups.len() {
-        for j in i + 1..groups.len() {
-            let connected = pending.iter().any(|p| {
-                !p.relations.is_disjoint(&groups[i].relations)
-                    && !p.relations.is_disjoint(&groups[j].relations)
-                    && equi_key(&p.expr, &groups[i], &groups[j]).is_some()
-            });
-            let (a, b) = (groups[i].rows, groups[j].rows);
-            let (size, tie) = if connected {
-                (a.max(b), a.min(b))
-            } else {
-                (f64::MAX / 4.0 + a * b, a.min(b))
-            };
-            if best.is_none_or(|(s, t, _, _)| size < s || (size == s && tie < t)) {
-                best = Some((size, tie, i, j));
-            }
-        }
-    }
-    let (_, _, i, j) = best.expect("at least two groups");
-    (i, j)
+/// The two groups to join next: the largest group, and the smallest group connected to it by
+/// an equality (or, when none is, the smallest group).
+fn next_pair(groups: &[Group], pending: &[Predicate]) -> (usize, usize) {
+    let largest = (0..groups.len())
+        .max_by(|a, b| groups[*a].rows.total_cmp(&groups[*b].rows))
+        .expect("groups");
+    let connected = |other: usize| {
+        pending.iter().any(|p| {
+            !p.relations.is_disjoint(&groups[largest].relations)
+                && !p.relations.is_disjoint(&groups[other].relations)
+                && equi_key(&p.expr, &groups[largest], &groups[other]).is_some()
+        })
+    };
+    let others = (0..groups.len()).filter(|i| *i != largest);
+    let smallest = |candidates: Vec<usize>| {
+        candidates
+            .into_iter()
+            .min_by(|a, b| groups[*a].rows.total_cmp(&groups[*b].rows))
+    };
+    let pick = smallest(others.clone().filter(|i| connected(*i)).collect())
+        .or_else(|| smallest(others.collect()))
+        .expect("at least two groups");
+    (largest, pick)
 }
 
 /// `probe_expr = build_expr` when the predicate is an equality with one side in each group.
