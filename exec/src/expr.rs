@@ -12,6 +12,7 @@ use arrow::datatypes::{DataType, Float64Type, Int32Type, Int64Type};
 use arrow::util::display::FormatOptions;
 use pondra_planner::{BinaryOp, DatePart, Expr, ScalarFunction};
 
+use crate::functions;
 use crate::{ExecError, Result};
 
 const CAST_OPTIONS: CastOptions<'static> = CastOptions {
@@ -54,13 +55,8 @@ pub fn evaluate(expr: &Expr, batch: &RecordBatch) -> Result<ArrayRef> {
             };
             for (when, then) in branches.iter().rev() {
                 let mask = evaluate(when, batch)?;
-                let mask = mask.as_boolean();
                 // A NULL condition does not match: the branch is not taken.
-                let mask = if mask.null_count() > 0 {
-                    arrow::compute::prep_null_mask_filter(mask)
-                } else {
-                    mask.clone()
-                };
+                let mask = functions::nulls_as_false(mask.as_boolean());
                 let then = evaluate(then, batch)?;
                 result = arrow::compute::kernels::zip::zip(&mask, &then, &result)?;
             }
@@ -254,6 +250,35 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
             }
             Ok(Arc::new(out.finish()))
         }
+        ScalarFunction::Ceil => functions::round_to_whole(&args[0], true),
+        ScalarFunction::Floor => functions::round_to_whole(&args[0], false),
+        ScalarFunction::Sqrt => functions::math(
+            &args[0],
+            f64::sqrt,
+            Some(("cannot take square root of a negative number", |v| v >= 0.0)),
+        ),
+        ScalarFunction::Ln => functions::math(
+            &args[0],
+            f64::ln,
+            Some(("cannot take logarithm of zero or a negative number", |v| {
+                v > 0.0
+            })),
+        ),
+        ScalarFunction::Exp => functions::math(&args[0], f64::exp, None),
+        ScalarFunction::Power => functions::power(&args[0], &args[1]),
+        ScalarFunction::Trim(leading, trailing) => functions::trim(args, leading, trailing),
+        ScalarFunction::Replace => functions::replace(args),
+        ScalarFunction::Concat => functions::concat(args),
+        ScalarFunction::Position => functions::position(args),
+        ScalarFunction::StartsWith => functions::starts_with(args),
+        ScalarFunction::Left => functions::left_right(args, true),
+        ScalarFunction::Right => functions::left_right(args, false),
+        ScalarFunction::Reverse => functions::reverse(args),
+        ScalarFunction::Repeat => functions::repeat(args),
+        ScalarFunction::Greatest => functions::extreme(args, true),
+        ScalarFunction::Least => functions::extreme(args, false),
+        ScalarFunction::DateTrunc(part) => functions::date_trunc(&args[0], part),
+        ScalarFunction::DateDiff(part) => functions::date_diff(&args[0], &args[1], part),
         ScalarFunction::Round => {
             let values = args[0].as_primitive::<Float64Type>();
             let digits = args.get(1).map(|d| d.as_primitive::<Int64Type>());

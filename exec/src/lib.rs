@@ -9,6 +9,7 @@
 mod aggregate;
 mod error;
 mod expr;
+mod functions;
 mod join;
 mod pipeline;
 mod scan;

@@ -178,6 +178,30 @@ pub enum ScalarFunction {
     Substring,
     /// `EXTRACT(part FROM value)`.
     DatePart(DatePart),
+    Ceil,
+    Floor,
+    Sqrt,
+    Ln,
+    Exp,
+    Power,
+    /// `trim`, `ltrim`, `rtrim`: (leading, trailing).
+    Trim(bool, bool),
+    Replace,
+    /// `concat(...)`: NULL arguments count as empty strings.
+    Concat,
+    /// `strpos(s, sub)`, `position(sub IN s)`: 1-based, 0 when absent.
+    Position,
+    StartsWith,
+    Left,
+    Right,
+    Reverse,
+    Repeat,
+    /// The largest / smallest non-NULL argument.
+    Greatest,
+    Least,
+    DateTrunc(DatePart),
+    /// Whole `part` boundaries crossed from the first date to the second.
+    DateDiff(DatePart),
 }
 
 /// The parts of a date or timestamp EXTRACT can take.
@@ -207,6 +231,25 @@ impl ScalarFunction {
             ScalarFunction::Round => "round",
             ScalarFunction::Substring => "substring",
             ScalarFunction::DatePart(_) => "date_part",
+            ScalarFunction::Ceil => "ceil",
+            ScalarFunction::Floor => "floor",
+            ScalarFunction::Sqrt => "sqrt",
+            ScalarFunction::Ln => "ln",
+            ScalarFunction::Exp => "exp",
+            ScalarFunction::Power => "power",
+            ScalarFunction::Trim(..) => "trim",
+            ScalarFunction::Replace => "replace",
+            ScalarFunction::Concat => "concat",
+            ScalarFunction::Position => "strpos",
+            ScalarFunction::StartsWith => "starts_with",
+            ScalarFunction::Left => "left",
+            ScalarFunction::Right => "right",
+            ScalarFunction::Reverse => "reverse",
+            ScalarFunction::Repeat => "repeat",
+            ScalarFunction::Greatest => "greatest",
+            ScalarFunction::Least => "least",
+            ScalarFunction::DateTrunc(_) => "date_trunc",
+            ScalarFunction::DateDiff(_) => "date_diff",
         }
     }
 }

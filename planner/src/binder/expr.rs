@@ -415,6 +415,61 @@ fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Expr> {
         } => bind_case(operand.as_deref(), conditions, else_result.as_deref(), ctx),
         E::Function(function) => bind_function(function, ctx),
         E::Interval(interval) => Ok(Expr::Literal(interval_literal(interval)?)),
+        E::Trim {
+            trim_where,
+            trim_what: None,
+            expr: inner,
+            trim_characters: None,
+        } => {
+            let (leading, trailing) = match trim_where {
+                None | Some(ast::TrimWhereField::Both) => (true, true),
+                Some(ast::TrimWhereField::Leading) => (true, false),
+                Some(ast::TrimWhereField::Trailing) => (false, true),
+            };
+            Ok(Expr::Function {
+                func: ScalarFunction::Trim(leading, trailing),
+                args: vec![bind_expr(inner, ctx)?.cast(&DataType::Utf8)],
+                data_type: DataType::Utf8,
+            })
+        }
+        E::Position { expr, r#in } => {
+            let needle = bind_expr(expr, ctx)?.cast(&DataType::Utf8);
+            let haystack = bind_expr(r#in, ctx)?.cast(&DataType::Utf8);
+            Ok(Expr::Function {
+                func: ScalarFunction::Position,
+                args: vec![haystack, needle],
+                data_type: DataType::Int64,
+            })
+        }
+        E::Ceil { expr: inner, field } | E::Floor { expr: inner, field } => {
+            if !matches!(
+                field,
+                ast::CeilFloorKind::DateTimeField(ast::DateTimeField::NoDateTime)
+            ) {
+                return Err(unsupported!("CEIL / FLOOR with a scale or a date part"));
+            }
+            let value = bind_expr(inner, ctx)?;
+            let t = match value.data_type() {
+                t @ (DataType::Int32 | DataType::Int64) => t,
+                t if is_numeric(&t) || t == DataType::Null => DataType::Float64,
+                t => {
+                    return Err(bind_err!(
+                        "CEIL / FLOOR need a number, not {}",
+                        type_name(&t)
+                    ));
+                }
+            };
+            let func = if matches!(expr, E::Ceil { .. }) {
+                ScalarFunction::Ceil
+            } else {
+                ScalarFunction::Floor
+            };
+            Ok(Expr::Function {
+                func,
+                args: vec![value.cast(&t)],
+                data_type: t,
+            })
+        }
         E::Extract { field, expr, .. } => {
             let value = bind_expr(expr, ctx)?;
             let t = value.data_type();
@@ -541,6 +596,37 @@ fn resolve_column(
         column.name.clone(),
         column.data_type.clone(),
     ))
+}
+
+fn strings(args: Vec<Expr>) -> Vec<Expr> {
+    args.into_iter().map(|a| a.cast(&DataType::Utf8)).collect()
+}
+
+fn numbers(name: &str, args: &[Expr]) -> Result<()> {
+    for a in args {
+        let t = a.data_type();
+        if !is_numeric(&t) && t != DataType::Null {
+            return Err(bind_err!("{name} needs numbers, not {}", type_name(&t)));
+        }
+    }
+    Ok(())
+}
+
+/// A date part named in a string (`'month'`, `'year'`...).
+fn part_by_name(name: &str) -> Result<DatePart> {
+    Ok(match name.to_lowercase().trim_end_matches('s') {
+        "year" => DatePart::Year,
+        "quarter" => DatePart::Quarter,
+        "month" => DatePart::Month,
+        "week" => DatePart::Week,
+        "day" => DatePart::Day,
+        "dow" | "dayofweek" => DatePart::DayOfWeek,
+        "doy" | "dayofyear" => DatePart::DayOfYear,
+        "hour" => DatePart::Hour,
+        "minute" => DatePart::Minute,
+        "second" => DatePart::Second,
+        other => return Err(bind_err!("unknown date part '{other}'")),
+    })
 }
 
 fn integer_arg(expr: Expr, function: &str) -> Result<Expr> {
@@ -981,6 +1067,114 @@ fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> Result<Expr
                 args[1] = args[1].clone().cast(&DataType::Int64);
             }
             (ScalarFunction::Round, args, DataType::Float64)
+        }
+        "ceil" | "ceiling" | "floor" => {
+            arity(1)?;
+            let t = match args[0].data_type() {
+                t @ (DataType::Int32 | DataType::Int64) => t,
+                t if is_numeric(&t) || t == DataType::Null => DataType::Float64,
+                t => return Err(bind_err!("{name} needs a number, not {}", type_name(&t))),
+            };
+            let func = if name == "floor" {
+                ScalarFunction::Floor
+            } else {
+                ScalarFunction::Ceil
+            };
+            (func, args.into_iter().map(|a| a.cast(&t)).collect(), t)
+        }
+        "sqrt" | "ln" | "exp" | "power" | "pow" => {
+            let (func, n) = match name.as_str() {
+                "sqrt" => (ScalarFunction::Sqrt, 1),
+                "ln" => (ScalarFunction::Ln, 1),
+                "exp" => (ScalarFunction::Exp, 1),
+                _ => (ScalarFunction::Power, 2),
+            };
+            arity(n)?;
+            numbers(&name, &args)?;
+            let args = args
+                .into_iter()
+                .map(|a| a.cast(&DataType::Float64))
+                .collect();
+            (func, args, DataType::Float64)
+        }
+        "trim" | "ltrim" | "rtrim" => {
+            arity(1)?;
+            let func = ScalarFunction::Trim(name != "rtrim", name != "ltrim");
+            (func, strings(args), DataType::Utf8)
+        }
+        "replace" => {
+            arity(3)?;
+            (ScalarFunction::Replace, strings(args), DataType::Utf8)
+        }
+        "concat" => (ScalarFunction::Concat, strings(args), DataType::Utf8),
+        "strpos" | "instr" => {
+            arity(2)?;
+            (ScalarFunction::Position, strings(args), DataType::Int64)
+        }
+        "starts_with" | "prefix" => {
+            arity(2)?;
+            (ScalarFunction::StartsWith, strings(args), DataType::Boolean)
+        }
+        "left" | "right" | "repeat" => {
+            arity(2)?;
+            let mut args = args;
+            let count = integer_arg(args.pop().expect("two args"), &name)?;
+            let mut args = strings(args);
+            args.push(count);
+            let func = match name.as_str() {
+                "left" => ScalarFunction::Left,
+                "right" => ScalarFunction::Right,
+                _ => ScalarFunction::Repeat,
+            };
+            (func, args, DataType::Utf8)
+        }
+        "reverse" => {
+            arity(1)?;
+            (ScalarFunction::Reverse, strings(args), DataType::Utf8)
+        }
+        "greatest" | "least" => {
+            if args.is_empty() {
+                return Err(bind_err!("{name} needs at least one argument"));
+            }
+            let types: Vec<DataType> = args.iter().map(Expr::data_type).collect();
+            let t = common_type(&types)?;
+            let func = if name == "greatest" {
+                ScalarFunction::Greatest
+            } else {
+                ScalarFunction::Least
+            };
+            (func, args.into_iter().map(|a| a.cast(&t)).collect(), t)
+        }
+        "date_part" | "datepart" | "date_trunc" | "datetrunc" | "date_diff" | "datediff" => {
+            let n = if name.contains("diff") { 3 } else { 2 };
+            arity(n)?;
+            let part = match &args[0] {
+                Expr::Literal(ScalarValue::Utf8(part)) => part_by_name(part)?,
+                _ => return Err(bind_err!("{name} needs the part as a string literal")),
+            };
+            let values: Vec<Expr> = args[1..].to_vec();
+            for v in &values {
+                let t = v.data_type();
+                if !matches!(
+                    t,
+                    DataType::Date32 | DataType::Timestamp(..) | DataType::Null
+                ) {
+                    return Err(bind_err!(
+                        "{name} needs a DATE or TIMESTAMP, not {}",
+                        type_name(&t)
+                    ));
+                }
+            }
+            if name.contains("trunc") {
+                let t = values[0].data_type();
+                (ScalarFunction::DateTrunc(part), values, t)
+            } else if name.contains("diff") {
+                let ts = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None);
+                let values = values.into_iter().map(|v| v.cast(&ts)).collect();
+                (ScalarFunction::DateDiff(part), values, DataType::Int64)
+            } else {
+                (ScalarFunction::DatePart(part), values, DataType::Int64)
+            }
         }
         _ => return Err(bind_err!("function {name} does not exist")),
     };

@@ -1,0 +1,313 @@
+//! Scalar functions over whole arrays: math, strings, comparisons and dates.
+
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, Date32Array, Float64Array, Int64Array, StringArray,
+    TimestampMicrosecondArray,
+};
+use arrow::compute::kernels::{cmp, zip::zip};
+use arrow::compute::{is_null, not};
+use arrow::datatypes::{DataType, Date32Type, Float64Type, Int64Type, TimestampMicrosecondType};
+use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
+use pondra_planner::DatePart;
+
+use crate::{ExecError, Result};
+
+fn fail(message: impl Into<String>) -> ExecError {
+    ExecError::Execution(message.into())
+}
+
+/// A DOUBLE function of one argument; `check` rejects arguments outside its domain.
+pub fn math(
+    value: &ArrayRef,
+    f: fn(f64) -> f64,
+    check: Option<(&str, fn(f64) -> bool)>,
+) -> Result<ArrayRef> {
+    let values = value.as_primitive::<Float64Type>();
+    let mut out = Vec::with_capacity(values.len());
+    for v in values.iter() {
+        if let (Some(v), Some((message, ok))) = (v, check)
+            && !ok(v)
+        {
+            return Err(fail(message));
+        }
+        out.push(v.map(f));
+    }
+    Ok(Arc::new(Float64Array::from(out)))
+}
+
+pub fn power(base: &ArrayRef, exponent: &ArrayRef) -> Result<ArrayRef> {
+    let (b, e) = (
+        base.as_primitive::<Float64Type>(),
+        exponent.as_primitive::<Float64Type>(),
+    );
+    let out: Float64Array = b
+        .iter()
+        .zip(e.iter())
+        .map(|(b, e)| Some(b?.powf(e?)))
+        .collect();
+    Ok(Arc::new(out))
+}
+
+/// `ceil` / `floor`: integers are already whole.
+pub fn round_to_whole(value: &ArrayRef, up: bool) -> Result<ArrayRef> {
+    match value.data_type() {
+        DataType::Float64 => math(value, if up { f64::ceil } else { f64::floor }, None),
+        _ => Ok(value.clone()),
+    }
+}
+
+/// A string function of the strings in `args[0]` and, per row, the other arguments.
+fn strings_map(
+    args: &[ArrayRef],
+    f: impl Fn(&str, &[Option<&str>], &[Option<i64>]) -> Option<String>,
+) -> Result<ArrayRef> {
+    let first = args[0].as_string::<i32>();
+    let texts: Vec<_> = args[1..]
+        .iter()
+        .filter(|a| a.data_type() == &DataType::Utf8)
+        .map(|a| a.as_string::<i32>())
+        .collect();
+    let ints: Vec<_> = args[1..]
+        .iter()
+        .filter(|a| a.data_type() == &DataType::Int64)
+        .map(|a| a.as_primitive::<Int64Type>())
+        .collect();
+    let out: StringArray = (0..first.len())
+        .map(|row| {
+            if first.is_null(row) {
+                return None;
+            }
+            let t: Vec<Option<&str>> = texts
+                .iter()
+                .map(|a| a.is_valid(row).then(|| a.value(row)))
+                .collect();
+            let n: Vec<Option<i64>> = ints
+                .iter()
+                .map(|a| a.is_valid(row).then(|| a.value(row)))
+                .collect();
+            f(first.value(row), &t, &n)
+        })
+        .collect();
+    Ok(Arc::new(out))
+}
+
+pub fn trim(args: &[ArrayRef], leading: bool, trailing: bool) -> Result<ArrayRef> {
+    strings_map(args, |s, _, _| {
+        Some(match (leading, trailing) {
+            (true, true) => s.trim_matches(' ').to_string(),
+            (true, false) => s.trim_start_matches(' ').to_string(),
+            _ => s.trim_end_matches(' ').to_string(),
+        })
+    })
+}
+
+pub fn replace(args: &[ArrayRef]) -> Result<ArrayRef> {
+    strings_map(args, |s, t, _| match (t[0], t[1]) {
+        (Some(""), Some(_)) => Some(s.to_string()),
+        (Some(from), Some(to)) => Some(s.replace(from, to)),
+        _ => None,
+    })
+}
+
+pub fn left_right(args: &[ArrayRef], left: bool) -> Result<ArrayRef> {
+    strings_map(args, |s, _, n| {
+        let n = n[0]?;
+        let chars: Vec<char> = s.chars().collect();
+        let len = chars.len() as i64;
+        let take = if n >= 0 { n.min(len) } else { (len + n).max(0) } as usize;
+        Some(if left {
+            chars[..take].iter().collect()
+        } else {
+            chars[chars.len() - take..].iter().collect()
+        })
+    })
+}
+
+pub fn reverse(args: &[ArrayRef]) -> Result<ArrayRef> {
+    strings_map(args, |s, _, _| Some(s.chars().rev().collect()))
+}
+
+pub fn repeat(args: &[ArrayRef]) -> Result<ArrayRef> {
+    strings_map(args, |s, _, n| Some(s.repeat(n[0]?.max(0) as usize)))
+}
+
+/// `concat`: NULLs count as empty strings.
+pub fn concat(args: &[ArrayRef]) -> Result<ArrayRef> {
+    let rows = args.first().map_or(0, |a| a.len());
+    let strings: Vec<_> = args.iter().map(|a| a.as_string::<i32>()).collect();
+    let out: StringArray = (0..rows)
+        .map(|row| {
+            Some(
+                strings
+                    .iter()
+                    .filter(|s| s.is_valid(row))
+                    .map(|s| s.value(row))
+                    .collect::<String>(),
+            )
+        })
+        .collect();
+    Ok(Arc::new(out))
+}
+
+/// 1-based position of `args[1]` in `args[0]`, in characters; 0 when absent.
+pub fn position(args: &[ArrayRef]) -> Result<ArrayRef> {
+    let (hay, needle) = (args[0].as_string::<i32>(), args[1].as_string::<i32>());
+    let out: Int64Array = hay
+        .iter()
+        .zip(needle.iter())
+        .map(|(h, n)| {
+            let (h, n) = (h?, n?);
+            Some(
+                h.find(n)
+                    .map_or(0, |byte| h[..byte].chars().count() as i64 + 1),
+            )
+        })
+        .collect();
+    Ok(Arc::new(out))
+}
+
+pub fn starts_with(args: &[ArrayRef]) -> Result<ArrayRef> {
+    let (s, p) = (args[0].as_string::<i32>(), args[1].as_string::<i32>());
+    let out: BooleanArray = s
+        .iter()
+        .zip(p.iter())
+        .map(|(s, p)| Some(s?.starts_with(p?)))
+        .collect();
+    Ok(Arc::new(out))
+}
+
+/// The largest (or smallest) non-NULL value of each row.
+pub fn extreme(args: &[ArrayRef], greatest: bool) -> Result<ArrayRef> {
+    let mut result = args[0].clone();
+    for next in &args[1..] {
+        let better = if greatest {
+            cmp::gt(next, &result)?
+        } else {
+            cmp::lt(next, &result)?
+        };
+        // Take `next` where it is better, or where the result so far is NULL.
+        let better = nulls_as_false(&better);
+        let result_null = is_null(&result)?;
+        let take_next = arrow::compute::or(&better, &result_null)?;
+        let next_null = is_null(next)?;
+        let take_next = arrow::compute::and(&take_next, &not(&next_null)?)?;
+        result = zip(&take_next, next, &result)?;
+    }
+    Ok(result)
+}
+
+/// The mask with NULL read as false (a NULL condition does not hold).
+pub fn nulls_as_false(mask: &BooleanArray) -> BooleanArray {
+    if mask.null_count() > 0 {
+        arrow::compute::prep_null_mask_filter(mask)
+    } else {
+        mask.clone()
+    }
+}
+
+fn date_of_day(days: i32) -> NaiveDate {
+    NaiveDate::from_num_days_from_ce_opt(days + 719_163).expect("valid date")
+}
+
+fn day_of_date(date: NaiveDate) -> i32 {
+    date.num_days_from_ce() - 719_163
+}
+
+fn truncate_date(date: NaiveDate, part: DatePart) -> Result<NaiveDate> {
+    let first = |y, m| NaiveDate::from_ymd_opt(y, m, 1).expect("valid date");
+    Ok(match part {
+        DatePart::Year => first(date.year(), 1),
+        DatePart::Quarter => first(date.year(), (date.month0() / 3) * 3 + 1),
+        DatePart::Month => first(date.year(), date.month()),
+        DatePart::Week => {
+            date - chrono::Duration::days(date.weekday().num_days_from_monday() as i64)
+        }
+        DatePart::Day | DatePart::Hour | DatePart::Minute | DatePart::Second => date,
+        other => return Err(fail(format!("date_trunc cannot truncate to {other:?}"))),
+    })
+}
+
+pub fn date_trunc(value: &ArrayRef, part: DatePart) -> Result<ArrayRef> {
+    match value.data_type() {
+        DataType::Date32 => {
+            let dates = value.as_primitive::<Date32Type>();
+            let mut out = Vec::with_capacity(dates.len());
+            for d in dates.iter() {
+                out.push(match d {
+                    Some(d) => Some(day_of_date(truncate_date(date_of_day(d), part)?)),
+                    None => None,
+                });
+            }
+            Ok(Arc::new(Date32Array::from(out)))
+        }
+        DataType::Timestamp(..) => {
+            let stamps = value.as_primitive::<TimestampMicrosecondType>();
+            let mut out = Vec::with_capacity(stamps.len());
+            for t in stamps.iter() {
+                out.push(match t {
+                    Some(t) => Some(truncate_stamp(t, part)?),
+                    None => None,
+                });
+            }
+            Ok(Arc::new(TimestampMicrosecondArray::from(out)))
+        }
+        other => Err(fail(format!("date_trunc of {other}"))),
+    }
+}
+
+fn stamp(micros: i64) -> NaiveDateTime {
+    chrono::DateTime::from_timestamp_micros(micros)
+        .expect("valid timestamp")
+        .naive_utc()
+}
+
+fn truncate_stamp(micros: i64, part: DatePart) -> Result<i64> {
+    let t = stamp(micros);
+    let day = truncate_date(t.date(), part)?;
+    let (h, m, s) = match part {
+        DatePart::Hour => (t.hour(), 0, 0),
+        DatePart::Minute => (t.hour(), t.minute(), 0),
+        DatePart::Second => (t.hour(), t.minute(), t.second()),
+        _ => (0, 0, 0),
+    };
+    Ok(day
+        .and_hms_opt(h, m, s)
+        .expect("valid time")
+        .and_utc()
+        .timestamp_micros())
+}
+
+/// Boundaries of `part` crossed from `a` to `b` (both timestamps in microseconds).
+pub fn date_diff(a: &ArrayRef, b: &ArrayRef, part: DatePart) -> Result<ArrayRef> {
+    let (a, b) = (
+        a.as_primitive::<TimestampMicrosecondType>(),
+        b.as_primitive::<TimestampMicrosecondType>(),
+    );
+    let mut out = Vec::with_capacity(a.len());
+    for (x, y) in a.iter().zip(b.iter()) {
+        let (Some(x), Some(y)) = (x, y) else {
+            out.push(None);
+            continue;
+        };
+        let (tx, ty) = (stamp(x), stamp(y));
+        let months = |t: &NaiveDateTime| t.year() as i64 * 12 + t.month0() as i64;
+        let value = match part {
+            DatePart::Year => (ty.year() - tx.year()) as i64,
+            DatePart::Quarter => months(&ty) / 3 - months(&tx) / 3,
+            DatePart::Month => months(&ty) - months(&tx),
+            DatePart::Week => {
+                (day_of_date(ty.date()) as i64 - day_of_date(tx.date()) as i64).div_euclid(7)
+            }
+            DatePart::Day | DatePart::DayOfWeek | DatePart::DayOfYear => {
+                day_of_date(ty.date()) as i64 - day_of_date(tx.date()) as i64
+            }
+            DatePart::Hour => (y.div_euclid(3_600_000_000)) - (x.div_euclid(3_600_000_000)),
+            DatePart::Minute => (y.div_euclid(60_000_000)) - (x.div_euclid(60_000_000)),
+            DatePart::Second => (y.div_euclid(1_000_000)) - (x.div_euclid(1_000_000)),
+        };
+        out.push(Some(value));
+    }
+    Ok(Arc::new(Int64Array::from(out)))
+}
