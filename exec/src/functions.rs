@@ -18,12 +18,11 @@ fn fail(message: impl Into<String>) -> ExecError {
     ExecError::Execution(message.into())
 }
 
+/// The error a math function gives for an argument outside its domain, and the domain.
+pub type Domain = (&'static str, fn(f64) -> bool);
+
 /// A DOUBLE function of one argument; `check` rejects arguments outside its domain.
-pub fn math(
-    value: &ArrayRef,
-    f: fn(f64) -> f64,
-    check: Option<(&str, fn(f64) -> bool)>,
-) -> Result<ArrayRef> {
+pub fn math(value: &ArrayRef, f: fn(f64) -> f64, check: Option<Domain>) -> Result<ArrayRef> {
     let values = value.as_primitive::<Float64Type>();
     let mut out = Vec::with_capacity(values.len());
     for v in values.iter() {
