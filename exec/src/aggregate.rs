@@ -43,6 +43,13 @@ enum Accumulator {
         sums: Vec<f64>,
         counts: Vec<i64>,
     },
+    /// Count, mean and sum of squared differences from it (Welford), per group.
+    Moments {
+        counts: Vec<i64>,
+        means: Vec<f64>,
+        squares: Vec<f64>,
+        func: AggregateFunction,
+    },
     /// Distinct values per group, as (group, value in row format); counted at the end.
     CountDistinct {
         converter: RowConverter,
@@ -90,6 +97,15 @@ impl Accumulator {
                 seen: HashSet::new(),
                 counts: Vec::new(),
             },
+            AggregateFunction::StddevSamp
+            | AggregateFunction::StddevPop
+            | AggregateFunction::VarSamp
+            | AggregateFunction::VarPop => Accumulator::Moments {
+                counts: Vec::new(),
+                means: Vec::new(),
+                squares: Vec::new(),
+                func: call.func,
+            },
             AggregateFunction::Avg => Accumulator::Avg {
                 sums: Vec::new(),
                 counts: Vec::new(),
@@ -109,6 +125,16 @@ impl Accumulator {
                 counts.resize(groups, 0);
             }
             Accumulator::CountDistinct { counts, .. } => counts.resize(groups, 0),
+            Accumulator::Moments {
+                counts,
+                means,
+                squares,
+                ..
+            } => {
+                counts.resize(groups, 0);
+                means.resize(groups, 0.0);
+                squares.resize(groups, 0.0);
+            }
         }
     }
 
@@ -194,6 +220,24 @@ impl Accumulator {
                     }
                 }
             }
+            Accumulator::Moments {
+                counts,
+                means,
+                squares,
+                ..
+            } => {
+                let value = cast(value.expect("has an argument"), &DataType::Float64)?;
+                let value = value.as_primitive::<Float64Type>();
+                for (row, &g) in groups.iter().enumerate() {
+                    if value.is_valid(row) {
+                        let x = value.value(row);
+                        counts[g] += 1;
+                        let delta = x - means[g];
+                        means[g] += delta / counts[g] as f64;
+                        squares[g] += delta * (x - means[g]);
+                    }
+                }
+            }
             Accumulator::Avg { sums, counts } => {
                 let value = cast(value.expect("avg has an argument"), &DataType::Float64)?;
                 let value = value.as_primitive::<Float64Type>();
@@ -237,6 +281,29 @@ impl Accumulator {
                 let rows = best.iter().map(|b| b.as_ref().unwrap_or(&null_row).row());
                 converter.convert_rows(rows)?.remove(0)
             }
+            Accumulator::Moments {
+                counts,
+                squares,
+                func,
+                ..
+            } => Arc::new(
+                counts
+                    .iter()
+                    .zip(&squares)
+                    .map(|(n, m2)| {
+                        let n = *n as f64;
+                        match func {
+                            AggregateFunction::VarPop if n >= 1.0 => Some(m2 / n),
+                            AggregateFunction::StddevPop if n >= 1.0 => Some((m2 / n).sqrt()),
+                            AggregateFunction::VarSamp if n >= 2.0 => Some(m2 / (n - 1.0)),
+                            AggregateFunction::StddevSamp if n >= 2.0 => {
+                                Some((m2 / (n - 1.0)).sqrt())
+                            }
+                            _ => None,
+                        }
+                    })
+                    .collect::<Float64Array>(),
+            ),
             Accumulator::Avg { sums, counts } => Arc::new(
                 sums.iter()
                     .zip(&counts)

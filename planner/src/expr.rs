@@ -505,6 +505,11 @@ pub enum AggregateFunction {
     Count,
     /// `count(DISTINCT x)`.
     CountDistinct,
+    /// Standard deviation and variance, of a sample or of the population.
+    StddevSamp,
+    StddevPop,
+    VarSamp,
+    VarPop,
     Sum,
     Min,
     Max,
@@ -521,6 +526,10 @@ impl AggregateFunction {
             AggregateFunction::Min => "min",
             AggregateFunction::Max => "max",
             AggregateFunction::Avg => "avg",
+            AggregateFunction::StddevSamp => "stddev_samp",
+            AggregateFunction::StddevPop => "stddev_pop",
+            AggregateFunction::VarSamp => "var_samp",
+            AggregateFunction::VarPop => "var_pop",
         }
     }
 
@@ -533,7 +542,14 @@ impl AggregateFunction {
                 | AggregateFunction::CountDistinct,
                 _,
             ) => DataType::Int64,
-            (AggregateFunction::Avg, _) => DataType::Float64,
+            (
+                AggregateFunction::Avg
+                | AggregateFunction::StddevSamp
+                | AggregateFunction::StddevPop
+                | AggregateFunction::VarSamp
+                | AggregateFunction::VarPop,
+                _,
+            ) => DataType::Float64,
             (AggregateFunction::Sum, Some(DataType::Int32 | DataType::Int64)) => DataType::Int64,
             (AggregateFunction::Sum, Some(DataType::Decimal128(_, s))) => {
                 DataType::Decimal128(38, *s)

@@ -78,7 +78,9 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
             let base_table = base_table_of(input)?;
             let kinds: Vec<StateKind> = aggregates.iter().map(state_kind).collect();
             if kinds.contains(&StateKind::Distinct) {
-                return Err(unsupported!("count(DISTINCT ...) in a materialized view"));
+                return Err(unsupported!(
+                    "count(DISTINCT ...), stddev and variance in a materialized view"
+                ));
             }
             let mut partials = Vec::new();
             for (call, kind) in aggregates.iter().zip(&kinds) {
@@ -268,7 +270,11 @@ pub fn load_view(snapshot: &Snapshot, view: &TableDef) -> Result<ViewPlan> {
 fn state_kind(call: &AggregateCall) -> StateKind {
     match call.func {
         AggregateFunction::CountStar | AggregateFunction::Count => StateKind::Count,
-        AggregateFunction::CountDistinct => StateKind::Distinct,
+        AggregateFunction::CountDistinct
+        | AggregateFunction::StddevSamp
+        | AggregateFunction::StddevPop
+        | AggregateFunction::VarSamp
+        | AggregateFunction::VarPop => StateKind::Distinct,
         AggregateFunction::Sum => StateKind::Sum,
         AggregateFunction::Min => StateKind::Min,
         AggregateFunction::Max => StateKind::Max,

@@ -51,6 +51,11 @@ pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
         "min" => AggregateFunction::Min,
         "max" => AggregateFunction::Max,
         "avg" | "mean" => AggregateFunction::Avg,
+        "stddev" | "stddev_samp" => AggregateFunction::StddevSamp,
+        "stddev_pop" => AggregateFunction::StddevPop,
+        "variance" | "var_samp" => AggregateFunction::VarSamp,
+        "var_pop" => AggregateFunction::VarPop,
+        "approx_count_distinct" => AggregateFunction::CountDistinct,
         _ => return None,
     })
 }
@@ -225,9 +230,7 @@ fn bind_aggregate_call(
         (AggregateFunction::Min | AggregateFunction::Max, true) => func,
         (_, true) => return Err(unsupported!("{name}(DISTINCT ...)")),
     };
-    if function.filter.is_some() {
-        return Err(unsupported!("FILTER on aggregates"));
-    }
+
     if function.over.is_some() {
         return Err(unsupported!("window functions"));
     }
@@ -239,11 +242,12 @@ fn bind_aggregate_call(
         ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)
             if func == AggregateFunction::Count =>
         {
-            return Ok(AggregateCall {
+            let call = AggregateCall {
                 func: AggregateFunction::CountStar,
                 arg: None,
                 data_type: DataType::Int64,
-            });
+            };
+            return with_filter(call, function.filter.as_deref(), input);
         }
         ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => e,
         other => return Err(bind_err!("{name}: unexpected argument {other}")),
@@ -254,7 +258,14 @@ fn bind_aggregate_call(
     let mut arg = bind_generic(arg_expr, &mut Context::plain(input, "aggregate arguments"))?;
     let arg_type = arg.data_type();
     match func {
-        AggregateFunction::Sum | AggregateFunction::Avg if !is_numeric(&arg_type) => {
+        AggregateFunction::Sum
+        | AggregateFunction::Avg
+        | AggregateFunction::StddevSamp
+        | AggregateFunction::StddevPop
+        | AggregateFunction::VarSamp
+        | AggregateFunction::VarPop
+            if !is_numeric(&arg_type) =>
+        {
             if arg_type == DataType::Null {
                 arg = arg.cast(&DataType::Int64);
             } else {
@@ -270,10 +281,47 @@ fn bind_aggregate_call(
         _ => {}
     }
     let data_type = func.result_type(Some(&arg.data_type()));
-    Ok(AggregateCall {
+    let call = AggregateCall {
         func,
         arg: Some(arg),
         data_type,
+    };
+    with_filter(call, function.filter.as_deref(), input)
+}
+
+/// `agg(x) FILTER (WHERE c)` is `agg(CASE WHEN c THEN x END)`; `count(*)` counts `CASE WHEN c
+/// THEN 1 END`.
+fn with_filter(
+    call: AggregateCall,
+    filter: Option<&ast::Expr>,
+    input: &Scope,
+) -> Result<AggregateCall> {
+    let Some(filter) = filter else {
+        return Ok(call);
+    };
+    if contains_aggregate(filter) {
+        return Err(bind_err!("aggregate functions are not allowed in FILTER"));
+    }
+    let condition = boolean(
+        bind_generic(filter, &mut Context::plain(input, "FILTER"))?,
+        "FILTER",
+    )?;
+    let (func, value) = match call.arg {
+        Some(arg) => (call.func, arg),
+        None => (
+            AggregateFunction::Count,
+            Expr::Literal(ScalarValue::Int32(1)),
+        ),
+    };
+    let data_type = value.data_type();
+    Ok(AggregateCall {
+        func,
+        arg: Some(Expr::Case {
+            branches: vec![(condition, value)],
+            otherwise: None,
+            data_type,
+        }),
+        data_type: call.data_type,
     })
 }
 
