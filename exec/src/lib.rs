@@ -15,6 +15,7 @@ mod pipeline;
 mod scan;
 mod sort;
 mod subquery;
+mod window;
 
 pub use error::{ExecError, Result};
 pub use expr::evaluate;

@@ -234,6 +234,15 @@ fn run_pipeline<'p>(
                 }
             }
         }
+        PhysicalPlan::Window {
+            input,
+            exprs,
+            schema,
+        } => {
+            let rows = run_pipeline(input, Sink::Collect(Vec::new()), ctx)?;
+            let out = crate::window::compute_windows(&input.schema(), &rows, exprs, schema)?;
+            push(operators, out, &mut sink)?;
+        }
         PhysicalPlan::Union { inputs, .. } => {
             for input in inputs {
                 for batch in run_pipeline(input, Sink::Collect(Vec::new()), ctx)? {

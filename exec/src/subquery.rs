@@ -136,6 +136,26 @@ fn map_plan(plan: &PhysicalPlan, f: &mut dyn FnMut(&Expr) -> Result<Expr>) -> Re
                 fetch: *fetch,
             }
         }
+        PhysicalPlan::Window {
+            input,
+            exprs,
+            schema,
+        } => {
+            let mut exprs = exprs.clone();
+            for w in &mut exprs {
+                for e in w.args.iter_mut().chain(w.partition_by.iter_mut()) {
+                    *e = f(e)?;
+                }
+                for k in &mut w.order_by {
+                    k.expr = f(&k.expr)?;
+                }
+            }
+            PhysicalPlan::Window {
+                input: Box::new(map_plan(input, f)?),
+                exprs,
+                schema: schema.clone(),
+            }
+        }
         PhysicalPlan::Union { inputs, schema } => PhysicalPlan::Union {
             inputs: inputs
                 .iter()

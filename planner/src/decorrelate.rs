@@ -31,7 +31,7 @@ pub fn pull_up(plan: LogicalPlan, usage: SubqueryUse) -> Result<(LogicalPlan, Ve
             }
             Ok((plan, vec![]))
         }
-        LogicalPlan::Union { .. } => {
+        LogicalPlan::Window { .. } | LogicalPlan::Union { .. } => {
             if plan.has_outer() {
                 return Err(unsupported!("set operations in a correlated subquery"));
             }

@@ -580,6 +580,49 @@ impl fmt::Display for AggregateCall {
     }
 }
 
+/// A window function.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WindowFunction {
+    RowNumber,
+    Rank,
+    DenseRank,
+    /// The value `offset` rows before (`Lag`) or after (`Lead`) in the partition.
+    Lag,
+    Lead,
+    /// An aggregate over the window frame.
+    Aggregate(AggregateFunction),
+}
+
+/// Where a window frame starts or ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameBound {
+    UnboundedPreceding,
+    Preceding(u64),
+    CurrentRow,
+    Following(u64),
+    UnboundedFollowing,
+}
+
+/// The rows of a partition an aggregate window sees. `rows` frames count rows; otherwise the
+/// frame is a RANGE, whose CURRENT ROW takes in every peer (row with equal ORDER BY keys).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Frame {
+    pub rows: bool,
+    pub start: FrameBound,
+    pub end: FrameBound,
+}
+
+/// A window function call: `func(args) OVER (PARTITION BY ... ORDER BY ... frame)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct WindowExpr {
+    pub func: WindowFunction,
+    pub args: Vec<Expr>,
+    pub partition_by: Vec<Expr>,
+    pub order_by: Vec<SortKey>,
+    pub frame: Frame,
+    pub data_type: DataType,
+}
+
 /// One key of an ORDER BY.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SortKey {

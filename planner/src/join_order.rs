@@ -305,9 +305,9 @@ pub fn estimate_rows(plan: &LogicalPlan, snapshot: &Snapshot) -> f64 {
         LogicalPlan::Input { .. } => 1000.0,
         LogicalPlan::Values { rows, .. } => rows.len().max(1) as f64,
         LogicalPlan::Filter { input, .. } => (estimate_rows(input, snapshot) * 0.25).max(1.0),
-        LogicalPlan::Project { input, .. } | LogicalPlan::Sort { input, .. } => {
-            estimate_rows(input, snapshot)
-        }
+        LogicalPlan::Project { input, .. }
+        | LogicalPlan::Sort { input, .. }
+        | LogicalPlan::Window { input, .. } => estimate_rows(input, snapshot),
         LogicalPlan::Aggregate { input, group, .. } => {
             if group.is_empty() {
                 1.0

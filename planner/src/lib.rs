@@ -17,8 +17,8 @@ mod view;
 pub use binder::Binder;
 pub use error::{PlanError, Result};
 pub use expr::{
-    AggregateCall, AggregateFunction, BinaryOp, DatePart, Expr, JoinKind, ScalarFunction, SortKey,
-    Subquery,
+    AggregateCall, AggregateFunction, BinaryOp, DatePart, Expr, Frame, FrameBound, JoinKind,
+    ScalarFunction, SortKey, Subquery, WindowExpr, WindowFunction,
 };
 pub use external::{ExternalFile, ExternalTable};
 pub use logical::LogicalPlan;

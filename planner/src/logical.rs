@@ -6,7 +6,7 @@ use pondra_catalog::TableDef;
 
 use crate::external::ExternalTable;
 
-use crate::expr::{AggregateCall, Expr, JoinKind, SortKey};
+use crate::expr::{AggregateCall, Expr, JoinKind, SortKey, WindowExpr};
 
 /// A relational plan over typed columns. Every node knows its output schema.
 #[derive(Clone, Debug)]
@@ -19,6 +19,12 @@ pub enum LogicalPlan {
     /// The rows of every input, one after the other (UNION ALL); inputs have the same types.
     Union {
         inputs: Vec<LogicalPlan>,
+        schema: SchemaRef,
+    },
+    /// The input's columns, then one column per window function.
+    Window {
+        input: Box<LogicalPlan>,
+        exprs: Vec<WindowExpr>,
         schema: SchemaRef,
     },
     /// Every row of Parquet files read in place.
@@ -76,7 +82,8 @@ impl LogicalPlan {
             | LogicalPlan::Project { schema, .. }
             | LogicalPlan::Aggregate { schema, .. }
             | LogicalPlan::Join { schema, .. }
-            | LogicalPlan::Union { schema, .. } => schema.clone(),
+            | LogicalPlan::Union { schema, .. }
+            | LogicalPlan::Window { schema, .. } => schema.clone(),
             LogicalPlan::ParquetScan { table } => table.schema.clone(),
             LogicalPlan::Filter { input, .. }
             | LogicalPlan::Sort { input, .. }
@@ -103,6 +110,10 @@ impl LogicalPlan {
                         .any(|a| a.arg.as_ref().is_some_and(|e| e.any(pred)))
             }
             LogicalPlan::Sort { keys, .. } => keys.iter().any(|k| k.expr.any(pred)),
+            LogicalPlan::Window { exprs, .. } => exprs.iter().any(|w| {
+                w.args.iter().chain(&w.partition_by).any(|e| e.any(pred))
+                    || w.order_by.iter().any(|k| k.expr.any(pred))
+            }),
             LogicalPlan::Union { inputs, .. } => {
                 return inputs.iter().any(|i| i.any_expr(pred));
             }
@@ -226,6 +237,9 @@ impl LogicalPlan {
                     aggs.join(", ")
                 )?
             }
+            LogicalPlan::Window { exprs, .. } => {
+                writeln!(f, "{pad}Window: {} functions", exprs.len())?
+            }
             LogicalPlan::Sort { keys, .. } => {
                 let keys: Vec<String> = keys
                     .iter()
@@ -270,6 +284,7 @@ impl LogicalPlan {
             | LogicalPlan::Project { input, .. }
             | LogicalPlan::Aggregate { input, .. }
             | LogicalPlan::Sort { input, .. }
+            | LogicalPlan::Window { input, .. }
             | LogicalPlan::Limit { input, .. } => Some(input),
             LogicalPlan::Join { .. } | LogicalPlan::Union { .. } => None,
         }

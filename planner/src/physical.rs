@@ -3,7 +3,7 @@ use std::sync::Arc;
 use arrow::datatypes::SchemaRef;
 use pondra_catalog::TableDef;
 
-use crate::expr::{AggregateCall, Expr, JoinKind, SortKey};
+use crate::expr::{AggregateCall, Expr, JoinKind, SortKey, WindowExpr};
 use crate::external::ExternalTable;
 use crate::logical::LogicalPlan;
 
@@ -19,6 +19,12 @@ pub enum PhysicalPlan {
     },
     ParquetScan {
         table: Arc<ExternalTable>,
+    },
+    /// Computes window functions over all input rows.
+    Window {
+        input: Box<PhysicalPlan>,
+        exprs: Vec<WindowExpr>,
+        schema: SchemaRef,
     },
     /// The rows of each input in turn.
     Union {
@@ -76,7 +82,8 @@ impl PhysicalPlan {
             | PhysicalPlan::Projection { schema, .. }
             | PhysicalPlan::HashAggregate { schema, .. }
             | PhysicalPlan::HashJoin { schema, .. }
-            | PhysicalPlan::Union { schema, .. } => schema.clone(),
+            | PhysicalPlan::Union { schema, .. }
+            | PhysicalPlan::Window { schema, .. } => schema.clone(),
             PhysicalPlan::ParquetScan { table } => table.schema.clone(),
             PhysicalPlan::Filter { input, .. }
             | PhysicalPlan::Sort { input, .. }
@@ -91,6 +98,15 @@ pub fn create_physical_plan(plan: &LogicalPlan) -> PhysicalPlan {
     match plan {
         LogicalPlan::Scan { table, schema } => PhysicalPlan::TableScan {
             table: table.clone(),
+            schema: schema.clone(),
+        },
+        LogicalPlan::Window {
+            input,
+            exprs,
+            schema,
+        } => PhysicalPlan::Window {
+            input: child(input),
+            exprs: exprs.clone(),
             schema: schema.clone(),
         },
         LogicalPlan::Union { inputs, schema } => PhysicalPlan::Union {

@@ -12,11 +12,13 @@ use pondra_catalog::{Column, Snapshot, TableKind};
 use pondra_parser::{ParsedStatement, Statement, ast};
 
 pub use expr::type_name;
-use expr::{Aggregation, Context, bind_expr, contains_aggregate};
+use expr::{Aggregation, Context, WINDOW_BASE, bind_expr, contains_aggregate};
 use scope::{Scope, normalize};
 
 use crate::decorrelate::{SubqueryUse, join_condition, pull_up};
-use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, Expr, JoinKind, SortKey};
+use crate::expr::{
+    AggregateCall, AggregateFunction, BinaryOp, Expr, JoinKind, SortKey, WindowExpr,
+};
 use crate::external::ExternalTable;
 use crate::join_order::{Relation, plan_join_block};
 use crate::logical::LogicalPlan;
@@ -37,6 +39,8 @@ pub struct Binder<'a> {
     outer: RefCell<Vec<Scope>>,
     /// Per SELECT being bound, its correlated scalar subqueries, in order of appearance.
     correlated: RefCell<Vec<Vec<LogicalPlan>>>,
+    /// Per SELECT being bound, its window functions, in order of appearance.
+    windows: RefCell<Vec<Vec<WindowExpr>>>,
 }
 
 impl<'a> Binder<'a> {
@@ -47,7 +51,21 @@ impl<'a> Binder<'a> {
             ctes: RefCell::new(Vec::new()),
             outer: RefCell::new(Vec::new()),
             correlated: RefCell::new(Vec::new()),
+            windows: RefCell::new(Vec::new()),
         }
+    }
+
+    /// Records a window function of the SELECT being bound; returns its number.
+    pub(crate) fn add_window(&self, window: WindowExpr) -> Result<usize> {
+        let mut windows = self.windows.borrow_mut();
+        let current = windows
+            .last_mut()
+            .ok_or_else(|| unsupported!("window functions here"))?;
+        if let Some(i) = current.iter().position(|w| *w == window) {
+            return Ok(i);
+        }
+        current.push(window);
+        Ok(current.len() - 1)
     }
 
     /// A binder that also sees the session's external Parquet tables.
@@ -869,6 +887,17 @@ impl<'a> Binder<'a> {
         select: &ast::Select,
         order_by: &[ast::OrderByExpr],
     ) -> Result<LogicalPlan> {
+        self.windows.borrow_mut().push(Vec::new());
+        let plan = self.bind_select_inner(select, order_by);
+        self.windows.borrow_mut().pop();
+        plan
+    }
+
+    fn bind_select_inner(
+        &self,
+        select: &ast::Select,
+        order_by: &[ast::OrderByExpr],
+    ) -> Result<LogicalPlan> {
         if select.having.is_some()
             && matches!(&select.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
             && !select.projection.iter().any(item_has_aggregate)
@@ -973,6 +1002,16 @@ impl<'a> Binder<'a> {
             )?),
             None => None,
         };
+        let qualify = match &select.qualify {
+            Some(q) => Some(bind_in(
+                q,
+                &scope,
+                aggregation.as_mut(),
+                "QUALIFY",
+                Some(self),
+            )?),
+            None => None,
+        };
 
         // ORDER BY keys that are not output columns are computed as hidden trailing columns.
         let visible = exprs.len();
@@ -1031,6 +1070,40 @@ impl<'a> Binder<'a> {
             if let Some(having) = having {
                 plan = filter(plan, having, "HAVING")?;
             }
+        }
+        let windows = std::mem::take(self.windows.borrow_mut().last_mut().expect("frame"));
+        if !windows.is_empty() {
+            let base = plan.schema().fields().len();
+            let remap = |e: &Expr| {
+                e.remap_columns(&|c| {
+                    if c >= WINDOW_BASE {
+                        base + c - WINDOW_BASE
+                    } else {
+                        c
+                    }
+                })
+            };
+            exprs = exprs.iter().map(remap).collect();
+            let qualify = qualify.as_ref().map(remap);
+            let mut fields: Vec<Field> = plan
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone())
+                .collect();
+            for (i, w) in windows.iter().enumerate() {
+                fields.push(Field::new(format!("window_{i}"), w.data_type.clone(), true));
+            }
+            plan = LogicalPlan::Window {
+                input: Box::new(plan),
+                exprs: windows,
+                schema: Arc::new(Schema::new(fields)),
+            };
+            if let Some(predicate) = qualify {
+                plan = filter(plan, predicate, "QUALIFY")?;
+            }
+        } else if qualify.is_some() {
+            return Err(bind_err!("QUALIFY needs a window function"));
         }
         plan = plan.project(exprs, names.clone());
         if distinct {
