@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use pondra_catalog::{Column, Snapshot, TableKind};
 use pondra_parser::{ParsedStatement, Statement, ast};
 
@@ -907,10 +907,13 @@ impl<'a> Binder<'a> {
         }
         let (relations, predicates, scope) = self.bind_from(&select.from)?;
         let mut plan = self.bind_where(relations, predicates, &scope, select.selection.as_ref())?;
-        let group_by = match &select.group_by {
-            ast::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => exprs,
-            _ => return Err(unsupported!("GROUP BY ALL, ROLLUP, CUBE and GROUPING SETS")),
+        let (group_by, sets) = match &select.group_by {
+            ast::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => {
+                grouping_sets(exprs)?
+            }
+            _ => return Err(unsupported!("GROUP BY ALL and WITH ROLLUP / CUBE")),
         };
+        let group_by = &group_by;
         let aggregating = !group_by.is_empty()
             || select.projection.iter().any(item_has_aggregate)
             || select.having.as_ref().is_some_and(contains_aggregate)
@@ -1061,11 +1064,34 @@ impl<'a> Binder<'a> {
                     .iter()
                     .map(|a| Field::new(a.to_string(), a.data_type.clone(), true)),
             );
-            plan = LogicalPlan::Aggregate {
-                input: Box::new(plan),
-                group: agg.group,
-                aggregates: agg.aggregates,
-                schema: Arc::new(Schema::new(fields)),
+            let schema = Arc::new(Schema::new(fields));
+            plan = match &sets {
+                None => LogicalPlan::Aggregate {
+                    input: Box::new(plan),
+                    group: agg.group,
+                    aggregates: agg.aggregates,
+                    schema,
+                },
+                Some(sets) => {
+                    let positions = sets
+                        .iter()
+                        .map(|set| {
+                            set.iter()
+                                .map(|e| {
+                                    let e = resolve_group_alias(e, &select.projection, &scope)?;
+                                    let bound =
+                                        bind_expr(e, &mut Context::plain(&scope, "GROUP BY"))?;
+                                    Ok(agg
+                                        .group
+                                        .iter()
+                                        .position(|g| *g == bound)
+                                        .expect("bound before"))
+                                })
+                                .collect::<Result<Vec<usize>>>()
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    union_of_groupings(plan, &agg.group, &agg.aggregates, &positions, schema)
+                }
             };
             if let Some(having) = having {
                 plan = filter(plan, having, "HAVING")?;
@@ -1143,6 +1169,116 @@ impl<'a> Binder<'a> {
         }
         Ok(plan)
     }
+}
+
+/// GROUP BY with ROLLUP, CUBE or GROUPING SETS: every grouping expression once, in order, and
+/// the sets (lists of those expressions) to group by; `None` for a plain GROUP BY.
+#[allow(clippy::type_complexity)]
+fn grouping_sets(exprs: &[ast::Expr]) -> Result<(Vec<ast::Expr>, Option<Vec<Vec<ast::Expr>>>)> {
+    let mut sets: Vec<Vec<ast::Expr>> = vec![vec![]];
+    let mut any = false;
+    for expr in exprs {
+        let options: Vec<Vec<ast::Expr>> = match expr {
+            ast::Expr::Rollup(items) => {
+                any = true;
+                (0..=items.len())
+                    .rev()
+                    .map(|n| items[..n].iter().flatten().cloned().collect())
+                    .collect()
+            }
+            ast::Expr::Cube(items) => {
+                any = true;
+                if items.len() > 12 {
+                    return Err(unsupported!("CUBE of more than 12 expressions"));
+                }
+                (0..(1usize << items.len()))
+                    .rev()
+                    .map(|mask| {
+                        items
+                            .iter()
+                            .enumerate()
+                            .filter(|(i, _)| mask & (1 << (items.len() - 1 - i)) != 0)
+                            .flat_map(|(_, item)| item.iter().cloned())
+                            .collect()
+                    })
+                    .collect()
+            }
+            ast::Expr::GroupingSets(items) => {
+                any = true;
+                items.clone()
+            }
+            plain => vec![vec![plain.clone()]],
+        };
+        sets = sets
+            .iter()
+            .flat_map(|set| {
+                options.iter().map(move |option| {
+                    let mut combined = set.clone();
+                    combined.extend(option.iter().cloned());
+                    combined
+                })
+            })
+            .collect();
+    }
+    let mut all: Vec<ast::Expr> = Vec::new();
+    for set in &sets {
+        for e in set {
+            if !all.contains(e) {
+                all.push(e.clone());
+            }
+        }
+    }
+    if any {
+        Ok((all, Some(sets)))
+    } else {
+        Ok((exprs.to_vec(), None))
+    }
+}
+
+/// One aggregation per grouping set, each with NULL for the keys it does not group by, in one
+/// union shaped like a plain aggregation over every key.
+fn union_of_groupings(
+    input: LogicalPlan,
+    group: &[Expr],
+    aggregates: &[AggregateCall],
+    sets: &[Vec<usize>],
+    schema: SchemaRef,
+) -> LogicalPlan {
+    let mut inputs = Vec::new();
+    for set in sets {
+        let set_group: Vec<Expr> = set.iter().map(|i| group[*i].clone()).collect();
+        let mut fields: Vec<Field> = set.iter().map(|i| schema.field(*i).clone()).collect();
+        fields.extend(
+            schema.fields()[group.len()..]
+                .iter()
+                .map(|f| f.as_ref().clone()),
+        );
+        let aggregate = LogicalPlan::Aggregate {
+            input: Box::new(input.clone()),
+            group: set_group,
+            aggregates: aggregates.to_vec(),
+            schema: Arc::new(Schema::new(fields)),
+        };
+        let inner = aggregate.schema();
+        let mut exprs = Vec::new();
+        for (i, g) in group.iter().enumerate() {
+            exprs.push(match set.iter().position(|s| *s == i) {
+                Some(p) => Expr::column(p, inner.field(p).name(), g.data_type()),
+                None => Expr::Literal(ScalarValue::Null).cast(&g.data_type()),
+            });
+        }
+        for a in 0..aggregates.len() {
+            let p = set.len() + a;
+            exprs.push(Expr::column(
+                p,
+                inner.field(p).name(),
+                inner.field(p).data_type().clone(),
+            ));
+        }
+        let names = schema.fields().iter().map(|f| f.name().clone()).collect();
+        inputs.push(aggregate.project(exprs, names));
+    }
+    LogicalPlan::Union { inputs, schema }
 }
 
 /// UNION, INTERSECT and EXCEPT. Both inputs are brought to common column types; INTERSECT and
