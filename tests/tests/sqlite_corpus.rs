@@ -1,0 +1,265 @@
+//! SQLite's sqllogictest corpus (`sqllogictest/`), run as PostgreSQL runs it: records marked
+//! `skipif postgresql` are skipped, `onlyif` other engines too, results above 8 values are
+//! compared by md5, and values are compared one by one as the format writes them.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::{Array, RecordBatch};
+use arrow::datatypes::DataType;
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+use pondra_cluster::{Node, NodeOptions, StatementResult};
+use sqllogictest::{Condition, DBOutput, DefaultColumnType, Record};
+
+const LABEL: &str = "postgresql";
+
+struct Lake {
+    node: Arc<Node>,
+    runtime: Arc<tokio::runtime::Runtime>,
+}
+
+#[derive(Debug)]
+struct SqlError(String);
+
+impl std::fmt::Display for SqlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SqlError {}
+
+impl sqllogictest::DB for Lake {
+    type Error = SqlError;
+    type ColumnType = DefaultColumnType;
+
+    fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, SqlError> {
+        let results = self
+            .runtime
+            .block_on(self.node.execute(sql))
+            .map_err(|e| SqlError(e.to_string()))?;
+        match results.into_iter().last() {
+            Some(StatementResult::Rows { schema, batches }) => Ok(DBOutput::Rows {
+                types: vec![DefaultColumnType::Any; schema.fields().len()],
+                rows: values(&batches),
+            }),
+            _ => Ok(DBOutput::StatementComplete(0)),
+        }
+    }
+}
+
+/// Values as the corpus writes them: integers plainly, reals with three decimals, NULL, and
+/// `(empty)` for an empty string.
+fn values(batches: &[RecordBatch]) -> Vec<Vec<String>> {
+    let options = FormatOptions::default();
+    let mut out = Vec::new();
+    for batch in batches {
+        let formatters: Vec<_> = batch
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
+            .collect();
+        for row in 0..batch.num_rows() {
+            out.push(
+                batch
+                    .columns()
+                    .iter()
+                    .zip(&formatters)
+                    .map(|(column, f)| {
+                        if column.is_null(row) {
+                            return "NULL".to_string();
+                        }
+                        let text = f.value(row).to_string();
+                        match column.data_type() {
+                            DataType::Float64 | DataType::Decimal128(..) => {
+                                format!("{:.3}", text.parse::<f64>().unwrap_or(f64::NAN))
+                            }
+                            DataType::Utf8 if text.is_empty() => "(empty)".into(),
+                            DataType::Boolean => (if text == "true" { "1" } else { "0" }).into(),
+                            _ => text,
+                        }
+                    })
+                    .collect(),
+            );
+        }
+    }
+    out
+}
+
+/// Compares value by value, whatever the line layout.
+fn valuewise(
+    normalizer: sqllogictest::Normalizer,
+    actual: &[Vec<String>],
+    expected: &[String],
+) -> bool {
+    let actual: Vec<String> = actual.iter().flatten().map(|v| normalizer(v)).collect();
+    let expected: Vec<String> = expected
+        .iter()
+        .flat_map(|line| line.split_whitespace().map(str::to_string))
+        .collect();
+    let actual: Vec<String> = actual
+        .iter()
+        .flat_map(|v| v.split_whitespace().map(str::to_string))
+        .collect();
+    actual == expected
+}
+
+fn corpus_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "test") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+fn applies(conditions: &[Condition]) -> bool {
+    conditions.iter().all(|c| match c {
+        Condition::OnlyIf { label } => label == LABEL,
+        Condition::SkipIf { label } => label != LABEL,
+    })
+}
+
+/// (records run, records passed) for one file, each file on a fresh lake.
+fn run_file(runtime: &Arc<tokio::runtime::Runtime>, path: &Path) -> (usize, usize, Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let node = runtime
+        .block_on(Node::open_folder(dir.path(), NodeOptions::default()))
+        .unwrap();
+    let shared = (node.clone(), runtime.clone());
+    let mut runner = sqllogictest::Runner::new(move || {
+        let lake = Lake {
+            node: shared.0.clone(),
+            runtime: shared.1.clone(),
+        };
+        async move { Ok(lake) }
+    });
+    runner.add_label(LABEL);
+    runner.with_hash_threshold(8);
+    runner.with_validator(valuewise);
+    // Condition lines may end in a comment, which the parser does not take.
+    let text: String = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            if line.starts_with("skipif") || line.starts_with("onlyif") {
+                line.split('#').next().unwrap_or("").trim_end()
+            } else {
+                line
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let records = match sqllogictest::parse::<DefaultColumnType>(&text) {
+        Ok(records) => records,
+        Err(e) => return (0, 0, vec![format!("cannot parse: {e}")]),
+    };
+    let (mut run, mut passed) = (0, 0);
+    let mut failures = Vec::new();
+    for record in records {
+        let counted = match &record {
+            Record::Statement { conditions, .. } | Record::Query { conditions, .. } => {
+                applies(conditions)
+            }
+            _ => false,
+        };
+        let result = runner.run(record);
+        if counted {
+            run += 1;
+            match result {
+                Ok(_) => passed += 1,
+                Err(e) if failures.len() < 40 => failures.push(e.to_string()),
+                Err(_) => {}
+            }
+        }
+    }
+    runtime.block_on(node.close()).unwrap();
+    (run, passed, failures)
+}
+
+/// Records each file passed when this guard was last raised. The corpus's goal is every record
+/// PostgreSQL passes; until then, no file may pass fewer records than here.
+const PASSING: &[(&str, usize)] = &[
+    ("evidence/in1.test", 56),
+    ("evidence/in2.test", 45),
+    ("evidence/slt_lang_aggfunc.test", 37),
+    ("evidence/slt_lang_createtrigger.test", 5),
+    ("evidence/slt_lang_createview.test", 11),
+    ("evidence/slt_lang_dropindex.test", 6),
+    ("evidence/slt_lang_droptable.test", 11),
+    ("evidence/slt_lang_droptrigger.test", 8),
+    ("evidence/slt_lang_dropview.test", 7),
+    ("evidence/slt_lang_reindex.test", 5),
+    ("evidence/slt_lang_replace.test", 0),
+    ("evidence/slt_lang_update.test", 9),
+    ("random/aggregates_slt_good_0.test", 9041),
+    ("random/expr_slt_good_0.test", 9783),
+    ("random/groupby_slt_good_0.test", 9049),
+    ("random/select_slt_good_0.test", 9143),
+    ("select1.test", 662),
+    ("select2.test", 659),
+    ("select3.test", 2041),
+    ("select4.test", 3841),
+    ("select5.test", 1436),
+];
+
+#[test]
+fn sqlite_corpus_passes_no_fewer_records() {
+    let runtime = Arc::new(tokio::runtime::Runtime::new().unwrap());
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sqllogictest");
+    let mut regressions = Vec::new();
+    let (mut total_run, mut total_passed) = (0, 0);
+    for file in corpus_files(&dir) {
+        let name = file.strip_prefix(&dir).unwrap().display().to_string();
+        let (run, passed, failures) = run_file(&runtime, &file);
+        total_run += run;
+        total_passed += passed;
+        let floor = PASSING
+            .iter()
+            .find(|(f, _)| *f == name)
+            .map_or(run, |(_, p)| *p);
+        if passed < floor {
+            regressions.push(format!(
+                "{name}: {passed} of {run} pass, {floor} did before; first failures:\n  {}",
+                failures.join("\n  ")
+            ));
+        }
+    }
+    println!("sqllogictest corpus: {total_passed} of {total_run} records pass");
+    assert!(regressions.is_empty(), "{}", regressions.join("\n"));
+}
+
+/// The per-file report with the first failures of each (`cargo test --release -p pondra-tests
+/// --test sqlite_corpus -- --ignored --nocapture`; `PONDRA_SLT_FILTER` narrows the files).
+#[test]
+#[ignore]
+fn sqlite_corpus_report() {
+    let runtime = Arc::new(tokio::runtime::Runtime::new().unwrap());
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sqllogictest");
+    let filter = std::env::var("PONDRA_SLT_FILTER").unwrap_or_default();
+    let (mut total_run, mut total_passed) = (0, 0);
+    for file in corpus_files(&dir) {
+        if !file.to_string_lossy().contains(&filter) {
+            continue;
+        }
+        let (run, passed, failures) = run_file(&runtime, &file);
+        total_run += run;
+        total_passed += passed;
+        println!(
+            "{}: {passed} of {run}",
+            file.strip_prefix(&dir).unwrap().display()
+        );
+        for f in failures {
+            println!("    {}", f.lines().take(3).collect::<Vec<_>>().join(" | "));
+        }
+    }
+    println!("total: {total_passed} of {total_run}");
+}
