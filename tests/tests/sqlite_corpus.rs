@@ -92,14 +92,15 @@ fn valuewise(
     actual: &[Vec<String>],
     expected: &[String],
 ) -> bool {
-    let actual: Vec<String> = actual.iter().flatten().map(|v| normalizer(v)).collect();
     let expected: Vec<String> = expected
         .iter()
         .flat_map(|line| line.split_whitespace().map(str::to_string))
         .collect();
     let actual: Vec<String> = actual
         .iter()
-        .flat_map(|v| v.split_whitespace().map(str::to_string))
+        .flatten()
+        .map(normalizer)
+        .flat_map(|v| v.split_whitespace().map(str::to_string).collect::<Vec<_>>())
         .collect();
     actual == expected
 }
