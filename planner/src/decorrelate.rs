@@ -337,3 +337,228 @@ fn to_joined(expr: &Expr, outer_width: usize) -> Expr {
         other => other.map_children(&mut |e| to_joined(e, outer_width)),
     }
 }
+
+/// A correlated scalar subquery of the form `SELECT f(aggregates) FROM ... WHERE <any
+/// correlation>`, joined to `outer` (of `width` columns) as column `width`.
+///
+/// The subquery is evaluated once per distinct combination of the outer columns it reads (the
+/// domain): the domain is left-joined to the subquery's rows under the correlated conditions,
+/// aggregated per domain value (a marker column makes `count(*)` count only real matches), and
+/// joined back to the outer rows.
+pub fn join_scalar_by_domain(
+    outer: LogicalPlan,
+    subquery: LogicalPlan,
+    width: usize,
+) -> Result<LogicalPlan> {
+    let LogicalPlan::Project {
+        input: aggregate,
+        exprs: finals,
+        schema: final_schema,
+    } = subquery
+    else {
+        return Err(unsupported!("this correlated scalar subquery"));
+    };
+    let LogicalPlan::Aggregate {
+        input,
+        group,
+        aggregates,
+        ..
+    } = *aggregate
+    else {
+        return Err(unsupported!(
+            "a correlated scalar subquery without an aggregate"
+        ));
+    };
+    if !group.is_empty() || finals.iter().any(Expr::has_outer) {
+        return Err(unsupported!("this correlated scalar subquery"));
+    }
+    let (inner, pulled) = pull_up(*input, SubqueryUse::Filter)?;
+    let mut outer_columns: Vec<usize> = Vec::new();
+    for p in &pulled {
+        collect_outer(p, &mut outer_columns);
+    }
+    outer_columns.sort_unstable();
+    outer_columns.dedup();
+    let domain_width = outer_columns.len();
+    let outer_schema = outer.schema();
+    let outer_column = |i: usize| {
+        let f = outer_schema.field(i);
+        Expr::column(i, f.name(), f.data_type().clone())
+    };
+    let domain_group: Vec<Expr> = outer_columns.iter().map(|c| outer_column(*c)).collect();
+    let domain_fields: Vec<arrow::datatypes::Field> = outer_columns
+        .iter()
+        .map(|c| outer_schema.field(*c).as_ref().clone().with_nullable(true))
+        .collect();
+    let domain = LogicalPlan::Aggregate {
+        input: Box::new(outer.clone()),
+        group: domain_group,
+        aggregates: vec![],
+        schema: std::sync::Arc::new(arrow::datatypes::Schema::new(domain_fields)),
+    };
+    // The subquery's rows, with a marker that is never NULL.
+    let inner_schema = inner.schema();
+    let inner_width = inner_schema.fields().len();
+    let mut exprs: Vec<Expr> = (0..inner_width)
+        .map(|i| {
+            let f = inner_schema.field(i);
+            Expr::column(i, f.name(), f.data_type().clone())
+        })
+        .collect();
+    let mut names: Vec<String> = inner_schema
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    exprs.push(Expr::Literal(crate::scalar::ScalarValue::Int32(1)));
+    names.push("matched".into());
+    let marked = inner.project(exprs, names);
+    // Correlated conditions over (domain columns, subquery columns).
+    let position = |o: usize| {
+        outer_columns
+            .iter()
+            .position(|c| *c == o)
+            .expect("collected")
+    };
+    let mut keys = Vec::new();
+    let mut rest = Vec::new();
+    for p in pulled {
+        let joined = to_domain_space(&p, &position, domain_width);
+        if let Expr::Binary {
+            op: BinaryOp::Eq,
+            left,
+            right,
+        } = &joined
+        {
+            let side = |e: &Expr| {
+                let c = e.column_indices();
+                if c.is_empty() {
+                    None
+                } else if c.iter().all(|i| *i < domain_width) {
+                    Some(true)
+                } else if c.iter().all(|i| *i >= domain_width) {
+                    Some(false)
+                } else {
+                    None
+                }
+            };
+            let to_right = |e: &Expr| e.remap_columns(&|c| c - domain_width);
+            match (side(left), side(right)) {
+                (Some(true), Some(false)) => {
+                    keys.push(((**left).clone(), to_right(right)));
+                    continue;
+                }
+                (Some(false), Some(true)) => {
+                    keys.push(((**right).clone(), to_right(left)));
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        rest.push(joined);
+    }
+    let joined = LogicalPlan::join(domain, marked, JoinKind::Left, keys, Expr::and_all(rest));
+    let joined_schema = joined.schema();
+    let shifted: Vec<crate::expr::AggregateCall> = aggregates
+        .iter()
+        .map(|a| match &a.arg {
+            Some(arg) => crate::expr::AggregateCall {
+                func: a.func,
+                arg: Some(arg.remap_columns(&|c| c + domain_width)),
+                data_type: a.data_type.clone(),
+            },
+            None => crate::expr::AggregateCall {
+                func: AggregateFunction::Count,
+                arg: Some(Expr::column(
+                    domain_width + inner_width,
+                    "matched",
+                    arrow::datatypes::DataType::Int32,
+                )),
+                data_type: a.data_type.clone(),
+            },
+        })
+        .collect();
+    let mut fields: Vec<arrow::datatypes::Field> = joined_schema.fields()[..domain_width]
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .collect();
+    fields.extend(
+        shifted.iter().enumerate().map(|(i, a)| {
+            arrow::datatypes::Field::new(format!("agg_{i}"), a.data_type.clone(), true)
+        }),
+    );
+    let per_domain = LogicalPlan::Aggregate {
+        input: Box::new(joined),
+        group: (0..domain_width)
+            .map(|i| {
+                let f = joined_schema.field(i);
+                Expr::column(i, f.name(), f.data_type().clone())
+            })
+            .collect(),
+        aggregates: shifted,
+        schema: std::sync::Arc::new(arrow::datatypes::Schema::new(fields)),
+    };
+    let per_schema = per_domain.schema();
+    let mut values: Vec<Expr> = (0..domain_width)
+        .map(|i| {
+            let f = per_schema.field(i);
+            Expr::column(i, f.name(), f.data_type().clone())
+        })
+        .collect();
+    values.push(finals[0].remap_columns(&|c| c + domain_width));
+    let mut value_names: Vec<String> = (0..domain_width).map(|i| format!("d{i}")).collect();
+    value_names.push(final_schema.field(0).name().clone());
+    let per_domain = per_domain.project(values, value_names);
+    let keys = outer_columns
+        .iter()
+        .enumerate()
+        .map(|(k, o)| {
+            let f = per_schema.field(k);
+            (
+                outer_column(*o),
+                Expr::column(k, f.name(), f.data_type().clone()),
+            )
+        })
+        .collect();
+    let result = LogicalPlan::join(outer, per_domain, JoinKind::Left, keys, None);
+    let schema = result.schema();
+    let (exprs, names): (Vec<Expr>, Vec<String>) = (0..width)
+        .chain([width + domain_width])
+        .map(|i| {
+            let f = schema.field(i);
+            (
+                Expr::column(i, f.name(), f.data_type().clone()),
+                f.name().clone(),
+            )
+        })
+        .unzip();
+    Ok(result.project(exprs, names))
+}
+
+fn collect_outer(expr: &Expr, out: &mut Vec<usize>) {
+    if let Expr::OuterColumn { index, .. } = expr {
+        out.push(*index);
+        return;
+    }
+    expr.map_children(&mut |e| {
+        collect_outer(e, out);
+        e.clone()
+    });
+}
+
+/// An expression over outer and subquery columns, as one over (domain, subquery) columns.
+fn to_domain_space(expr: &Expr, position: &dyn Fn(usize) -> usize, domain_width: usize) -> Expr {
+    match expr {
+        Expr::OuterColumn {
+            index,
+            name,
+            data_type,
+        } => Expr::column(position(*index), name.clone(), data_type.clone()),
+        Expr::Column {
+            index,
+            name,
+            data_type,
+        } => Expr::column(index + domain_width, name.clone(), data_type.clone()),
+        other => other.map_children(&mut |e| to_domain_space(e, position, domain_width)),
+    }
+}

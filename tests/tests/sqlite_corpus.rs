@@ -205,9 +205,9 @@ const PASSING: &[(&str, usize)] = &[
     ("random/expr_slt_good_0.test", 9783),
     ("random/groupby_slt_good_0.test", 9049),
     ("random/select_slt_good_0.test", 9143),
-    ("select1.test", 662),
-    ("select2.test", 659),
-    ("select3.test", 2041),
+    ("select1.test", 985),
+    ("select2.test", 770),
+    ("select3.test", 2695),
     ("select4.test", 3841),
     ("select5.test", 1436),
 ];

@@ -759,8 +759,8 @@ fn bind_scalar_subquery(query: &ast::Query, ctx: &mut Context<'_>) -> Result<Exp
     if !plan.has_outer() {
         return scalar_value(plan);
     }
-    if clause != "WHERE" {
-        return Err(unsupported!("correlated subqueries outside WHERE"));
+    if clause != "WHERE" && clause != "SELECT" {
+        return Err(unsupported!("correlated subqueries in {clause}"));
     }
     let data_type = single_column(&plan)?;
     let index = binder.add_correlated_scalar(plan)?;

@@ -15,7 +15,7 @@ pub use expr::type_name;
 use expr::{Aggregation, Context, WINDOW_BASE, bind_expr, contains_aggregate};
 use scope::{Scope, normalize};
 
-use crate::decorrelate::{SubqueryUse, join_condition, pull_up};
+use crate::decorrelate::{SubqueryUse, join_condition, join_scalar_by_domain, pull_up};
 use crate::expr::{
     AggregateCall, AggregateFunction, BinaryOp, Expr, JoinKind, SortKey, WindowExpr,
 };
@@ -906,7 +906,7 @@ impl<'a> Binder<'a> {
             return Err(bind_err!("HAVING needs GROUP BY or an aggregate"));
         }
         let (relations, predicates, scope) = self.bind_from(&select.from)?;
-        let mut plan = self.bind_where(relations, predicates, &scope, select.selection.as_ref())?;
+        let plan = self.bind_where(relations, predicates, &scope, select.selection.as_ref())?;
         let (group_by, sets) = match &select.group_by {
             ast::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => {
                 grouping_sets(exprs)?
@@ -919,7 +919,7 @@ impl<'a> Binder<'a> {
             || select.having.as_ref().is_some_and(contains_aggregate)
             || order_by.iter().any(|o| contains_aggregate(&o.expr));
 
-        let mut aggregation = if aggregating {
+        let aggregation = if aggregating {
             let mut group = Vec::new();
             for expr in group_by {
                 let expr = resolve_group_alias(expr, &select.projection, &scope)?;
@@ -940,6 +940,23 @@ impl<'a> Binder<'a> {
             None
         };
 
+        // Correlated subqueries in the select list become joins before the projection.
+        self.correlated.borrow_mut().push(Vec::new());
+        let bound = self.bind_select_list(select, order_by, plan, &scope, aggregation, sets);
+        self.correlated.borrow_mut().pop();
+        bound
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn bind_select_list(
+        &self,
+        select: &ast::Select,
+        order_by: &[ast::OrderByExpr],
+        mut plan: LogicalPlan,
+        scope: &Scope,
+        mut aggregation: Option<Aggregation>,
+        sets: Option<Vec<Vec<ast::Expr>>>,
+    ) -> Result<LogicalPlan> {
         // The projection, with output names.
         let mut exprs = Vec::new();
         let mut names = Vec::new();
@@ -1053,6 +1070,18 @@ impl<'a> Binder<'a> {
             sort_keys.push((index, sort_options(item)?));
         }
 
+        let correlated = std::mem::take(self.correlated.borrow_mut().last_mut().expect("frame"));
+        if !correlated.is_empty() {
+            if aggregation.is_some() {
+                return Err(unsupported!(
+                    "correlated subqueries in the select list of a grouped query"
+                ));
+            }
+            let width = scope.columns.len();
+            for (k, subquery) in correlated.into_iter().enumerate() {
+                plan = join_scalar(plan, subquery, width + k)?;
+            }
+        }
         if let Some(agg) = aggregation {
             let mut fields: Vec<Field> = agg
                 .group
@@ -1427,13 +1456,15 @@ fn split_and(expr: &ast::Expr) -> Vec<&ast::Expr> {
 /// `position` columns): a left join to the decorrelated subquery on its correlation keys.
 fn join_scalar(plan: LogicalPlan, subquery: LogicalPlan, position: usize) -> Result<LogicalPlan> {
     assert_eq!(plan.schema().fields().len(), position);
-    let (subquery, pulled) = pull_up(subquery, SubqueryUse::Scalar)?;
+    let (pulled_up, pulled) = match pull_up(subquery.clone(), SubqueryUse::Scalar) {
+        Ok(result) => result,
+        Err(_) => return join_scalar_by_domain(plan, subquery, position),
+    };
     let (keys, filter) = join_condition(position, pulled);
     if keys.is_empty() || filter.is_some() {
-        return Err(unsupported!(
-            "correlated scalar subqueries correlated other than by equality"
-        ));
+        return join_scalar_by_domain(plan, subquery, position);
     }
+    let subquery = pulled_up;
     let joined = LogicalPlan::join(plan, subquery, JoinKind::Left, keys, None);
     let schema = joined.schema();
     let (exprs, names): (Vec<Expr>, Vec<String>) = (0..=position)
