@@ -965,7 +965,7 @@ impl<'a> Binder<'a> {
                 ast::SelectItem::UnnamedExpr(e) => {
                     exprs.push(bind_in(
                         e,
-                        &scope,
+                        scope,
                         aggregation.as_mut(),
                         "SELECT",
                         Some(self),
@@ -975,7 +975,7 @@ impl<'a> Binder<'a> {
                 ast::SelectItem::ExprWithAlias { expr, alias } => {
                     exprs.push(bind_in(
                         expr,
-                        &scope,
+                        scope,
                         aggregation.as_mut(),
                         "SELECT",
                         Some(self),
@@ -1015,7 +1015,7 @@ impl<'a> Binder<'a> {
         let having = match &select.having {
             Some(h) => Some(bind_in(
                 h,
-                &scope,
+                scope,
                 aggregation.as_mut(),
                 "HAVING",
                 Some(self),
@@ -1025,7 +1025,7 @@ impl<'a> Binder<'a> {
         let qualify = match &select.qualify {
             Some(q) => Some(bind_in(
                 q,
-                &scope,
+                scope,
                 aggregation.as_mut(),
                 "QUALIFY",
                 Some(self),
@@ -1052,7 +1052,7 @@ impl<'a> Binder<'a> {
                 None => {
                     let expr = bind_in(
                         &item.expr,
-                        &scope,
+                        scope,
                         aggregation.as_mut(),
                         "ORDER BY",
                         Some(self),
@@ -1107,9 +1107,9 @@ impl<'a> Binder<'a> {
                         .map(|set| {
                             set.iter()
                                 .map(|e| {
-                                    let e = resolve_group_alias(e, &select.projection, &scope)?;
+                                    let e = resolve_group_alias(e, &select.projection, scope)?;
                                     let bound =
-                                        bind_expr(e, &mut Context::plain(&scope, "GROUP BY"))?;
+                                        bind_expr(e, &mut Context::plain(scope, "GROUP BY"))?;
                                     Ok(agg
                                         .group
                                         .iter()
