@@ -509,12 +509,13 @@ pub fn join_scalar_by_domain(
     let mut value_names: Vec<String> = (0..domain_width).map(|i| format!("d{i}")).collect();
     value_names.push(final_schema.field(0).name().clone());
     let per_domain = per_domain.project(values, value_names);
+    // NULL outer values form a domain value of their own, so the keys compare NULLs as equal.
     let keys = outer_columns
         .iter()
         .enumerate()
-        .map(|(k, o)| {
+        .flat_map(|(k, o)| {
             let f = per_schema.field(k);
-            (
+            null_safe_key(
                 outer_column(*o),
                 Expr::column(k, f.name(), f.data_type().clone()),
             )
@@ -533,6 +534,41 @@ pub fn join_scalar_by_domain(
         })
         .unzip();
     Ok(result.project(exprs, names))
+}
+
+/// Two key pairs that match when both sides are equal or both are NULL: whether each is NULL,
+/// and each with NULL replaced by a fixed value of its type.
+fn null_safe_key(left: Expr, right: Expr) -> Vec<(Expr, Expr)> {
+    use crate::scalar::ScalarValue as V;
+    use arrow::datatypes::DataType as T;
+    let data_type = left.data_type();
+    let fixed = match &data_type {
+        T::Boolean => V::Boolean(false),
+        T::Int32 => V::Int32(0),
+        T::Int64 => V::Int64(0),
+        T::Float64 => V::Float64(0.0),
+        T::Utf8 => V::Utf8(String::new()),
+        T::Date32 => V::Date32(0),
+        T::Timestamp(..) => V::TimestampMicros(0),
+        T::Decimal128(p, s) => V::Decimal128 {
+            value: 0,
+            precision: *p,
+            scale: *s,
+        },
+        _ => return vec![(left, right)],
+    };
+    let filled = |e: Expr| Expr::Function {
+        func: crate::expr::ScalarFunction::Coalesce,
+        args: vec![e, Expr::Literal(fixed.clone()).cast(&data_type)],
+        data_type: data_type.clone(),
+    };
+    vec![
+        (
+            Expr::IsNull(Box::new(left.clone())),
+            Expr::IsNull(Box::new(right.clone())),
+        ),
+        (filled(left), filled(right)),
+    ]
 }
 
 fn collect_outer(expr: &Expr, out: &mut Vec<usize>) {
