@@ -138,6 +138,34 @@ impl HashJoin {
                 self.emit_outer(batch, &p, &b)
             }
             JoinKind::Semi => self.emit_left(batch, |row| probe_matched[row]),
+            JoinKind::Mark | JoinKind::MarkIn => {
+                let null_aware = self.kind == JoinKind::MarkIn;
+                let keys = self.probe_keys(batch)?;
+                let empty = self.build.num_rows() == 0;
+                let marks: BooleanArray = (0..rows)
+                    .map(|row| {
+                        if probe_matched[row] {
+                            Some(true)
+                        } else if empty {
+                            Some(false)
+                        } else if null_aware
+                            && (self.build_has_null_key || keys.iter().any(|k| k.is_null(row)))
+                        {
+                            None
+                        } else {
+                            Some(false)
+                        }
+                    })
+                    .collect();
+                let mut columns = batch.columns().to_vec();
+                columns.push(Arc::new(marks));
+                let options = RecordBatchOptions::new().with_row_count(Some(rows));
+                Ok(vec![RecordBatch::try_new_with_options(
+                    self.schema.clone(),
+                    columns,
+                    &options,
+                )?])
+            }
             JoinKind::Anti => self.emit_left(batch, |row| !probe_matched[row]),
             JoinKind::NullAwareAnti => {
                 if self.build.num_rows() == 0 {

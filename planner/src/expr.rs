@@ -89,6 +89,11 @@ pub enum JoinKind {
     NullAwareAnti,
     /// A left join to a relation of at most one row (a scalar subquery); more rows is an error.
     Single,
+    /// The left rows, each with one more BOOLEAN column: whether it has a match (`EXISTS`).
+    Mark,
+    /// As `Mark`, for `IN`: NULL instead of false when there is no match but a NULL key on
+    /// either side.
+    MarkIn,
 }
 
 impl JoinKind {

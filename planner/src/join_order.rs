@@ -327,7 +327,12 @@ pub fn estimate_rows(plan: &LogicalPlan, snapshot: &Snapshot) -> f64 {
                 estimate_rows(right, snapshot),
             );
             match kind {
-                JoinKind::Semi | JoinKind::Anti | JoinKind::NullAwareAnti | JoinKind::Single => l,
+                JoinKind::Semi
+                | JoinKind::Anti
+                | JoinKind::NullAwareAnti
+                | JoinKind::Single
+                | JoinKind::Mark
+                | JoinKind::MarkIn => l,
                 _ => l.max(r),
             }
         }

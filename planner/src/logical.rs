@@ -175,7 +175,13 @@ impl LogicalPlan {
                     .with_nullable(f.is_nullable() || kind == JoinKind::Full)
             })
             .collect();
-        if !kind.left_only() {
+        if matches!(kind, JoinKind::Mark | JoinKind::MarkIn) {
+            fields.push(Field::new(
+                "mark",
+                arrow::datatypes::DataType::Boolean,
+                true,
+            ));
+        } else if !kind.left_only() {
             fields.extend(
                 right
                     .schema()

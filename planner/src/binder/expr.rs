@@ -559,9 +559,14 @@ fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Expr> {
             })
         }
         E::Subquery(query) => bind_scalar_subquery(query, ctx),
-        E::Exists { .. } | E::In { .. } => Err(unsupported!(
-            "EXISTS and IN (subquery) other than as a condition of WHERE"
-        )),
+        E::Exists { subquery, negated } => bind_mark(subquery, None, *negated, ctx),
+        E::In {
+            expr: probe,
+            target: ast::InTarget::Subquery(subquery),
+            negated,
+            ..
+        } => bind_mark(subquery, Some(probe), *negated, ctx),
+        E::In { .. } => Err(unsupported!("this IN")),
         other => Err(unsupported!("the expression {other}")),
     }
 }
@@ -763,12 +768,45 @@ fn bind_scalar_subquery(query: &ast::Query, ctx: &mut Context<'_>) -> Result<Exp
         return Err(unsupported!("correlated subqueries in {clause}"));
     }
     let data_type = single_column(&plan)?;
-    let index = binder.add_correlated_scalar(plan)?;
+    let index = binder.add_pending(super::PendingSubquery::Scalar(plan))?;
     Ok(Expr::column(
         scope.columns.len() + index,
         "subquery",
         data_type,
     ))
+}
+
+/// `EXISTS (...)` or `probe IN (...)` inside an expression: a mark join adds whether each row
+/// matches as a column after the scope's.
+fn bind_mark(
+    query: &ast::Query,
+    probe: Option<&ast::Expr>,
+    negated: bool,
+    ctx: &mut Context<'_>,
+) -> Result<Expr> {
+    let probe = probe.map(|p| bind_expr(p, ctx)).transpose()?;
+    let Context::Plain {
+        scope,
+        clause,
+        binder: Some(binder),
+    } = ctx
+    else {
+        return Err(unsupported!("EXISTS and IN (subquery) here"));
+    };
+    if *clause != "WHERE" && *clause != "SELECT" {
+        return Err(unsupported!("EXISTS and IN (subquery) in {clause}"));
+    }
+    let plan = binder.bind_subquery(query, scope)?;
+    if probe.is_some() && plan.schema().fields().len() != 1 {
+        return Err(bind_err!("a subquery after IN must return one column"));
+    }
+    let index = binder.add_pending(super::PendingSubquery::Mark { plan, probe })?;
+    let mark = Expr::column(scope.columns.len() + index, "mark", DataType::Boolean);
+    Ok(if negated {
+        Expr::Not(Box::new(mark))
+    } else {
+        mark
+    })
 }
 
 fn single_column(plan: &crate::logical::LogicalPlan) -> Result<DataType> {

@@ -37,8 +37,9 @@ pub struct Binder<'a> {
     ctes: RefCell<Vec<(String, LogicalPlan)>>,
     /// The scopes of the queries around the subquery being bound, innermost last.
     outer: RefCell<Vec<Scope>>,
-    /// Per SELECT being bound, its correlated scalar subqueries, in order of appearance.
-    correlated: RefCell<Vec<Vec<LogicalPlan>>>,
+    /// Per SELECT being bound, the subqueries in its expressions that become joins, in order of
+    /// appearance; each adds one column.
+    correlated: RefCell<Vec<Vec<PendingSubquery>>>,
     /// Per SELECT being bound, its window functions, in order of appearance.
     windows: RefCell<Vec<Vec<WindowExpr>>>,
 }
@@ -91,13 +92,13 @@ impl<'a> Binder<'a> {
         plan
     }
 
-    /// Records a correlated scalar subquery of the SELECT being bound; returns its number.
-    pub(crate) fn add_correlated_scalar(&self, plan: LogicalPlan) -> Result<usize> {
+    /// Records a subquery of the SELECT being bound that becomes a join; returns its number.
+    pub(crate) fn add_pending(&self, pending: PendingSubquery) -> Result<usize> {
         let mut correlated = self.correlated.borrow_mut();
         let current = correlated
             .last_mut()
             .ok_or_else(|| unsupported!("a correlated subquery here"))?;
-        current.push(plan);
+        current.push(pending);
         Ok(current.len() - 1)
     }
 
@@ -843,7 +844,7 @@ impl<'a> Binder<'a> {
             .partition(|p| p.column_indices().iter().any(|c| *c >= width));
         let mut plan = plan_join_block(relations, early, self.snapshot);
         for (k, subquery) in correlated.into_iter().enumerate() {
-            plan = join_scalar(plan, subquery, width + k)?;
+            plan = join_pending(plan, subquery, width + k)?;
         }
         if let Some(predicate) = Expr::and_all(late) {
             plan = LogicalPlan::Filter {
@@ -1079,7 +1080,7 @@ impl<'a> Binder<'a> {
             }
             let width = scope.columns.len();
             for (k, subquery) in correlated.into_iter().enumerate() {
-                plan = join_scalar(plan, subquery, width + k)?;
+                plan = join_pending(plan, subquery, width + k)?;
             }
         }
         if let Some(agg) = aggregation {
@@ -1452,6 +1453,39 @@ fn split_and(expr: &ast::Expr) -> Vec<&ast::Expr> {
     }
 }
 
+/// A subquery in an expression that becomes a join adding one column.
+pub(crate) enum PendingSubquery {
+    /// A correlated scalar subquery: its value.
+    Scalar(LogicalPlan),
+    /// `EXISTS (...)` (no probe) or `probe IN (...)`: whether a row matches.
+    Mark {
+        plan: LogicalPlan,
+        probe: Option<Expr>,
+    },
+}
+
+/// Adds a pending subquery's column as column `position` of `plan`.
+fn join_pending(
+    plan: LogicalPlan,
+    pending: PendingSubquery,
+    position: usize,
+) -> Result<LogicalPlan> {
+    match pending {
+        PendingSubquery::Scalar(subquery) => join_scalar(plan, subquery, position),
+        PendingSubquery::Mark {
+            plan: subquery,
+            probe,
+        } => {
+            let kind = if probe.is_some() {
+                JoinKind::MarkIn
+            } else {
+                JoinKind::Mark
+            };
+            join_filter(plan, kind, subquery, probe, position)
+        }
+    }
+}
+
 /// Adds a correlated scalar subquery's value as column `position` (the outer plan has exactly
 /// `position` columns): a left join to the decorrelated subquery on its correlation keys.
 fn join_scalar(plan: LogicalPlan, subquery: LogicalPlan, position: usize) -> Result<LogicalPlan> {
@@ -1498,7 +1532,9 @@ fn join_filter(
         };
         keys.insert(0, (*left, *right));
     }
-    if kind == JoinKind::NullAwareAnti && (keys.len() != 1 || filter.is_some()) {
+    if matches!(kind, JoinKind::NullAwareAnti | JoinKind::MarkIn)
+        && (keys.len() != 1 || filter.is_some())
+    {
         return Err(unsupported!("NOT IN with a correlated subquery"));
     }
     Ok(LogicalPlan::join(plan, subquery, kind, keys, filter))
