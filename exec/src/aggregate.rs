@@ -50,6 +50,13 @@ enum Accumulator {
         squares: Vec<f64>,
         func: AggregateFunction,
     },
+    /// Distinct values per group, summed or averaged at the end.
+    Distinct {
+        converter: RowConverter,
+        seen: HashSet<(usize, Box<[u8]>)>,
+        inner: AggregateCall,
+        groups: usize,
+    },
     /// Distinct values per group, as (group, value in row format); counted at the end.
     CountDistinct {
         converter: RowConverter,
@@ -90,6 +97,24 @@ impl Accumulator {
                     data_type,
                 }
             }
+            AggregateFunction::SumDistinct | AggregateFunction::AvgDistinct => {
+                let arg_type = arg_type.clone().unwrap_or(DataType::Null);
+                let func = if call.func == AggregateFunction::SumDistinct {
+                    AggregateFunction::Sum
+                } else {
+                    AggregateFunction::Avg
+                };
+                Accumulator::Distinct {
+                    converter: RowConverter::new(vec![SortField::new(arg_type.clone())])?,
+                    seen: HashSet::new(),
+                    inner: AggregateCall {
+                        func,
+                        arg: Some(Expr::column(0, "value", arg_type)),
+                        data_type: call.data_type.clone(),
+                    },
+                    groups: 0,
+                }
+            }
             AggregateFunction::CountDistinct => Accumulator::CountDistinct {
                 converter: RowConverter::new(vec![SortField::new(
                     arg_type.unwrap_or(DataType::Null),
@@ -125,6 +150,7 @@ impl Accumulator {
                 counts.resize(groups, 0);
             }
             Accumulator::CountDistinct { counts, .. } => counts.resize(groups, 0),
+            Accumulator::Distinct { groups: n, .. } => *n = (*n).max(groups),
             Accumulator::Moments {
                 counts,
                 means,
@@ -207,6 +233,17 @@ impl Accumulator {
                     }
                 }
             }
+            Accumulator::Distinct {
+                converter, seen, ..
+            } => {
+                let value = value.expect("has an argument");
+                let rows = converter.convert_columns(std::slice::from_ref(value))?;
+                for (row, &g) in groups.iter().enumerate() {
+                    if value.is_valid(row) {
+                        seen.insert((g, rows.row(row).as_ref().into()));
+                    }
+                }
+            }
             Accumulator::CountDistinct {
                 converter,
                 seen,
@@ -254,6 +291,27 @@ impl Accumulator {
 
     fn finish(self) -> Result<ArrayRef> {
         Ok(match self {
+            Accumulator::Distinct {
+                converter,
+                seen,
+                inner,
+                groups,
+            } => {
+                let parser = converter.parser();
+                let (ids, values): (Vec<usize>, Vec<_>) = seen
+                    .iter()
+                    .map(|(g, bytes)| (*g, parser.parse(bytes)))
+                    .unzip();
+                let values = if values.is_empty() {
+                    new_null_array(&inner.arg.as_ref().expect("argument").data_type(), 0)
+                } else {
+                    converter.convert_rows(values)?.remove(0)
+                };
+                let mut accumulator = Accumulator::new(&inner)?;
+                accumulator.resize(groups);
+                accumulator.update(Some(&values), &ids)?;
+                accumulator.finish()?
+            }
             Accumulator::Count { counts, .. } | Accumulator::CountDistinct { counts, .. } => {
                 Arc::new(Int64Array::from(counts))
             }

@@ -510,6 +510,9 @@ pub enum AggregateFunction {
     Count,
     /// `count(DISTINCT x)`.
     CountDistinct,
+    /// `sum(DISTINCT x)`, `avg(DISTINCT x)`.
+    SumDistinct,
+    AvgDistinct,
     /// Standard deviation and variance, of a sample or of the population.
     StddevSamp,
     StddevPop,
@@ -531,6 +534,8 @@ impl AggregateFunction {
             AggregateFunction::Min => "min",
             AggregateFunction::Max => "max",
             AggregateFunction::Avg => "avg",
+            AggregateFunction::SumDistinct => "sum",
+            AggregateFunction::AvgDistinct => "avg",
             AggregateFunction::StddevSamp => "stddev_samp",
             AggregateFunction::StddevPop => "stddev_pop",
             AggregateFunction::VarSamp => "var_samp",
@@ -549,16 +554,21 @@ impl AggregateFunction {
             ) => DataType::Int64,
             (
                 AggregateFunction::Avg
+                | AggregateFunction::AvgDistinct
                 | AggregateFunction::StddevSamp
                 | AggregateFunction::StddevPop
                 | AggregateFunction::VarSamp
                 | AggregateFunction::VarPop,
                 _,
             ) => DataType::Float64,
-            (AggregateFunction::Sum, Some(DataType::Int32 | DataType::Int64)) => DataType::Int64,
-            (AggregateFunction::Sum, Some(DataType::Decimal128(_, s))) => {
-                DataType::Decimal128(38, *s)
-            }
+            (
+                AggregateFunction::Sum | AggregateFunction::SumDistinct,
+                Some(DataType::Int32 | DataType::Int64),
+            ) => DataType::Int64,
+            (
+                AggregateFunction::Sum | AggregateFunction::SumDistinct,
+                Some(DataType::Decimal128(_, s)),
+            ) => DataType::Decimal128(38, *s),
             (_, Some(t)) => t.clone(),
             (_, None) => DataType::Null,
         }
@@ -576,8 +586,15 @@ pub struct AggregateCall {
 impl fmt::Display for AggregateCall {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.arg {
-            Some(arg) if self.func == AggregateFunction::CountDistinct => {
-                write!(f, "count(DISTINCT {arg})")
+            Some(arg)
+                if matches!(
+                    self.func,
+                    AggregateFunction::CountDistinct
+                        | AggregateFunction::SumDistinct
+                        | AggregateFunction::AvgDistinct
+                ) =>
+            {
+                write!(f, "{}(DISTINCT {arg})", self.func.name())
             }
             Some(arg) => write!(f, "{}({arg})", self.func.name()),
             None => write!(f, "{}(*)", self.func.name()),

@@ -271,6 +271,8 @@ fn state_kind(call: &AggregateCall) -> StateKind {
     match call.func {
         AggregateFunction::CountStar | AggregateFunction::Count => StateKind::Count,
         AggregateFunction::CountDistinct
+        | AggregateFunction::SumDistinct
+        | AggregateFunction::AvgDistinct
         | AggregateFunction::StddevSamp
         | AggregateFunction::StddevPop
         | AggregateFunction::VarSamp

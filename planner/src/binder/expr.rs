@@ -230,6 +230,8 @@ fn bind_aggregate_call(
     let func = match (func, distinct) {
         (_, false) => func,
         (AggregateFunction::Count, true) => AggregateFunction::CountDistinct,
+        (AggregateFunction::Sum, true) => AggregateFunction::SumDistinct,
+        (AggregateFunction::Avg, true) => AggregateFunction::AvgDistinct,
         // min and max ignore duplicates anyway.
         (AggregateFunction::Min | AggregateFunction::Max, true) => func,
         (_, true) => return Err(unsupported!("{name}(DISTINCT ...)")),
@@ -264,6 +266,8 @@ fn bind_aggregate_call(
     match func {
         AggregateFunction::Sum
         | AggregateFunction::Avg
+        | AggregateFunction::SumDistinct
+        | AggregateFunction::AvgDistinct
         | AggregateFunction::StddevSamp
         | AggregateFunction::StddevPop
         | AggregateFunction::VarSamp
@@ -1297,15 +1301,16 @@ fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> Result<Expr
             let target = comparison_type(&t, &second.data_type(), &second)?;
             let first = args.pop().expect("two args");
             let data_type = first.data_type();
-            (
-                ScalarFunction::NullIf,
-                vec![first.cast(&target), second.cast(&target)],
-                if target == data_type {
-                    data_type
-                } else {
-                    target
-                },
-            )
+            // Compared in the common type, returned in the first argument's, as in Postgres.
+            let compared = Expr::Function {
+                func: ScalarFunction::NullIf,
+                args: vec![first.cast(&target), second.cast(&target)],
+                data_type: target,
+            };
+            if data_type == DataType::Null {
+                return Ok(compared);
+            }
+            return Ok(compared.cast(&data_type));
         }
         "abs" => {
             arity(1)?;
