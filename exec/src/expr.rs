@@ -48,20 +48,7 @@ pub fn evaluate(expr: &Expr, batch: &RecordBatch) -> Result<ArrayRef> {
             branches,
             otherwise,
             data_type,
-        } => {
-            let mut result = match otherwise {
-                Some(e) => evaluate(e, batch)?,
-                None => new_null_array(data_type, rows),
-            };
-            for (when, then) in branches.iter().rev() {
-                let mask = evaluate(when, batch)?;
-                // A NULL condition does not match: the branch is not taken.
-                let mask = functions::nulls_as_false(mask.as_boolean());
-                let then = evaluate(then, batch)?;
-                result = arrow::compute::kernels::zip::zip(&mask, &then, &result)?;
-            }
-            Ok(result)
-        }
+        } => case(batch, branches, otherwise.as_deref(), data_type),
         Expr::InList {
             expr,
             list,
@@ -103,6 +90,18 @@ pub fn evaluate(expr: &Expr, batch: &RecordBatch) -> Result<ArrayRef> {
         Expr::ScalarSubquery(_) => Err(ExecError::Execution(
             "a scalar subquery reached the executor uncomputed".into(),
         )),
+        Expr::Function {
+            func: ScalarFunction::Coalesce,
+            args,
+            data_type,
+        } => {
+            // Later arguments are evaluated only for the rows still NULL, as in Postgres.
+            let branches: Vec<(Expr, Expr)> = args
+                .iter()
+                .map(|a| (Expr::IsNotNull(Box::new(a.clone())), a.clone()))
+                .collect();
+            case(batch, &branches, None, data_type)
+        }
         Expr::Function { func, args, .. } => {
             let args = args
                 .iter()
@@ -111,6 +110,70 @@ pub fn evaluate(expr: &Expr, batch: &RecordBatch) -> Result<ArrayRef> {
             function(*func, &args)
         }
     }
+}
+
+/// CASE evaluated lazily: each WHEN only on the rows no earlier WHEN took, each THEN only on
+/// the rows its WHEN took, so a branch that is not taken cannot fail (division by zero).
+fn case(
+    batch: &RecordBatch,
+    branches: &[(Expr, Expr)],
+    otherwise: Option<&Expr>,
+    data_type: &DataType,
+) -> Result<ArrayRef> {
+    let rows = batch.num_rows();
+    // (piece, row in piece) for every input row; piece 0 is all NULL.
+    let mut pieces: Vec<ArrayRef> = vec![new_null_array(data_type, 1)];
+    let mut picks: Vec<(usize, usize)> = vec![(0, 0); rows];
+    let mut undecided: Vec<u32> = (0..rows as u32).collect();
+    let subset = |indices: &[u32]| -> Result<RecordBatch> {
+        let indices = arrow::array::UInt32Array::from(indices.to_vec());
+        Ok(arrow::compute::take_record_batch(batch, &indices)?)
+    };
+    for (when, then) in branches {
+        if undecided.is_empty() {
+            break;
+        }
+        let candidates = subset(&undecided)?;
+        let mask = evaluate(when, &candidates)?;
+        let mask = functions::nulls_as_false(mask.as_boolean());
+        let (taken, rest): (Vec<(usize, u32)>, Vec<(usize, u32)>) = undecided
+            .iter()
+            .copied()
+            .enumerate()
+            .partition(|(i, _)| mask.value(*i));
+        if !taken.is_empty() {
+            let rows_taken: Vec<u32> = taken.iter().map(|(_, r)| *r).collect();
+            let values = evaluate(then, &subset(&rows_taken)?)?;
+            let values = if values.data_type() == data_type {
+                values
+            } else {
+                arrow::compute::cast(&values, data_type)?
+            };
+            pieces.push(values);
+            let piece = pieces.len() - 1;
+            for (position, row) in rows_taken.iter().enumerate() {
+                picks[*row as usize] = (piece, position);
+            }
+        }
+        undecided = rest.into_iter().map(|(_, r)| r).collect();
+    }
+    if let Some(otherwise) = otherwise
+        && !undecided.is_empty()
+    {
+        let values = evaluate(otherwise, &subset(&undecided)?)?;
+        let values = if values.data_type() == data_type {
+            values
+        } else {
+            arrow::compute::cast(&values, data_type)?
+        };
+        pieces.push(values);
+        let piece = pieces.len() - 1;
+        for (position, row) in undecided.iter().enumerate() {
+            picks[*row as usize] = (piece, position);
+        }
+    }
+    let refs: Vec<&dyn Array> = pieces.iter().map(|p| p.as_ref()).collect();
+    Ok(arrow::compute::interleave(&refs, &picks)?)
 }
 
 fn binary(op: BinaryOp, l: &ArrayRef, r: &ArrayRef) -> Result<ArrayRef> {
@@ -139,14 +202,7 @@ fn binary(op: BinaryOp, l: &ArrayRef, r: &ArrayRef) -> Result<ArrayRef> {
 
 fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
     match func {
-        ScalarFunction::Coalesce => {
-            let mut result = args[0].clone();
-            for next in &args[1..] {
-                let present = is_not_null(&result)?;
-                result = arrow::compute::kernels::zip::zip(&present, &result, next)?;
-            }
-            Ok(result)
-        }
+        ScalarFunction::Coalesce => unreachable!("coalesce is evaluated lazily, as a CASE"),
         ScalarFunction::NullIf => {
             let equal = binary(BinaryOp::Eq, &args[0], &args[1])?;
             Ok(nullif(&args[0], equal.as_boolean())?)

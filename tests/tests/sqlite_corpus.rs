@@ -230,7 +230,7 @@ const PASSING: &[(&str, usize)] = &[
     ("evidence/slt_lang_replace.test", 0),
     ("evidence/slt_lang_update.test", 9),
     ("random/aggregates_slt_good_0.test", 9130),
-    ("random/expr_slt_good_0.test", 10008),
+    ("random/expr_slt_good_0.test", 10011),
     ("random/groupby_slt_good_0.test", 9050),
     ("random/select_slt_good_0.test", 9175),
     ("select1.test", 1031),
