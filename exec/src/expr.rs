@@ -136,13 +136,16 @@ fn case(
         let candidates = subset(&undecided)?;
         let mask = evaluate(when, &candidates)?;
         let mask = functions::nulls_as_false(mask.as_boolean());
-        let (taken, rest): (Vec<(usize, u32)>, Vec<(usize, u32)>) = undecided
-            .iter()
-            .copied()
-            .enumerate()
-            .partition(|(i, _)| mask.value(*i));
-        if !taken.is_empty() {
-            let rows_taken: Vec<u32> = taken.iter().map(|(_, r)| *r).collect();
+        let mut rows_taken: Vec<u32> = Vec::new();
+        let mut rest: Vec<u32> = Vec::new();
+        for (i, row) in undecided.iter().enumerate() {
+            if mask.value(i) {
+                rows_taken.push(*row);
+            } else {
+                rest.push(*row);
+            }
+        }
+        if !rows_taken.is_empty() {
             let values = evaluate(then, &subset(&rows_taken)?)?;
             let values = if values.data_type() == data_type {
                 values
@@ -155,7 +158,7 @@ fn case(
                 picks[*row as usize] = (piece, position);
             }
         }
-        undecided = rest.into_iter().map(|(_, r)| r).collect();
+        undecided = rest;
     }
     if let Some(otherwise) = otherwise
         && !undecided.is_empty()
