@@ -337,6 +337,10 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::Greatest => functions::extreme(args, true),
         ScalarFunction::Least => functions::extreme(args, false),
         ScalarFunction::DateTrunc(part) => functions::date_trunc(&args[0], part),
+        ScalarFunction::RegexpMatch(insensitive) => functions::regexp_match(args, insensitive),
+        ScalarFunction::RegexpReplace(global, insensitive) => {
+            functions::regexp_replace(args, global, insensitive)
+        }
         ScalarFunction::DateDiff(part) => functions::date_diff(&args[0], &args[1], part),
         ScalarFunction::Round => {
             let values = args[0].as_primitive::<Float64Type>();

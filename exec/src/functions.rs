@@ -310,3 +310,83 @@ pub fn date_diff(a: &ArrayRef, b: &ArrayRef, part: DatePart) -> Result<ArrayRef>
     }
     Ok(Arc::new(Int64Array::from(out)))
 }
+
+/// Regular expressions by pattern text, compiled once per distinct pattern in a batch.
+struct Patterns {
+    insensitive: bool,
+    last: Option<(String, regex::Regex)>,
+}
+
+impl Patterns {
+    fn get(&mut self, pattern: &str) -> Result<&regex::Regex> {
+        if self.last.as_ref().is_none_or(|(p, _)| p != pattern) {
+            let compiled = regex::RegexBuilder::new(pattern)
+                .case_insensitive(self.insensitive)
+                .build()
+                .map_err(|e| fail(format!("invalid regular expression {pattern:?}: {e}")))?;
+            self.last = Some((pattern.to_string(), compiled));
+        }
+        Ok(&self.last.as_ref().expect("just set").1)
+    }
+}
+
+pub fn regexp_match(args: &[ArrayRef], insensitive: bool) -> Result<ArrayRef> {
+    let (s, p) = (args[0].as_string::<i32>(), args[1].as_string::<i32>());
+    let mut patterns = Patterns {
+        insensitive,
+        last: None,
+    };
+    let mut out = Vec::with_capacity(s.len());
+    for (value, pattern) in s.iter().zip(p.iter()) {
+        out.push(match (value, pattern) {
+            (Some(v), Some(p)) => Some(patterns.get(p)?.is_match(v)),
+            _ => None,
+        });
+    }
+    Ok(Arc::new(BooleanArray::from(out)))
+}
+
+pub fn regexp_replace(args: &[ArrayRef], global: bool, insensitive: bool) -> Result<ArrayRef> {
+    let s = args[0].as_string::<i32>();
+    let p = args[1].as_string::<i32>();
+    let r = args[2].as_string::<i32>();
+    let mut patterns = Patterns {
+        insensitive,
+        last: None,
+    };
+    let mut out = Vec::with_capacity(s.len());
+    for row in 0..s.len() {
+        if s.is_null(row) || p.is_null(row) || r.is_null(row) {
+            out.push(None);
+            continue;
+        }
+        let regex = patterns.get(p.value(row))?;
+        // SQL writes group references as \1; the regex crate as ${1}.
+        let replacement = r.value(row).replace('$', "$$");
+        let replacement = regex_group_references(&replacement);
+        let replaced = if global {
+            regex.replace_all(s.value(row), replacement.as_str())
+        } else {
+            regex.replace(s.value(row), replacement.as_str())
+        };
+        out.push(Some(replaced.into_owned()));
+    }
+    Ok(Arc::new(StringArray::from(out)))
+}
+
+/// `\1` to `${1}`.
+fn regex_group_references(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && let Some(d) = chars.peek().filter(|d| d.is_ascii_digit()).copied()
+        {
+            chars.next();
+            out.push_str(&format!("${{{d}}}"));
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}

@@ -205,6 +205,11 @@ pub enum ScalarFunction {
     Greatest,
     Least,
     DateTrunc(DatePart),
+    /// Whether a regular expression matches anywhere in the string (case-insensitively).
+    RegexpMatch(bool),
+    /// Replaces the first match (every match when global) of a regular expression:
+    /// (global, case-insensitive).
+    RegexpReplace(bool, bool),
     /// Whole `part` boundaries crossed from the first date to the second.
     DateDiff(DatePart),
 }
@@ -254,6 +259,8 @@ impl ScalarFunction {
             ScalarFunction::Greatest => "greatest",
             ScalarFunction::Least => "least",
             ScalarFunction::DateTrunc(_) => "date_trunc",
+            ScalarFunction::RegexpMatch(_) => "regexp_matches",
+            ScalarFunction::RegexpReplace(..) => "regexp_replace",
             ScalarFunction::DateDiff(_) => "date_diff",
         }
     }

@@ -1082,6 +1082,29 @@ fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Expr> {
         BinaryOperator::And => BinaryOp::And,
         BinaryOperator::Or => BinaryOp::Or,
         BinaryOperator::StringConcat => BinaryOp::Concat,
+        BinaryOperator::PGRegexMatch
+        | BinaryOperator::PGRegexIMatch
+        | BinaryOperator::PGRegexNotMatch
+        | BinaryOperator::PGRegexNotIMatch => {
+            let insensitive = matches!(
+                op,
+                BinaryOperator::PGRegexIMatch | BinaryOperator::PGRegexNotIMatch
+            );
+            let matched = Expr::Function {
+                func: ScalarFunction::RegexpMatch(insensitive),
+                args: strings(vec![left, right]),
+                data_type: DataType::Boolean,
+            };
+            let negated = matches!(
+                op,
+                BinaryOperator::PGRegexNotMatch | BinaryOperator::PGRegexNotIMatch
+            );
+            return Ok(if negated {
+                Expr::Not(Box::new(matched))
+            } else {
+                matched
+            });
+        }
         other => return Err(unsupported!("the operator {other}")),
     };
     let (lt, rt) = (left.data_type(), right.data_type());
@@ -1399,6 +1422,36 @@ fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> Result<Expr
                 _ => ScalarFunction::Repeat,
             };
             (func, args, DataType::Utf8)
+        }
+        "regexp_matches" | "regexp_like" | "regexp_replace" => {
+            let replace = name == "regexp_replace";
+            let (min, max) = if replace { (3, 4) } else { (2, 3) };
+            if args.len() < min || args.len() > max {
+                return Err(bind_err!("{name} takes {min} or {max} arguments"));
+            }
+            let mut args = strings(args);
+            let flags = if args.len() == max {
+                match args.pop() {
+                    Some(Expr::Literal(ScalarValue::Utf8(flags))) => flags,
+                    _ => return Err(bind_err!("{name} needs its flags as a string literal")),
+                }
+            } else {
+                String::new()
+            };
+            if let Some(bad) = flags.chars().find(|c| !matches!(c, 'g' | 'i' | 'c')) {
+                return Err(bind_err!("{name}: unknown flag '{bad}'"));
+            }
+            let insensitive = flags.contains('i');
+            if replace {
+                let func = ScalarFunction::RegexpReplace(flags.contains('g'), insensitive);
+                (func, args, DataType::Utf8)
+            } else {
+                (
+                    ScalarFunction::RegexpMatch(insensitive),
+                    args,
+                    DataType::Boolean,
+                )
+            }
         }
         "reverse" => {
             arity(1)?;
