@@ -4,8 +4,8 @@ use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow::compute::{concat, filter_record_batch};
 use arrow::datatypes::SchemaRef;
 use pondra_catalog::Snapshot;
-use pondra_planner::{Expr, PhysicalPlan, SortKey};
-use pondra_storage::{Lake, read_parquet_row_group};
+use pondra_planner::{Expr, FileFormat, PhysicalPlan, SortKey};
+use pondra_storage::{Lake, read_csv_file, read_parquet_row_group};
 
 use crate::aggregate::HashAggregateSink;
 use crate::expr::evaluate;
@@ -254,6 +254,12 @@ fn run_pipeline<'p>(
         }
         PhysicalPlan::ParquetScan { table } => {
             'files: for file in &table.files {
+                if table.format == FileFormat::Csv {
+                    for batch in read_csv_file(&file.path, &table.schema)? {
+                        push(operators, batch, &mut sink)?;
+                    }
+                    continue;
+                }
                 for row_group in 0..file.row_groups {
                     if sink.is_full() {
                         break 'files;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
-use pondra_storage::parquet_file_info;
+use pondra_storage::{csv_file_schema, parquet_file_info};
 
 use crate::{Result, bind_err};
 
@@ -17,10 +17,19 @@ pub struct ExternalFile {
     pub row_groups: usize,
 }
 
-/// A table read from Parquet files in place.
+/// How an external table's files are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileFormat {
+    Parquet,
+    /// CSV with a header row.
+    Csv,
+}
+
+/// A table read from files in place.
 #[derive(Clone, Debug)]
 pub struct ExternalTable {
     pub name: String,
+    pub format: FileFormat,
     pub files: Vec<ExternalFile>,
     pub schema: SchemaRef,
 }
@@ -54,6 +63,31 @@ impl ExternalTable {
         let schema = schema.ok_or_else(|| bind_err!("no file matches {pattern}"))?;
         Ok(Arc::new(ExternalTable {
             name: name.to_string(),
+            format: FileFormat::Parquet,
+            files,
+            schema,
+        }))
+    }
+
+    /// CSV files with a header row, by path or glob; column types are inferred from the first
+    /// file, and every file must have the same columns.
+    pub fn open_csv(name: &str, pattern: &str) -> Result<Arc<ExternalTable>> {
+        let paths = expand(pattern)?;
+        let schema = csv_file_schema(&paths[0])
+            .map_err(|e| bind_err!("cannot read {}: {e}", paths[0].display()))?;
+        let mut files = Vec::new();
+        for path in paths {
+            let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+            files.push(ExternalFile {
+                path,
+                // A guess for planning: CSV files carry no row count.
+                rows: size / 64,
+                row_groups: 1,
+            });
+        }
+        Ok(Arc::new(ExternalTable {
+            name: name.to_string(),
+            format: FileFormat::Csv,
             files,
             schema,
         }))

@@ -20,7 +20,7 @@ pub use expr::{
     AggregateCall, AggregateFunction, BinaryOp, DatePart, Expr, Frame, FrameBound, JoinKind,
     ScalarFunction, SortKey, Subquery, WindowExpr, WindowFunction,
 };
-pub use external::{ExternalFile, ExternalTable};
+pub use external::{ExternalFile, ExternalTable, FileFormat};
 pub use logical::LogicalPlan;
 pub use physical::{PhysicalPlan, create_physical_plan};
 pub use plan::Plan;

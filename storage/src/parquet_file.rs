@@ -92,3 +92,45 @@ pub fn read_parquet_row_group(
     let batches = reader.collect::<std::result::Result<Vec<_>, _>>()?;
     Ok(batches)
 }
+
+/// The columns of a CSV file with a header row, their types inferred from its first rows:
+/// whole numbers BIGINT, other numbers DOUBLE, true/false BOOLEAN, dates DATE, timestamps
+/// TIMESTAMP, anything else VARCHAR.
+pub fn csv_file_schema(path: &std::path::Path) -> Result<SchemaRef> {
+    use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+    let file = std::fs::File::open(path).map_err(|e| crate::StorageError::Folder {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let (schema, _) = arrow::csv::reader::Format::default()
+        .with_header(true)
+        .infer_schema(file, Some(10_000))?;
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let data_type = match f.data_type() {
+                DataType::Int64 | DataType::Float64 | DataType::Boolean | DataType::Date32 => {
+                    f.data_type().clone()
+                }
+                DataType::Timestamp(..) => DataType::Timestamp(TimeUnit::Microsecond, None),
+                _ => DataType::Utf8,
+            };
+            Field::new(f.name(), data_type, true)
+        })
+        .collect();
+    Ok(std::sync::Arc::new(Schema::new(fields)))
+}
+
+/// Every row of a CSV file with a header row, as batches of `schema`.
+pub fn read_csv_file(path: &std::path::Path, schema: &SchemaRef) -> Result<Vec<RecordBatch>> {
+    let file = std::fs::File::open(path).map_err(|e| crate::StorageError::Folder {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let reader = arrow::csv::ReaderBuilder::new(schema.clone())
+        .with_header(true)
+        .with_batch_size(8192)
+        .build(file)?;
+    Ok(reader.collect::<std::result::Result<Vec<_>, _>>()?)
+}

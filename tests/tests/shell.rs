@@ -145,17 +145,24 @@ CREATE TABLE u (a BIGINT, b VARCHAR);
 COPY u FROM '{}';
 SELECT count(*) AS n, sum(a) AS s FROM u;
 SELECT count(*) AS n FROM read_parquet('{}');
+CREATE TABLE v (a BIGINT, b VARCHAR);
+COPY v FROM '{}';
+SELECT a, b FROM v ORDER BY a;
+SELECT sum(a) AS s FROM read_csv('{}');
 ",
         parquet.display(),
         csv.display(),
         parquet.display(),
-        dir.path().join("*.parquet").display()
+        dir.path().join("*.parquet").display(),
+        csv.display(),
+        csv.display()
     );
     let output = shell(&lake, &script);
     assert_eq!(stderr(&output), "");
     assert_eq!(
         stdout(&output),
-        "+---+---+\n| n | s |\n+---+---+\n| 2 | 3 |\n+---+---+\n+---+\n| n |\n+---+\n| 2 |\n+---+\n"
+        "+---+---+\n| n | s |\n+---+---+\n| 2 | 3 |\n+---+---+\n+---+\n| n |\n+---+\n| 2 |\n+---+\n\
++---+---+\n| a | b |\n+---+---+\n| 1 | x |\n| 2 |   |\n+---+---+\n+---+\n| s |\n+---+\n| 3 |\n+---+\n"
     );
     let text = std::fs::read_to_string(&csv).unwrap();
     assert!(text.starts_with("a,b\n"), "{text}");

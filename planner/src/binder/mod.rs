@@ -298,11 +298,16 @@ impl<'a> Binder<'a> {
         else {
             return Err(bind_err!("COPY FROM needs a table"));
         };
-        if !filename.ends_with(".parquet") {
-            return Err(unsupported!("COPY FROM files other than Parquet"));
-        }
         let table = self.table(&object_name(table_name)?)?.clone();
-        let file = ExternalTable::open("copy", filename)?;
+        let file = if filename.ends_with(".parquet") {
+            ExternalTable::open("copy", filename)?
+        } else if filename.ends_with(".csv") {
+            ExternalTable::open_csv("copy", filename)?
+        } else {
+            return Err(unsupported!(
+                "COPY FROM {filename} (the file name must end in .parquet or .csv)"
+            ));
+        };
         let columns: Vec<ast::ObjectName> = columns
             .iter()
             .map(|c| ast::ObjectName::from(vec![c.clone()]))
@@ -747,7 +752,7 @@ impl<'a> Binder<'a> {
                 ..
             } => {
                 let function = object_name(name)?;
-                if function != "read_parquet" {
+                if function != "read_parquet" && function != "read_csv" {
                     return Err(unsupported!("the table function {function}"));
                 }
                 let path = match args.args.as_slice() {
@@ -759,7 +764,11 @@ impl<'a> Binder<'a> {
                     },
                     _ => return Err(bind_err!("read_parquet takes one path or glob")),
                 };
-                let table = ExternalTable::open(&function, &path)?;
+                let table = if function == "read_csv" {
+                    ExternalTable::open_csv(&function, &path)?
+                } else {
+                    ExternalTable::open(&function, &path)?
+                };
                 let plan = rename_columns(LogicalPlan::ParquetScan { table }, alias.as_ref())?;
                 let qualifier = alias.as_ref().map(|a| normalize(&a.name));
                 let scope = Scope::from_schema(&plan.schema(), qualifier.as_deref());
