@@ -5,11 +5,9 @@ use arrow::datatypes::DataType;
 use sqlparser::ast::{self, BinaryOperator, UnaryOperator, Value};
 
 use super::Binder;
+use super::functions::{bind_function, strings};
 use super::scope::{Scope, normalize};
-use crate::expr::{
-    AggregateCall, AggregateFunction, BinaryOp, DatePart, Expr, Frame, FrameBound, ScalarFunction,
-    SortKey, WindowExpr, WindowFunction,
-};
+use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, DatePart, Expr, ScalarFunction};
 use crate::scalar::ScalarValue;
 use crate::types::{common_numeric_type, is_numeric, sql_type_from_ast};
 use crate::{Result, bind_err, unsupported};
@@ -63,7 +61,7 @@ pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
     })
 }
 
-fn function_name(function: &ast::Function) -> String {
+pub(super) fn function_name(function: &ast::Function) -> String {
     function
         .name
         .0
@@ -155,7 +153,7 @@ pub fn contains_subquery(expr: &ast::Expr) -> bool {
 }
 
 /// The plain positional arguments of a call (`*` is returned as a wildcard expression).
-fn function_args(function: &ast::Function) -> Vec<&ast::Expr> {
+pub(super) fn function_args(function: &ast::Function) -> Vec<&ast::Expr> {
     match &function.args {
         ast::FunctionArguments::List(list) => list
             .args
@@ -177,7 +175,7 @@ pub fn bind_expr(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Expr> {
     bind_generic(expr, ctx)
 }
 
-fn bind_aggregated(
+pub(super) fn bind_aggregated(
     expr: &ast::Expr,
     agg: &mut Aggregation,
     binder: Option<&Binder<'_>>,
@@ -217,7 +215,7 @@ fn bind_aggregated(
     bind_generic(expr, &mut Context::Aggregated(agg, binder))
 }
 
-fn bind_aggregate_call(
+pub(super) fn bind_aggregate_call(
     function: &ast::Function,
     func: AggregateFunction,
     input: &Scope,
@@ -299,7 +297,7 @@ fn bind_aggregate_call(
 
 /// `agg(x) FILTER (WHERE c)` is `agg(CASE WHEN c THEN x END)`; `count(*)` counts `CASE WHEN c
 /// THEN 1 END`.
-fn with_filter(
+pub(super) fn with_filter(
     call: AggregateCall,
     filter: Option<&ast::Expr>,
     input: &Scope,
@@ -342,7 +340,7 @@ pub fn type_name(data_type: &DataType) -> String {
     }
 }
 
-fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Expr> {
+pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Expr> {
     use ast::Expr as E;
     match expr {
         E::Identifier(ident) => resolve_column(ctx, None, ident),
@@ -579,179 +577,9 @@ fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Expr> {
 /// columns numbered from here until the binder knows how wide the input is.
 pub const WINDOW_BASE: usize = 1 << 40;
 
-fn bind_window(
-    function: &ast::Function,
-    name: &str,
-    over: &ast::WindowType,
-    ctx: &mut Context<'_>,
-) -> Result<Expr> {
-    let binder = match ctx {
-        Context::Plain {
-            binder: Some(b), ..
-        }
-        | Context::Aggregated(_, Some(b)) => *b,
-        _ => return Err(unsupported!("window functions here")),
-    };
-    let ast::WindowType::WindowSpec(spec) = over else {
-        return Err(unsupported!("named windows"));
-    };
-    if function.filter.is_some() {
-        return Err(unsupported!("FILTER on window functions"));
-    }
-    let raw_args = match &function.args {
-        ast::FunctionArguments::List(list) => list.args.clone(),
-        _ => Vec::new(),
-    };
-    let star = matches!(
-        raw_args.as_slice(),
-        [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)]
-    );
-    let mut args = Vec::new();
-    if !star {
-        for a in function_args(function) {
-            args.push(bind_expr(a, ctx)?);
-        }
-    }
-    let (func, data_type) = match name {
-        "row_number" => (WindowFunction::RowNumber, DataType::Int64),
-        "rank" => (WindowFunction::Rank, DataType::Int64),
-        "dense_rank" => (WindowFunction::DenseRank, DataType::Int64),
-        "lag" | "lead" => {
-            if args.is_empty() || args.len() > 3 {
-                return Err(bind_err!("{name} takes 1 to 3 arguments"));
-            }
-            let t = args[0].data_type();
-            let offset = match args.get(1) {
-                None => 1,
-                Some(Expr::Literal(ScalarValue::Int32(n))) if *n >= 0 => *n as i64,
-                Some(Expr::Literal(ScalarValue::Int64(n))) if *n >= 0 => *n,
-                Some(other) => {
-                    return Err(bind_err!("{name} needs a constant offset, not {other}"));
-                }
-            };
-            let default = args
-                .get(2)
-                .cloned()
-                .unwrap_or(Expr::Literal(ScalarValue::Null));
-            args = vec![
-                args[0].clone(),
-                Expr::Literal(ScalarValue::Int64(offset)),
-                default.cast(&t),
-            ];
-            let func = if name == "lag" {
-                WindowFunction::Lag
-            } else {
-                WindowFunction::Lead
-            };
-            (func, t)
-        }
-        other => match aggregate_function(other) {
-            Some(AggregateFunction::Count) if star => (
-                WindowFunction::Aggregate(AggregateFunction::CountStar),
-                DataType::Int64,
-            ),
-            Some(agg) => {
-                if args.len() != 1 {
-                    return Err(bind_err!("{other} takes one argument"));
-                }
-                let t = args[0].data_type();
-                if matches!(agg, AggregateFunction::Sum | AggregateFunction::Avg) && !is_numeric(&t)
-                {
-                    return Err(bind_err!("{other}({}) is not defined", type_name(&t)));
-                }
-                (WindowFunction::Aggregate(agg), agg.result_type(Some(&t)))
-            }
-            None => return Err(bind_err!("window function {other} does not exist")),
-        },
-    };
-    let partition_by = spec
-        .partition_by
-        .iter()
-        .map(|e| bind_expr(e, ctx))
-        .collect::<Result<Vec<_>>>()?;
-    let mut order_by = Vec::new();
-    for item in &spec.order_by {
-        let descending = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
-        order_by.push(SortKey {
-            expr: bind_expr(&item.expr, ctx)?,
-            descending,
-            nulls_first: item.options.nulls_first.unwrap_or(descending),
-        });
-    }
-    let frame = window_frame(spec.window_frame.as_ref(), !order_by.is_empty())?;
-    let window = WindowExpr {
-        func,
-        args,
-        partition_by,
-        order_by,
-        frame,
-        data_type: data_type.clone(),
-    };
-    let index = binder.add_window(window)?;
-    Ok(Expr::column(WINDOW_BASE + index, name, data_type))
-}
-
-fn window_frame(frame: Option<&ast::WindowFrame>, ordered: bool) -> Result<Frame> {
-    let Some(frame) = frame else {
-        let end = if ordered {
-            FrameBound::CurrentRow
-        } else {
-            FrameBound::UnboundedFollowing
-        };
-        return Ok(Frame {
-            rows: false,
-            start: FrameBound::UnboundedPreceding,
-            end,
-        });
-    };
-    let rows = match frame.units {
-        ast::WindowFrameUnits::Rows => true,
-        ast::WindowFrameUnits::Range => false,
-        ast::WindowFrameUnits::Groups => return Err(unsupported!("GROUPS frames")),
-    };
-    let bound = |b: &ast::WindowFrameBound| -> Result<FrameBound> {
-        let count = |e: &Option<Box<ast::Expr>>| -> Result<Option<u64>> {
-            match e.as_deref() {
-                None => Ok(None),
-                Some(ast::Expr::Value(v)) => match &v.value {
-                    ast::Value::Number(n, _) => n
-                        .parse::<u64>()
-                        .map(Some)
-                        .map_err(|_| bind_err!("invalid frame offset {n}")),
-                    other => Err(bind_err!("invalid frame offset {other}")),
-                },
-                Some(other) => Err(unsupported!("the frame offset {other}")),
-            }
-        };
-        Ok(match b {
-            ast::WindowFrameBound::CurrentRow => FrameBound::CurrentRow,
-            ast::WindowFrameBound::Preceding(e) => match count(e)? {
-                None => FrameBound::UnboundedPreceding,
-                Some(n) => FrameBound::Preceding(n),
-            },
-            ast::WindowFrameBound::Following(e) => match count(e)? {
-                None => FrameBound::UnboundedFollowing,
-                Some(n) => FrameBound::Following(n),
-            },
-        })
-    };
-    let start = bound(&frame.start_bound)?;
-    let end = match &frame.end_bound {
-        Some(b) => bound(b)?,
-        None => FrameBound::CurrentRow,
-    };
-    if !rows
-        && (matches!(start, FrameBound::Preceding(_) | FrameBound::Following(_))
-            || matches!(end, FrameBound::Preceding(_) | FrameBound::Following(_)))
-    {
-        return Err(unsupported!("RANGE frames with offsets"));
-    }
-    Ok(Frame { rows, start, end })
-}
-
 /// A subquery used as a value. An uncorrelated one is computed once before the query runs; a
 /// correlated one (in WHERE) becomes a join, and its value a column after the scope's.
-fn bind_scalar_subquery(query: &ast::Query, ctx: &mut Context<'_>) -> Result<Expr> {
+pub(super) fn bind_scalar_subquery(query: &ast::Query, ctx: &mut Context<'_>) -> Result<Expr> {
     let (scope, clause, binder) = match ctx {
         Context::Plain {
             scope,
@@ -782,7 +610,7 @@ fn bind_scalar_subquery(query: &ast::Query, ctx: &mut Context<'_>) -> Result<Exp
 
 /// `EXISTS (...)` or `probe IN (...)` inside an expression: a mark join adds whether each row
 /// matches as a column after the scope's.
-fn bind_mark(
+pub(super) fn bind_mark(
     query: &ast::Query,
     probe: Option<&ast::Expr>,
     negated: bool,
@@ -813,7 +641,7 @@ fn bind_mark(
     })
 }
 
-fn single_column(plan: &crate::logical::LogicalPlan) -> Result<DataType> {
+pub(super) fn single_column(plan: &crate::logical::LogicalPlan) -> Result<DataType> {
     let schema = plan.schema();
     if schema.fields().len() != 1 {
         return Err(bind_err!(
@@ -824,14 +652,14 @@ fn single_column(plan: &crate::logical::LogicalPlan) -> Result<DataType> {
     Ok(schema.field(0).data_type().clone())
 }
 
-fn scalar_value(plan: crate::logical::LogicalPlan) -> Result<Expr> {
+pub(super) fn scalar_value(plan: crate::logical::LogicalPlan) -> Result<Expr> {
     single_column(&plan)?;
     Ok(Expr::ScalarSubquery(crate::expr::Subquery(
         std::sync::Arc::new(plan),
     )))
 }
 
-fn resolve_column(
+pub(super) fn resolve_column(
     ctx: &mut Context<'_>,
     qualifier: Option<String>,
     ident: &ast::Ident,
@@ -866,38 +694,7 @@ fn resolve_column(
     ))
 }
 
-fn strings(args: Vec<Expr>) -> Vec<Expr> {
-    args.into_iter().map(|a| a.cast(&DataType::Utf8)).collect()
-}
-
-fn numbers(name: &str, args: &[Expr]) -> Result<()> {
-    for a in args {
-        let t = a.data_type();
-        if !is_numeric(&t) && t != DataType::Null {
-            return Err(bind_err!("{name} needs numbers, not {}", type_name(&t)));
-        }
-    }
-    Ok(())
-}
-
-/// A date part named in a string (`'month'`, `'year'`...).
-fn part_by_name(name: &str) -> Result<DatePart> {
-    Ok(match name.to_lowercase().trim_end_matches('s') {
-        "year" => DatePart::Year,
-        "quarter" => DatePart::Quarter,
-        "month" => DatePart::Month,
-        "week" => DatePart::Week,
-        "day" => DatePart::Day,
-        "dow" | "dayofweek" => DatePart::DayOfWeek,
-        "doy" | "dayofyear" => DatePart::DayOfYear,
-        "hour" => DatePart::Hour,
-        "minute" => DatePart::Minute,
-        "second" => DatePart::Second,
-        other => return Err(bind_err!("unknown date part '{other}'")),
-    })
-}
-
-fn integer_arg(expr: Expr, function: &str) -> Result<Expr> {
+pub(super) fn integer_arg(expr: Expr, function: &str) -> Result<Expr> {
     match expr.data_type() {
         DataType::Int32 | DataType::Int64 | DataType::Null => Ok(expr.cast(&DataType::Int64)),
         other => Err(bind_err!(
@@ -907,7 +704,7 @@ fn integer_arg(expr: Expr, function: &str) -> Result<Expr> {
     }
 }
 
-fn date_part(field: &ast::DateTimeField) -> Result<DatePart> {
+pub(super) fn date_part(field: &ast::DateTimeField) -> Result<DatePart> {
     use ast::DateTimeField as F;
     Ok(match field {
         F::Year | F::Years => DatePart::Year,
@@ -925,7 +722,7 @@ fn date_part(field: &ast::DateTimeField) -> Result<DatePart> {
 }
 
 /// `INTERVAL '3' MONTH`, `INTERVAL '90' DAY`, `INTERVAL '1 year 2 days'`.
-fn interval_literal(interval: &ast::Interval) -> Result<ScalarValue> {
+pub(super) fn interval_literal(interval: &ast::Interval) -> Result<ScalarValue> {
     let text = match interval.value.as_ref() {
         ast::Expr::Value(v) => match &v.value {
             Value::SingleQuotedString(s) | Value::Number(s, _) => s.clone(),
@@ -988,7 +785,7 @@ pub fn literal(value: &Value) -> Result<ScalarValue> {
     })
 }
 
-fn number_literal(text: &str) -> Result<ScalarValue> {
+pub(super) fn number_literal(text: &str) -> Result<ScalarValue> {
     if let Ok(v) = text.parse::<i64>() {
         return Ok(match i32::try_from(v) {
             Ok(small) => ScalarValue::Int32(small),
@@ -1016,7 +813,7 @@ fn number_literal(text: &str) -> Result<ScalarValue> {
         .map_err(|_| bind_err!("invalid number {text}"))
 }
 
-fn boolean(expr: Expr, what: &str) -> Result<Expr> {
+pub(super) fn boolean(expr: Expr, what: &str) -> Result<Expr> {
     match expr.data_type() {
         DataType::Boolean => Ok(expr),
         DataType::Null => Ok(expr.cast(&DataType::Boolean)),
@@ -1028,17 +825,21 @@ fn boolean(expr: Expr, what: &str) -> Result<Expr> {
 }
 
 /// Casts `expr` to `target` unless it already has that type.
-fn coerce(expr: Expr, target: &DataType) -> Expr {
+pub(super) fn coerce(expr: Expr, target: &DataType) -> Expr {
     expr.cast(target)
 }
 
-fn is_string_literal(expr: &Expr) -> bool {
+pub(super) fn is_string_literal(expr: &Expr) -> bool {
     matches!(expr, Expr::Literal(ScalarValue::Utf8(_)))
 }
 
 /// The type two values are compared in; `right` is the second operand (a string literal can
 /// take the other side's type, as in `d > '2024-01-01'`).
-fn comparison_type(left: &DataType, right: &DataType, right_expr: &Expr) -> Result<DataType> {
+pub(super) fn comparison_type(
+    left: &DataType,
+    right: &DataType,
+    right_expr: &Expr,
+) -> Result<DataType> {
     if left == right {
         return Ok(left.clone());
     }
@@ -1066,7 +867,7 @@ pub fn equality(left: Expr, right: Expr) -> Result<Expr> {
     binary(left, &BinaryOperator::Eq, right)
 }
 
-fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Expr> {
+pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Expr> {
     let op = match op {
         BinaryOperator::Plus => BinaryOp::Plus,
         BinaryOperator::Minus => BinaryOp::Minus,
@@ -1143,15 +944,15 @@ fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Expr> {
     })
 }
 
-fn is_temporal(t: &DataType) -> bool {
+pub(super) fn is_temporal(t: &DataType) -> bool {
     matches!(t, DataType::Date32 | DataType::Timestamp(..))
 }
 
-fn is_interval(t: &DataType) -> bool {
+pub(super) fn is_interval(t: &DataType) -> bool {
     matches!(t, DataType::Interval(_))
 }
 
-fn op_symbol(op: BinaryOp) -> &'static str {
+pub(super) fn op_symbol(op: BinaryOp) -> &'static str {
     match op {
         BinaryOp::Plus => "+",
         BinaryOp::Minus => "-",
@@ -1163,7 +964,7 @@ fn op_symbol(op: BinaryOp) -> &'static str {
 
 /// Arithmetic in the operands' common type. Decimal products keep every digit (the scales add);
 /// decimal quotients are computed in DOUBLE.
-fn arithmetic(
+pub(super) fn arithmetic(
     op: BinaryOp,
     left: Expr,
     right: Expr,
@@ -1205,7 +1006,12 @@ fn arithmetic(
     }
 }
 
-fn like(expr: Expr, pattern: Expr, negated: bool, case_insensitive: bool) -> Result<Expr> {
+pub(super) fn like(
+    expr: Expr,
+    pattern: Expr,
+    negated: bool,
+    case_insensitive: bool,
+) -> Result<Expr> {
     for side in [&expr, &pattern] {
         let t = side.data_type();
         if t != DataType::Utf8 && t != DataType::Null {
@@ -1224,7 +1030,7 @@ fn like(expr: Expr, pattern: Expr, negated: bool, case_insensitive: bool) -> Res
 }
 
 /// The type the branches of a CASE or the arguments of COALESCE share.
-fn common_type(types: &[DataType]) -> Result<DataType> {
+pub(super) fn common_type(types: &[DataType]) -> Result<DataType> {
     let mut result = DataType::Null;
     for t in types {
         result = if result == *t || *t == DataType::Null {
@@ -1244,7 +1050,7 @@ fn common_type(types: &[DataType]) -> Result<DataType> {
     Ok(result)
 }
 
-fn bind_case(
+pub(super) fn bind_case(
     operand: Option<&ast::Expr>,
     conditions: &[ast::CaseWhen],
     else_result: Option<&ast::Expr>,
@@ -1273,239 +1079,6 @@ fn bind_case(
             .map(|(w, r)| (w, r.cast(&data_type)))
             .collect(),
         otherwise: otherwise.map(|e| Box::new(e.cast(&data_type))),
-        data_type,
-    })
-}
-
-fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> Result<Expr> {
-    let name = function_name(function);
-    if let Some(over) = &function.over {
-        return bind_window(function, &name, over, ctx);
-    }
-    if aggregate_function(&name).is_some() {
-        let clause = match ctx {
-            Context::Plain { clause, .. } => *clause,
-            Context::Aggregated(..) => "this place",
-        };
-        return Err(bind_err!("aggregate functions are not allowed in {clause}"));
-    }
-    if function.over.is_some() {
-        return Err(unsupported!("window functions"));
-    }
-    let args = function_args(function)
-        .into_iter()
-        .map(|a| bind_expr(a, ctx))
-        .collect::<Result<Vec<_>>>()?;
-    let arity = |n: usize| {
-        if args.len() == n {
-            Ok(())
-        } else {
-            Err(bind_err!(
-                "{name} takes {n} argument(s), got {}",
-                args.len()
-            ))
-        }
-    };
-    let (func, args, data_type) = match name.as_str() {
-        "coalesce" => {
-            if args.is_empty() {
-                return Err(bind_err!("coalesce needs at least one argument"));
-            }
-            let types: Vec<DataType> = args.iter().map(Expr::data_type).collect();
-            let t = common_type(&types)?;
-            let args = args.into_iter().map(|a| a.cast(&t)).collect();
-            (ScalarFunction::Coalesce, args, t)
-        }
-        "nullif" => {
-            arity(2)?;
-            let t = args[0].data_type();
-            let mut args = args;
-            let second = args.pop().expect("two args");
-            let target = comparison_type(&t, &second.data_type(), &second)?;
-            let first = args.pop().expect("two args");
-            let data_type = first.data_type();
-            // Compared in the common type, returned in the first argument's, as in Postgres.
-            let compared = Expr::Function {
-                func: ScalarFunction::NullIf,
-                args: vec![first.cast(&target), second.cast(&target)],
-                data_type: target,
-            };
-            if data_type == DataType::Null {
-                return Ok(compared);
-            }
-            return Ok(compared.cast(&data_type));
-        }
-        "abs" => {
-            arity(1)?;
-            let t = args[0].data_type();
-            if !is_numeric(&t) {
-                return Err(bind_err!("abs needs a number, not {}", type_name(&t)));
-            }
-            (ScalarFunction::Abs, args, t)
-        }
-        "lower" | "upper" | "length" => {
-            arity(1)?;
-            let args: Vec<Expr> = args.into_iter().map(|a| a.cast(&DataType::Utf8)).collect();
-            match name.as_str() {
-                "lower" => (ScalarFunction::Lower, args, DataType::Utf8),
-                "upper" => (ScalarFunction::Upper, args, DataType::Utf8),
-                _ => (ScalarFunction::Length, args, DataType::Int64),
-            }
-        }
-        "round" => {
-            if args.is_empty() || args.len() > 2 {
-                return Err(bind_err!("round takes 1 or 2 arguments"));
-            }
-            let mut args = args;
-            args[0] = args[0].clone().cast(&DataType::Float64);
-            if args.len() == 2 {
-                args[1] = args[1].clone().cast(&DataType::Int64);
-            }
-            (ScalarFunction::Round, args, DataType::Float64)
-        }
-        "ceil" | "ceiling" | "floor" => {
-            arity(1)?;
-            let t = match args[0].data_type() {
-                t @ (DataType::Int32 | DataType::Int64) => t,
-                t if is_numeric(&t) || t == DataType::Null => DataType::Float64,
-                t => return Err(bind_err!("{name} needs a number, not {}", type_name(&t))),
-            };
-            let func = if name == "floor" {
-                ScalarFunction::Floor
-            } else {
-                ScalarFunction::Ceil
-            };
-            (func, args.into_iter().map(|a| a.cast(&t)).collect(), t)
-        }
-        "sqrt" | "ln" | "exp" | "power" | "pow" => {
-            let (func, n) = match name.as_str() {
-                "sqrt" => (ScalarFunction::Sqrt, 1),
-                "ln" => (ScalarFunction::Ln, 1),
-                "exp" => (ScalarFunction::Exp, 1),
-                _ => (ScalarFunction::Power, 2),
-            };
-            arity(n)?;
-            numbers(&name, &args)?;
-            let args = args
-                .into_iter()
-                .map(|a| a.cast(&DataType::Float64))
-                .collect();
-            (func, args, DataType::Float64)
-        }
-        "trim" | "ltrim" | "rtrim" => {
-            arity(1)?;
-            let func = ScalarFunction::Trim(name != "rtrim", name != "ltrim");
-            (func, strings(args), DataType::Utf8)
-        }
-        "replace" => {
-            arity(3)?;
-            (ScalarFunction::Replace, strings(args), DataType::Utf8)
-        }
-        "concat" => (ScalarFunction::Concat, strings(args), DataType::Utf8),
-        "strpos" | "instr" => {
-            arity(2)?;
-            (ScalarFunction::Position, strings(args), DataType::Int64)
-        }
-        "starts_with" | "prefix" => {
-            arity(2)?;
-            (ScalarFunction::StartsWith, strings(args), DataType::Boolean)
-        }
-        "left" | "right" | "repeat" => {
-            arity(2)?;
-            let mut args = args;
-            let count = integer_arg(args.pop().expect("two args"), &name)?;
-            let mut args = strings(args);
-            args.push(count);
-            let func = match name.as_str() {
-                "left" => ScalarFunction::Left,
-                "right" => ScalarFunction::Right,
-                _ => ScalarFunction::Repeat,
-            };
-            (func, args, DataType::Utf8)
-        }
-        "regexp_matches" | "regexp_like" | "regexp_replace" => {
-            let replace = name == "regexp_replace";
-            let (min, max) = if replace { (3, 4) } else { (2, 3) };
-            if args.len() < min || args.len() > max {
-                return Err(bind_err!("{name} takes {min} or {max} arguments"));
-            }
-            let mut args = strings(args);
-            let flags = if args.len() == max {
-                match args.pop() {
-                    Some(Expr::Literal(ScalarValue::Utf8(flags))) => flags,
-                    _ => return Err(bind_err!("{name} needs its flags as a string literal")),
-                }
-            } else {
-                String::new()
-            };
-            if let Some(bad) = flags.chars().find(|c| !matches!(c, 'g' | 'i' | 'c')) {
-                return Err(bind_err!("{name}: unknown flag '{bad}'"));
-            }
-            let insensitive = flags.contains('i');
-            if replace {
-                let func = ScalarFunction::RegexpReplace(flags.contains('g'), insensitive);
-                (func, args, DataType::Utf8)
-            } else {
-                (
-                    ScalarFunction::RegexpMatch(insensitive),
-                    args,
-                    DataType::Boolean,
-                )
-            }
-        }
-        "reverse" => {
-            arity(1)?;
-            (ScalarFunction::Reverse, strings(args), DataType::Utf8)
-        }
-        "greatest" | "least" => {
-            if args.is_empty() {
-                return Err(bind_err!("{name} needs at least one argument"));
-            }
-            let types: Vec<DataType> = args.iter().map(Expr::data_type).collect();
-            let t = common_type(&types)?;
-            let func = if name == "greatest" {
-                ScalarFunction::Greatest
-            } else {
-                ScalarFunction::Least
-            };
-            (func, args.into_iter().map(|a| a.cast(&t)).collect(), t)
-        }
-        "date_part" | "datepart" | "date_trunc" | "datetrunc" | "date_diff" | "datediff" => {
-            let n = if name.contains("diff") { 3 } else { 2 };
-            arity(n)?;
-            let part = match &args[0] {
-                Expr::Literal(ScalarValue::Utf8(part)) => part_by_name(part)?,
-                _ => return Err(bind_err!("{name} needs the part as a string literal")),
-            };
-            let values: Vec<Expr> = args[1..].to_vec();
-            for v in &values {
-                let t = v.data_type();
-                if !matches!(
-                    t,
-                    DataType::Date32 | DataType::Timestamp(..) | DataType::Null
-                ) {
-                    return Err(bind_err!(
-                        "{name} needs a DATE or TIMESTAMP, not {}",
-                        type_name(&t)
-                    ));
-                }
-            }
-            if name.contains("trunc") {
-                let t = values[0].data_type();
-                (ScalarFunction::DateTrunc(part), values, t)
-            } else if name.contains("diff") {
-                let ts = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None);
-                let values = values.into_iter().map(|v| v.cast(&ts)).collect();
-                (ScalarFunction::DateDiff(part), values, DataType::Int64)
-            } else {
-                (ScalarFunction::DatePart(part), values, DataType::Int64)
-            }
-        }
-        _ => return Err(bind_err!("function {name} does not exist")),
-    };
-    Ok(Expr::Function {
-        func,
-        args,
         data_type,
     })
 }

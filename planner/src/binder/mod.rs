@@ -1,24 +1,30 @@
 //! The binder: parsed statements to bound plans over one catalog snapshot.
 
 mod expr;
+mod from;
+mod functions;
 mod scope;
+mod set_ops;
+mod subqueries;
+mod window;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::datatypes::{DataType, Field, Schema};
 use pondra_catalog::{Column, Snapshot, TableKind};
 use pondra_parser::{ParsedStatement, Statement, ast};
 
 pub use expr::type_name;
 use expr::{Aggregation, Context, WINDOW_BASE, bind_expr, contains_aggregate};
+use from::{outer_join, rename_columns};
 use scope::{Scope, normalize};
+use set_ops::{distinct_rows, grouping_sets, set_operation, union_of_groupings};
+pub(crate) use subqueries::PendingSubquery;
+use subqueries::{join_filter, join_pending, split_and};
 
-use crate::decorrelate::{SubqueryUse, join_condition, join_scalar_by_domain, pull_up};
-use crate::expr::{
-    AggregateCall, AggregateFunction, BinaryOp, Expr, JoinKind, SortKey, WindowExpr,
-};
+use crate::expr::{Expr, JoinKind, SortKey, WindowExpr};
 use crate::external::ExternalTable;
 use crate::join_order::{Relation, plan_join_block};
 use crate::logical::LogicalPlan;
@@ -1210,345 +1216,6 @@ impl<'a> Binder<'a> {
     }
 }
 
-/// GROUP BY with ROLLUP, CUBE or GROUPING SETS: every grouping expression once, in order, and
-/// the sets (lists of those expressions) to group by; `None` for a plain GROUP BY.
-#[allow(clippy::type_complexity)]
-fn grouping_sets(exprs: &[ast::Expr]) -> Result<(Vec<ast::Expr>, Option<Vec<Vec<ast::Expr>>>)> {
-    let mut sets: Vec<Vec<ast::Expr>> = vec![vec![]];
-    let mut any = false;
-    for expr in exprs {
-        let options: Vec<Vec<ast::Expr>> = match expr {
-            ast::Expr::Rollup(items) => {
-                any = true;
-                (0..=items.len())
-                    .rev()
-                    .map(|n| items[..n].iter().flatten().cloned().collect())
-                    .collect()
-            }
-            ast::Expr::Cube(items) => {
-                any = true;
-                if items.len() > 12 {
-                    return Err(unsupported!("CUBE of more than 12 expressions"));
-                }
-                (0..(1usize << items.len()))
-                    .rev()
-                    .map(|mask| {
-                        items
-                            .iter()
-                            .enumerate()
-                            .filter(|(i, _)| mask & (1 << (items.len() - 1 - i)) != 0)
-                            .flat_map(|(_, item)| item.iter().cloned())
-                            .collect()
-                    })
-                    .collect()
-            }
-            ast::Expr::GroupingSets(items) => {
-                any = true;
-                items.clone()
-            }
-            plain => vec![vec![plain.clone()]],
-        };
-        sets = sets
-            .iter()
-            .flat_map(|set| {
-                options.iter().map(move |option| {
-                    let mut combined = set.clone();
-                    combined.extend(option.iter().cloned());
-                    combined
-                })
-            })
-            .collect();
-    }
-    let mut all: Vec<ast::Expr> = Vec::new();
-    for set in &sets {
-        for e in set {
-            if !all.contains(e) {
-                all.push(e.clone());
-            }
-        }
-    }
-    if any {
-        Ok((all, Some(sets)))
-    } else {
-        Ok((exprs.to_vec(), None))
-    }
-}
-
-/// One aggregation per grouping set, each with NULL for the keys it does not group by, in one
-/// union shaped like a plain aggregation over every key.
-fn union_of_groupings(
-    input: LogicalPlan,
-    group: &[Expr],
-    aggregates: &[AggregateCall],
-    sets: &[Vec<usize>],
-    schema: SchemaRef,
-) -> LogicalPlan {
-    let mut inputs = Vec::new();
-    for set in sets {
-        let set_group: Vec<Expr> = set.iter().map(|i| group[*i].clone()).collect();
-        let mut fields: Vec<Field> = set.iter().map(|i| schema.field(*i).clone()).collect();
-        fields.extend(
-            schema.fields()[group.len()..]
-                .iter()
-                .map(|f| f.as_ref().clone()),
-        );
-        let aggregate = LogicalPlan::Aggregate {
-            input: Box::new(input.clone()),
-            group: set_group,
-            aggregates: aggregates.to_vec(),
-            schema: Arc::new(Schema::new(fields)),
-        };
-        let inner = aggregate.schema();
-        let mut exprs = Vec::new();
-        for (i, g) in group.iter().enumerate() {
-            exprs.push(match set.iter().position(|s| *s == i) {
-                Some(p) => Expr::column(p, inner.field(p).name(), g.data_type()),
-                None => Expr::Literal(ScalarValue::Null).cast(&g.data_type()),
-            });
-        }
-        for a in 0..aggregates.len() {
-            let p = set.len() + a;
-            exprs.push(Expr::column(
-                p,
-                inner.field(p).name(),
-                inner.field(p).data_type().clone(),
-            ));
-        }
-        let names = schema.fields().iter().map(|f| f.name().clone()).collect();
-        inputs.push(aggregate.project(exprs, names));
-    }
-    LogicalPlan::Union { inputs, schema }
-}
-
-/// UNION, INTERSECT and EXCEPT. Both inputs are brought to common column types; INTERSECT and
-/// EXCEPT count each distinct row's appearances on either side (so NULLs compare equal, as
-/// set operations require).
-fn set_operation(
-    left: LogicalPlan,
-    op: ast::SetOperator,
-    quantifier: ast::SetQuantifier,
-    right: LogicalPlan,
-) -> Result<LogicalPlan> {
-    let (ls, rs) = (left.schema(), right.schema());
-    if ls.fields().len() != rs.fields().len() {
-        return Err(bind_err!(
-            "each {op} query must have the same number of columns ({} and {})",
-            ls.fields().len(),
-            rs.fields().len()
-        ));
-    }
-    let mut types = Vec::new();
-    for (l, r) in ls.fields().iter().zip(rs.fields()) {
-        let (lt, rt) = (l.data_type(), r.data_type());
-        let t = if lt == rt || *rt == DataType::Null {
-            lt.clone()
-        } else if *lt == DataType::Null {
-            rt.clone()
-        } else if let Some(n) = common_numeric_type(lt, rt) {
-            n
-        } else {
-            return Err(bind_err!(
-                "{op} types {} and {} cannot be matched",
-                type_name(lt),
-                type_name(rt)
-            ));
-        };
-        types.push(t);
-    }
-    let names: Vec<String> = ls.fields().iter().map(|f| f.name().clone()).collect();
-    let all = match quantifier {
-        ast::SetQuantifier::All => true,
-        ast::SetQuantifier::Distinct | ast::SetQuantifier::None => false,
-        other => return Err(unsupported!("{op} {other}")),
-    };
-    // Each side cast to the common types, with flags saying which side a row came from.
-    let side = |plan: LogicalPlan, flags: Option<(i32, i32)>| {
-        let schema = plan.schema();
-        let mut exprs: Vec<Expr> = types
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                let f = schema.field(i);
-                Expr::column(i, f.name(), f.data_type().clone()).cast(t)
-            })
-            .collect();
-        let mut names = names.clone();
-        if let Some((l, r)) = flags {
-            exprs.push(Expr::Literal(ScalarValue::Int32(l)));
-            exprs.push(Expr::Literal(ScalarValue::Int32(r)));
-            names.push("in_left".into());
-            names.push("in_right".into());
-        }
-        plan.project(exprs, names)
-    };
-    let union = |l: LogicalPlan, r: LogicalPlan| {
-        let schema = l.schema();
-        LogicalPlan::Union {
-            inputs: vec![l, r],
-            schema,
-        }
-    };
-    match op {
-        ast::SetOperator::Union => {
-            let plan = union(side(left, None), side(right, None));
-            Ok(if all { plan } else { distinct_rows(plan) })
-        }
-        ast::SetOperator::Intersect | ast::SetOperator::Except | ast::SetOperator::Minus => {
-            if all {
-                return Err(unsupported!("{op} ALL"));
-            }
-            let width = types.len();
-            let plan = union(side(left, Some((1, 0))), side(right, Some((0, 1))));
-            let schema = plan.schema();
-            let column = |i: usize| {
-                let f = schema.field(i);
-                Expr::column(i, f.name(), f.data_type().clone())
-            };
-            let group: Vec<Expr> = (0..width).map(column).collect();
-            let aggregates: Vec<AggregateCall> = [width, width + 1]
-                .into_iter()
-                .map(|i| AggregateCall {
-                    func: AggregateFunction::Max,
-                    arg: Some(column(i)),
-                    data_type: DataType::Int32,
-                })
-                .collect();
-            let mut fields: Vec<Field> = schema.fields()[..width]
-                .iter()
-                .map(|f| f.as_ref().clone())
-                .collect();
-            fields.push(Field::new("in_left", DataType::Int32, true));
-            fields.push(Field::new("in_right", DataType::Int32, true));
-            let counted = LogicalPlan::Aggregate {
-                input: Box::new(plan),
-                group,
-                aggregates,
-                schema: Arc::new(Schema::new(fields)),
-            };
-            let flag = |i: usize, value: i32| Expr::Binary {
-                op: BinaryOp::Eq,
-                left: Box::new(Expr::column(i, "flag", DataType::Int32)),
-                right: Box::new(Expr::Literal(ScalarValue::Int32(value))),
-            };
-            let want_right = i32::from(op == ast::SetOperator::Intersect);
-            let predicate = Expr::and_all(vec![flag(width, 1), flag(width + 1, want_right)])
-                .expect("two conditions");
-            let kept = LogicalPlan::Filter {
-                input: Box::new(counted),
-                predicate,
-            };
-            let exprs = (0..width)
-                .map(|i| Expr::column(i, &names[i], types[i].clone()))
-                .collect();
-            Ok(kept.project(exprs, names))
-        }
-    }
-}
-
-/// The AND-ed parts of a condition, looking through parentheses.
-fn split_and(expr: &ast::Expr) -> Vec<&ast::Expr> {
-    match expr {
-        ast::Expr::BinaryOp {
-            left,
-            op: ast::BinaryOperator::And,
-            right,
-        } => {
-            let mut parts = split_and(left);
-            parts.extend(split_and(right));
-            parts
-        }
-        ast::Expr::Nested(inner) => split_and(inner),
-        other => vec![other],
-    }
-}
-
-/// A subquery in an expression that becomes a join adding one column.
-pub(crate) enum PendingSubquery {
-    /// A correlated scalar subquery: its value.
-    Scalar(LogicalPlan),
-    /// `EXISTS (...)` (no probe) or `probe IN (...)`: whether a row matches.
-    Mark {
-        plan: LogicalPlan,
-        probe: Option<Expr>,
-    },
-}
-
-/// Adds a pending subquery's column as column `position` of `plan`.
-fn join_pending(
-    plan: LogicalPlan,
-    pending: PendingSubquery,
-    position: usize,
-) -> Result<LogicalPlan> {
-    match pending {
-        PendingSubquery::Scalar(subquery) => join_scalar(plan, subquery, position),
-        PendingSubquery::Mark {
-            plan: subquery,
-            probe,
-        } => {
-            let kind = if probe.is_some() {
-                JoinKind::MarkIn
-            } else {
-                JoinKind::Mark
-            };
-            join_filter(plan, kind, subquery, probe, position)
-        }
-    }
-}
-
-/// Adds a correlated scalar subquery's value as column `position` (the outer plan has exactly
-/// `position` columns): a left join to the decorrelated subquery on its correlation keys.
-fn join_scalar(plan: LogicalPlan, subquery: LogicalPlan, position: usize) -> Result<LogicalPlan> {
-    assert_eq!(plan.schema().fields().len(), position);
-    let (pulled_up, pulled) = match pull_up(subquery.clone(), SubqueryUse::Scalar) {
-        Ok(result) => result,
-        Err(_) => return join_scalar_by_domain(plan, subquery, position),
-    };
-    let (keys, filter) = join_condition(position, pulled);
-    if keys.is_empty() || filter.is_some() {
-        return join_scalar_by_domain(plan, subquery, position);
-    }
-    let subquery = pulled_up;
-    let joined = LogicalPlan::join(plan, subquery, JoinKind::Left, keys, None);
-    let schema = joined.schema();
-    let (exprs, names): (Vec<Expr>, Vec<String>) = (0..=position)
-        .map(|i| {
-            let f = schema.field(i);
-            (
-                Expr::column(i, f.name(), f.data_type().clone()),
-                f.name().clone(),
-            )
-        })
-        .unzip();
-    Ok(joined.project(exprs, names))
-}
-
-/// `EXISTS`, `NOT EXISTS`, `IN` and `NOT IN` as semi and anti joins of `plan` (of `width`
-/// columns) with the decorrelated subquery.
-fn join_filter(
-    plan: LogicalPlan,
-    kind: JoinKind,
-    subquery: LogicalPlan,
-    probe: Option<Expr>,
-    width: usize,
-) -> Result<LogicalPlan> {
-    let (subquery, pulled) = pull_up(subquery, SubqueryUse::Filter)?;
-    let (mut keys, filter) = join_condition(width, pulled);
-    if let Some(probe) = probe {
-        let field = subquery.schema().field(0).clone();
-        let value = Expr::column(0, field.name(), field.data_type().clone());
-        let Expr::Binary { left, right, .. } = expr::equality(probe, value)? else {
-            unreachable!("an equality is a binary expression")
-        };
-        keys.insert(0, (*left, *right));
-    }
-    if matches!(kind, JoinKind::NullAwareAnti | JoinKind::MarkIn)
-        && (keys.len() != 1 || filter.is_some())
-    {
-        return Err(unsupported!("NOT IN with a correlated subquery"));
-    }
-    Ok(LogicalPlan::join(plan, subquery, kind, keys, filter))
-}
-
 /// A predicate checked to be boolean (a NULL literal counts as an unknown boolean).
 fn filter_predicate(predicate: Expr, clause: &str) -> Result<Expr> {
     match predicate.data_type() {
@@ -1559,106 +1226,6 @@ fn filter_predicate(predicate: Expr, clause: &str) -> Result<Expr> {
             type_name(&other)
         )),
     }
-}
-
-/// An outer (or semi / anti) join of `left` (its columns first) and `right` on `on`, bound over
-/// left columns then right columns. A right join is a left join with the inputs swapped.
-fn outer_join(
-    left: LogicalPlan,
-    right: LogicalPlan,
-    kind: JoinKind,
-    on: Option<Expr>,
-    left_width: usize,
-    is_right: bool,
-) -> Result<LogicalPlan> {
-    let right_width = right.schema().fields().len();
-    let conjuncts = on.map(Expr::conjuncts).unwrap_or_default();
-    let in_left = |e: &Expr| {
-        let c = e.column_indices();
-        !c.is_empty() && c.iter().all(|i| *i < left_width)
-    };
-    let in_right = |e: &Expr| {
-        let c = e.column_indices();
-        !c.is_empty() && c.iter().all(|i| *i >= left_width)
-    };
-    let mut keys = Vec::new();
-    let mut rest = Vec::new();
-    for conjunct in conjuncts {
-        if let Expr::Binary {
-            op: BinaryOp::Eq,
-            left: l,
-            right: r,
-        } = &conjunct
-        {
-            let to_right = |e: &Expr| e.remap_columns(&|c| c - left_width);
-            if in_left(l) && in_right(r) {
-                keys.push(((**l).clone(), to_right(r)));
-                continue;
-            }
-            if in_right(l) && in_left(r) {
-                keys.push(((**r).clone(), to_right(l)));
-                continue;
-            }
-        }
-        rest.push(conjunct);
-    }
-    let filter = Expr::and_all(rest);
-    if !is_right {
-        return Ok(LogicalPlan::join(left, right, kind, keys, filter));
-    }
-    // RIGHT JOIN: a left join from the right input, then the columns back in order.
-    let swap = |c: usize| {
-        if c < left_width {
-            c + right_width
-        } else {
-            c - left_width
-        }
-    };
-    let keys = keys.into_iter().map(|(l, r)| (r, l)).collect();
-    let filter = filter.map(|f| f.remap_columns(&swap));
-    let joined = LogicalPlan::join(right, left, JoinKind::Left, keys, filter);
-    let schema = joined.schema();
-    let (exprs, names): (Vec<Expr>, Vec<String>) = (0..left_width + right_width)
-        .map(|c| {
-            let position = swap(c);
-            let field = schema.field(position);
-            (
-                Expr::column(position, field.name(), field.data_type().clone()),
-                field.name().clone(),
-            )
-        })
-        .unzip();
-    Ok(joined.project(exprs, names))
-}
-
-/// Applies a table alias's column names (`AS t(a, b)`).
-fn rename_columns(plan: LogicalPlan, alias: Option<&ast::TableAlias>) -> Result<LogicalPlan> {
-    let Some(alias) = alias.filter(|a| !a.columns.is_empty()) else {
-        return Ok(plan);
-    };
-    let schema = plan.schema();
-    if alias.columns.len() > schema.fields().len() {
-        return Err(bind_err!(
-            "{} has {} columns but {} names were given",
-            alias.name,
-            schema.fields().len(),
-            alias.columns.len()
-        ));
-    }
-    let (exprs, names): (Vec<Expr>, Vec<String>) = schema
-        .fields()
-        .iter()
-        .enumerate()
-        .map(|(i, f)| {
-            let name = alias
-                .columns
-                .get(i)
-                .map(|c| normalize(&c.name))
-                .unwrap_or_else(|| f.name().clone());
-            (Expr::column(i, f.name(), f.data_type().clone()), name)
-        })
-        .unzip();
-    Ok(plan.project(exprs, names))
 }
 
 fn bind_in(
@@ -1705,23 +1272,6 @@ fn filter(plan: LogicalPlan, predicate: Expr, clause: &str) -> Result<LogicalPla
         input: Box::new(plan),
         predicate,
     })
-}
-
-/// Rows of `plan` with duplicates removed: an aggregation on every column.
-fn distinct_rows(plan: LogicalPlan) -> LogicalPlan {
-    let schema = plan.schema();
-    let group = schema
-        .fields()
-        .iter()
-        .enumerate()
-        .map(|(i, f)| Expr::column(i, f.name(), f.data_type().clone()))
-        .collect();
-    LogicalPlan::Aggregate {
-        input: Box::new(plan),
-        group,
-        aggregates: Vec::new(),
-        schema,
-    }
 }
 
 /// GROUP BY may name an output column by position or alias, as Postgres allows.

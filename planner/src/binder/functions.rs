@@ -1,0 +1,275 @@
+//! Scalar functions by name: arity, argument types and result type.
+
+use arrow::datatypes::DataType;
+use sqlparser::ast;
+
+use super::expr::*;
+use super::window::bind_window;
+use crate::expr::{DatePart, Expr, ScalarFunction};
+use crate::scalar::ScalarValue;
+use crate::types::is_numeric;
+use crate::{Result, bind_err, unsupported};
+
+pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> Result<Expr> {
+    let name = function_name(function);
+    if let Some(over) = &function.over {
+        return bind_window(function, &name, over, ctx);
+    }
+    if aggregate_function(&name).is_some() {
+        let clause = match ctx {
+            Context::Plain { clause, .. } => *clause,
+            Context::Aggregated(..) => "this place",
+        };
+        return Err(bind_err!("aggregate functions are not allowed in {clause}"));
+    }
+    if function.over.is_some() {
+        return Err(unsupported!("window functions"));
+    }
+    let args = function_args(function)
+        .into_iter()
+        .map(|a| bind_expr(a, ctx))
+        .collect::<Result<Vec<_>>>()?;
+    let arity = |n: usize| {
+        if args.len() == n {
+            Ok(())
+        } else {
+            Err(bind_err!(
+                "{name} takes {n} argument(s), got {}",
+                args.len()
+            ))
+        }
+    };
+    let (func, args, data_type) = match name.as_str() {
+        "coalesce" => {
+            if args.is_empty() {
+                return Err(bind_err!("coalesce needs at least one argument"));
+            }
+            let types: Vec<DataType> = args.iter().map(Expr::data_type).collect();
+            let t = common_type(&types)?;
+            let args = args.into_iter().map(|a| a.cast(&t)).collect();
+            (ScalarFunction::Coalesce, args, t)
+        }
+        "nullif" => {
+            arity(2)?;
+            let t = args[0].data_type();
+            let mut args = args;
+            let second = args.pop().expect("two args");
+            let target = comparison_type(&t, &second.data_type(), &second)?;
+            let first = args.pop().expect("two args");
+            let data_type = first.data_type();
+            // Compared in the common type, returned in the first argument's, as in Postgres.
+            let compared = Expr::Function {
+                func: ScalarFunction::NullIf,
+                args: vec![first.cast(&target), second.cast(&target)],
+                data_type: target,
+            };
+            if data_type == DataType::Null {
+                return Ok(compared);
+            }
+            return Ok(compared.cast(&data_type));
+        }
+        "abs" => {
+            arity(1)?;
+            let t = args[0].data_type();
+            if !is_numeric(&t) {
+                return Err(bind_err!("abs needs a number, not {}", type_name(&t)));
+            }
+            (ScalarFunction::Abs, args, t)
+        }
+        "lower" | "upper" | "length" => {
+            arity(1)?;
+            let args: Vec<Expr> = args.into_iter().map(|a| a.cast(&DataType::Utf8)).collect();
+            match name.as_str() {
+                "lower" => (ScalarFunction::Lower, args, DataType::Utf8),
+                "upper" => (ScalarFunction::Upper, args, DataType::Utf8),
+                _ => (ScalarFunction::Length, args, DataType::Int64),
+            }
+        }
+        "round" => {
+            if args.is_empty() || args.len() > 2 {
+                return Err(bind_err!("round takes 1 or 2 arguments"));
+            }
+            let mut args = args;
+            args[0] = args[0].clone().cast(&DataType::Float64);
+            if args.len() == 2 {
+                args[1] = args[1].clone().cast(&DataType::Int64);
+            }
+            (ScalarFunction::Round, args, DataType::Float64)
+        }
+        "ceil" | "ceiling" | "floor" => {
+            arity(1)?;
+            let t = match args[0].data_type() {
+                t @ (DataType::Int32 | DataType::Int64) => t,
+                t if is_numeric(&t) || t == DataType::Null => DataType::Float64,
+                t => return Err(bind_err!("{name} needs a number, not {}", type_name(&t))),
+            };
+            let func = if name == "floor" {
+                ScalarFunction::Floor
+            } else {
+                ScalarFunction::Ceil
+            };
+            (func, args.into_iter().map(|a| a.cast(&t)).collect(), t)
+        }
+        "sqrt" | "ln" | "exp" | "power" | "pow" => {
+            let (func, n) = match name.as_str() {
+                "sqrt" => (ScalarFunction::Sqrt, 1),
+                "ln" => (ScalarFunction::Ln, 1),
+                "exp" => (ScalarFunction::Exp, 1),
+                _ => (ScalarFunction::Power, 2),
+            };
+            arity(n)?;
+            numbers(&name, &args)?;
+            let args = args
+                .into_iter()
+                .map(|a| a.cast(&DataType::Float64))
+                .collect();
+            (func, args, DataType::Float64)
+        }
+        "trim" | "ltrim" | "rtrim" => {
+            arity(1)?;
+            let func = ScalarFunction::Trim(name != "rtrim", name != "ltrim");
+            (func, strings(args), DataType::Utf8)
+        }
+        "replace" => {
+            arity(3)?;
+            (ScalarFunction::Replace, strings(args), DataType::Utf8)
+        }
+        "concat" => (ScalarFunction::Concat, strings(args), DataType::Utf8),
+        "strpos" | "instr" => {
+            arity(2)?;
+            (ScalarFunction::Position, strings(args), DataType::Int64)
+        }
+        "starts_with" | "prefix" => {
+            arity(2)?;
+            (ScalarFunction::StartsWith, strings(args), DataType::Boolean)
+        }
+        "left" | "right" | "repeat" => {
+            arity(2)?;
+            let mut args = args;
+            let count = integer_arg(args.pop().expect("two args"), &name)?;
+            let mut args = strings(args);
+            args.push(count);
+            let func = match name.as_str() {
+                "left" => ScalarFunction::Left,
+                "right" => ScalarFunction::Right,
+                _ => ScalarFunction::Repeat,
+            };
+            (func, args, DataType::Utf8)
+        }
+        "regexp_matches" | "regexp_like" | "regexp_replace" => {
+            let replace = name == "regexp_replace";
+            let (min, max) = if replace { (3, 4) } else { (2, 3) };
+            if args.len() < min || args.len() > max {
+                return Err(bind_err!("{name} takes {min} or {max} arguments"));
+            }
+            let mut args = strings(args);
+            let flags = if args.len() == max {
+                match args.pop() {
+                    Some(Expr::Literal(ScalarValue::Utf8(flags))) => flags,
+                    _ => return Err(bind_err!("{name} needs its flags as a string literal")),
+                }
+            } else {
+                String::new()
+            };
+            if let Some(bad) = flags.chars().find(|c| !matches!(c, 'g' | 'i' | 'c')) {
+                return Err(bind_err!("{name}: unknown flag '{bad}'"));
+            }
+            let insensitive = flags.contains('i');
+            if replace {
+                let func = ScalarFunction::RegexpReplace(flags.contains('g'), insensitive);
+                (func, args, DataType::Utf8)
+            } else {
+                (
+                    ScalarFunction::RegexpMatch(insensitive),
+                    args,
+                    DataType::Boolean,
+                )
+            }
+        }
+        "reverse" => {
+            arity(1)?;
+            (ScalarFunction::Reverse, strings(args), DataType::Utf8)
+        }
+        "greatest" | "least" => {
+            if args.is_empty() {
+                return Err(bind_err!("{name} needs at least one argument"));
+            }
+            let types: Vec<DataType> = args.iter().map(Expr::data_type).collect();
+            let t = common_type(&types)?;
+            let func = if name == "greatest" {
+                ScalarFunction::Greatest
+            } else {
+                ScalarFunction::Least
+            };
+            (func, args.into_iter().map(|a| a.cast(&t)).collect(), t)
+        }
+        "date_part" | "datepart" | "date_trunc" | "datetrunc" | "date_diff" | "datediff" => {
+            let n = if name.contains("diff") { 3 } else { 2 };
+            arity(n)?;
+            let part = match &args[0] {
+                Expr::Literal(ScalarValue::Utf8(part)) => part_by_name(part)?,
+                _ => return Err(bind_err!("{name} needs the part as a string literal")),
+            };
+            let values: Vec<Expr> = args[1..].to_vec();
+            for v in &values {
+                let t = v.data_type();
+                if !matches!(
+                    t,
+                    DataType::Date32 | DataType::Timestamp(..) | DataType::Null
+                ) {
+                    return Err(bind_err!(
+                        "{name} needs a DATE or TIMESTAMP, not {}",
+                        type_name(&t)
+                    ));
+                }
+            }
+            if name.contains("trunc") {
+                let t = values[0].data_type();
+                (ScalarFunction::DateTrunc(part), values, t)
+            } else if name.contains("diff") {
+                let ts = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None);
+                let values = values.into_iter().map(|v| v.cast(&ts)).collect();
+                (ScalarFunction::DateDiff(part), values, DataType::Int64)
+            } else {
+                (ScalarFunction::DatePart(part), values, DataType::Int64)
+            }
+        }
+        _ => return Err(bind_err!("function {name} does not exist")),
+    };
+    Ok(Expr::Function {
+        func,
+        args,
+        data_type,
+    })
+}
+
+pub(super) fn strings(args: Vec<Expr>) -> Vec<Expr> {
+    args.into_iter().map(|a| a.cast(&DataType::Utf8)).collect()
+}
+
+pub(super) fn numbers(name: &str, args: &[Expr]) -> Result<()> {
+    for a in args {
+        let t = a.data_type();
+        if !is_numeric(&t) && t != DataType::Null {
+            return Err(bind_err!("{name} needs numbers, not {}", type_name(&t)));
+        }
+    }
+    Ok(())
+}
+
+/// A date part named in a string (`'month'`, `'year'`...).
+pub(super) fn part_by_name(name: &str) -> Result<DatePart> {
+    Ok(match name.to_lowercase().trim_end_matches('s') {
+        "year" => DatePart::Year,
+        "quarter" => DatePart::Quarter,
+        "month" => DatePart::Month,
+        "week" => DatePart::Week,
+        "day" => DatePart::Day,
+        "dow" | "dayofweek" => DatePart::DayOfWeek,
+        "doy" | "dayofyear" => DatePart::DayOfYear,
+        "hour" => DatePart::Hour,
+        "minute" => DatePart::Minute,
+        "second" => DatePart::Second,
+        other => return Err(bind_err!("unknown date part '{other}'")),
+    })
+}

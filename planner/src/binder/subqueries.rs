@@ -1,0 +1,117 @@
+//! Subqueries in WHERE and in expressions, turned into the joins that replace them.
+
+use pondra_parser::ast;
+
+use super::expr;
+use crate::decorrelate::{SubqueryUse, join_condition, join_scalar_by_domain, pull_up};
+use crate::expr::{Expr, JoinKind};
+use crate::logical::LogicalPlan;
+use crate::{Result, unsupported};
+
+/// The AND-ed parts of a condition, looking through parentheses.
+pub(super) fn split_and(expr: &ast::Expr) -> Vec<&ast::Expr> {
+    match expr {
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::And,
+            right,
+        } => {
+            let mut parts = split_and(left);
+            parts.extend(split_and(right));
+            parts
+        }
+        ast::Expr::Nested(inner) => split_and(inner),
+        other => vec![other],
+    }
+}
+
+/// A subquery in an expression that becomes a join adding one column.
+pub(crate) enum PendingSubquery {
+    /// A correlated scalar subquery: its value.
+    Scalar(LogicalPlan),
+    /// `EXISTS (...)` (no probe) or `probe IN (...)`: whether a row matches.
+    Mark {
+        plan: LogicalPlan,
+        probe: Option<Expr>,
+    },
+}
+
+/// Adds a pending subquery's column as column `position` of `plan`.
+pub(super) fn join_pending(
+    plan: LogicalPlan,
+    pending: PendingSubquery,
+    position: usize,
+) -> Result<LogicalPlan> {
+    match pending {
+        PendingSubquery::Scalar(subquery) => join_scalar(plan, subquery, position),
+        PendingSubquery::Mark {
+            plan: subquery,
+            probe,
+        } => {
+            let kind = if probe.is_some() {
+                JoinKind::MarkIn
+            } else {
+                JoinKind::Mark
+            };
+            join_filter(plan, kind, subquery, probe, position)
+        }
+    }
+}
+
+/// Adds a correlated scalar subquery's value as column `position` (the outer plan has exactly
+/// `position` columns): a left join to the decorrelated subquery on its correlation keys.
+pub(super) fn join_scalar(
+    plan: LogicalPlan,
+    subquery: LogicalPlan,
+    position: usize,
+) -> Result<LogicalPlan> {
+    assert_eq!(plan.schema().fields().len(), position);
+    let (pulled_up, pulled) = match pull_up(subquery.clone(), SubqueryUse::Scalar) {
+        Ok(result) => result,
+        Err(_) => return join_scalar_by_domain(plan, subquery, position),
+    };
+    let (keys, filter) = join_condition(position, pulled);
+    if keys.is_empty() || filter.is_some() {
+        return join_scalar_by_domain(plan, subquery, position);
+    }
+    let subquery = pulled_up;
+    let joined = LogicalPlan::join(plan, subquery, JoinKind::Left, keys, None);
+    let schema = joined.schema();
+    let (exprs, names): (Vec<Expr>, Vec<String>) = (0..=position)
+        .map(|i| {
+            let f = schema.field(i);
+            (
+                Expr::column(i, f.name(), f.data_type().clone()),
+                f.name().clone(),
+            )
+        })
+        .unzip();
+    Ok(joined.project(exprs, names))
+}
+
+/// `EXISTS`, `NOT EXISTS`, `IN` and `NOT IN` as semi and anti joins of `plan` (of `width`
+/// columns) with the decorrelated subquery.
+pub(super) fn join_filter(
+    plan: LogicalPlan,
+    kind: JoinKind,
+    subquery: LogicalPlan,
+    probe: Option<Expr>,
+    width: usize,
+) -> Result<LogicalPlan> {
+    let (subquery, pulled) = pull_up(subquery, SubqueryUse::Filter)?;
+    let (mut keys, filter) = join_condition(width, pulled);
+    if let Some(probe) = probe {
+        let field = subquery.schema().field(0).clone();
+        let value = Expr::column(0, field.name(), field.data_type().clone());
+        let Expr::Binary { left, right, .. } = expr::equality(probe, value)? else {
+            unreachable!("an equality is a binary expression")
+        };
+        keys.insert(0, (*left, *right));
+    }
+    if matches!(kind, JoinKind::NullAwareAnti | JoinKind::MarkIn)
+        && (keys.len() != 1 || filter.is_some())
+    {
+        return Err(unsupported!("NOT IN with a correlated subquery"));
+    }
+    Ok(LogicalPlan::join(plan, subquery, kind, keys, filter))
+}
