@@ -5,6 +5,7 @@ mod from;
 mod functions;
 mod scope;
 mod set_ops;
+mod statements;
 mod subqueries;
 mod window;
 
@@ -13,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema};
-use pondra_catalog::{Column, Snapshot, TableKind};
+use pondra_catalog::{Snapshot, TableKind};
 use pondra_parser::{ParsedStatement, Statement, ast};
 
 pub use expr::type_name;
@@ -29,8 +30,7 @@ use crate::external::ExternalTable;
 use crate::join_order::{Relation, plan_join_block};
 use crate::logical::LogicalPlan;
 use crate::plan::Plan;
-use crate::scalar::ScalarValue;
-use crate::types::{common_numeric_type, sql_type_from_ast};
+use crate::types::common_numeric_type;
 use crate::view::plan_view;
 use crate::{Result, bind_err, unsupported};
 
@@ -172,267 +172,6 @@ impl<'a> Binder<'a> {
         self.snapshot
             .table(name)
             .ok_or_else(|| bind_err!("table {name} does not exist"))
-    }
-
-    fn bind_create_table(&self, create: &ast::CreateTable) -> Result<Plan> {
-        let name = object_name(&create.name)?;
-        if let Some(query) = &create.query {
-            if !create.columns.is_empty() {
-                return Err(unsupported!("column definitions with AS SELECT"));
-            }
-            let input = self.bind_query(query)?;
-            let mut columns = Vec::new();
-            for field in input.schema().fields() {
-                let sql_type =
-                    pondra_catalog::SqlType::from_arrow(field.data_type()).ok_or_else(|| {
-                        bind_err!(
-                            "column {} of type {} cannot be stored",
-                            field.name(),
-                            type_name(field.data_type())
-                        )
-                    })?;
-                if columns.iter().any(|c: &Column| c.name == *field.name()) {
-                    return Err(bind_err!("column {} is named twice", field.name()));
-                }
-                columns.push(Column {
-                    name: field.name().clone(),
-                    sql_type,
-                });
-            }
-            return Ok(Plan::CreateTableAs {
-                name,
-                columns,
-                input,
-                if_not_exists: create.if_not_exists,
-            });
-        }
-        let mut columns: Vec<Column> = Vec::new();
-        for def in &create.columns {
-            let column_name = normalize(&def.name);
-            if columns.iter().any(|c| c.name == column_name) {
-                return Err(bind_err!("column {column_name} is named twice"));
-            }
-            columns.push(Column {
-                name: column_name,
-                sql_type: sql_type_from_ast(&def.data_type)?,
-            });
-        }
-        if columns.is_empty() {
-            return Err(bind_err!("a table needs at least one column"));
-        }
-        Ok(Plan::CreateTable {
-            name,
-            columns,
-            if_not_exists: create.if_not_exists,
-        })
-    }
-
-    fn bind_drop(
-        &self,
-        object_type: ast::ObjectType,
-        if_exists: bool,
-        names: &[ast::ObjectName],
-    ) -> Result<Plan> {
-        let [name] = names else {
-            return Err(unsupported!("dropping several objects in one statement"));
-        };
-        let name = object_name(name)?;
-        let wants_view = match object_type {
-            ast::ObjectType::Table => false,
-            ast::ObjectType::View | ast::ObjectType::MaterializedView => true,
-            other => return Err(unsupported!("DROP {other}")),
-        };
-        if let Some(table) = self.snapshot.table(&name) {
-            match (table.is_materialized_view(), wants_view) {
-                (true, false) => {
-                    return Err(bind_err!(
-                        "{name} is a materialized view: use DROP MATERIALIZED VIEW"
-                    ));
-                }
-                (false, true) => return Err(bind_err!("{name} is a table: use DROP TABLE")),
-                _ => {}
-            }
-            let dependents: Vec<String> = self
-                .snapshot
-                .views_over(&name)
-                .iter()
-                .map(|v| v.name.clone())
-                .collect();
-            if !dependents.is_empty() {
-                return Err(bind_err!(
-                    "cannot drop {name}: the materialized view(s) {} depend on it; drop them first",
-                    dependents.join(", ")
-                ));
-            }
-        } else if !if_exists {
-            return Err(bind_err!("table {name} does not exist"));
-        }
-        Ok(Plan::DropTable { name, if_exists })
-    }
-
-    fn bind_copy(
-        &self,
-        source: &ast::CopySource,
-        to: bool,
-        target: &ast::CopyTarget,
-    ) -> Result<Plan> {
-        let ast::CopyTarget::File { filename } = target else {
-            return Err(unsupported!("COPY with {target}"));
-        };
-        if to {
-            let input = match source {
-                ast::CopySource::Query(query) => self.bind_query(query)?,
-                ast::CopySource::Table {
-                    table_name,
-                    columns,
-                } => {
-                    if !columns.is_empty() {
-                        return Err(unsupported!("COPY of some columns"));
-                    }
-                    self.scan(self.table(&object_name(table_name)?)?)?
-                }
-            };
-            return Ok(Plan::CopyTo {
-                input,
-                path: filename.clone(),
-            });
-        }
-        let ast::CopySource::Table {
-            table_name,
-            columns,
-        } = source
-        else {
-            return Err(bind_err!("COPY FROM needs a table"));
-        };
-        let table = self.table(&object_name(table_name)?)?.clone();
-        let file = if filename.ends_with(".parquet") {
-            ExternalTable::open("copy", filename)?
-        } else if filename.ends_with(".csv") {
-            ExternalTable::open_csv("copy", filename)?
-        } else {
-            return Err(unsupported!(
-                "COPY FROM {filename} (the file name must end in .parquet or .csv)"
-            ));
-        };
-        let columns: Vec<ast::ObjectName> = columns
-            .iter()
-            .map(|c| ast::ObjectName::from(vec![c.clone()]))
-            .collect();
-        self.insert_plan(table, LogicalPlan::ParquetScan { table: file }, &columns)
-    }
-
-    fn bind_insert(&self, insert: &ast::Insert) -> Result<Plan> {
-        let ast::TableObject::TableName(name) = &insert.table else {
-            return Err(unsupported!("INSERT into a table function"));
-        };
-        let table = self.table(&object_name(name)?)?.clone();
-        let source = insert
-            .source
-            .as_ref()
-            .ok_or_else(|| unsupported!("INSERT without VALUES or SELECT"))?;
-        let input = self.bind_query(source)?;
-        self.insert_plan(table, input, &insert.columns)
-    }
-
-    /// Appends the rows of `input` to `table`, into `columns` (all of them when empty).
-    fn insert_plan(
-        &self,
-        table: Arc<pondra_catalog::TableDef>,
-        input: LogicalPlan,
-        columns: &[ast::ObjectName],
-    ) -> Result<Plan> {
-        if table.is_materialized_view() {
-            return Err(bind_err!(
-                "cannot insert into materialized view {}: it is kept current from its table",
-                table.name
-            ));
-        }
-        let input_schema = input.schema();
-        let targets: Vec<usize> = if columns.is_empty() {
-            (0..table.columns.len()).collect()
-        } else {
-            let mut targets = Vec::new();
-            for column in columns {
-                let column = object_name(column)?;
-                let index = table
-                    .columns
-                    .iter()
-                    .position(|c| c.name == column)
-                    .ok_or_else(|| {
-                        bind_err!("table {} has no column named {column}", table.name)
-                    })?;
-                if targets.contains(&index) {
-                    return Err(bind_err!("column {column} is named twice"));
-                }
-                targets.push(index);
-            }
-            targets
-        };
-        if input_schema.fields().len() != targets.len() {
-            return Err(bind_err!(
-                "INSERT has {} target columns but {} values per row",
-                targets.len(),
-                input_schema.fields().len()
-            ));
-        }
-        let mut exprs = Vec::new();
-        for (index, column) in table.columns.iter().enumerate() {
-            let target = column.sql_type.to_arrow();
-            let expr = match targets.iter().position(|t| *t == index) {
-                Some(source_index) => {
-                    let field = input_schema.field(source_index);
-                    check_assignable(field.data_type(), &target, &column.name)?;
-                    Expr::column(source_index, field.name(), field.data_type().clone())
-                        .cast(&target)
-                }
-                None => Expr::Literal(ScalarValue::Null).cast(&target),
-            };
-            exprs.push(expr);
-        }
-        let names = table.columns.iter().map(|c| c.name.clone()).collect();
-        Ok(Plan::Insert {
-            table,
-            input: input.project(exprs, names),
-        })
-    }
-
-    fn show_tables(&self) -> LogicalPlan {
-        let schema = Arc::new(Schema::new(vec![Field::new("name", DataType::Utf8, true)]));
-        let rows = self
-            .snapshot
-            .tables
-            .keys()
-            .map(|name| vec![Expr::Literal(ScalarValue::Utf8(name.clone()))])
-            .collect();
-        LogicalPlan::Values { schema, rows }
-    }
-
-    fn describe(&self, name: &str) -> Result<LogicalPlan> {
-        let table = self.table(name)?;
-        let schema = match &table.kind {
-            TableKind::Table => table.arrow_schema(),
-            TableKind::MaterializedView { .. } => self.scan(table)?.schema(),
-        };
-        let text = |s: String| Expr::Literal(ScalarValue::Utf8(s));
-        let rows = schema
-            .fields()
-            .iter()
-            .map(|f| {
-                vec![
-                    text(f.name().clone()),
-                    text(type_name(f.data_type())),
-                    text("YES".into()),
-                ]
-            })
-            .collect();
-        let fields = ["column_name", "column_type", "null"]
-            .into_iter()
-            .map(|n| Field::new(n, DataType::Utf8, true))
-            .collect::<Vec<_>>();
-        Ok(LogicalPlan::Values {
-            schema: Arc::new(Schema::new(fields)),
-            rows,
-        })
     }
 
     /// Binds a query: its body, then ORDER BY, then LIMIT / OFFSET.
