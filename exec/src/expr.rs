@@ -129,6 +129,21 @@ fn case(
         let indices = arrow::array::UInt32Array::from(indices.to_vec());
         Ok(arrow::compute::take_record_batch(batch, &indices)?)
     };
+    // Evaluates `expr` on `rows` and records where each of their values is.
+    let mut place = |expr: &Expr, rows: &[u32], pieces: &mut Vec<ArrayRef>| -> Result<()> {
+        let values = evaluate(expr, &subset(rows)?)?;
+        let values = if values.data_type() == data_type {
+            values
+        } else {
+            arrow::compute::cast(&values, data_type)?
+        };
+        pieces.push(values);
+        let piece = pieces.len() - 1;
+        for (position, row) in rows.iter().enumerate() {
+            picks[*row as usize] = (piece, position);
+        }
+        Ok(())
+    };
     for (when, then) in branches {
         if undecided.is_empty() {
             break;
@@ -146,34 +161,14 @@ fn case(
             }
         }
         if !rows_taken.is_empty() {
-            let values = evaluate(then, &subset(&rows_taken)?)?;
-            let values = if values.data_type() == data_type {
-                values
-            } else {
-                arrow::compute::cast(&values, data_type)?
-            };
-            pieces.push(values);
-            let piece = pieces.len() - 1;
-            for (position, row) in rows_taken.iter().enumerate() {
-                picks[*row as usize] = (piece, position);
-            }
+            place(then, &rows_taken, &mut pieces)?;
         }
         undecided = rest;
     }
     if let Some(otherwise) = otherwise
         && !undecided.is_empty()
     {
-        let values = evaluate(otherwise, &subset(&undecided)?)?;
-        let values = if values.data_type() == data_type {
-            values
-        } else {
-            arrow::compute::cast(&values, data_type)?
-        };
-        pieces.push(values);
-        let piece = pieces.len() - 1;
-        for (position, row) in undecided.iter().enumerate() {
-            picks[*row as usize] = (piece, position);
-        }
+        place(otherwise, &undecided, &mut pieces)?;
     }
     let refs: Vec<&dyn Array> = pieces.iter().map(|p| p.as_ref()).collect();
     Ok(arrow::compute::interleave(&refs, &picks)?)

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use arrow::array::{Array, RecordBatch};
 use arrow::util::display::{ArrayFormatter, FormatOptions};
-use pondra_cluster::{Node, NodeOptions, StatementResult};
+use pondra_cluster::{Node, NodeOptions};
+use pondra_tests::{SqlError, run_sql};
 use sqllogictest::{DBOutput, DefaultColumnType};
 
 struct Lake {
@@ -13,32 +14,17 @@ struct Lake {
     runtime: Arc<tokio::runtime::Runtime>,
 }
 
-#[derive(Debug)]
-struct SqlError(String);
-
-impl std::fmt::Display for SqlError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for SqlError {}
-
 impl sqllogictest::DB for Lake {
     type Error = SqlError;
     type ColumnType = DefaultColumnType;
 
     fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, SqlError> {
-        let results = self
-            .runtime
-            .block_on(self.node.execute(sql))
-            .map_err(|e| SqlError(e.to_string()))?;
-        match results.into_iter().last() {
-            Some(StatementResult::Rows { schema, batches }) => Ok(DBOutput::Rows {
+        match run_sql(&self.node, &self.runtime, sql)? {
+            Some((schema, batches)) => Ok(DBOutput::Rows {
                 types: vec![DefaultColumnType::Any; schema.fields().len()],
                 rows: rows(&batches),
             }),
-            _ => Ok(DBOutput::StatementComplete(0)),
+            None => Ok(DBOutput::StatementComplete(0)),
         }
     }
 }
