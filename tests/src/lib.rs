@@ -32,3 +32,35 @@ pub fn run_sql(
         _ => None,
     })
 }
+
+/// Every cell of `batches`, row by row, written by `write(column, column index, row, text)`
+/// where `text` is Arrow's display of the value (`NULL` for nulls).
+pub fn map_cells<T>(
+    batches: &[RecordBatch],
+    write: impl Fn(&dyn arrow::array::Array, usize, usize, String) -> T,
+) -> Vec<Vec<T>> {
+    use arrow::util::display::{ArrayFormatter, FormatOptions};
+    let options = FormatOptions::default().with_null("NULL");
+    let mut rows = Vec::new();
+    for batch in batches {
+        let formatters: Vec<_> = batch
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).expect("displayable column"))
+            .collect();
+        for row in 0..batch.num_rows() {
+            rows.push(
+                batch
+                    .columns()
+                    .iter()
+                    .zip(&formatters)
+                    .enumerate()
+                    .map(|(i, (column, f))| {
+                        write(column.as_ref(), i, row, f.value(row).to_string())
+                    })
+                    .collect(),
+            );
+        }
+    }
+    rows
+}

@@ -3,10 +3,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{Array, RecordBatch};
-use arrow::util::display::{ArrayFormatter, FormatOptions};
+use arrow::array::RecordBatch;
 use pondra_cluster::{Node, NodeOptions};
-use pondra_tests::{SqlError, run_sql};
+use pondra_tests::{SqlError, map_cells, run_sql};
 use sqllogictest::{DBOutput, DefaultColumnType};
 
 struct Lake {
@@ -31,37 +30,15 @@ impl sqllogictest::DB for Lake {
 
 /// Values as the `.slt` files spell them: NULL, `(empty)` for an empty string, else Arrow's text.
 fn rows(batches: &[RecordBatch]) -> Vec<Vec<String>> {
-    let options = FormatOptions::default();
-    let mut out = Vec::new();
-    for batch in batches {
-        let formatters: Vec<_> = batch
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
-            .collect();
-        for row in 0..batch.num_rows() {
-            out.push(
-                batch
-                    .columns()
-                    .iter()
-                    .zip(&formatters)
-                    .map(|(column, f)| {
-                        if column.is_null(row) {
-                            "NULL".to_string()
-                        } else {
-                            let text = f.value(row).to_string();
-                            if text.is_empty() {
-                                "(empty)".into()
-                            } else {
-                                text
-                            }
-                        }
-                    })
-                    .collect(),
-            );
+    map_cells(batches, |column, _, row, text| {
+        if column.is_null(row) {
+            "NULL".to_string()
+        } else if text.is_empty() {
+            "(empty)".to_string()
+        } else {
+            text
         }
-    }
-    out
+    })
 }
 
 fn slt_files(dir: &Path) -> Vec<PathBuf> {

@@ -5,11 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{Array, RecordBatch};
+use arrow::array::RecordBatch;
 use arrow::datatypes::DataType;
-use arrow::util::display::{ArrayFormatter, FormatOptions};
 use pondra_cluster::{Node, NodeOptions};
-use pondra_tests::{SqlError, run_sql};
+use pondra_tests::{SqlError, map_cells, run_sql};
 use sqllogictest::{Condition, DBOutput, DefaultColumnType, QueryExpect, Record};
 
 const LABEL: &str = "postgresql";
@@ -39,56 +38,26 @@ impl sqllogictest::DB for Lake {
 /// Values as the corpus writes them, by the column type the record declares: `I` whole numbers
 /// (a real is truncated), `R` three decimals, `T` text; NULL, and `(empty)` for an empty string.
 fn values(batches: &[RecordBatch], declared: &[DefaultColumnType]) -> Vec<Vec<String>> {
-    let options = FormatOptions::default();
-    let mut out = Vec::new();
-    for batch in batches {
-        let formatters: Vec<_> = batch
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
-            .collect();
-        for row in 0..batch.num_rows() {
-            out.push(
-                batch
-                    .columns()
-                    .iter()
-                    .zip(&formatters)
-                    .enumerate()
-                    .map(|(i, (column, f))| {
-                        if column.is_null(row) {
-                            return "NULL".to_string();
-                        }
-                        let text = f.value(row).to_string();
-                        let numeric = matches!(
-                            column.data_type(),
-                            DataType::Float64
-                                | DataType::Decimal128(..)
-                                | DataType::Int32
-                                | DataType::Int64
-                        );
-                        let number = || text.parse::<f64>().unwrap_or(f64::NAN);
-                        match (declared.get(i), column.data_type()) {
-                            (Some(DefaultColumnType::Integer), _) if numeric => {
-                                format!("{}", number().trunc() as i64)
-                            }
-                            (Some(DefaultColumnType::FloatingPoint), _) if numeric => {
-                                format!("{:.3}", number())
-                            }
-                            (_, DataType::Float64 | DataType::Decimal128(..)) => {
-                                format!("{:.3}", number())
-                            }
-                            (_, DataType::Utf8) if text.is_empty() => "(empty)".into(),
-                            (_, DataType::Boolean) => {
-                                (if text == "true" { "1" } else { "0" }).into()
-                            }
-                            _ => text,
-                        }
-                    })
-                    .collect(),
-            );
+    map_cells(batches, |column, i, row, text| {
+        if column.is_null(row) {
+            return "NULL".to_string();
         }
-    }
-    out
+        let numeric = matches!(
+            column.data_type(),
+            DataType::Float64 | DataType::Decimal128(..) | DataType::Int32 | DataType::Int64
+        );
+        let number = || text.parse::<f64>().unwrap_or(f64::NAN);
+        match (declared.get(i), column.data_type()) {
+            (Some(DefaultColumnType::Integer), _) if numeric => {
+                format!("{}", number().trunc() as i64)
+            }
+            (Some(DefaultColumnType::FloatingPoint), _) if numeric => format!("{:.3}", number()),
+            (_, DataType::Float64 | DataType::Decimal128(..)) => format!("{:.3}", number()),
+            (_, DataType::Utf8) if text.is_empty() => "(empty)".into(),
+            (_, DataType::Boolean) => (if text == "true" { "1" } else { "0" }).into(),
+            _ => text,
+        }
+    })
 }
 
 /// Compares value by value, whatever the line layout.

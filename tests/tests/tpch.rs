@@ -3,35 +3,16 @@
 
 use std::path::Path;
 
-use arrow::array::{Array, RecordBatch};
+use arrow::array::RecordBatch;
 use arrow::datatypes::DataType;
-use arrow::util::display::{ArrayFormatter, FormatOptions};
 use pondra_cluster::{Node, NodeOptions};
+use pondra_tests::map_cells;
 
 fn cells(batches: &[RecordBatch]) -> Vec<Vec<(String, bool)>> {
-    let options = FormatOptions::default().with_null("NULL");
-    let mut rows = Vec::new();
-    for batch in batches {
-        let formatters: Vec<_> = batch
-            .columns()
-            .iter()
-            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options).unwrap())
-            .collect();
-        for row in 0..batch.num_rows() {
-            rows.push(
-                batch
-                    .columns()
-                    .iter()
-                    .zip(&formatters)
-                    .map(|(c, f)| {
-                        let exact = matches!(c.data_type(), DataType::Decimal128(..));
-                        (f.value(row).to_string(), exact && !c.is_null(row))
-                    })
-                    .collect(),
-            );
-        }
-    }
-    rows
+    map_cells(batches, |column, _, row, text| {
+        let exact = matches!(column.data_type(), DataType::Decimal128(..));
+        (text, exact && !column.is_null(row))
+    })
 }
 
 fn same_value(actual: &str, exact: bool, expected: &str) -> bool {
