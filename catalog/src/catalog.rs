@@ -63,6 +63,8 @@ pub enum Change {
         files: Vec<String>,
         added: Vec<DataFile>,
     },
+    /// Replaces the definition of an existing table, keeping its id and rows (indexes).
+    AlterTable { def: TableDef },
     /// Forgets objects that have been deleted.
     ForgetGarbage { entries: Vec<(u64, String)> },
 }
@@ -293,6 +295,17 @@ fn apply(
             for path in removed_objects {
                 schedule_delete(next, batch, deadline, path);
             }
+        }
+        Change::AlterTable { def } => {
+            match next.tables.get(&def.name) {
+                Some(old) if old.id == def.id => {}
+                _ => return Err(CatalogError::TableNotFound(def.name)),
+            }
+            batch.put(
+                keys::table(&def.name),
+                serde_json::to_vec(&def).expect("json"),
+            );
+            next.tables.insert(def.name.clone(), Arc::new(def));
         }
         Change::ForgetGarbage { entries } => {
             for entry in entries {

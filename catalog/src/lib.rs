@@ -10,4 +10,6 @@ mod types;
 pub use catalog::{Catalog, Change, now_ms};
 pub use error::{CatalogError, Result};
 pub use snapshot::Snapshot;
-pub use types::{Column, DataFile, LogSegment, SegmentPayload, SqlType, TableDef, TableKind};
+pub use types::{
+    Column, DataFile, Index, LogSegment, SegmentPayload, SqlType, TableDef, TableKind,
+};

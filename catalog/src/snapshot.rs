@@ -36,13 +36,20 @@ impl Snapshot {
         self.files.get(&table_id).map_or(&[], |f| f.as_slice())
     }
 
+    /// The table holding the index named `name`.
+    pub fn table_with_index(&self, name: &str) -> Option<&Arc<TableDef>> {
+        self.tables
+            .values()
+            .find(|t| t.indexes.iter().any(|i| i.name == name))
+    }
+
     /// Materialized views kept current by commits to `base_table`.
     pub fn views_over(&self, base_table: &str) -> Vec<Arc<TableDef>> {
         self.tables
             .values()
             .filter(|t| match &t.kind {
                 crate::TableKind::MaterializedView { base_table: b, .. } => b == base_table,
-                crate::TableKind::Table => false,
+                crate::TableKind::Table | crate::TableKind::View { .. } => false,
             })
             .cloned()
             .collect()

@@ -72,6 +72,9 @@ impl fmt::Display for SqlType {
 pub struct Column {
     pub name: String,
     pub sql_type: SqlType,
+    /// Declared NOT NULL (key columns always are): a write that leaves it NULL fails.
+    #[serde(default)]
+    pub not_null: bool,
 }
 
 /// What a stored table is.
@@ -83,6 +86,21 @@ pub enum TableKind {
     /// partial aggregate per group per commit, merged when read and when tiered), kept current by
     /// every commit to `base_table`.
     MaterializedView { sql: String, base_table: String },
+    /// A view that stores nothing: its query is bound in place of the name wherever it is read.
+    /// `column_names` rename the query's columns when the view declared them.
+    View {
+        sql: String,
+        column_names: Vec<String>,
+    },
+}
+
+/// An index as declared by `CREATE INDEX`. Pondra keeps no index structure (ADR 0005): scans
+/// prune by the statistics of Parquet files instead. The declaration is kept so that schemas
+/// written for other databases load, and so that DROP INDEX finds what it drops.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Index {
+    pub name: String,
+    pub columns: Vec<String>,
 }
 
 /// A stored table or materialized view.
@@ -93,6 +111,15 @@ pub struct TableDef {
     pub name: String,
     pub columns: Vec<Column>,
     pub kind: TableKind,
+    #[serde(default)]
+    pub indexes: Vec<Index>,
+    /// The primary key's columns; a keyed table holds one row per key, and an INSERT of a
+    /// key it holds replaces that row (an upsert). Empty for an append-only table.
+    #[serde(default)]
+    pub key: Vec<String>,
+    /// UNIQUE constraints: no two rows may agree on all of these columns unless one is NULL.
+    #[serde(default)]
+    pub unique: Vec<Vec<String>>,
 }
 
 impl TableDef {
@@ -108,6 +135,10 @@ impl TableDef {
 
     pub fn is_materialized_view(&self) -> bool {
         matches!(self.kind, TableKind::MaterializedView { .. })
+    }
+
+    pub fn is_view(&self) -> bool {
+        matches!(self.kind, TableKind::View { .. })
     }
 }
 

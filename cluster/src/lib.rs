@@ -4,8 +4,10 @@
 mod bulk;
 mod copy;
 mod error;
+mod keyed;
 mod leader;
 mod node;
+mod rewrite;
 mod tiering;
 mod write;
 

@@ -48,7 +48,7 @@ impl Node {
     ) -> Result<()> {
         let schema = table.arrow_schema();
         let compact = match &table.kind {
-            TableKind::Table => None,
+            TableKind::Table | TableKind::View { .. } => None,
             TableKind::MaterializedView { .. } => load_view(snapshot, table)?.compact_plan(table),
         };
         // A merged view replaces all of its files; a table only adds one for its log rows.
@@ -92,20 +92,7 @@ impl Node {
         if let Some(plan) = compact {
             rows = self.run_query(plan, snapshot.clone(), rows).await?;
         }
-        let row_count: usize = rows.iter().map(|b| b.num_rows()).sum();
-        let mut added = Vec::new();
-        if row_count > 0 {
-            let bytes = write_parquet_bytes(&schema, &rows)?;
-            let path = format!("data/{}/{}.parquet", table.name, unique_name());
-            let size_bytes = bytes.len() as u64;
-            self.lake.put(&path, bytes).await?;
-            added.push(DataFile {
-                table_id: table.id,
-                path,
-                rows: row_count as u64,
-                size_bytes,
-            });
-        }
+        let added = self.write_data_file(table, &rows).await?;
         self.catalog
             .commit(vec![Change::Replace {
                 table_id: table.id,
@@ -115,6 +102,28 @@ impl Node {
             }])
             .await?;
         Ok(())
+    }
+
+    /// Writes `rows` as one Parquet file of `table` under `data/`; none when there are no rows.
+    pub(crate) async fn write_data_file(
+        &self,
+        table: &TableDef,
+        rows: &[RecordBatch],
+    ) -> Result<Vec<DataFile>> {
+        let row_count: usize = rows.iter().map(|b| b.num_rows()).sum();
+        if row_count == 0 {
+            return Ok(Vec::new());
+        }
+        let bytes = write_parquet_bytes(&table.arrow_schema(), rows)?;
+        let path = format!("data/{}/{}.parquet", table.name, unique_name());
+        let size_bytes = bytes.len() as u64;
+        self.lake.put(&path, bytes).await?;
+        Ok(vec![DataFile {
+            table_id: table.id,
+            path,
+            rows: row_count as u64,
+            size_bytes,
+        }])
     }
 
     /// Deletes the objects whose retention has passed, then forgets them.

@@ -9,6 +9,7 @@ use pondra_catalog::{Change, SegmentPayload, TableDef, TableKind};
 use pondra_planner::{LogicalPlan, Plan, ViewPlan, load_view};
 use pondra_storage::encode_log_segment;
 
+use crate::keyed::{check_not_null, is_constrained};
 use crate::node::{Node, StatementResult, done};
 use crate::{NodeError, Result};
 
@@ -35,6 +36,8 @@ impl Node {
             Plan::CreateTable {
                 name,
                 columns,
+                key,
+                unique,
                 if_not_exists,
             } => {
                 if self.snapshot().table(&name).is_some() && if_not_exists {
@@ -45,6 +48,9 @@ impl Node {
                     name,
                     columns,
                     kind: TableKind::Table,
+                    indexes: Vec::new(),
+                    key,
+                    unique,
                 };
                 self.catalog
                     .commit(vec![Change::CreateTable { def, initial: None }])
@@ -59,10 +65,10 @@ impl Node {
                     }
                     return Err(pondra_catalog::CatalogError::TableNotFound(name).into());
                 };
-                let tag = if table.is_materialized_view() {
-                    "DROP MATERIALIZED VIEW"
-                } else {
-                    "DROP TABLE"
+                let tag = match table.kind {
+                    TableKind::Table => "DROP TABLE",
+                    TableKind::View { .. } => "DROP VIEW",
+                    TableKind::MaterializedView { .. } => "DROP MATERIALIZED VIEW",
                 };
                 self.catalog
                     .commit(vec![Change::DropTable { name }])
@@ -105,6 +111,9 @@ impl Node {
                     name,
                     columns,
                     kind: TableKind::Table,
+                    indexes: Vec::new(),
+                    key: Vec::new(),
+                    unique: Vec::new(),
                 };
                 let rows = self.run_query(input, self.snapshot(), Vec::new()).await?;
                 let count: usize = rows.iter().map(|b| b.num_rows()).sum();
@@ -118,6 +127,73 @@ impl Node {
                     .await?;
                 Ok(done(format!("SELECT {count}")))
             }
+            Plan::CreateView {
+                view,
+                if_not_exists,
+            } => {
+                if self.snapshot().table(&view.name).is_some() {
+                    if if_not_exists {
+                        return Ok(done("CREATE VIEW"));
+                    }
+                    return Err(pondra_catalog::CatalogError::TableExists(view.name).into());
+                }
+                self.catalog
+                    .commit(vec![Change::CreateTable {
+                        def: view,
+                        initial: None,
+                    }])
+                    .await?;
+                Ok(done("CREATE VIEW"))
+            }
+            Plan::CreateIndex {
+                table,
+                index,
+                if_not_exists,
+            } => {
+                let snapshot = self.snapshot();
+                if snapshot.table_with_index(&index.name).is_some() {
+                    if if_not_exists {
+                        return Ok(done("CREATE INDEX"));
+                    }
+                    return Err(NodeError::Other(format!(
+                        "index {} already exists",
+                        index.name
+                    )));
+                }
+                let mut def = snapshot
+                    .table(&table)
+                    .ok_or(pondra_catalog::CatalogError::TableNotFound(table))?
+                    .as_ref()
+                    .clone();
+                def.indexes.push(index);
+                self.catalog
+                    .commit(vec![Change::AlterTable { def }])
+                    .await?;
+                Ok(done("CREATE INDEX"))
+            }
+            Plan::DropIndex { name, if_exists } => {
+                let snapshot = self.snapshot();
+                let Some(table) = snapshot.table_with_index(&name) else {
+                    if if_exists {
+                        return Ok(done("DROP INDEX"));
+                    }
+                    return Err(NodeError::Other(format!("index {name} does not exist")));
+                };
+                let mut def = table.as_ref().clone();
+                def.indexes.retain(|i| i.name != name);
+                self.catalog
+                    .commit(vec![Change::AlterTable { def }])
+                    .await?;
+                Ok(done("DROP INDEX"))
+            }
+            Plan::Rewrite { table, input, kind } => {
+                let rows = self.rewrite(&table, input, kind).await?;
+                let verb = match kind {
+                    pondra_planner::RewriteKind::Update => "UPDATE",
+                    pondra_planner::RewriteKind::Delete => "DELETE",
+                };
+                Ok(done(format!("{verb} {rows}")))
+            }
             Plan::Query(_) | Plan::Explain(_) | Plan::Checkpoint | Plan::CopyTo { .. } => {
                 unreachable!("not a write")
             }
@@ -126,6 +202,12 @@ impl Node {
 
     /// Appends the rows of `input` to `table` and to every view over it, in one commit.
     async fn insert(&self, table: &Arc<TableDef>, input: LogicalPlan) -> Result<usize> {
+        // An insert into a constrained table reads it; tiering must not change it before the commit.
+        let _tiering = if is_constrained(table) {
+            Some(self.tier_lock.lock().await)
+        } else {
+            None
+        };
         let snapshot = self.snapshot();
         if snapshot.table(&table.name).map(|t| t.id) != Some(table.id) {
             return Err(NodeError::Other(format!(
@@ -141,6 +223,18 @@ impl Node {
         if rows == 0 {
             return Ok(0);
         }
+        check_not_null(table, &batch)?;
+        let batch = if !is_constrained(table) {
+            batch
+        } else {
+            match self.constrained_rows(table, batch).await? {
+                (_, Some(all_rows)) => {
+                    self.commit_rows(&snapshot, table, all_rows).await?;
+                    return Ok(rows);
+                }
+                (batch, None) => batch,
+            }
+        };
         let mut changes = vec![
             self.append_change(table, std::slice::from_ref(&batch))
                 .await?,
@@ -181,6 +275,9 @@ impl Node {
                 sql,
                 base_table: base.name.clone(),
             },
+            indexes: Vec::new(),
+            key: Vec::new(),
+            unique: Vec::new(),
         };
         let state = self
             .run_query(view.maintain.clone(), snapshot, existing)

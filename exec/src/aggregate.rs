@@ -111,6 +111,7 @@ impl Accumulator {
                         func,
                         arg: Some(Expr::column(0, "value", arg_type)),
                         data_type: call.data_type.clone(),
+                        separator: None,
                     },
                     groups: 0,
                 }

@@ -337,6 +337,7 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
             functions::regexp_replace(args, global, insensitive)
         }
         ScalarFunction::DateDiff(part) => functions::date_diff(&args[0], &args[1], part),
+        ScalarFunction::Bitwise(op) => functions::bitwise(&args[0], &args[1], op),
         ScalarFunction::Round => {
             let values = args[0].as_primitive::<Float64Type>();
             let digits = args.get(1).map(|d| d.as_primitive::<Int64Type>());

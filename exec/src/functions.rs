@@ -10,7 +10,7 @@ use arrow::compute::kernels::{cmp, zip::zip};
 use arrow::compute::{is_null, not};
 use arrow::datatypes::{DataType, Date32Type, Float64Type, Int64Type, TimestampMicrosecondType};
 use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
-use pondra_planner::DatePart;
+use pondra_planner::{BitwiseOp, DatePart};
 
 use crate::{ExecError, Result};
 
@@ -47,6 +47,27 @@ pub fn power(base: &ArrayRef, exponent: &ArrayRef) -> Result<ArrayRef> {
         .map(|(b, e)| Some(b?.powf(e?)))
         .collect();
     Ok(Arc::new(out))
+}
+
+/// A bitwise operator on two integer arrays of one type.
+pub fn bitwise(left: &ArrayRef, right: &ArrayRef, op: BitwiseOp) -> Result<ArrayRef> {
+    use arrow::compute::kernels::bitwise as b;
+    macro_rules! apply {
+        ($t:ty) => {{
+            let (l, r) = (left.as_primitive::<$t>(), right.as_primitive::<$t>());
+            Arc::new(match op {
+                BitwiseOp::And => b::bitwise_and(l, r)?,
+                BitwiseOp::Or => b::bitwise_or(l, r)?,
+                BitwiseOp::Xor => b::bitwise_xor(l, r)?,
+                BitwiseOp::ShiftLeft => b::bitwise_shift_left(l, r)?,
+                BitwiseOp::ShiftRight => b::bitwise_shift_right(l, r)?,
+            }) as ArrayRef
+        }};
+    }
+    Ok(match left.data_type() {
+        DataType::Int32 => apply!(arrow::datatypes::Int32Type),
+        _ => apply!(Int64Type),
+    })
 }
 
 /// `ceil` / `floor`: integers are already whole.

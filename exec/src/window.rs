@@ -257,6 +257,7 @@ fn aggregate(
                 func,
                 arg: Some(Expr::column(0, "arg", arg.data_type().clone())),
                 data_type: data_type.clone(),
+                separator: None,
             };
             let batch = RecordBatch::try_new(schema, vec![arg.slice(from, to - from)])?;
             (call, batch)
@@ -267,6 +268,7 @@ fn aggregate(
                 func,
                 arg: None,
                 data_type: data_type.clone(),
+                separator: None,
             };
             let options = RecordBatchOptions::new().with_row_count(Some(to - from));
             let batch = RecordBatch::try_new_with_options(schema, vec![], &options)?;

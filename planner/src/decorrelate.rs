@@ -466,6 +466,7 @@ pub fn join_scalar_by_domain(
                 func: a.func,
                 arg: Some(arg.remap_columns(&|c| c + domain_width)),
                 data_type: a.data_type.clone(),
+                separator: None,
             },
             None => crate::expr::AggregateCall {
                 func: AggregateFunction::Count,
@@ -475,6 +476,7 @@ pub fn join_scalar_by_domain(
                     arrow::datatypes::DataType::Int32,
                 )),
                 data_type: a.data_type.clone(),
+                separator: None,
             },
         })
         .collect();

@@ -212,6 +212,17 @@ pub enum ScalarFunction {
     RegexpReplace(bool, bool),
     /// Whole `part` boundaries crossed from the first date to the second.
     DateDiff(DatePart),
+    /// `&`, `|`, `#`, `<<`, `>>` on two integers of one type; shifts wrap as in Postgres.
+    Bitwise(BitwiseOp),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BitwiseOp {
+    And,
+    Or,
+    Xor,
+    ShiftLeft,
+    ShiftRight,
 }
 
 /// The parts of a date or timestamp EXTRACT can take.
@@ -262,6 +273,13 @@ impl ScalarFunction {
             ScalarFunction::RegexpMatch(_) => "regexp_matches",
             ScalarFunction::RegexpReplace(..) => "regexp_replace",
             ScalarFunction::DateDiff(_) => "date_diff",
+            ScalarFunction::Bitwise(op) => match op {
+                BitwiseOp::And => "&",
+                BitwiseOp::Or => "|",
+                BitwiseOp::Xor => "#",
+                BitwiseOp::ShiftLeft => "<<",
+                BitwiseOp::ShiftRight => ">>",
+            },
         }
     }
 }
@@ -588,6 +606,8 @@ pub struct AggregateCall {
     pub func: AggregateFunction,
     pub arg: Option<Expr>,
     pub data_type: DataType,
+    /// `string_agg`'s separator, a constant; `None` for every other function.
+    pub separator: Option<String>,
 }
 
 impl fmt::Display for AggregateCall {

@@ -17,13 +17,13 @@ mod view;
 pub use binder::Binder;
 pub use error::{PlanError, Result};
 pub use expr::{
-    AggregateCall, AggregateFunction, BinaryOp, DatePart, Expr, Frame, FrameBound, JoinKind,
-    ScalarFunction, SortKey, Subquery, WindowExpr, WindowFunction,
+    AggregateCall, AggregateFunction, BinaryOp, BitwiseOp, DatePart, Expr, Frame, FrameBound,
+    JoinKind, ScalarFunction, SortKey, Subquery, WindowExpr, WindowFunction,
 };
 pub use external::{ExternalFile, ExternalTable, FileFormat};
 pub use logical::LogicalPlan;
 pub use physical::{PhysicalPlan, create_physical_plan};
-pub use plan::Plan;
+pub use plan::{Plan, RewriteKind};
 pub use scalar::ScalarValue;
 pub use types::{common_numeric_type, is_numeric, sql_type_from_ast};
 pub use view::{ViewPlan, load_view, plan_view};

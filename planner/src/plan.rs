@@ -1,6 +1,6 @@
 use std::sync::Arc;
 
-use pondra_catalog::{Column, TableDef};
+use pondra_catalog::{Column, Index, TableDef};
 
 use crate::logical::LogicalPlan;
 use crate::view::ViewPlan;
@@ -13,6 +13,10 @@ pub enum Plan {
     CreateTable {
         name: String,
         columns: Vec<Column>,
+        /// The PRIMARY KEY's columns, if it has one.
+        key: Vec<String>,
+        /// The column sets of its UNIQUE constraints.
+        unique: Vec<Vec<String>>,
         if_not_exists: bool,
     },
     DropTable {
@@ -42,8 +46,39 @@ pub enum Plan {
         view: Box<ViewPlan>,
         if_not_exists: bool,
     },
+    /// Records an index on a table (ADR 0005: no index structure is built).
+    CreateIndex {
+        table: String,
+        index: Index,
+        if_not_exists: bool,
+    },
+    DropIndex {
+        name: String,
+        if_exists: bool,
+    },
+    /// A view that stores nothing (its `id` is assigned by the commit).
+    CreateView {
+        view: TableDef,
+        if_not_exists: bool,
+    },
+    /// UPDATE or DELETE: `input` yields every row of `table` as it will be, in the table's
+    /// columns, plus a last boolean column saying whether the statement touched the row.
+    Rewrite {
+        table: Arc<TableDef>,
+        input: LogicalPlan,
+        kind: RewriteKind,
+    },
     /// Moves every waiting row of the log tail into Parquet.
     Checkpoint,
     /// Prints the plan of a query.
     Explain(LogicalPlan),
+}
+
+/// What a rewrite does with the rows it touches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RewriteKind {
+    /// Touched rows are kept, with their new values.
+    Update,
+    /// Touched rows are dropped.
+    Delete,
 }

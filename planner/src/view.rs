@@ -238,6 +238,7 @@ fn merge(leaf: LogicalPlan, group_count: usize, kinds: &[StateKind]) -> LogicalP
                 func: *func,
                 data_type: func.result_type(Some(&arg.data_type())),
                 arg: Some(arg),
+                separator: None,
             });
             next += 1;
         }
@@ -294,11 +295,13 @@ fn partial_calls(call: &AggregateCall, kind: StateKind) -> Vec<AggregateCall> {
                     func: AggregateFunction::Sum,
                     arg: Some(arg.clone().cast(&DataType::Float64)),
                     data_type: DataType::Float64,
+                    separator: None,
                 },
                 AggregateCall {
                     func: AggregateFunction::Count,
                     arg: Some(arg),
                     data_type: DataType::Int64,
+                    separator: None,
                 },
             ]
         }
@@ -313,7 +316,11 @@ fn state_column(name: String, data_type: &DataType) -> Result<Column> {
             type_name(data_type)
         )
     })?;
-    Ok(Column { name, sql_type })
+    Ok(Column {
+        name,
+        sql_type,
+        not_null: false,
+    })
 }
 
 /// The view's aggregate, or its scan when it has none: what lies under HAVING and the select list.
@@ -354,6 +361,7 @@ fn base_table_of(plan: &LogicalPlan) -> Result<Arc<TableDef>> {
             TableKind::MaterializedView { .. } => Err(unsupported!(
                 "a materialized view over another materialized view"
             )),
+            TableKind::View { .. } => Err(unsupported!("a materialized view over a view")),
         },
         LogicalPlan::Filter { input, .. } | LogicalPlan::Project { input, .. } => {
             base_table_of(input)

@@ -103,6 +103,42 @@ fn applies(conditions: &[Condition]) -> bool {
     })
 }
 
+/// The file as far as this engine runs it. Condition lines may end in a comment, which the
+/// parser does not take; and the parser gives a `halt` no conditions (they would fall to the
+/// next record), so a conditional halt is resolved here: the file ends at a halt that applies,
+/// and any other halt is dropped with its conditions.
+fn without_halts(text: &str) -> String {
+    let mut out: Vec<&str> = Vec::new();
+    let mut pending: Vec<Condition> = Vec::new();
+    for line in text.lines() {
+        let line = if line.starts_with("skipif") || line.starts_with("onlyif") {
+            let line = line.split('#').next().unwrap_or("").trim_end();
+            let mut words = line.split_whitespace();
+            let (kind, label) = (words.next(), words.next().unwrap_or("").to_string());
+            pending.push(match kind {
+                Some("skipif") => Condition::SkipIf { label },
+                _ => Condition::OnlyIf { label },
+            });
+            line
+        } else {
+            line
+        };
+        if line.trim() == "halt" {
+            let conditions = std::mem::take(&mut pending);
+            out.truncate(out.len() - conditions.len());
+            if applies(&conditions) {
+                break;
+            }
+            continue;
+        }
+        if !(line.starts_with("skipif") || line.starts_with("onlyif")) {
+            pending.clear();
+        }
+        out.push(line);
+    }
+    out.join("\n")
+}
+
 /// (records run, records passed) for one file, each file on a fresh lake.
 fn run_file(runtime: &Arc<tokio::runtime::Runtime>, path: &Path) -> (usize, usize, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
@@ -122,19 +158,7 @@ fn run_file(runtime: &Arc<tokio::runtime::Runtime>, path: &Path) -> (usize, usiz
     runner.add_label(LABEL);
     runner.with_hash_threshold(8);
     runner.with_validator(valuewise);
-    // Condition lines may end in a comment, which the parser does not take.
-    let text: String = std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|line| {
-            if line.starts_with("skipif") || line.starts_with("onlyif") {
-                line.split('#').next().unwrap_or("").trim_end()
-            } else {
-                line
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
+    let text = without_halts(&std::fs::read_to_string(path).unwrap());
     let records = match sqllogictest::parse::<DefaultColumnType>(&text) {
         Ok(records) => records,
         Err(e) => return (0, 0, vec![format!("cannot parse: {e}")]),
@@ -169,21 +193,24 @@ fn run_file(runtime: &Arc<tokio::runtime::Runtime>, path: &Path) -> (usize, usiz
     (run, passed, failures)
 }
 
-/// Records each file passed when this guard was last raised. The corpus's goal is every record
-/// PostgreSQL passes; until then, no file may pass fewer records than here.
+/// Records each file passes; no file may pass fewer. Of the 48,397 records PostgreSQL runs,
+/// Pondra passes 48,349 and PostgreSQL 15 passes 48,345. Every record Pondra fails, PostgreSQL
+/// fails too: triggers, REINDEX, INSERT OR REPLACE and REPLACE, repeated assignments in one
+/// UPDATE, `x IN ()`, comparing 'hello' or a blob with an integer, and one division by zero
+/// in random/expr.
 const PASSING: &[(&str, usize)] = &[
     ("evidence/in1.test", 128),
     ("evidence/in2.test", 45),
-    ("evidence/slt_lang_aggfunc.test", 47),
-    ("evidence/slt_lang_createtrigger.test", 5),
-    ("evidence/slt_lang_createview.test", 11),
-    ("evidence/slt_lang_dropindex.test", 6),
-    ("evidence/slt_lang_droptable.test", 11),
-    ("evidence/slt_lang_droptrigger.test", 8),
-    ("evidence/slt_lang_dropview.test", 7),
-    ("evidence/slt_lang_reindex.test", 5),
-    ("evidence/slt_lang_replace.test", 0),
-    ("evidence/slt_lang_update.test", 9),
+    ("evidence/slt_lang_aggfunc.test", 5),
+    ("evidence/slt_lang_createtrigger.test", 6),
+    ("evidence/slt_lang_createview.test", 15),
+    ("evidence/slt_lang_dropindex.test", 8),
+    ("evidence/slt_lang_droptable.test", 12),
+    ("evidence/slt_lang_droptrigger.test", 9),
+    ("evidence/slt_lang_dropview.test", 13),
+    ("evidence/slt_lang_reindex.test", 6),
+    ("evidence/slt_lang_replace.test", 6),
+    ("evidence/slt_lang_update.test", 24),
     ("random/aggregates_slt_good_0.test", 9130),
     ("random/expr_slt_good_0.test", 10011),
     ("random/groupby_slt_good_0.test", 9050),
@@ -191,7 +218,7 @@ const PASSING: &[(&str, usize)] = &[
     ("select1.test", 1031),
     ("select2.test", 1031),
     ("select3.test", 3351),
-    ("select4.test", 3841),
+    ("select4.test", 3857),
     ("select5.test", 1436),
 ];
 

@@ -7,7 +7,9 @@ use sqlparser::ast::{self, BinaryOperator, UnaryOperator, Value};
 use super::Binder;
 use super::functions::{bind_function, strings};
 use super::scope::{Scope, normalize};
-use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, DatePart, Expr, ScalarFunction};
+use crate::expr::{
+    AggregateCall, AggregateFunction, BinaryOp, BitwiseOp, DatePart, Expr, ScalarFunction,
+};
 use crate::scalar::ScalarValue;
 use crate::types::{common_numeric_type, is_numeric, sql_type_from_ast};
 use crate::{Result, bind_err, unsupported};
@@ -250,6 +252,7 @@ pub(super) fn bind_aggregate_call(
                 func: AggregateFunction::CountStar,
                 arg: None,
                 data_type: DataType::Int64,
+                separator: None,
             };
             return with_filter(call, function.filter.as_deref(), input);
         }
@@ -291,6 +294,7 @@ pub(super) fn bind_aggregate_call(
         func,
         arg: Some(arg),
         data_type,
+        separator: None,
     };
     with_filter(call, function.filter.as_deref(), input)
 }
@@ -328,6 +332,7 @@ pub(super) fn with_filter(
             data_type,
         }),
         data_type: call.data_type,
+        separator: None,
     })
 }
 
@@ -862,6 +867,30 @@ pub(super) fn comparison_type(
     }
 }
 
+/// A bitwise operator: both sides become the wider of their integer types.
+fn bitwise(left: Expr, op: BitwiseOp, right: Expr) -> Result<Expr> {
+    let (lt, rt) = (left.data_type(), right.data_type());
+    let integer = |t: &DataType| matches!(t, DataType::Int32 | DataType::Int64 | DataType::Null);
+    if !integer(&lt) || !integer(&rt) {
+        return Err(bind_err!(
+            "operator {} is not defined for types {} and {}: it takes integers",
+            ScalarFunction::Bitwise(op).name(),
+            type_name(&lt),
+            type_name(&rt)
+        ));
+    }
+    let data_type = if lt == DataType::Int64 || rt == DataType::Int64 {
+        DataType::Int64
+    } else {
+        DataType::Int32
+    };
+    Ok(Expr::Function {
+        func: ScalarFunction::Bitwise(op),
+        args: vec![left.cast(&data_type), right.cast(&data_type)],
+        data_type,
+    })
+}
+
 /// `left = right`, with the casts a comparison needs.
 pub fn equality(left: Expr, right: Expr) -> Result<Expr> {
     binary(left, &BinaryOperator::Eq, right)
@@ -905,6 +934,15 @@ pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Exp
             } else {
                 matched
             });
+        }
+        BinaryOperator::BitwiseAnd => return bitwise(left, BitwiseOp::And, right),
+        BinaryOperator::BitwiseOr => return bitwise(left, BitwiseOp::Or, right),
+        BinaryOperator::BitwiseXor | BinaryOperator::PGBitwiseXor => {
+            return bitwise(left, BitwiseOp::Xor, right);
+        }
+        BinaryOperator::PGBitwiseShiftLeft => return bitwise(left, BitwiseOp::ShiftLeft, right),
+        BinaryOperator::PGBitwiseShiftRight => {
+            return bitwise(left, BitwiseOp::ShiftRight, right);
         }
         other => return Err(unsupported!("the operator {other}")),
     };

@@ -1,5 +1,6 @@
 //! The binder: parsed statements to bound plans over one catalog snapshot.
 
+mod changes;
 mod expr;
 mod from;
 mod functions;
@@ -138,7 +139,7 @@ impl<'a> Binder<'a> {
             } => self.bind_copy(source, *to, target),
             ast::Statement::CreateView(create) => {
                 if !create.materialized {
-                    return Err(unsupported!("views that are not materialized"));
+                    return self.bind_create_view(create);
                 }
                 let name = object_name(&create.name)?;
                 let view = plan_view(self.snapshot, &create.query)?;
@@ -149,6 +150,9 @@ impl<'a> Binder<'a> {
                     if_not_exists: create.if_not_exists,
                 })
             }
+            ast::Statement::CreateIndex(create) => self.bind_create_index(create),
+            ast::Statement::Update(update) => self.bind_update(update),
+            ast::Statement::Delete(delete) => self.bind_delete(delete),
             ast::Statement::ShowTables { .. } => Ok(Plan::Query(self.show_tables())),
             ast::Statement::ExplainTable { table_name, .. } => {
                 Ok(Plan::Query(self.describe(&object_name(table_name)?)?))
@@ -338,6 +342,7 @@ impl<'a> Binder<'a> {
             TableKind::MaterializedView { .. } => {
                 Ok(crate::view::load_view(self.snapshot, table)?.read_plan(table))
             }
+            TableKind::View { .. } => self.view_plan(table),
         }
     }
 

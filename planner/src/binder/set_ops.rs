@@ -215,6 +215,7 @@ pub(super) fn set_operation(
                     func: AggregateFunction::Max,
                     arg: Some(column(i)),
                     data_type: DataType::Int32,
+                    separator: None,
                 })
                 .collect();
             let mut fields: Vec<Field> = schema.fields()[..width]

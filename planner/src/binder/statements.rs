@@ -40,6 +40,7 @@ impl Binder<'_> {
                 columns.push(Column {
                     name: field.name().clone(),
                     sql_type,
+                    not_null: false,
                 });
             }
             return Ok(Plan::CreateTableAs {
@@ -50,15 +51,69 @@ impl Binder<'_> {
             });
         }
         let mut columns: Vec<Column> = Vec::new();
+        let mut key: Vec<String> = Vec::new();
+        let mut unique: Vec<Vec<String>> = Vec::new();
         for def in &create.columns {
             let column_name = normalize(&def.name);
             if columns.iter().any(|c| c.name == column_name) {
                 return Err(bind_err!("column {column_name} is named twice"));
             }
+            let mut not_null = false;
+            for option in &def.options {
+                match &option.option {
+                    ast::ColumnOption::Null => {}
+                    ast::ColumnOption::NotNull => not_null = true,
+                    ast::ColumnOption::PrimaryKey(_) => {
+                        if !key.is_empty() {
+                            return Err(bind_err!("a table has at most one PRIMARY KEY"));
+                        }
+                        key.push(column_name.clone());
+                    }
+                    ast::ColumnOption::Unique(_) => unique.push(vec![column_name.clone()]),
+                    other => return Err(unsupported!("the column constraint {other}")),
+                }
+            }
             columns.push(Column {
                 name: column_name,
                 sql_type: sql_type_from_ast(&def.data_type)?,
+                not_null,
             });
+        }
+        for constraint in &create.constraints {
+            let (constraint_columns, is_key) = match constraint {
+                ast::TableConstraint::PrimaryKey(primary) => (&primary.columns, true),
+                ast::TableConstraint::Unique(u) => (&u.columns, false),
+                other => return Err(unsupported!("the table constraint {other}")),
+            };
+            let mut names = Vec::new();
+            for column in constraint_columns {
+                let ast::Expr::Identifier(ident) = &column.column.expr else {
+                    return Err(bind_err!(
+                        "a constraint lists columns, not {}",
+                        column.column
+                    ));
+                };
+                let name = normalize(ident);
+                if !columns.iter().any(|c| c.name == name) {
+                    return Err(bind_err!(
+                        "constraint column {name} is not a column of the table"
+                    ));
+                }
+                if names.contains(&name) {
+                    return Err(bind_err!("a constraint names column {name} twice"));
+                }
+                names.push(name);
+            }
+            if !is_key {
+                unique.push(names);
+            } else if key.is_empty() {
+                key = names;
+            } else {
+                return Err(bind_err!("a table has at most one PRIMARY KEY"));
+            }
+        }
+        for column in &mut columns {
+            column.not_null |= key.contains(&column.name);
         }
         if columns.is_empty() {
             return Err(bind_err!("a table needs at least one column"));
@@ -66,6 +121,8 @@ impl Binder<'_> {
         Ok(Plan::CreateTable {
             name,
             columns,
+            key,
+            unique,
             if_not_exists: create.if_not_exists,
         })
     }
@@ -80,20 +137,28 @@ impl Binder<'_> {
             return Err(unsupported!("dropping several objects in one statement"));
         };
         let name = object_name(name)?;
-        let wants_view = match object_type {
-            ast::ObjectType::Table => false,
-            ast::ObjectType::View | ast::ObjectType::MaterializedView => true,
+        if object_type == ast::ObjectType::Index {
+            if self.snapshot.table_with_index(&name).is_none() && !if_exists {
+                return Err(bind_err!("index {name} does not exist"));
+            }
+            return Ok(Plan::DropIndex { name, if_exists });
+        }
+        let wanted = match object_type {
+            ast::ObjectType::Table => "TABLE",
+            ast::ObjectType::View => "VIEW",
+            ast::ObjectType::MaterializedView => "MATERIALIZED VIEW",
             other => return Err(unsupported!("DROP {other}")),
         };
         if let Some(table) = self.snapshot.table(&name) {
-            match (table.is_materialized_view(), wants_view) {
-                (true, false) => {
-                    return Err(bind_err!(
-                        "{name} is a materialized view: use DROP MATERIALIZED VIEW"
-                    ));
-                }
-                (false, true) => return Err(bind_err!("{name} is a table: use DROP TABLE")),
-                _ => {}
+            let actual = match table.kind {
+                TableKind::Table => "TABLE",
+                TableKind::View { .. } => "VIEW",
+                TableKind::MaterializedView { .. } => "MATERIALIZED VIEW",
+            };
+            // DROP VIEW also drops a materialized view, as in DuckDB.
+            if wanted != actual && !(wanted == "VIEW" && actual == "MATERIALIZED VIEW") {
+                let what = actual.to_lowercase();
+                return Err(bind_err!("{name} is a {what}: use DROP {actual}"));
             }
             let dependents: Vec<String> = self
                 .snapshot
@@ -108,7 +173,7 @@ impl Binder<'_> {
                 ));
             }
         } else if !if_exists {
-            return Err(bind_err!("table {name} does not exist"));
+            return Err(bind_err!("{} {name} does not exist", wanted.to_lowercase()));
         }
         Ok(Plan::DropTable { name, if_exists })
     }
@@ -168,6 +233,16 @@ impl Binder<'_> {
         let ast::TableObject::TableName(name) = &insert.table else {
             return Err(unsupported!("INSERT into a table function"));
         };
+        if let Some(or) = &insert.or {
+            return Err(unsupported!(
+                "INSERT {or} (a table with a PRIMARY KEY replaces rows with the same key on INSERT)"
+            ));
+        }
+        if insert.on.is_some() {
+            return Err(unsupported!(
+                "INSERT ... ON CONFLICT (a table with a PRIMARY KEY replaces rows with the same key on INSERT)"
+            ));
+        }
         let table = self.table(&object_name(name)?)?.clone();
         let source = insert
             .source
@@ -189,6 +264,9 @@ impl Binder<'_> {
                 "cannot insert into materialized view {}: it is kept current from its table",
                 table.name
             ));
+        }
+        if table.is_view() {
+            return Err(bind_err!("cannot insert into view {}", table.name));
         }
         let input_schema = input.schema();
         let targets: Vec<usize> = if columns.is_empty() {
@@ -254,7 +332,9 @@ impl Binder<'_> {
         let table = self.table(name)?;
         let schema = match &table.kind {
             TableKind::Table => table.arrow_schema(),
-            TableKind::MaterializedView { .. } => self.scan(table)?.schema(),
+            TableKind::MaterializedView { .. } | TableKind::View { .. } => {
+                self.scan(table)?.schema()
+            }
         };
         let text = |s: String| Expr::Literal(ScalarValue::Utf8(s));
         let rows = schema

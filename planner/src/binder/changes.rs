@@ -1,0 +1,293 @@
+//! Statements that change rows in place (UPDATE, DELETE) or declare schema objects that hold
+//! no rows of their own (views, indexes).
+
+use std::sync::Arc;
+
+use pondra_catalog::{Index, TableDef, TableKind};
+use pondra_parser::ast;
+
+use super::scope::normalize;
+use super::{Binder, check_assignable, object_name};
+use crate::expr::Expr;
+use crate::logical::LogicalPlan;
+use crate::plan::{Plan, RewriteKind};
+use crate::{Result, bind_err, unsupported};
+
+impl Binder<'_> {
+    /// `UPDATE t SET c = e, ... [WHERE p]`: the table's new rows, each with whether it changed.
+    ///
+    /// The values are computed by a query the binder writes itself, so that the assignments and
+    /// the condition may use anything a SELECT may (subqueries included):
+    /// `SELECT t.*, coalesce(p, false), CASE WHEN coalesce(p, false) THEN e END, ... FROM t`.
+    /// Each assignment is evaluated only for the rows it changes.
+    pub(super) fn bind_update(&self, update: &ast::Update) -> Result<Plan> {
+        if update.from.is_some() {
+            return Err(unsupported!("UPDATE ... FROM"));
+        }
+        if update.returning.is_some() {
+            return Err(unsupported!("UPDATE ... RETURNING"));
+        }
+        if !update.table.joins.is_empty() {
+            return Err(unsupported!("UPDATE of a join"));
+        }
+        let (table, qualifier) = self.changed_table(&update.table.relation, "UPDATE")?;
+        let mut targets: Vec<(usize, &ast::Expr)> = Vec::new();
+        for assignment in &update.assignments {
+            let ast::AssignmentTarget::ColumnName(name) = &assignment.target else {
+                return Err(unsupported!("assigning a tuple of columns"));
+            };
+            let column = match name.0.as_slice() {
+                [.., last] => last
+                    .as_ident()
+                    .map(normalize)
+                    .ok_or_else(|| bind_err!("invalid column name {name}"))?,
+                [] => return Err(bind_err!("an assignment needs a column")),
+            };
+            let index = table
+                .columns
+                .iter()
+                .position(|c| c.name == column)
+                .ok_or_else(|| bind_err!("table {} has no column named {column}", table.name))?;
+            if targets.iter().any(|(i, _)| *i == index) {
+                return Err(bind_err!(
+                    "multiple assignments to the same column {column}"
+                ));
+            }
+            targets.push((index, &assignment.value));
+        }
+        let matched = matched_sql(update.selection.as_ref());
+        let mut select = format!("SELECT {qualifier}.*, {matched}");
+        for (_, value) in &targets {
+            select.push_str(&format!(", CASE WHEN {matched} THEN ({value}) END"));
+        }
+        select.push_str(&format!(" FROM {}", update.table));
+        let input = self.bind_query(&parse_query(&select)?)?;
+        let schema = input.schema();
+        let width = table.columns.len();
+        let flag = Expr::column(width, "matched", schema.field(width).data_type().clone());
+        let mut exprs = Vec::with_capacity(width + 1);
+        for (index, column) in table.columns.iter().enumerate() {
+            let target = column.sql_type.to_arrow();
+            let old = Expr::column(index, &column.name, target.clone());
+            let expr = match targets.iter().position(|(i, _)| *i == index) {
+                Some(position) => {
+                    let field = schema.field(width + 1 + position);
+                    check_assignable(field.data_type(), &target, &column.name)?;
+                    let new = Expr::column(
+                        width + 1 + position,
+                        field.name(),
+                        field.data_type().clone(),
+                    )
+                    .cast(&target);
+                    Expr::Case {
+                        branches: vec![(flag.clone(), new)],
+                        otherwise: Some(Box::new(old)),
+                        data_type: target,
+                    }
+                }
+                None => old,
+            };
+            exprs.push(expr);
+        }
+        exprs.push(flag);
+        let mut names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
+        names.push("matched".into());
+        Ok(Plan::Rewrite {
+            table,
+            input: input.project(exprs, names),
+            kind: RewriteKind::Update,
+        })
+    }
+
+    /// `DELETE FROM t [WHERE p]`: every row of the table, each with whether it goes.
+    pub(super) fn bind_delete(&self, delete: &ast::Delete) -> Result<Plan> {
+        if delete.using.is_some() {
+            return Err(unsupported!("DELETE ... USING"));
+        }
+        if delete.returning.is_some() {
+            return Err(unsupported!("DELETE ... RETURNING"));
+        }
+        if delete.limit.is_some() || !delete.order_by.is_empty() {
+            return Err(unsupported!("DELETE with ORDER BY or LIMIT"));
+        }
+        let from = match &delete.from {
+            ast::FromTable::WithFromKeyword(from) | ast::FromTable::WithoutKeyword(from) => from,
+        };
+        let [item] = from.as_slice() else {
+            return Err(unsupported!("DELETE from several tables"));
+        };
+        if !item.joins.is_empty() || !delete.tables.is_empty() {
+            return Err(unsupported!("DELETE from a join"));
+        }
+        let (table, qualifier) = self.changed_table(&item.relation, "DELETE")?;
+        let matched = matched_sql(delete.selection.as_ref());
+        let select = format!("SELECT {qualifier}.*, {matched} FROM {item}");
+        let input = self.bind_query(&parse_query(&select)?)?;
+        let mut names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
+        names.push("matched".into());
+        let schema = input.schema();
+        let exprs = schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| Expr::column(i, f.name(), f.data_type().clone()))
+            .collect();
+        Ok(Plan::Rewrite {
+            table,
+            input: input.project(exprs, names),
+            kind: RewriteKind::Delete,
+        })
+    }
+
+    /// The stored table an UPDATE or DELETE changes, and the name its columns are qualified by.
+    fn changed_table(
+        &self,
+        relation: &ast::TableFactor,
+        statement: &str,
+    ) -> Result<(Arc<TableDef>, String)> {
+        let ast::TableFactor::Table {
+            name,
+            alias,
+            args: None,
+            ..
+        } = relation
+        else {
+            return Err(unsupported!("{statement} of anything but a table"));
+        };
+        let table = self.table(&object_name(name)?)?.clone();
+        if !matches!(table.kind, TableKind::Table) {
+            return Err(bind_err!(
+                "cannot {statement} {}: it is a view, not a table",
+                table.name
+            ));
+        }
+        let qualifier = match alias {
+            Some(alias) => alias.name.to_string(),
+            None => name.to_string(),
+        };
+        Ok((table, qualifier))
+    }
+
+    pub(super) fn bind_create_index(&self, create: &ast::CreateIndex) -> Result<Plan> {
+        if create.unique {
+            return Err(unsupported!("UNIQUE indexes (uniqueness is not enforced)"));
+        }
+        if create.predicate.is_some() {
+            return Err(unsupported!("partial indexes (CREATE INDEX ... WHERE)"));
+        }
+        let name = create
+            .name
+            .as_ref()
+            .ok_or_else(|| bind_err!("CREATE INDEX needs a name"))
+            .and_then(object_name)?;
+        let table = self.table(&object_name(&create.table_name)?)?;
+        if !matches!(table.kind, TableKind::Table) {
+            return Err(bind_err!("cannot index {}: it is not a table", table.name));
+        }
+        let mut columns = Vec::new();
+        for column in &create.columns {
+            let ast::Expr::Identifier(ident) = &column.column.expr else {
+                return Err(unsupported!("indexes on expressions"));
+            };
+            let column = normalize(ident);
+            if !table.columns.iter().any(|c| c.name == column) {
+                return Err(bind_err!(
+                    "table {} has no column named {column}",
+                    table.name
+                ));
+            }
+            columns.push(column);
+        }
+        Ok(Plan::CreateIndex {
+            table: table.name.clone(),
+            index: Index { name, columns },
+            if_not_exists: create.if_not_exists,
+        })
+    }
+
+    /// `CREATE VIEW v [(columns)] AS query`: the query is checked now and bound again on every
+    /// read, against the tables as they are then.
+    pub(super) fn bind_create_view(&self, create: &ast::CreateView) -> Result<Plan> {
+        if create.or_replace || create.or_alter {
+            return Err(unsupported!("CREATE OR REPLACE VIEW"));
+        }
+        let name = object_name(&create.name)?;
+        let column_names: Vec<String> = create.columns.iter().map(|c| normalize(&c.name)).collect();
+        let sql = create.query.to_string();
+        let view = TableDef {
+            id: 0,
+            name: name.clone(),
+            columns: Vec::new(),
+            kind: TableKind::View { sql, column_names },
+            indexes: Vec::new(),
+            key: Vec::new(),
+            unique: Vec::new(),
+        };
+        let plan = self.view_plan(&view)?;
+        let mut seen = std::collections::HashSet::new();
+        for field in plan.schema().fields() {
+            if !seen.insert(field.name().clone()) {
+                return Err(bind_err!(
+                    "view {name} would have two columns named {}; name them with AS",
+                    field.name()
+                ));
+            }
+        }
+        Ok(Plan::CreateView {
+            view,
+            if_not_exists: create.if_not_exists,
+        })
+    }
+
+    /// The plan a view stands for, bound apart from the query that reads it (that query's CTEs
+    /// and outer columns are not visible inside the view).
+    pub(super) fn view_plan(&self, view: &TableDef) -> Result<LogicalPlan> {
+        let TableKind::View { sql, column_names } = &view.kind else {
+            unreachable!("not a view");
+        };
+        let query = parse_query(sql)?;
+        let binder = Binder {
+            external: self.external,
+            ..Binder::new(self.snapshot)
+        };
+        let plan = binder.bind_query(&query)?;
+        if column_names.is_empty() {
+            return Ok(plan);
+        }
+        let schema = plan.schema();
+        if column_names.len() != schema.fields().len() {
+            return Err(bind_err!(
+                "view {} names {} columns but its query has {}",
+                view.name,
+                column_names.len(),
+                schema.fields().len()
+            ));
+        }
+        let exprs = schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| Expr::column(i, f.name(), f.data_type().clone()))
+            .collect();
+        Ok(plan.project(exprs, column_names.clone()))
+    }
+}
+
+/// `coalesce((p), false)`, or `true` with no condition.
+fn matched_sql(selection: Option<&ast::Expr>) -> String {
+    match selection {
+        Some(predicate) => format!("coalesce(({predicate}), false)"),
+        None => "true".to_string(),
+    }
+}
+
+fn parse_query(sql: &str) -> Result<ast::Query> {
+    let mut statements = pondra_parser::parse_sql(sql).map_err(|e| bind_err!("{e}"))?;
+    match statements.pop().map(|s| s.statement) {
+        Some(pondra_parser::Statement::Sql(statement)) => match *statement {
+            ast::Statement::Query(query) => Ok(*query),
+            other => Err(bind_err!("expected a query, found {other}")),
+        },
+        _ => Err(bind_err!("expected a query")),
+    }
+}
