@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use arrow::array::{
     Array, ArrayRef, AsArray, Decimal128Array, Float64Array, Int64Array, RecordBatch,
-    RecordBatchOptions, new_null_array,
+    RecordBatchOptions, StringArray, new_null_array,
 };
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type, SchemaRef};
@@ -55,6 +55,17 @@ enum Accumulator {
         converter: RowConverter,
         seen: HashSet<(usize, Box<[u8]>)>,
         inner: AggregateCall,
+        groups: usize,
+    },
+    /// The values of each group joined by the separator, in input order; with `seen`, each
+    /// distinct value once.
+    StringAgg {
+        joined: Vec<Option<String>>,
+        separator: String,
+        seen: Option<HashSet<(usize, String)>>,
+    },
+    /// 0 for every group: a plain GROUP BY's grouping set id (grouping sets fill theirs in).
+    Zero {
         groups: usize,
     },
     /// Distinct values per group, as (group, value in row format); counted at the end.
@@ -136,6 +147,14 @@ impl Accumulator {
                 sums: Vec::new(),
                 counts: Vec::new(),
             },
+            AggregateFunction::GroupingId => Accumulator::Zero { groups: 0 },
+            AggregateFunction::StringAgg | AggregateFunction::StringAggDistinct => {
+                Accumulator::StringAgg {
+                    joined: Vec::new(),
+                    separator: call.separator.clone().unwrap_or_default(),
+                    seen: (call.func == AggregateFunction::StringAggDistinct).then(HashSet::new),
+                }
+            }
         })
     }
 
@@ -151,6 +170,8 @@ impl Accumulator {
                 counts.resize(groups, 0);
             }
             Accumulator::CountDistinct { counts, .. } => counts.resize(groups, 0),
+            Accumulator::StringAgg { joined, .. } => joined.resize(groups, None),
+            Accumulator::Zero { groups: n } => *n = (*n).max(groups),
             Accumulator::Distinct { groups: n, .. } => *n = (*n).max(groups),
             Accumulator::Moments {
                 counts,
@@ -168,6 +189,34 @@ impl Accumulator {
     /// Folds one batch in: `value` is the argument (absent for count(*)), `groups[i]` row i's group.
     fn update(&mut self, value: Option<&ArrayRef>, groups: &[usize]) -> Result<()> {
         match self {
+            Accumulator::Zero { .. } => {}
+            Accumulator::StringAgg {
+                joined,
+                separator,
+                seen,
+            } => {
+                let value = value
+                    .expect("string_agg has an argument")
+                    .as_string::<i32>();
+                for (row, &g) in groups.iter().enumerate() {
+                    if value.is_null(row) {
+                        continue;
+                    }
+                    let text = value.value(row);
+                    if let Some(seen) = seen
+                        && !seen.insert((g, text.to_string()))
+                    {
+                        continue;
+                    }
+                    match &mut joined[g] {
+                        Some(out) => {
+                            out.push_str(separator);
+                            out.push_str(text);
+                        }
+                        none => *none = Some(text.to_string()),
+                    }
+                }
+            }
             Accumulator::Count { counts, star } => {
                 let value = value.filter(|_| !*star);
                 for (row, &g) in groups.iter().enumerate() {
@@ -317,6 +366,8 @@ impl Accumulator {
                 Arc::new(Int64Array::from(counts))
             }
             Accumulator::SumInt { sums } => Arc::new(Int64Array::from(sums)),
+            Accumulator::StringAgg { joined, .. } => Arc::new(StringArray::from(joined)),
+            Accumulator::Zero { groups } => Arc::new(Int64Array::from(vec![0; groups])),
             Accumulator::SumFloat { sums } => Arc::new(Float64Array::from(sums)),
             Accumulator::SumDecimal { sums, data_type } => {
                 let DataType::Decimal128(p, s) = data_type else {

@@ -547,6 +547,13 @@ pub enum AggregateFunction {
     Min,
     Max,
     Avg,
+    /// `string_agg(x, separator)`: the non-NULL values joined, in input order.
+    StringAgg,
+    StringAggDistinct,
+    /// Which grouping set a row of a GROUPING SETS / ROLLUP / CUBE aggregation comes from: bit
+    /// k is set when group key k is not grouped by. Each grouping set's aggregation fills it in;
+    /// a plain GROUP BY groups by every key, so it is 0 there. `GROUPING(...)` reads it.
+    GroupingId,
 }
 
 impl AggregateFunction {
@@ -560,6 +567,8 @@ impl AggregateFunction {
             AggregateFunction::Max => "max",
             AggregateFunction::Avg => "avg",
             AggregateFunction::SumDistinct => "sum",
+            AggregateFunction::StringAgg | AggregateFunction::StringAggDistinct => "string_agg",
+            AggregateFunction::GroupingId => "grouping_id",
             AggregateFunction::AvgDistinct => "avg",
             AggregateFunction::StddevSamp => "stddev_samp",
             AggregateFunction::StddevPop => "stddev_pop",
@@ -594,6 +603,10 @@ impl AggregateFunction {
                 AggregateFunction::Sum | AggregateFunction::SumDistinct,
                 Some(DataType::Decimal128(_, s)),
             ) => DataType::Decimal128(38, *s),
+            (AggregateFunction::StringAgg | AggregateFunction::StringAggDistinct, _) => {
+                DataType::Utf8
+            }
+            (AggregateFunction::GroupingId, _) => DataType::Int64,
             (_, Some(t)) => t.clone(),
             (_, None) => DataType::Null,
         }
@@ -619,9 +632,18 @@ impl fmt::Display for AggregateCall {
                     AggregateFunction::CountDistinct
                         | AggregateFunction::SumDistinct
                         | AggregateFunction::AvgDistinct
+                        | AggregateFunction::StringAggDistinct
                 ) =>
             {
-                write!(f, "{}(DISTINCT {arg})", self.func.name())
+                write!(f, "{}(DISTINCT {arg}", self.func.name())?;
+                match &self.separator {
+                    Some(separator) => write!(f, ", '{separator}')"),
+                    None => write!(f, ")"),
+                }
+            }
+            Some(arg) if self.separator.is_some() => {
+                let separator = self.separator.as_deref().unwrap_or_default();
+                write!(f, "{}({arg}, '{separator}')", self.func.name())
             }
             Some(arg) => write!(f, "{}({arg})", self.func.name()),
             None => write!(f, "{}(*)", self.func.name()),

@@ -79,7 +79,7 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
             let kinds: Vec<StateKind> = aggregates.iter().map(state_kind).collect();
             if kinds.contains(&StateKind::Distinct) {
                 return Err(unsupported!(
-                    "count(DISTINCT ...), stddev and variance in a materialized view"
+                    "count(DISTINCT ...), stddev, variance, string_agg and GROUPING in a materialized view"
                 ));
             }
             let mut partials = Vec::new();
@@ -277,7 +277,10 @@ fn state_kind(call: &AggregateCall) -> StateKind {
         | AggregateFunction::StddevSamp
         | AggregateFunction::StddevPop
         | AggregateFunction::VarSamp
-        | AggregateFunction::VarPop => StateKind::Distinct,
+        | AggregateFunction::VarPop
+        | AggregateFunction::StringAgg
+        | AggregateFunction::StringAggDistinct
+        | AggregateFunction::GroupingId => StateKind::Distinct,
         AggregateFunction::Sum => StateKind::Sum,
         AggregateFunction::Min => StateKind::Min,
         AggregateFunction::Max => StateKind::Max,

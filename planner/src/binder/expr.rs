@@ -22,6 +22,67 @@ pub struct Aggregation {
     pub aggregates: Vec<AggregateCall>,
 }
 
+impl Aggregation {
+    /// The output column of an aggregate call, added unless the same call is there already.
+    fn column_of(&mut self, call: AggregateCall) -> Expr {
+        let index = match self.aggregates.iter().position(|a| a == &call) {
+            Some(i) => i,
+            None => {
+                self.aggregates.push(call.clone());
+                self.aggregates.len() - 1
+            }
+        };
+        Expr::column(self.group.len() + index, call.to_string(), call.data_type)
+    }
+}
+
+/// `GROUPING(a, b, ...)`: an integer whose bits, the first argument's highest, say which of
+/// the arguments the row's grouping set does not group by.
+fn bind_grouping(function: &ast::Function, agg: &mut Aggregation) -> Result<Expr> {
+    let args = function_args(function);
+    if args.is_empty() {
+        return Err(bind_err!("GROUPING needs at least one argument"));
+    }
+    let id = agg.column_of(AggregateCall {
+        func: AggregateFunction::GroupingId,
+        arg: None,
+        data_type: DataType::Int64,
+        separator: None,
+    });
+    let bit = |value: Expr, shift: i64| Expr::Function {
+        func: ScalarFunction::Bitwise(BitwiseOp::ShiftLeft),
+        args: vec![value, Expr::Literal(ScalarValue::Int64(shift))],
+        data_type: DataType::Int64,
+    };
+    let mut result = Expr::Literal(ScalarValue::Int64(0));
+    for (j, arg) in args.iter().enumerate() {
+        let bound = bind_generic(arg, &mut Context::plain(&agg.input, "GROUPING"))?;
+        let Some(key) = agg.group.iter().position(|g| *g == bound) else {
+            return Err(bind_err!(
+                "arguments of GROUPING must be grouping expressions: {arg} is not"
+            ));
+        };
+        let grouped = Expr::Function {
+            func: ScalarFunction::Bitwise(BitwiseOp::And),
+            args: vec![
+                Expr::Function {
+                    func: ScalarFunction::Bitwise(BitwiseOp::ShiftRight),
+                    args: vec![id.clone(), Expr::Literal(ScalarValue::Int64(key as i64))],
+                    data_type: DataType::Int64,
+                },
+                Expr::Literal(ScalarValue::Int64(1)),
+            ],
+            data_type: DataType::Int64,
+        };
+        result = Expr::Binary {
+            op: BinaryOp::Plus,
+            left: Box::new(result),
+            right: Box::new(bit(grouped, (args.len() - 1 - j) as i64)),
+        };
+    }
+    Ok(result.cast(&DataType::Int32))
+}
+
 /// Where an expression is bound.
 pub enum Context<'a> {
     /// Over the columns of a scope; `clause` names the clause in errors about aggregates.
@@ -59,6 +120,8 @@ pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
         "variance" | "var_samp" => AggregateFunction::VarSamp,
         "var_pop" => AggregateFunction::VarPop,
         "approx_count_distinct" => AggregateFunction::CountDistinct,
+        "string_agg" | "group_concat" | "listagg" => AggregateFunction::StringAgg,
+        "grouping" => AggregateFunction::GroupingId,
         _ => return None,
     })
 }
@@ -186,19 +249,11 @@ pub(super) fn bind_aggregated(
         && function.over.is_none()
         && let Some(func) = aggregate_function(&function_name(function))
     {
+        if func == AggregateFunction::GroupingId {
+            return bind_grouping(function, agg);
+        }
         let call = bind_aggregate_call(function, func, &agg.input)?;
-        let index = match agg.aggregates.iter().position(|a| a == &call) {
-            Some(i) => i,
-            None => {
-                agg.aggregates.push(call.clone());
-                agg.aggregates.len() - 1
-            }
-        };
-        return Ok(Expr::column(
-            agg.group.len() + index,
-            call.to_string(),
-            call.data_type,
-        ));
+        return Ok(agg.column_of(call));
     }
     let mut plain = Context::plain(&agg.input, "GROUP BY");
     if !contains_subquery(expr)
@@ -232,6 +287,7 @@ pub(super) fn bind_aggregate_call(
         (AggregateFunction::Count, true) => AggregateFunction::CountDistinct,
         (AggregateFunction::Sum, true) => AggregateFunction::SumDistinct,
         (AggregateFunction::Avg, true) => AggregateFunction::AvgDistinct,
+        (AggregateFunction::StringAgg, true) => AggregateFunction::StringAggDistinct,
         // min and max ignore duplicates anyway.
         (AggregateFunction::Min | AggregateFunction::Max, true) => func,
         (_, true) => return Err(unsupported!("{name}(DISTINCT ...)")),
@@ -240,7 +296,37 @@ pub(super) fn bind_aggregate_call(
     if function.over.is_some() {
         return Err(unsupported!("window functions"));
     }
-    let args = &list.args;
+    if !list.clauses.is_empty() {
+        return Err(unsupported!("ORDER BY or other clauses inside {name}(...)"));
+    }
+    let mut args = list.args.as_slice();
+    let mut separator = None;
+    if matches!(
+        func,
+        AggregateFunction::StringAgg | AggregateFunction::StringAggDistinct
+    ) {
+        separator = Some(match args {
+            [_] if function_name(function) != "string_agg" => ",".to_string(),
+            [
+                _,
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(v))),
+            ] => match &v.value {
+                ast::Value::SingleQuotedString(s) => s.clone(),
+                other => {
+                    return Err(bind_err!(
+                        "{name}'s separator must be a string, not {other}"
+                    ));
+                }
+            },
+            [_, other] => {
+                return Err(unsupported!(
+                    "{name} with a separator other than a constant string ({other})"
+                ));
+            }
+            _ => return Err(bind_err!("{name} takes a value and a separator")),
+        });
+        args = &args[..1];
+    }
     if args.len() != 1 {
         return Err(bind_err!("{name} takes one argument, got {}", args.len()));
     }
@@ -287,6 +373,9 @@ pub(super) fn bind_aggregate_call(
         AggregateFunction::Min | AggregateFunction::Max if arg_type == DataType::Null => {
             arg = arg.cast(&DataType::Int64);
         }
+        AggregateFunction::StringAgg | AggregateFunction::StringAggDistinct => {
+            arg = arg.cast(&DataType::Utf8);
+        }
         _ => {}
     }
     let data_type = func.result_type(Some(&arg.data_type()));
@@ -294,7 +383,7 @@ pub(super) fn bind_aggregate_call(
         func,
         arg: Some(arg),
         data_type,
-        separator: None,
+        separator,
     };
     with_filter(call, function.filter.as_deref(), input)
 }
@@ -332,7 +421,7 @@ pub(super) fn with_filter(
             data_type,
         }),
         data_type: call.data_type,
-        separator: None,
+        separator: call.separator,
     })
 }
 

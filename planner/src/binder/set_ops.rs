@@ -6,7 +6,9 @@ use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use pondra_parser::ast;
 
 use super::type_name;
-use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, Expr};
+use crate::expr::{
+    AggregateCall, AggregateFunction, BinaryOp, Expr, Frame, FrameBound, WindowExpr, WindowFunction,
+};
 use crate::logical::LogicalPlan;
 use crate::scalar::ScalarValue;
 use crate::types::common_numeric_type;
@@ -110,13 +112,17 @@ pub(super) fn union_of_groupings(
                 None => Expr::Literal(ScalarValue::Null).cast(&g.data_type()),
             });
         }
-        for a in 0..aggregates.len() {
+        let grouping_id: i64 = (0..group.len())
+            .filter(|k| !set.contains(k))
+            .map(|k| 1 << k)
+            .sum();
+        for (a, call) in aggregates.iter().enumerate() {
             let p = set.len() + a;
-            exprs.push(Expr::column(
-                p,
-                inner.field(p).name(),
-                inner.field(p).data_type().clone(),
-            ));
+            exprs.push(if call.func == AggregateFunction::GroupingId {
+                Expr::Literal(ScalarValue::Int64(grouping_id))
+            } else {
+                Expr::column(p, inner.field(p).name(), inner.field(p).data_type().clone())
+            });
         }
         let names = schema.fields().iter().map(|f| f.name().clone()).collect();
         inputs.push(aggregate.project(exprs, names));
@@ -197,10 +203,18 @@ pub(super) fn set_operation(
             let plan = union(side(left, None), side(right, None));
             Ok(if all { plan } else { distinct_rows(plan) })
         }
+        ast::SetOperator::Intersect | ast::SetOperator::Except | ast::SetOperator::Minus if all => {
+            // The n-th copy of a row on one side meets the n-th copy on the other: numbering
+            // each row among its equals makes every copy distinct.
+            let left = number_duplicates(side(left, None));
+            let right = number_duplicates(side(right, None));
+            let plan = set_operation(left, op, ast::SetQuantifier::Distinct, right)?;
+            let exprs = (0..types.len())
+                .map(|i| Expr::column(i, &names[i], types[i].clone()))
+                .collect();
+            Ok(plan.project(exprs, names))
+        }
         ast::SetOperator::Intersect | ast::SetOperator::Except | ast::SetOperator::Minus => {
-            if all {
-                return Err(unsupported!("{op} ALL"));
-            }
             let width = types.len();
             let plan = union(side(left, Some((1, 0))), side(right, Some((0, 1))));
             let schema = plan.schema();
@@ -247,6 +261,36 @@ pub(super) fn set_operation(
                 .collect();
             Ok(kept.project(exprs, names))
         }
+    }
+}
+
+/// `plan` with one more column: each row's number among the rows equal to it.
+fn number_duplicates(plan: LogicalPlan) -> LogicalPlan {
+    let schema = plan.schema();
+    let partition_by = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| Expr::column(i, f.name(), f.data_type().clone()))
+        .collect();
+    let number = WindowExpr {
+        func: WindowFunction::RowNumber,
+        args: Vec::new(),
+        partition_by,
+        order_by: Vec::new(),
+        frame: Frame {
+            rows: true,
+            start: FrameBound::UnboundedPreceding,
+            end: FrameBound::CurrentRow,
+        },
+        data_type: DataType::Int64,
+    };
+    let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
+    fields.push(Field::new("copy", DataType::Int64, true));
+    LogicalPlan::Window {
+        input: Box::new(plan),
+        exprs: vec![number],
+        schema: Arc::new(Schema::new(fields)),
     }
 }
 

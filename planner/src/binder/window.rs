@@ -82,6 +82,9 @@ pub(super) fn bind_window(
                 WindowFunction::Aggregate(AggregateFunction::CountStar),
                 DataType::Int64,
             ),
+            Some(AggregateFunction::StringAgg | AggregateFunction::GroupingId) => {
+                return Err(unsupported!("{other} as a window function"));
+            }
             Some(agg) => {
                 if args.len() != 1 {
                     return Err(bind_err!("{other} takes one argument"));
