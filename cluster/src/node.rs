@@ -156,12 +156,12 @@ impl Node {
         input: Vec<RecordBatch>,
     ) -> Result<Vec<RecordBatch>> {
         let physical = create_physical_plan(&plan);
-        let ctx = ExecContext {
-            lake: self.lake.clone(),
+        let ctx = ExecContext::new(
+            self.lake.clone(),
             snapshot,
-            runtime: tokio::runtime::Handle::current(),
+            tokio::runtime::Handle::current(),
             input,
-        };
+        );
         let batches = tokio::task::spawn_blocking(move || pondra_exec::execute(&physical, &ctx))
             .await
             .map_err(|e| NodeError::Other(format!("query thread failed: {e}")))??;

@@ -1,3 +1,4 @@
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
@@ -22,6 +23,30 @@ pub struct ExecContext {
     pub runtime: tokio::runtime::Handle,
     /// The rows of the plan's `Input` leaf, if it has one.
     pub input: Vec<RecordBatch>,
+    /// The rows each running recursive CTE's step reads, by CTE id.
+    pub working_tables: std::sync::Mutex<HashMap<usize, Arc<Vec<RecordBatch>>>>,
+}
+
+impl ExecContext {
+    pub fn new(
+        lake: Lake,
+        snapshot: Arc<Snapshot>,
+        runtime: tokio::runtime::Handle,
+        input: Vec<RecordBatch>,
+    ) -> ExecContext {
+        ExecContext {
+            lake,
+            snapshot,
+            runtime,
+            input,
+            working_tables: Default::default(),
+        }
+    }
+
+    fn working_table(&self, id: usize) -> Arc<Vec<RecordBatch>> {
+        let tables = self.working_tables.lock().expect("working tables lock");
+        tables.get(&id).cloned().unwrap_or_default()
+    }
 }
 
 /// A streaming operator: one batch in, any number out.
@@ -277,6 +302,46 @@ fn run_pipeline<'p>(
             }
         }
         PhysicalPlan::Values { schema, rows } => push(operators, values(schema, rows)?, &mut sink)?,
+        PhysicalPlan::WorkingTable { id, schema } => {
+            for batch in ctx.working_table(*id).iter() {
+                let batch = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?;
+                push(operators, batch, &mut sink)?;
+            }
+        }
+        PhysicalPlan::RecursiveCte {
+            anchor,
+            step,
+            id,
+            distinct,
+        } => {
+            let mut seen = distinct.then(|| NewRows::new(&plan_schema)).transpose()?;
+            let mut added = run_pipeline(anchor, Sink::Collect(Vec::new()), ctx)?;
+            loop {
+                if let Some(seen) = &mut seen {
+                    added = seen.keep_new(added)?;
+                }
+                if added.iter().all(|b| b.num_rows() == 0) {
+                    break;
+                }
+                for batch in &added {
+                    let batch =
+                        RecordBatch::try_new(plan_schema.clone(), batch.columns().to_vec())?;
+                    push(operators, batch, &mut sink)?;
+                }
+                if sink.is_full() {
+                    break;
+                }
+                ctx.working_tables
+                    .lock()
+                    .expect("working tables lock")
+                    .insert(*id, Arc::new(added));
+                added = run_pipeline(step, Sink::Collect(Vec::new()), ctx)?;
+            }
+            ctx.working_tables
+                .lock()
+                .expect("working tables lock")
+                .remove(id);
+        }
         PhysicalPlan::HashAggregate {
             input,
             group,
@@ -318,6 +383,39 @@ fn run_pipeline<'p>(
     }
     finish(operators, &mut sink)?;
     sink.finish()
+}
+
+/// The rows a recursive CTE with UNION has produced so far, to drop repeats.
+struct NewRows {
+    converter: arrow::row::RowConverter,
+    seen: std::collections::HashSet<Box<[u8]>>,
+}
+
+impl NewRows {
+    fn new(schema: &SchemaRef) -> Result<NewRows> {
+        let fields = schema
+            .fields()
+            .iter()
+            .map(|f| arrow::row::SortField::new(f.data_type().clone()))
+            .collect();
+        Ok(NewRows {
+            converter: arrow::row::RowConverter::new(fields)?,
+            seen: Default::default(),
+        })
+    }
+
+    /// The rows of `batches` not seen before (each once), now seen.
+    fn keep_new(&mut self, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+        let mut out = Vec::with_capacity(batches.len());
+        for batch in batches {
+            let rows = self.converter.convert_columns(batch.columns())?;
+            let keep: arrow::array::BooleanArray = (0..batch.num_rows())
+                .map(|i| Some(self.seen.insert(rows.row(i).as_ref().into())))
+                .collect();
+            out.push(arrow::compute::filter_record_batch(&batch, &keep)?);
+        }
+        Ok(out)
+    }
 }
 
 /// The rows of a VALUES list as one batch.

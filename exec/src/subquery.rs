@@ -85,7 +85,19 @@ fn map_plan(plan: &PhysicalPlan, f: &mut dyn FnMut(&Expr) -> Result<Expr>) -> Re
     Ok(match plan {
         PhysicalPlan::TableScan { .. }
         | PhysicalPlan::ParquetScan { .. }
+        | PhysicalPlan::WorkingTable { .. }
         | PhysicalPlan::Input { .. } => plan.clone(),
+        PhysicalPlan::RecursiveCte {
+            anchor,
+            step,
+            id,
+            distinct,
+        } => PhysicalPlan::RecursiveCte {
+            anchor: Box::new(map_plan(anchor, f)?),
+            step: Box::new(map_plan(step, f)?),
+            id: *id,
+            distinct: *distinct,
+        },
         PhysicalPlan::Values { schema, rows } => PhysicalPlan::Values {
             schema: schema.clone(),
             rows: rows

@@ -31,9 +31,14 @@ pub fn pull_up(plan: LogicalPlan, usage: SubqueryUse) -> Result<(LogicalPlan, Ve
             }
             Ok((plan, vec![]))
         }
-        LogicalPlan::Window { .. } | LogicalPlan::Union { .. } => {
+        LogicalPlan::Window { .. }
+        | LogicalPlan::Union { .. }
+        | LogicalPlan::RecursiveCte { .. }
+        | LogicalPlan::WorkingTable { .. } => {
             if plan.has_outer() {
-                return Err(unsupported!("set operations in a correlated subquery"));
+                return Err(unsupported!(
+                    "set operations, windows and recursive CTEs in a correlated subquery"
+                ));
             }
             Ok((plan, vec![]))
         }

@@ -302,7 +302,8 @@ pub fn estimate_rows(plan: &LogicalPlan, snapshot: &Snapshot) -> f64 {
         LogicalPlan::Union { inputs, .. } => {
             inputs.iter().map(|i| estimate_rows(i, snapshot)).sum()
         }
-        LogicalPlan::Input { .. } => 1000.0,
+        LogicalPlan::Input { .. } | LogicalPlan::WorkingTable { .. } => 1000.0,
+        LogicalPlan::RecursiveCte { anchor, .. } => estimate_rows(anchor, snapshot) * 10.0,
         LogicalPlan::Values { rows, .. } => rows.len().max(1) as f64,
         LogicalPlan::Filter { input, .. } => (estimate_rows(input, snapshot) * 0.25).max(1.0),
         LogicalPlan::Project { input, .. }

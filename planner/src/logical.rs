@@ -71,6 +71,17 @@ pub enum LogicalPlan {
         skip: usize,
         fetch: Option<usize>,
     },
+    /// `WITH RECURSIVE`: the rows of `anchor`, then of `step` run again and again over the rows
+    /// the previous run added (its `WorkingTable` leaves), until a run adds none. With
+    /// `distinct` (UNION), rows seen before are not added.
+    RecursiveCte {
+        anchor: Box<LogicalPlan>,
+        step: Box<LogicalPlan>,
+        id: usize,
+        distinct: bool,
+    },
+    /// The rows the previous run of recursive CTE `id` added.
+    WorkingTable { id: usize, schema: SchemaRef },
 }
 
 impl LogicalPlan {
@@ -78,6 +89,7 @@ impl LogicalPlan {
         match self {
             LogicalPlan::Scan { schema, .. }
             | LogicalPlan::Input { schema }
+            | LogicalPlan::WorkingTable { schema, .. }
             | LogicalPlan::Values { schema, .. }
             | LogicalPlan::Project { schema, .. }
             | LogicalPlan::Aggregate { schema, .. }
@@ -88,7 +100,23 @@ impl LogicalPlan {
             LogicalPlan::Filter { input, .. }
             | LogicalPlan::Sort { input, .. }
             | LogicalPlan::Limit { input, .. } => input.schema(),
+            LogicalPlan::RecursiveCte { anchor, .. } => anchor.schema(),
         }
+    }
+
+    /// The plans this node reads.
+    pub fn children(&self) -> Vec<&LogicalPlan> {
+        match self {
+            LogicalPlan::Union { inputs, .. } => inputs.iter().collect(),
+            LogicalPlan::Join { left, right, .. } => vec![left, right],
+            LogicalPlan::RecursiveCte { anchor, step, .. } => vec![anchor, step],
+            other => other.input().into_iter().collect(),
+        }
+    }
+
+    /// True when `pred` holds for this node or any node under it.
+    pub fn any_node(&self, pred: &dyn Fn(&LogicalPlan) -> bool) -> bool {
+        pred(self) || self.children().iter().any(|c| c.any_node(pred))
     }
 
     /// True when `pred` holds for any expression anywhere in the plan.
@@ -97,7 +125,11 @@ impl LogicalPlan {
             LogicalPlan::Scan { .. }
             | LogicalPlan::ParquetScan { .. }
             | LogicalPlan::Input { .. }
+            | LogicalPlan::WorkingTable { .. }
             | LogicalPlan::Limit { .. } => false,
+            LogicalPlan::RecursiveCte { anchor, step, .. } => {
+                return anchor.any_expr(pred) || step.any_expr(pred);
+            }
             LogicalPlan::Values { rows, .. } => rows.iter().flatten().any(|e| e.any(pred)),
             LogicalPlan::Filter { predicate, .. } => predicate.any(pred),
             LogicalPlan::Project { exprs, .. } => exprs.iter().any(|e| e.any(pred)),
@@ -212,6 +244,18 @@ impl LogicalPlan {
         match self {
             LogicalPlan::Scan { table, .. } => return writeln!(f, "{pad}Scan: {}", table.name),
             LogicalPlan::Input { .. } => return writeln!(f, "{pad}Input"),
+            LogicalPlan::WorkingTable { id, .. } => return writeln!(f, "{pad}WorkingTable: {id}"),
+            LogicalPlan::RecursiveCte {
+                anchor,
+                step,
+                id,
+                distinct,
+            } => {
+                let union = if *distinct { "UNION" } else { "UNION ALL" };
+                writeln!(f, "{pad}RecursiveCte {id}: {union}")?;
+                anchor.fmt_indent(f, depth + 1)?;
+                return step.fmt_indent(f, depth + 1);
+            }
             LogicalPlan::Union { inputs, .. } => {
                 writeln!(f, "{pad}Union")?;
                 for input in inputs {
@@ -285,6 +329,7 @@ impl LogicalPlan {
             LogicalPlan::Scan { .. }
             | LogicalPlan::ParquetScan { .. }
             | LogicalPlan::Input { .. }
+            | LogicalPlan::WorkingTable { .. }
             | LogicalPlan::Values { .. } => None,
             LogicalPlan::Filter { input, .. }
             | LogicalPlan::Project { input, .. }
@@ -292,7 +337,9 @@ impl LogicalPlan {
             | LogicalPlan::Sort { input, .. }
             | LogicalPlan::Window { input, .. }
             | LogicalPlan::Limit { input, .. } => Some(input),
-            LogicalPlan::Join { .. } | LogicalPlan::Union { .. } => None,
+            LogicalPlan::Join { .. }
+            | LogicalPlan::Union { .. }
+            | LogicalPlan::RecursiveCte { .. } => None,
         }
     }
 }

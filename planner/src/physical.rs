@@ -61,6 +61,17 @@ pub enum PhysicalPlan {
         skip: usize,
         fetch: Option<usize>,
     },
+    /// See `LogicalPlan::RecursiveCte`.
+    RecursiveCte {
+        anchor: Box<PhysicalPlan>,
+        step: Box<PhysicalPlan>,
+        id: usize,
+        distinct: bool,
+    },
+    WorkingTable {
+        id: usize,
+        schema: SchemaRef,
+    },
     /// A hash join: `right` is built into a hash table first, `left` streams through it.
     HashJoin {
         left: Box<PhysicalPlan>,
@@ -78,6 +89,7 @@ impl PhysicalPlan {
         match self {
             PhysicalPlan::TableScan { schema, .. }
             | PhysicalPlan::Input { schema }
+            | PhysicalPlan::WorkingTable { schema, .. }
             | PhysicalPlan::Values { schema, .. }
             | PhysicalPlan::Projection { schema, .. }
             | PhysicalPlan::HashAggregate { schema, .. }
@@ -88,6 +100,7 @@ impl PhysicalPlan {
             PhysicalPlan::Filter { input, .. }
             | PhysicalPlan::Sort { input, .. }
             | PhysicalPlan::Limit { input, .. } => input.schema(),
+            PhysicalPlan::RecursiveCte { anchor, .. } => anchor.schema(),
         }
     }
 }
@@ -118,6 +131,21 @@ pub fn create_physical_plan(plan: &LogicalPlan) -> PhysicalPlan {
         },
         LogicalPlan::Input { schema } => PhysicalPlan::Input {
             schema: schema.clone(),
+        },
+        LogicalPlan::WorkingTable { id, schema } => PhysicalPlan::WorkingTable {
+            id: *id,
+            schema: schema.clone(),
+        },
+        LogicalPlan::RecursiveCte {
+            anchor,
+            step,
+            id,
+            distinct,
+        } => PhysicalPlan::RecursiveCte {
+            anchor: child(anchor),
+            step: child(step),
+            id: *id,
+            distinct: *distinct,
         },
         LogicalPlan::Values { schema, rows } => PhysicalPlan::Values {
             schema: schema.clone(),

@@ -4,6 +4,7 @@ mod changes;
 mod expr;
 mod from;
 mod functions;
+mod recursive;
 mod scope;
 mod set_ops;
 mod statements;
@@ -183,14 +184,17 @@ impl<'a> Binder<'a> {
         let Some(with) = &query.with else {
             return self.bind_query_body(query);
         };
-        if with.recursive {
-            return Err(unsupported!("WITH RECURSIVE"));
-        }
         let depth = self.ctes.borrow().len();
         let result = (|| {
             for cte in &with.cte_tables {
-                let plan = self.bind_query(&cte.query)?;
-                let plan = rename_columns(plan, Some(&cte.alias))?;
+                let recursive = match with.recursive {
+                    true => self.bind_recursive_cte(cte)?,
+                    false => None,
+                };
+                let plan = match recursive {
+                    Some(plan) => plan,
+                    None => rename_columns(self.bind_query(&cte.query)?, Some(&cte.alias))?,
+                };
                 self.ctes
                     .borrow_mut()
                     .push((normalize(&cte.alias.name), plan));
