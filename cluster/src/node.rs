@@ -134,6 +134,14 @@ impl Node {
                 Ok(StatementResult::Rows { schema, batches })
             }
             Plan::Explain(plan) => Ok(explain_result(&plan.to_string())),
+            Plan::ExplainAnalyze(plan) => {
+                let started = Instant::now();
+                let (batches, profile) = self.run_profiled(plan, snapshot).await?;
+                let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+                let total = started.elapsed().as_secs_f64() * 1e3;
+                let header = format!("Total: {rows} rows in {total:.3} ms\n");
+                Ok(explain_result(&(header + &profile)))
+            }
             Plan::CopyTo { input, path } => {
                 let schema = input.schema();
                 let batches = self.run_query(input, snapshot, Vec::new()).await?;
@@ -166,6 +174,27 @@ impl Node {
             .await
             .map_err(|e| NodeError::Other(format!("query thread failed: {e}")))??;
         Ok(batches)
+    }
+
+    /// Runs a query plan with a profile; returns its rows and the plan with each operator's
+    /// rows and time.
+    async fn run_profiled(
+        &self,
+        plan: LogicalPlan,
+        snapshot: Arc<Snapshot>,
+    ) -> Result<(Vec<RecordBatch>, String)> {
+        let physical = create_physical_plan(&plan);
+        let mut ctx = ExecContext::new(
+            self.lake.clone(),
+            snapshot,
+            tokio::runtime::Handle::current(),
+            Vec::new(),
+        );
+        ctx.profile = Some(pondra_exec::Profile::default());
+        let run = move || pondra_exec::execute_profiled(&physical, &ctx);
+        Ok(tokio::task::spawn_blocking(run)
+            .await
+            .map_err(|e| NodeError::Other(format!("query thread failed: {e}")))??)
     }
 
     /// Moves every row waiting in the log tail into Parquet now, and deletes expired objects.

@@ -194,7 +194,11 @@ impl Node {
                 };
                 Ok(done(format!("{verb} {rows}")))
             }
-            Plan::Query(_) | Plan::Explain(_) | Plan::Checkpoint | Plan::CopyTo { .. } => {
+            Plan::Query(_)
+            | Plan::Explain(_)
+            | Plan::ExplainAnalyze(_)
+            | Plan::Checkpoint
+            | Plan::CopyTo { .. } => {
                 unreachable!("not a write")
             }
         }

@@ -12,6 +12,7 @@ mod expr;
 mod functions;
 mod join;
 mod pipeline;
+mod profile;
 mod scan;
 mod sort;
 mod subquery;
@@ -19,5 +20,6 @@ mod window;
 
 pub use error::{ExecError, Result};
 pub use expr::evaluate;
-pub use pipeline::{ExecContext, execute};
+pub use pipeline::{ExecContext, execute, execute_profiled};
+pub use profile::Profile;
 pub use scan::{Morsel, read_morsel, read_table, table_morsels};

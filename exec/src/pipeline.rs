@@ -1,5 +1,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow::compute::{concat, filter_record_batch};
@@ -11,6 +12,7 @@ use pondra_storage::{Lake, read_csv_file, read_parquet_row_group};
 use crate::aggregate::HashAggregateSink;
 use crate::expr::evaluate;
 use crate::join::HashJoin;
+use crate::profile::{NodeStats, Profile};
 use crate::scan::{read_morsel, table_morsels};
 use crate::sort::sort_batches;
 use crate::{ExecError, Result};
@@ -25,6 +27,8 @@ pub struct ExecContext {
     pub input: Vec<RecordBatch>,
     /// The rows each running recursive CTE's step reads, by CTE id.
     pub working_tables: std::sync::Mutex<HashMap<usize, Arc<Vec<RecordBatch>>>>,
+    /// Rows and time per operator, for EXPLAIN ANALYZE.
+    pub profile: Option<Profile>,
 }
 
 impl ExecContext {
@@ -40,7 +44,12 @@ impl ExecContext {
             runtime,
             input,
             working_tables: Default::default(),
+            profile: None,
         }
+    }
+
+    fn stats(&self, node: &PhysicalPlan) -> Option<Arc<NodeStats>> {
+        self.profile.as_ref().map(|p| p.stats(node))
     }
 
     fn working_table(&self, id: usize) -> Arc<Vec<RecordBatch>> {
@@ -100,28 +109,89 @@ impl Operator<'_> {
     }
 }
 
-/// Pushes a batch through `operators` (in order) into `sink`.
-fn push(operators: &mut [Operator<'_>], batch: RecordBatch, sink: &mut Sink<'_>) -> Result<()> {
-    let Some((first, rest)) = operators.split_first_mut() else {
-        return sink.sink(batch);
+/// A streaming operator of a pipeline, with the stats it adds to when profiled.
+struct Stage<'p> {
+    operator: Operator<'p>,
+    stats: Option<Arc<NodeStats>>,
+}
+
+/// Pushes a batch through `stages` (in order) into `sink`.
+fn push(
+    stages: &mut [Stage<'_>],
+    batch: RecordBatch,
+    sink: &mut Sink<'_>,
+    sink_stats: Option<&NodeStats>,
+) -> Result<()> {
+    let Some((first, rest)) = stages.split_first_mut() else {
+        let started = sink_stats.map(|_| Instant::now());
+        sink.sink(batch)?;
+        if let (Some(stats), Some(started)) = (sink_stats, started) {
+            stats.add_time(started.elapsed());
+        }
+        return Ok(());
     };
-    for out in first.execute(batch)? {
+    let started = first.stats.as_ref().map(|_| Instant::now());
+    let outs = first.operator.execute(batch)?;
+    if let (Some(stats), Some(started)) = (&first.stats, started) {
+        stats.add(outs.iter().map(|b| b.num_rows()).sum(), started.elapsed());
+    }
+    for out in outs {
         if out.num_rows() > 0 || rest.is_empty() {
-            push(rest, out, sink)?;
+            push(rest, out, sink, sink_stats)?;
         }
     }
     Ok(())
 }
 
 /// Drains what operators hold at the end of their input, first to last.
-fn finish(operators: &mut [Operator<'_>], sink: &mut Sink<'_>) -> Result<()> {
-    for i in 0..operators.len() {
-        let (head, rest) = operators.split_at_mut(i + 1);
-        for out in head[i].finish()? {
-            push(rest, out, sink)?;
+fn finish(
+    stages: &mut [Stage<'_>],
+    sink: &mut Sink<'_>,
+    sink_stats: Option<&NodeStats>,
+) -> Result<()> {
+    for i in 0..stages.len() {
+        let (head, rest) = stages.split_at_mut(i + 1);
+        let started = Instant::now();
+        let outs = head[i].operator.finish()?;
+        if let Some(stats) = &head[i].stats {
+            stats.add(outs.iter().map(|b| b.num_rows()).sum(), started.elapsed());
+        }
+        for out in outs {
+            push(rest, out, sink, sink_stats)?;
         }
     }
     Ok(())
+}
+
+/// The far end of a pipeline: its stages and sink, and what the source has pushed into them.
+struct Output<'o, 'p> {
+    stages: &'o mut [Stage<'p>],
+    sink: Sink<'p>,
+    sink_stats: Option<Arc<NodeStats>>,
+    source_stats: Option<Arc<NodeStats>>,
+    /// Time spent downstream of the source, which is not the source's.
+    downstream: Duration,
+}
+
+impl Output<'_, '_> {
+    fn emit(&mut self, batch: RecordBatch) -> Result<()> {
+        if let Some(stats) = &self.source_stats {
+            stats.add(batch.num_rows(), Duration::ZERO);
+        }
+        let started = Instant::now();
+        push(
+            self.stages,
+            batch,
+            &mut self.sink,
+            self.sink_stats.as_deref(),
+        )?;
+        self.downstream += started.elapsed();
+        Ok(())
+    }
+
+    fn is_full(&self) -> bool {
+        self.sink.is_full()
+    }
 }
 
 /// Where a pipeline's batches end up. A breaker's sink finishes before its output flows on.
@@ -193,31 +263,49 @@ impl Sink<'_> {
 /// Runs a physical plan to completion and returns its rows.
 pub fn execute(plan: &PhysicalPlan, ctx: &ExecContext) -> Result<Vec<RecordBatch>> {
     let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
-    run_pipeline(&plan, Sink::Collect(Vec::new()), ctx)
+    run_pipeline(&plan, Sink::Collect(Vec::new()), None, ctx)
 }
 
-/// Runs the pipeline that ends at `sink`: the streaming operators down from `plan` to the
-/// first source or breaker, whose rows are pushed through them.
+/// Runs a physical plan and returns its rows with the plan as run, each operator with the
+/// rows it produced and the time it took (EXPLAIN ANALYZE). `ctx` must carry a profile.
+pub fn execute_profiled(
+    plan: &PhysicalPlan,
+    ctx: &ExecContext,
+) -> Result<(Vec<RecordBatch>, String)> {
+    let profile = ctx
+        .profile
+        .as_ref()
+        .expect("a profiled run needs a profile");
+    let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
+    let rows = run_pipeline(&plan, Sink::Collect(Vec::new()), None, ctx)?;
+    Ok((rows, profile.render(&plan)))
+}
+
+/// Runs the pipeline that ends at `sink` (the sink of breaker `sink_node`, if any): the
+/// streaming operators down from `plan` to the first source or breaker, whose rows are pushed
+/// through them.
 fn run_pipeline<'p>(
     plan: &'p PhysicalPlan,
-    mut sink: Sink<'p>,
+    sink: Sink<'p>,
+    sink_node: Option<&'p PhysicalPlan>,
     ctx: &ExecContext,
 ) -> Result<Vec<RecordBatch>> {
-    let mut operators = Vec::new();
+    let mut stages = Vec::new();
     let mut node = plan;
     loop {
-        match node {
+        let stats = ctx.stats(node);
+        let operator = match node {
             PhysicalPlan::Filter { input, predicate } => {
-                operators.push(Operator::Filter(predicate));
                 node = input;
+                Operator::Filter(predicate)
             }
             PhysicalPlan::Projection {
                 input,
                 exprs,
                 schema,
             } => {
-                operators.push(Operator::Projection(exprs, schema.clone()));
                 node = input;
+                Operator::Projection(exprs, schema.clone())
             }
             PhysicalPlan::HashJoin {
                 left,
@@ -229,7 +317,8 @@ fn run_pipeline<'p>(
                 schema,
             } => {
                 // The build side is a pipeline of its own that must finish first.
-                let build = run_pipeline(right, Sink::Collect(Vec::new()), ctx)?;
+                let build = run_pipeline(right, Sink::Collect(Vec::new()), None, ctx)?;
+                let started = Instant::now();
                 let join = HashJoin::new(
                     *kind,
                     left_keys,
@@ -239,23 +328,37 @@ fn run_pipeline<'p>(
                     &right.schema(),
                     &build,
                 )?;
-                operators.push(Operator::HashJoin(Box::new(join)));
+                if let Some(stats) = &stats {
+                    stats.add_time(started.elapsed());
+                }
                 node = left;
+                Operator::HashJoin(Box::new(join))
             }
             _ => break,
-        }
+        };
+        stages.push(Stage { operator, stats });
     }
-    operators.reverse();
-    let operators = &mut operators[..];
+    stages.reverse();
     let plan_schema = node.schema();
+    let started = Instant::now();
+    let mut out = Output {
+        stages: &mut stages[..],
+        sink,
+        sink_stats: sink_node.and_then(|n| ctx.stats(n)),
+        source_stats: ctx.stats(node),
+        downstream: Duration::ZERO,
+    };
+    // Only a leaf's own time is the whole run less what ran downstream; a breaker's is its
+    // sink's, recorded as rows are pushed into it and when it finishes.
+    let mut leaf = true;
     match node {
         PhysicalPlan::TableScan { table, schema } => {
             for morsel in table_morsels(&ctx.snapshot, table) {
-                if sink.is_full() {
+                if out.is_full() {
                     break;
                 }
                 for batch in read_morsel(&ctx.lake, &ctx.runtime, &morsel, schema)? {
-                    push(operators, batch, &mut sink)?;
+                    out.emit(batch)?;
                 }
             }
         }
@@ -264,16 +367,22 @@ fn run_pipeline<'p>(
             exprs,
             schema,
         } => {
-            let rows = run_pipeline(input, Sink::Collect(Vec::new()), ctx)?;
-            let out = crate::window::compute_windows(&input.schema(), &rows, exprs, schema)?;
-            push(operators, out, &mut sink)?;
+            let rows = run_pipeline(input, Sink::Collect(Vec::new()), None, ctx)?;
+            let computing = Instant::now();
+            let windows = crate::window::compute_windows(&input.schema(), &rows, exprs, schema)?;
+            if let Some(stats) = &out.source_stats {
+                stats.add_time(computing.elapsed());
+            }
+            leaf = false;
+            out.emit(windows)?;
         }
         PhysicalPlan::Union { inputs, .. } => {
+            leaf = false;
             for input in inputs {
-                for batch in run_pipeline(input, Sink::Collect(Vec::new()), ctx)? {
+                for batch in run_pipeline(input, Sink::Collect(Vec::new()), None, ctx)? {
                     let batch =
                         RecordBatch::try_new(plan_schema.clone(), batch.columns().to_vec())?;
-                    push(operators, batch, &mut sink)?;
+                    out.emit(batch)?;
                 }
             }
         }
@@ -281,16 +390,16 @@ fn run_pipeline<'p>(
             'files: for file in &table.files {
                 if table.format == FileFormat::Csv {
                     for batch in read_csv_file(&file.path, &table.schema)? {
-                        push(operators, batch, &mut sink)?;
+                        out.emit(batch)?;
                     }
                     continue;
                 }
                 for row_group in 0..file.row_groups {
-                    if sink.is_full() {
+                    if out.is_full() {
                         break 'files;
                     }
                     for batch in read_parquet_row_group(&file.path, row_group, &table.schema)? {
-                        push(operators, batch, &mut sink)?;
+                        out.emit(batch)?;
                     }
                 }
             }
@@ -298,14 +407,14 @@ fn run_pipeline<'p>(
         PhysicalPlan::Input { schema } => {
             for batch in &ctx.input {
                 let batch = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?;
-                push(operators, batch, &mut sink)?;
+                out.emit(batch)?;
             }
         }
-        PhysicalPlan::Values { schema, rows } => push(operators, values(schema, rows)?, &mut sink)?,
+        PhysicalPlan::Values { schema, rows } => out.emit(values(schema, rows)?)?,
         PhysicalPlan::WorkingTable { id, schema } => {
             for batch in ctx.working_table(*id).iter() {
                 let batch = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?;
-                push(operators, batch, &mut sink)?;
+                out.emit(batch)?;
             }
         }
         PhysicalPlan::RecursiveCte {
@@ -314,8 +423,9 @@ fn run_pipeline<'p>(
             id,
             distinct,
         } => {
+            leaf = false;
             let mut seen = distinct.then(|| NewRows::new(&plan_schema)).transpose()?;
-            let mut added = run_pipeline(anchor, Sink::Collect(Vec::new()), ctx)?;
+            let mut added = run_pipeline(anchor, Sink::Collect(Vec::new()), None, ctx)?;
             loop {
                 if let Some(seen) = &mut seen {
                     added = seen.keep_new(added)?;
@@ -326,16 +436,16 @@ fn run_pipeline<'p>(
                 for batch in &added {
                     let batch =
                         RecordBatch::try_new(plan_schema.clone(), batch.columns().to_vec())?;
-                    push(operators, batch, &mut sink)?;
+                    out.emit(batch)?;
                 }
-                if sink.is_full() {
+                if out.is_full() {
                     break;
                 }
                 ctx.working_tables
                     .lock()
                     .expect("working tables lock")
                     .insert(*id, Arc::new(added));
-                added = run_pipeline(step, Sink::Collect(Vec::new()), ctx)?;
+                added = run_pipeline(step, Sink::Collect(Vec::new()), None, ctx)?;
             }
             ctx.working_tables
                 .lock()
@@ -348,31 +458,35 @@ fn run_pipeline<'p>(
             aggregates,
             schema,
         } => {
+            leaf = false;
             let aggregate = HashAggregateSink::new(group, aggregates, schema.clone())?;
-            for batch in run_pipeline(input, Sink::Aggregate(Box::new(aggregate)), ctx)? {
-                push(operators, batch, &mut sink)?;
+            let child = Sink::Aggregate(Box::new(aggregate));
+            for batch in run_pipeline(input, child, Some(node), ctx)? {
+                out.emit(batch)?;
             }
         }
         PhysicalPlan::Sort { input, keys, fetch } => {
+            leaf = false;
             let child = Sink::Sort {
                 schema: input.schema(),
                 keys,
                 fetch: *fetch,
                 batches: Vec::new(),
             };
-            for batch in run_pipeline(input, child, ctx)? {
-                push(operators, batch, &mut sink)?;
+            for batch in run_pipeline(input, child, Some(node), ctx)? {
+                out.emit(batch)?;
             }
         }
         PhysicalPlan::Limit { input, skip, fetch } => {
+            leaf = false;
             let child = Sink::Limit {
                 skip: *skip,
                 fetch: *fetch,
                 seen: 0,
                 batches: Vec::new(),
             };
-            for batch in run_pipeline(input, child, ctx)? {
-                push(operators, batch, &mut sink)?;
+            for batch in run_pipeline(input, child, Some(node), ctx)? {
+                out.emit(batch)?;
             }
         }
         PhysicalPlan::Filter { .. }
@@ -381,8 +495,22 @@ fn run_pipeline<'p>(
             unreachable!("streaming operators are folded into the pipeline")
         }
     }
-    finish(operators, &mut sink)?;
-    sink.finish()
+    if leaf && let Some(stats) = &out.source_stats {
+        stats.add_time(started.elapsed().saturating_sub(out.downstream));
+    }
+    let Output {
+        stages,
+        mut sink,
+        sink_stats,
+        ..
+    } = out;
+    finish(stages, &mut sink, sink_stats.as_deref())?;
+    let finishing = Instant::now();
+    let rows = sink.finish()?;
+    if let Some(stats) = sink_stats {
+        stats.add_time(finishing.elapsed());
+    }
+    Ok(rows)
 }
 
 /// The rows a recursive CTE with UNION has produced so far, to drop repeats.

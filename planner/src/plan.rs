@@ -72,6 +72,8 @@ pub enum Plan {
     Checkpoint,
     /// Prints the plan of a query.
     Explain(LogicalPlan),
+    /// Runs a query and prints its plan with the rows and time of each operator.
+    ExplainAnalyze(LogicalPlan),
 }
 
 /// What a rewrite does with the rows it touches.

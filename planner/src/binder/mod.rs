@@ -160,15 +160,13 @@ impl<'a> Binder<'a> {
             }
             ast::Statement::Explain {
                 statement, analyze, ..
-            } => {
-                if *analyze {
-                    return Err(unsupported!("EXPLAIN ANALYZE"));
+            } => match statement.as_ref() {
+                ast::Statement::Query(query) if *analyze => {
+                    Ok(Plan::ExplainAnalyze(self.bind_query(query)?))
                 }
-                match statement.as_ref() {
-                    ast::Statement::Query(query) => Ok(Plan::Explain(self.bind_query(query)?)),
-                    _ => Err(unsupported!("EXPLAIN of statements other than queries")),
-                }
-            }
+                ast::Statement::Query(query) => Ok(Plan::Explain(self.bind_query(query)?)),
+                _ => Err(unsupported!("EXPLAIN of statements other than queries")),
+            },
             other => Err(unsupported!("the statement {}", first_words(other))),
         }
     }

@@ -1,0 +1,148 @@
+//! EXPLAIN ANALYZE: rows and time per operator, gathered while the plan runs.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use pondra_planner::PhysicalPlan;
+
+/// What one plan node did: rows it produced and time spent in its own work (its inputs' time
+/// is theirs).
+#[derive(Default)]
+pub struct NodeStats {
+    rows: AtomicU64,
+    nanos: AtomicU64,
+}
+
+impl NodeStats {
+    pub fn add(&self, rows: usize, elapsed: Duration) {
+        self.rows.fetch_add(rows as u64, Ordering::Relaxed);
+        self.nanos
+            .fetch_add(elapsed.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    pub fn add_time(&self, elapsed: Duration) {
+        self.add(0, elapsed);
+    }
+}
+
+/// The stats of every node of one running plan, by the node's address.
+#[derive(Default)]
+pub struct Profile {
+    nodes: Mutex<HashMap<usize, Arc<NodeStats>>>,
+}
+
+impl Profile {
+    pub fn stats(&self, node: &PhysicalPlan) -> Arc<NodeStats> {
+        let key = node as *const PhysicalPlan as usize;
+        let mut nodes = self.nodes.lock().expect("profile lock");
+        nodes.entry(key).or_default().clone()
+    }
+
+    /// The plan as a tree, each node with its rows and time.
+    pub fn render(&self, plan: &PhysicalPlan) -> String {
+        let mut out = String::new();
+        self.render_node(plan, 0, &mut out);
+        out
+    }
+
+    fn render_node(&self, plan: &PhysicalPlan, depth: usize, out: &mut String) {
+        let stats = self.stats(plan);
+        let rows = stats.rows.load(Ordering::Relaxed);
+        let millis = stats.nanos.load(Ordering::Relaxed) as f64 / 1e6;
+        let _ = writeln!(
+            out,
+            "{}{}  [rows={rows} time={millis:.3} ms]",
+            "  ".repeat(depth),
+            describe(plan)
+        );
+        for child in children(plan) {
+            self.render_node(child, depth + 1, out);
+        }
+    }
+}
+
+fn children(plan: &PhysicalPlan) -> Vec<&PhysicalPlan> {
+    match plan {
+        PhysicalPlan::TableScan { .. }
+        | PhysicalPlan::Input { .. }
+        | PhysicalPlan::ParquetScan { .. }
+        | PhysicalPlan::Values { .. }
+        | PhysicalPlan::WorkingTable { .. } => vec![],
+        PhysicalPlan::Window { input, .. }
+        | PhysicalPlan::Filter { input, .. }
+        | PhysicalPlan::Projection { input, .. }
+        | PhysicalPlan::HashAggregate { input, .. }
+        | PhysicalPlan::Sort { input, .. }
+        | PhysicalPlan::Limit { input, .. } => vec![input],
+        PhysicalPlan::Union { inputs, .. } => inputs.iter().collect(),
+        PhysicalPlan::HashJoin { left, right, .. } => vec![left, right],
+        PhysicalPlan::RecursiveCte { anchor, step, .. } => vec![anchor, step],
+    }
+}
+
+fn list<T: std::fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn describe(plan: &PhysicalPlan) -> String {
+    match plan {
+        PhysicalPlan::TableScan { table, .. } => format!("TableScan: {}", table.name),
+        PhysicalPlan::Input { .. } => "Input".into(),
+        PhysicalPlan::ParquetScan { table } => {
+            format!("ParquetScan: {} ({} files)", table.name, table.files.len())
+        }
+        PhysicalPlan::Values { rows, .. } => format!("Values: {} rows", rows.len()),
+        PhysicalPlan::WorkingTable { id, .. } => format!("WorkingTable: {id}"),
+        PhysicalPlan::Window { exprs, .. } => format!("Window: {} functions", exprs.len()),
+        PhysicalPlan::Filter { predicate, .. } => format!("Filter: {predicate}"),
+        PhysicalPlan::Projection { exprs, .. } => format!("Projection: {}", list(exprs)),
+        PhysicalPlan::HashAggregate {
+            group, aggregates, ..
+        } => format!(
+            "HashAggregate: group=[{}] aggregates=[{}]",
+            list(group),
+            list(aggregates)
+        ),
+        PhysicalPlan::Sort { keys, fetch, .. } => {
+            let keys: Vec<String> = keys
+                .iter()
+                .map(|k| format!("{}{}", k.expr, if k.descending { " DESC" } else { "" }))
+                .collect();
+            match fetch {
+                Some(n) => format!("TopN {n}: {}", keys.join(", ")),
+                None => format!("Sort: {}", keys.join(", ")),
+            }
+        }
+        PhysicalPlan::Limit { skip, fetch, .. } => format!("Limit: skip={skip} fetch={fetch:?}"),
+        PhysicalPlan::Union { inputs, .. } => format!("Union: {} inputs", inputs.len()),
+        PhysicalPlan::HashJoin {
+            kind,
+            left_keys,
+            right_keys,
+            filter,
+            ..
+        } => {
+            let keys: Vec<String> = left_keys
+                .iter()
+                .zip(right_keys)
+                .map(|(l, r)| format!("{l} = {r}"))
+                .collect();
+            let mut text = format!("HashJoin {kind:?}: on=[{}]", keys.join(", "));
+            if let Some(filter) = filter {
+                let _ = write!(text, " filter={filter}");
+            }
+            text
+        }
+        PhysicalPlan::RecursiveCte { id, distinct, .. } => {
+            let union = if *distinct { "UNION" } else { "UNION ALL" };
+            format!("RecursiveCte {id}: {union}")
+        }
+    }
+}

@@ -1,0 +1,59 @@
+//! EXPLAIN ANALYZE runs the query and reports each operator's rows (times vary, rows do not).
+
+use std::sync::Arc;
+
+use pondra_cluster::{Node, NodeOptions};
+use pondra_tests::{map_cells, run_sql};
+
+fn plan_lines(node: &Node, runtime: &tokio::runtime::Runtime, sql: &str) -> Vec<String> {
+    let (_, batches) = run_sql(node, runtime, sql).unwrap().expect("a plan");
+    let cells = map_cells(&batches, |_, _, _, text| text);
+    cells[0][0].lines().map(str::to_string).collect()
+}
+
+/// The line of the operator that starts with `operator`, without its indent and time.
+fn line<'a>(lines: &'a [String], operator: &str) -> &'a str {
+    let line = lines
+        .iter()
+        .find(|l| l.trim_start().starts_with(operator))
+        .unwrap_or_else(|| panic!("no {operator} in:\n{}", lines.join("\n")));
+    line.trim_start().split(" time=").next().unwrap()
+}
+
+#[test]
+fn explain_analyze_counts_rows_per_operator() {
+    let runtime = Arc::new(tokio::runtime::Runtime::new().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let node = runtime
+        .block_on(Node::open_folder(dir.path(), NodeOptions::default()))
+        .unwrap();
+    let setup = "CREATE TABLE a (k INT, v VARCHAR);
+        INSERT INTO a VALUES (1, 'x'), (2, 'y'), (3, 'z');
+        CREATE TABLE b (k INT, n INT);
+        INSERT INTO b VALUES (1, 10), (1, 11), (3, 30), (3, 1);
+        CHECKPOINT;
+        INSERT INTO b VALUES (2, 20)";
+    run_sql(&node, &runtime, setup).unwrap();
+    let lines = plan_lines(
+        &node,
+        &runtime,
+        "EXPLAIN ANALYZE SELECT a.v, sum(b.n) FROM a JOIN b ON a.k = b.k WHERE b.n > 5 \
+         GROUP BY a.v ORDER BY 2 DESC LIMIT 2",
+    );
+    assert!(lines[0].starts_with("Total: 2 rows in "), "{}", lines[0]);
+    assert_eq!(line(&lines, "TableScan: a"), "TableScan: a  [rows=3");
+    assert_eq!(line(&lines, "TableScan: b"), "TableScan: b  [rows=5");
+    assert_eq!(line(&lines, "Filter"), "Filter: (n#1 > 5)  [rows=4");
+    assert_eq!(
+        line(&lines, "HashJoin Inner"),
+        "HashJoin Inner: on=[k#0 = k#0]  [rows=4"
+    );
+    assert!(line(&lines, "HashAggregate").ends_with("[rows=3"));
+    assert!(line(&lines, "TopN 2").ends_with("[rows=2"));
+    assert!(lines.iter().all(|l| l.contains(" ms")), "{lines:?}");
+
+    // A plain EXPLAIN does not run the query.
+    let lines = plan_lines(&node, &runtime, "EXPLAIN SELECT * FROM a WHERE k / 0 = 1");
+    assert!(lines.iter().any(|l| l.contains("Scan: a")), "{lines:?}");
+    runtime.block_on(node.close()).unwrap();
+}
