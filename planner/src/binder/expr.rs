@@ -671,22 +671,62 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
 /// columns numbered from here until the binder knows how wide the input is.
 pub const WINDOW_BASE: usize = 1 << 40;
 
-/// A subquery used as a value. An uncorrelated one is computed once before the query runs; a
-/// correlated one (in WHERE) becomes a join, and its value a column after the scope's.
-pub(super) fn bind_scalar_subquery(query: &ast::Query, ctx: &mut Context<'_>) -> Result<Expr> {
-    let (scope, clause, binder) = match ctx {
+/// Likewise, the values of a grouped query's correlated subqueries: joined to the aggregation's
+/// output, whose width is known only once the whole SELECT is bound.
+pub const GROUPED_SUBQUERY_BASE: usize = 1 << 41;
+
+impl Aggregation {
+    /// The aggregation's output as an enclosing scope: grouped plain columns keep their names,
+    /// so a subquery can name them; nothing else can be named.
+    fn output_scope(&self) -> Scope {
+        let columns = self
+            .group
+            .iter()
+            .map(|g| match g {
+                Expr::Column { index, .. } => self.input.columns[*index].clone(),
+                other => super::scope::ScopeColumn {
+                    qualifier: None,
+                    name: String::new(),
+                    data_type: other.data_type(),
+                },
+            })
+            .collect();
+        let ungrouped = (0..self.input.columns.len())
+            .filter(|i| {
+                !self
+                    .group
+                    .iter()
+                    .any(|g| matches!(g, Expr::Column { index, .. } if index == i))
+            })
+            .map(|i| self.input.columns[i].clone())
+            .collect();
+        Scope { columns, ungrouped }
+    }
+}
+
+/// Where the subqueries of `ctx` bind: the scope around them, the clause, the binder, and the
+/// column number of the first subquery value.
+fn subquery_place<'c>(ctx: &'c Context<'_>) -> Option<(Scope, &'c str, &'c Binder<'c>, usize)> {
+    match ctx {
         Context::Plain {
             scope,
             clause,
             binder: Some(binder),
-        } => (*scope, *clause, *binder),
-        Context::Aggregated(_, Some(binder)) => {
-            let plan = binder.bind_subquery(query, &Scope::default())?;
-            return scalar_value(plan);
+        } => Some(((*scope).clone(), *clause, *binder, scope.columns.len())),
+        Context::Aggregated(agg, Some(binder)) => {
+            Some((agg.output_scope(), "SELECT", *binder, GROUPED_SUBQUERY_BASE))
         }
-        _ => return Err(unsupported!("a subquery here")),
+        _ => None,
+    }
+}
+
+/// A subquery used as a value. An uncorrelated one is computed once before the query runs; a
+/// correlated one (in WHERE) becomes a join, and its value a column after the scope's.
+pub(super) fn bind_scalar_subquery(query: &ast::Query, ctx: &mut Context<'_>) -> Result<Expr> {
+    let Some((scope, clause, binder, base)) = subquery_place(ctx) else {
+        return Err(unsupported!("a subquery here"));
     };
-    let plan = binder.bind_subquery(query, scope)?;
+    let plan = binder.bind_subquery(query, &scope)?;
     if !plan.has_outer() {
         return scalar_value(plan);
     }
@@ -695,11 +735,7 @@ pub(super) fn bind_scalar_subquery(query: &ast::Query, ctx: &mut Context<'_>) ->
     }
     let data_type = single_column(&plan)?;
     let index = binder.add_pending(super::PendingSubquery::Scalar(plan))?;
-    Ok(Expr::column(
-        scope.columns.len() + index,
-        "subquery",
-        data_type,
-    ))
+    Ok(Expr::column(base + index, "subquery", data_type))
 }
 
 /// `EXISTS (...)` or `probe IN (...)` inside an expression: a mark join adds whether each row
@@ -711,23 +747,18 @@ pub(super) fn bind_mark(
     ctx: &mut Context<'_>,
 ) -> Result<Expr> {
     let probe = probe.map(|p| bind_expr(p, ctx)).transpose()?;
-    let Context::Plain {
-        scope,
-        clause,
-        binder: Some(binder),
-    } = ctx
-    else {
+    let Some((scope, clause, binder, base)) = subquery_place(ctx) else {
         return Err(unsupported!("EXISTS and IN (subquery) here"));
     };
-    if *clause != "WHERE" && *clause != "SELECT" {
+    if clause != "WHERE" && clause != "SELECT" {
         return Err(unsupported!("EXISTS and IN (subquery) in {clause}"));
     }
-    let plan = binder.bind_subquery(query, scope)?;
+    let plan = binder.bind_subquery(query, &scope)?;
     if probe.is_some() && plan.schema().fields().len() != 1 {
         return Err(bind_err!("a subquery after IN must return one column"));
     }
     let index = binder.add_pending(super::PendingSubquery::Mark { plan, probe })?;
-    let mark = Expr::column(scope.columns.len() + index, "mark", DataType::Boolean);
+    let mark = Expr::column(base + index, "mark", DataType::Boolean);
     Ok(if negated {
         Expr::Not(Box::new(mark))
     } else {
@@ -776,7 +807,25 @@ pub(super) fn resolve_column(
                         data_type: column.data_type.clone(),
                     });
                 }
-                None => return Err(e),
+                None => {
+                    let ungrouped = binder.and_then(|b| b.outer_scope()).is_some_and(|o| {
+                        let scope = Scope {
+                            columns: o.ungrouped,
+                            ungrouped: Vec::new(),
+                        };
+                        scope.resolve(qualifier.as_deref(), &name).is_ok()
+                    });
+                    if ungrouped {
+                        let display = match &qualifier {
+                            Some(q) => format!("{q}.{name}"),
+                            None => name,
+                        };
+                        return Err(bind_err!(
+                            "subquery uses ungrouped column \"{display}\" from outer query"
+                        ));
+                    }
+                    return Err(e);
+                }
             }
         }
     };

@@ -20,7 +20,9 @@ use pondra_catalog::{Snapshot, TableKind};
 use pondra_parser::{ParsedStatement, Statement, ast};
 
 pub use expr::type_name;
-use expr::{Aggregation, Context, WINDOW_BASE, bind_expr, contains_aggregate};
+use expr::{
+    Aggregation, Context, GROUPED_SUBQUERY_BASE, WINDOW_BASE, bind_expr, contains_aggregate,
+};
 use from::{outer_join, rename_columns};
 use scope::{Scope, normalize};
 use set_ops::{distinct_rows, grouping_sets, set_operation, union_of_groupings};
@@ -784,7 +786,8 @@ impl<'a> Binder<'a> {
             )?),
             None => None,
         };
-        let qualify = match &select.qualify {
+        let mut grouped_subqueries = Vec::new();
+        let mut qualify = match &select.qualify {
             Some(q) => Some(bind_in(
                 q,
                 scope,
@@ -833,16 +836,31 @@ impl<'a> Binder<'a> {
         }
 
         let correlated = std::mem::take(self.correlated.borrow_mut().last_mut().expect("frame"));
-        if !correlated.is_empty() {
-            if aggregation.is_some() {
-                return Err(unsupported!(
-                    "correlated subqueries in the select list of a grouped query"
-                ));
-            }
+        let mut having = having;
+        if aggregation.is_none() {
             let width = scope.columns.len();
             for (k, subquery) in correlated.into_iter().enumerate() {
                 plan = join_pending(plan, subquery, width + k)?;
             }
+        } else if !correlated.is_empty() {
+            // Joined to the aggregation's output below; their values' placeholder numbers
+            // become columns after it.
+            let width = aggregation
+                .as_ref()
+                .map_or(0, |a| a.group.len() + a.aggregates.len());
+            let remap = |e: &Expr| {
+                e.remap_columns(&|c| {
+                    if c >= GROUPED_SUBQUERY_BASE {
+                        width + c - GROUPED_SUBQUERY_BASE
+                    } else {
+                        c
+                    }
+                })
+            };
+            exprs = exprs.iter().map(remap).collect();
+            having = having.as_ref().map(remap);
+            qualify = qualify.as_ref().map(remap);
+            grouped_subqueries = correlated;
         }
         if let Some(agg) = aggregation {
             let mut fields: Vec<Field> = agg
@@ -884,6 +902,13 @@ impl<'a> Binder<'a> {
                     union_of_groupings(plan, &agg.group, &agg.aggregates, &positions, schema)
                 }
             };
+            let width = plan.schema().fields().len();
+            for (k, subquery) in std::mem::take(&mut grouped_subqueries)
+                .into_iter()
+                .enumerate()
+            {
+                plan = join_pending(plan, subquery, width + k)?;
+            }
             if let Some(having) = having {
                 plan = filter(plan, having, "HAVING")?;
             }

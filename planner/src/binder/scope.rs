@@ -15,6 +15,9 @@ pub struct ScopeColumn {
 #[derive(Clone, Debug, Default)]
 pub struct Scope {
     pub columns: Vec<ScopeColumn>,
+    /// In the scope of a grouped query's output, the input columns it does not group by: they
+    /// cannot be named, and an error says so.
+    pub ungrouped: Vec<ScopeColumn>,
 }
 
 impl Scope {
@@ -29,7 +32,10 @@ impl Scope {
                 data_type: f.data_type().clone(),
             })
             .collect();
-        Scope { columns }
+        Scope {
+            columns,
+            ungrouped: Vec::new(),
+        }
     }
 
     /// Finds a column by name, optionally qualified by a table name or alias.
