@@ -65,6 +65,9 @@ pub enum Change {
     },
     /// Replaces the definition of an existing table, keeping its id and rows (indexes).
     AlterTable { def: TableDef },
+    /// Records the sequence number a producer's append carried, in the commit of the append, so
+    /// that a retry of it is recognized.
+    ProducerSequence { producer: String, sequence: u64 },
     /// Forgets objects that have been deleted.
     ForgetGarbage { entries: Vec<(u64, String)> },
 }
@@ -307,6 +310,10 @@ fn apply(
             );
             next.tables.insert(def.name.clone(), Arc::new(def));
         }
+        Change::ProducerSequence { producer, sequence } => {
+            batch.put(keys::producer(&producer), sequence.to_be_bytes());
+            next.producers.insert(producer, sequence);
+        }
         Change::ForgetGarbage { entries } => {
             for entry in entries {
                 batch.delete(keys::garbage(entry.0, &entry.1));
@@ -402,6 +409,9 @@ async fn load_snapshot(db: &Db) -> Result<Snapshot> {
             let file: DataFile =
                 serde_json::from_slice(&kv.value).map_err(|e| corrupt(e.to_string()))?;
             snapshot.files.entry(file.table_id).or_default().push(file);
+        } else if let Some(producer) = key.strip_prefix(keys::PRODUCER_PREFIX) {
+            let sequence = decode_u64(&key, &kv.value)?;
+            snapshot.producers.insert(producer.to_string(), sequence);
         } else if key.starts_with(keys::GARBAGE_PREFIX) {
             let entry = keys::parse_garbage(&key).ok_or_else(|| corrupt("bad key".into()))?;
             snapshot.garbage.push(entry);

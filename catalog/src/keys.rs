@@ -7,6 +7,7 @@
 //! - `s/<table_id>/<commit>/<index>`     a log segment (see [`crate::catalog`] for its encoding)
 //! - `f/<table_id>/<path>`               a Parquet data file (JSON)
 //! - `g/<deadline_ms>/<path>`            an object to delete once the deadline has passed
+//! - `p/<producer>`                      a producer's last appended sequence number (u64, big-endian)
 
 pub const LAST_COMMIT: &str = "m/commit";
 pub const NEXT_TABLE_ID: &str = "m/next_table_id";
@@ -14,6 +15,11 @@ pub const TABLE_PREFIX: &str = "t/";
 pub const SEGMENT_PREFIX: &str = "s/";
 pub const FILE_PREFIX: &str = "f/";
 pub const GARBAGE_PREFIX: &str = "g/";
+pub const PRODUCER_PREFIX: &str = "p/";
+
+pub fn producer(name: &str) -> String {
+    format!("{PRODUCER_PREFIX}{name}")
+}
 
 pub fn table(name: &str) -> String {
     format!("{TABLE_PREFIX}{name}")

@@ -17,6 +17,8 @@ pub struct Snapshot {
     pub files: HashMap<u64, Vec<DataFile>>,
     /// Objects waiting to be deleted: (deadline in ms since the epoch, path).
     pub garbage: Vec<(u64, String)>,
+    /// The last sequence number each producer appended with (exactly-once appends).
+    pub producers: HashMap<String, u64>,
 }
 
 impl Snapshot {

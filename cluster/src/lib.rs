@@ -1,6 +1,7 @@
 //! A node: the process that opens a lake, takes the lead, runs statements, commits writes and
 //! tiers the log tail into Parquet.
 
+mod append;
 mod bulk;
 mod copy;
 mod error;
@@ -11,7 +12,8 @@ mod rewrite;
 mod tiering;
 mod write;
 
+pub use append::AppendOutcome;
 pub use error::{NodeError, Result};
 pub use leader::{Term, take_lead};
 pub use node::{Node, NodeOptions, StatementResult};
-pub use pondra_parser::{ParsedStatement, parse_sql, split_statements};
+pub use pondra_parser::{ParsedStatement, Statement, StatementKind, parse_sql, split_statements};

@@ -51,19 +51,21 @@ impl Node {
             check_not_null(table, batch)?;
         }
         check_unique(table, &rows)?;
-        self.commit_rows(&snapshot, table, rows).await?;
+        self.commit_rows(&snapshot, table, rows, Vec::new()).await?;
         Ok(touched)
     }
 
     /// Commits `rows` as the whole content of `table`, with the materialized views over it
-    /// computed again from them. The caller holds the tiering lock.
+    /// computed again from them, and `extra` changes. The caller holds the tiering lock.
     pub(crate) async fn commit_rows(
         &self,
         snapshot: &Arc<Snapshot>,
         table: &TableDef,
         rows: Vec<RecordBatch>,
+        extra: Vec<Change>,
     ) -> Result<()> {
-        let mut changes = vec![self.replace_rows(snapshot, table, &rows).await?];
+        let mut changes = extra;
+        changes.push(self.replace_rows(snapshot, table, &rows).await?);
         for view in snapshot.views_over(&table.name) {
             let plan = load_view(snapshot, &view)?;
             let state = self

@@ -206,6 +206,18 @@ impl Node {
 
     /// Appends the rows of `input` to `table` and to every view over it, in one commit.
     async fn insert(&self, table: &Arc<TableDef>, input: LogicalPlan) -> Result<usize> {
+        let rows = self.run_query(input, self.snapshot(), Vec::new()).await?;
+        self.insert_batches(table, &rows, Vec::new()).await
+    }
+
+    /// Appends `batches` (in the table's columns) to `table` and to every view over it, with
+    /// `extra` changes, in one commit. The caller holds the write lock.
+    pub(crate) async fn insert_batches(
+        &self,
+        table: &Arc<TableDef>,
+        batches: &[RecordBatch],
+        extra: Vec<Change>,
+    ) -> Result<usize> {
         // An insert into a constrained table reads it; tiering must not change it before the commit.
         let _tiering = if is_constrained(table) {
             Some(self.tier_lock.lock().await)
@@ -220,11 +232,13 @@ impl Node {
             )));
         }
         let schema = table.arrow_schema();
-        let batches = self.run_query(input, snapshot.clone(), Vec::new()).await?;
-        let batch = concat_batches(&schema, &batches)?;
+        let batch = concat_batches(&schema, batches)?;
         let batch = RecordBatch::try_new(schema, batch.columns().to_vec())?;
         let rows = batch.num_rows();
         if rows == 0 {
+            if !extra.is_empty() {
+                self.catalog.commit(extra).await?;
+            }
             return Ok(0);
         }
         check_not_null(table, &batch)?;
@@ -233,16 +247,17 @@ impl Node {
         } else {
             match self.constrained_rows(table, batch).await? {
                 (_, Some(all_rows)) => {
-                    self.commit_rows(&snapshot, table, all_rows).await?;
+                    self.commit_rows(&snapshot, table, all_rows, extra).await?;
                     return Ok(rows);
                 }
                 (batch, None) => batch,
             }
         };
-        let mut changes = vec![
+        let mut changes = extra;
+        changes.push(
             self.append_change(table, std::slice::from_ref(&batch))
                 .await?,
-        ];
+        );
         for view in snapshot.views_over(&table.name) {
             let plan = load_view(&snapshot, &view)?;
             let state = self

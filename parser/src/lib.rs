@@ -17,6 +17,44 @@ pub enum Statement {
     Checkpoint,
 }
 
+/// What a statement does, for deciding who may run it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StatementKind {
+    /// Reads only: queries, EXPLAIN, SHOW, DESCRIBE, and what clients set and ask at connect
+    /// time (SET, SHOW, transaction control).
+    Read,
+    /// Changes rows: INSERT, UPDATE, DELETE, COPY FROM, CHECKPOINT.
+    Write,
+    /// Changes the schema or touches the server's files: CREATE, DROP, COPY TO, and anything
+    /// else.
+    Schema,
+}
+
+impl Statement {
+    pub fn kind(&self) -> StatementKind {
+        let Statement::Sql(statement) = self else {
+            return StatementKind::Write;
+        };
+        match statement.as_ref() {
+            ast::Statement::Query(_)
+            | ast::Statement::Explain { .. }
+            | ast::Statement::ExplainTable { .. }
+            | ast::Statement::ShowTables { .. }
+            | ast::Statement::ShowVariable { .. }
+            | ast::Statement::ShowColumns { .. }
+            | ast::Statement::Set(_)
+            | ast::Statement::StartTransaction { .. }
+            | ast::Statement::Commit { .. }
+            | ast::Statement::Rollback { .. } => StatementKind::Read,
+            ast::Statement::Insert(_) | ast::Statement::Update(_) | ast::Statement::Delete(_) => {
+                StatementKind::Write
+            }
+            ast::Statement::Copy { to: false, .. } => StatementKind::Write,
+            _ => StatementKind::Schema,
+        }
+    }
+}
+
 /// A statement with the text it came from (materialized views keep their defining text).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ParsedStatement {

@@ -1,8 +1,10 @@
-//! The `pondra` command line: the SQL shell and `pondra sql`.
+//! The `pondra` command line: the SQL shell, `pondra sql`, `pondra serve` and `pondra tpch`.
 
 mod output;
+pub mod serve;
 mod shell;
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -38,6 +40,38 @@ enum Command {
         format: Format,
         /// One or more `;`-separated statements.
         sql: String,
+    },
+    /// Serves the lake to clients over HTTP, the Postgres wire protocol and Arrow Flight SQL
+    /// until SIGINT or SIGTERM.
+    Serve {
+        /// A folder of lakes: each database name a client connects to is a lake under it
+        /// (instead of the one lake of --dir).
+        #[arg(long)]
+        lakes: Option<PathBuf>,
+        /// The address to listen on.
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        /// HTTP port (0 picks a free one).
+        #[arg(long, default_value_t = 8080)]
+        http_port: u16,
+        /// Postgres wire protocol port.
+        #[arg(long, default_value_t = 5432)]
+        pg_port: u16,
+        /// Arrow Flight SQL port.
+        #[arg(long, default_value_t = 50051)]
+        flight_port: u16,
+        /// A token that may read.
+        #[arg(long)]
+        token_read: Option<String>,
+        /// A token that may read and write rows.
+        #[arg(long)]
+        token_write: Option<String>,
+        /// A token that may also create and drop.
+        #[arg(long)]
+        token_admin: Option<String>,
+        /// A file of `<role> <token>` lines (roles: read, write, admin).
+        #[arg(long)]
+        tokens_file: Option<PathBuf>,
     },
     /// TPC-H: generate the tables, or run the 22 queries.
     Tpch {
@@ -85,6 +119,43 @@ pub fn run_cli() -> ExitCode {
         tier_after: Duration::from_secs(cli.tier_secs),
         retain: Duration::from_secs(cli.retain_secs),
     };
+    if let Some(Command::Serve {
+        lakes,
+        host,
+        http_port,
+        pg_port,
+        flight_port,
+        token_read,
+        token_write,
+        token_admin,
+        tokens_file,
+    }) = cli.command
+    {
+        let mut tokens = serve::auth::Tokens::new(token_read, token_write, token_admin);
+        if let Some(file) = tokens_file
+            && let Err(e) = tokens.add_file(&file)
+        {
+            eprintln!("Error: {e}");
+            return ExitCode::FAILURE;
+        }
+        let options = serve::ServeOptions {
+            dir: cli.dir,
+            lakes,
+            host,
+            http_port,
+            pg_port,
+            flight_port,
+            tokens,
+            node: options,
+        };
+        return match runtime.block_on(serve::serve(options)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("Error: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     runtime.block_on(async move {
         let started = std::time::Instant::now();
         let trace = std::env::var_os("PONDRA_TRACE").is_some();
@@ -121,6 +192,7 @@ pub fn run_cli() -> ExitCode {
                 code
             }
             Some(Command::Sql { format, sql }) => run_sql(&node, &sql, format).await,
+            Some(Command::Serve { .. }) => unreachable!("served above"),
             Some(Command::Tpch { command }) => run_tpch(&node, command).await,
         };
         if trace {
@@ -142,11 +214,26 @@ async fn run_tpch(node: &Node, command: TpchCommand) -> ExitCode {
     match command {
         TpchCommand::Gen { sf } => {
             let started = std::time::Instant::now();
-            let result = pondra_tpch::generate(node, sf, |table, rows| {
-                eprintln!(
-                    "{table:>10}: {rows} rows ({:.1} s)",
-                    started.elapsed().as_secs_f64()
-                );
+            let terminal = std::io::stderr().is_terminal();
+            let result = pondra_tpch::generate(node, sf, |progress| {
+                let elapsed = started.elapsed().as_secs_f64();
+                let table = progress.table;
+                if progress.done {
+                    // The bar's line ends with the table's final count.
+                    let end = if terminal { "\r\x1b[2K" } else { "" };
+                    eprintln!("{end}{table:>10}: {} rows ({elapsed:.1} s)", progress.rows);
+                } else if terminal {
+                    let expected = pondra_tpch::expected_rows(table, sf);
+                    let done = (progress.rows as f64 / expected as f64).min(1.0);
+                    let filled = (done * 30.0) as usize;
+                    eprint!(
+                        "\r{table:>10}: [{}{}] {:>3.0}% {} rows ({elapsed:.1} s)",
+                        "#".repeat(filled),
+                        " ".repeat(30 - filled),
+                        done * 100.0,
+                        progress.rows
+                    );
+                }
             })
             .await;
             match result {

@@ -100,7 +100,7 @@ fn run_scale(sf: f64, answers: &str, source: Source) {
                 .block_on(Node::open_folder(dir.path(), NodeOptions::default()))
                 .unwrap();
             runtime
-                .block_on(pondra_tpch::generate(&node, sf, |_, _| {}))
+                .block_on(pondra_tpch::generate(&node, sf, |_| {}))
                 .unwrap();
             node
         }

@@ -77,12 +77,34 @@ fn sql_type(data_type: &DataType) -> Result<String, NodeError> {
     })
 }
 
+/// About how many rows `table` has at scale factor `sf` (lineitem varies a little).
+pub fn expected_rows(table: &str, sf: f64) -> u64 {
+    let per_unit = match table {
+        "region" => return 5,
+        "nation" => return 25,
+        "supplier" => 10_000.0,
+        "customer" => 150_000.0,
+        "part" => 200_000.0,
+        "partsupp" => 800_000.0,
+        "orders" => 1_500_000.0,
+        _ => 6_000_000.0,
+    };
+    (per_unit * sf).round().max(1.0) as u64
+}
+
+/// How far generation has come: the table, the rows written so far, and whether it is done.
+pub struct Progress<'a> {
+    pub table: &'a str,
+    pub rows: u64,
+    pub done: bool,
+}
+
 /// Creates the eight tables in the lake behind `node` and fills them at scale factor `sf`.
-/// `progress` is told each table's name and row count as it finishes.
+/// `progress` is told of every batch written and of each table's end.
 pub async fn generate(
     node: &Node,
     sf: f64,
-    mut progress: impl FnMut(&str, u64),
+    mut progress: impl FnMut(Progress<'_>),
 ) -> Result<(), NodeError> {
     if sf.is_nan() || sf <= 0.0 {
         return Err(NodeError::Other(format!(
@@ -98,10 +120,23 @@ pub async fn generate(
             .collect::<Result<Vec<_>, NodeError>>()?;
         node.execute(&format!("CREATE TABLE {table} ({})", columns.join(", ")))
             .await?;
-        let rows = node
-            .bulk_load(table, batches.map(|b| b.map_err(NodeError::from)))
-            .await?;
-        progress(table, rows);
+        let mut written = 0;
+        let batches = batches.map(|b| {
+            let b = b.map_err(NodeError::from)?;
+            written += b.num_rows() as u64;
+            progress(Progress {
+                table,
+                rows: written,
+                done: false,
+            });
+            Ok(b)
+        });
+        let rows = node.bulk_load(table, batches).await?;
+        progress(Progress {
+            table,
+            rows,
+            done: true,
+        });
     }
     Ok(())
 }

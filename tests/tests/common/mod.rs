@@ -62,3 +62,87 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// A `pondra serve` process on loopback ports it picked; stopped with SIGTERM when dropped.
+pub struct Served {
+    child: std::process::Child,
+    /// Door name (`http`, `pg`, `flight`) to the address it listens on.
+    pub doors: std::collections::HashMap<String, String>,
+}
+
+impl Served {
+    /// Starts `pondra serve` on `lake` with extra arguments, and waits until it is ready.
+    pub fn start(lake: &Path, args: &[&str]) -> Served {
+        use std::io::BufRead;
+        let mut child = pondra()
+            .arg("--dir")
+            .arg(lake)
+            .args([
+                "serve",
+                "--http-port",
+                "0",
+                "--pg-port",
+                "0",
+                "--flight-port",
+                "0",
+            ])
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start pondra serve");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        let mut doors = std::collections::HashMap::new();
+        loop {
+            let line = lines
+                .next()
+                .expect("pondra serve stopped before it was ready")
+                .expect("read stdout");
+            if line == "ready" {
+                break;
+            }
+            if let Some((door, address)) = line.split_once(" listening on ") {
+                doors.insert(door.to_string(), address.to_string());
+            }
+        }
+        Served { child, doors }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.doors["http"])
+    }
+
+    /// Sends SIGTERM and waits for a clean exit.
+    pub fn stop(mut self) -> std::process::ExitStatus {
+        self.terminate()
+    }
+
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        self.child.wait().expect("wait for pondra serve")
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            self.terminate();
+        }
+    }
+}
+
+/// Runs curl with `args`; returns the body and the HTTP status.
+pub fn curl(args: &[&str]) -> (String, u16) {
+    let output = Command::new("curl")
+        .args(["-s", "-w", "\n%{http_code}"])
+        .args(args)
+        .output()
+        .expect("run curl");
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let (body, status) = text.rsplit_once('\n').expect("curl prints the status");
+    (body.to_string(), status.trim().parse().expect("a status"))
+}

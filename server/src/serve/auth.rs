@@ -1,0 +1,138 @@
+//! Tokens: who may read, write, or create and drop. With no token set, every door is open.
+
+use std::path::Path;
+
+use pondra_cluster::{StatementKind, parse_sql};
+
+/// What a token allows; each role allows what the ones before it do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    Read,
+    Write,
+    Admin,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Role::Read => "read",
+            Role::Write => "write",
+            Role::Admin => "admin",
+        }
+    }
+}
+
+/// The tokens a server accepts.
+#[derive(Clone, Debug, Default)]
+pub struct Tokens {
+    read: Vec<String>,
+    write: Vec<String>,
+    admin: Vec<String>,
+}
+
+impl Tokens {
+    pub fn new(read: Option<String>, write: Option<String>, admin: Option<String>) -> Tokens {
+        Tokens {
+            read: read.into_iter().collect(),
+            write: write.into_iter().collect(),
+            admin: admin.into_iter().collect(),
+        }
+    }
+
+    /// Adds the tokens of a file of `<role> <token>` lines (`#` starts a comment).
+    pub fn add_file(&mut self, path: &Path) -> Result<(), String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read the tokens file {}: {e}", path.display()))?;
+        for (number, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let (role, token) = line
+                .split_once(char::is_whitespace)
+                .map(|(r, t)| (r, t.trim()))
+                .ok_or_else(|| {
+                    format!(
+                        "{}:{}: expected `<role> <token>`",
+                        path.display(),
+                        number + 1
+                    )
+                })?;
+            let list = match role {
+                "read" => &mut self.read,
+                "write" => &mut self.write,
+                "admin" => &mut self.admin,
+                other => {
+                    return Err(format!(
+                        "{}:{}: unknown role {other} (read, write or admin)",
+                        path.display(),
+                        number + 1
+                    ));
+                }
+            };
+            list.push(token.to_string());
+        }
+        Ok(())
+    }
+
+    pub fn enabled(&self) -> bool {
+        !(self.read.is_empty() && self.write.is_empty() && self.admin.is_empty())
+    }
+
+    /// The role a presented token grants; every role when no token is set.
+    pub fn role_of(&self, token: Option<&str>) -> Result<Role, String> {
+        if !self.enabled() {
+            return Ok(Role::Admin);
+        }
+        let Some(token) = token.filter(|t| !t.is_empty()) else {
+            return Err("a token is required".into());
+        };
+        let matches = |list: &[String]| list.iter().any(|t| constant_time_eq(t, token));
+        if matches(&self.admin) {
+            Ok(Role::Admin)
+        } else if matches(&self.write) {
+            Ok(Role::Write)
+        } else if matches(&self.read) {
+            Ok(Role::Read)
+        } else {
+            Err("the token is not valid".into())
+        }
+    }
+}
+
+/// Compares without stopping at the first difference, so timing does not reveal a prefix.
+fn constant_time_eq(a: &str, b: &str) -> bool {
+    a.len() == b.len()
+        && a.bytes()
+            .zip(b.bytes())
+            .fold(0u8, |acc, (x, y)| acc | (x ^ y))
+            == 0
+}
+
+/// The role the statements of `sql` need: queries read; INSERT, UPDATE, DELETE, COPY FROM and
+/// CHECKPOINT write; everything else (CREATE, DROP, COPY TO a server file) is admin.
+pub fn required_role(sql: &str) -> Result<Role, String> {
+    let statements = parse_sql(sql).map_err(|e| e.to_string())?;
+    Ok(statements
+        .iter()
+        .map(|s| match s.statement.kind() {
+            StatementKind::Read => Role::Read,
+            StatementKind::Write => Role::Write,
+            StatementKind::Schema => Role::Admin,
+        })
+        .max()
+        .unwrap_or(Role::Read))
+}
+
+/// Checks that `role` may run `sql`; the error says why not.
+pub fn authorize(role: Role, sql: &str) -> Result<(), String> {
+    let needed = required_role(sql)?;
+    if role < needed {
+        return Err(format!(
+            "permission denied: a {} token cannot run this statement (it needs {})",
+            role.name(),
+            needed.name()
+        ));
+    }
+    Ok(())
+}

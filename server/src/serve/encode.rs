@@ -1,0 +1,142 @@
+//! Query results as the HTTP door sends them: JSON, CSV or an Arrow IPC stream.
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::{DataType, SchemaRef};
+use arrow::util::display::{ArrayFormatter, FormatOptions};
+
+/// How rows are laid out in JSON.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum JsonRows {
+    /// `{"columns": [{"name", "type"}...], "rows": [[v, ...], ...]}`.
+    Arrays,
+    /// `{"columns": [...], "rows": [{"name": v, ...}, ...]}`.
+    Objects,
+}
+
+/// The SQL name of a column type, as DESCRIBE prints it.
+pub fn type_name(data_type: &DataType) -> String {
+    match pondra_catalog_type(data_type) {
+        Some(name) => name,
+        None => data_type.to_string(),
+    }
+}
+
+fn pondra_catalog_type(data_type: &DataType) -> Option<String> {
+    Some(match data_type {
+        DataType::Boolean => "BOOLEAN".into(),
+        DataType::Int32 => "INTEGER".into(),
+        DataType::Int64 => "BIGINT".into(),
+        DataType::Float64 => "DOUBLE".into(),
+        DataType::Decimal128(p, s) => format!("DECIMAL({p},{s})"),
+        DataType::Utf8 => "VARCHAR".into(),
+        DataType::Date32 => "DATE".into(),
+        DataType::Timestamp(..) => "TIMESTAMP".into(),
+        DataType::Interval(_) => "INTERVAL".into(),
+        DataType::Null => "NULL".into(),
+        _ => return None,
+    })
+}
+
+/// Numbers and booleans are written bare; everything else as a JSON string of its text.
+fn bare(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Boolean
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::Float64
+            | DataType::Decimal128(..)
+    )
+}
+
+pub fn json(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    layout: JsonRows,
+) -> Result<String, String> {
+    let mut out = String::from("{\"columns\":[");
+    for (i, field) in schema.fields().iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(&format!(
+            "{{\"name\":{},\"type\":{}}}",
+            quote(field.name()),
+            quote(&type_name(field.data_type()))
+        ));
+    }
+    out.push_str("],\"rows\":[");
+    let options = FormatOptions::default();
+    let mut first_row = true;
+    for batch in batches {
+        let formatters = batch
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| e.to_string())?;
+        for row in 0..batch.num_rows() {
+            if !first_row {
+                out.push(',');
+            }
+            first_row = false;
+            out.push(if layout == JsonRows::Arrays { '[' } else { '{' });
+            for (i, column) in batch.columns().iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                if layout == JsonRows::Objects {
+                    out.push_str(&quote(schema.field(i).name()));
+                    out.push(':');
+                }
+                let text = formatters[i].value(row).to_string();
+                if column.is_null(row) {
+                    out.push_str("null");
+                } else if bare(column.data_type()) && text.parse::<f64>().is_ok_and(f64::is_finite)
+                {
+                    out.push_str(&text);
+                } else {
+                    out.push_str(&quote(&text));
+                }
+            }
+            out.push(if layout == JsonRows::Arrays { ']' } else { '}' });
+        }
+    }
+    out.push_str("]}");
+    Ok(out)
+}
+
+pub fn csv(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    {
+        let mut writer = arrow::csv::WriterBuilder::new()
+            .with_header(true)
+            .build(&mut out);
+        if batches.is_empty() {
+            writer
+                .write(&RecordBatch::new_empty(schema.clone()))
+                .map_err(|e| e.to_string())?;
+        }
+        for batch in batches {
+            writer.write(batch).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(out)
+}
+
+pub fn arrow_stream(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    {
+        let mut writer = arrow::ipc::writer::StreamWriter::try_new(&mut out, schema)
+            .map_err(|e| e.to_string())?;
+        for batch in batches {
+            writer.write(batch).map_err(|e| e.to_string())?;
+        }
+        writer.finish().map_err(|e| e.to_string())?;
+    }
+    Ok(out)
+}
+
+pub fn quote(text: &str) -> String {
+    serde_json::to_string(text).expect("a string serializes")
+}

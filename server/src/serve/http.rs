@@ -1,0 +1,252 @@
+//! The HTTP door (axum): `POST /sql`, `POST /tables/{name}/append`, `GET /stats`, `GET /health`.
+
+use std::collections::HashMap;
+use std::io::Cursor;
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use pondra_cluster::{AppendOutcome, StatementResult};
+
+use super::Server;
+use super::auth::{Role, authorize};
+use super::encode::{self, JsonRows, quote};
+
+const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
+
+pub fn router(server: Arc<Server>) -> Router {
+    Router::new()
+        .route("/sql", post(sql))
+        .route("/tables/{name}/append", post(append))
+        .route("/stats", get(stats))
+        .route("/health", get(health))
+        .with_state(server)
+}
+
+/// A refusal or failure, sent as `{"error": "..."}` with its status.
+struct Failure(StatusCode, String);
+
+impl IntoResponse for Failure {
+    fn into_response(self) -> Response {
+        let body = format!("{{\"error\":{}}}", quote(&self.1));
+        (self.0, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+    }
+}
+
+fn bad_request(message: impl ToString) -> Failure {
+    Failure(StatusCode::BAD_REQUEST, message.to_string())
+}
+
+/// The role of the request's bearer token; refusals are logged.
+fn role(server: &Server, headers: &HeaderMap, what: &str) -> Result<Role, Failure> {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer ").or(v.strip_prefix("bearer ")));
+    server.tokens.role_of(token).map_err(|reason| {
+        eprintln!("refused: http {what}: {reason}");
+        Failure(StatusCode::UNAUTHORIZED, reason)
+    })
+}
+
+fn needs(role: Role, needed: Role, what: &str) -> Result<(), Failure> {
+    if role < needed {
+        let reason = format!(
+            "permission denied: a {} token cannot {what} (it needs {})",
+            role.name(),
+            needed.name()
+        );
+        eprintln!("refused: http {what}: {reason}");
+        return Err(Failure(StatusCode::FORBIDDEN, reason));
+    }
+    Ok(())
+}
+
+async fn sql(
+    State(server): State<Arc<Server>>,
+    headers: HeaderMap,
+    Query(params): Query<HashMap<String, String>>,
+    body: Bytes,
+) -> Result<Response, Failure> {
+    let role = role(&server, &headers, "sql")?;
+    let sql = std::str::from_utf8(&body).map_err(|_| bad_request("the SQL is not UTF-8"))?;
+    authorize(role, sql).map_err(|reason| {
+        if reason.starts_with("permission denied") {
+            eprintln!("refused: http sql: {reason}");
+            Failure(StatusCode::FORBIDDEN, reason)
+        } else {
+            bad_request(reason)
+        }
+    })?;
+    let node = server
+        .lakes
+        .node(params.get("db").map(String::as_str))
+        .await
+        .map_err(bad_request)?;
+    let results = node.execute(sql).await.map_err(bad_request)?;
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let (schema, batches, tag) = match results.into_iter().last() {
+        Some(StatementResult::Rows { schema, batches }) => (schema, batches, None),
+        Some(StatementResult::Done { tag }) => (
+            Arc::new(arrow::datatypes::Schema::empty()),
+            Vec::new(),
+            Some(tag),
+        ),
+        None => return Err(bad_request("no statement")),
+    };
+    if accept.contains(ARROW_STREAM) {
+        let bytes = encode::arrow_stream(&schema, &batches).map_err(bad_request)?;
+        return Ok(([(header::CONTENT_TYPE, ARROW_STREAM)], bytes).into_response());
+    }
+    if accept.contains("text/csv") {
+        let bytes = encode::csv(&schema, &batches).map_err(bad_request)?;
+        return Ok(([(header::CONTENT_TYPE, "text/csv")], bytes).into_response());
+    }
+    let layout = match params.get("rows").map(String::as_str) {
+        Some("objects") => JsonRows::Objects,
+        _ => JsonRows::Arrays,
+    };
+    let mut json = encode::json(&schema, &batches, layout).map_err(bad_request)?;
+    if let Some(tag) = tag {
+        json.truncate(json.len() - 1);
+        json.push_str(&format!(",\"tag\":{}}}", quote(&tag)));
+    }
+    Ok(([(header::CONTENT_TYPE, "application/json")], json).into_response())
+}
+
+async fn append(
+    State(server): State<Arc<Server>>,
+    Path(table): Path<String>,
+    headers: HeaderMap,
+    Query(params): Query<HashMap<String, String>>,
+    body: Bytes,
+) -> Result<Response, Failure> {
+    let role = role(&server, &headers, "append")?;
+    needs(role, Role::Write, "append rows")?;
+    let node = server
+        .lakes
+        .node(params.get("db").map(String::as_str))
+        .await
+        .map_err(bad_request)?;
+    let producer = match (params.get("producer"), params.get("seq")) {
+        (Some(producer), Some(seq)) => {
+            let seq = seq
+                .parse::<u64>()
+                .map_err(|_| bad_request("seq must be a whole number"))?;
+            Some((producer.as_str(), seq))
+        }
+        (None, None) => None,
+        _ => return Err(bad_request("producer and seq go together")),
+    };
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let schema = node
+        .snapshot()
+        .table(&table)
+        .map(|t| t.arrow_schema())
+        .ok_or_else(|| bad_request(format!("table {table} does not exist")))?;
+    let batches = decode_rows(content_type, &body, schema).map_err(bad_request)?;
+    let outcome = node
+        .append(&table, &batches, producer)
+        .await
+        .map_err(bad_request)?;
+    let body = match outcome {
+        AppendOutcome::Appended(rows) => format!("{{\"rows\":{rows},\"duplicate\":false}}"),
+        AppendOutcome::Duplicate => "{\"rows\":0,\"duplicate\":true}".to_string(),
+    };
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+/// Rows from an Arrow IPC stream, JSON lines or CSV with a header.
+fn decode_rows(
+    content_type: &str,
+    body: &[u8],
+    schema: arrow::datatypes::SchemaRef,
+) -> Result<Vec<RecordBatch>, String> {
+    let failed = |e: arrow::error::ArrowError| format!("cannot read the rows: {e}");
+    if content_type.starts_with(ARROW_STREAM) {
+        let reader =
+            arrow::ipc::reader::StreamReader::try_new(Cursor::new(body), None).map_err(failed)?;
+        return reader.collect::<Result<Vec<_>, _>>().map_err(failed);
+    }
+    if content_type.starts_with("text/csv") {
+        // The header names the columns sent, in its order; each takes its column's type.
+        let (header, _) = arrow::csv::reader::Format::default()
+            .with_header(true)
+            .infer_schema(Cursor::new(body), Some(0))
+            .map_err(failed)?;
+        let fields = header
+            .fields()
+            .iter()
+            .map(|f| {
+                schema
+                    .field_with_name(f.name())
+                    .cloned()
+                    .map_err(|_| format!("the table has no column named {}", f.name()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let schema = Arc::new(arrow::datatypes::Schema::new(fields));
+        let reader = arrow::csv::ReaderBuilder::new(schema)
+            .with_header(true)
+            .build(Cursor::new(body))
+            .map_err(failed)?;
+        return reader.collect::<Result<Vec<_>, _>>().map_err(failed);
+    }
+    if content_type.starts_with("application/x-ndjson")
+        || content_type.starts_with("application/jsonl")
+        || content_type.starts_with("application/json")
+    {
+        let reader = arrow::json::ReaderBuilder::new(schema)
+            .with_strict_mode(true)
+            .build(Cursor::new(body))
+            .map_err(failed)?;
+        return reader.collect::<Result<Vec<_>, _>>().map_err(failed);
+    }
+    Err(format!(
+        "unsupported Content-Type {content_type:?}: send {ARROW_STREAM}, application/x-ndjson or text/csv"
+    ))
+}
+
+async fn stats(State(server): State<Arc<Server>>, headers: HeaderMap) -> Result<Response, Failure> {
+    role(&server, &headers, "stats")?;
+    let mut untiered = 0;
+    let mut commits = 0;
+    let mut tables = Vec::new();
+    for (lake, node) in server.lakes.all().await {
+        let snapshot = node.snapshot();
+        untiered += snapshot.untiered_rows();
+        commits += snapshot.commit;
+        for table in snapshot.tables.values() {
+            tables.push(format!(
+                "{{\"lake\":{},\"name\":{},\"rows\":{}}}",
+                quote(&lake),
+                quote(&table.name),
+                snapshot.row_count(table.id)
+            ));
+        }
+    }
+    let body = format!(
+        "{{\"untiered_rows\":{untiered},\"commits\":{commits},\"uptime_secs\":{:.3},\"tables\":[{}]}}",
+        server.started.elapsed().as_secs_f64(),
+        tables.join(",")
+    );
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+async fn health() -> Response {
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        "{\"status\":\"ok\"}",
+    )
+        .into_response()
+}

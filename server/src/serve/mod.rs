@@ -1,0 +1,98 @@
+//! `pondra serve`: one process holding one or more lakes, open to clients over HTTP, the
+//! Postgres wire protocol and Arrow Flight SQL, with tokens on every door.
+
+pub mod auth;
+mod encode;
+mod http;
+mod lakes;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use pondra_cluster::NodeOptions;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use auth::Tokens;
+use lakes::Lakes;
+
+/// What every door shares.
+pub struct Server {
+    pub lakes: Lakes,
+    pub tokens: Tokens,
+    pub started: Instant,
+}
+
+/// Where `pondra serve` listens and what it holds.
+pub struct ServeOptions {
+    pub dir: PathBuf,
+    /// With a folder, each database name is a lake under it.
+    pub lakes: Option<PathBuf>,
+    pub host: String,
+    pub http_port: u16,
+    pub pg_port: u16,
+    pub flight_port: u16,
+    pub tokens: Tokens,
+    pub node: NodeOptions,
+}
+
+/// Runs the server until SIGINT or SIGTERM, then stops taking requests and closes the lakes.
+pub async fn serve(options: ServeOptions) -> Result<(), String> {
+    let lakes = match &options.lakes {
+        Some(root) => Lakes::under(root.clone(), options.node.clone())?,
+        None => Lakes::single(options.dir.clone(), options.node.clone()).await?,
+    };
+    let server = Arc::new(Server {
+        lakes,
+        tokens: options.tokens.clone(),
+        started: Instant::now(),
+    });
+    let (stop, stopped) = watch::channel(false);
+
+    let http = bind(&options.host, options.http_port, "http").await?;
+    let app = http::router(server.clone());
+    let mut http_stop = stopped.clone();
+    let http_task = tokio::spawn(async move {
+        axum::serve(http, app)
+            .with_graceful_shutdown(async move {
+                let _ = http_stop.wait_for(|s| *s).await;
+            })
+            .await
+    });
+
+    println!("ready");
+    wait_for_signal().await;
+    eprintln!("shutting down");
+    let _ = stop.send(true);
+    if let Ok(Err(e)) = http_task.await {
+        eprintln!("http: {e}");
+    }
+    server.lakes.close().await;
+    Ok(())
+}
+
+/// Binds a door's port (0 picks a free one) and says where it listens on stdout.
+async fn bind(host: &str, port: u16, door: &str) -> Result<TcpListener, String> {
+    let listener = TcpListener::bind((host, port))
+        .await
+        .map_err(|e| format!("cannot listen for {door} on {host}:{port}: {e}"))?;
+    let address: SocketAddr = listener.local_addr().map_err(|e| e.to_string())?;
+    println!("{door} listening on {address}");
+    Ok(listener)
+}
+
+async fn wait_for_signal() {
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async {
+            match terminate.as_mut() {
+                Some(t) => { t.recv().await; }
+                None => std::future::pending::<()>().await,
+            }
+        } => {}
+    }
+}

@@ -1,0 +1,231 @@
+//! `pondra serve`'s HTTP door, used with curl as a user would.
+
+mod common;
+
+use common::{Served, curl};
+
+#[test]
+fn sql_appends_stats_and_errors_over_http() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(dir.path(), &[]);
+    let sql = |body: &str, extra: &[&str]| {
+        let url = served.url("/sql");
+        let mut args = vec!["-X", "POST", url.as_str(), "--data-binary", body];
+        args.extend_from_slice(extra);
+        curl(&args)
+    };
+
+    let (body, status) = sql(
+        "CREATE TABLE t (id INT, name VARCHAR, amount DECIMAL(10,2))",
+        &[],
+    );
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, r#"{"columns":[],"rows":[],"tag":"CREATE TABLE"}"#);
+    let (body, _) = sql("INSERT INTO t VALUES (1, 'a', 1.50), (2, NULL, NULL)", &[]);
+    assert!(body.contains(r#""tag":"INSERT 0 2""#), "{body}");
+
+    let (body, status) = sql("SELECT * FROM t ORDER BY id", &[]);
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        r#"{"columns":[{"name":"id","type":"INTEGER"},{"name":"name","type":"VARCHAR"},{"name":"amount","type":"DECIMAL(10,2)"}],"rows":[[1,"a",1.50],[2,null,null]]}"#
+    );
+    let url = served.url("/sql?rows=objects");
+    let (body, _) = curl(&[
+        "-X",
+        "POST",
+        &url,
+        "--data-binary",
+        "SELECT id, name FROM t WHERE id = 1",
+    ]);
+    assert!(body.ends_with(r#""rows":[{"id":1,"name":"a"}]}"#), "{body}");
+    let (body, _) = sql(
+        "SELECT id, name FROM t ORDER BY id",
+        &["-H", "Accept: text/csv"],
+    );
+    assert_eq!(body, "id,name\n1,a\n2,\n");
+
+    // An Arrow IPC stream comes back when asked for; it starts with the IPC continuation marker.
+    let arrow_file = dir.path().join("result.arrows");
+    let url = served.url("/sql");
+    let arrow_path = arrow_file.to_string_lossy().into_owned();
+    let (_, status) = curl(&[
+        "-X",
+        "POST",
+        &url,
+        "--data-binary",
+        "SELECT * FROM t",
+        "-H",
+        "Accept: application/vnd.apache.arrow.stream",
+        "-o",
+        &arrow_path,
+    ]);
+    assert_eq!(status, 200);
+    let bytes = std::fs::read(&arrow_file).unwrap();
+    let reader =
+        arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None).unwrap();
+    let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
+    assert_eq!(rows, 2);
+
+    // Errors are HTTP 400 with a JSON message, and change nothing.
+    let (body, status) = sql("SELEC 1", &[]);
+    assert_eq!(status, 400);
+    assert!(body.starts_with(r#"{"error":"syntax error"#), "{body}");
+    let (body, status) = sql("SELECT nope FROM t", &[]);
+    assert_eq!(status, 400);
+    assert!(
+        body.contains("column \\\"nope\\\" does not exist"),
+        "{body}"
+    );
+
+    // Appends: JSON lines, then the same producer and sequence again (a retry: dropped), then CSV
+    // naming some columns.
+    let append = served.url("/tables/t/append?producer=loader&seq=7");
+    let lines = "{\"id\":3,\"name\":\"c\",\"amount\":3.25}\n{\"id\":4}\n";
+    let json_type = "Content-Type: application/x-ndjson";
+    let (body, status) = curl(&[
+        "-X",
+        "POST",
+        &append,
+        "-H",
+        json_type,
+        "--data-binary",
+        lines,
+    ]);
+    assert_eq!(
+        (status, body.as_str()),
+        (200, r#"{"rows":2,"duplicate":false}"#)
+    );
+    let (body, _) = curl(&[
+        "-X",
+        "POST",
+        &append,
+        "-H",
+        json_type,
+        "--data-binary",
+        lines,
+    ]);
+    assert_eq!(body, r#"{"rows":0,"duplicate":true}"#);
+    let csv_url = served.url("/tables/t/append");
+    let (body, status) = curl(&[
+        "-X",
+        "POST",
+        &csv_url,
+        "-H",
+        "Content-Type: text/csv",
+        "--data-binary",
+        "name,id\ne,5\n",
+    ]);
+    assert_eq!(
+        (status, body.as_str()),
+        (200, r#"{"rows":1,"duplicate":false}"#)
+    );
+    let (body, status) = curl(&[
+        "-X",
+        "POST",
+        &csv_url,
+        "-H",
+        "Content-Type: text/csv",
+        "--data-binary",
+        "id\nnot a number\n",
+    ]);
+    assert_eq!(status, 400, "{body}");
+    let (body, _) = sql("SELECT count(*), sum(amount), max(name) FROM t", &[]);
+    assert!(body.ends_with(r#""rows":[[5,4.75,"e"]]}"#), "{body}");
+
+    let (body, status) = curl(&[&served.url("/stats")]);
+    assert_eq!(status, 200);
+    assert!(body.contains(r#""untiered_rows":5"#), "{body}");
+    assert!(
+        body.contains(r#"{"lake":"lake","name":"t","rows":5}"#),
+        "{body}"
+    );
+    assert!(body.contains(r#""uptime_secs":"#), "{body}");
+    let (body, status) = curl(&[&served.url("/health")]);
+    assert_eq!((status, body.as_str()), (200, r#"{"status":"ok"}"#));
+
+    assert!(served.stop().success());
+    // Nothing acknowledged is lost across the shutdown.
+    let served = Served::start(dir.path(), &[]);
+    let url = served.url("/sql");
+    let (body, _) = curl(&[
+        "-X",
+        "POST",
+        &url,
+        "--data-binary",
+        "SELECT count(*) FROM t",
+    ]);
+    assert!(body.ends_with(r#""rows":[[5]]}"#), "{body}");
+}
+
+#[test]
+fn tokens_guard_every_http_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(
+        dir.path(),
+        &[
+            "--token-read",
+            "r-secret",
+            "--token-write",
+            "w-secret",
+            "--token-admin",
+            "a-secret",
+        ],
+    );
+    let url = served.url("/sql");
+    let run = |token: Option<&str>, body: &str| {
+        let header = token.map(|t| format!("Authorization: Bearer {t}"));
+        let mut args = vec!["-X", "POST", url.as_str(), "--data-binary", body];
+        if let Some(header) = &header {
+            args.extend_from_slice(&["-H", header.as_str()]);
+        }
+        curl(&args)
+    };
+    let (body, status) = run(None, "SELECT 1");
+    assert_eq!(status, 401, "{body}");
+    let (_, status) = run(Some("wrong"), "SELECT 1");
+    assert_eq!(status, 401);
+    let (body, status) = run(Some("w-secret"), "CREATE TABLE t (a INT)");
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains("a write token cannot run this statement (it needs admin)"),
+        "{body}"
+    );
+    let (_, status) = run(Some("a-secret"), "CREATE TABLE t (a INT)");
+    assert_eq!(status, 200);
+    let (body, status) = run(Some("r-secret"), "INSERT INTO t VALUES (1)");
+    assert_eq!(status, 403, "{body}");
+    let (_, status) = run(Some("w-secret"), "INSERT INTO t VALUES (1)");
+    assert_eq!(status, 200);
+    let (body, status) = run(Some("r-secret"), "SELECT count(*) FROM t");
+    assert_eq!(status, 200);
+    assert!(body.ends_with(r#""rows":[[1]]}"#), "{body}");
+
+    let append = served.url("/tables/t/append");
+    let (_, status) = curl(&[
+        "-X",
+        "POST",
+        &append,
+        "-H",
+        "Authorization: Bearer r-secret",
+        "-H",
+        "Content-Type: text/csv",
+        "--data-binary",
+        "a\n2\n",
+    ]);
+    assert_eq!(status, 403);
+    let (_, status) = curl(&[
+        "-X",
+        "POST",
+        &append,
+        "-H",
+        "Authorization: Bearer w-secret",
+        "-H",
+        "Content-Type: text/csv",
+        "--data-binary",
+        "a\n2\n",
+    ]);
+    assert_eq!(status, 200);
+    let (_, status) = curl(&[&served.url("/stats")]);
+    assert_eq!(status, 401);
+}
