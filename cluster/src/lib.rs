@@ -16,4 +16,7 @@ pub use append::AppendOutcome;
 pub use error::{NodeError, Result};
 pub use leader::{Term, take_lead};
 pub use node::{Node, NodeOptions, StatementResult};
-pub use pondra_parser::{ParsedStatement, Statement, StatementKind, parse_sql, split_statements};
+pub use pondra_parser::{
+    ParsedStatement, Statement, StatementKind, parse_sql, placeholder_count, split_statements,
+    substitute_placeholders,
+};

@@ -122,6 +122,23 @@ impl Node {
         Ok(results)
     }
 
+    /// The columns the rows of `sql`'s last statement would have, found by binding it without
+    /// running it; `None` when that statement returns no rows.
+    pub fn result_schema(&self, sql: &str) -> Result<Option<SchemaRef>> {
+        let statements = pondra_parser::parse_sql(sql)?;
+        let Some(statement) = statements.last() else {
+            return Ok(None);
+        };
+        let snapshot = self.snapshot();
+        let external = self.external.read().expect("external tables lock").clone();
+        let plan = Binder::with_external(&snapshot, &external).bind_statement(statement)?;
+        Ok(match plan {
+            Plan::Query(plan) => Some(plan.schema()),
+            Plan::Explain(_) | Plan::ExplainAnalyze(_) => Some(plan_schema()),
+            _ => None,
+        })
+    }
+
     /// Runs one parsed statement.
     pub async fn execute_statement(&self, statement: &ParsedStatement) -> Result<StatementResult> {
         let snapshot = self.snapshot();
@@ -234,10 +251,15 @@ pub(crate) fn done(tag: impl Into<String>) -> StatementResult {
     StatementResult::Done { tag: tag.into() }
 }
 
-fn explain_result(plan: &str) -> StatementResult {
-    let schema = Arc::new(arrow::datatypes::Schema::new(vec![
+/// The one column EXPLAIN returns.
+fn plan_schema() -> SchemaRef {
+    Arc::new(arrow::datatypes::Schema::new(vec![
         arrow::datatypes::Field::new("plan", arrow::datatypes::DataType::Utf8, false),
-    ]));
+    ]))
+}
+
+fn explain_result(plan: &str) -> StatementResult {
+    let schema = plan_schema();
     let column = arrow::array::StringArray::from(vec![plan.trim_end().to_string()]);
     let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(column)]).expect("plan batch");
     StatementResult::Rows {

@@ -145,3 +145,63 @@ mod tests {
         assert!(err.to_string().starts_with("syntax error"), "{err}");
     }
 }
+
+/// Puts literal SQL text in place of the placeholders `$1`, `$2`, ... of `sql` (`values[0]` for
+/// `$1`). The values must already be valid SQL literals; the text around them is kept as it
+/// was, token by token.
+pub fn substitute_placeholders(sql: &str, values: &[String]) -> Result<String, ParseError> {
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let tokens = Tokenizer::new(&DuckDbDialect {}, sql)
+        .tokenize()
+        .map_err(|e| ParseError(e.to_string()))?;
+    let mut out = String::with_capacity(sql.len());
+    for token in tokens {
+        match &token {
+            Token::Placeholder(name) if name.starts_with('$') => {
+                let index: usize = name[1..]
+                    .parse()
+                    .map_err(|_| ParseError(format!("invalid placeholder {name}")))?;
+                let value = index
+                    .checked_sub(1)
+                    .and_then(|i| values.get(i))
+                    .ok_or_else(|| ParseError(format!("no value was given for {name}")))?;
+                out.push_str(value);
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    Ok(out)
+}
+
+/// The highest placeholder number (`$n`) in `sql`: how many parameters it takes.
+pub fn placeholder_count(sql: &str) -> usize {
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let Ok(tokens) = Tokenizer::new(&DuckDbDialect {}, sql).tokenize() else {
+        return 0;
+    };
+    tokens
+        .iter()
+        .filter_map(|t| match t {
+            Token::Placeholder(name) => name.strip_prefix('$')?.parse::<usize>().ok(),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod placeholder_tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_become_literals_and_strings_stay_whole() {
+        let sql = "SELECT '$1', a FROM t WHERE a = $1 AND b = $2 -- $3";
+        assert_eq!(placeholder_count(sql), 2);
+        let out = substitute_placeholders(sql, &["1".into(), "'it''s'".into()]).unwrap();
+        assert_eq!(
+            out.trim_end(),
+            "SELECT '$1', a FROM t WHERE a = 1 AND b = 'it''s' -- $3"
+        );
+        assert!(substitute_placeholders("SELECT $2", &["1".into()]).is_err());
+    }
+}

@@ -5,6 +5,7 @@ pub mod auth;
 mod encode;
 mod http;
 mod lakes;
+mod pg;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -62,6 +63,9 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
             .await
     });
 
+    let pg = bind(&options.host, options.pg_port, "pg").await?;
+    let pg_task = tokio::spawn(pg::run(pg, server.clone(), stopped.clone()));
+
     println!("ready");
     wait_for_signal().await;
     eprintln!("shutting down");
@@ -69,6 +73,7 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     if let Ok(Err(e)) = http_task.await {
         eprintln!("http: {e}");
     }
+    let _ = pg_task.await;
     server.lakes.close().await;
     Ok(())
 }

@@ -1,0 +1,548 @@
+//! The Postgres wire door (pgwire): simple and extended queries with parameters, text and
+//! binary results, COPY FROM STDIN, and token checks at login (the password is the token).
+
+mod session;
+mod values;
+
+use std::fmt::Debug;
+use std::sync::Arc;
+
+use arrow::datatypes::SchemaRef;
+use async_trait::async_trait;
+use futures::{Sink, SinkExt, stream};
+use pgwire::api::auth::{
+    DefaultServerParameterProvider, StartupHandler, finish_authentication, protocol_negotiation,
+    save_startup_parameters_to_metadata,
+};
+use pgwire::api::copy::CopyHandler;
+use pgwire::api::portal::{Format, Portal};
+use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
+use pgwire::api::results::{
+    DataRowEncoder, DescribePortalResponse, DescribeStatementResponse, FieldInfo, QueryResponse,
+    Response, Tag,
+};
+use pgwire::api::stmt::{QueryParser, StoredStatement};
+use pgwire::api::store::PortalStore;
+use pgwire::api::{
+    ClientInfo, ClientPortalStore, PgWireConnectionState, PgWireServerHandlers, Type,
+};
+use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::copy::{CopyData, CopyDone};
+use pgwire::messages::startup::Authentication;
+use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
+use pondra_cluster::{Node, ParsedStatement, StatementResult};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use super::Server;
+use super::auth::{Role, authorize};
+use session::{CopyIn, SessionAnswer, session_answer};
+use values::{PgValue, parameter_literal, pg_type};
+
+const ROLE_KEY: &str = "pondra.role";
+
+/// Accepts connections until `stop` turns true.
+pub async fn run(listener: TcpListener, server: Arc<Server>, mut stop: watch::Receiver<bool>) {
+    let handlers = Arc::new(Handlers {
+        door: Arc::new(PgDoor { server }),
+    });
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((socket, _)) => {
+                    let handlers = handlers.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
+                            eprintln!("pg connection: {e}");
+                        }
+                    });
+                }
+                Err(e) => eprintln!("pg accept: {e}"),
+            },
+            _ = stop.wait_for(|s| *s) => break,
+        }
+    }
+}
+
+struct Handlers {
+    door: Arc<PgDoor>,
+}
+
+impl PgWireServerHandlers for Handlers {
+    fn simple_query_handler(&self) -> Arc<impl SimpleQueryHandler> {
+        self.door.clone()
+    }
+
+    fn extended_query_handler(&self) -> Arc<impl ExtendedQueryHandler> {
+        self.door.clone()
+    }
+
+    fn startup_handler(&self) -> Arc<impl StartupHandler> {
+        self.door.clone()
+    }
+
+    fn copy_handler(&self) -> Arc<impl CopyHandler> {
+        self.door.clone()
+    }
+}
+
+pub struct PgDoor {
+    server: Arc<Server>,
+}
+
+fn user_error(code: &str, message: impl Into<String>) -> PgWireError {
+    PgWireError::UserError(Box::new(ErrorInfo::new(
+        "ERROR".into(),
+        code.into(),
+        message.into(),
+    )))
+}
+
+/// The SQLSTATE of one of Pondra's errors, from its text.
+fn sqlstate(message: &str) -> &'static str {
+    if message.starts_with("syntax error") {
+        "42601"
+    } else if message.contains("does not exist") {
+        if message.contains("column") {
+            "42703"
+        } else {
+            "42P01"
+        }
+    } else if message.starts_with("not supported yet") {
+        "0A000"
+    } else if message.starts_with("permission denied") {
+        "42501"
+    } else if message.contains("division by zero") {
+        "22012"
+    } else if message.contains("already exists") {
+        "42P07"
+    } else {
+        "XX000"
+    }
+}
+
+fn error_info(message: String) -> ErrorInfo {
+    ErrorInfo::new("ERROR".into(), sqlstate(&message).into(), message)
+}
+
+impl PgDoor {
+    fn role<C: ClientInfo>(&self, client: &C) -> Role {
+        match client.metadata().get(ROLE_KEY).map(String::as_str) {
+            Some("admin") => Role::Admin,
+            Some("write") => Role::Write,
+            _ => Role::Read,
+        }
+    }
+
+    async fn node<C: ClientInfo>(&self, client: &C) -> PgWireResult<Arc<Node>> {
+        let database = client.metadata().get("database").map(String::as_str);
+        self.server
+            .lakes
+            .node(database)
+            .await
+            .map_err(|e| user_error("3D000", e))
+    }
+
+    /// Runs one statement for a client, as the response the protocol sends.
+    async fn run<C: ClientInfo>(
+        &self,
+        client: &C,
+        statement: &ParsedStatement,
+        formats: &Format,
+    ) -> PgWireResult<Response> {
+        if let Some(answer) = session_answer(statement) {
+            return Ok(match answer {
+                SessionAnswer::Tag(tag) => Response::Execution(Tag::new(tag)),
+                SessionAnswer::Begin => Response::TransactionStart(Tag::new("BEGIN")),
+                SessionAnswer::End(tag) => Response::TransactionEnd(Tag::new(tag)),
+                SessionAnswer::Rows(schema, batches) => rows_response(&schema, &batches, formats),
+            });
+        }
+        let role = self.role(client);
+        authorize(role, &statement.text).map_err(|reason| {
+            eprintln!("refused: pg: {reason}");
+            user_error(sqlstate(&reason), reason)
+        })?;
+        let node = self.node(client).await?;
+        match node.execute_statement(statement).await {
+            Ok(StatementResult::Rows { schema, batches }) => {
+                Ok(rows_response(&schema, &batches, formats))
+            }
+            Ok(StatementResult::Done { tag }) => Ok(Response::Execution(completion_tag(&tag))),
+            Err(e) => Ok(Response::Error(Box::new(error_info(e.to_string())))),
+        }
+    }
+}
+
+/// `INSERT 0 3` and the like, as pgwire builds them.
+fn completion_tag(tag: &str) -> Tag {
+    let words: Vec<&str> = tag.split(' ').collect();
+    match words.as_slice() {
+        ["INSERT", oid, rows] => match (oid.parse(), rows.parse()) {
+            (Ok(oid), Ok(rows)) => Tag::new("INSERT").with_oid(oid).with_rows(rows),
+            _ => Tag::new(tag),
+        },
+        [command @ .., rows] if rows.parse::<usize>().is_ok() && !command.is_empty() => {
+            Tag::new(&command.join(" ")).with_rows(rows.parse().unwrap_or(0))
+        }
+        _ => Tag::new(tag),
+    }
+}
+
+fn fields(schema: &SchemaRef, formats: &Format) -> Vec<FieldInfo> {
+    schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            FieldInfo::new(
+                f.name().clone(),
+                None,
+                None,
+                pg_type(f.data_type()),
+                formats.format_for(i),
+            )
+        })
+        .collect()
+}
+
+fn rows_response(
+    schema: &SchemaRef,
+    batches: &[arrow::array::RecordBatch],
+    formats: &Format,
+) -> Response {
+    let fields = Arc::new(fields(schema, formats));
+    let mut rows = Vec::new();
+    let mut encoder = DataRowEncoder::new(fields.clone());
+    for batch in batches {
+        for row in 0..batch.num_rows() {
+            let encoded = batch
+                .columns()
+                .iter()
+                .try_for_each(|column| encoder.encode_field(&PgValue::at(column, row)));
+            rows.push(encoded.map(|()| encoder.take_row()));
+        }
+    }
+    Response::Query(QueryResponse::new(fields, stream::iter(rows)))
+}
+
+#[async_trait]
+impl StartupHandler for PgDoor {
+    async fn on_startup<C>(
+        &self,
+        client: &mut C,
+        message: PgWireFrontendMessage,
+    ) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let parameters = DefaultServerParameterProvider::default();
+        match message {
+            PgWireFrontendMessage::Startup(ref startup) => {
+                protocol_negotiation(client, startup).await?;
+                save_startup_parameters_to_metadata(client, startup);
+                client.set_state(PgWireConnectionState::AuthenticationInProgress);
+                if self.server.tokens.enabled() {
+                    client
+                        .send(PgWireBackendMessage::Authentication(
+                            Authentication::CleartextPassword,
+                        ))
+                        .await?;
+                } else {
+                    client
+                        .metadata_mut()
+                        .insert(ROLE_KEY.into(), "admin".into());
+                    finish_authentication(client, &parameters).await?;
+                }
+            }
+            PgWireFrontendMessage::PasswordMessageFamily(password) => {
+                let password = password.into_password()?;
+                match self.server.tokens.role_of(Some(&password.password)) {
+                    Ok(role) => {
+                        client
+                            .metadata_mut()
+                            .insert(ROLE_KEY.into(), role.name().into());
+                        finish_authentication(client, &parameters).await?;
+                    }
+                    Err(reason) => {
+                        let user = client.metadata().get("user").cloned().unwrap_or_default();
+                        eprintln!("refused: pg login of {user:?}: {reason}");
+                        return Err(PgWireError::UserError(Box::new(ErrorInfo::new(
+                            "FATAL".into(),
+                            "28P01".into(),
+                            format!("password authentication failed: {reason}"),
+                        ))));
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl SimpleQueryHandler for PgDoor {
+    async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let statements = match pondra_cluster::parse_sql(query) {
+            Ok(statements) => statements,
+            Err(e) => return Ok(vec![Response::Error(Box::new(error_info(e.to_string())))]),
+        };
+        let mut responses = Vec::new();
+        for statement in &statements {
+            if let Some(copy) = CopyIn::from_statement(statement) {
+                responses.push(self.start_copy(client, copy).await?);
+                break;
+            }
+            let response = match self.run(client, statement, &Format::UnifiedText).await {
+                Ok(response) => response,
+                Err(PgWireError::UserError(info)) => Response::Error(info),
+                Err(e) => return Err(e),
+            };
+            let failed = matches!(response, Response::Error(_));
+            responses.push(response);
+            if failed {
+                break;
+            }
+        }
+        Ok(responses)
+    }
+}
+
+/// A statement of the extended protocol: its text, with `$n` placeholders.
+#[derive(Clone, Debug)]
+pub struct PgStatement {
+    sql: String,
+    parameters: usize,
+}
+
+pub struct NoTypes;
+
+#[async_trait]
+impl QueryParser for NoTypes {
+    type Statement = PgStatement;
+
+    async fn parse_sql<C>(
+        &self,
+        _client: &C,
+        sql: &str,
+        _types: &[Option<Type>],
+    ) -> PgWireResult<Option<PgStatement>>
+    where
+        C: ClientInfo + Unpin + Send + Sync,
+    {
+        Ok(Some(PgStatement {
+            sql: sql.to_string(),
+            parameters: pondra_cluster::placeholder_count(sql),
+        }))
+    }
+
+    fn get_parameter_types(&self, stmt: &PgStatement) -> PgWireResult<Vec<Type>> {
+        Ok(vec![Type::UNKNOWN; stmt.parameters])
+    }
+
+    fn get_result_schema(
+        &self,
+        _stmt: &PgStatement,
+        _column_format: Option<&Format>,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        Ok(Vec::new())
+    }
+}
+
+impl PgDoor {
+    /// The statement of a portal with its parameters in place.
+    fn bound_sql(portal: &Portal<PgStatement>) -> PgWireResult<String> {
+        let literals = (0..portal.parameter_len())
+            .map(|i| parameter_literal(portal, i))
+            .collect::<PgWireResult<Vec<_>>>()?;
+        pondra_cluster::substitute_placeholders(&portal.statement.statement.sql, &literals)
+            .map_err(|e| user_error("42601", e.to_string()))
+    }
+
+    /// The columns a statement returns, planned without running it.
+    async fn describe<C: ClientInfo>(
+        &self,
+        client: &C,
+        sql: &str,
+        formats: &Format,
+    ) -> PgWireResult<Vec<FieldInfo>> {
+        let statements =
+            pondra_cluster::parse_sql(sql).map_err(|e| user_error("42601", e.to_string()))?;
+        if let Some(statement) = statements.last()
+            && let Some(SessionAnswer::Rows(schema, _)) = session_answer(statement)
+        {
+            return Ok(fields(&schema, formats));
+        }
+        let node = self.node(client).await?;
+        match node.result_schema(sql) {
+            Ok(Some(schema)) => Ok(fields(&schema, formats)),
+            Ok(None) => Ok(Vec::new()),
+            Err(e) => Err(PgWireError::UserError(Box::new(error_info(e.to_string())))),
+        }
+    }
+}
+
+#[async_trait]
+impl ExtendedQueryHandler for PgDoor {
+    type Statement = PgStatement;
+    type QueryParser = NoTypes;
+
+    fn query_parser(&self) -> Arc<NoTypes> {
+        Arc::new(NoTypes)
+    }
+
+    async fn do_describe_statement<C>(
+        &self,
+        client: &mut C,
+        target: &StoredStatement<PgStatement>,
+    ) -> PgWireResult<DescribeStatementResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = PgStatement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let count = target
+            .statement
+            .parameters
+            .max(target.parameter_types.len());
+        let types: Vec<Type> = (0..count)
+            .map(|i| {
+                target
+                    .parameter_types
+                    .get(i)
+                    .cloned()
+                    .flatten()
+                    .unwrap_or(Type::UNKNOWN)
+            })
+            .collect();
+        // Without values, parameters plan as NULLs.
+        let nulls = vec!["NULL".to_string(); count];
+        let sql = pondra_cluster::substitute_placeholders(&target.statement.sql, &nulls)
+            .map_err(|e| user_error("42601", e.to_string()))?;
+        let fields = self.describe(client, &sql, &Format::UnifiedBinary).await?;
+        Ok(DescribeStatementResponse::new(types, fields))
+    }
+
+    async fn do_describe_portal<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<PgStatement>,
+    ) -> PgWireResult<DescribePortalResponse>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = PgStatement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let sql = Self::bound_sql(portal)?;
+        let fields = self
+            .describe(client, &sql, &portal.result_column_format)
+            .await?;
+        Ok(DescribePortalResponse::new(fields))
+    }
+
+    async fn do_query<C>(
+        &self,
+        client: &mut C,
+        portal: &Portal<PgStatement>,
+        _max_rows: usize,
+    ) -> PgWireResult<Response>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = PgStatement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let sql = Self::bound_sql(portal)?;
+        let statements =
+            pondra_cluster::parse_sql(&sql).map_err(|e| user_error("42601", e.to_string()))?;
+        let [statement] = statements.as_slice() else {
+            if statements.is_empty() {
+                return Ok(Response::EmptyQuery);
+            }
+            return Err(user_error(
+                "42601",
+                "a prepared statement holds one statement",
+            ));
+        };
+        if let Some(copy) = CopyIn::from_statement(statement) {
+            return self.start_copy(client, copy).await;
+        }
+        match self
+            .run(client, statement, &portal.result_column_format)
+            .await?
+        {
+            Response::Error(info) => Err(PgWireError::UserError(info)),
+            response => Ok(response),
+        }
+    }
+}
+
+#[async_trait]
+impl CopyHandler for PgDoor {
+    async fn on_copy_data<C>(&self, client: &mut C, copy_data: CopyData) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        session::copy_state(client).push(&copy_data.data);
+        Ok(())
+    }
+
+    async fn on_copy_done<C>(&self, client: &mut C, _done: CopyDone) -> PgWireResult<()>
+    where
+        C: ClientInfo + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        let copy = session::copy_state(client).take().ok_or_else(|| {
+            user_error("08P01", "COPY data arrived with no COPY FROM STDIN running")
+        })?;
+        let node = self.node(client).await?;
+        let rows = copy
+            .finish(&node)
+            .await
+            .map_err(|e| PgWireError::UserError(Box::new(error_info(e))))?;
+        client
+            .send(PgWireBackendMessage::CommandComplete(
+                Tag::new("COPY").with_rows(rows).into(),
+            ))
+            .await?;
+        Ok(())
+    }
+}
+
+impl PgDoor {
+    /// Answers `COPY t FROM STDIN`: the client then streams the rows.
+    async fn start_copy<C: ClientInfo>(&self, client: &C, copy: CopyIn) -> PgWireResult<Response> {
+        if self.role(client) < Role::Write {
+            let reason = format!(
+                "permission denied: a {} token cannot COPY rows in (it needs write)",
+                self.role(client).name()
+            );
+            eprintln!("refused: pg: {reason}");
+            return Err(user_error("42501", reason));
+        }
+        let node = self.node(client).await?;
+        let columns = copy
+            .column_count(&node)
+            .map_err(|e| user_error(sqlstate(&e), e))?;
+        session::copy_state(client).start(copy);
+        Ok(Response::CopyIn(pgwire::api::results::CopyResponse::new(
+            0,
+            columns,
+            stream::empty(),
+        )))
+    }
+}
