@@ -146,3 +146,10 @@ pub fn curl(args: &[&str]) -> (String, u16) {
     let (body, status) = text.rsplit_once('\n').expect("curl prints the status");
     (body.to_string(), status.trim().parse().expect("a status"))
 }
+
+/// The Python that has the client libraries the tests use (psycopg, adbc_driver_flightsql,
+/// pyarrow): `PONDRA_TEST_PYTHON`, which `.ci/run` sets to its virtualenv, else `python3`.
+pub fn python() -> Command {
+    let python = std::env::var("PONDRA_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
+    Command::new(python)
+}

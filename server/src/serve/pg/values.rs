@@ -173,7 +173,7 @@ fn interval_text(i: &IntervalMonthDayNano) -> String {
         let (s, us) = (rest / 1_000_000, rest % 1_000_000);
         let mut time = format!("{sign}{h:02}:{min:02}:{s:02}");
         if us != 0 {
-            time.push_str(&format!(".{us:06}").trim_end_matches('0').to_string());
+            time.push_str(format!(".{us:06}").trim_end_matches('0'));
         }
         parts.push(time);
     }

@@ -1,0 +1,70 @@
+"""psycopg against `pondra serve`: parameters, executemany, COPY, binary results, errors.
+
+Usage: psycopg_client.py PORT. Exits non-zero on the first mismatch.
+"""
+
+import datetime
+import decimal
+import sys
+
+import psycopg
+
+port = int(sys.argv[1])
+connect = dict(host="127.0.0.1", port=port, user="analyst", dbname="lake")
+
+with psycopg.connect(**connect, autocommit=True) as conn:
+    cur = conn.cursor()
+    cur.execute("CREATE TABLE people (id INT, name VARCHAR, score DECIMAL(10,2), born DATE)")
+    cur.execute(
+        "INSERT INTO people VALUES (%s, %s, %s, %s)",
+        (1, "ann's", decimal.Decimal("9.50"), datetime.date(1990, 5, 17)),
+    )
+    cur.executemany(
+        "INSERT INTO people VALUES (%s, %s, %s, %s)",
+        [(2, "bob", None, None), (3, "cy", decimal.Decimal("7.25"), datetime.date(2000, 1, 1))],
+    )
+    cur.execute("SELECT id, name, score, born FROM people WHERE id >= %s ORDER BY id", (2,))
+    rows = cur.fetchall()
+    assert rows == [
+        (2, "bob", None, None),
+        (3, "cy", decimal.Decimal("7.25"), datetime.date(2000, 1, 1)),
+    ], rows
+    assert [d.name for d in cur.description] == ["id", "name", "score", "born"]
+
+    with cur.copy("COPY people (id, name) FROM STDIN") as copy:
+        copy.write_row((4, "dee"))
+        copy.write_row((5, None))
+    cur.execute("SELECT count(*), max(id), count(name) FROM people")
+    assert cur.fetchone() == (5, 5, 4)
+
+    # A parameter is a value, never SQL.
+    cur.execute("SELECT id FROM people WHERE name = %s", ("ann's",))
+    assert cur.fetchall() == [(1,)]
+    cur.execute("SELECT count(*) FROM people WHERE name = %s", ("x' OR '1'='1",))
+    assert cur.fetchone() == (0,)
+
+    try:
+        cur.execute("SELECT * FROM missing")
+        raise AssertionError("a missing table must fail")
+    except psycopg.errors.UndefinedTable as e:
+        assert "table missing does not exist" in str(e), e
+
+with psycopg.connect(**connect) as conn:
+    cur = conn.cursor(binary=True)
+    cur.execute(
+        "SELECT id, name, score, born, CAST(1.5 AS DOUBLE), true, TIMESTAMP '2024-01-02 03:04:05.25' "
+        "FROM people WHERE id = 1"
+    )
+    row = cur.fetchone()
+    assert row == (
+        1,
+        "ann's",
+        decimal.Decimal("9.50"),
+        datetime.date(1990, 5, 17),
+        1.5,
+        True,
+        datetime.datetime(2024, 1, 2, 3, 4, 5, 250000),
+    ), row
+    conn.commit()
+
+print("ok")

@@ -1,0 +1,184 @@
+//! `pondra serve`'s Postgres door, used with psql and Python's psycopg.
+
+mod common;
+
+use std::process::Command;
+
+use common::{Served, python};
+
+/// Runs psql against the served lake with `args`; returns stdout, stderr and success.
+fn psql(served: &Served, password: Option<&str>, args: &[&str]) -> (String, String, bool) {
+    let (host, port) = served.doors["pg"].rsplit_once(':').unwrap();
+    let mut command = Command::new("psql");
+    command
+        .args([
+            "-h",
+            host,
+            "-p",
+            port,
+            "-U",
+            "analyst",
+            "-d",
+            "lake",
+            "-X",
+            "-v",
+            "ON_ERROR_STOP=1",
+        ])
+        .args(args)
+        .env("PGCONNECT_TIMEOUT", "10")
+        .env_remove("PGPASSWORD");
+    if let Some(password) = password {
+        command.env("PGPASSWORD", password);
+    }
+    let output = command.output().expect("run psql (postgresql-client)");
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+        output.status.success(),
+    )
+}
+
+#[test]
+fn psql_runs_statements_and_copy() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(dir.path(), &[]);
+    let (out, err, ok) = psql(
+        &served,
+        None,
+        &[
+            "-c",
+            "CREATE TABLE t (id INT, name VARCHAR, amount DECIMAL(10,2), d DATE, b BOOLEAN)",
+            "-c",
+            "INSERT INTO t VALUES (1, 'a', 1.50, '2024-01-02', true), (2, NULL, NULL, NULL, NULL)",
+            "-c",
+            "SELECT * FROM t ORDER BY id",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert!(out.contains("CREATE TABLE\nINSERT 0 2\n"), "{out}");
+    assert!(
+        out.contains("  1 | a    |   1.50 | 2024-01-02 | t\n"),
+        "{out}"
+    );
+    assert!(out.contains("(2 rows)"), "{out}");
+
+    let copy = served.doors["pg"].clone();
+    let (host, port) = copy.rsplit_once(':').unwrap();
+    let mut child = Command::new("psql")
+        .args([
+            "-h",
+            host,
+            "-p",
+            port,
+            "-U",
+            "analyst",
+            "-d",
+            "lake",
+            "-X",
+            "-c",
+            "COPY t FROM STDIN",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"3\tc\t3.25\t2024-03-04\tf\n4\td\\te\t\\N\t\\N\tt\n")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "COPY 2\n");
+
+    let (out, _, ok) = psql(
+        &served,
+        None,
+        &[
+            "-A",
+            "-t",
+            "-c",
+            "SELECT id, name, b FROM t WHERE id > 2 ORDER BY id",
+        ],
+    );
+    assert!(ok);
+    assert_eq!(out, "3|c|f\n4|d\te|t\n");
+    let (_, err, ok) = psql(&served, None, &["-c", "SELECT nope FROM t"]);
+    assert!(!ok);
+    assert!(err.contains("column \"nope\" does not exist"), "{err}");
+}
+
+#[test]
+fn psycopg_parameters_copy_and_binary_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(dir.path(), &[]);
+    let port = served.doors["pg"].rsplit_once(':').unwrap().1.to_string();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/psycopg_client.py");
+    let output = python().arg(script).arg(&port).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn tokens_are_postgres_passwords() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(
+        dir.path(),
+        &[
+            "--token-read",
+            "r-secret",
+            "--token-write",
+            "w-secret",
+            "--token-admin",
+            "a-secret",
+        ],
+    );
+    let (_, err, ok) = psql(&served, None, &["-w", "-c", "SELECT 1"]);
+    assert!(!ok, "no password must be refused");
+    assert!(err.contains("password"), "{err}");
+    let (_, err, ok) = psql(&served, Some("wrong"), &["-c", "SELECT 1"]);
+    assert!(!ok);
+    assert!(err.contains("password authentication failed"), "{err}");
+    let (_, err, ok) = psql(&served, Some("w-secret"), &["-c", "CREATE TABLE t (a INT)"]);
+    assert!(!ok);
+    assert!(
+        err.contains("a write token cannot run this statement"),
+        "{err}"
+    );
+    let (_, err, ok) = psql(&served, Some("a-secret"), &["-c", "CREATE TABLE t (a INT)"]);
+    assert!(ok, "{err}");
+    let (_, err, ok) = psql(
+        &served,
+        Some("r-secret"),
+        &["-c", "INSERT INTO t VALUES (1)"],
+    );
+    assert!(!ok);
+    assert!(
+        err.contains("a read token cannot run this statement"),
+        "{err}"
+    );
+    let (_, err, ok) = psql(
+        &served,
+        Some("w-secret"),
+        &["-c", "INSERT INTO t VALUES (1)"],
+    );
+    assert!(ok, "{err}");
+    let (out, err, ok) = psql(
+        &served,
+        Some("r-secret"),
+        &["-A", "-t", "-c", "SELECT count(*) FROM t"],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out, "1\n");
+}
