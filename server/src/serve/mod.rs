@@ -3,8 +3,10 @@
 
 pub mod auth;
 mod encode;
+mod flight;
 mod http;
 mod lakes;
+mod literal;
 mod pg;
 
 use std::net::SocketAddr;
@@ -66,6 +68,9 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let pg = bind(&options.host, options.pg_port, "pg").await?;
     let pg_task = tokio::spawn(pg::run(pg, server.clone(), stopped.clone()));
 
+    let flight = bind(&options.host, options.flight_port, "flight").await?;
+    let flight_task = tokio::spawn(flight::run(flight, server.clone(), stopped.clone()));
+
     println!("ready");
     wait_for_signal().await;
     eprintln!("shutting down");
@@ -74,6 +79,9 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         eprintln!("http: {e}");
     }
     let _ = pg_task.await;
+    if let Ok(Err(e)) = flight_task.await {
+        eprintln!("flight: {e}");
+    }
     server.lakes.close().await;
     Ok(())
 }

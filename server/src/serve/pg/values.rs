@@ -16,6 +16,8 @@ use pgwire::types::ToSqlText;
 use pgwire::types::format::FormatOptions;
 use postgres_types::{IsNull, ToSql, to_sql_checked};
 
+use crate::serve::literal::quote_literal;
+
 /// Days from 1970-01-01 to 2000-01-01, Postgres's epoch for binary dates and timestamps.
 const PG_EPOCH_DAYS: i64 = 10_957;
 const PG_EPOCH_MICROS: i64 = PG_EPOCH_DAYS * 86_400_000_000;
@@ -401,11 +403,6 @@ pub fn parameter_literal<S: Clone>(portal: &Portal<S>, index: usize) -> PgWireRe
         Type::TIMESTAMP | Type::TIMESTAMPTZ => format!("TIMESTAMP {}", quote_literal(text)),
         _ => quote_literal(text),
     })
-}
-
-/// `text` as a SQL string literal.
-pub fn quote_literal(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
 }
 
 #[cfg(test)]

@@ -1,0 +1,666 @@
+//! The Arrow Flight SQL door (arrow-flight): statements, prepared statements with parameters,
+//! catalog metadata and bulk ingest, with the bearer token of every call checked.
+
+use std::collections::HashMap;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::{DataType, Schema, SchemaRef};
+use arrow_flight::decode::FlightRecordBatchStream;
+use arrow_flight::encode::FlightDataEncoderBuilder;
+use arrow_flight::flight_service_server::{FlightService, FlightServiceServer};
+use arrow_flight::sql::metadata::{SqlInfoData, SqlInfoDataBuilder};
+use arrow_flight::sql::server::{FlightSqlService, PeekableFlightDataStream};
+use arrow_flight::sql::{
+    ActionClosePreparedStatementRequest, ActionCreatePreparedStatementRequest,
+    ActionCreatePreparedStatementResult, Any, CommandGetCatalogs, CommandGetDbSchemas,
+    CommandGetSqlInfo, CommandGetTableTypes, CommandGetTables, CommandPreparedStatementQuery,
+    CommandPreparedStatementUpdate, CommandStatementIngest, CommandStatementQuery,
+    CommandStatementUpdate, DoPutPreparedStatementResult, ProstMessageExt, SqlInfo,
+    TicketStatementQuery,
+};
+use arrow_flight::{
+    Action, FlightDescriptor, FlightEndpoint, FlightInfo, IpcMessage, SchemaAsIpc, Ticket,
+};
+use futures::{Stream, TryStreamExt};
+use pondra_cluster::{Node, StatementResult};
+use prost::Message;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tonic::{Request, Response, Status};
+
+use super::Server;
+use super::auth::{Role, authorize};
+use super::literal::arrow_literal;
+
+/// The catalog and schema every table is listed under.
+const CATALOG: &str = "pondra";
+const SCHEMA: &str = "main";
+
+pub async fn run(
+    listener: TcpListener,
+    server: Arc<Server>,
+    mut stop: watch::Receiver<bool>,
+) -> Result<(), String> {
+    let door = FlightDoor {
+        server,
+        prepared: Default::default(),
+        next_handle: Default::default(),
+    };
+    let incoming = tonic::transport::server::TcpIncoming::from(listener);
+    tonic::transport::Server::builder()
+        .add_service(FlightServiceServer::new(door))
+        .serve_with_incoming_shutdown(incoming, async move {
+            let _ = stop.wait_for(|s| *s).await;
+        })
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// A prepared statement: its SQL, and its parameters' values once bound.
+#[derive(Clone)]
+struct Prepared {
+    sql: String,
+    parameters: Vec<String>,
+}
+
+pub struct FlightDoor {
+    server: Arc<Server>,
+    prepared: Mutex<HashMap<String, Prepared>>,
+    next_handle: std::sync::atomic::AtomicU64,
+}
+
+type DoGetStream = Pin<Box<dyn Stream<Item = Result<arrow_flight::FlightData, Status>> + Send>>;
+
+fn failed(e: impl ToString) -> Status {
+    Status::invalid_argument(e.to_string())
+}
+
+impl FlightDoor {
+    /// The role the request's bearer token grants; refusals are logged.
+    fn role<T>(&self, request: &Request<T>) -> Result<Role, Status> {
+        let token = request
+            .metadata()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer ").or(v.strip_prefix("bearer ")));
+        self.server.tokens.role_of(token).map_err(|reason| {
+            eprintln!("refused: flight: {reason}");
+            Status::unauthenticated(reason)
+        })
+    }
+
+    /// Checks that the request's token may run `sql`.
+    fn authorize<T>(&self, request: &Request<T>, sql: &str) -> Result<(), Status> {
+        let role = self.role(request)?;
+        authorize(role, sql).map_err(|reason| {
+            eprintln!("refused: flight: {reason}");
+            if reason.starts_with("permission denied") {
+                Status::permission_denied(reason)
+            } else {
+                failed(reason)
+            }
+        })
+    }
+
+    async fn node<T>(&self, request: &Request<T>) -> Result<Arc<Node>, Status> {
+        let database = request
+            .metadata()
+            .get("database")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        self.server
+            .lakes
+            .node(database.as_deref())
+            .await
+            .map_err(failed)
+    }
+
+    fn prepared(&self, handle: &[u8]) -> Result<Prepared, Status> {
+        let handle = String::from_utf8_lossy(handle).into_owned();
+        self.prepared
+            .lock()
+            .expect("prepared lock")
+            .get(&handle)
+            .cloned()
+            .ok_or_else(|| Status::not_found(format!("no prepared statement {handle}")))
+    }
+
+    /// The statement with its parameters (NULL where none are bound yet).
+    fn bound(prepared: &Prepared) -> Result<String, Status> {
+        let count = pondra_cluster::placeholder_count(&prepared.sql);
+        let mut values = prepared.parameters.clone();
+        values.resize(count.max(values.len()), "NULL".into());
+        pondra_cluster::substitute_placeholders(&prepared.sql, &values).map_err(failed)
+    }
+
+    /// The columns of `sql`'s rows, planned without running it (none for other statements).
+    fn schema_of(node: &Node, sql: &str) -> Result<Schema, Status> {
+        match node.result_schema(sql) {
+            Ok(Some(schema)) => Ok(schema.as_ref().clone()),
+            Ok(None) => Ok(Schema::empty()),
+            Err(e) => Err(failed(e)),
+        }
+    }
+
+    /// A FlightInfo whose one endpoint's ticket is `ticket`.
+    fn info(
+        schema: &Schema,
+        ticket: Any,
+        descriptor: FlightDescriptor,
+    ) -> Result<FlightInfo, Status> {
+        let endpoint = FlightEndpoint::new().with_ticket(Ticket {
+            ticket: ticket.encode_to_vec().into(),
+        });
+        Ok(FlightInfo::new()
+            .try_with_schema(schema)
+            .map_err(failed)?
+            .with_endpoint(endpoint)
+            .with_descriptor(descriptor))
+    }
+
+    /// A query's FlightInfo, whose ticket runs it; any other statement runs now (clients may
+    /// never fetch a result they expect to be empty) and its FlightInfo has no endpoint.
+    async fn plan_or_run(
+        node: &Node,
+        sql: &str,
+        ticket: Any,
+        request: Request<FlightDescriptor>,
+    ) -> Result<FlightInfo, Status> {
+        match node.result_schema(sql).map_err(failed)? {
+            Some(schema) => Self::info(&schema, ticket, request.into_inner()),
+            None => {
+                let changed = Self::run_update(node, sql).await?;
+                Ok(FlightInfo::new()
+                    .try_with_schema(&Schema::empty())
+                    .map_err(failed)?
+                    .with_descriptor(request.into_inner())
+                    .with_total_records(changed))
+            }
+        }
+    }
+
+    /// Runs `sql` and streams its last statement's rows.
+    async fn run_to_stream(node: &Node, sql: &str) -> Result<DoGetStream, Status> {
+        let results = node.execute(sql).await.map_err(failed)?;
+        let (schema, batches) = match results.into_iter().last() {
+            Some(StatementResult::Rows { schema, batches }) => (schema, batches),
+            _ => (Arc::new(Schema::empty()), Vec::new()),
+        };
+        Ok(batches_stream(schema, batches))
+    }
+
+    /// Runs a statement that returns no rows; returns the rows it changed.
+    async fn run_update(node: &Node, sql: &str) -> Result<i64, Status> {
+        let results = node.execute(sql).await.map_err(failed)?;
+        Ok(match results.into_iter().last() {
+            Some(StatementResult::Done { tag }) => tag
+                .rsplit(' ')
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0),
+            _ => 0,
+        })
+    }
+}
+
+fn batches_stream(schema: SchemaRef, batches: Vec<RecordBatch>) -> DoGetStream {
+    let stream = FlightDataEncoderBuilder::new()
+        .with_schema(schema)
+        .build(futures::stream::iter(batches.into_iter().map(Ok)))
+        .map_err(Status::from);
+    Box::pin(stream)
+}
+
+/// The record batches a client put.
+async fn put_batches(stream: PeekableFlightDataStream) -> Result<Vec<RecordBatch>, Status> {
+    // The peeked first message (descriptor and schema) must stay in the stream.
+    let flight_data = stream
+        .into_peekable()
+        .map_err(|e| arrow_flight::error::FlightError::Tonic(Box::new(e)));
+    FlightRecordBatchStream::new_from_flight_data(flight_data)
+        .try_collect()
+        .await
+        .map_err(failed)
+}
+
+/// Each row of `batches` as SQL literals, one per column.
+fn parameter_rows(batches: &[RecordBatch]) -> Result<Vec<Vec<String>>, Status> {
+    let mut rows = Vec::new();
+    for batch in batches {
+        for row in 0..batch.num_rows() {
+            rows.push(
+                batch
+                    .columns()
+                    .iter()
+                    .map(|c| arrow_literal(c, row))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(failed)?,
+            );
+        }
+    }
+    Ok(rows)
+}
+
+fn sql_info() -> SqlInfoData {
+    let mut builder = SqlInfoDataBuilder::new();
+    builder.append(SqlInfo::FlightSqlServerName, "Pondra");
+    builder.append(SqlInfo::FlightSqlServerVersion, env!("CARGO_PKG_VERSION"));
+    builder.append(SqlInfo::FlightSqlServerArrowVersion, "1.3");
+    builder.append(SqlInfo::FlightSqlServerReadOnly, false);
+    builder.append(SqlInfo::FlightSqlServerSql, true);
+    builder.append(SqlInfo::FlightSqlServerSubstrait, false);
+    builder.append(SqlInfo::FlightSqlServerTransaction, 0i32);
+    builder.append(SqlInfo::FlightSqlServerCancel, false);
+    builder.append(SqlInfo::FlightSqlServerStatementTimeout, 0i32);
+    builder.append(SqlInfo::FlightSqlServerTransactionTimeout, 0i32);
+    builder.build().expect("SQL info")
+}
+
+#[tonic::async_trait]
+impl FlightSqlService for FlightDoor {
+    type FlightService = FlightDoor;
+
+    async fn get_flight_info_statement(
+        &self,
+        query: CommandStatementQuery,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.authorize(&request, &query.query)?;
+        let node = self.node(&request).await?;
+        let ticket = TicketStatementQuery {
+            statement_handle: query.query.clone().into_bytes().into(),
+        };
+        let info = Self::plan_or_run(&node, &query.query, ticket.as_any(), request).await?;
+        Ok(Response::new(info))
+    }
+
+    async fn do_get_statement(
+        &self,
+        ticket: TicketStatementQuery,
+        request: Request<Ticket>,
+    ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        let sql = String::from_utf8(ticket.statement_handle.to_vec()).map_err(failed)?;
+        self.authorize(&request, &sql)?;
+        let node = self.node(&request).await?;
+        Ok(Response::new(Self::run_to_stream(&node, &sql).await?))
+    }
+
+    async fn do_put_statement_update(
+        &self,
+        command: CommandStatementUpdate,
+        request: Request<PeekableFlightDataStream>,
+    ) -> Result<i64, Status> {
+        self.authorize(&request, &command.query)?;
+        let node = self.node(&request).await?;
+        Self::run_update(&node, &command.query).await
+    }
+
+    async fn do_action_create_prepared_statement(
+        &self,
+        query: ActionCreatePreparedStatementRequest,
+        request: Request<Action>,
+    ) -> Result<ActionCreatePreparedStatementResult, Status> {
+        self.role(&request)?;
+        let node = self.node(&request).await?;
+        let prepared = Prepared {
+            sql: query.query,
+            parameters: Vec::new(),
+        };
+        let schema = Self::schema_of(&node, &Self::bound(&prepared)?)?;
+        let IpcMessage(dataset_schema) = SchemaAsIpc::new(&schema, &Default::default())
+            .try_into()
+            .map_err(failed)?;
+        let handle = format!(
+            "p{}",
+            self.next_handle
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        self.prepared
+            .lock()
+            .expect("prepared lock")
+            .insert(handle.clone(), prepared);
+        Ok(ActionCreatePreparedStatementResult {
+            prepared_statement_handle: handle.into_bytes().into(),
+            dataset_schema,
+            parameter_schema: Default::default(),
+        })
+    }
+
+    async fn do_put_prepared_statement_query(
+        &self,
+        query: CommandPreparedStatementQuery,
+        request: Request<PeekableFlightDataStream>,
+    ) -> Result<DoPutPreparedStatementResult, Status> {
+        self.role(&request)?;
+        let batches = put_batches(request.into_inner()).await?;
+        let rows = parameter_rows(&batches)?;
+        let handle = String::from_utf8_lossy(&query.prepared_statement_handle).into_owned();
+        let mut prepared = self.prepared.lock().expect("prepared lock");
+        let statement = prepared
+            .get_mut(&handle)
+            .ok_or_else(|| Status::not_found(format!("no prepared statement {handle}")))?;
+        statement.parameters = match rows.as_slice() {
+            [] => Vec::new(),
+            [row] => row.clone(),
+            _ => {
+                return Err(Status::invalid_argument(
+                    "a query takes one row of parameters",
+                ));
+            }
+        };
+        Ok(DoPutPreparedStatementResult {
+            prepared_statement_handle: Some(query.prepared_statement_handle),
+        })
+    }
+
+    async fn get_flight_info_prepared_statement(
+        &self,
+        command: CommandPreparedStatementQuery,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        let prepared = self.prepared(&command.prepared_statement_handle)?;
+        let sql = Self::bound(&prepared)?;
+        self.authorize(&request, &sql)?;
+        let node = self.node(&request).await?;
+        let info = Self::plan_or_run(&node, &sql, command.as_any(), request).await?;
+        Ok(Response::new(info))
+    }
+
+    async fn do_get_prepared_statement(
+        &self,
+        command: CommandPreparedStatementQuery,
+        request: Request<Ticket>,
+    ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        let prepared = self.prepared(&command.prepared_statement_handle)?;
+        let sql = Self::bound(&prepared)?;
+        self.authorize(&request, &sql)?;
+        let node = self.node(&request).await?;
+        Ok(Response::new(Self::run_to_stream(&node, &sql).await?))
+    }
+
+    async fn do_put_prepared_statement_update(
+        &self,
+        command: CommandPreparedStatementUpdate,
+        request: Request<PeekableFlightDataStream>,
+    ) -> Result<i64, Status> {
+        let prepared = self.prepared(&command.prepared_statement_handle)?;
+        let node = self.node(&request).await?;
+        let role = self.role(&request)?;
+        let batches = put_batches(request.into_inner()).await?;
+        let rows = parameter_rows(&batches)?;
+        // With no parameters the statement runs once; with rows of them, once per row.
+        let runs: Vec<Vec<String>> = if rows.is_empty() {
+            vec![Vec::new()]
+        } else {
+            rows
+        };
+        let mut changed = 0;
+        for parameters in runs {
+            let sql = Self::bound(&Prepared {
+                sql: prepared.sql.clone(),
+                parameters,
+            })?;
+            authorize(role, &sql).map_err(|reason| {
+                eprintln!("refused: flight: {reason}");
+                Status::permission_denied(reason)
+            })?;
+            changed += Self::run_update(&node, &sql).await?;
+        }
+        Ok(changed)
+    }
+
+    async fn do_action_close_prepared_statement(
+        &self,
+        query: ActionClosePreparedStatementRequest,
+        _request: Request<Action>,
+    ) -> Result<(), Status> {
+        let handle = String::from_utf8_lossy(&query.prepared_statement_handle).into_owned();
+        self.prepared.lock().expect("prepared lock").remove(&handle);
+        Ok(())
+    }
+
+    async fn do_put_statement_ingest(
+        &self,
+        command: CommandStatementIngest,
+        request: Request<PeekableFlightDataStream>,
+    ) -> Result<i64, Status> {
+        use arrow_flight::sql::{TableExistsOption, TableNotExistOption};
+        let role = self.role(&request)?;
+        if role < Role::Write {
+            eprintln!(
+                "refused: flight ingest: a {} token cannot write",
+                role.name()
+            );
+            return Err(Status::permission_denied(format!(
+                "permission denied: a {} token cannot ingest rows (it needs write)",
+                role.name()
+            )));
+        }
+        let node = self.node(&request).await?;
+        let batches = put_batches(request.into_inner()).await?;
+        let table = command.table.clone();
+        let options = command.table_definition_options.unwrap_or_default();
+        let exists = node.snapshot().table(&table).is_some();
+        if exists && options.if_exists == TableExistsOption::Fail as i32 {
+            return Err(Status::already_exists(format!(
+                "table {table} already exists"
+            )));
+        }
+        if exists && options.if_exists == TableExistsOption::Replace as i32 {
+            return Err(Status::unimplemented("ingest that replaces a table"));
+        }
+        if !exists {
+            if options.if_not_exist == TableNotExistOption::Fail as i32 {
+                return Err(Status::not_found(format!("table {table} does not exist")));
+            }
+            if role < Role::Admin {
+                eprintln!(
+                    "refused: flight ingest: a {} token cannot create",
+                    role.name()
+                );
+                return Err(Status::permission_denied(format!(
+                    "permission denied: a {} token cannot create table {table} (it needs admin)",
+                    role.name()
+                )));
+            }
+            let schema = batches
+                .first()
+                .map(|b| b.schema())
+                .ok_or_else(|| failed("an ingest that creates a table needs rows"))?;
+            node.execute(&create_table_sql(&table, &schema)?)
+                .await
+                .map_err(failed)?;
+        }
+        match node.append(&table, &batches, None).await.map_err(failed)? {
+            pondra_cluster::AppendOutcome::Appended(rows) => Ok(rows as i64),
+            pondra_cluster::AppendOutcome::Duplicate => Ok(0),
+        }
+    }
+
+    async fn get_flight_info_sql_info(
+        &self,
+        query: CommandGetSqlInfo,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.role(&request)?;
+        let schema = query.clone().into_builder(&sql_info()).schema();
+        let info = Self::info(&schema, query.as_any(), request.into_inner())?;
+        Ok(Response::new(info))
+    }
+
+    async fn do_get_sql_info(
+        &self,
+        query: CommandGetSqlInfo,
+        request: Request<Ticket>,
+    ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        self.role(&request)?;
+        let info = sql_info();
+        let builder = query.into_builder(&info);
+        let schema = builder.schema();
+        let batch = builder.build().map_err(failed)?;
+        Ok(Response::new(batches_stream(schema, vec![batch])))
+    }
+
+    async fn get_flight_info_catalogs(
+        &self,
+        query: CommandGetCatalogs,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.role(&request)?;
+        let schema = query.clone().into_builder().schema();
+        let info = Self::info(&schema, query.as_any(), request.into_inner())?;
+        Ok(Response::new(info))
+    }
+
+    async fn do_get_catalogs(
+        &self,
+        query: CommandGetCatalogs,
+        request: Request<Ticket>,
+    ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        self.role(&request)?;
+        let mut builder = query.into_builder();
+        builder.append(CATALOG);
+        let schema = builder.schema();
+        let batch = builder.build().map_err(failed)?;
+        Ok(Response::new(batches_stream(schema, vec![batch])))
+    }
+
+    async fn get_flight_info_schemas(
+        &self,
+        query: CommandGetDbSchemas,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.role(&request)?;
+        let schema = query.clone().into_builder().schema();
+        let info = Self::info(&schema, query.as_any(), request.into_inner())?;
+        Ok(Response::new(info))
+    }
+
+    async fn do_get_schemas(
+        &self,
+        query: CommandGetDbSchemas,
+        request: Request<Ticket>,
+    ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        self.role(&request)?;
+        let mut builder = query.into_builder();
+        builder.append(CATALOG, SCHEMA);
+        let schema = builder.schema();
+        let batch = builder.build().map_err(failed)?;
+        Ok(Response::new(batches_stream(schema, vec![batch])))
+    }
+
+    async fn get_flight_info_tables(
+        &self,
+        query: CommandGetTables,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.role(&request)?;
+        let schema = query.clone().into_builder().schema();
+        let info = Self::info(&schema, query.as_any(), request.into_inner())?;
+        Ok(Response::new(info))
+    }
+
+    async fn do_get_tables(
+        &self,
+        query: CommandGetTables,
+        request: Request<Ticket>,
+    ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        self.role(&request)?;
+        let node = self.node(&request).await?;
+        let snapshot = node.snapshot();
+        let mut builder = query.into_builder();
+        for table in snapshot.tables.values() {
+            let (kind, schema) = match (table.is_view(), table.is_materialized_view()) {
+                (false, false) => ("TABLE", table.arrow_schema()),
+                _ => {
+                    let kind = if table.is_view() {
+                        "VIEW"
+                    } else {
+                        "MATERIALIZED VIEW"
+                    };
+                    let schema = node
+                        .result_schema(&format!("SELECT * FROM \"{}\"", table.name))
+                        .ok()
+                        .flatten()
+                        .unwrap_or_else(|| Arc::new(Schema::empty()));
+                    (kind, schema)
+                }
+            };
+            builder
+                .append(CATALOG, SCHEMA, &table.name, kind, &schema)
+                .map_err(failed)?;
+        }
+        let schema = builder.schema();
+        let batch = builder.build().map_err(failed)?;
+        Ok(Response::new(batches_stream(schema, vec![batch])))
+    }
+
+    async fn get_flight_info_table_types(
+        &self,
+        query: CommandGetTableTypes,
+        request: Request<FlightDescriptor>,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.role(&request)?;
+        let schema = Arc::new(Schema::new(vec![arrow::datatypes::Field::new(
+            "table_type",
+            DataType::Utf8,
+            false,
+        )]));
+        let info = Self::info(&schema, query.as_any(), request.into_inner())?;
+        Ok(Response::new(info))
+    }
+
+    async fn do_get_table_types(
+        &self,
+        _query: CommandGetTableTypes,
+        request: Request<Ticket>,
+    ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
+        self.role(&request)?;
+        let schema = Arc::new(Schema::new(vec![arrow::datatypes::Field::new(
+            "table_type",
+            DataType::Utf8,
+            false,
+        )]));
+        let types = arrow::array::StringArray::from(vec!["MATERIALIZED VIEW", "TABLE", "VIEW"]);
+        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(types)]).map_err(failed)?;
+        Ok(Response::new(batches_stream(schema, vec![batch])))
+    }
+
+    async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
+}
+
+/// `CREATE TABLE` for rows of `schema`, in the nearest types Pondra stores.
+fn create_table_sql(table: &str, schema: &Schema) -> Result<String, Status> {
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let sql_type = match f.data_type() {
+                DataType::Boolean => "BOOLEAN".to_string(),
+                DataType::Int8 | DataType::Int16 | DataType::Int32 => "INTEGER".into(),
+                DataType::Int64 | DataType::UInt8 | DataType::UInt16 | DataType::UInt32 => {
+                    "BIGINT".into()
+                }
+                DataType::Float16 | DataType::Float32 | DataType::Float64 => "DOUBLE".into(),
+                DataType::Decimal128(p, s) => format!("DECIMAL({p},{s})"),
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "VARCHAR".into(),
+                DataType::Date32 | DataType::Date64 => "DATE".into(),
+                DataType::Timestamp(..) => "TIMESTAMP".into(),
+                other => {
+                    return Err(failed(format!(
+                        "column {} of type {other} cannot be stored",
+                        f.name()
+                    )));
+                }
+            };
+            Ok(format!("\"{}\" {sql_type}", f.name().replace('"', "\"\"")))
+        })
+        .collect::<Result<Vec<_>, Status>>()?;
+    Ok(format!(
+        "CREATE TABLE \"{}\" ({})",
+        table.replace('"', "\"\""),
+        columns.join(", ")
+    ))
+}
