@@ -509,7 +509,7 @@ impl FlightSqlService for FlightDoor {
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
         self.role(&request)?;
-        let schema = query.clone().into_builder().schema();
+        let schema = query.into_builder().schema();
         let info = Self::info(&schema, query.as_any(), request.into_inner())?;
         Ok(Response::new(info))
     }
