@@ -11,6 +11,7 @@ mod logical;
 mod physical;
 mod plan;
 mod scalar;
+mod system_tables;
 mod types;
 mod view;
 

@@ -110,6 +110,45 @@ fn psql_runs_statements_and_copy() {
     );
     assert!(ok);
     assert_eq!(out, "3|c|f\n4|d\te|t\n");
+    // What psql's \dt and a client browsing information_schema read.
+    let (out, err, ok) = psql(
+        &served,
+        None,
+        &["-c", "CREATE VIEW v AS SELECT id FROM t", "-c", "\\dt"],
+    );
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(" public | t    | table | pondra\n(1 row)"),
+        "{out}"
+    );
+    let (out, _, ok) = psql(
+        &served,
+        None,
+        &[
+            "-A",
+            "-t",
+            "-c",
+            "SELECT table_name, table_type FROM information_schema.tables ORDER BY 1",
+        ],
+    );
+    assert!(ok);
+    assert_eq!(out, "t|BASE TABLE\nv|VIEW\n");
+    let (out, _, ok) = psql(
+        &served,
+        None,
+        &[
+            "-A",
+            "-t",
+            "-c",
+            "SELECT column_name, data_type, ordinal_position FROM information_schema.columns WHERE table_name = 't' ORDER BY 3",
+        ],
+    );
+    assert!(ok);
+    assert_eq!(
+        out,
+        "id|integer|1\nname|character varying|2\namount|numeric|3\nd|date|4\nb|boolean|5\n"
+    );
+
     let (_, err, ok) = psql(&served, None, &["-c", "SELECT nope FROM t"]);
     assert!(!ok);
     assert!(err.contains("column \"nope\" does not exist"), "{err}");

@@ -234,7 +234,10 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
                 (ScalarFunction::DatePart(part), values, DataType::Int64)
             }
         }
-        _ => return Err(bind_err!("function {name} does not exist")),
+        _ => {
+            return session_function(&name, &args)
+                .ok_or_else(|| bind_err!("function {name} does not exist"));
+        }
     };
     Ok(Expr::Function {
         func,
@@ -271,5 +274,27 @@ pub(super) fn part_by_name(name: &str) -> Result<DatePart> {
         "minute" => DatePart::Minute,
         "second" => DatePart::Second,
         other => return Err(bind_err!("unknown date part '{other}'")),
+    })
+}
+
+/// What clients ask of the session and the catalog, answered as constants: Pondra has one
+/// schema, one owner and no search path to speak of.
+fn session_function(name: &str, args: &[Expr]) -> Option<Expr> {
+    let text = |s: &str| Expr::Literal(ScalarValue::Utf8(s.to_string()));
+    Some(match (name, args.len()) {
+        ("version", 0) => text(concat!(
+            "PostgreSQL 15.0 (Pondra ",
+            env!("CARGO_PKG_VERSION"),
+            ")"
+        )),
+        ("current_schema", 0) => text("public"),
+        ("current_database" | "current_catalog", 0) => text(crate::system_tables::CATALOG),
+        ("current_user" | "session_user" | "user", 0) => text(crate::system_tables::OWNER),
+        ("pg_get_userbyid", 1) => text(crate::system_tables::OWNER),
+        ("pg_table_is_visible", 1) => Expr::Literal(ScalarValue::Boolean(true)),
+        ("obj_description" | "col_description" | "shobj_description", _) => {
+            Expr::Literal(ScalarValue::Null).cast(&DataType::Utf8)
+        }
+        _ => return None,
     })
 }

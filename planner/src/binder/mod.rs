@@ -336,6 +336,34 @@ impl<'a> Binder<'a> {
         })
     }
 
+    /// A `pg_catalog` or `information_schema` table as of this snapshot.
+    fn system_table(&self, schema: &str, name: &str) -> Option<LogicalPlan> {
+        let columns_of = |table: &pondra_catalog::TableDef| -> Vec<(String, DataType)> {
+            match &table.kind {
+                TableKind::Table => table
+                    .columns
+                    .iter()
+                    .map(|c| (c.name.clone(), c.sql_type.to_arrow()))
+                    .collect(),
+                _ => {
+                    let Some(table) = self.snapshot.table(&table.name) else {
+                        return Vec::new();
+                    };
+                    self.scan(table)
+                        .map(|plan| {
+                            plan.schema()
+                                .fields()
+                                .iter()
+                                .map(|f| (f.name().clone(), f.data_type().clone()))
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                }
+            }
+        };
+        crate::system_tables::system_table(schema, name, self.snapshot, &columns_of)
+    }
+
     /// The plan that reads a table, or a materialized view through its read plan.
     fn scan(&self, table: &Arc<pondra_catalog::TableDef>) -> Result<LogicalPlan> {
         match &table.kind {
@@ -487,12 +515,25 @@ impl<'a> Binder<'a> {
                 args: None,
                 ..
             } => {
-                let name = object_name(name)?;
-                let external = self.external.and_then(|e| e.get(&name)).cloned();
-                let plan = match (self.cte(&name), external) {
-                    (Some(plan), _) => plan,
-                    (None, Some(table)) => LogicalPlan::ParquetScan { table },
-                    (None, None) => self.scan(self.table(&name)?)?,
+                let (schema, name) = qualified_name(name)?;
+                let plan = match schema.as_deref() {
+                    Some("pg_catalog" | "information_schema") => {
+                        let schema = schema.as_deref().unwrap_or_default();
+                        self.system_table(schema, &name)
+                            .ok_or_else(|| bind_err!("table {schema}.{name} does not exist"))?
+                    }
+                    Some("public" | "main") | None => {
+                        let external = self.external.and_then(|e| e.get(&name)).cloned();
+                        match (self.cte(&name), external) {
+                            (Some(plan), _) => plan,
+                            (None, Some(table)) => LogicalPlan::ParquetScan { table },
+                            (None, None) if self.snapshot.table(&name).is_none() => self
+                                .system_table("pg_catalog", &name)
+                                .ok_or_else(|| bind_err!("table {name} does not exist"))?,
+                            (None, None) => self.scan(self.table(&name)?)?,
+                        }
+                    }
+                    Some(other) => return Err(bind_err!("schema {other} does not exist")),
                 };
                 let qualifier = alias.as_ref().map(|a| normalize(&a.name)).unwrap_or(name);
                 let plan = rename_columns(plan, alias.as_ref())?;
@@ -1173,6 +1214,20 @@ fn check_assignable(from: &DataType, to: &DataType, column: &str) -> Result<()> 
             type_name(to),
             type_name(from)
         ))
+    }
+}
+
+/// A table name with its schema, if given (`pg_catalog.pg_class`), normalized.
+fn qualified_name(name: &ast::ObjectName) -> Result<(Option<String>, String)> {
+    let part = |p: &ast::ObjectNamePart| {
+        p.as_ident()
+            .map(normalize)
+            .ok_or_else(|| bind_err!("invalid name {name}"))
+    };
+    match name.0.as_slice() {
+        [table] => Ok((None, part(table)?)),
+        [schema, table] => Ok((Some(part(schema)?), part(table)?)),
+        _ => Err(unsupported!("names with a database, such as {name}")),
     }
 }
 

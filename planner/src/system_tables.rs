@@ -1,0 +1,301 @@
+//! The catalog as Postgres clients read it: `pg_catalog` and `information_schema` tables,
+//! built from the snapshot when a query names them (psql's `\dt`, DBeaver, Metabase).
+
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Schema};
+use pondra_catalog::{Snapshot, TableDef, TableKind};
+
+use crate::expr::Expr;
+use crate::logical::LogicalPlan;
+use crate::scalar::ScalarValue;
+
+pub const PG_CATALOG_OID: i32 = 11;
+pub const PUBLIC_OID: i32 = 2200;
+pub const INFORMATION_SCHEMA_OID: i32 = 13_000;
+/// The owner every object has.
+pub const OWNER: &str = "pondra";
+/// The database every lake is, to a client.
+pub const CATALOG: &str = "pondra";
+
+/// A table's oid: user tables from 16384, as in Postgres.
+pub fn table_oid(table: &TableDef) -> i32 {
+    16_384 + table.id as i32
+}
+
+enum Cell {
+    Int(i32),
+    Text(String),
+    Bool(bool),
+    Null,
+}
+
+fn int(v: i32) -> Cell {
+    Cell::Int(v)
+}
+
+fn text(v: impl Into<String>) -> Cell {
+    Cell::Text(v.into())
+}
+
+/// The Postgres type oid and name of a stored column type.
+pub fn pg_type_of(data_type: &DataType) -> (i32, &'static str) {
+    match data_type {
+        DataType::Boolean => (16, "boolean"),
+        DataType::Int32 => (23, "integer"),
+        DataType::Int64 => (20, "bigint"),
+        DataType::Float64 => (701, "double precision"),
+        DataType::Decimal128(..) => (1700, "numeric"),
+        DataType::Date32 => (1082, "date"),
+        DataType::Timestamp(..) => (1114, "timestamp without time zone"),
+        DataType::Interval(_) => (1186, "interval"),
+        _ => (1043, "character varying"),
+    }
+}
+
+fn relkind(table: &TableDef) -> &'static str {
+    match table.kind {
+        TableKind::Table => "r",
+        TableKind::View { .. } => "v",
+        TableKind::MaterializedView { .. } => "m",
+    }
+}
+
+fn table_type(table: &TableDef) -> &'static str {
+    match table.kind {
+        TableKind::Table => "BASE TABLE",
+        TableKind::View { .. } | TableKind::MaterializedView { .. } => "VIEW",
+    }
+}
+
+/// The plan of a system table, or `None` if `schema.name` is not one. `columns_of` gives the
+/// columns of a view or materialized view (a table's are in its definition).
+pub fn system_table(
+    schema: &str,
+    name: &str,
+    snapshot: &Snapshot,
+    columns_of: &dyn Fn(&TableDef) -> Vec<(String, DataType)>,
+) -> Option<LogicalPlan> {
+    let tables: Vec<&Arc<TableDef>> = snapshot.tables.values().collect();
+    let (fields, rows): (Vec<(&str, DataType)>, Vec<Vec<Cell>>) = match (schema, name) {
+        ("pg_catalog", "pg_namespace") => (
+            vec![
+                ("oid", DataType::Int32),
+                ("nspname", DataType::Utf8),
+                ("nspowner", DataType::Int32),
+            ],
+            vec![
+                vec![int(PG_CATALOG_OID), text("pg_catalog"), int(10)],
+                vec![int(PUBLIC_OID), text("public"), int(10)],
+                vec![
+                    int(INFORMATION_SCHEMA_OID),
+                    text("information_schema"),
+                    int(10),
+                ],
+            ],
+        ),
+        ("pg_catalog", "pg_am") => (
+            vec![
+                ("oid", DataType::Int32),
+                ("amname", DataType::Utf8),
+                ("amtype", DataType::Utf8),
+            ],
+            vec![vec![int(2), text("heap"), text("t")]],
+        ),
+        ("pg_catalog", "pg_class") => (
+            vec![
+                ("oid", DataType::Int32),
+                ("relname", DataType::Utf8),
+                ("relnamespace", DataType::Int32),
+                ("relkind", DataType::Utf8),
+                ("relowner", DataType::Int32),
+                ("relam", DataType::Int32),
+                ("reltuples", DataType::Float64),
+                ("relhasindex", DataType::Boolean),
+                ("relpersistence", DataType::Utf8),
+                ("relispartition", DataType::Boolean),
+                ("relchecks", DataType::Int32),
+            ],
+            tables
+                .iter()
+                .map(|t| {
+                    let rows = snapshot.row_count(t.id) as i32;
+                    vec![
+                        int(table_oid(t)),
+                        text(&t.name),
+                        int(PUBLIC_OID),
+                        text(relkind(t)),
+                        int(10),
+                        if t.is_view() { int(0) } else { int(2) },
+                        Cell::Int(rows),
+                        Cell::Bool(!t.indexes.is_empty()),
+                        text("p"),
+                        Cell::Bool(false),
+                        int(0),
+                    ]
+                })
+                .collect(),
+        ),
+        ("pg_catalog", "pg_attribute") => (
+            vec![
+                ("attrelid", DataType::Int32),
+                ("attname", DataType::Utf8),
+                ("atttypid", DataType::Int32),
+                ("attnum", DataType::Int32),
+                ("attnotnull", DataType::Boolean),
+                ("attisdropped", DataType::Boolean),
+                ("atttypmod", DataType::Int32),
+            ],
+            tables
+                .iter()
+                .flat_map(|t| {
+                    let not_null: Vec<bool> = t.columns.iter().map(|c| c.not_null).collect();
+                    columns_of(t)
+                        .into_iter()
+                        .enumerate()
+                        .map(move |(i, (name, data_type))| {
+                            vec![
+                                int(table_oid(t)),
+                                text(name),
+                                int(pg_type_of(&data_type).0),
+                                int(i as i32 + 1),
+                                Cell::Bool(not_null.get(i).copied().unwrap_or(false)),
+                                Cell::Bool(false),
+                                int(-1),
+                            ]
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
+        ),
+        ("pg_catalog", "pg_type") => (
+            vec![
+                ("oid", DataType::Int32),
+                ("typname", DataType::Utf8),
+                ("typnamespace", DataType::Int32),
+            ],
+            [
+                (16, "bool"),
+                (20, "int8"),
+                (23, "int4"),
+                (701, "float8"),
+                (1043, "varchar"),
+                (1082, "date"),
+                (1114, "timestamp"),
+                (1186, "interval"),
+                (1700, "numeric"),
+            ]
+            .into_iter()
+            .map(|(oid, name)| vec![int(oid), text(name), int(PG_CATALOG_OID)])
+            .collect(),
+        ),
+        ("pg_catalog", "pg_database") => (
+            vec![("oid", DataType::Int32), ("datname", DataType::Utf8)],
+            vec![vec![int(1), text(CATALOG)]],
+        ),
+        ("information_schema", "schemata") => (
+            vec![
+                ("catalog_name", DataType::Utf8),
+                ("schema_name", DataType::Utf8),
+                ("schema_owner", DataType::Utf8),
+            ],
+            ["public", "pg_catalog", "information_schema"]
+                .into_iter()
+                .map(|s| vec![text(CATALOG), text(s), text(OWNER)])
+                .collect(),
+        ),
+        ("information_schema", "tables") => (
+            vec![
+                ("table_catalog", DataType::Utf8),
+                ("table_schema", DataType::Utf8),
+                ("table_name", DataType::Utf8),
+                ("table_type", DataType::Utf8),
+            ],
+            tables
+                .iter()
+                .map(|t| {
+                    vec![
+                        text(CATALOG),
+                        text("public"),
+                        text(&t.name),
+                        text(table_type(t)),
+                    ]
+                })
+                .collect(),
+        ),
+        ("information_schema", "columns") => (
+            vec![
+                ("table_catalog", DataType::Utf8),
+                ("table_schema", DataType::Utf8),
+                ("table_name", DataType::Utf8),
+                ("column_name", DataType::Utf8),
+                ("ordinal_position", DataType::Int32),
+                ("column_default", DataType::Utf8),
+                ("is_nullable", DataType::Utf8),
+                ("data_type", DataType::Utf8),
+                ("numeric_precision", DataType::Int32),
+                ("numeric_scale", DataType::Int32),
+            ],
+            tables
+                .iter()
+                .flat_map(|t| {
+                    let not_null: Vec<bool> = t.columns.iter().map(|c| c.not_null).collect();
+                    columns_of(t)
+                        .into_iter()
+                        .enumerate()
+                        .map(move |(i, (name, data_type))| {
+                            let (precision, scale) = match data_type {
+                                DataType::Decimal128(p, s) => (int(p as i32), int(s as i32)),
+                                DataType::Int32 => (int(32), int(0)),
+                                DataType::Int64 => (int(64), int(0)),
+                                _ => (Cell::Null, Cell::Null),
+                            };
+                            let nullable = if not_null.get(i).copied().unwrap_or(false) {
+                                "NO"
+                            } else {
+                                "YES"
+                            };
+                            vec![
+                                text(CATALOG),
+                                text("public"),
+                                text(&t.name),
+                                text(name),
+                                int(i as i32 + 1),
+                                Cell::Null,
+                                text(nullable),
+                                text(pg_type_of(&data_type).1),
+                                precision,
+                                scale,
+                            ]
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
+        ),
+        _ => return None,
+    };
+    let schema = Arc::new(Schema::new(
+        fields
+            .iter()
+            .map(|(name, data_type)| Field::new(*name, data_type.clone(), true))
+            .collect::<Vec<_>>(),
+    ));
+    let rows = rows
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .zip(&fields)
+                .map(|(cell, (_, data_type))| {
+                    let value = match cell {
+                        Cell::Int(v) => ScalarValue::Int32(v),
+                        Cell::Text(v) => ScalarValue::Utf8(v),
+                        Cell::Bool(v) => ScalarValue::Boolean(v),
+                        Cell::Null => ScalarValue::Null,
+                    };
+                    Expr::Literal(value).cast(data_type)
+                })
+                .collect()
+        })
+        .collect();
+    Some(LogicalPlan::Values { schema, rows })
+}
