@@ -221,3 +221,34 @@ fn tokens_are_postgres_passwords() {
     assert!(ok, "{err}");
     assert_eq!(out, "1\n");
 }
+
+#[test]
+fn each_database_name_is_a_lake_with_lakes() {
+    let dir = tempfile::tempdir().unwrap();
+    let lakes = dir.path().join("lakes");
+    let lakes_arg = lakes.to_string_lossy().into_owned();
+    let served = Served::start(dir.path(), &["--lakes", &lakes_arg]);
+    let (host, port) = served.doors["pg"].rsplit_once(':').unwrap();
+    let run = |database: &str, sql: &str| {
+        let output = Command::new("psql")
+            .args([
+                "-h", host, "-p", port, "-U", "analyst", "-d", database, "-X", "-A", "-t", "-c",
+                sql,
+            ])
+            .output()
+            .unwrap();
+        (
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    run("alpha", "CREATE TABLE t (a INT)");
+    run("alpha", "INSERT INTO t VALUES (1), (2)");
+    assert_eq!(run("alpha", "SELECT count(*) FROM t").0, "2\n");
+    let (_, err) = run("beta", "SELECT count(*) FROM t");
+    assert!(err.contains("table t does not exist"), "{err}");
+    assert!(lakes.join("alpha").join("catalog").exists());
+    assert!(lakes.join("beta").exists());
+    let (_, err) = run("../x", "SELECT 1");
+    assert!(err.contains("invalid database name"), "{err}");
+}

@@ -136,3 +136,48 @@ pub fn authorize(role: Role, sql: &str) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roles_come_from_tokens_and_statements() {
+        let dir = tempfile_dir();
+        let file = dir.join("tokens");
+        std::fs::write(&file, "# who may do what\nread r1\nwrite  w1 \nadmin a1\n").unwrap();
+        let mut tokens = Tokens::default();
+        assert_eq!(
+            tokens.role_of(None),
+            Ok(Role::Admin),
+            "no tokens: every door open"
+        );
+        tokens.add_file(&file).unwrap();
+        assert_eq!(tokens.role_of(Some("r1")), Ok(Role::Read));
+        assert_eq!(tokens.role_of(Some("w1")), Ok(Role::Write));
+        assert_eq!(tokens.role_of(Some("a1")), Ok(Role::Admin));
+        assert!(tokens.role_of(Some("r")).is_err());
+        assert!(tokens.role_of(None).is_err());
+        std::fs::write(&file, "root x\n").unwrap();
+        assert!(
+            tokens
+                .add_file(&file)
+                .unwrap_err()
+                .contains("unknown role root")
+        );
+
+        assert_eq!(required_role("SELECT 1; SHOW TABLES"), Ok(Role::Read));
+        assert_eq!(required_role("SELECT 1; DELETE FROM t"), Ok(Role::Write));
+        assert_eq!(required_role("COPY t FROM 'x.csv'"), Ok(Role::Write));
+        assert_eq!(required_role("COPY t TO 'x.csv'"), Ok(Role::Admin));
+        assert_eq!(required_role("DROP TABLE t"), Ok(Role::Admin));
+        assert!(authorize(Role::Write, "CREATE TABLE t (a INT)").is_err());
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    fn tempfile_dir() -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("pondra-auth-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+}
