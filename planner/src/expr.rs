@@ -285,6 +285,16 @@ impl ScalarFunction {
 }
 
 impl Expr {
+    /// A column reference to each field of `schema`, in order.
+    pub fn columns_of(schema: &arrow::datatypes::Schema) -> Vec<Expr> {
+        schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| Expr::column(i, f.name(), f.data_type().clone()))
+            .collect()
+    }
+
     /// The same expression with every child replaced by `f(child)`.
     pub fn map_children(&self, f: &mut dyn FnMut(&Expr) -> Expr) -> Expr {
         let mut boxed = |e: &Expr| Box::new(f(e));

@@ -68,6 +68,35 @@ fn table_type(table: &TableDef) -> &'static str {
     }
 }
 
+/// One column of one table, as the catalog tables list it.
+struct ColumnEntry<'t> {
+    table: &'t TableDef,
+    name: String,
+    data_type: DataType,
+    /// From 1.
+    position: i32,
+    not_null: bool,
+}
+
+fn every_column<'t>(
+    tables: &[&'t Arc<TableDef>],
+    columns_of: &dyn Fn(&TableDef) -> Vec<(String, DataType)>,
+) -> Vec<ColumnEntry<'t>> {
+    let mut entries = Vec::new();
+    for table in tables {
+        for (i, (name, data_type)) in columns_of(table).into_iter().enumerate() {
+            entries.push(ColumnEntry {
+                table,
+                name,
+                data_type,
+                position: i as i32 + 1,
+                not_null: table.columns.get(i).is_some_and(|c| c.not_null),
+            });
+        }
+    }
+    entries
+}
+
 /// The plan of a system table, or `None` if `schema.name` is not one. `columns_of` gives the
 /// columns of a view or materialized view (a table's are in its definition).
 pub fn system_table(
@@ -146,25 +175,18 @@ pub fn system_table(
                 ("attisdropped", DataType::Boolean),
                 ("atttypmod", DataType::Int32),
             ],
-            tables
-                .iter()
-                .flat_map(|t| {
-                    let not_null: Vec<bool> = t.columns.iter().map(|c| c.not_null).collect();
-                    columns_of(t)
-                        .into_iter()
-                        .enumerate()
-                        .map(move |(i, (name, data_type))| {
-                            vec![
-                                int(table_oid(t)),
-                                text(name),
-                                int(pg_type_of(&data_type).0),
-                                int(i as i32 + 1),
-                                Cell::Bool(not_null.get(i).copied().unwrap_or(false)),
-                                Cell::Bool(false),
-                                int(-1),
-                            ]
-                        })
-                        .collect::<Vec<_>>()
+            every_column(&tables, columns_of)
+                .into_iter()
+                .map(|c| {
+                    vec![
+                        int(table_oid(c.table)),
+                        text(c.name),
+                        int(pg_type_of(&c.data_type).0),
+                        int(c.position),
+                        Cell::Bool(c.not_null),
+                        Cell::Bool(false),
+                        int(-1),
+                    ]
                 })
                 .collect(),
         ),
@@ -236,39 +258,27 @@ pub fn system_table(
                 ("numeric_precision", DataType::Int32),
                 ("numeric_scale", DataType::Int32),
             ],
-            tables
-                .iter()
-                .flat_map(|t| {
-                    let not_null: Vec<bool> = t.columns.iter().map(|c| c.not_null).collect();
-                    columns_of(t)
-                        .into_iter()
-                        .enumerate()
-                        .map(move |(i, (name, data_type))| {
-                            let (precision, scale) = match data_type {
-                                DataType::Decimal128(p, s) => (int(p as i32), int(s as i32)),
-                                DataType::Int32 => (int(32), int(0)),
-                                DataType::Int64 => (int(64), int(0)),
-                                _ => (Cell::Null, Cell::Null),
-                            };
-                            let nullable = if not_null.get(i).copied().unwrap_or(false) {
-                                "NO"
-                            } else {
-                                "YES"
-                            };
-                            vec![
-                                text(CATALOG),
-                                text("public"),
-                                text(&t.name),
-                                text(name),
-                                int(i as i32 + 1),
-                                Cell::Null,
-                                text(nullable),
-                                text(pg_type_of(&data_type).1),
-                                precision,
-                                scale,
-                            ]
-                        })
-                        .collect::<Vec<_>>()
+            every_column(&tables, columns_of)
+                .into_iter()
+                .map(|c| {
+                    let (precision, scale) = match c.data_type {
+                        DataType::Decimal128(p, s) => (int(p as i32), int(s as i32)),
+                        DataType::Int32 => (int(32), int(0)),
+                        DataType::Int64 => (int(64), int(0)),
+                        _ => (Cell::Null, Cell::Null),
+                    };
+                    vec![
+                        text(CATALOG),
+                        text("public"),
+                        text(&c.table.name),
+                        text(c.name),
+                        int(c.position),
+                        Cell::Null,
+                        text(if c.not_null { "NO" } else { "YES" }),
+                        text(pg_type_of(&c.data_type).1),
+                        precision,
+                        scale,
+                    ]
                 })
                 .collect(),
         ),

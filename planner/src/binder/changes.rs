@@ -126,12 +126,7 @@ impl Binder<'_> {
         let mut names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
         names.push("matched".into());
         let schema = input.schema();
-        let exprs = schema
-            .fields()
-            .iter()
-            .enumerate()
-            .map(|(i, f)| Expr::column(i, f.name(), f.data_type().clone()))
-            .collect();
+        let exprs = Expr::columns_of(&schema);
         Ok(Plan::Rewrite {
             table,
             input: input.project(exprs, names),
@@ -263,12 +258,7 @@ impl Binder<'_> {
                 schema.fields().len()
             ));
         }
-        let exprs = schema
-            .fields()
-            .iter()
-            .enumerate()
-            .map(|(i, f)| Expr::column(i, f.name(), f.data_type().clone()))
-            .collect();
+        let exprs = Expr::columns_of(&schema);
         Ok(plan.project(exprs, column_names.clone()))
     }
 }

@@ -267,12 +267,7 @@ pub(super) fn set_operation(
 /// `plan` with one more column: each row's number among the rows equal to it.
 fn number_duplicates(plan: LogicalPlan) -> LogicalPlan {
     let schema = plan.schema();
-    let partition_by = schema
-        .fields()
-        .iter()
-        .enumerate()
-        .map(|(i, f)| Expr::column(i, f.name(), f.data_type().clone()))
-        .collect();
+    let partition_by = Expr::columns_of(&schema);
     let number = WindowExpr {
         func: WindowFunction::RowNumber,
         args: Vec::new(),
@@ -297,12 +292,7 @@ fn number_duplicates(plan: LogicalPlan) -> LogicalPlan {
 /// Rows of `plan` with duplicates removed: an aggregation on every column.
 pub(super) fn distinct_rows(plan: LogicalPlan) -> LogicalPlan {
     let schema = plan.schema();
-    let group = schema
-        .fields()
-        .iter()
-        .enumerate()
-        .map(|(i, f)| Expr::column(i, f.name(), f.data_type().clone()))
-        .collect();
+    let group = Expr::columns_of(&schema);
     LogicalPlan::Aggregate {
         input: Box::new(plan),
         group,

@@ -144,6 +144,21 @@ impl FlightDoor {
         }
     }
 
+    /// The FlightInfo of a metadata command, for any holder of a valid token.
+    fn metadata_info(
+        &self,
+        request: Request<FlightDescriptor>,
+        schema: &Schema,
+        ticket: Any,
+    ) -> Result<Response<FlightInfo>, Status> {
+        self.role(&request)?;
+        Ok(Response::new(Self::info(
+            schema,
+            ticket,
+            request.into_inner(),
+        )?))
+    }
+
     /// A FlightInfo whose one endpoint's ticket is `ticket`.
     fn info(
         schema: &Schema,
@@ -211,6 +226,25 @@ fn batches_stream(schema: SchemaRef, batches: Vec<RecordBatch>) -> DoGetStream {
         .build(futures::stream::iter(batches.into_iter().map(Ok)))
         .map_err(Status::from);
     Box::pin(stream)
+}
+
+/// A DoGet answer of one batch a metadata builder made.
+fn one_batch<E: ToString>(
+    schema: SchemaRef,
+    batch: Result<RecordBatch, E>,
+) -> Result<Response<DoGetStream>, Status> {
+    Ok(Response::new(batches_stream(
+        schema,
+        vec![batch.map_err(failed)?],
+    )))
+}
+
+fn table_types_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![arrow::datatypes::Field::new(
+        "table_type",
+        DataType::Utf8,
+        false,
+    )]))
 }
 
 /// The record batches a client put.
@@ -484,10 +518,8 @@ impl FlightSqlService for FlightDoor {
         query: CommandGetSqlInfo,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.role(&request)?;
         let schema = query.clone().into_builder(&sql_info()).schema();
-        let info = Self::info(&schema, query.as_any(), request.into_inner())?;
-        Ok(Response::new(info))
+        self.metadata_info(request, &schema, query.as_any())
     }
 
     async fn do_get_sql_info(
@@ -498,9 +530,7 @@ impl FlightSqlService for FlightDoor {
         self.role(&request)?;
         let info = sql_info();
         let builder = query.into_builder(&info);
-        let schema = builder.schema();
-        let batch = builder.build().map_err(failed)?;
-        Ok(Response::new(batches_stream(schema, vec![batch])))
+        one_batch(builder.schema(), builder.build())
     }
 
     async fn get_flight_info_catalogs(
@@ -508,10 +538,8 @@ impl FlightSqlService for FlightDoor {
         query: CommandGetCatalogs,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.role(&request)?;
         let schema = query.into_builder().schema();
-        let info = Self::info(&schema, query.as_any(), request.into_inner())?;
-        Ok(Response::new(info))
+        self.metadata_info(request, &schema, query.as_any())
     }
 
     async fn do_get_catalogs(
@@ -522,9 +550,7 @@ impl FlightSqlService for FlightDoor {
         self.role(&request)?;
         let mut builder = query.into_builder();
         builder.append(CATALOG);
-        let schema = builder.schema();
-        let batch = builder.build().map_err(failed)?;
-        Ok(Response::new(batches_stream(schema, vec![batch])))
+        one_batch(builder.schema(), builder.build())
     }
 
     async fn get_flight_info_schemas(
@@ -532,10 +558,8 @@ impl FlightSqlService for FlightDoor {
         query: CommandGetDbSchemas,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.role(&request)?;
         let schema = query.clone().into_builder().schema();
-        let info = Self::info(&schema, query.as_any(), request.into_inner())?;
-        Ok(Response::new(info))
+        self.metadata_info(request, &schema, query.as_any())
     }
 
     async fn do_get_schemas(
@@ -546,9 +570,7 @@ impl FlightSqlService for FlightDoor {
         self.role(&request)?;
         let mut builder = query.into_builder();
         builder.append(CATALOG, SCHEMA);
-        let schema = builder.schema();
-        let batch = builder.build().map_err(failed)?;
-        Ok(Response::new(batches_stream(schema, vec![batch])))
+        one_batch(builder.schema(), builder.build())
     }
 
     async fn get_flight_info_tables(
@@ -556,10 +578,8 @@ impl FlightSqlService for FlightDoor {
         query: CommandGetTables,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.role(&request)?;
         let schema = query.clone().into_builder().schema();
-        let info = Self::info(&schema, query.as_any(), request.into_inner())?;
-        Ok(Response::new(info))
+        self.metadata_info(request, &schema, query.as_any())
     }
 
     async fn do_get_tables(
@@ -592,9 +612,7 @@ impl FlightSqlService for FlightDoor {
                 .append(CATALOG, SCHEMA, &table.name, kind, &schema)
                 .map_err(failed)?;
         }
-        let schema = builder.schema();
-        let batch = builder.build().map_err(failed)?;
-        Ok(Response::new(batches_stream(schema, vec![batch])))
+        one_batch(builder.schema(), builder.build())
     }
 
     async fn get_flight_info_table_types(
@@ -602,14 +620,7 @@ impl FlightSqlService for FlightDoor {
         query: CommandGetTableTypes,
         request: Request<FlightDescriptor>,
     ) -> Result<Response<FlightInfo>, Status> {
-        self.role(&request)?;
-        let schema = Arc::new(Schema::new(vec![arrow::datatypes::Field::new(
-            "table_type",
-            DataType::Utf8,
-            false,
-        )]));
-        let info = Self::info(&schema, query.as_any(), request.into_inner())?;
-        Ok(Response::new(info))
+        self.metadata_info(request, &table_types_schema(), query.as_any())
     }
 
     async fn do_get_table_types(
@@ -618,14 +629,10 @@ impl FlightSqlService for FlightDoor {
         request: Request<Ticket>,
     ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
         self.role(&request)?;
-        let schema = Arc::new(Schema::new(vec![arrow::datatypes::Field::new(
-            "table_type",
-            DataType::Utf8,
-            false,
-        )]));
+        let schema = table_types_schema();
         let types = arrow::array::StringArray::from(vec!["MATERIALIZED VIEW", "TABLE", "VIEW"]);
-        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(types)]).map_err(failed)?;
-        Ok(Response::new(batches_stream(schema, vec![batch])))
+        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(types)]);
+        one_batch(schema, batch)
     }
 
     async fn register_sql_info(&self, _id: i32, _result: &SqlInfo) {}
