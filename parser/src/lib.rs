@@ -94,13 +94,48 @@ fn parse_one(text: &str) -> Result<Statement, ParseError> {
     if words == ["CHECKPOINT"] {
         return Ok(Statement::Checkpoint);
     }
-    let mut statements =
-        Parser::parse_sql(&DuckDbDialect {}, text).map_err(|e| ParseError(clean(e.to_string())))?;
+    let mut statements = if text.to_ascii_uppercase().contains("OPERATOR") {
+        let tokens = without_operator_syntax(text)?;
+        Parser::new(&DuckDbDialect {})
+            .with_tokens(tokens)
+            .parse_statements()
+    } else {
+        Parser::parse_sql(&DuckDbDialect {}, text)
+    }
+    .map_err(|e| ParseError(clean(e.to_string())))?;
     match statements.len() {
         1 => Ok(Statement::Sql(Box::new(statements.remove(0)))),
         0 => Err(ParseError("empty statement".into())),
         _ => Err(ParseError("expected one statement".into())),
     }
+}
+
+/// The tokens of `text` with Postgres's `OPERATOR(schema.op)` written as the bare operator, as
+/// psql writes its catalog queries.
+fn without_operator_syntax(text: &str) -> Result<Vec<sqlparser::tokenizer::Token>, ParseError> {
+    use sqlparser::tokenizer::{Token, Tokenizer};
+    let tokens = Tokenizer::new(&DuckDbDialect {}, text)
+        .tokenize()
+        .map_err(|e| ParseError(e.to_string()))?;
+    let mut out = Vec::with_capacity(tokens.len());
+    let mut i = 0;
+    while i < tokens.len() {
+        let is_operator = matches!(&tokens[i], Token::Word(w) if w.value.eq_ignore_ascii_case("operator"))
+            && tokens.get(i + 1) == Some(&Token::LParen);
+        if is_operator {
+            // OPERATOR ( [schema .] op ): keep the op, the last token before the ).
+            if let Some(close) = tokens[i..].iter().position(|t| *t == Token::RParen)
+                && close >= 3
+            {
+                out.push(tokens[i + close - 1].clone());
+                i += close + 1;
+                continue;
+            }
+        }
+        out.push(tokens[i].clone());
+        i += 1;
+    }
+    Ok(out)
 }
 
 /// sqlparser prefixes its messages with "sql parser error: "; the caller adds its own context.

@@ -38,6 +38,19 @@ fn text(v: impl Into<String>) -> Cell {
     Cell::Text(v.into())
 }
 
+/// The Postgres names of the type oids `pg_type_of` gives, as `format_type` writes them.
+pub const TYPE_NAMES: [(i32, &str); 9] = [
+    (16, "boolean"),
+    (20, "bigint"),
+    (23, "integer"),
+    (701, "double precision"),
+    (1043, "character varying"),
+    (1082, "date"),
+    (1114, "timestamp without time zone"),
+    (1186, "interval"),
+    (1700, "numeric"),
+];
+
 /// The Postgres type oid and name of a stored column type.
 pub fn pg_type_of(data_type: &DataType) -> (i32, &'static str) {
     match data_type {
@@ -144,6 +157,14 @@ pub fn system_table(
                 ("relpersistence", DataType::Utf8),
                 ("relispartition", DataType::Boolean),
                 ("relchecks", DataType::Int32),
+                ("relhasrules", DataType::Boolean),
+                ("relhastriggers", DataType::Boolean),
+                ("relrowsecurity", DataType::Boolean),
+                ("relforcerowsecurity", DataType::Boolean),
+                ("reltablespace", DataType::Int32),
+                ("reloftype", DataType::Int32),
+                ("relreplident", DataType::Utf8),
+                ("reltoastrelid", DataType::Int32),
             ],
             tables
                 .iter()
@@ -161,6 +182,14 @@ pub fn system_table(
                         text("p"),
                         Cell::Bool(false),
                         int(0),
+                        Cell::Bool(false),
+                        Cell::Bool(false),
+                        Cell::Bool(false),
+                        Cell::Bool(false),
+                        int(0),
+                        int(0),
+                        text("d"),
+                        int(0),
                     ]
                 })
                 .collect(),
@@ -174,6 +203,10 @@ pub fn system_table(
                 ("attnotnull", DataType::Boolean),
                 ("attisdropped", DataType::Boolean),
                 ("atttypmod", DataType::Int32),
+                ("atthasdef", DataType::Boolean),
+                ("attcollation", DataType::Int32),
+                ("attidentity", DataType::Utf8),
+                ("attgenerated", DataType::Utf8),
             ],
             every_column(&tables, columns_of)
                 .into_iter()
@@ -186,6 +219,10 @@ pub fn system_table(
                         Cell::Bool(c.not_null),
                         Cell::Bool(false),
                         int(-1),
+                        Cell::Bool(false),
+                        int(0),
+                        text(""),
+                        text(""),
                     ]
                 })
                 .collect(),
@@ -195,6 +232,7 @@ pub fn system_table(
                 ("oid", DataType::Int32),
                 ("typname", DataType::Utf8),
                 ("typnamespace", DataType::Int32),
+                ("typcollation", DataType::Int32),
             ],
             [
                 (16, "bool"),
@@ -208,8 +246,23 @@ pub fn system_table(
                 (1700, "numeric"),
             ]
             .into_iter()
-            .map(|(oid, name)| vec![int(oid), text(name), int(PG_CATALOG_OID)])
+            .map(|(oid, name)| vec![int(oid), text(name), int(PG_CATALOG_OID), int(0)])
             .collect(),
+        ),
+        // Pondra keeps no column defaults, collations, constraints or inheritance: these are
+        // empty, for the clients that join them.
+        ("pg_catalog", "pg_attrdef") => (
+            vec![
+                ("oid", DataType::Int32),
+                ("adrelid", DataType::Int32),
+                ("adnum", DataType::Int32),
+                ("adbin", DataType::Utf8),
+            ],
+            Vec::new(),
+        ),
+        ("pg_catalog", "pg_collation") => (
+            vec![("oid", DataType::Int32), ("collname", DataType::Utf8)],
+            Vec::new(),
         ),
         ("pg_catalog", "pg_database") => (
             vec![("oid", DataType::Int32), ("datname", DataType::Utf8)],

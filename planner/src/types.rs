@@ -42,6 +42,20 @@ pub fn sql_type_from_ast(data_type: &ast::DataType) -> Result<SqlType> {
         | D::CharVarying(_) => SqlType::Varchar,
         D::Date => SqlType::Date,
         D::Timestamp(_, ast::TimezoneInfo::None) | D::Datetime(_) => SqlType::Timestamp,
+        // The names Postgres clients cast catalog values to: object ids and their names.
+        D::Custom(name, modifiers) if modifiers.is_empty() => {
+            let last = name
+                .0
+                .last()
+                .and_then(|p| p.as_ident())
+                .map(|i| i.value.to_lowercase())
+                .unwrap_or_default();
+            match last.as_str() {
+                "text" | "name" | "regtype" | "regclass" | "regproc" => SqlType::Varchar,
+                "oid" => SqlType::Int,
+                _ => return Err(unsupported!("the type {data_type}")),
+            }
+        }
         other => return Err(unsupported!("the type {other}")),
     })
 }

@@ -452,6 +452,20 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
             Ok(Expr::Literal(ScalarValue::Utf8(text)).cast(&target))
         }
         E::Nested(inner) => bind_expr(inner, ctx),
+        // Pondra compares text by bytes; the collations clients name ("default", "C") do too.
+        E::Collate { expr, collation }
+            if matches!(
+                collation
+                    .0
+                    .last()
+                    .and_then(|p| p.as_ident())
+                    .map(|i| i.value.to_lowercase())
+                    .as_deref(),
+                Some("default" | "c" | "posix")
+            ) =>
+        {
+            bind_expr(expr, ctx)
+        }
         E::BinaryOp { left, op, right } => {
             let left = bind_expr(left, ctx)?;
             let right = bind_expr(right, ctx)?;

@@ -292,6 +292,25 @@ fn session_function(name: &str, args: &[Expr]) -> Option<Expr> {
         ("current_user" | "session_user" | "user", 0) => text(crate::system_tables::OWNER),
         ("pg_get_userbyid", 1) => text(crate::system_tables::OWNER),
         ("pg_table_is_visible", 1) => Expr::Literal(ScalarValue::Boolean(true)),
+        ("pg_get_expr", _) => Expr::Literal(ScalarValue::Null).cast(&DataType::Utf8),
+        ("format_type", 2) => {
+            let oid = args[0].clone().cast(&DataType::Int32);
+            Expr::Case {
+                branches: crate::system_tables::TYPE_NAMES
+                    .iter()
+                    .map(|(id, name)| {
+                        let matches = Expr::Binary {
+                            op: crate::expr::BinaryOp::Eq,
+                            left: Box::new(oid.clone()),
+                            right: Box::new(Expr::Literal(ScalarValue::Int32(*id))),
+                        };
+                        (matches, text(name))
+                    })
+                    .collect(),
+                otherwise: Some(Box::new(text("unknown"))),
+                data_type: DataType::Utf8,
+            }
+        }
         ("obj_description" | "col_description" | "shobj_description", _) => {
             Expr::Literal(ScalarValue::Null).cast(&DataType::Utf8)
         }
