@@ -45,7 +45,7 @@ impl HashJoin {
         build_batches: &[RecordBatch],
     ) -> Result<HashJoin> {
         let build = concat_batches(build_schema, build_batches)?;
-        if kind == JoinKind::Single && build.num_rows() > 1 {
+        if kind == JoinKind::Single && left_keys.is_empty() && build.num_rows() > 1 {
             return Err(ExecError::Execution(
                 "more than one row returned by a subquery used as an expression".into(),
             ));
@@ -119,6 +119,11 @@ impl HashJoin {
         };
         let mut probe_matched = vec![false; rows];
         for &p in &probe_index {
+            if self.kind == JoinKind::Single && probe_matched[p as usize] {
+                return Err(ExecError::Execution(
+                    "more than one row returned by a subquery used as an expression".into(),
+                ));
+            }
             probe_matched[p as usize] = true;
         }
         for &b in &build_index {

@@ -560,7 +560,11 @@ fn values(schema: &SchemaRef, rows: &[Vec<Expr>]) -> Result<RecordBatch> {
             .map(|row| evaluate(&row[index], &one_row))
             .collect::<Result<Vec<_>>>()?;
         let refs: Vec<&dyn arrow::array::Array> = cells.iter().map(|c| c.as_ref()).collect();
-        let column = concat(&refs)?;
+        let column = if refs.is_empty() {
+            arrow::array::new_empty_array(field.data_type())
+        } else {
+            concat(&refs)?
+        };
         let column = if column.data_type() == field.data_type() {
             column
         } else {

@@ -66,6 +66,18 @@ pub(super) fn join_scalar(
     position: usize,
 ) -> Result<LogicalPlan> {
     assert_eq!(plan.schema().fields().len(), position);
+    if !is_scalar_aggregate(&subquery) {
+        // At most one row may match each outer row: a single join checks it as it joins.
+        let (pulled_up, pulled) = pull_up(subquery, SubqueryUse::Scalar)?;
+        let (keys, filter) = join_condition(position, pulled);
+        if keys.is_empty() {
+            return Err(unsupported!(
+                "a correlated scalar subquery without an aggregate or an equality to correlate by"
+            ));
+        }
+        let joined = LogicalPlan::join(plan, pulled_up, JoinKind::Single, keys, filter);
+        return Ok(keep_columns(joined, position + 1));
+    }
     let (pulled_up, pulled) = match pull_up(subquery.clone(), SubqueryUse::Scalar) {
         Ok(result) => result,
         Err(_) => return join_scalar_by_domain(plan, subquery, position),
@@ -74,10 +86,14 @@ pub(super) fn join_scalar(
     if keys.is_empty() || filter.is_some() {
         return join_scalar_by_domain(plan, subquery, position);
     }
-    let subquery = pulled_up;
-    let joined = LogicalPlan::join(plan, subquery, JoinKind::Left, keys, None);
-    let schema = joined.schema();
-    let (exprs, names): (Vec<Expr>, Vec<String>) = (0..=position)
+    let joined = LogicalPlan::join(plan, pulled_up, JoinKind::Left, keys, None);
+    Ok(keep_columns(joined, position + 1))
+}
+
+/// The first `width` columns of `plan`.
+fn keep_columns(plan: LogicalPlan, width: usize) -> LogicalPlan {
+    let schema = plan.schema();
+    let (exprs, names): (Vec<Expr>, Vec<String>) = (0..width)
         .map(|i| {
             let f = schema.field(i);
             (
@@ -86,7 +102,16 @@ pub(super) fn join_scalar(
             )
         })
         .unzip();
-    Ok(joined.project(exprs, names))
+    plan.project(exprs, names)
+}
+
+/// True for `SELECT f(aggregates) ...` without GROUP BY: one row whatever the input.
+fn is_scalar_aggregate(plan: &LogicalPlan) -> bool {
+    match plan {
+        LogicalPlan::Aggregate { group, .. } => group.is_empty(),
+        LogicalPlan::Project { input, .. } => is_scalar_aggregate(input),
+        _ => false,
+    }
 }
 
 /// `EXISTS`, `NOT EXISTS`, `IN` and `NOT IN` as semi and anti joins of `plan` (of `width`
