@@ -1,7 +1,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
+use arrow::datatypes::{DataType, Field, IntervalUnit, Schema, SchemaRef, TimeUnit};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +16,7 @@ pub enum SqlType {
     Varchar,
     Date,
     Timestamp,
+    Interval,
 }
 
 impl SqlType {
@@ -30,6 +31,7 @@ impl SqlType {
             SqlType::Varchar => DataType::Utf8,
             SqlType::Date => DataType::Date32,
             SqlType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
+            SqlType::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
         }
     }
 
@@ -47,6 +49,7 @@ impl SqlType {
             DataType::Utf8 => SqlType::Varchar,
             DataType::Date32 => SqlType::Date,
             DataType::Timestamp(TimeUnit::Microsecond, None) => SqlType::Timestamp,
+            DataType::Interval(IntervalUnit::MonthDayNano) => SqlType::Interval,
             _ => return None,
         })
     }
@@ -63,6 +66,7 @@ impl fmt::Display for SqlType {
             SqlType::Varchar => write!(f, "VARCHAR"),
             SqlType::Date => write!(f, "DATE"),
             SqlType::Timestamp => write!(f, "TIMESTAMP"),
+            SqlType::Interval => write!(f, "INTERVAL"),
         }
     }
 }

@@ -42,6 +42,7 @@ pub fn sql_type_from_ast(data_type: &ast::DataType) -> Result<SqlType> {
         | D::CharVarying(_) => SqlType::Varchar,
         D::Date => SqlType::Date,
         D::Timestamp(_, ast::TimezoneInfo::None) | D::Datetime(_) => SqlType::Timestamp,
+        D::Interval { .. } => SqlType::Interval,
         // The names Postgres clients cast catalog values to: object ids and their names.
         D::Custom(name, modifiers) if modifiers.is_empty() => {
             let last = name

@@ -1,4 +1,12 @@
-use arrow::datatypes::SchemaRef;
+use std::sync::Arc;
+
+use arrow::array::{
+    Array, ArrayRef, AsArray, Int32Array, Int64Array, IntervalMonthDayNanoArray, StructArray,
+};
+use arrow::datatypes::{
+    DataType, Field, Fields, Int32Type, Int64Type, IntervalMonthDayNano, IntervalMonthDayNanoType,
+    IntervalUnit, Schema, SchemaRef,
+};
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 use parquet::arrow::ArrowWriter;
@@ -11,15 +19,117 @@ use crate::Result;
 /// Rows per Parquet row group: one row group is one morsel for the scan.
 const ROW_GROUP_ROWS: usize = 122_880;
 
+/// Parquet cannot hold Arrow's month-day-nanosecond intervals: they are written as a struct of
+/// their three parts, and read back as intervals.
+const INTERVAL_PARTS: [&str; 3] = ["months", "days", "nanoseconds"];
+
+fn interval_struct_fields() -> Fields {
+    Fields::from(vec![
+        Field::new(INTERVAL_PARTS[0], DataType::Int32, false),
+        Field::new(INTERVAL_PARTS[1], DataType::Int32, false),
+        Field::new(INTERVAL_PARTS[2], DataType::Int64, false),
+    ])
+}
+
+fn is_interval(data_type: &DataType) -> bool {
+    matches!(data_type, DataType::Interval(IntervalUnit::MonthDayNano))
+}
+
+fn is_interval_struct(data_type: &DataType) -> bool {
+    matches!(data_type, DataType::Struct(fields) if *fields == interval_struct_fields())
+}
+
+/// The schema and batches as written to Parquet: intervals as structs.
+fn to_storable(schema: &SchemaRef, batch: &RecordBatch) -> Result<RecordBatch> {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match is_interval(f.data_type()) {
+            true => Field::new(f.name(), DataType::Struct(interval_struct_fields()), true),
+            false => f.as_ref().clone(),
+        })
+        .collect();
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|c| {
+            if !is_interval(c.data_type()) {
+                return c.clone();
+            }
+            let values = c.as_primitive::<IntervalMonthDayNanoType>();
+            let part = |f: fn(&IntervalMonthDayNano) -> i64| -> Vec<i64> {
+                values.values().iter().map(f).collect()
+            };
+            let months: Int32Array = part(|v| v.months as i64)
+                .iter()
+                .map(|v| *v as i32)
+                .collect();
+            let days: Int32Array = part(|v| v.days as i64).iter().map(|v| *v as i32).collect();
+            let nanos = Int64Array::from(part(|v| v.nanoseconds));
+            Arc::new(StructArray::new(
+                interval_struct_fields(),
+                vec![Arc::new(months), Arc::new(days), Arc::new(nanos)],
+                values.nulls().cloned(),
+            )) as ArrayRef
+        })
+        .collect();
+    Ok(RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns,
+    )?)
+}
+
+/// A batch read from Parquet with its interval structs made intervals again.
+fn from_storable(batch: RecordBatch) -> Result<RecordBatch> {
+    if !batch
+        .schema()
+        .fields()
+        .iter()
+        .any(|f| is_interval_struct(f.data_type()))
+    {
+        return Ok(batch);
+    }
+    let schema = batch.schema();
+    let mut fields = Vec::new();
+    let mut columns = Vec::new();
+    for (field, column) in schema.fields().iter().zip(batch.columns()) {
+        if !is_interval_struct(field.data_type()) {
+            fields.push(field.as_ref().clone());
+            columns.push(column.clone());
+            continue;
+        }
+        let parts = column.as_struct();
+        let months = parts.column(0).as_primitive::<Int32Type>();
+        let days = parts.column(1).as_primitive::<Int32Type>();
+        let nanos = parts.column(2).as_primitive::<Int64Type>();
+        let values: Vec<IntervalMonthDayNano> = (0..parts.len())
+            .map(|i| IntervalMonthDayNano::new(months.value(i), days.value(i), nanos.value(i)))
+            .collect();
+        let array = IntervalMonthDayNanoArray::new(values.into(), parts.nulls().cloned());
+        fields.push(Field::new(
+            field.name(),
+            DataType::Interval(IntervalUnit::MonthDayNano),
+            true,
+        ));
+        columns.push(Arc::new(array) as ArrayRef);
+    }
+    Ok(RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns,
+    )?)
+}
+
 /// Writes batches as one Parquet file (zstd, statistics on) held in memory.
 pub fn write_parquet_bytes(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Bytes> {
     let properties = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .build();
-    let mut writer = ArrowWriter::try_new(Vec::new(), schema.clone(), Some(properties))?;
+    let empty = RecordBatch::new_empty(schema.clone());
+    let storable_schema = to_storable(schema, &empty)?.schema();
+    let mut writer = ArrowWriter::try_new(Vec::new(), storable_schema, Some(properties))?;
     for batch in batches {
-        writer.write(batch)?;
+        writer.write(&to_storable(schema, batch)?)?;
     }
     let bytes = writer.into_inner()?;
     Ok(Bytes::from(bytes))
@@ -30,8 +140,9 @@ pub fn read_parquet_bytes(bytes: Bytes) -> Result<Vec<RecordBatch>> {
     let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)?
         .with_batch_size(8192)
         .build()?;
-    let batches = reader.collect::<std::result::Result<Vec<_>, _>>()?;
-    Ok(batches)
+    reader
+        .map(|batch| from_storable(batch?))
+        .collect::<Result<Vec<_>>>()
 }
 
 /// The schema Pondra reads a Parquet file with, and the file's row count and row groups.
@@ -89,8 +200,9 @@ pub fn read_parquet_row_group(
         .with_row_groups(vec![row_group])
         .with_batch_size(8192)
         .build()?;
-    let batches = reader.collect::<std::result::Result<Vec<_>, _>>()?;
-    Ok(batches)
+    reader
+        .map(|batch| from_storable(batch?))
+        .collect::<Result<Vec<_>>>()
 }
 
 /// The columns of a CSV file with a header row, their types inferred from its first rows:
