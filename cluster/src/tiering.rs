@@ -81,7 +81,7 @@ impl Node {
                         segments.contains(&(s.commit, s.index))
                     };
                     if wanted {
-                        out.extend(read_morsel(&lake, &runtime, morsel, &schema)?);
+                        out.extend(read_morsel(&lake, &runtime, morsel, &schema, None)?);
                     }
                 }
                 Ok(out)

@@ -13,7 +13,7 @@ use crate::aggregate::HashAggregateSink;
 use crate::expr::evaluate;
 use crate::join::HashJoin;
 use crate::profile::{NodeStats, Profile};
-use crate::scan::{read_morsel, table_morsels};
+use crate::scan::{read_morsel, table_morsels, widen};
 use crate::sort::sort_batches;
 use crate::{ExecError, Result};
 
@@ -352,12 +352,18 @@ fn run_pipeline<'p>(
     // sink's, recorded as rows are pushed into it and when it finishes.
     let mut leaf = true;
     match node {
-        PhysicalPlan::TableScan { table, schema } => {
+        PhysicalPlan::TableScan {
+            table,
+            schema,
+            columns,
+        } => {
             for morsel in table_morsels(&ctx.snapshot, table) {
                 if out.is_full() {
                     break;
                 }
-                for batch in read_morsel(&ctx.lake, &ctx.runtime, &morsel, schema)? {
+                let morsel_rows =
+                    read_morsel(&ctx.lake, &ctx.runtime, &morsel, schema, columns.as_deref())?;
+                for batch in morsel_rows {
                     out.emit(batch)?;
                 }
             }
@@ -386,7 +392,7 @@ fn run_pipeline<'p>(
                 }
             }
         }
-        PhysicalPlan::ParquetScan { table } => {
+        PhysicalPlan::ParquetScan { table, columns } => {
             'files: for file in &table.files {
                 if table.format == FileFormat::Csv {
                     for batch in read_csv_file(&file.path, &table.schema)? {
@@ -398,8 +404,17 @@ fn run_pipeline<'p>(
                     if out.is_full() {
                         break 'files;
                     }
-                    for batch in read_parquet_row_group(&file.path, row_group, &table.schema)? {
-                        out.emit(batch)?;
+                    let read = read_parquet_row_group(
+                        &file.path,
+                        row_group,
+                        &table.schema,
+                        columns.as_deref(),
+                    )?;
+                    for batch in read {
+                        match columns {
+                            Some(columns) => out.emit(widen(&batch, &table.schema, columns)?)?,
+                            None => out.emit(batch)?,
+                        }
                     }
                 }
             }

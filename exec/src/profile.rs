@@ -95,7 +95,7 @@ fn describe(plan: &PhysicalPlan) -> String {
     match plan {
         PhysicalPlan::TableScan { table, .. } => format!("TableScan: {}", table.name),
         PhysicalPlan::Input { .. } => "Input".into(),
-        PhysicalPlan::ParquetScan { table } => {
+        PhysicalPlan::ParquetScan { table, .. } => {
             format!("ParquetScan: {} ({} files)", table.name, table.files.len())
         }
         PhysicalPlan::Values { rows, .. } => format!("Values: {} rows", rows.len()),

@@ -31,7 +31,8 @@ pub fn table_morsels(snapshot: &Snapshot, table: &TableDef) -> Vec<Morsel> {
     files.chain(segments).collect()
 }
 
-/// Reads one morsel's rows, as batches of `schema`.
+/// Reads one morsel's rows, as batches of `schema`. With `columns`, Parquet files decode only
+/// those columns, and the others are NULL.
 ///
 /// Runs on an executor thread, so it blocks on the object store through `runtime`.
 pub fn read_morsel(
@@ -39,18 +40,67 @@ pub fn read_morsel(
     runtime: &tokio::runtime::Handle,
     morsel: &Morsel,
     schema: &SchemaRef,
+    columns: Option<&[usize]>,
 ) -> Result<Vec<RecordBatch>> {
     let batches = match morsel {
-        Morsel::ParquetFile(path) => read_parquet_bytes(runtime.block_on(lake.get(path))?)?,
+        Morsel::ParquetFile(path) => {
+            let bytes = runtime.block_on(lake.get(path))?;
+            let Some(columns) = columns else {
+                return conform(read_parquet_bytes(bytes, None)?, schema);
+            };
+            let read = read_parquet_bytes(bytes, Some(columns))?;
+            return read
+                .into_iter()
+                .filter(|b| b.num_rows() > 0)
+                .map(|b| widen(&b, schema, columns))
+                .collect();
+        }
         Morsel::InlineSegment(bytes) => decode_log_segment(bytes)?,
         Morsel::SegmentObject(path) => decode_log_segment(&runtime.block_on(lake.get(path))?)?,
     };
-    // Stored batches carry the writer's field metadata; the plan's schema is the reader's truth.
+    conform(batches, schema)
+}
+
+/// Stored batches carry the writer's field metadata; the plan's schema is the reader's truth.
+fn conform(batches: Vec<RecordBatch>, schema: &SchemaRef) -> Result<Vec<RecordBatch>> {
     batches
         .into_iter()
         .filter(|b| b.num_rows() > 0)
         .map(|b| Ok(RecordBatch::try_new(schema.clone(), b.columns().to_vec())?))
         .collect()
+}
+
+/// A batch of the read `columns` as a batch of `schema`. No operator reads the other columns:
+/// they are NULL, or zeros where the schema says a column has no NULLs.
+pub fn widen(batch: &RecordBatch, schema: &SchemaRef, columns: &[usize]) -> Result<RecordBatch> {
+    let rows = batch.num_rows();
+    let mut read = batch.columns().iter();
+    let arrays = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, field)| {
+            if columns.contains(&i) {
+                return Ok(read
+                    .next()
+                    .cloned()
+                    .expect("one read column per projected index"));
+            }
+            let nulls = arrow::array::new_null_array(field.data_type(), rows);
+            if field.is_nullable() {
+                return Ok(nulls);
+            }
+            // The same zeroed buffers without their validity: zeros and empty strings.
+            let zeros = nulls.to_data().into_builder().nulls(None).build()?;
+            Ok(arrow::array::make_array(zeros))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        arrays,
+        &options,
+    )?)
 }
 
 /// Every row of a table at one snapshot.
@@ -63,7 +113,7 @@ pub fn read_table(
 ) -> Result<Vec<RecordBatch>> {
     let mut batches = Vec::new();
     for morsel in table_morsels(snapshot, table) {
-        batches.extend(read_morsel(lake, runtime, &morsel, schema)?);
+        batches.extend(read_morsel(lake, runtime, &morsel, schema, None)?);
     }
     Ok(batches)
 }

@@ -13,12 +13,16 @@ pub enum PhysicalPlan {
     TableScan {
         table: Arc<TableDef>,
         schema: SchemaRef,
+        /// The columns the plan reads, when not all: the others are NULL in the scan's rows.
+        columns: Option<Vec<usize>>,
     },
     Input {
         schema: SchemaRef,
     },
     ParquetScan {
         table: Arc<ExternalTable>,
+        /// As for `TableScan`.
+        columns: Option<Vec<usize>>,
     },
     /// Computes window functions over all input rows.
     Window {
@@ -96,7 +100,7 @@ impl PhysicalPlan {
             | PhysicalPlan::HashJoin { schema, .. }
             | PhysicalPlan::Union { schema, .. }
             | PhysicalPlan::Window { schema, .. } => schema.clone(),
-            PhysicalPlan::ParquetScan { table } => table.schema.clone(),
+            PhysicalPlan::ParquetScan { table, .. } => table.schema.clone(),
             PhysicalPlan::Filter { input, .. }
             | PhysicalPlan::Sort { input, .. }
             | PhysicalPlan::Limit { input, .. } => input.schema(),
@@ -105,29 +109,85 @@ impl PhysicalPlan {
     }
 }
 
-/// Chooses the physical operators for a logical plan.
+/// Chooses the physical operators for a logical plan. Scans read only the columns the plan
+/// above them uses.
 pub fn create_physical_plan(plan: &LogicalPlan) -> PhysicalPlan {
-    let child = |input: &LogicalPlan| Box::new(create_physical_plan(input));
+    let all = vec![true; plan.schema().fields().len()];
+    build(plan, &all)
+}
+
+/// The columns of `expr`'s input it reads, marked in `used`.
+fn mark_columns(expr: &Expr, used: &mut [bool]) {
+    let cell = std::cell::RefCell::new(used);
+    expr.any(&|e| {
+        if let Expr::Column { index, .. } = e
+            && let Some(slot) = cell.borrow_mut().get_mut(*index)
+        {
+            *slot = true;
+        }
+        false
+    });
+}
+
+fn marked(width: usize, exprs: &[&Expr]) -> Vec<bool> {
+    let mut used = vec![false; width];
+    for e in exprs {
+        mark_columns(e, &mut used);
+    }
+    used
+}
+
+/// The used columns of a scan of `width` columns, or `None` when it needs them all.
+fn scan_columns(used: &[bool]) -> Option<Vec<usize>> {
+    if used.iter().all(|u| *u) {
+        return None;
+    }
+    let columns: Vec<usize> = (0..used.len()).filter(|i| used[*i]).collect();
+    // A scan that reads no column still needs its row count: it reads the first.
+    if columns.is_empty() && !used.is_empty() {
+        return Some(vec![0]);
+    }
+    Some(columns)
+}
+
+/// `plan` as physical operators, where the plan above uses the output columns marked in `used`.
+fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
+    let width = |p: &LogicalPlan| p.schema().fields().len();
+    let all_of = |p: &LogicalPlan| vec![true; width(p)];
+    let child = |input: &LogicalPlan, used: &[bool]| Box::new(build(input, used));
     match plan {
         LogicalPlan::Scan { table, schema } => PhysicalPlan::TableScan {
             table: table.clone(),
             schema: schema.clone(),
+            columns: scan_columns(used),
         },
         LogicalPlan::Window {
             input,
             exprs,
             schema,
-        } => PhysicalPlan::Window {
-            input: child(input),
-            exprs: exprs.clone(),
-            schema: schema.clone(),
-        },
+        } => {
+            let mut needed = used[..width(input)].to_vec();
+            for w in exprs {
+                for e in w.args.iter().chain(&w.partition_by) {
+                    mark_columns(e, &mut needed);
+                }
+                for k in &w.order_by {
+                    mark_columns(&k.expr, &mut needed);
+                }
+            }
+            PhysicalPlan::Window {
+                input: child(input, &needed),
+                exprs: exprs.clone(),
+                schema: schema.clone(),
+            }
+        }
         LogicalPlan::Union { inputs, schema } => PhysicalPlan::Union {
-            inputs: inputs.iter().map(create_physical_plan).collect(),
+            inputs: inputs.iter().map(|i| build(i, used)).collect(),
             schema: schema.clone(),
         },
         LogicalPlan::ParquetScan { table } => PhysicalPlan::ParquetScan {
             table: table.clone(),
+            columns: scan_columns(used),
         },
         LogicalPlan::Input { schema } => PhysicalPlan::Input {
             schema: schema.clone(),
@@ -142,8 +202,8 @@ pub fn create_physical_plan(plan: &LogicalPlan) -> PhysicalPlan {
             id,
             distinct,
         } => PhysicalPlan::RecursiveCte {
-            anchor: child(anchor),
-            step: child(step),
+            anchor: child(anchor, &all_of(anchor)),
+            step: child(step, &all_of(step)),
             id: *id,
             distinct: *distinct,
         },
@@ -151,26 +211,43 @@ pub fn create_physical_plan(plan: &LogicalPlan) -> PhysicalPlan {
             schema: schema.clone(),
             rows: rows.clone(),
         },
-        LogicalPlan::Filter { input, predicate } => PhysicalPlan::Filter {
-            input: child(input),
-            predicate: predicate.clone(),
-        },
+        LogicalPlan::Filter { input, predicate } => {
+            let mut needed = used.to_vec();
+            mark_columns(predicate, &mut needed);
+            PhysicalPlan::Filter {
+                input: child(input, &needed),
+                predicate: predicate.clone(),
+            }
+        }
         LogicalPlan::Project {
             input,
             exprs,
             schema,
-        } => PhysicalPlan::Projection {
-            input: child(input),
-            exprs: exprs.clone(),
-            schema: schema.clone(),
-        },
+        } => {
+            // Every projected expression is computed, used above or not.
+            let needed = marked(width(input), &exprs.iter().collect::<Vec<_>>());
+            PhysicalPlan::Projection {
+                input: child(input, &needed),
+                exprs: exprs.clone(),
+                schema: schema.clone(),
+            }
+        }
         LogicalPlan::Aggregate {
             input,
             group,
             aggregates,
             schema,
         } => PhysicalPlan::HashAggregate {
-            input: child(input),
+            input: child(
+                input,
+                &marked(
+                    width(input),
+                    &group
+                        .iter()
+                        .chain(aggregates.iter().filter_map(|a| a.arg.as_ref()))
+                        .collect::<Vec<_>>(),
+                ),
+            ),
             group: group.clone(),
             aggregates: aggregates.clone(),
             schema: schema.clone(),
@@ -183,8 +260,14 @@ pub fn create_physical_plan(plan: &LogicalPlan) -> PhysicalPlan {
             filter,
             schema,
         } => PhysicalPlan::HashJoin {
-            left: child(left),
-            right: child(right),
+            left: child(
+                left,
+                &join_side_columns(used, on, filter, left, right, true),
+            ),
+            right: child(
+                right,
+                &join_side_columns(used, on, filter, left, right, false),
+            ),
             kind: *kind,
             left_keys: on.iter().map(|(l, _)| l.clone()).collect(),
             right_keys: on.iter().map(|(_, r)| r.clone()).collect(),
@@ -192,7 +275,7 @@ pub fn create_physical_plan(plan: &LogicalPlan) -> PhysicalPlan {
             schema: schema.clone(),
         },
         LogicalPlan::Sort { input, keys } => PhysicalPlan::Sort {
-            input: child(input),
+            input: child(input, &with_sort_keys(used, keys)),
             keys: keys.clone(),
             fetch: None,
         },
@@ -200,7 +283,7 @@ pub fn create_physical_plan(plan: &LogicalPlan) -> PhysicalPlan {
             // A sort under a limit only has to keep the rows the limit lets through.
             (LogicalPlan::Sort { input, keys }, Some(fetch)) => PhysicalPlan::Limit {
                 input: Box::new(PhysicalPlan::Sort {
-                    input: child(input),
+                    input: child(input, &with_sort_keys(used, keys)),
                     keys: keys.clone(),
                     fetch: Some(skip + fetch),
                 }),
@@ -208,10 +291,51 @@ pub fn create_physical_plan(plan: &LogicalPlan) -> PhysicalPlan {
                 fetch: Some(*fetch),
             },
             _ => PhysicalPlan::Limit {
-                input: child(input),
+                input: child(input, used),
                 skip: *skip,
                 fetch: *fetch,
             },
         },
     }
+}
+
+fn with_sort_keys(used: &[bool], keys: &[crate::expr::SortKey]) -> Vec<bool> {
+    let mut needed = used.to_vec();
+    for k in keys {
+        mark_columns(&k.expr, &mut needed);
+    }
+    needed
+}
+
+/// The columns one side of a join must produce: those used above that come from it, its
+/// keys, and what the filter (over left columns, then right columns) reads of it.
+fn join_side_columns(
+    used: &[bool],
+    on: &[(Expr, Expr)],
+    filter: &Option<Expr>,
+    left: &LogicalPlan,
+    right: &LogicalPlan,
+    left_side: bool,
+) -> Vec<bool> {
+    let left_width = left.schema().fields().len();
+    let right_width = right.schema().fields().len();
+    let (offset, width) = if left_side {
+        (0, left_width)
+    } else {
+        (left_width, right_width)
+    };
+    let mut needed: Vec<bool> = (0..width)
+        .map(|i| used.get(offset + i).copied().unwrap_or(false))
+        .collect();
+    for (l, r) in on {
+        mark_columns(if left_side { l } else { r }, &mut needed);
+    }
+    if let Some(filter) = filter {
+        let mut joined = vec![false; left_width + right_width];
+        mark_columns(filter, &mut joined);
+        for i in 0..width {
+            needed[i] |= joined[offset + i];
+        }
+    }
+    needed
 }

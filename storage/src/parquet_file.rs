@@ -9,8 +9,8 @@ use arrow::datatypes::{
 };
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
-use parquet::arrow::ArrowWriter;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
@@ -135,11 +135,15 @@ pub fn write_parquet_bytes(schema: &SchemaRef, batches: &[RecordBatch]) -> Resul
     Ok(Bytes::from(bytes))
 }
 
-/// Reads every row of a Parquet file held in memory.
-pub fn read_parquet_bytes(bytes: Bytes) -> Result<Vec<RecordBatch>> {
-    let reader = ParquetRecordBatchReaderBuilder::try_new(bytes)?
-        .with_batch_size(8192)
-        .build()?;
+/// Reads every row of a Parquet file held in memory; with `columns`, only those top-level
+/// columns, in file order.
+pub fn read_parquet_bytes(bytes: Bytes, columns: Option<&[usize]>) -> Result<Vec<RecordBatch>> {
+    let mut builder = ParquetRecordBatchReaderBuilder::try_new(bytes)?.with_batch_size(8192);
+    if let Some(columns) = columns {
+        let mask = ProjectionMask::roots(builder.parquet_schema(), columns.iter().copied());
+        builder = builder.with_projection(mask);
+    }
+    let reader = builder.build()?;
     reader
         .map(|batch| from_storable(batch?))
         .collect::<Result<Vec<_>>>()
@@ -189,6 +193,7 @@ pub fn read_parquet_row_group(
     path: &std::path::Path,
     row_group: usize,
     schema: &SchemaRef,
+    columns: Option<&[usize]>,
 ) -> Result<Vec<RecordBatch>> {
     let file = std::fs::File::open(path).map_err(|e| crate::StorageError::Folder {
         path: path.display().to_string(),
@@ -196,10 +201,14 @@ pub fn read_parquet_row_group(
     })?;
     let options =
         parquet::arrow::arrow_reader::ArrowReaderOptions::new().with_schema(schema.clone());
-    let reader = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options)?
+    let mut builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options)?
         .with_row_groups(vec![row_group])
-        .with_batch_size(8192)
-        .build()?;
+        .with_batch_size(8192);
+    if let Some(columns) = columns {
+        let mask = ProjectionMask::roots(builder.parquet_schema(), columns.iter().copied());
+        builder = builder.with_projection(mask);
+    }
+    let reader = builder.build()?;
     reader
         .map(|batch| from_storable(batch?))
         .collect::<Result<Vec<_>>>()
