@@ -268,6 +268,150 @@ pub fn system_table(
             vec![("oid", DataType::Int32), ("datname", DataType::Utf8)],
             vec![vec![int(1), text(CATALOG)]],
         ),
+        ("pg_catalog", "pg_tables") => (
+            vec![
+                ("schemaname", DataType::Utf8),
+                ("tablename", DataType::Utf8),
+                ("tableowner", DataType::Utf8),
+                ("hasindexes", DataType::Boolean),
+            ],
+            tables
+                .iter()
+                .filter(|t| matches!(t.kind, TableKind::Table))
+                .map(|t| {
+                    vec![
+                        text("public"),
+                        text(&t.name),
+                        text(OWNER),
+                        Cell::Bool(!t.indexes.is_empty()),
+                    ]
+                })
+                .collect(),
+        ),
+        ("pg_catalog", "pg_views") | ("pg_catalog", "pg_matviews") => {
+            let materialized = name == "pg_matviews";
+            let view_column = if materialized {
+                "matviewname"
+            } else {
+                "viewname"
+            };
+            let owner_column = if materialized {
+                "matviewowner"
+            } else {
+                "viewowner"
+            };
+            (
+                vec![
+                    ("schemaname", DataType::Utf8),
+                    (view_column, DataType::Utf8),
+                    (owner_column, DataType::Utf8),
+                    ("definition", DataType::Utf8),
+                ],
+                tables
+                    .iter()
+                    .filter_map(|t| match (&t.kind, materialized) {
+                        (TableKind::View { sql, .. }, false)
+                        | (TableKind::MaterializedView { sql, .. }, true) => Some(vec![
+                            text("public"),
+                            text(&t.name),
+                            text(OWNER),
+                            text(sql.clone()),
+                        ]),
+                        _ => None,
+                    })
+                    .collect(),
+            )
+        }
+        ("pg_catalog", "pg_roles") | ("pg_catalog", "pg_user") => (
+            vec![
+                ("oid", DataType::Int32),
+                ("rolname", DataType::Utf8),
+                ("rolsuper", DataType::Boolean),
+                ("usename", DataType::Utf8),
+                ("usesysid", DataType::Int32),
+            ],
+            vec![vec![
+                int(10),
+                text(OWNER),
+                Cell::Bool(true),
+                text(OWNER),
+                int(10),
+            ]],
+        ),
+        ("pg_catalog", "pg_settings") => (
+            vec![("name", DataType::Utf8), ("setting", DataType::Utf8)],
+            [
+                ("server_version", "15.0"),
+                ("server_encoding", "UTF8"),
+                ("client_encoding", "UTF8"),
+                ("standard_conforming_strings", "on"),
+                ("DateStyle", "ISO, MDY"),
+                ("TimeZone", "UTC"),
+                ("max_identifier_length", "63"),
+            ]
+            .into_iter()
+            .map(|(n, v)| vec![text(n), text(v)])
+            .collect(),
+        ),
+        // Pondra has no constraints objects, comments, stored functions or index structures to
+        // list: these are empty, for the clients that join them.
+        ("pg_catalog", "pg_index") => (
+            vec![
+                ("indexrelid", DataType::Int32),
+                ("indrelid", DataType::Int32),
+                ("indisprimary", DataType::Boolean),
+                ("indisunique", DataType::Boolean),
+            ],
+            Vec::new(),
+        ),
+        ("pg_catalog", "pg_constraint") => (
+            vec![
+                ("oid", DataType::Int32),
+                ("conname", DataType::Utf8),
+                ("contype", DataType::Utf8),
+                ("conrelid", DataType::Int32),
+            ],
+            Vec::new(),
+        ),
+        ("pg_catalog", "pg_description") => (
+            vec![
+                ("objoid", DataType::Int32),
+                ("classoid", DataType::Int32),
+                ("objsubid", DataType::Int32),
+                ("description", DataType::Utf8),
+            ],
+            Vec::new(),
+        ),
+        ("pg_catalog", "pg_proc") => (
+            vec![
+                ("oid", DataType::Int32),
+                ("proname", DataType::Utf8),
+                ("pronamespace", DataType::Int32),
+            ],
+            Vec::new(),
+        ),
+        ("information_schema", "views") => (
+            vec![
+                ("table_catalog", DataType::Utf8),
+                ("table_schema", DataType::Utf8),
+                ("table_name", DataType::Utf8),
+                ("view_definition", DataType::Utf8),
+            ],
+            tables
+                .iter()
+                .filter_map(|t| match &t.kind {
+                    TableKind::View { sql, .. } | TableKind::MaterializedView { sql, .. } => {
+                        Some(vec![
+                            text(CATALOG),
+                            text("public"),
+                            text(&t.name),
+                            text(sql.clone()),
+                        ])
+                    }
+                    TableKind::Table => None,
+                })
+                .collect(),
+        ),
         ("information_schema", "schemata") => (
             vec![
                 ("catalog_name", DataType::Utf8),
