@@ -19,6 +19,9 @@ use crate::{ExecError, Result};
 /// build one huge batch.
 const OUTPUT_ROWS: usize = 8192;
 
+/// The end of a chain of build rows.
+const NO_ROW: u32 = u32::MAX;
+
 /// The built side of a hash join and what the probe side has matched of it.
 pub struct HashJoin {
     kind: JoinKind,
@@ -27,8 +30,11 @@ pub struct HashJoin {
     schema: SchemaRef,
     build: RecordBatch,
     converter: Option<RowConverter>,
-    /// Key bytes to the build rows that have them; rows with a NULL key are never in it.
-    table: HashMap<Box<[u8]>, Vec<u32>>,
+    /// Key bytes to the first build row that has them; rows with a NULL key are never in it.
+    table: HashMap<Box<[u8]>, u32>,
+    /// For each build row, the next build row with the same key (`NO_ROW` after the last): the
+    /// rows of one key form a chain, in build order, at four bytes a row.
+    next: Vec<u32>,
     build_has_null_key: bool,
     /// Build rows matched so far (full joins emit the others at the end).
     matched: Vec<bool>,
@@ -50,7 +56,8 @@ impl HashJoin {
                 "more than one row returned by a subquery used as an expression".into(),
             ));
         }
-        let mut table: HashMap<Box<[u8]>, Vec<u32>> = HashMap::new();
+        let mut table: HashMap<Box<[u8]>, u32> = HashMap::new();
+        let mut next = vec![NO_ROW; build.num_rows()];
         let mut build_has_null_key = false;
         let converter = if right_keys.is_empty() {
             None
@@ -65,15 +72,21 @@ impl HashJoin {
                 .map(|k| evaluate(k, &build))
                 .collect::<Result<Vec<_>>>()?;
             let rows = converter.convert_columns(&keys)?;
-            for (index, row) in rows.iter().enumerate() {
+            // Last row first, so each key's chain runs in build order.
+            for index in (0..rows.num_rows()).rev() {
                 if keys.iter().any(|k| k.is_null(index)) {
                     build_has_null_key = true;
                     continue;
                 }
-                table
-                    .entry(row.as_ref().into())
-                    .or_default()
-                    .push(index as u32);
+                match table.entry(rows.row(index).as_ref().into()) {
+                    std::collections::hash_map::Entry::Occupied(mut head) => {
+                        next[index] = *head.get();
+                        *head.get_mut() = index as u32;
+                    }
+                    std::collections::hash_map::Entry::Vacant(slot) => {
+                        slot.insert(index as u32);
+                    }
+                }
             }
             Some(converter)
         };
@@ -86,6 +99,7 @@ impl HashJoin {
             build,
             converter,
             table,
+            next,
             build_has_null_key,
             matched,
         })
@@ -231,13 +245,15 @@ impl HashJoin {
                 let keys = self.probe_keys(batch)?;
                 let rows = converter.convert_columns(&keys)?;
                 for (row, key) in rows.iter().enumerate() {
-                    if let Some(matches) = self.table.get(key.as_ref()) {
+                    if let Some(&first) = self.table.get(key.as_ref()) {
                         if keys.iter().any(|k| k.is_null(row)) {
                             continue;
                         }
-                        for &b in matches {
+                        let mut b = first;
+                        while b != NO_ROW {
                             probe.push(row as u32);
                             build.push(b);
+                            b = self.next[b as usize];
                         }
                     }
                 }
