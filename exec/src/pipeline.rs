@@ -175,16 +175,14 @@ struct Output<'o, 'p> {
 
 impl Output<'_, '_> {
     fn emit(&mut self, batch: RecordBatch) -> Result<()> {
-        if let Some(stats) = &self.source_stats {
-            stats.add(batch.num_rows(), Duration::ZERO);
-        }
+        let sink_stats = self.sink_stats.as_deref();
+        // Timed only when profiled: this runs for every batch.
+        let Some(stats) = &self.source_stats else {
+            return push(self.stages, batch, &mut self.sink, sink_stats);
+        };
+        stats.add(batch.num_rows(), Duration::ZERO);
         let started = Instant::now();
-        push(
-            self.stages,
-            batch,
-            &mut self.sink,
-            self.sink_stats.as_deref(),
-        )?;
+        push(self.stages, batch, &mut self.sink, sink_stats)?;
         self.downstream += started.elapsed();
         Ok(())
     }

@@ -138,7 +138,15 @@ pub fn write_parquet_bytes(schema: &SchemaRef, batches: &[RecordBatch]) -> Resul
 /// Reads every row of a Parquet file held in memory; with `columns`, only those top-level
 /// columns, in file order.
 pub fn read_parquet_bytes(bytes: Bytes, columns: Option<&[usize]>) -> Result<Vec<RecordBatch>> {
-    let mut builder = ParquetRecordBatchReaderBuilder::try_new(bytes)?.with_batch_size(8192);
+    let builder = ParquetRecordBatchReaderBuilder::try_new(bytes)?.with_batch_size(8192);
+    read_columns(builder, columns)
+}
+
+/// The rows a reader yields, of only `columns` when given, with intervals restored.
+fn read_columns<T: parquet::file::reader::ChunkReader + 'static>(
+    mut builder: ParquetRecordBatchReaderBuilder<T>,
+    columns: Option<&[usize]>,
+) -> Result<Vec<RecordBatch>> {
     if let Some(columns) = columns {
         let mask = ProjectionMask::roots(builder.parquet_schema(), columns.iter().copied());
         builder = builder.with_projection(mask);
@@ -201,17 +209,10 @@ pub fn read_parquet_row_group(
     })?;
     let options =
         parquet::arrow::arrow_reader::ArrowReaderOptions::new().with_schema(schema.clone());
-    let mut builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options)?
+    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options)?
         .with_row_groups(vec![row_group])
         .with_batch_size(8192);
-    if let Some(columns) = columns {
-        let mask = ProjectionMask::roots(builder.parquet_schema(), columns.iter().copied());
-        builder = builder.with_projection(mask);
-    }
-    let reader = builder.build()?;
-    reader
-        .map(|batch| from_storable(batch?))
-        .collect::<Result<Vec<_>>>()
+    read_columns(builder, columns)
 }
 
 /// The columns of a CSV file with a header row, their types inferred from its first rows:

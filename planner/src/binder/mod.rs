@@ -27,7 +27,7 @@ use from::{outer_join, rename_columns};
 use scope::{Scope, normalize};
 use set_ops::{distinct_rows, grouping_sets, set_operation, union_of_groupings};
 pub(crate) use subqueries::PendingSubquery;
-use subqueries::{join_filter, join_pending, split_and};
+use subqueries::{join_filter, join_pending, keep_columns, split_and};
 
 use crate::expr::{Expr, JoinKind, SortKey, WindowExpr};
 use crate::external::ExternalTable;
@@ -657,17 +657,7 @@ impl<'a> Binder<'a> {
             };
         }
         if plan.schema().fields().len() > width {
-            let schema = plan.schema();
-            let (exprs, names): (Vec<Expr>, Vec<String>) = (0..width)
-                .map(|i| {
-                    let f = schema.field(i);
-                    (
-                        Expr::column(i, f.name(), f.data_type().clone()),
-                        f.name().clone(),
-                    )
-                })
-                .unzip();
-            plan = plan.project(exprs, names);
+            plan = keep_columns(plan, width);
         }
         for (kind, subquery, probe) in filters {
             plan = join_filter(plan, kind, subquery, probe, width)?;

@@ -91,7 +91,7 @@ pub(super) fn join_scalar(
 }
 
 /// The first `width` columns of `plan`.
-fn keep_columns(plan: LogicalPlan, width: usize) -> LogicalPlan {
+pub(super) fn keep_columns(plan: LogicalPlan, width: usize) -> LogicalPlan {
     let schema = plan.schema();
     let (exprs, names): (Vec<Expr>, Vec<String>) = (0..width)
         .map(|i| {

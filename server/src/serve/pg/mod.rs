@@ -526,10 +526,11 @@ impl CopyHandler for PgDoor {
 impl PgDoor {
     /// Answers `COPY t FROM STDIN`: the client then streams the rows.
     async fn start_copy<C: ClientInfo>(&self, client: &C, copy: CopyIn) -> PgWireResult<Response> {
-        if self.role(client) < Role::Write {
+        let role = self.role(client);
+        if role < Role::Write {
             let reason = format!(
                 "permission denied: a {} token cannot COPY rows in (it needs write)",
-                self.role(client).name()
+                role.name()
             );
             eprintln!("refused: pg: {reason}");
             return Err(user_error("42501", reason));
