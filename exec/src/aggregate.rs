@@ -11,9 +11,10 @@ use arrow::compute::cast;
 use arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type, SchemaRef};
 use arrow::row::{OwnedRow, RowConverter, SortField};
 use pondra_planner::{AggregateCall, AggregateFunction, Expr};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use crate::expr::evaluate;
+use crate::keys::{KeyIndex, NullKeys};
 use crate::{ExecError, Result};
 
 /// The state of one aggregate over every group seen so far.
@@ -429,23 +430,23 @@ pub struct HashAggregateSink {
     group: Vec<Expr>,
     aggregates: Vec<AggregateCall>,
     schema: SchemaRef,
-    converter: Option<RowConverter>,
-    group_index: HashMap<Box<[u8]>, usize>,
-    group_keys: Vec<OwnedRow>,
+    /// The distinct group keys; `None` without GROUP BY.
+    index: Option<KeyIndex>,
+    /// Each group's key values in id order, as slices of the batches that first held them.
+    group_keys: Vec<Vec<ArrayRef>>,
     accumulators: Vec<Accumulator>,
     groups: usize,
+    ids: Vec<u32>,
+    new_rows: Vec<u32>,
 }
 
 impl HashAggregateSink {
     pub fn new(group: &[Expr], aggregates: &[AggregateCall], schema: SchemaRef) -> Result<Self> {
-        let converter = if group.is_empty() {
+        let index = if group.is_empty() {
             None
         } else {
-            let fields = group
-                .iter()
-                .map(|g| SortField::new(g.data_type()))
-                .collect();
-            Some(RowConverter::new(fields)?)
+            let types: Vec<DataType> = group.iter().map(Expr::data_type).collect();
+            Some(KeyIndex::new(&types)?)
         };
         let mut accumulators = aggregates
             .iter()
@@ -460,40 +461,37 @@ impl HashAggregateSink {
             group: group.to_vec(),
             aggregates: aggregates.to_vec(),
             schema,
-            converter,
-            group_index: HashMap::new(),
+            index,
             group_keys: Vec::new(),
             accumulators,
             groups,
+            ids: Vec::new(),
+            new_rows: Vec::new(),
         })
     }
 
     pub fn sink(&mut self, batch: &RecordBatch) -> Result<()> {
         let rows = batch.num_rows();
-        let group_ids: Vec<usize> = match &self.converter {
+        let group_ids: Vec<usize> = match &mut self.index {
             None => vec![0; rows],
-            Some(converter) => {
+            Some(index) => {
                 let keys = self
                     .group
                     .iter()
                     .map(|g| evaluate(g, batch))
                     .collect::<Result<Vec<_>>>()?;
-                let encoded = converter.convert_columns(&keys)?;
-                let mut ids = Vec::with_capacity(rows);
-                for row in encoded.iter() {
-                    let id = match self.group_index.get(row.as_ref()) {
-                        Some(id) => *id,
-                        None => {
-                            let id = self.group_keys.len();
-                            self.group_index.insert(row.as_ref().into(), id);
-                            self.group_keys.push(row.owned());
-                            id
-                        }
-                    };
-                    ids.push(id);
+                self.new_rows.clear();
+                index.intern(&keys, NullKeys::Group, &mut self.ids, &mut self.new_rows)?;
+                if !self.new_rows.is_empty() {
+                    let rows = arrow::array::UInt32Array::from(self.new_rows.clone());
+                    let taken = keys
+                        .iter()
+                        .map(|k| arrow::compute::take(k, &rows, None))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    self.group_keys.push(taken);
                 }
-                self.groups = self.group_keys.len();
-                ids
+                self.groups = index.len();
+                self.ids.iter().map(|&id| id as usize).collect()
             }
         };
         for (call, accumulator) in self.aggregates.iter().zip(&mut self.accumulators) {
@@ -505,10 +503,19 @@ impl HashAggregateSink {
     }
 
     pub fn finish(self) -> Result<RecordBatch> {
-        let mut columns: Vec<ArrayRef> = match &self.converter {
-            None => Vec::new(),
-            Some(converter) => converter.convert_rows(self.group_keys.iter().map(|r| r.row()))?,
-        };
+        let mut columns: Vec<ArrayRef> = Vec::new();
+        for (position, key) in self.group.iter().enumerate() {
+            let pieces: Vec<&dyn Array> = self
+                .group_keys
+                .iter()
+                .map(|piece| piece[position].as_ref())
+                .collect();
+            columns.push(if pieces.is_empty() {
+                arrow::array::new_empty_array(&key.data_type())
+            } else {
+                arrow::compute::concat(&pieces)?
+            });
+        }
         for mut accumulator in self.accumulators {
             accumulator.resize(self.groups);
             columns.push(accumulator.finish()?);

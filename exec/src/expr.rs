@@ -1,13 +1,15 @@
 //! Vectorized evaluation of bound expressions: one Arrow kernel call per operator per batch.
+//! A value the same for every row (a literal, or an expression of literals only) stays one
+//! value: kernels take it as a scalar instead of a column of copies.
 
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray,
-    new_null_array,
+    Array, ArrayRef, AsArray, BooleanArray, Datum, Float64Array, Int64Array, RecordBatch, Scalar,
+    StringArray, UInt32Array, new_null_array,
 };
 use arrow::compute::kernels::{boolean, cmp, comparison, numeric};
-use arrow::compute::{CastOptions, cast_with_options, is_not_null, is_null, nullif};
+use arrow::compute::{CastOptions, cast_with_options, is_not_null, is_null, nullif, take};
 use arrow::datatypes::{DataType, Float64Type, Int32Type, Int64Type};
 use arrow::util::display::FormatOptions;
 use pondra_planner::{BinaryOp, DatePart, Expr, ScalarFunction};
@@ -20,53 +22,106 @@ const CAST_OPTIONS: CastOptions<'static> = CastOptions {
     format_options: FormatOptions::new(),
 };
 
+/// An expression's value over a batch.
+#[derive(Clone)]
+enum Value {
+    /// One value per row.
+    Column(ArrayRef),
+    /// One value for every row, as an array of one element.
+    Constant(ArrayRef),
+}
+
+impl Value {
+    fn into_array(self, rows: usize) -> Result<ArrayRef> {
+        match self {
+            Value::Column(array) => Ok(array),
+            Value::Constant(one) if rows == 1 => Ok(one),
+            Value::Constant(one) => Ok(take(&one, &UInt32Array::from_value(0, rows), None)?),
+        }
+    }
+
+    /// The value as a kernel argument: a column, or a scalar the kernel broadcasts.
+    fn datum(&self) -> Box<dyn Datum> {
+        match self {
+            Value::Column(array) => Box::new(array.clone()),
+            Value::Constant(one) => Box::new(Scalar::new(one.clone())),
+        }
+    }
+
+    fn data_type(&self) -> &DataType {
+        match self {
+            Value::Column(array) | Value::Constant(array) => array.data_type(),
+        }
+    }
+
+    /// Applies a kernel that maps values one to one, keeping a constant constant.
+    fn map(self, kernel: impl FnOnce(&ArrayRef) -> Result<ArrayRef>) -> Result<Value> {
+        Ok(match self {
+            Value::Column(array) => Value::Column(kernel(&array)?),
+            Value::Constant(one) => Value::Constant(kernel(&one)?),
+        })
+    }
+}
+
 /// Evaluates `expr` over every row of `batch`.
 pub fn evaluate(expr: &Expr, batch: &RecordBatch) -> Result<ArrayRef> {
+    value(expr, batch)?.into_array(batch.num_rows())
+}
+
+fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
     let rows = batch.num_rows();
     match expr {
-        Expr::Column { index, .. } => Ok(batch.column(*index).clone()),
-        Expr::Literal(value) => Ok(value.to_array(rows)),
+        Expr::Column { index, .. } => Ok(Value::Column(batch.column(*index).clone())),
+        Expr::Literal(literal) => Ok(Value::Constant(literal.to_array(1))),
         Expr::Binary { op, left, right } => {
-            let l = evaluate(left, batch)?;
-            let r = evaluate(right, batch)?;
-            binary(*op, &l, &r)
+            let l = value(left, batch)?;
+            let r = value(right, batch)?;
+            binary_values(*op, l, r, rows)
         }
-        Expr::Not(inner) => Ok(Arc::new(boolean::not(
-            evaluate(inner, batch)?.as_boolean(),
-        )?)),
-        Expr::Negative(inner) => Ok(numeric::neg(&evaluate(inner, batch)?)?),
-        Expr::IsNull(inner) => Ok(Arc::new(is_null(&evaluate(inner, batch)?)?)),
-        Expr::IsNotNull(inner) => Ok(Arc::new(is_not_null(&evaluate(inner, batch)?)?)),
-        Expr::Cast { expr, data_type } => {
-            let value = evaluate(expr, batch)?;
-            if value.data_type() == data_type {
-                return Ok(value);
+        Expr::Not(inner) => {
+            value(inner, batch)?.map(|v| Ok(Arc::new(boolean::not(v.as_boolean())?)))
+        }
+        Expr::Negative(inner) => value(inner, batch)?.map(|v| Ok(numeric::neg(v)?)),
+        Expr::IsNull(inner) => value(inner, batch)?.map(|v| Ok(Arc::new(is_null(v)?))),
+        Expr::IsNotNull(inner) => value(inner, batch)?.map(|v| Ok(Arc::new(is_not_null(v)?))),
+        Expr::Cast { expr, data_type } => value(expr, batch)?.map(|v| {
+            if v.data_type() == data_type {
+                return Ok(v.clone());
             }
-            Ok(cast_with_options(&value, data_type, &CAST_OPTIONS)?)
-        }
+            Ok(cast_with_options(v, data_type, &CAST_OPTIONS)?)
+        }),
         Expr::Case {
             branches,
             otherwise,
             data_type,
-        } => case(batch, branches, otherwise.as_deref(), data_type),
+        } => Ok(Value::Column(case(
+            batch,
+            branches,
+            otherwise.as_deref(),
+            data_type,
+        )?)),
         Expr::InList {
             expr,
             list,
             negated,
         } => {
-            let value = evaluate(expr, batch)?;
-            let mut any: Option<BooleanArray> = None;
+            let probe = value(expr, batch)?;
+            let mut any: Option<Value> = None;
             for item in list {
-                let item = evaluate(item, batch)?;
-                let hit = binary(BinaryOp::Eq, &value, &item)?;
-                let hit = hit.as_boolean().clone();
+                let item = value(item, batch)?;
+                let hit = binary_values(BinaryOp::Eq, probe.clone(), item, rows)?;
                 any = Some(match any {
                     None => hit,
-                    Some(previous) => boolean::or_kleene(&previous, &hit)?,
+                    Some(previous) => binary_values(BinaryOp::Or, previous, hit, rows)?,
                 });
             }
-            let any = any.unwrap_or_else(|| BooleanArray::from(vec![false; rows]));
-            Ok(Arc::new(if *negated { boolean::not(&any)? } else { any }))
+            let any =
+                any.unwrap_or_else(|| Value::Constant(Arc::new(BooleanArray::from(vec![false]))));
+            if *negated {
+                any.map(|v| Ok(Arc::new(boolean::not(v.as_boolean())?)))
+            } else {
+                Ok(any)
+            }
         }
         Expr::Like {
             expr,
@@ -74,15 +129,22 @@ pub fn evaluate(expr: &Expr, batch: &RecordBatch) -> Result<ArrayRef> {
             negated,
             case_insensitive,
         } => {
-            let value = evaluate(expr, batch)?;
-            let pattern = evaluate(pattern, batch)?;
-            let result = match (negated, case_insensitive) {
-                (false, false) => comparison::like(&value, &pattern)?,
-                (true, false) => comparison::nlike(&value, &pattern)?,
-                (false, true) => comparison::ilike(&value, &pattern)?,
-                (true, true) => comparison::nilike(&value, &pattern)?,
+            let text = value(expr, batch)?;
+            let pattern = value(pattern, batch)?;
+            let like = |v: &ArrayRef| -> Result<ArrayRef> {
+                let p = pattern.datum();
+                let result = match (negated, case_insensitive) {
+                    (false, false) => comparison::like(v, p.as_ref())?,
+                    (true, false) => comparison::nlike(v, p.as_ref())?,
+                    (false, true) => comparison::ilike(v, p.as_ref())?,
+                    (true, true) => comparison::nilike(v, p.as_ref())?,
+                };
+                Ok(Arc::new(result))
             };
-            Ok(Arc::new(result))
+            match (text, &pattern) {
+                (Value::Constant(v), Value::Constant(_)) => Ok(Value::Constant(like(&v)?)),
+                (v, _) => Ok(Value::Column(like(&v.into_array(rows)?)?)),
+            }
         }
         Expr::OuterColumn { name, .. } => Err(ExecError::Execution(format!(
             "outer column {name} reached the executor: the subquery was not decorrelated"
@@ -100,14 +162,25 @@ pub fn evaluate(expr: &Expr, batch: &RecordBatch) -> Result<ArrayRef> {
                 .iter()
                 .map(|a| (Expr::IsNotNull(Box::new(a.clone())), a.clone()))
                 .collect();
-            case(batch, &branches, None, data_type)
+            Ok(Value::Column(case(batch, &branches, None, data_type)?))
         }
         Expr::Function { func, args, .. } => {
             let args = args
                 .iter()
-                .map(|a| evaluate(a, batch))
+                .map(|a| value(a, batch))
                 .collect::<Result<Vec<_>>>()?;
-            function(*func, &args)
+            if args.iter().all(|a| matches!(a, Value::Constant(_))) && !args.is_empty() {
+                let args = args
+                    .into_iter()
+                    .map(|a| a.into_array(1))
+                    .collect::<Result<Vec<_>>>()?;
+                return Ok(Value::Constant(function(*func, &args)?));
+            }
+            let args = args
+                .into_iter()
+                .map(|a| a.into_array(rows))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(Value::Column(function(*func, &args)?))
         }
     }
 }
@@ -174,27 +247,58 @@ fn case(
     Ok(arrow::compute::interleave(&refs, &picks)?)
 }
 
-fn binary(op: BinaryOp, l: &ArrayRef, r: &ArrayRef) -> Result<ArrayRef> {
-    if op.is_comparison() && (l.data_type() == &DataType::Null || r.data_type() == &DataType::Null)
+/// A binary operator over two values; constant when both are.
+fn binary_values(op: BinaryOp, l: Value, r: Value, rows: usize) -> Result<Value> {
+    if let (Value::Constant(l), Value::Constant(r)) = (&l, &r) {
+        return Ok(Value::Constant(binary(op, l, r)?));
+    }
+    if matches!(op, BinaryOp::And | BinaryOp::Or | BinaryOp::Concat)
+        || is_null_comparison(op, l.data_type(), r.data_type())
     {
+        let (l, r) = (l.into_array(rows)?, r.into_array(rows)?);
+        return Ok(Value::Column(binary(op, &l, &r)?));
+    }
+    Ok(Value::Column(arithmetic(
+        op,
+        l.datum().as_ref(),
+        r.datum().as_ref(),
+    )?))
+}
+
+fn is_null_comparison(op: BinaryOp, l: &DataType, r: &DataType) -> bool {
+    op.is_comparison() && (l == &DataType::Null || r == &DataType::Null)
+}
+
+fn binary(op: BinaryOp, l: &ArrayRef, r: &ArrayRef) -> Result<ArrayRef> {
+    if is_null_comparison(op, l.data_type(), r.data_type()) {
         return Ok(new_null_array(&DataType::Boolean, l.len()));
     }
     let (l, r) = (l.as_ref(), r.as_ref());
     Ok(match op {
-        BinaryOp::Plus => numeric::add(&l, &r)?,
-        BinaryOp::Minus => numeric::sub(&l, &r)?,
-        BinaryOp::Multiply => numeric::mul(&l, &r)?,
-        BinaryOp::Divide => numeric::div(&l, &r)?,
-        BinaryOp::Modulo => numeric::rem(&l, &r)?,
-        BinaryOp::Eq => Arc::new(cmp::eq(&l, &r)?),
-        BinaryOp::NotEq => Arc::new(cmp::neq(&l, &r)?),
-        BinaryOp::Lt => Arc::new(cmp::lt(&l, &r)?),
-        BinaryOp::LtEq => Arc::new(cmp::lt_eq(&l, &r)?),
-        BinaryOp::Gt => Arc::new(cmp::gt(&l, &r)?),
-        BinaryOp::GtEq => Arc::new(cmp::gt_eq(&l, &r)?),
         BinaryOp::And => Arc::new(boolean::and_kleene(l.as_boolean(), r.as_boolean())?),
         BinaryOp::Or => Arc::new(boolean::or_kleene(l.as_boolean(), r.as_boolean())?),
         BinaryOp::Concat => arrow::compute::kernels::concat_elements::concat_elements_dyn(l, r)?,
+        _ => arithmetic(op, &l, &r)?,
+    })
+}
+
+/// The arithmetic and comparison operators, whose kernels broadcast a scalar side.
+fn arithmetic(op: BinaryOp, l: &dyn Datum, r: &dyn Datum) -> Result<ArrayRef> {
+    Ok(match op {
+        BinaryOp::Plus => numeric::add(l, r)?,
+        BinaryOp::Minus => numeric::sub(l, r)?,
+        BinaryOp::Multiply => numeric::mul(l, r)?,
+        BinaryOp::Divide => numeric::div(l, r)?,
+        BinaryOp::Modulo => numeric::rem(l, r)?,
+        BinaryOp::Eq => Arc::new(cmp::eq(l, r)?),
+        BinaryOp::NotEq => Arc::new(cmp::neq(l, r)?),
+        BinaryOp::Lt => Arc::new(cmp::lt(l, r)?),
+        BinaryOp::LtEq => Arc::new(cmp::lt_eq(l, r)?),
+        BinaryOp::Gt => Arc::new(cmp::gt(l, r)?),
+        BinaryOp::GtEq => Arc::new(cmp::gt_eq(l, r)?),
+        BinaryOp::And | BinaryOp::Or | BinaryOp::Concat => {
+            unreachable!("logical operators and || take whole columns")
+        }
     })
 }
 

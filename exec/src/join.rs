@@ -1,18 +1,17 @@
-//! Hash joins: the right input is built into a hash table on its key columns (encoded in
-//! Arrow's row format); the left input streams through it batch by batch.
+//! Hash joins: the right input is built into a hash table on its key columns; the left input
+//! streams through it batch by batch.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use arrow::array::{
     Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt32Array, new_null_array,
 };
 use arrow::compute::{concat_batches, filter_record_batch, take};
-use arrow::datatypes::SchemaRef;
-use arrow::row::{RowConverter, SortField};
+use arrow::datatypes::{DataType, SchemaRef};
 use pondra_planner::{Expr, JoinKind};
 
 use crate::expr::evaluate;
+use crate::keys::{KeyIndex, NO_KEY, NullKeys};
 use crate::{ExecError, Result};
 
 /// Output batches are cut at about this many rows, so a join that multiplies rows does not
@@ -29,9 +28,11 @@ pub struct HashJoin {
     filter: Option<Expr>,
     schema: SchemaRef,
     build: RecordBatch,
-    converter: Option<RowConverter>,
-    /// Key bytes to the first build row that has them; rows with a NULL key are never in it.
-    table: HashMap<Box<[u8]>, u32>,
+    /// The build side's distinct keys (`None` for a join without keys); rows with a NULL key
+    /// are never in it.
+    index: Option<KeyIndex>,
+    /// For each key id, the first build row with that key.
+    heads: Vec<u32>,
     /// For each build row, the next build row with the same key (`NO_ROW` after the last): the
     /// rows of one key form a chain, in build order, at four bytes a row.
     next: Vec<u32>,
@@ -56,39 +57,31 @@ impl HashJoin {
                 "more than one row returned by a subquery used as an expression".into(),
             ));
         }
-        let mut table: HashMap<Box<[u8]>, u32> = HashMap::new();
+        let mut heads = Vec::new();
         let mut next = vec![NO_ROW; build.num_rows()];
         let mut build_has_null_key = false;
-        let converter = if right_keys.is_empty() {
+        let index = if right_keys.is_empty() {
             None
         } else {
-            let fields = right_keys
-                .iter()
-                .map(|k| SortField::new(k.data_type()))
-                .collect();
-            let converter = RowConverter::new(fields)?;
+            let types: Vec<DataType> = right_keys.iter().map(Expr::data_type).collect();
+            let mut index = KeyIndex::new(&types)?;
             let keys = right_keys
                 .iter()
                 .map(|k| evaluate(k, &build))
                 .collect::<Result<Vec<_>>>()?;
-            let rows = converter.convert_columns(&keys)?;
+            let mut ids = Vec::new();
+            index.intern(&keys, NullKeys::Skip, &mut ids, &mut Vec::new())?;
+            heads = vec![NO_ROW; index.len()];
             // Last row first, so each key's chain runs in build order.
-            for index in (0..rows.num_rows()).rev() {
-                if keys.iter().any(|k| k.is_null(index)) {
+            for (row, &id) in ids.iter().enumerate().rev() {
+                if id == NO_KEY {
                     build_has_null_key = true;
                     continue;
                 }
-                match table.entry(rows.row(index).as_ref().into()) {
-                    std::collections::hash_map::Entry::Occupied(mut head) => {
-                        next[index] = *head.get();
-                        *head.get_mut() = index as u32;
-                    }
-                    std::collections::hash_map::Entry::Vacant(slot) => {
-                        slot.insert(index as u32);
-                    }
-                }
+                next[row] = heads[id as usize];
+                heads[id as usize] = row as u32;
             }
-            Some(converter)
+            Some(index)
         };
         let matched = vec![false; build.num_rows()];
         Ok(HashJoin {
@@ -97,8 +90,8 @@ impl HashJoin {
             filter: filter.cloned(),
             schema,
             build,
-            converter,
-            table,
+            index,
+            heads,
             next,
             build_has_null_key,
             matched,
@@ -231,7 +224,7 @@ impl HashJoin {
     fn candidates(&self, batch: &RecordBatch) -> Result<(Vec<u32>, Vec<u32>)> {
         let mut probe = Vec::new();
         let mut build = Vec::new();
-        match &self.converter {
+        match &self.index {
             None => {
                 let build_rows = self.build.num_rows() as u32;
                 for row in 0..batch.num_rows() as u32 {
@@ -241,20 +234,19 @@ impl HashJoin {
                     }
                 }
             }
-            Some(converter) => {
+            Some(index) => {
                 let keys = self.probe_keys(batch)?;
-                let rows = converter.convert_columns(&keys)?;
-                for (row, key) in rows.iter().enumerate() {
-                    if let Some(&first) = self.table.get(key.as_ref()) {
-                        if keys.iter().any(|k| k.is_null(row)) {
-                            continue;
-                        }
-                        let mut b = first;
-                        while b != NO_ROW {
-                            probe.push(row as u32);
-                            build.push(b);
-                            b = self.next[b as usize];
-                        }
+                let mut ids = Vec::new();
+                index.lookup(&keys, &mut ids)?;
+                for (row, &id) in ids.iter().enumerate() {
+                    if id == NO_KEY {
+                        continue;
+                    }
+                    let mut b = self.heads[id as usize];
+                    while b != NO_ROW {
+                        probe.push(row as u32);
+                        build.push(b);
+                        b = self.next[b as usize];
                     }
                 }
             }

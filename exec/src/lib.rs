@@ -11,6 +11,7 @@ mod error;
 mod expr;
 mod functions;
 mod join;
+mod keys;
 mod pipeline;
 mod profile;
 mod scan;

@@ -1,0 +1,374 @@
+//! The keys of hash joins and aggregations. Each batch's key columns are encoded once: packed
+//! into one machine word per row when every column is a fixed-width integer and they fit in 64
+//! or 128 bits, otherwise in Arrow's row format. The encoded keys are hashed in one pass and
+//! interned in a hashbrown table that gives every distinct key a dense id.
+
+use std::hash::BuildHasher;
+
+use arrow::array::{Array, ArrayRef, AsArray};
+use arrow::datatypes::{
+    DataType, Date32Type, Date64Type, Decimal128Type, Int8Type, Int16Type, Int32Type, Int64Type,
+    TimeUnit, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+};
+use arrow::row::{RowConverter, Rows, SortField};
+use foldhash::fast::FixedState;
+use hashbrown::HashTable;
+
+use crate::Result;
+
+/// The id of a row whose key is not in the index (or, where NULL keys are skipped, has a NULL).
+pub const NO_KEY: u32 = u32::MAX;
+
+/// What interning does with a key that has a NULL in any column.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum NullKeys {
+    /// NULL keys are keys like any other, equal to each other (GROUP BY).
+    Group,
+    /// Rows with a NULL key get `NO_KEY` (join keys never match NULL).
+    Skip,
+}
+
+/// How one batch's keys are encoded.
+enum Encoded {
+    Word64(Vec<u64>),
+    Word128(Vec<u128>),
+    Bytes(Rows),
+}
+
+/// A key interned in the byte-keyed table: where its bytes are in the arena.
+struct BytesKey {
+    hash: u64,
+    id: u32,
+    len: u32,
+    start: usize,
+}
+
+/// Distinct keys, each with a dense id in the order first seen.
+pub struct KeyIndex {
+    types: Vec<DataType>,
+    /// The bit width of each key column when all are packable, else `None`.
+    widths: Option<Vec<u32>>,
+    converter: RowConverter,
+    words64: HashTable<(u64, u32)>,
+    words128: HashTable<(u128, u32)>,
+    /// Keys in row format: every key when the columns cannot be packed, and keys with a NULL
+    /// when they can.
+    bytes: HashTable<BytesKey>,
+    arena: Vec<u8>,
+    len: u32,
+    hasher: FixedState,
+}
+
+impl KeyIndex {
+    pub fn new(types: &[DataType]) -> Result<KeyIndex> {
+        let widths: Option<Vec<u32>> = types.iter().map(packed_width).collect();
+        let widths = widths.filter(|w| w.iter().sum::<u32>() <= 128);
+        let fields = types.iter().map(|t| SortField::new(t.clone())).collect();
+        Ok(KeyIndex {
+            types: types.to_vec(),
+            widths,
+            converter: RowConverter::new(fields)?,
+            words64: HashTable::new(),
+            words128: HashTable::new(),
+            bytes: HashTable::new(),
+            arena: Vec::new(),
+            len: 0,
+            hasher: FixedState::with_seed(0x05ee_d0f9_0d2a),
+        })
+    }
+
+    /// How many distinct keys have been interned.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Sets `ids[row]` to each row's key id, adding keys not seen before; `new_rows` receives
+    /// the rows that added a key, in the order of their ids.
+    pub fn intern(
+        &mut self,
+        keys: &[ArrayRef],
+        nulls: NullKeys,
+        ids: &mut Vec<u32>,
+        new_rows: &mut Vec<u32>,
+    ) -> Result<()> {
+        let rows = keys.first().map_or(0, |k| k.len());
+        ids.clear();
+        ids.reserve(rows);
+        let has_null = null_rows(keys);
+        let encoded = self.encode(keys)?;
+        // Keys with a NULL go to the byte table when the columns are packed.
+        let null_bytes = match (&has_null, &encoded, nulls) {
+            (Some(_), Encoded::Word64(_) | Encoded::Word128(_), NullKeys::Group) => {
+                Some(self.converter.convert_columns(keys)?)
+            }
+            _ => None,
+        };
+        for row in 0..rows {
+            let null = has_null.as_ref().is_some_and(|n| n[row]);
+            if null && nulls == NullKeys::Skip {
+                ids.push(NO_KEY);
+                continue;
+            }
+            let next = self.len;
+            let id = match (&encoded, &null_bytes) {
+                (_, Some(bytes)) if null => self.intern_bytes(bytes.row(row).as_ref()),
+                (Encoded::Word64(words), _) => {
+                    let word = words[row];
+                    let hash = self.hasher.hash_one(word);
+                    match self.words64.find(hash, |(w, _)| *w == word) {
+                        Some((_, id)) => *id,
+                        None => {
+                            let hasher = &self.hasher;
+                            self.words64
+                                .insert_unique(hash, (word, next), |(w, _)| hasher.hash_one(*w));
+                            self.len += 1;
+                            next
+                        }
+                    }
+                }
+                (Encoded::Word128(words), _) => {
+                    let word = words[row];
+                    let hash = self.hasher.hash_one(word);
+                    match self.words128.find(hash, |(w, _)| *w == word) {
+                        Some((_, id)) => *id,
+                        None => {
+                            let hasher = &self.hasher;
+                            self.words128
+                                .insert_unique(hash, (word, next), |(w, _)| hasher.hash_one(*w));
+                            self.len += 1;
+                            next
+                        }
+                    }
+                }
+                (Encoded::Bytes(encoded), _) => self.intern_bytes(encoded.row(row).as_ref()),
+            };
+            if id == next {
+                new_rows.push(row as u32);
+            }
+            ids.push(id);
+        }
+        Ok(())
+    }
+
+    /// Sets `ids[row]` to each row's key id, or `NO_KEY` when the key was never interned or
+    /// has a NULL.
+    pub fn lookup(&self, keys: &[ArrayRef], ids: &mut Vec<u32>) -> Result<()> {
+        let rows = keys.first().map_or(0, |k| k.len());
+        ids.clear();
+        ids.reserve(rows);
+        let has_null = null_rows(keys);
+        let encoded = self.encode(keys)?;
+        for row in 0..rows {
+            if has_null.as_ref().is_some_and(|n| n[row]) {
+                ids.push(NO_KEY);
+                continue;
+            }
+            let id = match &encoded {
+                Encoded::Word64(words) => {
+                    let word = words[row];
+                    let hash = self.hasher.hash_one(word);
+                    self.words64.find(hash, |(w, _)| *w == word).map(|e| e.1)
+                }
+                Encoded::Word128(words) => {
+                    let word = words[row];
+                    let hash = self.hasher.hash_one(word);
+                    self.words128.find(hash, |(w, _)| *w == word).map(|e| e.1)
+                }
+                Encoded::Bytes(encoded) => {
+                    let key = encoded.row(row);
+                    let key = key.as_ref();
+                    let hash = self.hasher.hash_one(key);
+                    self.bytes
+                        .find(hash, |k| k.hash == hash && self.key_bytes(k) == key)
+                        .map(|k| k.id)
+                }
+            };
+            ids.push(id.unwrap_or(NO_KEY));
+        }
+        Ok(())
+    }
+
+    fn intern_bytes(&mut self, key: &[u8]) -> u32 {
+        let hash = self.hasher.hash_one(key);
+        let (arena, bytes) = (&self.arena, &self.bytes);
+        if let Some(found) = bytes.find(hash, |k| {
+            k.hash == hash && &arena[k.start..k.start + k.len as usize] == key
+        }) {
+            return found.id;
+        }
+        let id = self.len;
+        let entry = BytesKey {
+            hash,
+            id,
+            len: key.len() as u32,
+            start: self.arena.len(),
+        };
+        self.arena.extend_from_slice(key);
+        self.bytes.insert_unique(hash, entry, |k| k.hash);
+        self.len += 1;
+        id
+    }
+
+    fn key_bytes(&self, key: &BytesKey) -> &[u8] {
+        &self.arena[key.start..key.start + key.len as usize]
+    }
+
+    fn encode(&self, keys: &[ArrayRef]) -> Result<Encoded> {
+        if keys
+            .iter()
+            .zip(&self.types)
+            .any(|(k, t)| k.data_type() != t)
+        {
+            let keys = keys
+                .iter()
+                .zip(&self.types)
+                .map(|(k, t)| arrow::compute::cast(k, t))
+                .collect::<Result<Vec<_>, _>>()?;
+            return self.encode(&keys);
+        }
+        let Some(widths) = &self.widths else {
+            return Ok(Encoded::Bytes(self.converter.convert_columns(keys)?));
+        };
+        let rows = keys.first().map_or(0, |k| k.len());
+        if widths.iter().sum::<u32>() <= 64 {
+            let mut words = vec![0u64; rows];
+            let mut shift = 0;
+            for (key, width) in keys.iter().zip(widths) {
+                pack(key, |row, bits| words[row] |= (bits as u64) << shift);
+                shift += width;
+            }
+            return Ok(Encoded::Word64(words));
+        }
+        let mut words = vec![0u128; rows];
+        let mut shift = 0;
+        for (key, width) in keys.iter().zip(widths) {
+            pack(key, |row, bits| words[row] |= bits << shift);
+            shift += width;
+        }
+        Ok(Encoded::Word128(words))
+    }
+}
+
+/// For each row, whether any key column is NULL there; `None` when none is.
+fn null_rows(keys: &[ArrayRef]) -> Option<Vec<bool>> {
+    if keys.iter().all(|k| k.null_count() == 0) {
+        return None;
+    }
+    let rows = keys.first().map_or(0, |k| k.len());
+    let mut has_null = vec![false; rows];
+    for key in keys {
+        if let Some(nulls) = key.logical_nulls() {
+            for (row, flag) in has_null.iter_mut().enumerate() {
+                *flag |= nulls.is_null(row);
+            }
+        }
+    }
+    Some(has_null)
+}
+
+/// The bits a packed column of this type takes, or `None` if it cannot be packed.
+fn packed_width(data_type: &DataType) -> Option<u32> {
+    Some(match data_type {
+        DataType::Boolean | DataType::Int8 | DataType::UInt8 => 8,
+        DataType::Int16 | DataType::UInt16 => 16,
+        DataType::Int32 | DataType::UInt32 | DataType::Date32 => 32,
+        DataType::Int64 | DataType::UInt64 | DataType::Date64 | DataType::Timestamp(_, _) => 64,
+        DataType::Decimal128(_, _) => 128,
+        _ => return None,
+    })
+}
+
+/// Calls `put(row, bits)` with each row's value as unsigned bits of the column's width (the
+/// value at a NULL is whatever the buffer holds; such rows are keyed apart).
+fn pack(key: &ArrayRef, mut put: impl FnMut(usize, u128)) {
+    macro_rules! each {
+        ($t:ty, $unsigned:ty) => {
+            for (row, v) in key.as_primitive::<$t>().values().iter().enumerate() {
+                put(row, (*v as $unsigned) as u128)
+            }
+        };
+    }
+    match key.data_type() {
+        DataType::Boolean => {
+            let values = key.as_boolean().values();
+            for row in 0..key.len() {
+                put(row, u128::from(values.value(row)))
+            }
+        }
+        DataType::Int8 => each!(Int8Type, u8),
+        DataType::UInt8 => each!(UInt8Type, u8),
+        DataType::Int16 => each!(Int16Type, u16),
+        DataType::UInt16 => each!(UInt16Type, u16),
+        DataType::Int32 => each!(Int32Type, u32),
+        DataType::UInt32 => each!(UInt32Type, u32),
+        DataType::Date32 => each!(Date32Type, u32),
+        DataType::Int64 => each!(Int64Type, u64),
+        DataType::UInt64 => each!(UInt64Type, u64),
+        DataType::Date64 => each!(Date64Type, u64),
+        DataType::Timestamp(TimeUnit::Second, _) => each!(TimestampSecondType, u64),
+        DataType::Timestamp(TimeUnit::Millisecond, _) => each!(TimestampMillisecondType, u64),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => each!(TimestampMicrosecondType, u64),
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => each!(TimestampNanosecondType, u64),
+        DataType::Decimal128(_, _) => each!(Decimal128Type, u128),
+        other => unreachable!("{other} keys are not packed"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Int32Array, Int64Array, StringArray};
+
+    use super::*;
+
+    fn interned(index: &mut KeyIndex, keys: &[ArrayRef], nulls: NullKeys) -> (Vec<u32>, Vec<u32>) {
+        let (mut ids, mut new_rows) = (Vec::new(), Vec::new());
+        index.intern(keys, nulls, &mut ids, &mut new_rows).unwrap();
+        (ids, new_rows)
+    }
+
+    #[test]
+    fn packed_keys_get_dense_ids_and_nulls_group_apart() {
+        let mut index = KeyIndex::new(&[DataType::Int64, DataType::Int32]).unwrap();
+        let a: ArrayRef = Arc::new(Int64Array::from(vec![
+            Some(1),
+            Some(1),
+            None,
+            Some(1),
+            None,
+        ]));
+        let b: ArrayRef = Arc::new(Int32Array::from(vec![
+            Some(2),
+            Some(3),
+            Some(2),
+            Some(2),
+            Some(2),
+        ]));
+        let (ids, new_rows) = interned(&mut index, &[a.clone(), b.clone()], NullKeys::Group);
+        assert_eq!(ids, vec![0, 1, 2, 0, 2]);
+        assert_eq!(new_rows, vec![0, 1, 2]);
+        let mut found = Vec::new();
+        index.lookup(&[a, b], &mut found).unwrap();
+        assert_eq!(found, vec![0, 1, NO_KEY, 0, NO_KEY]);
+    }
+
+    #[test]
+    fn skipped_nulls_and_byte_keys() {
+        let mut index = KeyIndex::new(&[DataType::Utf8]).unwrap();
+        let a: ArrayRef = Arc::new(StringArray::from(vec![
+            Some("x"),
+            None,
+            Some("y"),
+            Some("x"),
+        ]));
+        let (ids, _) = interned(&mut index, std::slice::from_ref(&a), NullKeys::Skip);
+        assert_eq!(ids, vec![0, NO_KEY, 1, 0]);
+        let probe: ArrayRef = Arc::new(StringArray::from(vec!["y", "z"]));
+        let mut found = Vec::new();
+        index.lookup(&[probe], &mut found).unwrap();
+        assert_eq!(found, vec![1, NO_KEY]);
+        assert_eq!(index.len(), 2);
+    }
+}
