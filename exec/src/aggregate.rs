@@ -340,6 +340,143 @@ impl Accumulator {
         Ok(())
     }
 
+    /// Whether partial states of this accumulator can be merged (a DISTINCT string_agg keeps
+    /// only its joined text, whose parts are no longer known).
+    fn can_merge(&self) -> bool {
+        !matches!(self, Accumulator::StringAgg { seen: Some(_), .. })
+    }
+
+    /// Folds in `other`, another accumulator of the same call over other rows, whose group
+    /// `g` is this one's group `map[g]`.
+    fn merge(&mut self, other: Accumulator, map: &[usize]) -> Result<()> {
+        match (self, other) {
+            (Accumulator::Count { counts, .. }, Accumulator::Count { counts: theirs, .. }) => {
+                for (g, n) in theirs.into_iter().enumerate() {
+                    counts[map[g]] += n;
+                }
+            }
+            (Accumulator::SumInt { sums }, Accumulator::SumInt { sums: theirs }) => {
+                for (g, sum) in theirs.into_iter().enumerate() {
+                    let Some(sum) = sum else { continue };
+                    let total = sums[map[g]].unwrap_or(0).checked_add(sum);
+                    sums[map[g]] = Some(total.ok_or_else(|| {
+                        ExecError::Execution("numeric overflow: sum out of BIGINT range".into())
+                    })?);
+                }
+            }
+            (Accumulator::SumFloat { sums }, Accumulator::SumFloat { sums: theirs }) => {
+                for (g, sum) in theirs.into_iter().enumerate() {
+                    if let Some(sum) = sum {
+                        sums[map[g]] = Some(sums[map[g]].unwrap_or(0.0) + sum);
+                    }
+                }
+            }
+            (
+                Accumulator::SumDecimal { sums, .. },
+                Accumulator::SumDecimal { sums: theirs, .. },
+            ) => {
+                for (g, sum) in theirs.into_iter().enumerate() {
+                    let Some(sum) = sum else { continue };
+                    let total = sums[map[g]].unwrap_or(0).checked_add(sum);
+                    sums[map[g]] = Some(total.ok_or_else(|| {
+                        ExecError::Execution("numeric overflow: decimal sum".into())
+                    })?);
+                }
+            }
+            (
+                Accumulator::Extreme {
+                    best,
+                    max,
+                    converter,
+                    ..
+                },
+                Accumulator::Extreme { best: theirs, .. },
+            ) => {
+                // Both encode with the same fields, so their rows compare byte for byte; a row
+                // kept is parsed again as one of this converter's.
+                let parser = converter.parser();
+                for (g, candidate) in theirs.into_iter().enumerate() {
+                    let Some(candidate) = candidate else { continue };
+                    let better = match &best[map[g]] {
+                        None => true,
+                        Some(current) if *max => candidate.as_ref() > current.as_ref(),
+                        Some(current) => candidate.as_ref() < current.as_ref(),
+                    };
+                    if better {
+                        best[map[g]] = Some(parser.parse(candidate.as_ref()).owned());
+                    }
+                }
+            }
+            (Accumulator::Avg { sums, counts }, Accumulator::Avg { sums: s, counts: c }) => {
+                for (g, (sum, count)) in s.into_iter().zip(c).enumerate() {
+                    sums[map[g]] += sum;
+                    counts[map[g]] += count;
+                }
+            }
+            (
+                Accumulator::Moments {
+                    counts,
+                    means,
+                    squares,
+                    ..
+                },
+                Accumulator::Moments {
+                    counts: nb,
+                    means: mb,
+                    squares: sb,
+                    ..
+                },
+            ) => {
+                // Chan et al.'s pairwise combination of Welford states.
+                for g in 0..nb.len() {
+                    let (to, n_b) = (map[g], nb[g] as f64);
+                    if nb[g] == 0 {
+                        continue;
+                    }
+                    let n_a = counts[to] as f64;
+                    let n = n_a + n_b;
+                    let delta = mb[g] - means[to];
+                    means[to] += delta * n_b / n;
+                    squares[to] += sb[g] + delta * delta * n_a * n_b / n;
+                    counts[to] += nb[g];
+                }
+            }
+            (Accumulator::Distinct { seen, .. }, Accumulator::Distinct { seen: theirs, .. }) => {
+                seen.extend(theirs.into_iter().map(|(g, value)| (map[g], value)));
+            }
+            (
+                Accumulator::CountDistinct { seen, counts, .. },
+                Accumulator::CountDistinct { seen: theirs, .. },
+            ) => {
+                for (g, value) in theirs {
+                    if seen.insert((map[g], value)) {
+                        counts[map[g]] += 1;
+                    }
+                }
+            }
+            (
+                Accumulator::StringAgg {
+                    joined, separator, ..
+                },
+                Accumulator::StringAgg { joined: theirs, .. },
+            ) => {
+                for (g, text) in theirs.into_iter().enumerate() {
+                    let Some(text) = text else { continue };
+                    match &mut joined[map[g]] {
+                        Some(out) => {
+                            out.push_str(separator);
+                            out.push_str(&text);
+                        }
+                        none => *none = Some(text),
+                    }
+                }
+            }
+            (Accumulator::Zero { .. }, Accumulator::Zero { .. }) => {}
+            _ => unreachable!("merged accumulators are of the same call"),
+        }
+        Ok(())
+    }
+
     fn finish(self) -> Result<ArrayRef> {
         Ok(match self {
             Accumulator::Distinct {
@@ -502,7 +639,46 @@ impl HashAggregateSink {
         Ok(())
     }
 
-    pub fn finish(self) -> Result<RecordBatch> {
+    /// Whether partial aggregations of this kind over parts of the input can be merged.
+    pub fn can_merge(&self) -> bool {
+        self.accumulators.iter().all(Accumulator::can_merge)
+    }
+
+    /// An empty aggregation of the same groups and aggregates, for another part of the input.
+    pub fn empty_like(&self) -> Result<HashAggregateSink> {
+        HashAggregateSink::new(&self.group, &self.aggregates, self.schema.clone())
+    }
+
+    /// Folds in the aggregation of another part of the input.
+    pub fn merge(&mut self, other: HashAggregateSink) -> Result<()> {
+        let map: Vec<usize> = match &mut self.index {
+            None => vec![0],
+            Some(index) => {
+                let keys = other.key_columns()?;
+                self.new_rows.clear();
+                index.intern(&keys, NullKeys::Group, &mut self.ids, &mut self.new_rows)?;
+                if !self.new_rows.is_empty() {
+                    let rows = arrow::array::UInt32Array::from(self.new_rows.clone());
+                    let taken = keys
+                        .iter()
+                        .map(|k| arrow::compute::take(k, &rows, None))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    self.group_keys.push(taken);
+                }
+                self.groups = index.len();
+                self.ids.iter().map(|&id| id as usize).collect()
+            }
+        };
+        for (mine, mut theirs) in self.accumulators.iter_mut().zip(other.accumulators) {
+            mine.resize(self.groups);
+            theirs.resize(other.groups);
+            mine.merge(theirs, &map)?;
+        }
+        Ok(())
+    }
+
+    /// Each group key column, in group id order.
+    fn key_columns(&self) -> Result<Vec<ArrayRef>> {
         let mut columns: Vec<ArrayRef> = Vec::new();
         for (position, key) in self.group.iter().enumerate() {
             let pieces: Vec<&dyn Array> = self
@@ -516,6 +692,11 @@ impl HashAggregateSink {
                 arrow::compute::concat(&pieces)?
             });
         }
+        Ok(columns)
+    }
+
+    pub fn finish(self) -> Result<RecordBatch> {
+        let mut columns = self.key_columns()?;
         for mut accumulator in self.accumulators {
             accumulator.resize(self.groups);
             columns.push(accumulator.finish()?);

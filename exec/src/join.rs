@@ -2,6 +2,7 @@
 //! streams through it batch by batch.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use arrow::array::{
     Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt32Array, new_null_array,
@@ -37,8 +38,9 @@ pub struct HashJoin {
     /// rows of one key form a chain, in build order, at four bytes a row.
     next: Vec<u32>,
     build_has_null_key: bool,
-    /// Build rows matched so far (full joins emit the others at the end).
-    matched: Vec<bool>,
+    /// For a full join, the build rows matched so far, to emit the others at the end. Probe
+    /// batches may run on several threads at once.
+    matched: Vec<AtomicBool>,
 }
 
 impl HashJoin {
@@ -83,7 +85,13 @@ impl HashJoin {
             }
             Some(index)
         };
-        let matched = vec![false; build.num_rows()];
+        let matched = if kind == JoinKind::Full {
+            (0..build.num_rows())
+                .map(|_| AtomicBool::new(false))
+                .collect()
+        } else {
+            Vec::new()
+        };
         Ok(HashJoin {
             kind,
             left_keys: left_keys.to_vec(),
@@ -99,7 +107,7 @@ impl HashJoin {
     }
 
     /// Joins one probe batch.
-    pub fn probe(&mut self, batch: &RecordBatch) -> Result<Vec<RecordBatch>> {
+    pub fn probe(&self, batch: &RecordBatch) -> Result<Vec<RecordBatch>> {
         let rows = batch.num_rows();
         let (probe_index, build_index) = self.candidates(batch)?;
         // Pairs that pass the join filter.
@@ -133,8 +141,10 @@ impl HashJoin {
             }
             probe_matched[p as usize] = true;
         }
-        for &b in &build_index {
-            self.matched[b as usize] = true;
+        if self.kind == JoinKind::Full {
+            for &b in &build_index {
+                self.matched[b as usize].store(true, Ordering::Relaxed);
+            }
         }
         match self.kind {
             JoinKind::Inner => self.emit_pairs(batch, &probe_index, &build_index),
@@ -194,12 +204,12 @@ impl HashJoin {
     }
 
     /// After the last probe batch: the build rows a full join never matched.
-    pub fn finish(&mut self) -> Result<Vec<RecordBatch>> {
+    pub fn finish(&self) -> Result<Vec<RecordBatch>> {
         if self.kind != JoinKind::Full {
             return Ok(vec![]);
         }
         let unmatched: Vec<u32> = (0..self.matched.len() as u32)
-            .filter(|i| !self.matched[*i as usize])
+            .filter(|i| !self.matched[*i as usize].load(Ordering::Relaxed))
             .collect();
         if unmatched.is_empty() {
             return Ok(vec![]);

@@ -3,8 +3,10 @@
 //!
 //! A pipeline is a source, a chain of streaming operators and a sink. Pipeline breakers (hash
 //! aggregate, sort, limit) are sinks: the pipeline under them runs to completion first, and
-//! their output is the source of the pipeline above. Sinks keep their state apart from the
-//! plan, so several threads can later each sink into their own local state, to be combined once.
+//! their output is the source of the pipeline above. A pipeline whose source is a scan runs on
+//! every thread of the pool: each worker takes the next morsel (a file, log segment or row
+//! group), pushes it through the shared operators into a sink of its own, and the workers'
+//! sinks are combined once at the end.
 
 mod aggregate;
 mod error;
@@ -12,9 +14,11 @@ mod expr;
 mod functions;
 mod join;
 mod keys;
+mod morsel;
 mod pipeline;
 mod profile;
 mod scan;
+mod sink;
 mod sort;
 mod subquery;
 mod window;

@@ -3,18 +3,21 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
 use arrow::compute::{concat, filter_record_batch};
 use arrow::datatypes::SchemaRef;
 use pondra_catalog::Snapshot;
-use pondra_planner::{Expr, FileFormat, PhysicalPlan, SortKey};
-use pondra_storage::{Lake, read_csv_file, read_parquet_row_group};
+use pondra_planner::{Expr, PhysicalPlan};
+use pondra_storage::Lake;
 
 use crate::aggregate::HashAggregateSink;
 use crate::expr::evaluate;
 use crate::join::HashJoin;
+use crate::morsel::{ScanUnit, read_unit, scan_units};
 use crate::profile::{NodeStats, Profile};
-use crate::scan::{read_morsel, table_morsels, widen};
-use crate::sort::sort_batches;
+use crate::sink::{Sink, Split};
 use crate::{ExecError, Result};
 
 /// What a running plan can reach: the lake, the snapshot it reads, and rows handed to it.
@@ -67,7 +70,7 @@ enum Operator<'p> {
 }
 
 impl Operator<'_> {
-    fn execute(&mut self, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
+    fn execute(&self, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
         match self {
             Operator::HashJoin(join) => join.probe(&batch),
             other => Ok(vec![other.execute_one(batch)?]),
@@ -75,7 +78,7 @@ impl Operator<'_> {
     }
 
     /// Rows an operator still holds once its input is exhausted.
-    fn finish(&mut self) -> Result<Vec<RecordBatch>> {
+    fn finish(&self) -> Result<Vec<RecordBatch>> {
         match self {
             Operator::HashJoin(join) => join.finish(),
             _ => Ok(vec![]),
@@ -117,12 +120,12 @@ struct Stage<'p> {
 
 /// Pushes a batch through `stages` (in order) into `sink`.
 fn push(
-    stages: &mut [Stage<'_>],
+    stages: &[Stage<'_>],
     batch: RecordBatch,
     sink: &mut Sink<'_>,
     sink_stats: Option<&NodeStats>,
 ) -> Result<()> {
-    let Some((first, rest)) = stages.split_first_mut() else {
+    let Some((first, rest)) = stages.split_first() else {
         let started = sink_stats.map(|_| Instant::now());
         sink.sink(batch)?;
         if let (Some(stats), Some(started)) = (sink_stats, started) {
@@ -144,13 +147,9 @@ fn push(
 }
 
 /// Drains what operators hold at the end of their input, first to last.
-fn finish(
-    stages: &mut [Stage<'_>],
-    sink: &mut Sink<'_>,
-    sink_stats: Option<&NodeStats>,
-) -> Result<()> {
+fn finish(stages: &[Stage<'_>], sink: &mut Sink<'_>, sink_stats: Option<&NodeStats>) -> Result<()> {
     for i in 0..stages.len() {
-        let (head, rest) = stages.split_at_mut(i + 1);
+        let (head, rest) = stages.split_at(i + 1);
         let started = Instant::now();
         let outs = head[i].operator.finish()?;
         if let Some(stats) = &head[i].stats {
@@ -165,7 +164,7 @@ fn finish(
 
 /// The far end of a pipeline: its stages and sink, and what the source has pushed into them.
 struct Output<'o, 'p> {
-    stages: &'o mut [Stage<'p>],
+    stages: &'o [Stage<'p>],
     sink: Sink<'p>,
     sink_stats: Option<Arc<NodeStats>>,
     source_stats: Option<Arc<NodeStats>>,
@@ -189,72 +188,6 @@ impl Output<'_, '_> {
 
     fn is_full(&self) -> bool {
         self.sink.is_full()
-    }
-}
-
-/// Where a pipeline's batches end up. A breaker's sink finishes before its output flows on.
-enum Sink<'p> {
-    Collect(Vec<RecordBatch>),
-    Aggregate(Box<HashAggregateSink>),
-    Sort {
-        schema: SchemaRef,
-        keys: &'p [SortKey],
-        fetch: Option<usize>,
-        batches: Vec<RecordBatch>,
-    },
-    Limit {
-        skip: usize,
-        fetch: Option<usize>,
-        seen: usize,
-        batches: Vec<RecordBatch>,
-    },
-}
-
-impl Sink<'_> {
-    fn sink(&mut self, batch: RecordBatch) -> Result<()> {
-        match self {
-            Sink::Collect(batches) | Sink::Sort { batches, .. } => batches.push(batch),
-            Sink::Aggregate(aggregate) => aggregate.sink(&batch)?,
-            Sink::Limit {
-                skip,
-                fetch,
-                seen,
-                batches,
-            } => {
-                let start = *seen;
-                let end = start + batch.num_rows();
-                *seen = end;
-                let lo = (*skip).max(start);
-                let hi = fetch.map_or(end, |f| end.min(*skip + f));
-                if lo < hi {
-                    batches.push(batch.slice(lo - start, hi - lo));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// True once the sink needs no more rows.
-    fn is_full(&self) -> bool {
-        match self {
-            Sink::Limit {
-                skip, fetch, seen, ..
-            } => fetch.is_some_and(|f| *seen >= skip + f),
-            _ => false,
-        }
-    }
-
-    fn finish(self) -> Result<Vec<RecordBatch>> {
-        match self {
-            Sink::Collect(batches) | Sink::Limit { batches, .. } => Ok(batches),
-            Sink::Aggregate(aggregate) => Ok(vec![aggregate.finish()?]),
-            Sink::Sort {
-                schema,
-                keys,
-                fetch,
-                batches,
-            } => sort_batches(&schema, &batches, keys, fetch),
-        }
     }
 }
 
@@ -340,7 +273,7 @@ fn run_pipeline<'p>(
     let plan_schema = node.schema();
     let started = Instant::now();
     let mut out = Output {
-        stages: &mut stages[..],
+        stages: &stages[..],
         sink,
         sink_stats: sink_node.and_then(|n| ctx.stats(n)),
         source_stats: ctx.stats(node),
@@ -350,19 +283,23 @@ fn run_pipeline<'p>(
     // sink's, recorded as rows are pushed into it and when it finishes.
     let mut leaf = true;
     match node {
-        PhysicalPlan::TableScan {
-            table,
-            schema,
-            columns,
-        } => {
-            for morsel in table_morsels(&ctx.snapshot, table) {
-                if out.is_full() {
-                    break;
+        PhysicalPlan::TableScan { .. } | PhysicalPlan::ParquetScan { .. } => {
+            let units = scan_units(node, ctx).expect("a scan has morsels");
+            let workers = rayon::current_num_threads().min(units.len());
+            match out.sink.split(workers)? {
+                Some(split) if workers > 1 => {
+                    leaf = false;
+                    run_parallel(&units, node, &mut out, split, ctx)?;
                 }
-                let morsel_rows =
-                    read_morsel(&ctx.lake, &ctx.runtime, &morsel, schema, columns.as_deref())?;
-                for batch in morsel_rows {
-                    out.emit(batch)?;
+                _ => {
+                    for unit in &units {
+                        if out.is_full() {
+                            break;
+                        }
+                        for batch in read_unit(unit, node, ctx)? {
+                            out.emit(batch)?;
+                        }
+                    }
                 }
             }
         }
@@ -387,33 +324,6 @@ fn run_pipeline<'p>(
                     let batch =
                         RecordBatch::try_new(plan_schema.clone(), batch.columns().to_vec())?;
                     out.emit(batch)?;
-                }
-            }
-        }
-        PhysicalPlan::ParquetScan { table, columns } => {
-            'files: for file in &table.files {
-                if table.format == FileFormat::Csv {
-                    for batch in read_csv_file(&file.path, &table.schema)? {
-                        out.emit(batch)?;
-                    }
-                    continue;
-                }
-                for row_group in 0..file.row_groups {
-                    if out.is_full() {
-                        break 'files;
-                    }
-                    let read = read_parquet_row_group(
-                        &file.path,
-                        row_group,
-                        &table.schema,
-                        columns.as_deref(),
-                    )?;
-                    for batch in read {
-                        match columns {
-                            Some(columns) => out.emit(widen(&batch, &table.schema, columns)?)?,
-                            None => out.emit(batch)?,
-                        }
-                    }
                 }
             }
         }
@@ -524,6 +434,87 @@ fn run_pipeline<'p>(
         stats.add_time(finishing.elapsed());
     }
     Ok(rows)
+}
+
+/// Runs the pipeline with the scan's morsels spread over the thread pool: each worker takes
+/// the next morsel, pushes its rows through the shared stages into a sink of its own, and
+/// takes another until none is left. What the workers' sinks hold then reaches `out`'s sink:
+/// collected rows in morsel order (so a parallel scan returns what a sequential one does),
+/// partial aggregates merged.
+fn run_parallel<'p>(
+    units: &[ScanUnit<'_>],
+    node: &PhysicalPlan,
+    out: &mut Output<'_, 'p>,
+    split: Split<'p>,
+    ctx: &ExecContext,
+) -> Result<()> {
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    let errors: Mutex<Vec<ExecError>> = Mutex::new(Vec::new());
+    let in_order: Vec<Mutex<Vec<RecordBatch>>> = match split {
+        Split::InOrder => units.iter().map(|_| Mutex::default()).collect(),
+        Split::Partial(_) => Vec::new(),
+    };
+    let mut partials: Vec<Sink<'p>> = match split {
+        Split::InOrder => (0..rayon::current_num_threads().min(units.len()))
+            .map(|_| Sink::Collect(Vec::new()))
+            .collect(),
+        Split::Partial(partials) => partials,
+    };
+    let (stages, sink_stats) = (out.stages, out.sink_stats.as_deref());
+    let source_stats = out.source_stats.as_deref();
+    rayon::scope(|scope| {
+        for local in partials.iter_mut() {
+            let (next, failed, errors, in_order) = (&next, &failed, &errors, &in_order);
+            scope.spawn(move |_| {
+                while !failed.load(Ordering::Relaxed) {
+                    let unit = next.fetch_add(1, Ordering::Relaxed);
+                    if unit >= units.len() {
+                        break;
+                    }
+                    let mut run = || -> Result<()> {
+                        let started = source_stats.map(|_| Instant::now());
+                        let batches = read_unit(&units[unit], node, ctx)?;
+                        if let (Some(stats), Some(started)) = (source_stats, started) {
+                            stats.add(
+                                batches.iter().map(|b| b.num_rows()).sum(),
+                                started.elapsed(),
+                            );
+                        }
+                        for batch in batches {
+                            push(stages, batch, local, sink_stats)?;
+                        }
+                        if let Sink::Collect(collected) = local
+                            && !in_order.is_empty()
+                        {
+                            *in_order[unit].lock().expect("morsel output lock") =
+                                std::mem::take(collected);
+                        }
+                        Ok(())
+                    };
+                    if let Err(error) = run() {
+                        failed.store(true, Ordering::Relaxed);
+                        errors.lock().expect("errors lock").push(error);
+                    }
+                }
+            });
+        }
+    });
+    if let Some(error) = errors.into_inner().expect("errors lock").into_iter().next() {
+        return Err(error);
+    }
+    if in_order.is_empty() {
+        for partial in partials {
+            out.sink.absorb(partial)?;
+        }
+        return Ok(());
+    }
+    for rows in in_order {
+        for batch in rows.into_inner().expect("morsel output lock") {
+            out.sink.sink(batch)?;
+        }
+    }
+    Ok(())
 }
 
 /// The rows a recursive CTE with UNION has produced so far, to drop repeats.

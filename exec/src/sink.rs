@@ -1,0 +1,105 @@
+//! Where a pipeline's batches end up. A breaker's sink finishes before its output flows on.
+
+use arrow::array::RecordBatch;
+use arrow::datatypes::SchemaRef;
+use pondra_planner::SortKey;
+
+use crate::Result;
+use crate::aggregate::HashAggregateSink;
+use crate::sort::sort_batches;
+
+pub enum Sink<'p> {
+    Collect(Vec<RecordBatch>),
+    Aggregate(Box<HashAggregateSink>),
+    Sort {
+        schema: SchemaRef,
+        keys: &'p [SortKey],
+        fetch: Option<usize>,
+        batches: Vec<RecordBatch>,
+    },
+    Limit {
+        skip: usize,
+        fetch: Option<usize>,
+        seen: usize,
+        batches: Vec<RecordBatch>,
+    },
+}
+
+/// How worker threads feed a sink when a pipeline runs in parallel.
+pub enum Split<'p> {
+    /// Each worker collects its morsels' rows, which reach the sink in morsel order.
+    InOrder,
+    /// Each worker fills a sink of its own; they are merged into this one at the end.
+    Partial(Vec<Sink<'p>>),
+}
+
+impl<'p> Sink<'p> {
+    pub fn sink(&mut self, batch: RecordBatch) -> Result<()> {
+        match self {
+            Sink::Collect(batches) | Sink::Sort { batches, .. } => batches.push(batch),
+            Sink::Aggregate(aggregate) => aggregate.sink(&batch)?,
+            Sink::Limit {
+                skip,
+                fetch,
+                seen,
+                batches,
+            } => {
+                let start = *seen;
+                let end = start + batch.num_rows();
+                *seen = end;
+                let lo = (*skip).max(start);
+                let hi = fetch.map_or(end, |f| end.min(*skip + f));
+                if lo < hi {
+                    batches.push(batch.slice(lo - start, hi - lo));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// True once the sink needs no more rows.
+    pub fn is_full(&self) -> bool {
+        match self {
+            Sink::Limit {
+                skip, fetch, seen, ..
+            } => fetch.is_some_and(|f| *seen >= skip + f),
+            _ => false,
+        }
+    }
+
+    /// How `workers` threads can feed this sink, or `None` if rows must arrive one by one in
+    /// order (a LIMIT stops its input early).
+    pub fn split(&self, workers: usize) -> Result<Option<Split<'p>>> {
+        Ok(match self {
+            Sink::Collect(_) | Sink::Sort { .. } => Some(Split::InOrder),
+            Sink::Aggregate(aggregate) if aggregate.can_merge() => {
+                let partials = (0..workers)
+                    .map(|_| Ok(Sink::Aggregate(Box::new(aggregate.empty_like()?))))
+                    .collect::<Result<Vec<_>>>()?;
+                Some(Split::Partial(partials))
+            }
+            Sink::Aggregate(_) | Sink::Limit { .. } => None,
+        })
+    }
+
+    /// Folds in a worker's partial sink made by `split`.
+    pub fn absorb(&mut self, partial: Sink<'p>) -> Result<()> {
+        match (self, partial) {
+            (Sink::Aggregate(mine), Sink::Aggregate(theirs)) => mine.merge(*theirs),
+            _ => unreachable!("only aggregates are split into partial sinks"),
+        }
+    }
+
+    pub fn finish(self) -> Result<Vec<RecordBatch>> {
+        match self {
+            Sink::Collect(batches) | Sink::Limit { batches, .. } => Ok(batches),
+            Sink::Aggregate(aggregate) => Ok(vec![aggregate.finish()?]),
+            Sink::Sort {
+                schema,
+                keys,
+                fetch,
+                batches,
+            } => sort_batches(&schema, &batches, keys, fetch),
+        }
+    }
+}
