@@ -7,7 +7,7 @@ use pondra_storage::{read_csv_file, read_parquet_row_group};
 
 use crate::Result;
 use crate::pipeline::ExecContext;
-use crate::scan::{Morsel, read_morsel, table_morsels, widen};
+use crate::scan::{Morsel, as_schema, read_morsel, table_morsels, widen};
 
 /// One morsel of a scan.
 pub enum ScanUnit<'p> {
@@ -59,16 +59,26 @@ pub fn read_unit(
                 schema, columns, ..
             },
         ) => read_morsel(&ctx.lake, &ctx.runtime, morsel, schema, columns.as_deref()),
-        (ScanUnit::CsvFile(file), PhysicalPlan::ParquetScan { table, .. }) => {
-            Ok(read_csv_file(&file.path, &table.schema)?)
+        (ScanUnit::CsvFile(file), PhysicalPlan::ParquetScan { table, schema, .. }) => {
+            read_csv_file(&file.path, &table.schema)?
+                .iter()
+                .map(|batch| as_schema(batch, schema))
+                .collect()
         }
-        (ScanUnit::RowGroup { file, row_group }, PhysicalPlan::ParquetScan { table, columns }) => {
+        (
+            ScanUnit::RowGroup { file, row_group },
+            PhysicalPlan::ParquetScan {
+                table,
+                schema,
+                columns,
+            },
+        ) => {
             let read =
                 read_parquet_row_group(&file.path, *row_group, &table.schema, columns.as_deref())?;
             match columns {
                 Some(columns) => read
                     .iter()
-                    .map(|batch| widen(batch, &table.schema, columns))
+                    .map(|batch| widen(batch, schema, columns))
                     .collect(),
                 None => Ok(read),
             }

@@ -17,6 +17,7 @@ use crate::expr::evaluate;
 use crate::join::HashJoin;
 use crate::morsel::{ScanUnit, read_unit, scan_units};
 use crate::profile::{NodeStats, Profile};
+use crate::scan::as_schema;
 use crate::sink::{Sink, Split};
 use crate::{ExecError, Result};
 
@@ -321,9 +322,7 @@ fn run_pipeline<'p>(
             leaf = false;
             for input in inputs {
                 for batch in run_pipeline(input, Sink::Collect(Vec::new()), None, ctx)? {
-                    let batch =
-                        RecordBatch::try_new(plan_schema.clone(), batch.columns().to_vec())?;
-                    out.emit(batch)?;
+                    out.emit(as_schema(&batch, &plan_schema)?)?;
                 }
             }
         }

@@ -1,5 +1,7 @@
-use arrow::array::RecordBatch;
-use arrow::datatypes::SchemaRef;
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, NullArray, RecordBatch};
+use arrow::datatypes::{DataType, SchemaRef};
 use bytes::Bytes;
 use pondra_catalog::{SegmentPayload, Snapshot, TableDef};
 use pondra_storage::{Lake, decode_log_segment, read_parquet_bytes};
@@ -66,8 +68,31 @@ fn conform(batches: Vec<RecordBatch>, schema: &SchemaRef) -> Result<Vec<RecordBa
     batches
         .into_iter()
         .filter(|b| b.num_rows() > 0)
-        .map(|b| Ok(RecordBatch::try_new(schema.clone(), b.columns().to_vec())?))
+        .map(|b| as_schema(&b, schema))
         .collect()
+}
+
+/// `batch` as a batch of `schema`, whose columns typed NULL (columns the plan never reads)
+/// become NULL arrays.
+pub fn as_schema(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+    let rows = batch.num_rows();
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(schema.fields())
+        .map(|(column, field)| match field.data_type() {
+            DataType::Null if column.data_type() != &DataType::Null => {
+                Arc::new(NullArray::new(rows)) as ArrayRef
+            }
+            _ => column.clone(),
+        })
+        .collect();
+    let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &options,
+    )?)
 }
 
 /// A batch of the read `columns` as a batch of `schema`. No operator reads the other columns:
@@ -85,6 +110,9 @@ pub fn widen(batch: &RecordBatch, schema: &SchemaRef, columns: &[usize]) -> Resu
                     .next()
                     .cloned()
                     .expect("one read column per projected index"));
+            }
+            if field.data_type() == &DataType::Null {
+                return Ok(Arc::new(NullArray::new(rows)) as ArrayRef);
             }
             let nulls = arrow::array::new_null_array(field.data_type(), rows);
             if field.is_nullable() {

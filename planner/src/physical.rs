@@ -1,19 +1,22 @@
 use std::sync::Arc;
 
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use pondra_catalog::TableDef;
 
 use crate::expr::{AggregateCall, Expr, JoinKind, SortKey, WindowExpr};
 use crate::external::ExternalTable;
 use crate::logical::LogicalPlan;
+use crate::scalar::ScalarValue;
 
 /// The plan `exec` runs: operators chosen for each logical node.
 #[derive(Clone, Debug)]
 pub enum PhysicalPlan {
     TableScan {
         table: Arc<TableDef>,
+        /// The table's schema, with the columns not read typed NULL.
         schema: SchemaRef,
-        /// The columns the plan reads, when not all: the others are NULL in the scan's rows.
+        /// The columns the plan reads, when not all: the others are NULL columns of type NULL
+        /// in the scan's rows, which hold no buffers.
         columns: Option<Vec<usize>>,
     },
     Input {
@@ -22,6 +25,7 @@ pub enum PhysicalPlan {
     ParquetScan {
         table: Arc<ExternalTable>,
         /// As for `TableScan`.
+        schema: SchemaRef,
         columns: Option<Vec<usize>>,
     },
     /// Computes window functions over all input rows.
@@ -99,8 +103,8 @@ impl PhysicalPlan {
             | PhysicalPlan::HashAggregate { schema, .. }
             | PhysicalPlan::HashJoin { schema, .. }
             | PhysicalPlan::Union { schema, .. }
-            | PhysicalPlan::Window { schema, .. } => schema.clone(),
-            PhysicalPlan::ParquetScan { table, .. } => table.schema.clone(),
+            | PhysicalPlan::Window { schema, .. }
+            | PhysicalPlan::ParquetScan { schema, .. } => schema.clone(),
             PhysicalPlan::Filter { input, .. }
             | PhysicalPlan::Sort { input, .. }
             | PhysicalPlan::Limit { input, .. } => input.schema(),
@@ -156,11 +160,14 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
     let all_of = |p: &LogicalPlan| vec![true; width(p)];
     let child = |input: &LogicalPlan, used: &[bool]| Box::new(build(input, used));
     match plan {
-        LogicalPlan::Scan { table, schema } => PhysicalPlan::TableScan {
-            table: table.clone(),
-            schema: schema.clone(),
-            columns: scan_columns(used),
-        },
+        LogicalPlan::Scan { table, schema } => {
+            let columns = scan_columns(used);
+            PhysicalPlan::TableScan {
+                table: table.clone(),
+                schema: read_schema(schema, columns.as_deref()),
+                columns,
+            }
+        }
         LogicalPlan::Window {
             input,
             exprs,
@@ -175,20 +182,26 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
                     mark_columns(&k.expr, &mut needed);
                 }
             }
+            let input = child(input, &needed);
+            let schema = with_null_columns(schema, &[input.schema()]);
             PhysicalPlan::Window {
-                input: child(input, &needed),
+                input,
                 exprs: exprs.clone(),
-                schema: schema.clone(),
+                schema,
             }
         }
         LogicalPlan::Union { inputs, schema } => PhysicalPlan::Union {
             inputs: inputs.iter().map(|i| build(i, used)).collect(),
-            schema: schema.clone(),
+            schema: prune(schema, |i| used[i]),
         },
-        LogicalPlan::ParquetScan { table } => PhysicalPlan::ParquetScan {
-            table: table.clone(),
-            columns: scan_columns(used),
-        },
+        LogicalPlan::ParquetScan { table } => {
+            let columns = scan_columns(used);
+            PhysicalPlan::ParquetScan {
+                table: table.clone(),
+                schema: read_schema(&table.schema, columns.as_deref()),
+                columns,
+            }
+        }
         LogicalPlan::Input { schema } => PhysicalPlan::Input {
             schema: schema.clone(),
         },
@@ -224,12 +237,21 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
             exprs,
             schema,
         } => {
-            // Every projected expression is computed, used above or not.
+            // A column or constant nothing above reads is left out (a NULL column); any other
+            // expression is computed, used above or not, so that its errors surface.
+            let dropped =
+                |i: usize| !used[i] && matches!(exprs[i], Expr::Column { .. } | Expr::Literal(_));
+            let exprs: Vec<Expr> = (0..exprs.len())
+                .map(|i| match dropped(i) {
+                    true => Expr::Literal(ScalarValue::Null),
+                    false => exprs[i].clone(),
+                })
+                .collect();
             let needed = marked(width(input), &exprs.iter().collect::<Vec<_>>());
             PhysicalPlan::Projection {
                 input: child(input, &needed),
-                exprs: exprs.clone(),
-                schema: schema.clone(),
+                exprs,
+                schema: prune(schema, |i| !dropped(i)),
             }
         }
         LogicalPlan::Aggregate {
@@ -259,21 +281,39 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
             on,
             filter,
             schema,
-        } => PhysicalPlan::HashJoin {
-            left: child(
+        } => {
+            let (left, right) = (
+                child(
+                    left,
+                    &join_side_columns(used, on, filter, left, right, true),
+                ),
+                child(
+                    right,
+                    &join_side_columns(used, on, filter, left, right, false),
+                ),
+            );
+            // The output's columns are the probe's, then the build's, except after a mark or
+            // a semi join.
+            let sides = match kind {
+                JoinKind::Inner | JoinKind::Left | JoinKind::Full | JoinKind::Single => {
+                    vec![left.schema(), right.schema()]
+                }
+                JoinKind::Semi
+                | JoinKind::Anti
+                | JoinKind::NullAwareAnti
+                | JoinKind::Mark
+                | JoinKind::MarkIn => vec![left.schema()],
+            };
+            PhysicalPlan::HashJoin {
                 left,
-                &join_side_columns(used, on, filter, left, right, true),
-            ),
-            right: child(
                 right,
-                &join_side_columns(used, on, filter, left, right, false),
-            ),
-            kind: *kind,
-            left_keys: on.iter().map(|(l, _)| l.clone()).collect(),
-            right_keys: on.iter().map(|(_, r)| r.clone()).collect(),
-            filter: filter.clone(),
-            schema: schema.clone(),
-        },
+                kind: *kind,
+                left_keys: on.iter().map(|(l, _)| l.clone()).collect(),
+                right_keys: on.iter().map(|(_, r)| r.clone()).collect(),
+                filter: filter.clone(),
+                schema: with_null_columns(schema, &sides),
+            }
+        }
         LogicalPlan::Sort { input, keys } => PhysicalPlan::Sort {
             input: child(input, &with_sort_keys(used, keys)),
             keys: keys.clone(),
@@ -297,6 +337,46 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
             },
         },
     }
+}
+
+/// `schema` with the fields `keep` rejects typed NULL: nothing above reads them, so they travel
+/// as NULL arrays, which hold no buffers and cost nothing to filter, take or concatenate.
+fn prune(schema: &SchemaRef, keep: impl Fn(usize) -> bool) -> SchemaRef {
+    let count = schema.fields().len();
+    if (0..count).all(&keep) {
+        return schema.clone();
+    }
+    let fields: Vec<Arc<Field>> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            if keep(i) || f.data_type() == &DataType::Null {
+                f.clone()
+            } else {
+                Arc::new(Field::new(f.name(), DataType::Null, true))
+            }
+        })
+        .collect();
+    Arc::new(Schema::new_with_metadata(fields, schema.metadata().clone()))
+}
+
+/// A scan's schema: the table's, with the columns it does not read typed NULL.
+fn read_schema(schema: &SchemaRef, columns: Option<&[usize]>) -> SchemaRef {
+    match columns {
+        None => schema.clone(),
+        Some(columns) => prune(schema, |i| columns.contains(&i)),
+    }
+}
+
+/// `schema`, whose first columns are those of `inputs` side by side, with the columns the
+/// inputs carry as NULL typed NULL too.
+fn with_null_columns(schema: &SchemaRef, inputs: &[SchemaRef]) -> SchemaRef {
+    let input_types: Vec<&DataType> = inputs
+        .iter()
+        .flat_map(|s| s.fields().iter().map(|f| f.data_type()))
+        .collect();
+    prune(schema, |i| input_types.get(i) != Some(&&DataType::Null))
 }
 
 fn with_sort_keys(used: &[bool], keys: &[crate::expr::SortKey]) -> Vec<bool> {

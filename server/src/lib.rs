@@ -99,6 +99,10 @@ enum TpchCommand {
         /// Read `<table>.parquet` files in this folder in place instead of the lake.
         #[arg(long)]
         parquet: Option<PathBuf>,
+        /// Print each query's EXPLAIN ANALYZE (the plan with rows and time per operator)
+        /// instead of timing it.
+        #[arg(long)]
+        explain: bool,
     },
 }
 
@@ -248,6 +252,7 @@ async fn run_tpch(node: &Node, command: TpchCommand) -> ExitCode {
             queries,
             runs,
             parquet,
+            explain,
         } => {
             if let Some(dir) = parquet {
                 for table in pondra_tpch::TABLES {
@@ -263,6 +268,18 @@ async fn run_tpch(node: &Node, command: TpchCommand) -> ExitCode {
             } else {
                 queries
             };
+            if explain {
+                for n in queries {
+                    match pondra_tpch::explain_query(node, n).await {
+                        Ok(plan) => println!("q{n}\n{plan}"),
+                        Err(e) => {
+                            eprintln!("Error: q{n}: {e}");
+                            return ExitCode::FAILURE;
+                        }
+                    }
+                }
+                return ExitCode::SUCCESS;
+            }
             let mut total = 0.0;
             for n in queries {
                 match pondra_tpch::run_queries(node, &[n], runs.max(1)).await {

@@ -5,7 +5,7 @@ mod generate;
 mod run;
 
 pub use generate::{Progress, TABLES, expected_rows, generate, write_parquet_dir};
-pub use run::{QueryTiming, run_queries};
+pub use run::{QueryTiming, explain_query, run_queries};
 
 /// The text of query `n` (1 to 22), or `None` for any other number.
 pub fn query(n: usize) -> Option<&'static str> {

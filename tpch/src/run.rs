@@ -48,3 +48,23 @@ async fn run_one(node: &Node, text: &str) -> Result<Vec<RecordBatch>, NodeError>
     }
     Ok(rows)
 }
+
+/// EXPLAIN ANALYZE of query `n`: its physical plan with each operator's rows and time.
+pub async fn explain_query(node: &Node, n: usize) -> Result<String, NodeError> {
+    let text = query(n).ok_or_else(|| NodeError::Other(format!("no TPC-H query {n}")))?;
+    let rows = run_one(node, &format!("EXPLAIN ANALYZE {text}")).await?;
+    let mut plan = String::new();
+    for batch in &rows {
+        let lines = arrow::compute::cast(batch.column(0), &arrow::datatypes::DataType::Utf8)
+            .map_err(|e| NodeError::Other(e.to_string()))?;
+        let lines = lines
+            .as_any()
+            .downcast_ref::<arrow::array::StringArray>()
+            .expect("cast to strings");
+        for line in lines.iter().flatten() {
+            plan.push_str(line);
+            plan.push('\n');
+        }
+    }
+    Ok(plan)
+}
