@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
-use pondra_storage::{csv_file_schema, parquet_file_info};
+use pondra_storage::{ColumnFooterStats, csv_file_schema, parquet_file_info};
 
 use crate::{Result, bind_err};
 
@@ -32,6 +32,8 @@ pub struct ExternalTable {
     pub format: FileFormat,
     pub files: Vec<ExternalFile>,
     pub schema: SchemaRef,
+    /// Per column, what the files' footers say over all the files (empty for CSV).
+    pub columns: Vec<ColumnFooterStats>,
 }
 
 impl ExternalTable {
@@ -41,6 +43,7 @@ impl ExternalTable {
         let paths = expand(pattern)?;
         let mut files = Vec::new();
         let mut schema: Option<SchemaRef> = None;
+        let mut columns: Option<Vec<ColumnFooterStats>> = None;
         for path in paths {
             let info = parquet_file_info(&path)
                 .map_err(|e| bind_err!("cannot read {}: {e}", path.display()))?;
@@ -54,6 +57,18 @@ impl ExternalTable {
                 }
                 Some(_) => {}
             }
+            columns = Some(match columns {
+                None => info.columns.clone(),
+                Some(so_far) => so_far
+                    .iter()
+                    .zip(&info.columns)
+                    .map(|(a, b)| ColumnFooterStats {
+                        min: a.min.zip(b.min).map(|(a, b)| a.min(b)),
+                        max: a.max.zip(b.max).map(|(a, b)| a.max(b)),
+                        nulls: a.nulls.zip(b.nulls).map(|(a, b)| a + b),
+                    })
+                    .collect(),
+            });
             files.push(ExternalFile {
                 path,
                 rows: info.rows,
@@ -66,6 +81,7 @@ impl ExternalTable {
             format: FileFormat::Parquet,
             files,
             schema,
+            columns: columns.unwrap_or_default(),
         }))
     }
 
@@ -90,6 +106,7 @@ impl ExternalTable {
             format: FileFormat::Csv,
             files,
             schema,
+            columns: Vec::new(),
         }))
     }
 

@@ -1,17 +1,16 @@
 //! Join order for a block of inner joins: relations and the predicates over them (from WHERE
-//! and from INNER JOIN ... ON) are combined greedily. The join tree grows from the largest
-//! relation (after its filters), each step adding the smallest relation connected to it by an
-//! equality, with the smaller side built into the hash table. Without distinct counts in the
-//! catalog yet, starting from the largest relation keeps a join of two small tables on a
-//! non-key column (a many-to-many join) from being chosen first. Filters on one relation are
-//! applied to it before any join; a predicate over several relations is applied as soon as
-//! they meet.
+//! and from INNER JOIN ... ON) are combined greedily by estimated size (greedy operator
+//! ordering): each step joins the two groups, connected by an equality, whose join is
+//! estimated smallest (`cardinality`), with the smaller side built into the hash table.
+//! Filters on one relation are applied to it before any join; a predicate over several
+//! relations is applied as soon as they meet.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use pondra_catalog::Snapshot;
 
+use crate::cardinality::{Estimate, estimate, join_estimate, selectivity};
 use crate::expr::{BinaryOp, Expr, JoinKind};
 use crate::logical::LogicalPlan;
 
@@ -28,7 +27,8 @@ struct Group {
     relations: BTreeSet<usize>,
     /// `layout[i]` is the block column at output position `i`.
     layout: Vec<usize>,
-    rows: f64,
+    /// The estimate of the group's output, whose columns follow `layout`.
+    estimate: Estimate,
 }
 
 impl Group {
@@ -74,13 +74,15 @@ pub fn plan_join_block(
             Predicate { expr, relations }
         })
         .collect();
+    let derived = implied_filters(&pending, &owner);
+    pending.extend(derived);
     let total_columns: usize = widths.iter().sum();
 
     let mut groups: Vec<Group> = Vec::new();
     for (index, relation) in relations.into_iter().enumerate() {
         let layout: Vec<usize> = (relation.offset..relation.offset + widths[index]).collect();
         let mut group = Group {
-            rows: estimate_rows(&relation.plan, snapshot),
+            estimate: estimate(&relation.plan, snapshot),
             plan: relation.plan,
             relations: BTreeSet::from([index]),
             layout,
@@ -95,7 +97,7 @@ pub fn plan_join_block(
         let g2 = groups.remove(second);
         let g1 = groups.remove(first);
         // The larger side streams (probe, left); the smaller is built (right).
-        let (probe, build) = if g1.rows >= g2.rows {
+        let (probe, build) = if g1.estimate.rows >= g2.estimate.rows {
             (g1, g2)
         } else {
             (g2, g1)
@@ -120,17 +122,17 @@ pub fn plan_join_block(
         let filter = Expr::and_all(filters).map(|f| {
             f.remap_columns(&|c| layout.iter().position(|l| *l == c).expect("joined column"))
         });
-        let rows = if keys.is_empty() {
-            probe.rows * build.rows.max(1.0)
-        } else {
-            probe.rows.max(build.rows)
-        };
+        let mut joined_estimate = join_estimate(&probe.estimate, &build.estimate, &keys);
+        if let Some(filter) = &filter {
+            let selectivity = selectivity(filter, &joined_estimate);
+            joined_estimate = joined_estimate.filtered(selectivity);
+        }
         let plan = LogicalPlan::join(probe.plan, build.plan, JoinKind::Inner, keys, filter);
         groups.push(Group {
             plan,
             relations: joined,
             layout,
-            rows,
+            estimate: joined_estimate,
         });
     }
     let mut group = groups.pop().expect("one group left");
@@ -153,10 +155,15 @@ fn apply_ready(group: &mut Group, pending: &mut Vec<Predicate>) {
     *pending = rest;
     if let Some(predicate) = Expr::and_all(ready.into_iter().map(|p| p.expr).collect()) {
         let predicate = group.local(&predicate);
-        let selectivity = 0.25f64
-            .powi(predicate.clone().conjuncts().len() as i32)
-            .max(0.01);
-        group.rows = (group.rows * selectivity).max(1.0);
+        let selectivity = selectivity(&predicate, &group.estimate);
+        group.estimate = std::mem::replace(
+            &mut group.estimate,
+            Estimate {
+                rows: 0.0,
+                columns: vec![],
+            },
+        )
+        .filtered(selectivity);
         group.plan = LogicalPlan::Filter {
             input: Box::new(std::mem::replace(
                 &mut group.plan,
@@ -170,29 +177,39 @@ fn apply_ready(group: &mut Group, pending: &mut Vec<Predicate>) {
     }
 }
 
-/// The two groups to join next: the largest group, and the smallest group connected to it by
-/// an equality (or, when none is, the smallest group).
+/// The two groups to join next: of the pairs connected by an equality, the one whose join is
+/// estimated smallest; when no pair is connected, the two smallest groups (a cross join).
 fn next_pair(groups: &[Group], pending: &[Predicate]) -> (usize, usize) {
-    let largest = (0..groups.len())
-        .max_by(|a, b| groups[*a].rows.total_cmp(&groups[*b].rows))
-        .expect("groups");
-    let connected = |other: usize| {
-        pending.iter().any(|p| {
-            !p.relations.is_disjoint(&groups[largest].relations)
-                && !p.relations.is_disjoint(&groups[other].relations)
-                && equi_key(&p.expr, &groups[largest], &groups[other]).is_some()
-        })
-    };
-    let others = (0..groups.len()).filter(|i| *i != largest);
-    let smallest = |candidates: Vec<usize>| {
-        candidates
-            .into_iter()
-            .min_by(|a, b| groups[*a].rows.total_cmp(&groups[*b].rows))
-    };
-    let pick = smallest(others.clone().filter(|i| connected(*i)).collect())
-        .or_else(|| smallest(others.collect()))
-        .expect("at least two groups");
-    (largest, pick)
+    let mut best: Option<(f64, usize, usize)> = None;
+    for a in 0..groups.len() {
+        for b in a + 1..groups.len() {
+            let (g1, g2) = (&groups[a], &groups[b]);
+            let joined: BTreeSet<usize> = g1.relations.union(&g2.relations).copied().collect();
+            let keys: Vec<(Expr, Expr)> = pending
+                .iter()
+                .filter(|p| p.relations.is_subset(&joined))
+                .filter_map(|p| equi_key(&p.expr, g1, g2))
+                .collect();
+            if keys.is_empty() {
+                continue;
+            }
+            let rows = join_estimate(&g1.estimate, &g2.estimate, &keys).rows;
+            if best.is_none_or(|(least, _, _)| rows < least) {
+                best = Some((rows, a, b));
+            }
+        }
+    }
+    if let Some((_, a, b)) = best {
+        return (a, b);
+    }
+    let mut by_size: Vec<usize> = (0..groups.len()).collect();
+    by_size.sort_by(|a, b| {
+        groups[*a]
+            .estimate
+            .rows
+            .total_cmp(&groups[*b].estimate.rows)
+    });
+    (by_size[0], by_size[1])
 }
 
 /// `probe_expr = build_expr` when the predicate is an equality with one side in each group.
@@ -258,6 +275,46 @@ pub fn factor_or(expr: Expr) -> Expr {
     Expr::and_all(parts).expect("parts")
 }
 
+/// Filters on one relation implied by an OR over several: from `(a1 AND b1) OR (a2 AND b2)`
+/// where `a1` and `a2` read only relation R, `a1 OR a2` filters R before any join (TPC-H q7's
+/// and q19's nation and part conditions). The OR itself still applies where its relations meet.
+fn implied_filters(pending: &[Predicate], owner: &dyn Fn(usize) -> usize) -> Vec<Predicate> {
+    let mut implied = Vec::new();
+    for predicate in pending.iter().filter(|p| p.relations.len() > 1) {
+        let branches: Vec<Vec<Expr>> = disjuncts(predicate.expr.clone())
+            .into_iter()
+            .map(Expr::conjuncts)
+            .collect();
+        if branches.len() < 2 {
+            continue;
+        }
+        for relation in &predicate.relations {
+            let only_this = |e: &Expr| {
+                let columns = e.column_indices();
+                !columns.is_empty() && columns.into_iter().all(|c| owner(c) == *relation)
+            };
+            let parts: Option<Vec<Expr>> = branches
+                .iter()
+                .map(|b| Expr::and_all(b.iter().filter(|c| only_this(c)).cloned().collect()))
+                .collect();
+            let Some(parts) = parts else { continue };
+            let expr = parts
+                .into_iter()
+                .reduce(|l, r| Expr::Binary {
+                    op: BinaryOp::Or,
+                    left: Box::new(l),
+                    right: Box::new(r),
+                })
+                .expect("two branches or more");
+            implied.push(Predicate {
+                expr,
+                relations: BTreeSet::from([*relation]),
+            });
+        }
+    }
+    implied
+}
+
 fn disjuncts(expr: Expr) -> Vec<Expr> {
     match expr {
         Expr::Binary {
@@ -292,50 +349,4 @@ fn restore_order(group: Group, total_columns: usize) -> LogicalPlan {
         names.push(field.name().clone());
     }
     group.plan.project(exprs, names)
-}
-
-/// A rough row count: catalog counts for tables, guesses for the rest.
-pub fn estimate_rows(plan: &LogicalPlan, snapshot: &Snapshot) -> f64 {
-    match plan {
-        LogicalPlan::Scan { table, .. } => snapshot.row_count(table.id).max(1) as f64,
-        LogicalPlan::ParquetScan { table } => table.rows().max(1) as f64,
-        LogicalPlan::Union { inputs, .. } => {
-            inputs.iter().map(|i| estimate_rows(i, snapshot)).sum()
-        }
-        LogicalPlan::Input { .. } | LogicalPlan::WorkingTable { .. } => 1000.0,
-        LogicalPlan::RecursiveCte { anchor, .. } => estimate_rows(anchor, snapshot) * 10.0,
-        LogicalPlan::Values { rows, .. } => rows.len().max(1) as f64,
-        LogicalPlan::Filter { input, .. } => (estimate_rows(input, snapshot) * 0.25).max(1.0),
-        LogicalPlan::Project { input, .. }
-        | LogicalPlan::Sort { input, .. }
-        | LogicalPlan::Window { input, .. } => estimate_rows(input, snapshot),
-        LogicalPlan::Aggregate { input, group, .. } => {
-            if group.is_empty() {
-                1.0
-            } else {
-                (estimate_rows(input, snapshot) * 0.5).max(1.0)
-            }
-        }
-        LogicalPlan::Limit { input, fetch, .. } => {
-            let rows = estimate_rows(input, snapshot);
-            fetch.map_or(rows, |f| rows.min(f as f64))
-        }
-        LogicalPlan::Join {
-            left, right, kind, ..
-        } => {
-            let (l, r) = (
-                estimate_rows(left, snapshot),
-                estimate_rows(right, snapshot),
-            );
-            match kind {
-                JoinKind::Semi
-                | JoinKind::Anti
-                | JoinKind::NullAwareAnti
-                | JoinKind::Single
-                | JoinKind::Mark
-                | JoinKind::MarkIn => l,
-                _ => l.max(r),
-            }
-        }
-    }
 }

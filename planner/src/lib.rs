@@ -2,6 +2,7 @@
 //! materialized views, and turns logical plans into physical ones for `exec`.
 
 mod binder;
+mod cardinality;
 mod decorrelate;
 mod error;
 mod expr;
@@ -11,6 +12,7 @@ mod logical;
 mod physical;
 mod plan;
 mod scalar;
+mod semi_pushdown;
 mod system_tables;
 mod types;
 mod view;

@@ -180,11 +180,65 @@ pub fn parquet_file_info(path: &std::path::Path) -> Result<ParquetFileInfo> {
         })
         .collect();
     let metadata = builder.metadata();
+    // Leaf columns match the fields one to one only in a flat schema.
+    let flat = metadata.file_metadata().schema_descr().num_columns() == fields.len();
+    let columns = (0..fields.len())
+        .map(|column| match flat {
+            true => column_footer_stats(metadata, column),
+            false => ColumnFooterStats::default(),
+        })
+        .collect();
     Ok(ParquetFileInfo {
         schema: std::sync::Arc::new(arrow::datatypes::Schema::new(fields)),
         rows: metadata.file_metadata().num_rows().max(0) as u64,
         row_groups: metadata.num_row_groups(),
+        columns,
     })
+}
+
+/// An integer-like column's range and a column's NULL count, over every row group of a file;
+/// `None` where some row group does not say.
+#[derive(Clone, Debug, Default)]
+pub struct ColumnFooterStats {
+    pub min: Option<i64>,
+    pub max: Option<i64>,
+    pub nulls: Option<u64>,
+}
+
+fn column_footer_stats(
+    metadata: &parquet::file::metadata::ParquetMetaData,
+    column: usize,
+) -> ColumnFooterStats {
+    use parquet::file::statistics::Statistics;
+    let mut out = ColumnFooterStats {
+        min: None,
+        max: None,
+        nulls: Some(0),
+    };
+    for (index, row_group) in metadata.row_groups().iter().enumerate() {
+        let statistics = row_group.column(column).statistics();
+        let range = match statistics {
+            Some(Statistics::Int32(s)) => s
+                .min_opt()
+                .zip(s.max_opt())
+                .map(|(a, b)| (i64::from(*a), i64::from(*b))),
+            Some(Statistics::Int64(s)) => s.min_opt().copied().zip(s.max_opt().copied()),
+            _ => None,
+        };
+        out.nulls = out
+            .nulls
+            .zip(statistics.and_then(|s| s.null_count_opt()))
+            .map(|(a, b)| a + b);
+        match (range, index) {
+            (Some((lo, hi)), 0) => (out.min, out.max) = (Some(lo), Some(hi)),
+            (Some((lo, hi)), _) => {
+                out.min = out.min.map(|m| m.min(lo));
+                out.max = out.max.map(|m| m.max(hi));
+            }
+            (None, _) => (out.min, out.max) = (None, None),
+        }
+    }
+    out
 }
 
 /// What [`parquet_file_info`] learns from a file's footer.
@@ -193,6 +247,8 @@ pub struct ParquetFileInfo {
     pub schema: SchemaRef,
     pub rows: u64,
     pub row_groups: usize,
+    /// Per field, what the footer's statistics say.
+    pub columns: Vec<ColumnFooterStats>,
 }
 
 /// Reads one row group of a local Parquet file as batches of `schema` (which may name plain

@@ -661,6 +661,7 @@ impl<'a> Binder<'a> {
         }
         for (kind, subquery, probe) in filters {
             plan = join_filter(plan, kind, subquery, probe, width)?;
+            plan = crate::semi_pushdown::push_down_semi_join(plan, self.snapshot);
         }
         Ok(plan)
     }

@@ -1,0 +1,373 @@
+//! Cardinality estimates for join ordering: a plan's rows and, per output column, its distinct
+//! values and integer range. Base tables give their row counts (the catalog's, or a Parquet
+//! footer's) and, where the footers say, each integer or date column's range, which bounds its
+//! distinct values. Filters scale rows by a selectivity; an equi-join of two inputs has
+//! `|L| * |R| / max(distinct(L.key), distinct(R.key))` rows, the textbook estimate for keys
+//! whose values are spread evenly.
+
+use arrow::datatypes::DataType;
+use pondra_catalog::Snapshot;
+
+use crate::expr::{BinaryOp, Expr, JoinKind};
+use crate::logical::LogicalPlan;
+
+/// What is estimated of one output column.
+#[derive(Clone, Debug)]
+pub struct ColumnEstimate {
+    /// At most the rows; when not `known`, the rows (every value may be distinct).
+    pub distinct: f64,
+    /// Whether statistics bound `distinct`.
+    pub known: bool,
+    /// The column's range, for integer and date columns whose statistics give one.
+    pub range: Option<(f64, f64)>,
+}
+
+/// A plan's estimated rows and columns.
+#[derive(Clone, Debug)]
+pub struct Estimate {
+    pub rows: f64,
+    pub columns: Vec<ColumnEstimate>,
+}
+
+impl ColumnEstimate {
+    fn unknown(rows: f64) -> ColumnEstimate {
+        ColumnEstimate {
+            distinct: rows,
+            known: false,
+            range: None,
+        }
+    }
+}
+
+impl Estimate {
+    /// `rows` rows of `width` columns about which nothing else is known: every value may be
+    /// distinct.
+    fn unknown(rows: f64, width: usize) -> Estimate {
+        let rows = rows.max(1.0);
+        Estimate {
+            rows,
+            columns: vec![ColumnEstimate::unknown(rows); width],
+        }
+    }
+
+    /// The rows a filter of this selectivity keeps; no column has more distinct values than
+    /// there are rows.
+    pub fn filtered(mut self, selectivity: f64) -> Estimate {
+        self.rows = (self.rows * selectivity.clamp(0.0, 1.0)).max(1.0);
+        self.cap_distinct();
+        self
+    }
+
+    fn cap_distinct(&mut self) {
+        for column in &mut self.columns {
+            column.distinct = column.distinct.min(self.rows).max(1.0);
+        }
+    }
+
+    fn distinct_of(&self, expr: &Expr) -> f64 {
+        match expr {
+            Expr::Column { index, .. } => {
+                self.columns.get(*index).map_or(self.rows, |c| c.distinct)
+            }
+            Expr::Cast { expr, .. } => self.distinct_of(expr),
+            _ => self.rows,
+        }
+    }
+
+    /// The distinct values of a key of several columns: at most the product of each one's,
+    /// and at most the rows.
+    fn distinct_of_key<'a>(&self, key: impl Iterator<Item = &'a Expr>) -> f64 {
+        key.map(|e| self.distinct_of(e))
+            .fold(1.0, |product, d| product * d)
+            .min(self.rows)
+            .max(1.0)
+    }
+}
+
+/// The estimate of an inner equi-join of `left` and `right` on `keys` (left expression, right
+/// expression); its columns are the left's, then the right's.
+pub fn join_estimate(left: &Estimate, right: &Estimate, keys: &[(Expr, Expr)]) -> Estimate {
+    let rows = if keys.is_empty() {
+        left.rows * right.rows
+    } else {
+        let l = left.distinct_of_key(keys.iter().map(|(l, _)| l));
+        let r = right.distinct_of_key(keys.iter().map(|(_, r)| r));
+        left.rows * right.rows / l.max(r)
+    };
+    let mut columns = left.columns.clone();
+    columns.extend(right.columns.iter().cloned());
+    // Equal keys have at most the distinct values of the side with fewer.
+    for (l, r) in keys {
+        if let (Expr::Column { index: li, .. }, Expr::Column { index: ri, .. }) = (l, r) {
+            let ri = left.columns.len() + ri;
+            if *li < columns.len() && ri < columns.len() {
+                let fewer = columns[*li].distinct.min(columns[ri].distinct);
+                columns[*li].distinct = fewer;
+                columns[ri].distinct = fewer;
+            }
+        }
+    }
+    let mut estimate = Estimate {
+        rows: rows.max(1.0),
+        columns,
+    };
+    estimate.cap_distinct();
+    estimate
+}
+
+/// The estimate of a plan's output.
+pub fn estimate(plan: &LogicalPlan, snapshot: &Snapshot) -> Estimate {
+    let width = plan.schema().fields().len();
+    match plan {
+        LogicalPlan::Scan { table, .. } => {
+            Estimate::unknown(snapshot.row_count(table.id) as f64, width)
+        }
+        LogicalPlan::ParquetScan { table } => {
+            let rows = (table.rows() as f64).max(1.0);
+            let columns = table
+                .schema
+                .fields()
+                .iter()
+                .enumerate()
+                .map(|(i, field)| {
+                    let stats = table.columns.get(i);
+                    let range = stats
+                        .and_then(|s| s.min.zip(s.max))
+                        .filter(|_| {
+                            matches!(
+                                field.data_type(),
+                                DataType::Int32 | DataType::Int64 | DataType::Date32
+                            )
+                        })
+                        .map(|(lo, hi)| (lo as f64, hi as f64));
+                    let distinct = range.map_or(rows, |(lo, hi)| (hi - lo + 1.0).min(rows));
+                    ColumnEstimate {
+                        distinct,
+                        known: range.is_some(),
+                        range,
+                    }
+                })
+                .collect();
+            Estimate { rows, columns }
+        }
+        LogicalPlan::Union { inputs, .. } => Estimate::unknown(
+            inputs.iter().map(|i| estimate(i, snapshot).rows).sum(),
+            width,
+        ),
+        LogicalPlan::Input { .. } | LogicalPlan::WorkingTable { .. } => {
+            Estimate::unknown(1000.0, width)
+        }
+        LogicalPlan::RecursiveCte { anchor, .. } => {
+            Estimate::unknown(estimate(anchor, snapshot).rows * 10.0, width)
+        }
+        LogicalPlan::Values { rows, .. } => Estimate::unknown(rows.len() as f64, width),
+        LogicalPlan::Filter { input, predicate } => {
+            let input = estimate(input, snapshot);
+            let selectivity = selectivity(predicate, &input);
+            input.filtered(selectivity)
+        }
+        LogicalPlan::Project { input, exprs, .. } => {
+            let input = estimate(input, snapshot);
+            let columns = exprs
+                .iter()
+                .map(|e| match e {
+                    Expr::Column { index, .. } if *index < input.columns.len() => {
+                        input.columns[*index].clone()
+                    }
+                    _ => ColumnEstimate::unknown(input.rows),
+                })
+                .collect();
+            Estimate {
+                rows: input.rows,
+                columns,
+            }
+        }
+        LogicalPlan::Sort { input, .. } => estimate(input, snapshot),
+        LogicalPlan::Window { input, .. } => {
+            let mut estimate = estimate(input, snapshot);
+            let extra = width - estimate.columns.len();
+            estimate
+                .columns
+                .extend(Estimate::unknown(estimate.rows, extra).columns);
+            estimate
+        }
+        LogicalPlan::Aggregate { input, group, .. } => {
+            let input = estimate(input, snapshot);
+            let groups = if group.is_empty() {
+                1.0
+            } else {
+                input.distinct_of_key(group.iter())
+            };
+            let mut columns: Vec<ColumnEstimate> = group
+                .iter()
+                .map(|g| match g {
+                    Expr::Column { index, .. } if *index < input.columns.len() => {
+                        input.columns[*index].clone()
+                    }
+                    _ => ColumnEstimate::unknown(groups),
+                })
+                .collect();
+            columns.extend(Estimate::unknown(groups, width - group.len()).columns);
+            let mut estimate = Estimate {
+                rows: groups,
+                columns,
+            };
+            estimate.cap_distinct();
+            estimate
+        }
+        LogicalPlan::Limit { input, fetch, .. } => {
+            let input = estimate(input, snapshot);
+            let kept = fetch.map_or(1.0, |f| (f as f64 / input.rows).min(1.0));
+            input.filtered(kept)
+        }
+        LogicalPlan::Join {
+            left,
+            right,
+            kind,
+            on,
+            filter,
+            ..
+        } => {
+            let l = estimate(left, snapshot);
+            let r = estimate(right, snapshot);
+            match kind {
+                JoinKind::Inner | JoinKind::Left | JoinKind::Full | JoinKind::Single => {
+                    let mut joined = join_estimate(&l, &r, on);
+                    if let Some(filter) = filter {
+                        let selectivity = selectivity(filter, &joined);
+                        joined = joined.filtered(selectivity);
+                    }
+                    let floor = match kind {
+                        JoinKind::Left | JoinKind::Single => l.rows,
+                        JoinKind::Full => l.rows.max(r.rows),
+                        _ => 1.0,
+                    };
+                    joined.rows = joined.rows.max(floor);
+                    joined
+                }
+                JoinKind::Semi | JoinKind::Anti | JoinKind::NullAwareAnti => l,
+                JoinKind::Mark | JoinKind::MarkIn => {
+                    let mut marked = l;
+                    marked.columns.push(ColumnEstimate {
+                        distinct: 2.0,
+                        known: true,
+                        range: None,
+                    });
+                    marked
+                }
+            }
+        }
+    }
+}
+
+/// The fraction of rows a predicate keeps: equality with a constant keeps one distinct value
+/// in `distinct`, a range comparison with a constant the part of the column's range it
+/// covers, conjunctions multiply; the rest are the customary guesses.
+pub fn selectivity(predicate: &Expr, input: &Estimate) -> f64 {
+    const UNKNOWN: f64 = 0.25;
+    const EQUAL: f64 = 0.1;
+    const RANGE: f64 = 1.0 / 3.0;
+    let column = |e: &Expr| match e {
+        Expr::Column { index, .. } => input.columns.get(*index),
+        _ => None,
+    };
+    let s = match predicate {
+        Expr::Binary { op, left, right } => match op {
+            BinaryOp::And => selectivity(left, input) * selectivity(right, input),
+            BinaryOp::Or => {
+                let (a, b) = (selectivity(left, input), selectivity(right, input));
+                a + b - a * b
+            }
+            BinaryOp::Eq | BinaryOp::NotEq => {
+                let one = match (column(left), column(right)) {
+                    (Some(a), Some(b)) => 1.0 / a.distinct.max(b.distinct),
+                    (Some(c), None) | (None, Some(c)) if c.known => 1.0 / c.distinct,
+                    _ => EQUAL,
+                };
+                if *op == BinaryOp::Eq { one } else { 1.0 - one }
+            }
+            BinaryOp::Lt | BinaryOp::LtEq | BinaryOp::Gt | BinaryOp::GtEq => {
+                let (c, value, below) =
+                    match (column(left), number(right), column(right), number(left)) {
+                        (Some(c), Some(v), _, _) => {
+                            (c, v, matches!(op, BinaryOp::Lt | BinaryOp::LtEq))
+                        }
+                        (_, _, Some(c), Some(v)) => {
+                            (c, v, matches!(op, BinaryOp::Gt | BinaryOp::GtEq))
+                        }
+                        _ => return RANGE,
+                    };
+                match c.range {
+                    Some((lo, hi)) if hi > lo => {
+                        let below_fraction = ((value - lo) / (hi - lo)).clamp(0.0, 1.0);
+                        if below {
+                            below_fraction
+                        } else {
+                            1.0 - below_fraction
+                        }
+                    }
+                    _ => RANGE,
+                }
+            }
+            _ => UNKNOWN,
+        },
+        Expr::Not(inner) => 1.0 - selectivity(inner, input),
+        Expr::InList {
+            expr,
+            list,
+            negated,
+        } => {
+            let hit = match column(expr) {
+                Some(c) if c.known => (list.len() as f64 / c.distinct).min(1.0),
+                _ => (list.len() as f64 * EQUAL).min(0.5),
+            };
+            if *negated { 1.0 - hit } else { hit }
+        }
+        Expr::Like { negated, .. } => {
+            if *negated {
+                0.9
+            } else {
+                0.1
+            }
+        }
+        Expr::IsNull(_) => 0.05,
+        Expr::IsNotNull(_) => 0.95,
+        _ => UNKNOWN,
+    };
+    s.clamp(0.0001, 1.0)
+}
+
+/// A constant's value on the scale of integer and date statistics: a literal, or casts and
+/// date arithmetic of literals (`date '1994-01-01' + interval '1' year`).
+fn number(expr: &Expr) -> Option<f64> {
+    use arrow::array::{Array, AsArray};
+    use arrow::datatypes::{Date32Type, Int32Type, Int64Type};
+    let value = constant(expr)?;
+    if value.is_null(0) {
+        return None;
+    }
+    match value.data_type() {
+        DataType::Int32 => Some(f64::from(value.as_primitive::<Int32Type>().value(0))),
+        DataType::Date32 => Some(f64::from(value.as_primitive::<Date32Type>().value(0))),
+        DataType::Int64 => Some(value.as_primitive::<Int64Type>().value(0) as f64),
+        _ => None,
+    }
+}
+
+/// A constant expression computed as an array of one value, if it is one this knows.
+fn constant(expr: &Expr) -> Option<arrow::array::ArrayRef> {
+    use arrow::compute::kernels::numeric;
+    match expr {
+        Expr::Literal(value) => Some(value.to_array(1)),
+        Expr::Cast { expr, data_type } => arrow::compute::cast(&constant(expr)?, data_type).ok(),
+        Expr::Binary { op, left, right } => {
+            let (l, r) = (constant(left)?, constant(right)?);
+            match op {
+                BinaryOp::Plus => numeric::add(&l, &r).ok(),
+                BinaryOp::Minus => numeric::sub(&l, &r).ok(),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
