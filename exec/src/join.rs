@@ -85,7 +85,10 @@ impl HashJoin {
             }
             Some(index)
         };
-        let matched = if kind == JoinKind::Full {
+        let matched = if matches!(
+            kind,
+            JoinKind::Full | JoinKind::RightSemi | JoinKind::RightAnti
+        ) {
             (0..build.num_rows())
                 .map(|_| AtomicBool::new(false))
                 .collect()
@@ -141,7 +144,7 @@ impl HashJoin {
             }
             probe_matched[p as usize] = true;
         }
-        if self.kind == JoinKind::Full {
+        if !self.matched.is_empty() {
             for &b in &build_index {
                 self.matched[b as usize].store(true, Ordering::Relaxed);
             }
@@ -189,6 +192,8 @@ impl HashJoin {
                 )?])
             }
             JoinKind::Anti => self.emit_left(batch, |row| !probe_matched[row]),
+            // Their rows are the build side's, known once every probe row has been seen.
+            JoinKind::RightSemi | JoinKind::RightAnti => Ok(vec![]),
             JoinKind::NullAwareAnti => {
                 if self.build.num_rows() == 0 {
                     return self.emit_left(batch, |_| true);
@@ -203,8 +208,19 @@ impl HashJoin {
         }
     }
 
-    /// After the last probe batch: the build rows a full join never matched.
+    /// After the last probe batch: the build rows a full join never matched, or those a right
+    /// semi join matched and a right anti join did not.
     pub fn finish(&self) -> Result<Vec<RecordBatch>> {
+        if self.kind.right_only() {
+            let keep = self.kind == JoinKind::RightSemi;
+            let mask: BooleanArray = self
+                .matched
+                .iter()
+                .map(|m| Some(m.load(Ordering::Relaxed) == keep))
+                .collect();
+            let kept = filter_record_batch(&self.build, &mask)?;
+            return Ok(vec![self.with_schema(kept)?]);
+        }
         if self.kind != JoinKind::Full {
             return Ok(vec![]);
         }

@@ -246,6 +246,7 @@ pub fn estimate(plan: &LogicalPlan, snapshot: &Snapshot) -> Estimate {
                     joined
                 }
                 JoinKind::Semi | JoinKind::Anti | JoinKind::NullAwareAnti => l,
+                JoinKind::RightSemi | JoinKind::RightAnti => r,
                 JoinKind::Mark | JoinKind::MarkIn => {
                     let mut marked = l;
                     marked.columns.push(ColumnEstimate {

@@ -94,9 +94,19 @@ pub enum JoinKind {
     /// As `Mark`, for `IN`: NULL instead of false when there is no match but a NULL key on
     /// either side.
     MarkIn,
+    /// Right rows with at least one match; only the right columns. A semi join whose filtered
+    /// side is the smaller one: that side is built, the larger one streams through it.
+    RightSemi,
+    /// Right rows without any match; only the right columns.
+    RightAnti,
 }
 
 impl JoinKind {
+    /// True when the output has only the right input's columns.
+    pub fn right_only(self) -> bool {
+        matches!(self, JoinKind::RightSemi | JoinKind::RightAnti)
+    }
+
     /// True when the output has only the left input's columns.
     pub fn left_only(self) -> bool {
         matches!(

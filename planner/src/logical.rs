@@ -197,6 +197,17 @@ impl LogicalPlan {
         on: Vec<(Expr, Expr)>,
         filter: Option<Expr>,
     ) -> LogicalPlan {
+        if kind.right_only() {
+            let schema = right.schema();
+            return LogicalPlan::Join {
+                left: Box::new(left),
+                right: Box::new(right),
+                kind,
+                on,
+                filter,
+                schema,
+            };
+        }
         let left_schema = left.schema();
         let mut fields: Vec<Field> = left_schema
             .fields()

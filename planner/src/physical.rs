@@ -282,16 +282,26 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
             filter,
             schema,
         } => {
+            // The output's columns as if it had both sides' (a right semi join has only the
+            // right's).
+            let both: Vec<bool> = match kind.right_only() {
+                true => std::iter::repeat_n(false, width(left))
+                    .chain(used.iter().copied())
+                    .collect(),
+                false => used.to_vec(),
+            };
+            let left_width = width(left);
             let (left, right) = (
                 child(
                     left,
-                    &join_side_columns(used, on, filter, left, right, true),
+                    &join_side_columns(&both, on, filter, left, right, true),
                 ),
                 child(
                     right,
-                    &join_side_columns(used, on, filter, left, right, false),
+                    &join_side_columns(&both, on, filter, left, right, false),
                 ),
             );
+            let (filter, left, right) = push_join_filter(*kind, filter, left_width, left, right);
             // The output's columns are the probe's, then the build's, except after a mark or
             // a semi join.
             let sides = match kind {
@@ -303,6 +313,7 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
                 | JoinKind::NullAwareAnti
                 | JoinKind::Mark
                 | JoinKind::MarkIn => vec![left.schema()],
+                JoinKind::RightSemi | JoinKind::RightAnti => vec![right.schema()],
             };
             PhysicalPlan::HashJoin {
                 left,
@@ -310,7 +321,7 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
                 kind: *kind,
                 left_keys: on.iter().map(|(l, _)| l.clone()).collect(),
                 right_keys: on.iter().map(|(_, r)| r.clone()).collect(),
-                filter: filter.clone(),
+                filter,
                 schema: with_null_columns(schema, &sides),
             }
         }
@@ -377,6 +388,53 @@ fn with_null_columns(schema: &SchemaRef, inputs: &[SchemaRef]) -> SchemaRef {
         .flat_map(|s| s.fields().iter().map(|f| f.data_type()))
         .collect();
     prune(schema, |i| input_types.get(i) != Some(&&DataType::Null))
+}
+
+/// Moves the conjuncts of a join's filter that read one input only, where that keeps the
+/// join's meaning, into a filter on that input: conditions on the side whose unmatched rows
+/// are dropped anyway (the build side of a left, semi or anti join; either side of an inner
+/// join; the probe side of a right semi or anti join) only decide which rows can match.
+fn push_join_filter(
+    kind: JoinKind,
+    filter: &Option<Expr>,
+    left_width: usize,
+    left: Box<PhysicalPlan>,
+    right: Box<PhysicalPlan>,
+) -> (Option<Expr>, Box<PhysicalPlan>, Box<PhysicalPlan>) {
+    let Some(filter) = filter else {
+        return (None, left, right);
+    };
+    let (to_left, to_right) = match kind {
+        JoinKind::Inner => (true, true),
+        JoinKind::Left
+        | JoinKind::Semi
+        | JoinKind::Anti
+        | JoinKind::Single
+        | JoinKind::Mark
+        | JoinKind::MarkIn => (false, true),
+        JoinKind::RightSemi | JoinKind::RightAnti => (true, false),
+        JoinKind::Full | JoinKind::NullAwareAnti => (false, false),
+    };
+    let (mut on_left, mut on_right, mut kept) = (Vec::new(), Vec::new(), Vec::new());
+    for conjunct in filter.clone().conjuncts() {
+        let columns = conjunct.column_indices();
+        if to_left && !columns.is_empty() && columns.iter().all(|c| *c < left_width) {
+            on_left.push(conjunct);
+        } else if to_right && !columns.is_empty() && columns.iter().all(|c| *c >= left_width) {
+            on_right.push(conjunct.remap_columns(&|c| c - left_width));
+        } else {
+            kept.push(conjunct);
+        }
+    }
+    let wrap = |input: Box<PhysicalPlan>, conjuncts: Vec<Expr>| match Expr::and_all(conjuncts) {
+        Some(predicate) => Box::new(PhysicalPlan::Filter { input, predicate }),
+        None => input,
+    };
+    (
+        Expr::and_all(kept),
+        wrap(left, on_left),
+        wrap(right, on_right),
+    )
 }
 
 fn with_sort_keys(used: &[bool], keys: &[crate::expr::SortKey]) -> Vec<bool> {

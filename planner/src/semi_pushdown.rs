@@ -2,7 +2,9 @@
 //! inner joins of their query. One that reads columns of only one relation of the block is
 //! moved down onto that relation when the relation is estimated to have fewer rows than the
 //! block: the rows it removes then never reach the other joins (TPC-H q18's IN subquery keeps
-//! 57 orders of 1.5 million before lineitem is joined to them).
+//! 57 orders of 1.5 million before lineitem is joined to them). Where the rows it filters are
+//! estimated fewer than the subquery's, it becomes a right semi (anti) join, which builds the
+//! filtered rows and streams the subquery's through them.
 
 use pondra_catalog::Snapshot;
 
@@ -45,16 +47,11 @@ struct SemiJoin {
 
 impl SemiJoin {
     /// The semi join over `input`, moved further down when one side of an inner join (or the
-    /// input of a filter or a projection of columns) has all it reads and fewer rows than
-    /// `budget`.
+    /// input of a projection of columns) has all it reads and fewer rows than `budget`.
     fn place(self, input: LogicalPlan, budget: f64, snapshot: &Snapshot) -> LogicalPlan {
         let width = input.schema().fields().len();
         let reads = self.input_columns(width);
         match input {
-            LogicalPlan::Filter { input, predicate } => LogicalPlan::Filter {
-                input: Box::new(self.place(*input, budget, snapshot)),
-                predicate,
-            },
             LogicalPlan::Project {
                 input,
                 exprs,
@@ -96,11 +93,11 @@ impl SemiJoin {
                     right = moved.place(right, budget, snapshot);
                 } else {
                     let join = LogicalPlan::join(left, right, JoinKind::Inner, on, filter);
-                    return self.over(join);
+                    return self.over(join, snapshot);
                 }
                 LogicalPlan::join(left, right, JoinKind::Inner, on, filter)
             }
-            other => self.over(other),
+            other => self.over(other, snapshot),
         }
     }
 
@@ -139,7 +136,25 @@ impl SemiJoin {
         }
     }
 
-    fn over(self, input: LogicalPlan) -> LogicalPlan {
-        LogicalPlan::join(input, self.subquery, self.kind, self.on, self.filter)
+    /// The join over `input`, as a right semi (anti) join that builds `input` when it is
+    /// estimated smaller than the subquery's rows.
+    fn over(self, input: LogicalPlan, snapshot: &Snapshot) -> LogicalPlan {
+        if estimate(&input, snapshot).rows >= estimate(&self.subquery, snapshot).rows {
+            return LogicalPlan::join(input, self.subquery, self.kind, self.on, self.filter);
+        }
+        let input_width = input.schema().fields().len();
+        let subquery_width = self.subquery.schema().fields().len();
+        let kind = match self.kind {
+            JoinKind::Semi => JoinKind::RightSemi,
+            _ => JoinKind::RightAnti,
+        };
+        let on = self.on.into_iter().map(|(probe, sub)| (sub, probe)).collect();
+        let filter = self.filter.map(|f| {
+            f.remap_columns(&|c| match c < input_width {
+                true => c + subquery_width,
+                false => c - input_width,
+            })
+        });
+        LogicalPlan::join(self.subquery, input, kind, on, filter)
     }
 }
