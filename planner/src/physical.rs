@@ -290,18 +290,19 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
                     .collect(),
                 false => used.to_vec(),
             };
-            let left_width = width(left);
+            let (kept, on_left, on_right) = split_join_filter(*kind, filter, width(left));
             let (left, right) = (
-                child(
+                filtered_child(
                     left,
-                    &join_side_columns(&both, on, filter, left, right, true),
+                    &join_side_columns(&both, on, &kept, left, right, true),
+                    on_left,
                 ),
-                child(
+                filtered_child(
                     right,
-                    &join_side_columns(&both, on, filter, left, right, false),
+                    &join_side_columns(&both, on, &kept, left, right, false),
+                    on_right,
                 ),
             );
-            let (filter, left, right) = push_join_filter(*kind, filter, left_width, left, right);
             // The output's columns are the probe's, then the build's, except after a mark or
             // a semi join.
             let sides = match kind {
@@ -321,7 +322,7 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
                 kind: *kind,
                 left_keys: on.iter().map(|(l, _)| l.clone()).collect(),
                 right_keys: on.iter().map(|(_, r)| r.clone()).collect(),
-                filter,
+                filter: kept,
                 schema: with_null_columns(schema, &sides),
             }
         }
@@ -390,19 +391,19 @@ fn with_null_columns(schema: &SchemaRef, inputs: &[SchemaRef]) -> SchemaRef {
     prune(schema, |i| input_types.get(i) != Some(&&DataType::Null))
 }
 
-/// Moves the conjuncts of a join's filter that read one input only, where that keeps the
-/// join's meaning, into a filter on that input: conditions on the side whose unmatched rows
+/// Splits off the conjuncts of a join's filter that read one input only, where applying them
+/// to that input first keeps the join's meaning: conditions on the side whose unmatched rows
 /// are dropped anyway (the build side of a left, semi or anti join; either side of an inner
 /// join; the probe side of a right semi or anti join) only decide which rows can match.
-fn push_join_filter(
+/// Returns what stays in the join, then the conditions on the left input and on the right
+/// input (over its own columns).
+fn split_join_filter(
     kind: JoinKind,
     filter: &Option<Expr>,
     left_width: usize,
-    left: Box<PhysicalPlan>,
-    right: Box<PhysicalPlan>,
-) -> (Option<Expr>, Box<PhysicalPlan>, Box<PhysicalPlan>) {
+) -> (Option<Expr>, Vec<Expr>, Vec<Expr>) {
     let Some(filter) = filter else {
-        return (None, left, right);
+        return (None, vec![], vec![]);
     };
     let (to_left, to_right) = match kind {
         JoinKind::Inner => (true, true),
@@ -426,15 +427,39 @@ fn push_join_filter(
             kept.push(conjunct);
         }
     }
-    let wrap = |input: Box<PhysicalPlan>, conjuncts: Vec<Expr>| match Expr::and_all(conjuncts) {
-        Some(predicate) => Box::new(PhysicalPlan::Filter { input, predicate }),
-        None => input,
+    (Expr::and_all(kept), on_left, on_right)
+}
+
+/// A join input that produces the `needed` columns, filtered first by `conjuncts`. Columns
+/// only the filter reads are NULL after it, so the join does not carry them.
+fn filtered_child(input: &LogicalPlan, needed: &[bool], conjuncts: Vec<Expr>) -> Box<PhysicalPlan> {
+    let Some(predicate) = Expr::and_all(conjuncts) else {
+        return Box::new(build(input, needed));
     };
-    (
-        Expr::and_all(kept),
-        wrap(left, on_left),
-        wrap(right, on_right),
-    )
+    let mut reads = needed.to_vec();
+    mark_columns(&predicate, &mut reads);
+    let filtered = PhysicalPlan::Filter {
+        input: Box::new(build(input, &reads)),
+        predicate,
+    };
+    if reads == needed {
+        return Box::new(filtered);
+    }
+    let schema = filtered.schema();
+    let exprs = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, field)| match needed[i] {
+            true => Expr::column(i, field.name(), field.data_type().clone()),
+            false => Expr::Literal(ScalarValue::Null),
+        })
+        .collect();
+    Box::new(PhysicalPlan::Projection {
+        input: Box::new(filtered),
+        exprs,
+        schema: prune(&schema, |i| needed[i]),
+    })
 }
 
 fn with_sort_keys(used: &[bool], keys: &[crate::expr::SortKey]) -> Vec<bool> {

@@ -3,7 +3,7 @@
 //! moved down onto that relation when the relation is estimated to have fewer rows than the
 //! block: the rows it removes then never reach the other joins (TPC-H q18's IN subquery keeps
 //! 57 orders of 1.5 million before lineitem is joined to them). Where the rows it filters are
-//! estimated fewer than the subquery's, it becomes a right semi (anti) join, which builds the
+//! estimated far fewer than the subquery's, it becomes a right semi (anti) join, which builds the
 //! filtered rows and streams the subquery's through them.
 
 use pondra_catalog::Snapshot;
@@ -137,9 +137,13 @@ impl SemiJoin {
     }
 
     /// The join over `input`, as a right semi (anti) join that builds `input` when it is
-    /// estimated smaller than the subquery's rows.
+    /// estimated clearly smaller than the subquery's rows: a subquery's filters on aggregates
+    /// are estimated loosely, and building the larger side by mistake costs more than probing
+    /// with it.
     fn over(self, input: LogicalPlan, snapshot: &Snapshot) -> LogicalPlan {
-        if estimate(&input, snapshot).rows >= estimate(&self.subquery, snapshot).rows {
+        const MARGIN: f64 = 4.0;
+        let input_rows = estimate(&input, snapshot).rows;
+        if input_rows * MARGIN >= estimate(&self.subquery, snapshot).rows {
             return LogicalPlan::join(input, self.subquery, self.kind, self.on, self.filter);
         }
         let input_width = input.schema().fields().len();
@@ -148,7 +152,11 @@ impl SemiJoin {
             JoinKind::Semi => JoinKind::RightSemi,
             _ => JoinKind::RightAnti,
         };
-        let on = self.on.into_iter().map(|(probe, sub)| (sub, probe)).collect();
+        let on = self
+            .on
+            .into_iter()
+            .map(|(probe, sub)| (sub, probe))
+            .collect();
         let filter = self.filter.map(|f| {
             f.remap_columns(&|c| match c < input_width {
                 true => c + subquery_width,
