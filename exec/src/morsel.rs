@@ -68,13 +68,11 @@ pub fn read_unit(
         (
             ScanUnit::RowGroup { file, row_group },
             PhysicalPlan::ParquetScan {
-                table,
-                schema,
-                columns,
+                schema, columns, ..
             },
         ) => {
-            let read =
-                read_parquet_row_group(&file.path, *row_group, &table.schema, columns.as_deref())?;
+            let footer = file.footer.as_ref().expect("a Parquet file has a footer");
+            let read = read_parquet_row_group(&file.path, footer, *row_group, columns.as_deref())?;
             match columns {
                 Some(columns) => read
                     .iter()

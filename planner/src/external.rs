@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
-use pondra_storage::{ColumnFooterStats, csv_file_schema, parquet_file_info};
+use pondra_storage::{ColumnFooterStats, ParquetFooter, csv_file_schema, parquet_file_info};
 
 use crate::{Result, bind_err};
 
@@ -15,6 +15,8 @@ pub struct ExternalFile {
     pub path: PathBuf,
     pub rows: u64,
     pub row_groups: usize,
+    /// The parsed footer of a Parquet file (none for CSV).
+    pub footer: Option<ParquetFooter>,
 }
 
 /// How an external table's files are written.
@@ -73,6 +75,7 @@ impl ExternalTable {
                 path,
                 rows: info.rows,
                 row_groups: info.row_groups,
+                footer: Some(info.footer),
             });
         }
         let schema = schema.ok_or_else(|| bind_err!("no file matches {pattern}"))?;
@@ -99,6 +102,7 @@ impl ExternalTable {
                 // A guess for planning: CSV files carry no row count.
                 rows: size / 64,
                 row_groups: 1,
+                footer: None,
             });
         }
         Ok(Arc::new(ExternalTable {

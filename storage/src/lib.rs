@@ -10,6 +10,6 @@ pub use error::{Result, StorageError};
 pub use lake::Lake;
 pub use log_segment::{decode_log_segment, encode_log_segment};
 pub use parquet_file::{
-    ColumnFooterStats, ParquetFileInfo, csv_file_schema, parquet_file_info, read_csv_file,
-    read_parquet_bytes, read_parquet_row_group, write_parquet_bytes,
+    ColumnFooterStats, ParquetFileInfo, ParquetFooter, csv_file_schema, parquet_file_info,
+    read_csv_file, read_parquet_bytes, read_parquet_row_group, write_parquet_bytes,
 };

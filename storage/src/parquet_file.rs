@@ -9,7 +9,9 @@ use arrow::datatypes::{
 };
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::arrow_reader::{
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
@@ -179,6 +181,12 @@ pub fn parquet_file_info(path: &std::path::Path) -> Result<ParquetFileInfo> {
             arrow::datatypes::Field::new(f.name(), data_type, f.is_nullable())
         })
         .collect();
+    let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(fields.clone()));
+    let options = ArrowReaderOptions::new().with_schema(schema.clone());
+    let footer = ParquetFooter(ArrowReaderMetadata::try_new(
+        builder.metadata().clone(),
+        options,
+    )?);
     let metadata = builder.metadata();
     // Leaf columns match the fields one to one only in a flat schema.
     let flat = metadata.file_metadata().schema_descr().num_columns() == fields.len();
@@ -189,10 +197,11 @@ pub fn parquet_file_info(path: &std::path::Path) -> Result<ParquetFileInfo> {
         })
         .collect();
     Ok(ParquetFileInfo {
-        schema: std::sync::Arc::new(arrow::datatypes::Schema::new(fields)),
+        schema,
         rows: metadata.file_metadata().num_rows().max(0) as u64,
         row_groups: metadata.num_row_groups(),
         columns,
+        footer,
     })
 }
 
@@ -249,23 +258,27 @@ pub struct ParquetFileInfo {
     pub row_groups: usize,
     /// Per field, what the footer's statistics say.
     pub columns: Vec<ColumnFooterStats>,
+    pub footer: ParquetFooter,
 }
 
-/// Reads one row group of a local Parquet file as batches of `schema` (which may name plain
-/// strings where the file stores another string layout).
+/// A Parquet file's footer, parsed once with the schema Pondra reads the file with, so that
+/// reading each of its row groups does not parse it again. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct ParquetFooter(ArrowReaderMetadata);
+
+/// Reads one row group of a local Parquet file with its parsed footer, as batches of the
+/// footer's schema (which may name plain strings where the file stores another layout).
 pub fn read_parquet_row_group(
     path: &std::path::Path,
+    footer: &ParquetFooter,
     row_group: usize,
-    schema: &SchemaRef,
     columns: Option<&[usize]>,
 ) -> Result<Vec<RecordBatch>> {
     let file = std::fs::File::open(path).map_err(|e| crate::StorageError::Folder {
         path: path.display().to_string(),
         message: e.to_string(),
     })?;
-    let options =
-        parquet::arrow::arrow_reader::ArrowReaderOptions::new().with_schema(schema.clone());
-    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options)?
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, footer.0.clone())
         .with_row_groups(vec![row_group])
         .with_batch_size(8192);
     read_columns(builder, columns)
