@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, Decimal128Array, Float64Array, Int64Array, RecordBatch,
-    RecordBatchOptions, StringArray, new_null_array,
+    Array, ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch, RecordBatchOptions,
+    StringArray, new_null_array,
 };
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type, SchemaRef};
@@ -17,6 +17,42 @@ use crate::expr::evaluate;
 use crate::keys::{KeyIndex, NullKeys};
 use crate::{ExecError, Result};
 
+/// Per-group sums and whether each group has had a value: a sum of no values is NULL. Kept
+/// apart rather than as `Option`s, which would double an `i128` sum's size.
+#[derive(Default)]
+struct Sums<T> {
+    values: Vec<T>,
+    seen: Vec<bool>,
+}
+
+impl<T: arrow::datatypes::ArrowNativeType> Sums<T> {
+    fn resize(&mut self, groups: usize) {
+        self.values.resize(groups, T::default());
+        self.seen.resize(groups, false);
+    }
+
+    fn get(&self, group: usize) -> Option<T> {
+        self.seen[group].then(|| self.values[group])
+    }
+
+    fn set(&mut self, group: usize, value: T) {
+        self.values[group] = value;
+        self.seen[group] = true;
+    }
+
+    /// The groups that have a sum, with it.
+    fn iter(&self) -> impl Iterator<Item = (usize, T)> + '_ {
+        (0..self.values.len()).filter_map(|g| self.get(g).map(|v| (g, v)))
+    }
+
+    fn into_array<A: arrow::datatypes::ArrowPrimitiveType<Native = T>>(
+        self,
+    ) -> arrow::array::PrimitiveArray<A> {
+        let nulls = arrow::buffer::NullBuffer::from(self.seen);
+        arrow::array::PrimitiveArray::new(self.values.into(), Some(nulls))
+    }
+}
+
 /// The state of one aggregate over every group seen so far.
 enum Accumulator {
     Count {
@@ -24,13 +60,13 @@ enum Accumulator {
         star: bool,
     },
     SumInt {
-        sums: Vec<Option<i64>>,
+        sums: Sums<i64>,
     },
     SumFloat {
-        sums: Vec<Option<f64>>,
+        sums: Sums<f64>,
     },
     SumDecimal {
-        sums: Vec<Option<i128>>,
+        sums: Sums<i128>,
         data_type: DataType,
     },
     /// Min or max of any orderable type, compared in Arrow's order-preserving row format.
@@ -90,10 +126,14 @@ impl Accumulator {
                 star: false,
             },
             AggregateFunction::Sum => match arg_type {
-                Some(DataType::Int32 | DataType::Int64) => Accumulator::SumInt { sums: Vec::new() },
-                Some(DataType::Float64) => Accumulator::SumFloat { sums: Vec::new() },
+                Some(DataType::Int32 | DataType::Int64) => Accumulator::SumInt {
+                    sums: Sums::default(),
+                },
+                Some(DataType::Float64) => Accumulator::SumFloat {
+                    sums: Sums::default(),
+                },
                 Some(DataType::Decimal128(_, _)) => Accumulator::SumDecimal {
-                    sums: Vec::new(),
+                    sums: Sums::default(),
                     data_type: call.data_type.clone(),
                 },
                 other => {
@@ -162,9 +202,9 @@ impl Accumulator {
     fn resize(&mut self, groups: usize) {
         match self {
             Accumulator::Count { counts, .. } => counts.resize(groups, 0),
-            Accumulator::SumInt { sums } => sums.resize(groups, None),
-            Accumulator::SumFloat { sums } => sums.resize(groups, None),
-            Accumulator::SumDecimal { sums, .. } => sums.resize(groups, None),
+            Accumulator::SumInt { sums } => sums.resize(groups),
+            Accumulator::SumFloat { sums } => sums.resize(groups),
+            Accumulator::SumDecimal { sums, .. } => sums.resize(groups),
             Accumulator::Extreme { best, .. } => best.resize(groups, None),
             Accumulator::Avg { sums, counts } => {
                 sums.resize(groups, 0.0);
@@ -231,10 +271,15 @@ impl Accumulator {
                 let value = value.as_primitive::<Int64Type>();
                 for (row, &g) in groups.iter().enumerate() {
                     if value.is_valid(row) {
-                        let sum = sums[g].unwrap_or(0).checked_add(value.value(row));
-                        sums[g] = Some(sum.ok_or_else(|| {
-                            ExecError::Execution("numeric overflow: sum out of BIGINT range".into())
-                        })?);
+                        let sum = sums.get(g).unwrap_or(0).checked_add(value.value(row));
+                        sums.set(
+                            g,
+                            sum.ok_or_else(|| {
+                                ExecError::Execution(
+                                    "numeric overflow: sum out of BIGINT range".into(),
+                                )
+                            })?,
+                        );
                     }
                 }
             }
@@ -244,7 +289,7 @@ impl Accumulator {
                     .as_primitive::<Float64Type>();
                 for (row, &g) in groups.iter().enumerate() {
                     if value.is_valid(row) {
-                        sums[g] = Some(sums[g].unwrap_or(0.0) + value.value(row));
+                        sums.set(g, sums.get(g).unwrap_or(0.0) + value.value(row));
                     }
                 }
             }
@@ -254,10 +299,13 @@ impl Accumulator {
                     .as_primitive::<Decimal128Type>();
                 for (row, &g) in groups.iter().enumerate() {
                     if value.is_valid(row) {
-                        let sum = sums[g].unwrap_or(0).checked_add(value.value(row));
-                        sums[g] = Some(sum.ok_or_else(|| {
-                            ExecError::Execution("numeric overflow: decimal sum".into())
-                        })?);
+                        let sum = sums.get(g).unwrap_or(0).checked_add(value.value(row));
+                        sums.set(
+                            g,
+                            sum.ok_or_else(|| {
+                                ExecError::Execution("numeric overflow: decimal sum".into())
+                            })?,
+                        );
                     }
                 }
             }
@@ -356,31 +404,33 @@ impl Accumulator {
                 }
             }
             (Accumulator::SumInt { sums }, Accumulator::SumInt { sums: theirs }) => {
-                for (g, sum) in theirs.into_iter().enumerate() {
-                    let Some(sum) = sum else { continue };
-                    let total = sums[map[g]].unwrap_or(0).checked_add(sum);
-                    sums[map[g]] = Some(total.ok_or_else(|| {
-                        ExecError::Execution("numeric overflow: sum out of BIGINT range".into())
-                    })?);
+                for (g, sum) in theirs.iter() {
+                    let total = sums.get(map[g]).unwrap_or(0).checked_add(sum);
+                    sums.set(
+                        map[g],
+                        total.ok_or_else(|| {
+                            ExecError::Execution("numeric overflow: sum out of BIGINT range".into())
+                        })?,
+                    );
                 }
             }
             (Accumulator::SumFloat { sums }, Accumulator::SumFloat { sums: theirs }) => {
-                for (g, sum) in theirs.into_iter().enumerate() {
-                    if let Some(sum) = sum {
-                        sums[map[g]] = Some(sums[map[g]].unwrap_or(0.0) + sum);
-                    }
+                for (g, sum) in theirs.iter() {
+                    sums.set(map[g], sums.get(map[g]).unwrap_or(0.0) + sum);
                 }
             }
             (
                 Accumulator::SumDecimal { sums, .. },
                 Accumulator::SumDecimal { sums: theirs, .. },
             ) => {
-                for (g, sum) in theirs.into_iter().enumerate() {
-                    let Some(sum) = sum else { continue };
-                    let total = sums[map[g]].unwrap_or(0).checked_add(sum);
-                    sums[map[g]] = Some(total.ok_or_else(|| {
-                        ExecError::Execution("numeric overflow: decimal sum".into())
-                    })?);
+                for (g, sum) in theirs.iter() {
+                    let total = sums.get(map[g]).unwrap_or(0).checked_add(sum);
+                    sums.set(
+                        map[g],
+                        total.ok_or_else(|| {
+                            ExecError::Execution("numeric overflow: decimal sum".into())
+                        })?,
+                    );
                 }
             }
             (
@@ -503,15 +553,18 @@ impl Accumulator {
             Accumulator::Count { counts, .. } | Accumulator::CountDistinct { counts, .. } => {
                 Arc::new(Int64Array::from(counts))
             }
-            Accumulator::SumInt { sums } => Arc::new(Int64Array::from(sums)),
+            Accumulator::SumInt { sums } => Arc::new(sums.into_array::<Int64Type>()),
             Accumulator::StringAgg { joined, .. } => Arc::new(StringArray::from(joined)),
             Accumulator::Zero { groups } => Arc::new(Int64Array::from(vec![0; groups])),
-            Accumulator::SumFloat { sums } => Arc::new(Float64Array::from(sums)),
+            Accumulator::SumFloat { sums } => Arc::new(sums.into_array::<Float64Type>()),
             Accumulator::SumDecimal { sums, data_type } => {
                 let DataType::Decimal128(p, s) = data_type else {
                     unreachable!("decimal sums are decimals")
                 };
-                Arc::new(Decimal128Array::from(sums).with_precision_and_scale(p, s)?)
+                Arc::new(
+                    sums.into_array::<Decimal128Type>()
+                        .with_precision_and_scale(p, s)?,
+                )
             }
             Accumulator::Extreme {
                 converter,
