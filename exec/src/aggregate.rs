@@ -662,26 +662,15 @@ impl HashAggregateSink {
 
     pub fn sink(&mut self, batch: &RecordBatch) -> Result<()> {
         let rows = batch.num_rows();
-        let group_ids: Vec<usize> = match &mut self.index {
+        let group_ids: Vec<usize> = match &self.index {
             None => vec![0; rows],
-            Some(index) => {
+            Some(_) => {
                 let keys = self
                     .group
                     .iter()
                     .map(|g| evaluate(g, batch))
                     .collect::<Result<Vec<_>>>()?;
-                self.new_rows.clear();
-                index.intern(&keys, NullKeys::Group, &mut self.ids, &mut self.new_rows)?;
-                if !self.new_rows.is_empty() {
-                    let rows = arrow::array::UInt32Array::from(self.new_rows.clone());
-                    let taken = keys
-                        .iter()
-                        .map(|k| arrow::compute::take(k, &rows, None))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    self.group_keys.push(taken);
-                }
-                self.groups = index.len();
-                self.ids.iter().map(|&id| id as usize).collect()
+                self.group_ids(&keys)?
             }
         };
         for (call, accumulator) in self.aggregates.iter().zip(&mut self.accumulators) {
@@ -690,6 +679,24 @@ impl HashAggregateSink {
             accumulator.update(value.as_ref(), &group_ids)?;
         }
         Ok(())
+    }
+
+    /// Each row's group id for these group key columns, adding the groups not seen before
+    /// (and their keys).
+    fn group_ids(&mut self, keys: &[ArrayRef]) -> Result<Vec<usize>> {
+        let index = self.index.as_mut().expect("a grouped aggregation");
+        self.new_rows.clear();
+        index.intern(keys, NullKeys::Group, &mut self.ids, &mut self.new_rows)?;
+        if !self.new_rows.is_empty() {
+            let rows = arrow::array::UInt32Array::from(self.new_rows.clone());
+            let taken = keys
+                .iter()
+                .map(|k| arrow::compute::take(k, &rows, None))
+                .collect::<Result<Vec<_>, _>>()?;
+            self.group_keys.push(taken);
+        }
+        self.groups = index.len();
+        Ok(self.ids.iter().map(|&id| id as usize).collect())
     }
 
     /// Whether partial aggregations of this kind over parts of the input can be merged.
@@ -704,23 +711,9 @@ impl HashAggregateSink {
 
     /// Folds in the aggregation of another part of the input.
     pub fn merge(&mut self, other: HashAggregateSink) -> Result<()> {
-        let map: Vec<usize> = match &mut self.index {
+        let map: Vec<usize> = match &self.index {
             None => vec![0],
-            Some(index) => {
-                let keys = other.key_columns()?;
-                self.new_rows.clear();
-                index.intern(&keys, NullKeys::Group, &mut self.ids, &mut self.new_rows)?;
-                if !self.new_rows.is_empty() {
-                    let rows = arrow::array::UInt32Array::from(self.new_rows.clone());
-                    let taken = keys
-                        .iter()
-                        .map(|k| arrow::compute::take(k, &rows, None))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    self.group_keys.push(taken);
-                }
-                self.groups = index.len();
-                self.ids.iter().map(|&id| id as usize).collect()
-            }
+            Some(_) => self.group_ids(&other.key_columns()?)?,
         };
         for (mine, mut theirs) in self.accumulators.iter_mut().zip(other.accumulators) {
             mine.resize(self.groups);
