@@ -272,7 +272,11 @@ pub fn selectivity(predicate: &Expr, input: &Estimate) -> f64 {
         Expr::Column { index, .. } => input.columns.get(*index),
         _ => None,
     };
+    let correlated = |e: &Expr| e.any(&|x| matches!(x, Expr::OuterColumn { .. }));
     let s = match predicate {
+        // A condition on an enclosing query's column becomes a join key when the subquery is
+        // decorrelated: it does not filter the subquery's own join block.
+        Expr::Binary { left, right, .. } if correlated(left) || correlated(right) => 1.0,
         Expr::Binary { op, left, right } => match op {
             BinaryOp::And => selectivity(left, input) * selectivity(right, input),
             BinaryOp::Or => {
