@@ -25,6 +25,51 @@ struct Sums<T> {
     seen: Vec<bool>,
 }
 
+/// A value that sums can add, failing on overflow where its type can overflow.
+trait Summand: arrow::datatypes::ArrowNativeType {
+    const OVERFLOW: &'static str;
+    fn checked_plus(self, other: Self) -> Option<Self>;
+}
+
+impl Summand for i64 {
+    const OVERFLOW: &'static str = "numeric overflow: sum out of BIGINT range";
+    fn checked_plus(self, other: i64) -> Option<i64> {
+        self.checked_add(other)
+    }
+}
+
+impl Summand for i128 {
+    const OVERFLOW: &'static str = "numeric overflow: decimal sum";
+    fn checked_plus(self, other: i128) -> Option<i128> {
+        self.checked_add(other)
+    }
+}
+
+impl Summand for f64 {
+    const OVERFLOW: &'static str = "a double sum does not overflow";
+    fn checked_plus(self, other: f64) -> Option<f64> {
+        Some(self + other)
+    }
+}
+
+impl<T: Summand> Sums<T> {
+    /// Adds `value` to `group`'s sum.
+    fn add(&mut self, group: usize, value: T) -> Result<()> {
+        let sum = self.get(group).unwrap_or_default().checked_plus(value);
+        let sum = sum.ok_or_else(|| ExecError::Execution(T::OVERFLOW.into()))?;
+        self.set(group, sum);
+        Ok(())
+    }
+
+    /// Adds the sums of `other`, whose group `g` is this one's `map[g]`.
+    fn merge(&mut self, other: &Sums<T>, map: &[usize]) -> Result<()> {
+        for (g, sum) in other.iter() {
+            self.add(map[g], sum)?;
+        }
+        Ok(())
+    }
+}
+
 impl<T: arrow::datatypes::ArrowNativeType> Sums<T> {
     fn resize(&mut self, groups: usize) {
         self.values.resize(groups, T::default());
@@ -271,15 +316,7 @@ impl Accumulator {
                 let value = value.as_primitive::<Int64Type>();
                 for (row, &g) in groups.iter().enumerate() {
                     if value.is_valid(row) {
-                        let sum = sums.get(g).unwrap_or(0).checked_add(value.value(row));
-                        sums.set(
-                            g,
-                            sum.ok_or_else(|| {
-                                ExecError::Execution(
-                                    "numeric overflow: sum out of BIGINT range".into(),
-                                )
-                            })?,
-                        );
+                        sums.add(g, value.value(row))?;
                     }
                 }
             }
@@ -289,7 +326,7 @@ impl Accumulator {
                     .as_primitive::<Float64Type>();
                 for (row, &g) in groups.iter().enumerate() {
                     if value.is_valid(row) {
-                        sums.set(g, sums.get(g).unwrap_or(0.0) + value.value(row));
+                        sums.add(g, value.value(row))?;
                     }
                 }
             }
@@ -299,13 +336,7 @@ impl Accumulator {
                     .as_primitive::<Decimal128Type>();
                 for (row, &g) in groups.iter().enumerate() {
                     if value.is_valid(row) {
-                        let sum = sums.get(g).unwrap_or(0).checked_add(value.value(row));
-                        sums.set(
-                            g,
-                            sum.ok_or_else(|| {
-                                ExecError::Execution("numeric overflow: decimal sum".into())
-                            })?,
-                        );
+                        sums.add(g, value.value(row))?;
                     }
                 }
             }
@@ -404,34 +435,16 @@ impl Accumulator {
                 }
             }
             (Accumulator::SumInt { sums }, Accumulator::SumInt { sums: theirs }) => {
-                for (g, sum) in theirs.iter() {
-                    let total = sums.get(map[g]).unwrap_or(0).checked_add(sum);
-                    sums.set(
-                        map[g],
-                        total.ok_or_else(|| {
-                            ExecError::Execution("numeric overflow: sum out of BIGINT range".into())
-                        })?,
-                    );
-                }
+                sums.merge(&theirs, map)?;
             }
             (Accumulator::SumFloat { sums }, Accumulator::SumFloat { sums: theirs }) => {
-                for (g, sum) in theirs.iter() {
-                    sums.set(map[g], sums.get(map[g]).unwrap_or(0.0) + sum);
-                }
+                sums.merge(&theirs, map)?;
             }
             (
                 Accumulator::SumDecimal { sums, .. },
                 Accumulator::SumDecimal { sums: theirs, .. },
             ) => {
-                for (g, sum) in theirs.iter() {
-                    let total = sums.get(map[g]).unwrap_or(0).checked_add(sum);
-                    sums.set(
-                        map[g],
-                        total.ok_or_else(|| {
-                            ExecError::Execution("numeric overflow: decimal sum".into())
-                        })?,
-                    );
-                }
+                sums.merge(&theirs, map)?;
             }
             (
                 Accumulator::Extreme {

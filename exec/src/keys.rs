@@ -114,36 +114,15 @@ impl KeyIndex {
             let id = match (&encoded, &null_bytes) {
                 (_, Some(bytes)) if null => self.intern_bytes(bytes.row(row).as_ref()),
                 (Encoded::Word64(words), _) => {
-                    let word = words[row];
-                    let hash = self.hasher.hash_one(word);
-                    match self.words64.find(hash, |(w, _)| *w == word) {
-                        Some((_, id)) => *id,
-                        None => {
-                            let hasher = &self.hasher;
-                            self.words64
-                                .insert_unique(hash, (word, next), |(w, _)| hasher.hash_one(*w));
-                            self.len += 1;
-                            next
-                        }
-                    }
+                    intern_word(&mut self.words64, &self.hasher, words[row], next)
                 }
                 (Encoded::Word128(words), _) => {
-                    let word = words[row];
-                    let hash = self.hasher.hash_one(word);
-                    match self.words128.find(hash, |(w, _)| *w == word) {
-                        Some((_, id)) => *id,
-                        None => {
-                            let hasher = &self.hasher;
-                            self.words128
-                                .insert_unique(hash, (word, next), |(w, _)| hasher.hash_one(*w));
-                            self.len += 1;
-                            next
-                        }
-                    }
+                    intern_word(&mut self.words128, &self.hasher, words[row], next)
                 }
                 (Encoded::Bytes(encoded), _) => self.intern_bytes(encoded.row(row).as_ref()),
             };
             if id == next {
+                self.len += 1;
                 new_rows.push(row as u32);
             }
             ids.push(id);
@@ -206,7 +185,6 @@ impl KeyIndex {
         };
         self.arena.extend_from_slice(key);
         self.bytes.insert_unique(hash, entry, |k| k.hash);
-        self.len += 1;
         id
     }
 
@@ -248,6 +226,21 @@ impl KeyIndex {
         }
         Ok(Encoded::Word128(words))
     }
+}
+
+/// The id of `word` in `table`, inserted with id `next` if absent.
+fn intern_word<K: Copy + Eq + std::hash::Hash>(
+    table: &mut HashTable<(K, u32)>,
+    hasher: &FixedState,
+    word: K,
+    next: u32,
+) -> u32 {
+    let hash = hasher.hash_one(word);
+    if let Some((_, id)) = table.find(hash, |(w, _)| *w == word) {
+        return *id;
+    }
+    table.insert_unique(hash, (word, next), |(w, _)| hasher.hash_one(*w));
+    next
 }
 
 /// For each row, whether any key column is NULL there; `None` when none is.
