@@ -13,6 +13,7 @@ use arrow::row::{OwnedRow, RowConverter, SortField};
 use pondra_planner::{AggregateCall, AggregateFunction, Expr};
 use std::collections::HashSet;
 
+use crate::collected::{ArrayAggState, OrderedInput};
 use crate::expr::evaluate;
 use crate::keys::{KeyIndex, NullKeys};
 use crate::{ExecError, Result};
@@ -146,6 +147,13 @@ enum Accumulator {
         separator: String,
         seen: Option<HashSet<(usize, String)>>,
     },
+    ArrayAgg(ArrayAggState),
+    /// An aggregate with ORDER BY: its rows are kept, then fed to `inner` in order at the end.
+    Ordered {
+        input: OrderedInput,
+        inner: Box<Accumulator>,
+        groups: usize,
+    },
     /// 0 for every group: a plain GROUP BY's grouping set id (grouping sets fill theirs in).
     Zero {
         groups: usize,
@@ -161,6 +169,17 @@ enum Accumulator {
 impl Accumulator {
     fn new(call: &AggregateCall) -> Result<Accumulator> {
         let arg_type = call.arg.as_ref().map(Expr::data_type);
+        if !call.order.is_empty() {
+            let unordered = AggregateCall {
+                order: Vec::new(),
+                ..call.clone()
+            };
+            return Ok(Accumulator::Ordered {
+                input: OrderedInput::new(call.order.iter().map(|k| (k.descending, k.nulls_first))),
+                inner: Box::new(Accumulator::new(&unordered)?),
+                groups: 0,
+            });
+        }
         Ok(match call.func {
             AggregateFunction::CountStar => Accumulator::Count {
                 counts: Vec::new(),
@@ -209,6 +228,8 @@ impl Accumulator {
                         arg: Some(Expr::column(0, "value", arg_type)),
                         data_type: call.data_type.clone(),
                         separator: None,
+                        order: Vec::new(),
+                        filter: None,
                     },
                     groups: 0,
                 }
@@ -234,6 +255,9 @@ impl Accumulator {
                 counts: Vec::new(),
             },
             AggregateFunction::GroupingId => Accumulator::Zero { groups: 0 },
+            AggregateFunction::ArrayAgg => {
+                Accumulator::ArrayAgg(ArrayAggState::new(arg_type.unwrap_or(DataType::Null)))
+            }
             AggregateFunction::StringAgg | AggregateFunction::StringAggDistinct => {
                 Accumulator::StringAgg {
                     joined: Vec::new(),
@@ -257,8 +281,10 @@ impl Accumulator {
             }
             Accumulator::CountDistinct { counts, .. } => counts.resize(groups, 0),
             Accumulator::StringAgg { joined, .. } => joined.resize(groups, None),
-            Accumulator::Zero { groups: n } => *n = (*n).max(groups),
-            Accumulator::Distinct { groups: n, .. } => *n = (*n).max(groups),
+            Accumulator::Zero { groups: n }
+            | Accumulator::Distinct { groups: n, .. }
+            | Accumulator::Ordered { groups: n, .. } => *n = (*n).max(groups),
+            Accumulator::ArrayAgg(state) => state.resize(groups),
             Accumulator::Moments {
                 counts,
                 means,
@@ -272,10 +298,37 @@ impl Accumulator {
         }
     }
 
+    /// Folds in the rows of `batch` (whose groups are `groups`) that `call` aggregates.
+    fn update_from(
+        &mut self,
+        call: &AggregateCall,
+        batch: &RecordBatch,
+        groups: &[usize],
+    ) -> Result<()> {
+        let value = call.arg.as_ref().map(|a| evaluate(a, batch)).transpose()?;
+        let Accumulator::Ordered { input, .. } = self else {
+            return self.update(value.as_ref(), groups);
+        };
+        let keys = call
+            .order
+            .iter()
+            .map(|k| evaluate(&k.expr, batch))
+            .collect::<Result<Vec<_>>>()?;
+        let value = value.expect("an aggregate with ORDER BY has an argument");
+        input.update(&value, keys, groups);
+        Ok(())
+    }
+
     /// Folds one batch in: `value` is the argument (absent for count(*)), `groups[i]` row i's group.
     fn update(&mut self, value: Option<&ArrayRef>, groups: &[usize]) -> Result<()> {
         match self {
             Accumulator::Zero { .. } => {}
+            Accumulator::ArrayAgg(state) => {
+                state.update(value.expect("array_agg has an argument"), groups);
+            }
+            Accumulator::Ordered { .. } => {
+                unreachable!("an aggregate with ORDER BY is given its keys")
+            }
             Accumulator::StringAgg {
                 joined,
                 separator,
@@ -535,6 +588,12 @@ impl Accumulator {
                 }
             }
             (Accumulator::Zero { .. }, Accumulator::Zero { .. }) => {}
+            (Accumulator::ArrayAgg(state), Accumulator::ArrayAgg(theirs)) => {
+                state.merge(theirs, map);
+            }
+            (Accumulator::Ordered { input, .. }, Accumulator::Ordered { input: theirs, .. }) => {
+                input.merge(theirs, map);
+            }
             _ => unreachable!("merged accumulators are of the same call"),
         }
         Ok(())
@@ -542,6 +601,18 @@ impl Accumulator {
 
     fn finish(self) -> Result<ArrayRef> {
         Ok(match self {
+            Accumulator::Ordered {
+                input,
+                mut inner,
+                groups,
+            } => {
+                inner.resize(groups);
+                if let Some((values, ids)) = input.sorted()? {
+                    inner.update(Some(&values), &ids)?;
+                }
+                inner.finish()?
+            }
+            Accumulator::ArrayAgg(state) => state.finish()?,
             Accumulator::Distinct {
                 converter,
                 seen,
@@ -688,8 +759,20 @@ impl HashAggregateSink {
         };
         for (call, accumulator) in self.aggregates.iter().zip(&mut self.accumulators) {
             accumulator.resize(self.groups);
-            let value = call.arg.as_ref().map(|a| evaluate(a, batch)).transpose()?;
-            accumulator.update(value.as_ref(), &group_ids)?;
+            match &call.filter {
+                None => accumulator.update_from(call, batch, &group_ids)?,
+                Some(condition) => {
+                    let keep = evaluate(condition, batch)?;
+                    let keep = crate::functions::nulls_as_false(keep.as_boolean());
+                    let kept = arrow::compute::filter_record_batch(batch, &keep)?;
+                    let groups: Vec<usize> = group_ids
+                        .iter()
+                        .zip(keep.values())
+                        .filter_map(|(g, k)| k.then_some(*g))
+                        .collect();
+                    accumulator.update_from(call, &kept, &groups)?;
+                }
+            }
         }
         Ok(())
     }

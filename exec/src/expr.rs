@@ -14,8 +14,8 @@ use arrow::datatypes::{DataType, Float64Type, Int32Type, Int64Type};
 use arrow::util::display::FormatOptions;
 use pondra_planner::{BinaryOp, DatePart, Expr, ScalarFunction};
 
-use crate::functions;
 use crate::{ExecError, Result};
+use crate::{arrays, functions};
 
 const CAST_OPTIONS: CastOptions<'static> = CastOptions {
     safe: false,
@@ -84,12 +84,14 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
         Expr::Negative(inner) => value(inner, batch)?.map(|v| Ok(numeric::neg(v)?)),
         Expr::IsNull(inner) => value(inner, batch)?.map(|v| Ok(Arc::new(is_null(v)?))),
         Expr::IsNotNull(inner) => value(inner, batch)?.map(|v| Ok(Arc::new(is_not_null(v)?))),
-        Expr::Cast { expr, data_type } => value(expr, batch)?.map(|v| {
-            if v.data_type() == data_type {
-                return Ok(v.clone());
-            }
-            Ok(cast_with_options(v, data_type, &CAST_OPTIONS)?)
-        }),
+        Expr::Cast { expr, data_type } => {
+            value(expr, batch)?.map(|v| match (v.data_type(), data_type) {
+                (from, to) if from == to => Ok(v.clone()),
+                (DataType::Utf8, DataType::List(_)) => arrays::parse(v.as_string(), data_type),
+                (DataType::List(_), DataType::Utf8) => arrays::to_text(v),
+                _ => Ok(cast_with_options(v, data_type, &CAST_OPTIONS)?),
+            })
+        }
         Expr::Case {
             branches,
             otherwise,
@@ -254,6 +256,7 @@ fn binary_values(op: BinaryOp, l: Value, r: Value, rows: usize) -> Result<Value>
     }
     if matches!(op, BinaryOp::And | BinaryOp::Or | BinaryOp::Concat)
         || is_null_comparison(op, l.data_type(), r.data_type())
+        || matches!(l.data_type(), DataType::List(_))
     {
         let (l, r) = (l.into_array(rows)?, r.into_array(rows)?);
         return Ok(Value::Column(binary(op, &l, &r)?));
@@ -269,9 +272,17 @@ fn is_null_comparison(op: BinaryOp, l: &DataType, r: &DataType) -> bool {
     op.is_comparison() && (l == &DataType::Null || r == &DataType::Null)
 }
 
+/// A comparison of two columns of one type.
+pub(crate) fn compare(op: BinaryOp, l: &ArrayRef, r: &ArrayRef) -> Result<ArrayRef> {
+    binary(op, l, r)
+}
+
 fn binary(op: BinaryOp, l: &ArrayRef, r: &ArrayRef) -> Result<ArrayRef> {
     if is_null_comparison(op, l.data_type(), r.data_type()) {
         return Ok(new_null_array(&DataType::Boolean, l.len()));
+    }
+    if op.is_comparison() && matches!(l.data_type(), DataType::List(_)) {
+        return arrays::compare(op, l, r);
     }
     let (l, r) = (l.as_ref(), r.as_ref());
     Ok(match op {
@@ -442,6 +453,12 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         }
         ScalarFunction::DateDiff(part) => functions::date_diff(&args[0], &args[1], part),
         ScalarFunction::Bitwise(op) => functions::bitwise(&args[0], &args[1], op),
+        ScalarFunction::MakeArray => arrays::make(args),
+        ScalarFunction::ArrayElement => arrays::element(&args[0], &args[1]),
+        ScalarFunction::ArrayLength => arrays::length(&args[0], &args[1]),
+        ScalarFunction::Cardinality => arrays::cardinality(&args[0]),
+        ScalarFunction::ArrayToString => arrays::join(args),
+        ScalarFunction::Quantified { op, all } => arrays::quantified(op, all, &args[0], &args[1]),
         ScalarFunction::Round => {
             let values = args[0].as_primitive::<Float64Type>();
             let digits = args.get(1).map(|d| d.as_primitive::<Int64Type>());

@@ -9,6 +9,8 @@
 //! sinks are combined once at the end.
 
 mod aggregate;
+mod arrays;
+mod collected;
 mod error;
 mod expr;
 mod functions;

@@ -69,11 +69,7 @@ fn scalar_at(array: &dyn Array, row: usize) -> Result<ScalarValue> {
         DataType::Timestamp(TimeUnit::Microsecond, None) => ScalarValue::TimestampMicros(
             array.as_primitive::<TimestampMicrosecondType>().value(row),
         ),
-        other => {
-            return Err(ExecError::Execution(format!(
-                "a subquery value of type {other} is not supported yet"
-            )));
-        }
+        _ => ScalarValue::Single(array.slice(row, 1)),
     })
 }
 
@@ -128,6 +124,9 @@ fn map_plan(plan: &PhysicalPlan, f: &mut dyn FnMut(&Expr) -> Result<Expr>) -> Re
             for a in &mut aggregates {
                 if let Some(arg) = &a.arg {
                     a.arg = Some(f(arg)?);
+                }
+                for key in &mut a.order {
+                    key.expr = f(&key.expr)?;
                 }
             }
             PhysicalPlan::HashAggregate {

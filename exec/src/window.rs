@@ -258,6 +258,8 @@ fn aggregate(
                 arg: Some(Expr::column(0, "arg", arg.data_type().clone())),
                 data_type: data_type.clone(),
                 separator: None,
+                order: Vec::new(),
+                filter: None,
             };
             let batch = RecordBatch::try_new(schema, vec![arg.slice(from, to - from)])?;
             (call, batch)
@@ -269,6 +271,8 @@ fn aggregate(
                 arg: None,
                 data_type: data_type.clone(),
                 separator: None,
+                order: Vec::new(),
+                filter: None,
             };
             let options = RecordBatchOptions::new().with_row_count(Some(to - from));
             let batch = RecordBatch::try_new_with_options(schema, vec![], &options)?;

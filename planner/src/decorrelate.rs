@@ -467,12 +467,21 @@ pub fn join_scalar_by_domain(
     let shifted: Vec<crate::expr::AggregateCall> = aggregates
         .iter()
         .map(|a| match &a.arg {
-            Some(arg) => crate::expr::AggregateCall {
-                func: a.func,
-                arg: Some(arg.remap_columns(&|c| c + domain_width)),
-                data_type: a.data_type.clone(),
-                separator: None,
-            },
+            Some(_) => {
+                let mut shifted = a.map_exprs(&mut |e| e.remap_columns(&|c| c + domain_width));
+                // Domain values without a match have one joined row of NULLs, which array_agg
+                // would keep: only matched rows count.
+                if a.func == AggregateFunction::ArrayAgg {
+                    let matched = Expr::IsNotNull(Box::new(Expr::column(
+                        domain_width + inner_width,
+                        "matched",
+                        arrow::datatypes::DataType::Int32,
+                    )));
+                    shifted.filter =
+                        Expr::and_all(shifted.filter.into_iter().chain([matched]).collect());
+                }
+                shifted
+            }
             None => crate::expr::AggregateCall {
                 func: AggregateFunction::Count,
                 arg: Some(Expr::column(
@@ -482,6 +491,8 @@ pub fn join_scalar_by_domain(
                 )),
                 data_type: a.data_type.clone(),
                 separator: None,
+                order: Vec::new(),
+                filter: None,
             },
         })
         .collect();

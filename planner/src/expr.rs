@@ -224,6 +224,21 @@ pub enum ScalarFunction {
     DateDiff(DatePart),
     /// `&`, `|`, `#`, `<<`, `>>` on two integers of one type; shifts wrap as in Postgres.
     Bitwise(BitwiseOp),
+    /// `ARRAY[a, b, ...]`, at least one element.
+    MakeArray,
+    /// `a[i]`, 1-based; NULL outside the array.
+    ArrayElement,
+    /// `array_length(a, dimension)`, `array_upper(a, dimension)`.
+    ArrayLength,
+    /// `cardinality(a)`.
+    Cardinality,
+    /// `array_to_string(a, separator [, null_text])`.
+    ArrayToString,
+    /// `x op ANY (array)`, or `x op ALL (array)`.
+    Quantified {
+        op: BinaryOp,
+        all: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -290,6 +305,13 @@ impl ScalarFunction {
                 BitwiseOp::ShiftLeft => "<<",
                 BitwiseOp::ShiftRight => ">>",
             },
+            ScalarFunction::MakeArray => "array",
+            ScalarFunction::ArrayElement => "array_element",
+            ScalarFunction::ArrayLength => "array_length",
+            ScalarFunction::Cardinality => "cardinality",
+            ScalarFunction::ArrayToString => "array_to_string",
+            ScalarFunction::Quantified { all: false, .. } => "any",
+            ScalarFunction::Quantified { all: true, .. } => "all",
         }
     }
 }
@@ -569,6 +591,8 @@ pub enum AggregateFunction {
     Avg,
     /// `string_agg(x, separator)`: the non-NULL values joined, in input order.
     StringAgg,
+    /// `array_agg(x)`: the values, NULLs included, as an array; NULL over no rows.
+    ArrayAgg,
     StringAggDistinct,
     /// Which grouping set a row of a GROUPING SETS / ROLLUP / CUBE aggregation comes from: bit
     /// k is set when group key k is not grouped by. Each grouping set's aggregation fills it in;
@@ -588,6 +612,7 @@ impl AggregateFunction {
             AggregateFunction::Avg => "avg",
             AggregateFunction::SumDistinct => "sum",
             AggregateFunction::StringAgg | AggregateFunction::StringAggDistinct => "string_agg",
+            AggregateFunction::ArrayAgg => "array_agg",
             AggregateFunction::GroupingId => "grouping_id",
             AggregateFunction::AvgDistinct => "avg",
             AggregateFunction::StddevSamp => "stddev_samp",
@@ -627,6 +652,9 @@ impl AggregateFunction {
                 DataType::Utf8
             }
             (AggregateFunction::GroupingId, _) => DataType::Int64,
+            (AggregateFunction::ArrayAgg, arg) => DataType::List(std::sync::Arc::new(
+                arrow::datatypes::Field::new("item", arg.cloned().unwrap_or(DataType::Null), true),
+            )),
             (_, Some(t)) => t.clone(),
             (_, None) => DataType::Null,
         }
@@ -641,6 +669,40 @@ pub struct AggregateCall {
     pub data_type: DataType,
     /// `string_agg`'s separator, a constant; `None` for every other function.
     pub separator: Option<String>,
+    /// `agg(x ORDER BY k)`: the order the values are taken in, for the functions it matters
+    /// to (`array_agg`, `string_agg`); empty for input order.
+    pub order: Vec<SortKey>,
+    /// Only the rows where this is true are aggregated (`FILTER (WHERE ...)`). Set where a
+    /// CASE around the argument cannot say it: `array_agg` keeps NULL values.
+    pub filter: Option<Expr>,
+}
+
+impl AggregateCall {
+    /// The expressions over the aggregation's input: the argument, the ORDER BY keys, the
+    /// filter.
+    pub fn exprs(&self) -> impl Iterator<Item = &Expr> {
+        self.arg
+            .iter()
+            .chain(self.order.iter().map(|k| &k.expr))
+            .chain(&self.filter)
+    }
+
+    /// The same call with `f` applied to each expression over the input.
+    pub fn map_exprs(&self, f: &mut dyn FnMut(&Expr) -> Expr) -> AggregateCall {
+        AggregateCall {
+            arg: self.arg.as_ref().map(&mut *f),
+            order: self
+                .order
+                .iter()
+                .map(|k| SortKey {
+                    expr: f(&k.expr),
+                    ..k.clone()
+                })
+                .collect(),
+            filter: self.filter.as_ref().map(&mut *f),
+            ..self.clone()
+        }
+    }
 }
 
 impl fmt::Display for AggregateCall {
@@ -663,11 +725,26 @@ impl fmt::Display for AggregateCall {
             }
             Some(arg) if self.separator.is_some() => {
                 let separator = self.separator.as_deref().unwrap_or_default();
-                write!(f, "{}({arg}, '{separator}')", self.func.name())
+                write!(f, "{}({arg}, '{separator}'", self.func.name())?;
+                self.fmt_order(f)
             }
-            Some(arg) => write!(f, "{}({arg})", self.func.name()),
+            Some(arg) => {
+                write!(f, "{}({arg}", self.func.name())?;
+                self.fmt_order(f)
+            }
             None => write!(f, "{}(*)", self.func.name()),
         }
+    }
+}
+
+impl AggregateCall {
+    fn fmt_order(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, key) in self.order.iter().enumerate() {
+            let lead = if i == 0 { " ORDER BY " } else { ", " };
+            let direction = if key.descending { " DESC" } else { "" };
+            write!(f, "{lead}{}{direction}", key.expr)?;
+        }
+        write!(f, ")")
     }
 }
 

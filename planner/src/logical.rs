@@ -137,9 +137,7 @@ impl LogicalPlan {
                 group, aggregates, ..
             } => {
                 group.iter().any(|e| e.any(pred))
-                    || aggregates
-                        .iter()
-                        .any(|a| a.arg.as_ref().is_some_and(|e| e.any(pred)))
+                    || aggregates.iter().any(|a| a.exprs().any(|e| e.any(pred)))
             }
             LogicalPlan::Sort { keys, .. } => keys.iter().any(|k| k.expr.any(pred)),
             LogicalPlan::Window { exprs, .. } => exprs.iter().any(|w| {

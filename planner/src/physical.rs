@@ -266,7 +266,7 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
                     width(input),
                     &group
                         .iter()
-                        .chain(aggregates.iter().filter_map(|a| a.arg.as_ref()))
+                        .chain(aggregates.iter().flat_map(AggregateCall::exprs))
                         .collect::<Vec<_>>(),
                 ),
             ),

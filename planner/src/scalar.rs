@@ -29,6 +29,8 @@ pub enum ScalarValue {
         days: i32,
         nanos: i64,
     },
+    /// A value of any other type (an array, say), as an Arrow array of one element.
+    Single(ArrayRef),
 }
 
 impl ScalarValue {
@@ -50,6 +52,7 @@ impl ScalarValue {
             ScalarValue::Interval { .. } => {
                 DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano)
             }
+            ScalarValue::Single(array) => array.data_type().clone(),
         }
     }
 
@@ -83,6 +86,11 @@ impl ScalarValue {
                 IntervalMonthDayNano::new(*months, *days, *nanos),
                 len,
             )),
+            ScalarValue::Single(array) if len == 1 => array.clone(),
+            ScalarValue::Single(array) => {
+                let first = arrow::array::UInt32Array::from_value(0, len);
+                arrow::compute::take(array, &first, None).expect("an array of one value")
+            }
         }
     }
 }

@@ -9,6 +9,7 @@ use pondra_catalog::{Snapshot, TableDef, TableKind};
 use crate::expr::Expr;
 use crate::logical::LogicalPlan;
 use crate::scalar::ScalarValue;
+use crate::types::list_of;
 
 pub const PG_CATALOG_OID: i32 = 11;
 pub const PUBLIC_OID: i32 = 2200;
@@ -17,6 +18,9 @@ pub const INFORMATION_SCHEMA_OID: i32 = 13_000;
 pub const OWNER: &str = "pondra";
 /// The database every lake is, to a client.
 pub const CATALOG: &str = "pondra";
+/// The Postgres version clients are told, which picks the catalog queries they send: 14's are
+/// those Pondra answers (ADR 0010).
+pub const SERVER_VERSION: &str = "14.0";
 
 /// A table's oid: user tables from 16384, as in Postgres.
 pub fn table_oid(table: &TableDef) -> i32 {
@@ -38,22 +42,30 @@ fn text(v: impl Into<String>) -> Cell {
     Cell::Text(v.into())
 }
 
-/// The Postgres names of the type oids `pg_type_of` gives, as `format_type` writes them.
-pub const TYPE_NAMES: [(i32, &str); 9] = [
-    (16, "boolean"),
-    (20, "bigint"),
-    (23, "integer"),
-    (701, "double precision"),
-    (1043, "character varying"),
-    (1082, "date"),
-    (1114, "timestamp without time zone"),
-    (1186, "interval"),
-    (1700, "numeric"),
+/// The types `pg_type_of` gives: oid, name in `pg_type`, name as `format_type` writes it, and
+/// the oid of the array type of it.
+const TYPES: [(i32, &str, &str, i32); 9] = [
+    (16, "bool", "boolean", 1000),
+    (20, "int8", "bigint", 1016),
+    (23, "int4", "integer", 1007),
+    (701, "float8", "double precision", 1022),
+    (1043, "varchar", "character varying", 1015),
+    (1082, "date", "date", 1182),
+    (1114, "timestamp", "timestamp without time zone", 1115),
+    (1186, "interval", "interval", 1187),
+    (1700, "numeric", "numeric", 1231),
 ];
 
+/// Each type oid `pg_type_of` gives with its name as `format_type` writes it, arrays included.
+pub fn type_names() -> impl Iterator<Item = (i32, String)> {
+    TYPES
+        .iter()
+        .flat_map(|(oid, _, name, array)| [(*oid, name.to_string()), (*array, format!("{name}[]"))])
+}
+
 /// The Postgres type oid and name of a stored column type.
-pub fn pg_type_of(data_type: &DataType) -> (i32, &'static str) {
-    match data_type {
+pub fn pg_type_of(data_type: &DataType) -> (i32, String) {
+    let (oid, name) = match data_type {
         DataType::Boolean => (16, "boolean"),
         DataType::Int32 => (23, "integer"),
         DataType::Int64 => (20, "bigint"),
@@ -62,8 +74,17 @@ pub fn pg_type_of(data_type: &DataType) -> (i32, &'static str) {
         DataType::Date32 => (1082, "date"),
         DataType::Timestamp(..) => (1114, "timestamp without time zone"),
         DataType::Interval(_) => (1186, "interval"),
+        DataType::List(item) => {
+            let oid = pg_type_of(item.data_type()).0;
+            let (_, _, name, array) = TYPES
+                .iter()
+                .find(|t| t.0 == oid)
+                .expect("every type pg_type_of gives is listed");
+            return (*array, format!("{name}[]"));
+        }
         _ => (1043, "character varying"),
-    }
+    };
+    (oid, name.to_string())
 }
 
 fn relkind(table: &TableDef) -> &'static str {
@@ -165,6 +186,8 @@ pub fn system_table(
                 ("reloftype", DataType::Int32),
                 ("relreplident", DataType::Utf8),
                 ("reltoastrelid", DataType::Int32),
+                ("relpartbound", DataType::Utf8),
+                ("reloptions", list_of(DataType::Utf8)),
             ],
             tables
                 .iter()
@@ -190,6 +213,8 @@ pub fn system_table(
                         int(0),
                         text("d"),
                         int(0),
+                        Cell::Null,
+                        Cell::Null,
                     ]
                 })
                 .collect(),
@@ -234,20 +259,13 @@ pub fn system_table(
                 ("typnamespace", DataType::Int32),
                 ("typcollation", DataType::Int32),
             ],
-            [
-                (16, "bool"),
-                (20, "int8"),
-                (23, "int4"),
-                (701, "float8"),
-                (1043, "varchar"),
-                (1082, "date"),
-                (1114, "timestamp"),
-                (1186, "interval"),
-                (1700, "numeric"),
-            ]
-            .into_iter()
-            .map(|(oid, name)| vec![int(oid), text(name), int(PG_CATALOG_OID), int(0)])
-            .collect(),
+            TYPES
+                .iter()
+                .flat_map(|(oid, name, _, array)| {
+                    [(*oid, name.to_string()), (*array, format!("_{name}"))]
+                })
+                .map(|(oid, name)| vec![int(oid), text(name), int(PG_CATALOG_OID), int(0)])
+                .collect(),
         ),
         // Pondra keeps no column defaults, collations, constraints or inheritance: these are
         // empty, for the clients that join them.
@@ -341,7 +359,7 @@ pub fn system_table(
         ("pg_catalog", "pg_settings") => (
             vec![("name", DataType::Utf8), ("setting", DataType::Utf8)],
             [
-                ("server_version", "15.0"),
+                ("server_version", SERVER_VERSION),
                 ("server_encoding", "UTF8"),
                 ("client_encoding", "UTF8"),
                 ("standard_conforming_strings", "on"),
@@ -479,6 +497,7 @@ pub fn system_table(
                 })
                 .collect(),
         ),
+        ("pg_catalog", name) => (empty_catalog_table(name)?, Vec::new()),
         _ => return None,
     };
     let schema = Arc::new(Schema::new(
@@ -505,4 +524,78 @@ pub fn system_table(
         })
         .collect();
     Some(LogicalPlan::Values { schema, rows })
+}
+
+/// The columns of catalog tables that list what Pondra has none of: row security policies,
+/// extended statistics, publications, inheritance, triggers and rewrite rules. psql's `\d`
+/// reads them all.
+fn empty_catalog_table(name: &str) -> Option<Vec<(&'static str, DataType)>> {
+    use DataType::{Boolean, Int32, Utf8};
+    let oids = || list_of(Int32);
+    Some(match name {
+        "pg_policy" => vec![
+            ("oid", Int32),
+            ("polname", Utf8),
+            ("polrelid", Int32),
+            ("polcmd", Utf8),
+            ("polpermissive", Boolean),
+            ("polroles", oids()),
+            ("polqual", Utf8),
+            ("polwithcheck", Utf8),
+        ],
+        "pg_statistic_ext" => vec![
+            ("oid", Int32),
+            ("stxrelid", Int32),
+            ("stxname", Utf8),
+            ("stxnamespace", Int32),
+            ("stxowner", Int32),
+            ("stxstattarget", Int32),
+            ("stxkeys", oids()),
+            ("stxkind", list_of(Utf8)),
+            ("stxexprs", Utf8),
+        ],
+        "pg_publication" => vec![
+            ("oid", Int32),
+            ("pubname", Utf8),
+            ("pubowner", Int32),
+            ("puballtables", Boolean),
+            ("pubinsert", Boolean),
+            ("pubupdate", Boolean),
+            ("pubdelete", Boolean),
+            ("pubtruncate", Boolean),
+            ("pubviaroot", Boolean),
+        ],
+        "pg_publication_rel" => vec![
+            ("oid", Int32),
+            ("prpubid", Int32),
+            ("prrelid", Int32),
+            ("prqual", Utf8),
+            ("prattrs", oids()),
+        ],
+        "pg_publication_namespace" => vec![("oid", Int32), ("pnpubid", Int32), ("pnnspid", Int32)],
+        "pg_inherits" => vec![
+            ("inhrelid", Int32),
+            ("inhparent", Int32),
+            ("inhseqno", Int32),
+            ("inhdetachpending", Boolean),
+        ],
+        "pg_trigger" => vec![
+            ("oid", Int32),
+            ("tgrelid", Int32),
+            ("tgparentid", Int32),
+            ("tgname", Utf8),
+            ("tgfoid", Int32),
+            ("tgenabled", Utf8),
+            ("tgisinternal", Boolean),
+        ],
+        "pg_rewrite" => vec![
+            ("oid", Int32),
+            ("rulename", Utf8),
+            ("ev_class", Int32),
+            ("ev_type", Utf8),
+            ("ev_enabled", Utf8),
+            ("is_instead", Boolean),
+        ],
+        _ => return None,
+    })
 }

@@ -52,13 +52,24 @@ pub fn sql_type_from_ast(data_type: &ast::DataType) -> Result<SqlType> {
                 .map(|i| i.value.to_lowercase())
                 .unwrap_or_default();
             match last.as_str() {
-                "text" | "name" | "regtype" | "regclass" | "regproc" => SqlType::Varchar,
-                "oid" => SqlType::Int,
+                "text" | "name" | "regtype" | "regclass" | "regproc" | "regnamespace"
+                | "regrole" | "char" | "bpchar" | "varchar" => SqlType::Varchar,
+                "oid" | "int2" | "int4" => SqlType::Int,
+                "int8" => SqlType::BigInt,
+                "float4" | "float8" => SqlType::Double,
+                "bool" => SqlType::Boolean,
                 _ => return Err(unsupported!("the type {data_type}")),
             }
         }
         other => return Err(unsupported!("the type {other}")),
     })
+}
+
+/// The type of arrays (Arrow lists) of `item`.
+pub fn list_of(item: DataType) -> DataType {
+    DataType::List(std::sync::Arc::new(arrow::datatypes::Field::new(
+        "item", item, true,
+    )))
 }
 
 /// True for the types arithmetic applies to.

@@ -79,7 +79,7 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
             let kinds: Vec<StateKind> = aggregates.iter().map(state_kind).collect();
             if kinds.contains(&StateKind::Distinct) {
                 return Err(unsupported!(
-                    "count(DISTINCT ...), stddev, variance, string_agg and GROUPING in a materialized view"
+                    "count(DISTINCT ...), stddev, variance, string_agg, array_agg and GROUPING in a materialized view"
                 ));
             }
             let mut partials = Vec::new();
@@ -239,6 +239,8 @@ fn merge(leaf: LogicalPlan, group_count: usize, kinds: &[StateKind]) -> LogicalP
                 data_type: func.result_type(Some(&arg.data_type())),
                 arg: Some(arg),
                 separator: None,
+                order: Vec::new(),
+                filter: None,
             });
             next += 1;
         }
@@ -280,6 +282,7 @@ fn state_kind(call: &AggregateCall) -> StateKind {
         | AggregateFunction::VarPop
         | AggregateFunction::StringAgg
         | AggregateFunction::StringAggDistinct
+        | AggregateFunction::ArrayAgg
         | AggregateFunction::GroupingId => StateKind::Distinct,
         AggregateFunction::Sum => StateKind::Sum,
         AggregateFunction::Min => StateKind::Min,
@@ -299,12 +302,16 @@ fn partial_calls(call: &AggregateCall, kind: StateKind) -> Vec<AggregateCall> {
                     arg: Some(arg.clone().cast(&DataType::Float64)),
                     data_type: DataType::Float64,
                     separator: None,
+                    order: Vec::new(),
+                    filter: None,
                 },
                 AggregateCall {
                     func: AggregateFunction::Count,
                     arg: Some(arg),
                     data_type: DataType::Int64,
                     separator: None,
+                    order: Vec::new(),
+                    filter: None,
                 },
             ]
         }

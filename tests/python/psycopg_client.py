@@ -67,4 +67,13 @@ with psycopg.connect(**connect) as conn:
     ), row
     conn.commit()
 
+# Arrays arrive typed (int4[], varchar[]), in text and in binary.
+arrays = "SELECT ARRAY[1, NULL, 3], ARRAY['a b', 'c'], '{}'::INT[], array_agg(id ORDER BY id) FROM people WHERE id <= 2"
+with psycopg.connect(**connect) as conn:
+    for binary in (False, True):
+        cur = conn.cursor(binary=binary)
+        cur.execute(arrays)
+        row = cur.fetchone()
+        assert row == ([1, None, 3], ["a b", "c"], [], [1, 2]), (binary, row)
+
 print("ok")

@@ -121,6 +121,12 @@ fn psql_runs_statements_and_copy() {
         out.contains(" public | t    | table | pondra\n(1 row)"),
         "{out}"
     );
+    // psql's \d of a table and of a view: eight catalog queries, arrays among them.
+    let (out, err, ok) = psql(&served, None, &["-c", "\\d t", "-c", "\\d v"]);
+    assert!(ok && err.is_empty(), "{err}");
+    assert!(out.contains("Table \"public.t\""), "{out}");
+    assert!(out.contains(" amount | numeric "), "{out}");
+    assert!(out.contains("View \"public.v\""), "{out}");
     let (out, _, ok) = psql(
         &served,
         None,

@@ -8,10 +8,10 @@ use super::Binder;
 use super::functions::{bind_function, strings};
 use super::scope::{Scope, normalize};
 use crate::expr::{
-    AggregateCall, AggregateFunction, BinaryOp, BitwiseOp, DatePart, Expr, ScalarFunction,
+    AggregateCall, AggregateFunction, BinaryOp, BitwiseOp, DatePart, Expr, ScalarFunction, SortKey,
 };
 use crate::scalar::ScalarValue;
-use crate::types::{common_numeric_type, is_numeric, sql_type_from_ast};
+use crate::types::{common_numeric_type, is_numeric};
 use crate::{Result, bind_err, unsupported};
 
 /// Aggregation state while binding the expressions above a GROUP BY: expressions are bound
@@ -48,6 +48,8 @@ fn bind_grouping(function: &ast::Function, agg: &mut Aggregation) -> Result<Expr
         arg: None,
         data_type: DataType::Int64,
         separator: None,
+        order: Vec::new(),
+        filter: None,
     });
     let bit = |value: Expr, shift: i64| Expr::Function {
         func: ScalarFunction::Bitwise(BitwiseOp::ShiftLeft),
@@ -121,6 +123,7 @@ pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
         "var_pop" => AggregateFunction::VarPop,
         "approx_count_distinct" => AggregateFunction::CountDistinct,
         "string_agg" | "group_concat" | "listagg" => AggregateFunction::StringAgg,
+        "array_agg" | "list" => AggregateFunction::ArrayAgg,
         "grouping" => AggregateFunction::GroupingId,
         _ => return None,
     })
@@ -144,7 +147,11 @@ pub fn contains_aggregate(expr: &ast::Expr) -> bool {
             (f.over.is_none() && aggregate_function(&function_name(f)).is_some())
                 || function_args(f).iter().any(|a| contains_aggregate(a))
         }
-        E::BinaryOp { left, right, .. } => contains_aggregate(left) || contains_aggregate(right),
+        E::BinaryOp { left, right, .. }
+        | E::AnyOp { left, right, .. }
+        | E::AllOp { left, right, .. } => contains_aggregate(left) || contains_aggregate(right),
+        E::Array(array) => array.elem.iter().any(contains_aggregate),
+        E::CompoundFieldAccess { root, .. } => contains_aggregate(root),
         E::UnaryOp { expr, .. }
         | E::Nested(expr)
         | E::IsNull(expr)
@@ -200,7 +207,15 @@ pub fn contains_subquery(expr: &ast::Expr) -> bool {
         E::Between {
             expr, low, high, ..
         } => contains_subquery(expr) || contains_subquery(low) || contains_subquery(high),
-        E::Function(f) => function_args(f).iter().any(|a| contains_subquery(a)),
+        E::Function(f) => {
+            matches!(f.args, ast::FunctionArguments::Subquery(_))
+                || function_args(f).iter().any(|a| contains_subquery(a))
+        }
+        E::AnyOp { left, right, .. } | E::AllOp { left, right, .. } => {
+            contains_subquery(left) || contains_subquery(right)
+        }
+        E::Array(array) => array.elem.iter().any(contains_subquery),
+        E::CompoundFieldAccess { root, .. } => contains_subquery(root),
         E::Case {
             operand,
             conditions,
@@ -296,8 +311,29 @@ pub(super) fn bind_aggregate_call(
     if function.over.is_some() {
         return Err(unsupported!("window functions"));
     }
-    if !list.clauses.is_empty() {
-        return Err(unsupported!("ORDER BY or other clauses inside {name}(...)"));
+    let mut order = Vec::new();
+    for clause in &list.clauses {
+        let ast::FunctionArgumentClause::OrderBy(items) = clause else {
+            return Err(unsupported!("{clause} inside {name}(...)"));
+        };
+        for item in items {
+            let (descending, nulls_first) = super::sort_options(item)?;
+            let expr = bind_generic(&item.expr, &mut Context::plain(input, "ORDER BY"))?;
+            order.push(SortKey {
+                expr,
+                descending,
+                nulls_first,
+            });
+        }
+    }
+    // Only these depend on the order of their input; for any other the ORDER BY is moot.
+    if !matches!(
+        func,
+        AggregateFunction::StringAgg
+            | AggregateFunction::StringAggDistinct
+            | AggregateFunction::ArrayAgg
+    ) {
+        order.clear();
     }
     let mut args = list.args.as_slice();
     let mut separator = None;
@@ -339,6 +375,8 @@ pub(super) fn bind_aggregate_call(
                 arg: None,
                 data_type: DataType::Int64,
                 separator: None,
+                order: Vec::new(),
+                filter: None,
             };
             return with_filter(call, function.filter.as_deref(), input);
         }
@@ -384,6 +422,8 @@ pub(super) fn bind_aggregate_call(
         arg: Some(arg),
         data_type,
         separator,
+        order,
+        filter: None,
     };
     with_filter(call, function.filter.as_deref(), input)
 }
@@ -405,6 +445,12 @@ pub(super) fn with_filter(
         bind_generic(filter, &mut Context::plain(input, "FILTER"))?,
         "FILTER",
     )?;
+    if call.func == AggregateFunction::ArrayAgg {
+        return Ok(AggregateCall {
+            filter: Some(condition),
+            ..call
+        });
+    }
     let (func, value) = match call.arg {
         Some(arg) => (call.func, arg),
         None => (
@@ -422,6 +468,8 @@ pub(super) fn with_filter(
         }),
         data_type: call.data_type,
         separator: call.separator,
+        order: call.order,
+        filter: call.filter,
     })
 }
 
@@ -430,7 +478,10 @@ pub fn type_name(data_type: &DataType) -> String {
     match pondra_catalog::SqlType::from_arrow(data_type) {
         Some(t) => t.to_string(),
         None if *data_type == DataType::Null => "NULL".into(),
-        None => data_type.to_string(),
+        None => match data_type {
+            DataType::List(item) => format!("{}[]", type_name(item.data_type())),
+            other => other.to_string(),
+        },
     }
 }
 
@@ -444,7 +495,7 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
         },
         E::Value(value) => Ok(Expr::Literal(literal(&value.value)?)),
         E::TypedString(typed) => {
-            let target = sql_type_from_ast(&typed.data_type)?.to_arrow();
+            let target = super::arrays::cast_target(&typed.data_type)?;
             let text = match &typed.value.value {
                 Value::SingleQuotedString(s) => s.clone(),
                 other => return Err(bind_err!("expected a quoted string, got {other}")),
@@ -565,10 +616,7 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
             expr: inner,
             data_type,
             ..
-        } => {
-            let target = sql_type_from_ast(data_type)?.to_arrow();
-            Ok(bind_expr(inner, ctx)?.cast(&target))
-        }
+        } => super::arrays::bind_cast(inner, data_type, ctx),
         E::Case {
             operand,
             conditions,
@@ -669,6 +717,21 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
             })
         }
         E::Subquery(query) => bind_scalar_subquery(query, ctx),
+        E::Array(array) => super::arrays::bind_array(&array.elem, ctx),
+        E::AnyOp {
+            left,
+            compare_op,
+            right,
+            ..
+        } => super::arrays::bind_quantified(left, compare_op, right, false, ctx),
+        E::AllOp {
+            left,
+            compare_op,
+            right,
+        } => super::arrays::bind_quantified(left, compare_op, right, true, ctx),
+        E::CompoundFieldAccess { root, access_chain } => {
+            super::arrays::bind_subscripts(root, access_chain, ctx)
+        }
         E::Exists { subquery, negated } => bind_mark(subquery, None, *negated, ctx),
         E::In {
             expr: probe,
@@ -737,10 +800,19 @@ fn subquery_place<'c>(ctx: &'c Context<'_>) -> Option<(Scope, &'c str, &'c Binde
 /// A subquery used as a value. An uncorrelated one is computed once before the query runs; a
 /// correlated one (in WHERE) becomes a join, and its value a column after the scope's.
 pub(super) fn bind_scalar_subquery(query: &ast::Query, ctx: &mut Context<'_>) -> Result<Expr> {
+    scalar_subquery_of(query, ctx, Ok)
+}
+
+/// A subquery as a value: `shape` makes its bound plan into one of a single row and column.
+pub(super) fn scalar_subquery_of(
+    query: &ast::Query,
+    ctx: &mut Context<'_>,
+    shape: impl FnOnce(crate::logical::LogicalPlan) -> Result<crate::logical::LogicalPlan>,
+) -> Result<Expr> {
     let Some((scope, clause, binder, base)) = subquery_place(ctx) else {
         return Err(unsupported!("a subquery here"));
     };
-    let plan = binder.bind_subquery(query, &scope)?;
+    let plan = shape(binder.bind_subquery(query, &scope)?)?;
     if !plan.has_outer() {
         return scalar_value(plan);
     }
@@ -1005,6 +1077,10 @@ pub(super) fn comparison_type(
     }
     match (left, right) {
         (DataType::Null, t) | (t, DataType::Null) => Ok(t.clone()),
+        (DataType::List(l), DataType::List(r)) => {
+            let item = comparison_type(l.data_type(), r.data_type(), right_expr)?;
+            Ok(super::arrays::list_of(item))
+        }
         (t, DataType::Utf8) if is_string_literal(right_expr) => Ok(t.clone()),
         (DataType::Date32, DataType::Timestamp(..))
         | (DataType::Timestamp(..), DataType::Date32) => Ok(DataType::Timestamp(

@@ -25,6 +25,9 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
     if function.over.is_some() {
         return Err(unsupported!("window functions"));
     }
+    if let ("array", ast::FunctionArguments::Subquery(query)) = (name.as_str(), &function.args) {
+        return super::arrays::bind_array_subquery(query, ctx);
+    }
     let args = function_args(function)
         .into_iter()
         .map(|a| bind_expr(a, ctx))
@@ -235,6 +238,9 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             }
         }
         _ => {
+            if let Some(bound) = super::arrays::array_function(&name, &args) {
+                return bound;
+            }
             return session_function(&name, &args)
                 .ok_or_else(|| bind_err!("function {name} does not exist"));
         }
@@ -282,10 +288,10 @@ pub(super) fn part_by_name(name: &str) -> Result<DatePart> {
 fn session_function(name: &str, args: &[Expr]) -> Option<Expr> {
     let text = |s: &str| Expr::Literal(ScalarValue::Utf8(s.to_string()));
     Some(match (name, args.len()) {
-        ("version", 0) => text(concat!(
-            "PostgreSQL 15.0 (Pondra ",
-            env!("CARGO_PKG_VERSION"),
-            ")"
+        ("version", 0) => text(&format!(
+            "PostgreSQL {} (Pondra {})",
+            crate::system_tables::SERVER_VERSION,
+            env!("CARGO_PKG_VERSION")
         )),
         ("current_schema", 0) => text("public"),
         ("current_database" | "current_catalog", 0) => text(crate::system_tables::CATALOG),
@@ -296,24 +302,35 @@ fn session_function(name: &str, args: &[Expr]) -> Option<Expr> {
         ("format_type", 2) => {
             let oid = args[0].clone().cast(&DataType::Int32);
             Expr::Case {
-                branches: crate::system_tables::TYPE_NAMES
-                    .iter()
+                branches: crate::system_tables::type_names()
                     .map(|(id, name)| {
                         let matches = Expr::Binary {
                             op: crate::expr::BinaryOp::Eq,
                             left: Box::new(oid.clone()),
-                            right: Box::new(Expr::Literal(ScalarValue::Int32(*id))),
+                            right: Box::new(Expr::Literal(ScalarValue::Int32(id))),
                         };
-                        (matches, text(name))
+                        (matches, text(&name))
                     })
                     .collect(),
                 otherwise: Some(Box::new(text("unknown"))),
                 data_type: DataType::Utf8,
             }
         }
-        ("obj_description" | "col_description" | "shobj_description", _) => {
-            Expr::Literal(ScalarValue::Null).cast(&DataType::Utf8)
-        }
+        // Definitions of objects Pondra has none of (statistics objects, triggers, rules,
+        // indexes, constraints): only reached for rows of empty catalog tables.
+        (
+            "obj_description"
+            | "col_description"
+            | "shobj_description"
+            | "pg_get_statisticsobjdef_columns"
+            | "pg_get_triggerdef"
+            | "pg_get_ruledef"
+            | "pg_get_indexdef"
+            | "pg_get_constraintdef",
+            _,
+        ) => Expr::Literal(ScalarValue::Null).cast(&DataType::Utf8),
+        // Pondra has no publications (logical replication).
+        ("pg_relation_is_publishable", 1) => Expr::Literal(ScalarValue::Boolean(false)),
         _ => return None,
     })
 }

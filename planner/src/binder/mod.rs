@@ -1,5 +1,6 @@
 //! The binder: parsed statements to bound plans over one catalog snapshot.
 
+mod arrays;
 mod changes;
 mod expr;
 mod from;
@@ -1142,7 +1143,7 @@ fn output_position(expr: &ast::Expr, names: &[String]) -> Result<Option<usize>> 
 }
 
 /// (descending, nulls first); NULLs sort as if larger than every value, as in Postgres.
-fn sort_options(item: &ast::OrderByExpr) -> Result<(bool, bool)> {
+pub(super) fn sort_options(item: &ast::OrderByExpr) -> Result<(bool, bool)> {
     let descending = match &item.options.sort {
         None | Some(ast::OrderBySort::Asc) => false,
         Some(ast::OrderBySort::Desc) => true,

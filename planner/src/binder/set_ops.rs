@@ -230,6 +230,8 @@ pub(super) fn set_operation(
                     arg: Some(column(i)),
                     data_type: DataType::Int32,
                     separator: None,
+                    order: Vec::new(),
+                    filter: None,
                 })
                 .collect();
             let mut fields: Vec<Field> = schema.fields()[..width]

@@ -238,7 +238,8 @@ impl StartupHandler for PgDoor {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        let parameters = DefaultServerParameterProvider::default();
+        let mut parameters = DefaultServerParameterProvider::default();
+        parameters.server_version = pondra_cluster::SERVER_VERSION.to_string();
         match message {
             PgWireFrontendMessage::Startup(ref startup) => {
                 protocol_negotiation(client, startup).await?;

@@ -36,7 +36,7 @@ pub fn session_answer(statement: &ParsedStatement) -> Option<SessionAnswer> {
                 .join(" ");
             let value = match name.as_str() {
                 "transaction isolation level" | "transaction_isolation" => "read committed",
-                "server_version" => "15.0",
+                "server_version" => pondra_cluster::SERVER_VERSION,
                 "server_encoding" | "client_encoding" => "UTF8",
                 "standard_conforming_strings" => "on",
                 "datestyle" => "ISO, MDY",

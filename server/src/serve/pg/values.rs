@@ -33,6 +33,17 @@ pub fn pg_type(data_type: &DataType) -> Type {
         DataType::Date32 => Type::DATE,
         DataType::Timestamp(..) => Type::TIMESTAMP,
         DataType::Interval(_) => Type::INTERVAL,
+        DataType::List(item) => match pg_type(item.data_type()) {
+            Type::BOOL => Type::BOOL_ARRAY,
+            Type::INT4 => Type::INT4_ARRAY,
+            Type::INT8 => Type::INT8_ARRAY,
+            Type::FLOAT8 => Type::FLOAT8_ARRAY,
+            Type::NUMERIC => Type::NUMERIC_ARRAY,
+            Type::DATE => Type::DATE_ARRAY,
+            Type::TIMESTAMP => Type::TIMESTAMP_ARRAY,
+            Type::INTERVAL => Type::INTERVAL_ARRAY,
+            _ => Type::VARCHAR_ARRAY,
+        },
         _ => Type::VARCHAR,
     }
 }
@@ -55,6 +66,8 @@ pub enum PgValue {
     /// Microseconds since 1970-01-01.
     Timestamp(i64),
     Interval(IntervalMonthDayNano),
+    /// A one-dimensional array and the type of its elements.
+    Array(Vec<PgValue>, Type),
 }
 
 impl PgValue {
@@ -80,6 +93,11 @@ impl PgValue {
             DataType::Interval(IntervalUnit::MonthDayNano) => {
                 PgValue::Interval(column.as_primitive::<IntervalMonthDayNanoType>().value(row))
             }
+            DataType::List(item) => {
+                let items = column.as_list::<i32>().value(row);
+                let items = (0..items.len()).map(|i| PgValue::at(&items, i)).collect();
+                PgValue::Array(items, pg_type(item.data_type()))
+            }
             _ => {
                 let options = arrow::util::display::FormatOptions::default();
                 match arrow::util::display::ArrayFormatter::try_new(column.as_ref(), &options) {
@@ -102,8 +120,42 @@ impl PgValue {
             PgValue::Date(days) => date_text(*days),
             PgValue::Timestamp(micros) => timestamp_text(*micros),
             PgValue::Interval(i) => interval_text(i),
+            PgValue::Array(items, _) => array_text(items),
         })
     }
+}
+
+/// Postgres's text form of an array: `{1,NULL,"a b"}`.
+fn array_text(items: &[PgValue]) -> String {
+    let mut text = String::from("{");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        let Some(item) = item.text() else {
+            text.push_str("NULL");
+            continue;
+        };
+        let quoted = item.is_empty()
+            || item.eq_ignore_ascii_case("null")
+            || item
+                .chars()
+                .any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_whitespace());
+        if !quoted {
+            text.push_str(&item);
+            continue;
+        }
+        text.push('"');
+        for c in item.chars() {
+            if matches!(c, '"' | '\\') {
+                text.push('\\');
+            }
+            text.push(c);
+        }
+        text.push('"');
+    }
+    text.push('}');
+    text
 }
 
 fn float_text(v: f64) -> String {
@@ -220,6 +272,7 @@ impl ToSql for PgValue {
                 out.put_i32(i.days);
                 out.put_i32(i.months);
             }
+            PgValue::Array(items, item_type) => array_binary(items, item_type, out)?,
         }
         Ok(IsNull::No)
     }
@@ -229,6 +282,35 @@ impl ToSql for PgValue {
     }
 
     to_sql_checked!();
+}
+
+/// Postgres's binary array: dimensions, a has-NULLs flag, the element type, each dimension's
+/// length and lower bound (1), then each element as a length (-1 for NULL) and its bytes.
+fn array_binary(
+    items: &[PgValue],
+    item_type: &Type,
+    out: &mut BytesMut,
+) -> Result<(), Box<dyn Error + Sync + Send>> {
+    out.put_i32(i32::from(!items.is_empty()));
+    out.put_i32(i32::from(items.iter().any(|i| matches!(i, PgValue::Null))));
+    out.put_u32(item_type.oid());
+    if items.is_empty() {
+        return Ok(());
+    }
+    out.put_i32(items.len() as i32);
+    out.put_i32(1);
+    for item in items {
+        let length_at = out.len();
+        out.put_i32(0);
+        match item.to_sql(item_type, out)? {
+            IsNull::Yes => out[length_at..length_at + 4].copy_from_slice(&(-1i32).to_be_bytes()),
+            IsNull::No => {
+                let length = (out.len() - length_at - 4) as i32;
+                out[length_at..length_at + 4].copy_from_slice(&length.to_be_bytes());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Postgres's binary NUMERIC: base-10000 digits with a weight, a sign and a display scale.

@@ -1,0 +1,306 @@
+//! Arrays in expressions: `ARRAY[...]`, `ARRAY(subquery)`, `a[i]`, `x op ANY / ALL (...)`,
+//! casts to `T[]`, and the array functions Postgres clients call.
+
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field};
+use sqlparser::ast::{self, BinaryOperator};
+
+use super::expr::*;
+use super::functions::strings;
+use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, Expr, ScalarFunction};
+use crate::logical::LogicalPlan;
+use crate::scalar::ScalarValue;
+pub use crate::types::list_of;
+use crate::types::sql_type_from_ast;
+use crate::{Result, bind_err, unsupported};
+
+fn item_type(array: &DataType) -> Option<&DataType> {
+    match array {
+        DataType::List(item) => Some(item.data_type()),
+        _ => None,
+    }
+}
+
+/// The type a CAST or a typed literal names, arrays included.
+pub(super) fn cast_target(data_type: &ast::DataType) -> Result<DataType> {
+    use ast::ArrayElemTypeDef as A;
+    match data_type {
+        ast::DataType::Array(
+            A::SquareBracket(item, _)
+            | A::AngleBracket(item)
+            | A::Parenthesis(item)
+            | A::Qualified(item, _),
+        ) => Ok(list_of(cast_target(item)?)),
+        ast::DataType::Array(_) => Err(bind_err!("an array type needs its element type")),
+        other => Ok(sql_type_from_ast(other)?.to_arrow()),
+    }
+}
+
+/// An array's text form as an array of `to` (`'{1,2}'::INT[]`, `ARRAY[]::INT[]`).
+fn empty_or_text(text: &str, to: &DataType) -> Expr {
+    Expr::Literal(ScalarValue::Utf8(text.to_string())).cast(to)
+}
+
+/// `ARRAY[a, b, ...]`: the elements brought to one type.
+pub(super) fn bind_array(elements: &[ast::Expr], ctx: &mut Context<'_>) -> Result<Expr> {
+    if elements.is_empty() {
+        return Err(bind_err!(
+            "cannot tell the type of an empty array: cast it, as in ARRAY[]::INT[]"
+        ));
+    }
+    let elements = elements
+        .iter()
+        .map(|e| bind_expr(e, ctx))
+        .collect::<Result<Vec<_>>>()?;
+    let types: Vec<DataType> = elements.iter().map(Expr::data_type).collect();
+    let item = match common_type(&types)? {
+        DataType::Null => DataType::Utf8,
+        t => t,
+    };
+    Ok(Expr::Function {
+        func: ScalarFunction::MakeArray,
+        args: elements.into_iter().map(|e| e.cast(&item)).collect(),
+        data_type: list_of(item),
+    })
+}
+
+/// `CAST(x AS T[])`; an empty `ARRAY[]` takes the type it is cast to.
+pub(super) fn bind_cast(
+    inner: &ast::Expr,
+    data_type: &ast::DataType,
+    ctx: &mut Context<'_>,
+) -> Result<Expr> {
+    let target = cast_target(data_type)?;
+    match inner {
+        ast::Expr::Array(array) if array.elem.is_empty() && item_type(&target).is_some() => {
+            Ok(empty_or_text("{}", &target))
+        }
+        _ => Ok(bind_expr(inner, ctx)?.cast(&target)),
+    }
+}
+
+/// `x op ANY (array or subquery)`, or ALL. Over a subquery, `= ANY` is IN and `<> ALL` is
+/// NOT IN.
+pub(super) fn bind_quantified(
+    left: &ast::Expr,
+    op: &BinaryOperator,
+    right: &ast::Expr,
+    all: bool,
+    ctx: &mut Context<'_>,
+) -> Result<Expr> {
+    let quantifier = if all { "ALL" } else { "ANY" };
+    if let ast::Expr::Subquery(query) = right {
+        return match (op, all) {
+            (BinaryOperator::Eq, false) => bind_mark(query, Some(left), false, ctx),
+            (BinaryOperator::NotEq, true) => bind_mark(query, Some(left), true, ctx),
+            _ => Err(unsupported!("{op} {quantifier} (subquery)")),
+        };
+    }
+    let op = match op {
+        BinaryOperator::Eq => BinaryOp::Eq,
+        BinaryOperator::NotEq => BinaryOp::NotEq,
+        BinaryOperator::Lt => BinaryOp::Lt,
+        BinaryOperator::LtEq => BinaryOp::LtEq,
+        BinaryOperator::Gt => BinaryOp::Gt,
+        BinaryOperator::GtEq => BinaryOp::GtEq,
+        other => return Err(unsupported!("{other} {quantifier} (...)")),
+    };
+    let value = bind_expr(left, ctx)?;
+    let array = bind_expr(right, ctx)?;
+    let array_type = array.data_type();
+    let item = match item_type(&array_type) {
+        Some(item) => comparison_type(&value.data_type(), item, &value)?,
+        // '{a,b}' is an array of the other side's type.
+        None if is_string_literal(&array) || array_type == DataType::Null => value.data_type(),
+        None => {
+            return Err(bind_err!(
+                "{quantifier} needs an array or a subquery, not {}",
+                type_name(&array_type)
+            ));
+        }
+    };
+    Ok(Expr::Function {
+        func: ScalarFunction::Quantified { op, all },
+        args: vec![value.cast(&item), array.cast(&list_of(item))],
+        data_type: DataType::Boolean,
+    })
+}
+
+/// `a[i]` (and `a[i][j]`, which is NULL: arrays here have one dimension).
+pub(super) fn bind_subscripts(
+    root: &ast::Expr,
+    chain: &[ast::AccessExpr],
+    ctx: &mut Context<'_>,
+) -> Result<Expr> {
+    let mut value = bind_expr(root, ctx)?;
+    for access in chain {
+        let ast::AccessExpr::Subscript(ast::Subscript::Index { index }) = access else {
+            return Err(unsupported!("the access {access}"));
+        };
+        let data_type = value.data_type();
+        let Some(item) = item_type(&data_type).cloned() else {
+            return Err(bind_err!(
+                "cannot subscript a value of type {}: it is not an array",
+                type_name(&data_type)
+            ));
+        };
+        let index = integer_arg(bind_expr(index, ctx)?, "an array subscript")?;
+        value = Expr::Function {
+            func: ScalarFunction::ArrayElement,
+            args: vec![value, index.cast(&DataType::Int64)],
+            data_type: item,
+        };
+    }
+    Ok(value)
+}
+
+/// `ARRAY(subquery)`: the subquery's one column as an array, in the subquery's order; `{}`
+/// when it has no rows.
+pub(super) fn bind_array_subquery(query: &ast::Query, ctx: &mut Context<'_>) -> Result<Expr> {
+    let value = scalar_subquery_of(query, ctx, into_array)?;
+    let data_type = value.data_type();
+    let empty = empty_or_text("{}", &data_type);
+    Ok(Expr::Function {
+        func: ScalarFunction::Coalesce,
+        args: vec![value, empty],
+        data_type,
+    })
+}
+
+/// The plan's rows aggregated into one array, ordered by the plan's ORDER BY. A sort under a
+/// projection (which drops sort keys not selected) or a limit keeps its keys.
+fn into_array(plan: LogicalPlan) -> Result<LogicalPlan> {
+    single_column(&plan)?;
+    let (input, arg, order) = match plan {
+        LogicalPlan::Sort { input, keys } => {
+            let arg = first_column(&input);
+            (*input, arg, keys)
+        }
+        LogicalPlan::Project { input, exprs, .. } if matches!(*input, LogicalPlan::Sort { .. }) => {
+            let LogicalPlan::Sort { input, keys } = *input else {
+                unreachable!("matched a sort")
+            };
+            (*input, exprs[0].clone(), keys)
+        }
+        LogicalPlan::Limit { input, skip, fetch } if matches!(&*input, LogicalPlan::Project { input, .. } if matches!(**input, LogicalPlan::Sort { .. })) =>
+        {
+            let LogicalPlan::Project {
+                input: sort, exprs, ..
+            } = *input
+            else {
+                unreachable!("matched a projection")
+            };
+            let LogicalPlan::Sort { keys, .. } = &*sort else {
+                unreachable!("matched a sort")
+            };
+            let keys = keys.clone();
+            let limited = LogicalPlan::Limit {
+                input: sort,
+                skip,
+                fetch,
+            };
+            (limited, exprs[0].clone(), keys)
+        }
+        plan => {
+            let arg = first_column(&plan);
+            (plan, arg, Vec::new())
+        }
+    };
+    let data_type = list_of(arg.data_type());
+    let schema = Arc::new(arrow::datatypes::Schema::new(vec![Field::new(
+        "array",
+        data_type.clone(),
+        true,
+    )]));
+    let aggregate = LogicalPlan::Aggregate {
+        input: Box::new(input),
+        group: Vec::new(),
+        aggregates: vec![AggregateCall {
+            func: AggregateFunction::ArrayAgg,
+            arg: Some(arg),
+            data_type,
+            separator: None,
+            order,
+            filter: None,
+        }],
+        schema,
+    };
+    // A value computed from one aggregate, the shape a correlated subquery is decorrelated in.
+    let value = first_column(&aggregate);
+    Ok(aggregate.project(vec![value], vec!["array".to_string()]))
+}
+
+fn first_column(plan: &LogicalPlan) -> Expr {
+    let schema = plan.schema();
+    let field = schema.field(0);
+    Expr::column(0, field.name(), field.data_type().clone())
+}
+
+/// The array functions, by name; `None` when `name` is not one.
+pub(super) fn array_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
+    matches!(
+        name,
+        "array_to_string" | "array_length" | "array_upper" | "array_lower" | "cardinality"
+    )
+    .then(|| bind_array_function(name, args))
+}
+
+fn bind_array_function(name: &str, args: &[Expr]) -> Result<Expr> {
+    let arity = |n: usize| {
+        if args.len() == n {
+            Ok(())
+        } else {
+            Err(bind_err!(
+                "{name} takes {n} argument(s), got {}",
+                args.len()
+            ))
+        }
+    };
+    let array = |arg: &Expr| -> Result<Expr> {
+        let t = arg.data_type();
+        match t {
+            DataType::List(_) => Ok(arg.clone()),
+            DataType::Null => Ok(arg.clone().cast(&list_of(DataType::Utf8))),
+            _ => Err(bind_err!("{name} needs an array, not {}", type_name(&t))),
+        }
+    };
+    let (func, args, data_type) = match name {
+        "array_to_string" => {
+            if !(2..=3).contains(&args.len()) {
+                return Err(bind_err!("{name} takes 2 or 3 arguments"));
+            }
+            let mut call = vec![array(&args[0])?];
+            call.extend(strings(args[1..].to_vec()));
+            (ScalarFunction::ArrayToString, call, DataType::Utf8)
+        }
+        "cardinality" => {
+            arity(1)?;
+            let call = vec![array(&args[0])?];
+            (ScalarFunction::Cardinality, call, DataType::Int64)
+        }
+        _ => {
+            arity(2)?;
+            let dimension = integer_arg(args[1].clone(), name)?.cast(&DataType::Int64);
+            let call = vec![array(&args[0])?, dimension];
+            (ScalarFunction::ArrayLength, call, DataType::Int64)
+        }
+    };
+    let value = Expr::Function {
+        func,
+        args,
+        data_type,
+    };
+    if name != "array_lower" {
+        return Ok(value);
+    }
+    // Arrays start at 1; the lower bound of an empty array is NULL, as its length is.
+    Ok(Expr::Case {
+        branches: vec![(
+            Expr::IsNotNull(Box::new(value)),
+            Expr::Literal(ScalarValue::Int64(1)),
+        )],
+        otherwise: None,
+        data_type: DataType::Int64,
+    })
+}
