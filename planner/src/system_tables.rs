@@ -22,6 +22,22 @@ pub const CATALOG: &str = "pondra";
 /// those Pondra answers (ADR 0010).
 pub const SERVER_VERSION: &str = "14.0";
 
+/// The oids Postgres gives its catalog tables, which clients name as `'pg_class'::regclass`.
+pub fn catalog_table_oid(name: &str) -> Option<i32> {
+    Some(match name {
+        "pg_type" => 1247,
+        "pg_attribute" => 1249,
+        "pg_proc" => 1255,
+        "pg_class" => 1259,
+        "pg_namespace" => 2615,
+        "pg_constraint" => 2606,
+        "pg_description" => 2609,
+        "pg_index" => 2610,
+        "pg_database" => 1262,
+        _ => return None,
+    })
+}
+
 /// A table's oid: user tables from 16384, as in Postgres.
 pub fn table_oid(table: &TableDef) -> i32 {
     16_384 + table.id as i32
@@ -85,6 +101,17 @@ pub fn pg_type_of(data_type: &DataType) -> (i32, String) {
         _ => (1043, "character varying"),
     };
     (oid, name.to_string())
+}
+
+/// Bytes of a value of the type, or -1 for a type of varying length, as `pg_attribute.attlen`.
+fn type_length(data_type: &DataType) -> i32 {
+    match data_type {
+        DataType::Boolean => 1,
+        DataType::Int32 | DataType::Date32 => 4,
+        DataType::Int64 | DataType::Float64 | DataType::Timestamp(..) => 8,
+        DataType::Interval(_) => 16,
+        _ => -1,
+    }
 }
 
 fn relkind(table: &TableDef) -> &'static str {
@@ -232,6 +259,7 @@ pub fn system_table(
                 ("attcollation", DataType::Int32),
                 ("attidentity", DataType::Utf8),
                 ("attgenerated", DataType::Utf8),
+                ("attlen", DataType::Int32),
             ],
             every_column(&tables, columns_of)
                 .into_iter()
@@ -248,6 +276,7 @@ pub fn system_table(
                         int(0),
                         text(""),
                         text(""),
+                        int(type_length(&c.data_type)),
                     ]
                 })
                 .collect(),
@@ -258,13 +287,40 @@ pub fn system_table(
                 ("typname", DataType::Utf8),
                 ("typnamespace", DataType::Int32),
                 ("typcollation", DataType::Int32),
+                ("typtype", DataType::Utf8),
+                ("typbasetype", DataType::Int32),
+                ("typtypmod", DataType::Int32),
+                ("typnotnull", DataType::Boolean),
+                ("typelem", DataType::Int32),
+                ("typarray", DataType::Int32),
+                ("typrelid", DataType::Int32),
+                ("typdelim", DataType::Utf8),
             ],
             TYPES
                 .iter()
                 .flat_map(|(oid, name, _, array)| {
-                    [(*oid, name.to_string()), (*array, format!("_{name}"))]
+                    // The type, then the type of its arrays (named with a leading underscore).
+                    [
+                        (*oid, name.to_string(), 0, *array),
+                        (*array, format!("_{name}"), *oid, 0),
+                    ]
                 })
-                .map(|(oid, name)| vec![int(oid), text(name), int(PG_CATALOG_OID), int(0)])
+                .map(|(oid, name, element, array)| {
+                    vec![
+                        int(oid),
+                        text(name),
+                        int(PG_CATALOG_OID),
+                        int(0),
+                        text("b"),
+                        int(0),
+                        int(-1),
+                        Cell::Bool(false),
+                        int(element),
+                        int(array),
+                        int(0),
+                        text(","),
+                    ]
+                })
                 .collect(),
         ),
         // Pondra keeps no column defaults, collations, constraints or inheritance: these are

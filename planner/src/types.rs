@@ -43,6 +43,7 @@ pub fn sql_type_from_ast(data_type: &ast::DataType) -> Result<SqlType> {
         D::Date => SqlType::Date,
         D::Timestamp(_, ast::TimezoneInfo::None) | D::Datetime(_) => SqlType::Timestamp,
         D::Interval { .. } => SqlType::Interval,
+        D::Regclass => SqlType::Varchar,
         // The names Postgres clients cast catalog values to: object ids and their names.
         D::Custom(name, modifiers) if modifiers.is_empty() => {
             let last = name

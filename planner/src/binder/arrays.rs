@@ -71,6 +71,12 @@ pub(super) fn bind_cast(
     data_type: &ast::DataType,
     ctx: &mut Context<'_>,
 ) -> Result<Expr> {
+    if is_regclass(data_type)
+        && let ast::Expr::Value(v) = inner
+        && let ast::Value::SingleQuotedString(name) = &v.value
+    {
+        return relation_oid(name, ctx);
+    }
     let target = cast_target(data_type)?;
     match inner {
         ast::Expr::Array(array) if array.elem.is_empty() && item_type(&target).is_some() => {
@@ -303,4 +309,32 @@ fn bind_array_function(name: &str, args: &[Expr]) -> Result<Expr> {
         otherwise: None,
         data_type: DataType::Int64,
     })
+}
+
+fn is_regclass(data_type: &ast::DataType) -> bool {
+    match data_type {
+        ast::DataType::Regclass => true,
+        ast::DataType::Custom(name, _) => name
+            .0
+            .last()
+            .and_then(|p| p.as_ident())
+            .is_some_and(|i| i.value.eq_ignore_ascii_case("regclass")),
+        _ => false,
+    }
+}
+
+/// `'name'::regclass`: the oid of the relation `name`, as clients compare it with catalog oids.
+fn relation_oid(name: &str, ctx: &Context<'_>) -> Result<Expr> {
+    let bare = name.strip_prefix("pg_catalog.").unwrap_or(name);
+    let oid = match crate::system_tables::catalog_table_oid(bare) {
+        Some(oid) => oid,
+        None => {
+            let table = ctx
+                .binder()
+                .and_then(|b| b.snapshot_table(name.strip_prefix("public.").unwrap_or(name)))
+                .ok_or_else(|| bind_err!("relation \"{name}\" does not exist"))?;
+            crate::system_tables::table_oid(&table)
+        }
+    };
+    Ok(Expr::Literal(ScalarValue::Int32(oid)))
 }

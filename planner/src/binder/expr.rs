@@ -99,6 +99,14 @@ pub enum Context<'a> {
 }
 
 impl<'a> Context<'a> {
+    /// The binder of the statement, where the context has one.
+    pub fn binder(&self) -> Option<&Binder<'a>> {
+        match self {
+            Context::Plain { binder, .. } => *binder,
+            Context::Aggregated(_, binder) => *binder,
+        }
+    }
+
     /// A plain context without subqueries.
     pub fn plain(scope: &'a Scope, clause: &'a str) -> Context<'a> {
         Context::Plain {

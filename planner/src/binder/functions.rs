@@ -294,6 +294,9 @@ fn session_function(name: &str, args: &[Expr]) -> Option<Expr> {
             env!("CARGO_PKG_VERSION")
         )),
         ("current_schema", 0) => text("public"),
+        ("current_schemas", 1) => {
+            text("{pg_catalog,public}").cast(&crate::types::list_of(DataType::Utf8))
+        }
         ("current_database" | "current_catalog", 0) => text(crate::system_tables::CATALOG),
         ("current_user" | "session_user" | "user", 0) => text(crate::system_tables::OWNER),
         ("pg_get_userbyid", 1) => text(crate::system_tables::OWNER),

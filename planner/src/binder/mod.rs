@@ -56,6 +56,11 @@ pub struct Binder<'a> {
 }
 
 impl<'a> Binder<'a> {
+    /// The table or view of the snapshot named `name`.
+    pub(crate) fn snapshot_table(&self, name: &str) -> Option<Arc<pondra_catalog::TableDef>> {
+        self.snapshot.table(name).cloned()
+    }
+
     pub fn new(snapshot: &'a Snapshot) -> Binder<'a> {
         Binder {
             snapshot,
