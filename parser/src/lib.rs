@@ -94,8 +94,9 @@ fn parse_one(text: &str) -> Result<Statement, ParseError> {
     if words == ["CHECKPOINT"] {
         return Ok(Statement::Checkpoint);
     }
-    let mut statements = if text.to_ascii_uppercase().contains("OPERATOR") {
-        let tokens = without_operator_syntax(text)?;
+    let upper = text.to_ascii_uppercase();
+    let mut statements = if upper.contains("OPERATOR") || upper.contains("E'") {
+        let tokens = postgres_tokens(text)?;
         Parser::new(&DuckDbDialect {})
             .with_tokens(tokens)
             .parse_statements()
@@ -110,9 +111,10 @@ fn parse_one(text: &str) -> Result<Statement, ParseError> {
     }
 }
 
-/// The tokens of `text` with Postgres's `OPERATOR(schema.op)` written as the bare operator, as
-/// psql writes its catalog queries.
-fn without_operator_syntax(text: &str) -> Result<Vec<sqlparser::tokenizer::Token>, ParseError> {
+/// The tokens of `text` with two Postgres forms psql writes in its catalog queries read as
+/// Postgres reads them: `OPERATOR(schema.op)` as the bare operator, and `E'...'` as a string
+/// with backslash escapes.
+fn postgres_tokens(text: &str) -> Result<Vec<sqlparser::tokenizer::Token>, ParseError> {
     use sqlparser::tokenizer::{Token, Tokenizer};
     let tokens = Tokenizer::new(&DuckDbDialect {}, text)
         .tokenize()
@@ -132,10 +134,42 @@ fn without_operator_syntax(text: &str) -> Result<Vec<sqlparser::tokenizer::Token
                 continue;
             }
         }
+        if let (Token::Word(w), Some(Token::SingleQuotedString(escaped))) =
+            (&tokens[i], tokens.get(i + 1))
+            && w.quote_style.is_none()
+            && w.value.eq_ignore_ascii_case("e")
+        {
+            out.push(Token::SingleQuotedString(unescape(escaped)));
+            i += 2;
+            continue;
+        }
         out.push(tokens[i].clone());
         i += 1;
     }
     Ok(out)
+}
+
+/// The text of an `E'...'` string: `\n`, `\t`, `\r`, `\b`, `\f` and `\` followed by any other
+/// character, which stands for itself.
+fn unescape(escaped: &str) -> String {
+    let mut out = String::with_capacity(escaped.len());
+    let mut chars = escaped.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('t') => out.push('\t'),
+            Some('r') => out.push('\r'),
+            Some('b') => out.push('\u{8}'),
+            Some('f') => out.push('\u{c}'),
+            Some(other) => out.push(other),
+            None => out.push('\\'),
+        }
+    }
+    out
 }
 
 /// sqlparser prefixes its messages with "sql parser error: "; the caller adds its own context.
@@ -172,6 +206,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!(parsed.len(), 2);
+    }
+
+    #[test]
+    fn escape_strings_read_backslashes() {
+        let parsed = parse_sql("SELECT E'a\\nb', e'\\\\', 'c\\n'").unwrap();
+        let Statement::Sql(statement) = &parsed[0].statement else {
+            panic!("a query")
+        };
+        assert_eq!(statement.to_string(), "SELECT 'a\nb', '\\', 'c\\n'");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
 use pondra_catalog::{Snapshot, TableDef, TableKind};
 
 use crate::expr::Expr;
@@ -339,8 +339,29 @@ pub fn system_table(
             Vec::new(),
         ),
         ("pg_catalog", "pg_database") => (
-            vec![("oid", DataType::Int32), ("datname", DataType::Utf8)],
-            vec![vec![int(1), text(CATALOG)]],
+            vec![
+                ("oid", DataType::Int32),
+                ("datname", DataType::Utf8),
+                ("datdba", DataType::Int32),
+                ("encoding", DataType::Int32),
+                ("datcollate", DataType::Utf8),
+                ("datctype", DataType::Utf8),
+                ("datistemplate", DataType::Boolean),
+                ("datallowconn", DataType::Boolean),
+                ("datacl", list_of(DataType::Utf8)),
+            ],
+            // Encoding 6 is UTF8; text compares by bytes, as in the C collation.
+            vec![vec![
+                int(1),
+                text(CATALOG),
+                int(10),
+                int(6),
+                text("C"),
+                text("C"),
+                Cell::Bool(false),
+                Cell::Bool(true),
+                Cell::Null,
+            ]],
         ),
         ("pg_catalog", "pg_tables") => (
             vec![
@@ -403,6 +424,17 @@ pub fn system_table(
                 ("rolsuper", DataType::Boolean),
                 ("usename", DataType::Utf8),
                 ("usesysid", DataType::Int32),
+                ("rolinherit", DataType::Boolean),
+                ("rolcreaterole", DataType::Boolean),
+                ("rolcreatedb", DataType::Boolean),
+                ("rolcanlogin", DataType::Boolean),
+                ("rolconnlimit", DataType::Int32),
+                (
+                    "rolvaliduntil",
+                    DataType::Timestamp(TimeUnit::Microsecond, None),
+                ),
+                ("rolreplication", DataType::Boolean),
+                ("rolbypassrls", DataType::Boolean),
             ],
             vec![vec![
                 int(10),
@@ -410,6 +442,14 @@ pub fn system_table(
                 Cell::Bool(true),
                 text(OWNER),
                 int(10),
+                Cell::Bool(true),
+                Cell::Bool(true),
+                Cell::Bool(true),
+                Cell::Bool(true),
+                int(-1),
+                Cell::Null,
+                Cell::Bool(false),
+                Cell::Bool(false),
             ]],
         ),
         ("pg_catalog", "pg_settings") => (
@@ -461,6 +501,8 @@ pub fn system_table(
                 ("oid", DataType::Int32),
                 ("proname", DataType::Utf8),
                 ("pronamespace", DataType::Int32),
+                ("prokind", DataType::Utf8),
+                ("prorettype", DataType::Int32),
             ],
             Vec::new(),
         ),
@@ -583,7 +625,7 @@ pub fn system_table(
 }
 
 /// The columns of catalog tables that list what Pondra has none of: row security policies,
-/// extended statistics, publications, inheritance, triggers and rewrite rules. psql's `\d`
+/// extended statistics, publications, inheritance, role memberships, triggers and rewrite rules. psql's `\d`
 /// reads them all.
 fn empty_catalog_table(name: &str) -> Option<Vec<(&'static str, DataType)>> {
     use DataType::{Boolean, Int32, Utf8};
@@ -643,6 +685,12 @@ fn empty_catalog_table(name: &str) -> Option<Vec<(&'static str, DataType)>> {
             ("tgfoid", Int32),
             ("tgenabled", Utf8),
             ("tgisinternal", Boolean),
+        ],
+        "pg_auth_members" => vec![
+            ("roleid", Int32),
+            ("member", Int32),
+            ("grantor", Int32),
+            ("admin_option", Boolean),
         ],
         "pg_rewrite" => vec![
             ("oid", Int32),

@@ -127,6 +127,20 @@ fn psql_runs_statements_and_copy() {
     assert!(out.contains("Table \"public.t\""), "{out}");
     assert!(out.contains(" amount | numeric "), "{out}");
     assert!(out.contains("View \"public.v\""), "{out}");
+    // \l (E'' strings), \du (a correlated ARRAY(subquery)), \df, \dn.
+    let (out, err, ok) = psql(
+        &served,
+        None,
+        &["-c", "\\l", "-c", "\\du", "-c", "\\df", "-c", "\\dn"],
+    );
+    assert!(ok && err.is_empty(), "{err}");
+    assert!(out.contains(" pondra | pondra | UTF8 "), "{out}");
+    assert!(
+        out.contains(" pondra    | Superuser, Create role, Create DB | {}"),
+        "{out}"
+    );
+    assert!(out.contains("List of functions"), "{out}");
+    assert!(out.contains(" public | pondra"), "{out}");
     let (out, _, ok) = psql(
         &served,
         None,

@@ -300,7 +300,10 @@ fn session_function(name: &str, args: &[Expr]) -> Option<Expr> {
         ("current_database" | "current_catalog", 0) => text(crate::system_tables::CATALOG),
         ("current_user" | "session_user" | "user", 0) => text(crate::system_tables::OWNER),
         ("pg_get_userbyid", 1) => text(crate::system_tables::OWNER),
-        ("pg_table_is_visible", 1) => Expr::Literal(ScalarValue::Boolean(true)),
+        ("pg_encoding_to_char", 1) => text("UTF8"),
+        ("pg_table_is_visible" | "pg_function_is_visible" | "pg_type_is_visible", 1) => {
+            Expr::Literal(ScalarValue::Boolean(true))
+        }
         ("pg_get_expr", _) => Expr::Literal(ScalarValue::Null).cast(&DataType::Utf8),
         ("format_type", 2) => {
             let oid = args[0].clone().cast(&DataType::Int32);
@@ -320,7 +323,8 @@ fn session_function(name: &str, args: &[Expr]) -> Option<Expr> {
             }
         }
         // Definitions of objects Pondra has none of (statistics objects, triggers, rules,
-        // indexes, constraints): only reached for rows of empty catalog tables.
+        // indexes, constraints, stored functions): only reached for rows of empty catalog
+        // tables.
         (
             "obj_description"
             | "col_description"
@@ -329,7 +333,9 @@ fn session_function(name: &str, args: &[Expr]) -> Option<Expr> {
             | "pg_get_triggerdef"
             | "pg_get_ruledef"
             | "pg_get_indexdef"
-            | "pg_get_constraintdef",
+            | "pg_get_constraintdef"
+            | "pg_get_function_result"
+            | "pg_get_function_arguments",
             _,
         ) => Expr::Literal(ScalarValue::Null).cast(&DataType::Utf8),
         // Pondra has no publications (logical replication).
