@@ -329,3 +329,57 @@ pub fn from_groups(
     let array: GenericListArray<i32> = ListArray::try_new(field, offsets, items, Some(valid))?;
     Ok(Arc::new(array))
 }
+
+/// Per row, the BIGINTs from `args[0]` to `args[1]` (included when `inclusive`) by `args[2]`;
+/// NULL when an argument is.
+pub fn series(args: &[ArrayRef], inclusive: bool) -> Result<ArrayRef> {
+    use arrow::datatypes::Int64Type;
+    let [start, stop, step] = [0, 1, 2].map(|i| args[i].as_primitive::<Int64Type>());
+    let mut values: Vec<i64> = Vec::new();
+    let mut offsets = vec![0i32];
+    let mut valid = Vec::with_capacity(start.len());
+    for row in 0..start.len() {
+        let ends = [start, stop, step].map(|a| a.is_valid(row).then(|| a.value(row)));
+        let [Some(from), Some(to), Some(by)] = ends else {
+            valid.push(false);
+            offsets.push(values.len() as i32);
+            continue;
+        };
+        if by == 0 {
+            return Err(ExecError::Execution("step size cannot equal zero".into()));
+        }
+        let count = series_length(from, to, by, inclusive);
+        if values.len() as u64 + count > i32::MAX as u64 {
+            return Err(ExecError::Execution(format!(
+                "a series of more than {} values is not supported yet",
+                i32::MAX
+            )));
+        }
+        values.extend((0..count as i64).map(|i| from + i * by));
+        offsets.push(values.len() as i32);
+        valid.push(true);
+    }
+    let field = Arc::new(Field::new("item", DataType::Int64, true));
+    Ok(Arc::new(ListArray::try_new(
+        field,
+        OffsetBuffer::new(offsets.into()),
+        Arc::new(Int64Array::from(values)),
+        Some(NullBuffer::from(valid)),
+    )?))
+}
+
+/// How many of `from`, `from + by`, ... lie before `to` (or reach it, when `inclusive`).
+fn series_length(from: i64, to: i64, by: i64, inclusive: bool) -> u64 {
+    let span = if by > 0 {
+        to as i128 - from as i128
+    } else {
+        from as i128 - to as i128
+    };
+    let step = (by as i128).abs();
+    if span < 0 || (span == 0 && !inclusive) {
+        return 0;
+    }
+    let whole = span / step;
+    let reaches = span % step == 0;
+    (whole + i128::from(!reaches || inclusive)) as u64
+}

@@ -459,6 +459,7 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::Cardinality => arrays::cardinality(&args[0]),
         ScalarFunction::ArrayToString => arrays::join(args),
         ScalarFunction::Quantified { op, all } => arrays::quantified(op, all, &args[0], &args[1]),
+        ScalarFunction::Series { inclusive } => arrays::series(args, inclusive),
         ScalarFunction::Round => {
             let values = args[0].as_primitive::<Float64Type>();
             let digits = args.get(1).map(|d| d.as_primitive::<Int64Type>());

@@ -23,6 +23,7 @@ mod scan;
 mod sink;
 mod sort;
 mod subquery;
+mod unnest;
 mod window;
 
 pub use error::{ExecError, Result};

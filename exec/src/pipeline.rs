@@ -66,12 +66,14 @@ enum Operator<'p> {
     Projection(&'p [Expr], SchemaRef),
     /// The probe side of a hash join whose build side has already run.
     HashJoin(Box<HashJoin>),
+    Unnest(&'p Expr, SchemaRef),
 }
 
 impl Operator<'_> {
     fn execute(&self, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
         match self {
             Operator::HashJoin(join) => join.probe(&batch),
+            Operator::Unnest(array, schema) => crate::unnest::unnest(&batch, array, schema),
             other => Ok(vec![other.execute_one(batch)?]),
         }
     }
@@ -106,7 +108,9 @@ impl Operator<'_> {
                     &options,
                 )?)
             }
-            Operator::HashJoin(_) => unreachable!("joins may emit several batches"),
+            Operator::HashJoin(_) | Operator::Unnest(..) => {
+                unreachable!("joins and unnests may emit several batches")
+            }
         }
     }
 }
@@ -236,6 +240,14 @@ fn run_pipeline<'p>(
             } => {
                 node = input;
                 Operator::Projection(exprs, schema.clone())
+            }
+            PhysicalPlan::Unnest {
+                input,
+                array,
+                schema,
+            } => {
+                node = input;
+                Operator::Unnest(array, schema.clone())
             }
             PhysicalPlan::HashJoin {
                 left,
@@ -411,6 +423,7 @@ fn run_pipeline<'p>(
         }
         PhysicalPlan::Filter { .. }
         | PhysicalPlan::Projection { .. }
+        | PhysicalPlan::Unnest { .. }
         | PhysicalPlan::HashJoin { .. } => {
             unreachable!("streaming operators are folded into the pipeline")
         }

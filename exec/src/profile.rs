@@ -72,6 +72,7 @@ fn children(plan: &PhysicalPlan) -> Vec<&PhysicalPlan> {
         | PhysicalPlan::Values { .. }
         | PhysicalPlan::WorkingTable { .. } => vec![],
         PhysicalPlan::Window { input, .. }
+        | PhysicalPlan::Unnest { input, .. }
         | PhysicalPlan::Filter { input, .. }
         | PhysicalPlan::Projection { input, .. }
         | PhysicalPlan::HashAggregate { input, .. }
@@ -102,6 +103,7 @@ fn describe(plan: &PhysicalPlan) -> String {
         PhysicalPlan::WorkingTable { id, .. } => format!("WorkingTable: {id}"),
         PhysicalPlan::Window { exprs, .. } => format!("Window: {} functions", exprs.len()),
         PhysicalPlan::Filter { predicate, .. } => format!("Filter: {predicate}"),
+        PhysicalPlan::Unnest { array, .. } => format!("Unnest: {array}"),
         PhysicalPlan::Projection { exprs, .. } => format!("Projection: {}", list(exprs)),
         PhysicalPlan::HashAggregate {
             group, aggregates, ..

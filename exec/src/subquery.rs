@@ -105,6 +105,15 @@ fn map_plan(plan: &PhysicalPlan, f: &mut dyn FnMut(&Expr) -> Result<Expr>) -> Re
             input: Box::new(map_plan(input, f)?),
             predicate: f(predicate)?,
         },
+        PhysicalPlan::Unnest {
+            input,
+            array,
+            schema,
+        } => PhysicalPlan::Unnest {
+            input: Box::new(map_plan(input, f)?),
+            array: f(array)?,
+            schema: schema.clone(),
+        },
         PhysicalPlan::Projection {
             input,
             exprs: list,

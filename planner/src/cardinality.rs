@@ -183,6 +183,10 @@ pub fn estimate(plan: &LogicalPlan, snapshot: &Snapshot) -> Estimate {
             }
         }
         LogicalPlan::Sort { input, .. } => estimate(input, snapshot),
+        // Arrays of unknown length: as if each row had ten elements.
+        LogicalPlan::Unnest { input, .. } => {
+            Estimate::unknown(estimate(input, snapshot).rows * 10.0, width)
+        }
         LogicalPlan::Window { input, .. } => {
             let mut estimate = estimate(input, snapshot);
             let extra = width - estimate.columns.len();

@@ -34,10 +34,11 @@ pub fn pull_up(plan: LogicalPlan, usage: SubqueryUse) -> Result<(LogicalPlan, Ve
         LogicalPlan::Window { .. }
         | LogicalPlan::Union { .. }
         | LogicalPlan::RecursiveCte { .. }
+        | LogicalPlan::Unnest { .. }
         | LogicalPlan::WorkingTable { .. } => {
             if plan.has_outer() {
                 return Err(unsupported!(
-                    "set operations, windows and recursive CTEs in a correlated subquery"
+                    "set operations, windows, recursive CTEs and set-returning functions in a correlated subquery"
                 ));
             }
             Ok((plan, vec![]))

@@ -239,6 +239,11 @@ pub enum ScalarFunction {
         op: BinaryOp,
         all: bool,
     },
+    /// The BIGINTs from a start to a stop by a step, as an array; the stop is in it when
+    /// `inclusive` (`generate_series`) and not otherwise (`range`).
+    Series {
+        inclusive: bool,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -312,6 +317,8 @@ impl ScalarFunction {
             ScalarFunction::ArrayToString => "array_to_string",
             ScalarFunction::Quantified { all: false, .. } => "any",
             ScalarFunction::Quantified { all: true, .. } => "all",
+            ScalarFunction::Series { inclusive: true } => "generate_series",
+            ScalarFunction::Series { inclusive: false } => "range",
         }
     }
 }

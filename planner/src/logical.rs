@@ -40,6 +40,13 @@ pub enum LogicalPlan {
         input: Box<LogicalPlan>,
         predicate: Expr,
     },
+    /// Each input row once per element of its array `array`: the input's columns, then the
+    /// element. A row whose array is empty or NULL gives no rows.
+    Unnest {
+        input: Box<LogicalPlan>,
+        array: Expr,
+        schema: SchemaRef,
+    },
     Project {
         input: Box<LogicalPlan>,
         exprs: Vec<Expr>,
@@ -95,6 +102,7 @@ impl LogicalPlan {
             | LogicalPlan::Aggregate { schema, .. }
             | LogicalPlan::Join { schema, .. }
             | LogicalPlan::Union { schema, .. }
+            | LogicalPlan::Unnest { schema, .. }
             | LogicalPlan::Window { schema, .. } => schema.clone(),
             LogicalPlan::ParquetScan { table } => table.schema.clone(),
             LogicalPlan::Filter { input, .. }
@@ -132,6 +140,7 @@ impl LogicalPlan {
             }
             LogicalPlan::Values { rows, .. } => rows.iter().flatten().any(|e| e.any(pred)),
             LogicalPlan::Filter { predicate, .. } => predicate.any(pred),
+            LogicalPlan::Unnest { array, .. } => array.any(pred),
             LogicalPlan::Project { exprs, .. } => exprs.iter().any(|e| e.any(pred)),
             LogicalPlan::Aggregate {
                 group, aggregates, ..
@@ -284,6 +293,7 @@ impl LogicalPlan {
                 return writeln!(f, "{pad}Values: {} rows", rows.len());
             }
             LogicalPlan::Filter { predicate, .. } => writeln!(f, "{pad}Filter: {predicate}")?,
+            LogicalPlan::Unnest { array, .. } => writeln!(f, "{pad}Unnest: {array}")?,
             LogicalPlan::Project { exprs, .. } => writeln!(f, "{pad}Project: {}", list(exprs))?,
             LogicalPlan::Aggregate {
                 group, aggregates, ..
@@ -345,6 +355,7 @@ impl LogicalPlan {
             | LogicalPlan::Aggregate { input, .. }
             | LogicalPlan::Sort { input, .. }
             | LogicalPlan::Window { input, .. }
+            | LogicalPlan::Unnest { input, .. }
             | LogicalPlan::Limit { input, .. } => Some(input),
             LogicalPlan::Join { .. }
             | LogicalPlan::Union { .. }

@@ -47,6 +47,12 @@ pub enum PhysicalPlan {
         input: Box<PhysicalPlan>,
         predicate: Expr,
     },
+    /// See `LogicalPlan::Unnest`.
+    Unnest {
+        input: Box<PhysicalPlan>,
+        array: Expr,
+        schema: SchemaRef,
+    },
     Projection {
         input: Box<PhysicalPlan>,
         exprs: Vec<Expr>,
@@ -104,6 +110,7 @@ impl PhysicalPlan {
             | PhysicalPlan::HashJoin { schema, .. }
             | PhysicalPlan::Union { schema, .. }
             | PhysicalPlan::Window { schema, .. }
+            | PhysicalPlan::Unnest { schema, .. }
             | PhysicalPlan::ParquetScan { schema, .. } => schema.clone(),
             PhysicalPlan::Filter { input, .. }
             | PhysicalPlan::Sort { input, .. }
@@ -230,6 +237,19 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
             PhysicalPlan::Filter {
                 input: child(input, &needed),
                 predicate: predicate.clone(),
+            }
+        }
+        LogicalPlan::Unnest {
+            input,
+            array,
+            schema,
+        } => {
+            let mut needed = used[..width(input)].to_vec();
+            mark_columns(array, &mut needed);
+            PhysicalPlan::Unnest {
+                input: child(input, &needed),
+                array: array.clone(),
+                schema: schema.clone(),
             }
         }
         LogicalPlan::Project {

@@ -103,6 +103,31 @@ pub fn pg_type_of(data_type: &DataType) -> (i32, String) {
     (oid, name.to_string())
 }
 
+/// Postgres's category of a type (`pg_type.typcategory`).
+fn type_category(oid: i32) -> &'static str {
+    match oid {
+        16 => "B",
+        20 | 23 | 701 | 1700 => "N",
+        1082 | 1114 => "D",
+        1186 => "T",
+        _ => "S",
+    }
+}
+
+/// The Arrow type Pondra keeps a value of the Postgres type `oid` as.
+fn type_of_oid(oid: i32) -> DataType {
+    match oid {
+        16 => DataType::Boolean,
+        20 => DataType::Int64,
+        23 => DataType::Int32,
+        701 => DataType::Float64,
+        1082 => DataType::Date32,
+        1114 => DataType::Timestamp(TimeUnit::Microsecond, None),
+        1186 => DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano),
+        _ => DataType::Utf8,
+    }
+}
+
 /// Bytes of a value of the type, or -1 for a type of varying length, as `pg_attribute.attlen`.
 fn type_length(data_type: &DataType) -> i32 {
     match data_type {
@@ -213,6 +238,7 @@ pub fn system_table(
                 ("reloftype", DataType::Int32),
                 ("relreplident", DataType::Utf8),
                 ("reltoastrelid", DataType::Int32),
+                ("reltype", DataType::Int32),
                 ("relpartbound", DataType::Utf8),
                 ("reloptions", list_of(DataType::Utf8)),
             ],
@@ -239,6 +265,7 @@ pub fn system_table(
                         int(0),
                         int(0),
                         text("d"),
+                        int(0),
                         int(0),
                         Cell::Null,
                         Cell::Null,
@@ -295,6 +322,9 @@ pub fn system_table(
                 ("typarray", DataType::Int32),
                 ("typrelid", DataType::Int32),
                 ("typdelim", DataType::Utf8),
+                ("typcategory", DataType::Utf8),
+                ("typinput", DataType::Utf8),
+                ("typlen", DataType::Int32),
             ],
             TYPES
                 .iter()
@@ -306,6 +336,13 @@ pub fn system_table(
                     ]
                 })
                 .map(|(oid, name, element, array)| {
+                    let scalar = element == 0;
+                    let category = if scalar { type_category(oid) } else { "A" };
+                    let input = if scalar {
+                        format!("{name}in")
+                    } else {
+                        "array_in".to_string()
+                    };
                     vec![
                         int(oid),
                         text(name),
@@ -319,6 +356,13 @@ pub fn system_table(
                         int(array),
                         int(0),
                         text(","),
+                        text(category),
+                        text(input),
+                        int(if scalar {
+                            type_length(&type_of_oid(oid))
+                        } else {
+                            -1
+                        }),
                     ]
                 })
                 .collect(),
@@ -473,8 +517,14 @@ pub fn system_table(
             vec![
                 ("indexrelid", DataType::Int32),
                 ("indrelid", DataType::Int32),
+                ("indnatts", DataType::Int32),
                 ("indisprimary", DataType::Boolean),
                 ("indisunique", DataType::Boolean),
+                ("indisclustered", DataType::Boolean),
+                ("indisvalid", DataType::Boolean),
+                ("indkey", list_of(DataType::Int32)),
+                ("indexprs", DataType::Utf8),
+                ("indpred", DataType::Utf8),
             ],
             Vec::new(),
         ),
@@ -482,8 +532,14 @@ pub fn system_table(
             vec![
                 ("oid", DataType::Int32),
                 ("conname", DataType::Utf8),
+                ("connamespace", DataType::Int32),
                 ("contype", DataType::Utf8),
+                ("condeferrable", DataType::Boolean),
+                ("condeferred", DataType::Boolean),
                 ("conrelid", DataType::Int32),
+                ("confrelid", DataType::Int32),
+                ("conkey", list_of(DataType::Int32)),
+                ("confkey", list_of(DataType::Int32)),
             ],
             Vec::new(),
         ),
@@ -625,7 +681,8 @@ pub fn system_table(
 }
 
 /// The columns of catalog tables that list what Pondra has none of: row security policies,
-/// extended statistics, publications, inheritance, role memberships, triggers and rewrite rules. psql's `\d`
+/// extended statistics, publications, inheritance, enum types, role memberships, triggers and
+/// rewrite rules. psql's `\d`
 /// reads them all.
 fn empty_catalog_table(name: &str) -> Option<Vec<(&'static str, DataType)>> {
     use DataType::{Boolean, Int32, Utf8};
@@ -685,6 +742,12 @@ fn empty_catalog_table(name: &str) -> Option<Vec<(&'static str, DataType)>> {
             ("tgfoid", Int32),
             ("tgenabled", Utf8),
             ("tgisinternal", Boolean),
+        ],
+        "pg_enum" => vec![
+            ("oid", Int32),
+            ("enumtypid", Int32),
+            ("enumsortorder", DataType::Float64),
+            ("enumlabel", Utf8),
         ],
         "pg_auth_members" => vec![
             ("roleid", Int32),

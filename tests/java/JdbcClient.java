@@ -17,6 +17,55 @@ public class JdbcClient {
         return values;
     }
 
+    // What DBeaver reads when it connects and opens a table's properties (through this
+    // driver): its own catalog queries, besides the driver's metadata calls.
+    static final String[] DBEAVER = {
+        "SELECT current_schema(),session_user",
+        "SELECT n.oid,n.*,d.description FROM pg_catalog.pg_namespace n"
+            + " LEFT OUTER JOIN pg_catalog.pg_description d ON d.objoid=n.oid AND d.objsubid=0"
+            + " AND d.classoid='pg_namespace'::regclass ORDER BY nspname",
+        "SELECT typinput='pg_catalog.array_in'::regproc as is_array, typtype, typname, pg_type.oid"
+            + " FROM pg_catalog.pg_type LEFT JOIN (select ns.oid as nspoid, ns.nspname, r.r"
+            + " from pg_namespace as ns join (select s.r, (current_schemas(false))[s.r] as nspname"
+            + " from generate_series(1, array_upper(current_schemas(false), 1)) as s(r)) as r"
+            + " using (nspname)) as sp ON sp.nspoid = typnamespace WHERE pg_type.oid = 1007"
+            + " ORDER BY sp.r, pg_type.oid DESC",
+        "SHOW search_path",
+        "SELECT db.oid,db.* FROM pg_catalog.pg_database db WHERE datallowconn AND NOT datistemplate"
+            + " ORDER BY db.datname",
+        "SELECT * FROM pg_catalog.pg_settings where name='standard_conforming_strings'",
+        "SELECT string_agg(word, ',') from pg_catalog.pg_get_keywords()"
+            + " where word <> ALL ('{a,abs,absolute,action}'::text[])",
+        "SELECT version()",
+        "SELECT * FROM pg_catalog.pg_enum WHERE 1<>1 LIMIT 1",
+        "SELECT reltype FROM pg_catalog.pg_class WHERE 1<>1 LIMIT 1",
+        "SELECT t.oid,t.*,c.relkind,format_type(nullif(t.typbasetype, 0), t.typtypmod) as base_type_name,"
+            + " d.description FROM pg_catalog.pg_type t LEFT OUTER JOIN pg_catalog.pg_type et ON et.oid=t.typelem"
+            + " LEFT OUTER JOIN pg_catalog.pg_class c ON c.oid=t.typrelid"
+            + " LEFT OUTER JOIN pg_catalog.pg_description d ON t.oid=d.objoid WHERE t.typname IS NOT NULL"
+            + " AND (c.relkind IS NULL OR c.relkind = 'c') AND (et.typcategory IS NULL OR et.typcategory <> 'C')",
+        "SELECT c.oid,c.*,d.description,pg_catalog.pg_get_expr(c.relpartbound, c.oid) as partition_expr,"
+            + " pg_catalog.pg_get_partkeydef(c.oid) as partition_key FROM pg_catalog.pg_class c"
+            + " LEFT OUTER JOIN pg_catalog.pg_description d ON d.objoid=c.oid AND d.objsubid=0"
+            + " AND d.classoid='pg_class'::regclass WHERE c.relnamespace=2200 AND c.relkind not in ('i','I','c')",
+        "select c.oid,pg_catalog.pg_total_relation_size(c.oid) as total_rel_size,"
+            + " pg_catalog.pg_relation_size(c.oid) as rel_size FROM pg_class c WHERE c.relnamespace=2200",
+        "SELECT i.*,i.indkey as keys,c.relname,c.relnamespace,c.relam,c.reltablespace,tc.relname as tabrelname,"
+            + " dsc.description,pg_catalog.pg_get_expr(i.indpred, i.indrelid) as pred_expr,"
+            + " pg_catalog.pg_get_expr(i.indexprs, i.indrelid, true) as expr,"
+            + " pg_catalog.pg_relation_size(i.indexrelid) as index_rel_size,"
+            + " pg_catalog.pg_stat_get_numscans(i.indexrelid) as index_num_scans FROM pg_catalog.pg_index i"
+            + " INNER JOIN pg_catalog.pg_class c ON c.oid=i.indexrelid INNER JOIN pg_catalog.pg_class tc ON tc.oid=i.indrelid"
+            + " LEFT OUTER JOIN pg_catalog.pg_description dsc ON i.indexrelid=dsc.objoid"
+            + " WHERE i.indrelid='t'::regclass ORDER BY tabrelname, c.relname",
+        "SELECT c.oid,c.*,t.relname as tabrelname,rt.relnamespace as refnamespace,d.description,"
+            + " case when c.contype='c' then \"substring\"(pg_get_constraintdef(c.oid), 7) else null end consrc_copy"
+            + " FROM pg_catalog.pg_constraint c INNER JOIN pg_catalog.pg_class t ON t.oid=c.conrelid"
+            + " LEFT OUTER JOIN pg_catalog.pg_class rt ON rt.oid=c.confrelid"
+            + " LEFT OUTER JOIN pg_catalog.pg_description d ON d.objoid=c.oid AND d.objsubid=0"
+            + " AND d.classoid='pg_constraint'::regclass WHERE c.conrelid='t'::regclass ORDER BY c.oid",
+    };
+
     public static void main(String[] args) throws Exception {
         String url = "jdbc:postgresql://127.0.0.1:" + args[0] + "/lake";
         try (Connection c = DriverManager.getConnection(url, "analyst", "")) {
@@ -24,6 +73,7 @@ public class JdbcClient {
                 s.execute("CREATE TABLE t (id INT NOT NULL, name TEXT, price DECIMAL(10,2))");
                 s.execute("INSERT INTO t VALUES (1, 'a', 2.50), (2, 'b', NULL)");
                 s.execute("CREATE VIEW v AS SELECT id FROM t");
+                s.execute("CHECKPOINT");
             }
             DatabaseMetaData md = c.getMetaData();
             check(md.getDatabaseProductVersion().startsWith("14"), md.getDatabaseProductVersion());
@@ -51,6 +101,26 @@ public class JdbcClient {
                             && rs.getBigDecimal(3).compareTo(new java.math.BigDecimal("2.50")) == 0, "first row");
                     check(rs.next() && rs.getInt(1) == 2 && rs.getBigDecimal(3) == null, "second row");
                     check(!rs.next(), "two rows");
+                }
+            }
+            try (Statement s = c.createStatement()) {
+                for (String query : DBEAVER) {
+                    try (ResultSet rs = s.executeQuery(query)) {
+                        while (rs.next()) {}
+                    } catch (SQLException e) {
+                        throw new AssertionError(query + ": " + e.getMessage());
+                    }
+                }
+                try (ResultSet rs = s.executeQuery(DBEAVER[4])) {
+                    check(rs.next() && rs.getString("datname").equals("pondra"), "DBeaver's database list");
+                }
+                try (ResultSet rs = s.executeQuery(DBEAVER[2])) {
+                    check(rs.next() && rs.getBoolean("is_array") && rs.getString("typname").equals("_int4"),
+                            "the driver's array type lookup");
+                }
+                try (ResultSet rs = s.executeQuery("SELECT pg_total_relation_size('t'::regclass),"
+                        + " pg_relation_size('v'::regclass)")) {
+                    check(rs.next() && rs.getLong(1) > 0 && rs.getLong(2) == 0, "table sizes");
                 }
             }
         }

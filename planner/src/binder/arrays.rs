@@ -71,11 +71,17 @@ pub(super) fn bind_cast(
     data_type: &ast::DataType,
     ctx: &mut Context<'_>,
 ) -> Result<Expr> {
-    if is_regclass(data_type)
-        && let ast::Expr::Value(v) = inner
+    if let ast::Expr::Value(v) = inner
         && let ast::Value::SingleQuotedString(name) = &v.value
     {
-        return relation_oid(name, ctx);
+        if is_catalog_type(data_type, "regclass") {
+            return relation_oid(name, ctx);
+        }
+        // A function is named as `pg_proc` lists it, without the schema.
+        if is_catalog_type(data_type, "regproc") {
+            let bare = name.strip_prefix("pg_catalog.").unwrap_or(name);
+            return Ok(Expr::Literal(ScalarValue::Utf8(bare.to_string())));
+        }
     }
     let target = cast_target(data_type)?;
     match inner {
@@ -311,14 +317,15 @@ fn bind_array_function(name: &str, args: &[Expr]) -> Result<Expr> {
     })
 }
 
-fn is_regclass(data_type: &ast::DataType) -> bool {
+/// True when `data_type` is the catalog type `name` (`regclass`, `regproc`).
+fn is_catalog_type(data_type: &ast::DataType, name: &str) -> bool {
     match data_type {
-        ast::DataType::Regclass => true,
-        ast::DataType::Custom(name, _) => name
+        ast::DataType::Regclass => name == "regclass",
+        ast::DataType::Custom(type_name, _) => type_name
             .0
             .last()
             .and_then(|p| p.as_ident())
-            .is_some_and(|i| i.value.eq_ignore_ascii_case("regclass")),
+            .is_some_and(|i| i.value.eq_ignore_ascii_case(name)),
         _ => false,
     }
 }

@@ -918,6 +918,13 @@ pub(super) fn resolve_column(
                             "subquery uses ungrouped column \"{display}\" from outer query"
                         ));
                     }
+                    // SQL's value functions written without parentheses, where no column
+                    // has the name.
+                    if qualifier.is_none()
+                        && let Some(value) = super::functions::value_function(&name)
+                    {
+                        return Ok(value);
+                    }
                     return Err(e);
                 }
             }

@@ -189,6 +189,17 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
                 )
             }
         }
+        "substring" | "substr" => {
+            if !(2..=3).contains(&args.len()) {
+                return Err(bind_err!("{name} takes 2 or 3 arguments"));
+            }
+            let mut args = args.into_iter();
+            let mut call = strings(args.by_ref().take(1).collect());
+            for bound in args {
+                call.push(integer_arg(bound, &name)?);
+            }
+            (ScalarFunction::Substring, call, DataType::Utf8)
+        }
         "reverse" => {
             arity(1)?;
             (ScalarFunction::Reverse, strings(args), DataType::Utf8)
@@ -241,6 +252,12 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             if let Some(bound) = super::arrays::array_function(&name, &args) {
                 return bound;
             }
+            if let ("pg_total_relation_size" | "pg_relation_size" | "pg_table_size", [oid]) =
+                (name.as_str(), args.as_slice())
+                && let Some(binder) = ctx.binder()
+            {
+                return Ok(binder.relation_sizes(oid.clone()));
+            }
             return session_function(&name, &args)
                 .ok_or_else(|| bind_err!("function {name} does not exist"));
         }
@@ -283,6 +300,16 @@ pub(super) fn part_by_name(name: &str) -> Result<DatePart> {
     })
 }
 
+/// `current_user`, `session_user`, `current_role`, `current_catalog`, `current_schema` and
+/// `user` as SQL writes them, without parentheses.
+pub(super) fn value_function(name: &str) -> Option<Expr> {
+    match name {
+        "current_user" | "session_user" | "current_role" | "current_catalog" | "current_schema"
+        | "user" => session_function(name, &[]),
+        _ => None,
+    }
+}
+
 /// What clients ask of the session and the catalog, answered as constants: Pondra has one
 /// schema, one owner and no search path to speak of.
 fn session_function(name: &str, args: &[Expr]) -> Option<Expr> {
@@ -298,7 +325,9 @@ fn session_function(name: &str, args: &[Expr]) -> Option<Expr> {
             text("{pg_catalog,public}").cast(&crate::types::list_of(DataType::Utf8))
         }
         ("current_database" | "current_catalog", 0) => text(crate::system_tables::CATALOG),
-        ("current_user" | "session_user" | "user", 0) => text(crate::system_tables::OWNER),
+        ("current_user" | "session_user" | "current_role" | "user", 0) => {
+            text(crate::system_tables::OWNER)
+        }
         ("pg_get_userbyid", 1) => text(crate::system_tables::OWNER),
         ("pg_encoding_to_char", 1) => text("UTF8"),
         ("pg_table_is_visible" | "pg_function_is_visible" | "pg_type_is_visible", 1) => {
@@ -307,18 +336,20 @@ fn session_function(name: &str, args: &[Expr]) -> Option<Expr> {
         ("pg_get_expr", _) => Expr::Literal(ScalarValue::Null).cast(&DataType::Utf8),
         ("format_type", 2) => {
             let oid = args[0].clone().cast(&DataType::Int32);
+            let null = Expr::Literal(ScalarValue::Null).cast(&DataType::Utf8);
+            // NULL for NULL, "???" for an oid that is no type, as in Postgres.
             Expr::Case {
-                branches: crate::system_tables::type_names()
-                    .map(|(id, name)| {
+                branches: std::iter::once((Expr::IsNull(Box::new(oid.clone())), null))
+                    .chain(crate::system_tables::type_names().map(|(id, name)| {
                         let matches = Expr::Binary {
                             op: crate::expr::BinaryOp::Eq,
                             left: Box::new(oid.clone()),
                             right: Box::new(Expr::Literal(ScalarValue::Int32(id))),
                         };
                         (matches, text(&name))
-                    })
+                    }))
                     .collect(),
-                otherwise: Some(Box::new(text("unknown"))),
+                otherwise: Some(Box::new(text("???"))),
                 data_type: DataType::Utf8,
             }
         }
@@ -335,9 +366,13 @@ fn session_function(name: &str, args: &[Expr]) -> Option<Expr> {
             | "pg_get_indexdef"
             | "pg_get_constraintdef"
             | "pg_get_function_result"
-            | "pg_get_function_arguments",
+            | "pg_get_function_arguments"
+            | "pg_get_partkeydef",
             _,
         ) => Expr::Literal(ScalarValue::Null).cast(&DataType::Utf8),
+        // Pondra keeps no index structures on disk, and counts no scans.
+        ("pg_indexes_size", 1) => Expr::Literal(ScalarValue::Int64(0)),
+        ("pg_stat_get_numscans", 1) => Expr::Literal(ScalarValue::Null).cast(&DataType::Int64),
         // Pondra has no publications (logical replication).
         ("pg_relation_is_publishable", 1) => Expr::Literal(ScalarValue::Boolean(false)),
         _ => return None,

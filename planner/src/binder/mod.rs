@@ -10,6 +10,7 @@ mod scope;
 mod set_ops;
 mod statements;
 mod subqueries;
+mod table_functions;
 mod window;
 
 use std::cell::RefCell;
@@ -59,6 +60,41 @@ impl<'a> Binder<'a> {
     /// The table or view of the snapshot named `name`.
     pub(crate) fn snapshot_table(&self, name: &str) -> Option<Arc<pondra_catalog::TableDef>> {
         self.snapshot.table(name).cloned()
+    }
+
+    /// The bytes of Parquet data of the table whose oid `oid` is (its log tail uncounted), 0
+    /// for a view, NULL for an oid that is no table.
+    pub(crate) fn relation_sizes(&self, oid: Expr) -> Expr {
+        let oid = oid.cast(&DataType::Int32);
+        let branches = self
+            .snapshot
+            .tables
+            .values()
+            .map(|table| {
+                let bytes: u64 = self
+                    .snapshot
+                    .files(table.id)
+                    .iter()
+                    .map(|f| f.size_bytes)
+                    .sum();
+                let matches = Expr::Binary {
+                    op: crate::expr::BinaryOp::Eq,
+                    left: Box::new(oid.clone()),
+                    right: Box::new(Expr::Literal(crate::ScalarValue::Int32(
+                        crate::system_tables::table_oid(table),
+                    ))),
+                };
+                (
+                    matches,
+                    Expr::Literal(crate::ScalarValue::Int64(bytes as i64)),
+                )
+            })
+            .collect();
+        Expr::Case {
+            branches,
+            otherwise: None,
+            data_type: DataType::Int64,
+        }
     }
 
     pub fn new(snapshot: &'a Snapshot) -> Binder<'a> {
@@ -552,7 +588,31 @@ impl<'a> Binder<'a> {
                 args: Some(args),
                 ..
             } => {
-                let function = object_name(name)?;
+                let function = function_name(name)?;
+                if table_functions::is_set_function(&function) {
+                    let plan = table_functions::set_function(&function, &args.args)?;
+                    // A function of one column named alone, `generate_series(1, 3) AS n`, names
+                    // its column too, as in Postgres.
+                    let plan = match alias {
+                        Some(alias)
+                            if alias.columns.is_empty() && plan.schema().fields().len() == 1 =>
+                        {
+                            let column = alias.name.clone();
+                            let named = ast::TableAlias {
+                                columns: vec![ast::TableAliasColumnDef::from_name(column.value)],
+                                ..alias.clone()
+                            };
+                            rename_columns(plan, Some(&named))?
+                        }
+                        _ => rename_columns(plan, alias.as_ref())?,
+                    };
+                    let qualifier = alias
+                        .as_ref()
+                        .map(|a| normalize(&a.name))
+                        .unwrap_or(function);
+                    let scope = Scope::from_schema(&plan.schema(), Some(&qualifier));
+                    return Ok((plan, scope));
+                }
                 if function != "read_parquet" && function != "read_csv" {
                     return Err(unsupported!("the table function {function}"));
                 }
@@ -1236,6 +1296,23 @@ pub fn object_name(name: &ast::ObjectName) -> Result<String> {
             .map(normalize)
             .ok_or_else(|| bind_err!("invalid name {name}")),
         _ => Err(unsupported!("qualified names such as {name}")),
+    }
+}
+
+/// A function's name in FROM; Postgres's own functions may be named in `pg_catalog`.
+fn function_name(name: &ast::ObjectName) -> Result<String> {
+    match name.0.as_slice() {
+        [schema, function]
+            if schema
+                .as_ident()
+                .is_some_and(|s| s.value.eq_ignore_ascii_case("pg_catalog")) =>
+        {
+            function
+                .as_ident()
+                .map(normalize)
+                .ok_or_else(|| bind_err!("invalid name {name}"))
+        }
+        _ => object_name(name),
     }
 }
 
