@@ -103,6 +103,17 @@ public class JdbcClient {
                     check(!rs.next(), "two rows");
                 }
             }
+            // As a connection pool hands it out (Metabase's): read-only, in a transaction; then
+            // Metabase's probe of whether a table can be read.
+            c.setReadOnly(true);
+            c.setAutoCommit(false);
+            try (Statement s = c.createStatement();
+                    ResultSet rs = s.executeQuery("SELECT TRUE AS _ FROM \"public\".\"t\" WHERE 1 <> 1 LIMIT 0")) {
+                check(!rs.next(), "the probe reads no rows");
+            }
+            c.commit();
+            c.setAutoCommit(true);
+            c.setReadOnly(false);
             try (Statement s = c.createStatement()) {
                 for (String query : DBEAVER) {
                     try (ResultSet rs = s.executeQuery(query)) {
