@@ -8,6 +8,7 @@ mod error;
 mod expr;
 mod external;
 mod join_order;
+mod key_domain;
 mod logical;
 mod physical;
 mod plan;

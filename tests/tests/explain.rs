@@ -57,3 +57,34 @@ fn explain_analyze_counts_rows_per_operator() {
     assert!(lines.iter().any(|l| l.contains("Scan: a")), "{lines:?}");
     runtime.block_on(node.close()).unwrap();
 }
+
+/// A correlated scalar subquery aggregates only the keys its outer rows hold when those come
+/// from a filtered table: its input is semi-joined to that table's keys first.
+#[test]
+fn correlated_aggregate_reads_only_the_outer_keys() {
+    let runtime = Arc::new(tokio::runtime::Runtime::new().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let node = runtime
+        .block_on(Node::open_folder(dir.path(), NodeOptions::default()))
+        .unwrap();
+    let setup = "CREATE TABLE part (p INT, kind VARCHAR);
+        INSERT INTO part SELECT range, CASE WHEN range % 100 = 0 THEN 'rare' ELSE 'common' END FROM range(1000);
+        CREATE TABLE sale (p INT, qty INT);
+        INSERT INTO sale SELECT range % 1000, range % 7 FROM range(20000);
+        CHECKPOINT";
+    run_sql(&node, &runtime, setup).unwrap();
+    let query = "SELECT count(*) FROM part, sale WHERE part.p = sale.p AND kind = 'rare' \
+         AND qty < (SELECT avg(qty) FROM sale s WHERE s.p = part.p)";
+    let lines = plan_lines(&node, &runtime, &format!("EXPLAIN ANALYZE {query}"));
+    // 10 rare parts of 1,000: the average is computed for their 200 sales, not all 20,000.
+    assert_eq!(
+        line(&lines, "HashJoin Semi"),
+        "HashJoin Semi: on=[p#0 = p#0]  [rows=200"
+    );
+    let (_, batches) = run_sql(&node, &runtime, query).unwrap().expect("rows");
+    assert_eq!(
+        map_cells(&batches, |_, _, _, text| text),
+        vec![vec!["98".to_string()]]
+    );
+    runtime.block_on(node.close()).unwrap();
+}

@@ -713,8 +713,14 @@ impl<'a> Binder<'a> {
             .into_iter()
             .partition(|p| p.column_indices().iter().any(|c| *c >= width));
         let mut plan = plan_join_block(relations, early, self.snapshot);
+        // EXISTS and IN filter first: the correlated subqueries' values are then computed for
+        // the rows that remain (and only for their keys: `key_domain`).
+        for (kind, subquery, probe) in filters {
+            plan = join_filter(plan, kind, subquery, probe, width)?;
+            plan = crate::semi_pushdown::push_down_semi_join(plan, self.snapshot);
+        }
         for (k, subquery) in correlated.into_iter().enumerate() {
-            plan = join_pending(plan, subquery, width + k)?;
+            plan = join_pending(plan, subquery, width + k, self.snapshot)?;
         }
         if let Some(predicate) = Expr::and_all(late) {
             plan = LogicalPlan::Filter {
@@ -724,10 +730,6 @@ impl<'a> Binder<'a> {
         }
         if plan.schema().fields().len() > width {
             plan = keep_columns(plan, width);
-        }
-        for (kind, subquery, probe) in filters {
-            plan = join_filter(plan, kind, subquery, probe, width)?;
-            plan = crate::semi_pushdown::push_down_semi_join(plan, self.snapshot);
         }
         Ok(plan)
     }
@@ -938,7 +940,7 @@ impl<'a> Binder<'a> {
         if aggregation.is_none() {
             let width = scope.columns.len();
             for (k, subquery) in correlated.into_iter().enumerate() {
-                plan = join_pending(plan, subquery, width + k)?;
+                plan = join_pending(plan, subquery, width + k, self.snapshot)?;
             }
         } else if !correlated.is_empty() {
             // Joined to the aggregation's output below; their values' placeholder numbers
@@ -1005,7 +1007,7 @@ impl<'a> Binder<'a> {
                 .into_iter()
                 .enumerate()
             {
-                plan = join_pending(plan, subquery, width + k)?;
+                plan = join_pending(plan, subquery, width + k, self.snapshot)?;
             }
             if let Some(having) = having {
                 plan = filter(plan, having, "HAVING")?;

@@ -1,5 +1,6 @@
 //! Subqueries in WHERE and in expressions, turned into the joins that replace them.
 
+use pondra_catalog::Snapshot;
 use pondra_parser::ast;
 
 use super::expr;
@@ -41,9 +42,10 @@ pub(super) fn join_pending(
     plan: LogicalPlan,
     pending: PendingSubquery,
     position: usize,
+    snapshot: &Snapshot,
 ) -> Result<LogicalPlan> {
     match pending {
-        PendingSubquery::Scalar(subquery) => join_scalar(plan, subquery, position),
+        PendingSubquery::Scalar(subquery) => join_scalar(plan, subquery, position, snapshot),
         PendingSubquery::Mark {
             plan: subquery,
             probe,
@@ -64,6 +66,7 @@ pub(super) fn join_scalar(
     plan: LogicalPlan,
     subquery: LogicalPlan,
     position: usize,
+    snapshot: &Snapshot,
 ) -> Result<LogicalPlan> {
     assert_eq!(plan.schema().fields().len(), position);
     if !is_scalar_aggregate(&subquery) {
@@ -86,6 +89,7 @@ pub(super) fn join_scalar(
     if keys.is_empty() || filter.is_some() {
         return join_scalar_by_domain(plan, subquery, position);
     }
+    let pulled_up = crate::key_domain::restrict_to_outer_keys(&plan, pulled_up, &keys, snapshot);
     let joined = LogicalPlan::join(plan, pulled_up, JoinKind::Left, keys, None);
     Ok(keep_columns(joined, position + 1))
 }
