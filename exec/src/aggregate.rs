@@ -764,7 +764,7 @@ impl HashAggregateSink {
                 Some(condition) => {
                     let keep = evaluate(condition, batch)?;
                     let keep = crate::functions::nulls_as_false(keep.as_boolean());
-                    let kept = arrow::compute::filter_record_batch(batch, &keep)?;
+                    let kept = crate::select::filter_batch(batch, &keep)?;
                     let groups: Vec<usize> = group_ids
                         .iter()
                         .zip(keep.values())

@@ -87,6 +87,16 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
         Expr::Cast { expr, data_type } => {
             value(expr, batch)?.map(|v| match (v.data_type(), data_type) {
                 (from, to) if from == to => Ok(v.clone()),
+                // Same scale, more digits: the values stay as they are; only the type widens.
+                (DataType::Decimal128(from, scale), DataType::Decimal128(to, to_scale))
+                    if scale == to_scale && to >= from =>
+                {
+                    let widened = v
+                        .as_primitive::<arrow::datatypes::Decimal128Type>()
+                        .clone()
+                        .with_precision_and_scale(*to, *to_scale)?;
+                    Ok(Arc::new(widened))
+                }
                 (DataType::Utf8, DataType::List(_)) => arrays::parse(v.as_string(), data_type),
                 (DataType::List(_), DataType::Utf8) => arrays::to_text(v),
                 _ => Ok(cast_with_options(v, data_type, &CAST_OPTIONS)?),
@@ -295,6 +305,9 @@ fn binary(op: BinaryOp, l: &ArrayRef, r: &ArrayRef) -> Result<ArrayRef> {
 
 /// The arithmetic and comparison operators, whose kernels broadcast a scalar side.
 fn arithmetic(op: BinaryOp, l: &dyn Datum, r: &dyn Datum) -> Result<ArrayRef> {
+    if let Some(result) = crate::decimal::unchecked(op, l, r) {
+        return result;
+    }
     Ok(match op {
         BinaryOp::Plus => numeric::add(l, r)?,
         BinaryOp::Minus => numeric::sub(l, r)?,

@@ -11,6 +11,7 @@
 mod aggregate;
 mod arrays;
 mod collected;
+mod decimal;
 mod error;
 mod expr;
 mod functions;
@@ -20,6 +21,7 @@ mod morsel;
 mod pipeline;
 mod profile;
 mod scan;
+mod select;
 mod sink;
 mod sort;
 mod subquery;

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
-use arrow::compute::{concat, filter_record_batch};
+use arrow::compute::concat;
 use arrow::datatypes::SchemaRef;
 use pondra_catalog::Snapshot;
 use pondra_planner::{Expr, PhysicalPlan};
@@ -94,7 +94,7 @@ impl Operator<'_> {
                     .as_any()
                     .downcast_ref::<arrow::array::BooleanArray>()
                     .ok_or_else(|| ExecError::Execution("filter is not boolean".into()))?;
-                Ok(filter_record_batch(&batch, mask)?)
+                crate::select::filter_batch(&batch, mask)
             }
             Operator::Projection(exprs, schema) => {
                 let columns = exprs
@@ -554,7 +554,7 @@ impl NewRows {
             let keep: arrow::array::BooleanArray = (0..batch.num_rows())
                 .map(|i| Some(self.seen.insert(rows.row(i).as_ref().into())))
                 .collect();
-            out.push(arrow::compute::filter_record_batch(&batch, &keep)?);
+            out.push(crate::select::filter_batch(&batch, &keep)?);
         }
         Ok(out)
     }
