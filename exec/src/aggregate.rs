@@ -26,6 +26,11 @@ struct Sums<T> {
     seen: Vec<bool>,
 }
 
+#[cold]
+fn overflow<T: Summand>() -> ExecError {
+    ExecError::Execution(T::OVERFLOW.into())
+}
+
 /// A value that sums can add, failing on overflow where its type can overflow.
 trait Summand: arrow::datatypes::ArrowNativeType {
     const OVERFLOW: &'static str;
@@ -54,11 +59,36 @@ impl Summand for f64 {
 }
 
 impl<T: Summand> Sums<T> {
-    /// Adds `value` to `group`'s sum.
+    /// Adds `value` to `group`'s sum (a sum not yet seen is zero).
+    #[inline]
     fn add(&mut self, group: usize, value: T) -> Result<()> {
-        let sum = self.get(group).unwrap_or_default().checked_plus(value);
-        let sum = sum.ok_or_else(|| ExecError::Execution(T::OVERFLOW.into()))?;
-        self.set(group, sum);
+        let sum = &mut self.values[group];
+        *sum = sum.checked_plus(value).ok_or_else(overflow::<T>)?;
+        self.seen[group] = true;
+        Ok(())
+    }
+
+    /// Adds each non-NULL value of `values` to the sum of its row's group.
+    fn add_all<A>(
+        &mut self,
+        values: &arrow::array::PrimitiveArray<A>,
+        groups: &[usize],
+    ) -> Result<()>
+    where
+        A: arrow::datatypes::ArrowPrimitiveType<Native = T>,
+    {
+        match values.nulls() {
+            None => {
+                for (&g, &v) in groups.iter().zip(values.values()) {
+                    self.add(g, v)?;
+                }
+            }
+            Some(nulls) => {
+                for row in nulls.valid_indices() {
+                    self.add(groups[row], values.value(row))?;
+                }
+            }
+        }
         Ok(())
     }
 
@@ -79,11 +109,6 @@ impl<T: arrow::datatypes::ArrowNativeType> Sums<T> {
 
     fn get(&self, group: usize) -> Option<T> {
         self.seen[group].then(|| self.values[group])
-    }
-
-    fn set(&mut self, group: usize, value: T) {
-        self.values[group] = value;
-        self.seen[group] = true;
     }
 
     /// The groups that have a sum, with it.
@@ -125,6 +150,12 @@ enum Accumulator {
     Avg {
         sums: Vec<f64>,
         counts: Vec<i64>,
+    },
+    /// The average of decimals: their exact sum and count per group.
+    AvgDecimal {
+        sums: Sums<i128>,
+        counts: Vec<i64>,
+        scale: i8,
     },
     /// Count, mean and sum of squared differences from it (Welford), per group.
     Moments {
@@ -250,9 +281,17 @@ impl Accumulator {
                 squares: Vec::new(),
                 func: call.func,
             },
-            AggregateFunction::Avg => Accumulator::Avg {
-                sums: Vec::new(),
-                counts: Vec::new(),
+            AggregateFunction::Avg => match arg_type {
+                // Summed exactly, divided once per group.
+                Some(DataType::Decimal128(_, scale)) => Accumulator::AvgDecimal {
+                    sums: Sums::default(),
+                    counts: Vec::new(),
+                    scale,
+                },
+                _ => Accumulator::Avg {
+                    sums: Vec::new(),
+                    counts: Vec::new(),
+                },
             },
             AggregateFunction::GroupingId => Accumulator::Zero { groups: 0 },
             AggregateFunction::ArrayAgg => {
@@ -277,6 +316,10 @@ impl Accumulator {
             Accumulator::Extreme { best, .. } => best.resize(groups, None),
             Accumulator::Avg { sums, counts } => {
                 sums.resize(groups, 0.0);
+                counts.resize(groups, 0);
+            }
+            Accumulator::AvgDecimal { sums, counts, .. } => {
+                sums.resize(groups);
                 counts.resize(groups, 0);
             }
             Accumulator::CountDistinct { counts, .. } => counts.resize(groups, 0),
@@ -356,42 +399,27 @@ impl Accumulator {
                     }
                 }
             }
-            Accumulator::Count { counts, star } => {
-                let value = value.filter(|_| !*star);
-                for (row, &g) in groups.iter().enumerate() {
-                    if value.is_none_or(|v| v.is_valid(row)) {
-                        counts[g] += 1;
-                    }
-                }
-            }
+            Accumulator::Count { counts, star } => match value.filter(|_| !*star) {
+                Some(value) => count_valid(counts, value, groups),
+                None => groups.iter().for_each(|&g| counts[g] += 1),
+            },
             Accumulator::SumInt { sums } => {
                 let value = cast(value.expect("sum has an argument"), &DataType::Int64)?;
-                let value = value.as_primitive::<Int64Type>();
-                for (row, &g) in groups.iter().enumerate() {
-                    if value.is_valid(row) {
-                        sums.add(g, value.value(row))?;
-                    }
-                }
+                sums.add_all(value.as_primitive::<Int64Type>(), groups)?;
             }
             Accumulator::SumFloat { sums } => {
-                let value = value
-                    .expect("sum has an argument")
-                    .as_primitive::<Float64Type>();
-                for (row, &g) in groups.iter().enumerate() {
-                    if value.is_valid(row) {
-                        sums.add(g, value.value(row))?;
-                    }
-                }
+                let value = value.expect("sum has an argument");
+                sums.add_all(value.as_primitive::<Float64Type>(), groups)?;
             }
             Accumulator::SumDecimal { sums, .. } => {
-                let value = value
-                    .expect("sum has an argument")
-                    .as_primitive::<Decimal128Type>();
-                for (row, &g) in groups.iter().enumerate() {
-                    if value.is_valid(row) {
-                        sums.add(g, value.value(row))?;
-                    }
-                }
+                let value = value.expect("sum has an argument");
+                sums.add_all(value.as_primitive::<Decimal128Type>(), groups)?;
+            }
+            Accumulator::AvgDecimal { sums, counts, .. } => {
+                let value = value.expect("avg has an argument");
+                let value = value.as_primitive::<Decimal128Type>();
+                sums.add_all(value, groups)?;
+                count_valid(counts, value, groups);
             }
             Accumulator::Extreme {
                 converter,
@@ -521,6 +549,19 @@ impl Accumulator {
                     if better {
                         best[map[g]] = Some(parser.parse(candidate.as_ref()).owned());
                     }
+                }
+            }
+            (
+                Accumulator::AvgDecimal { sums, counts, .. },
+                Accumulator::AvgDecimal {
+                    sums: theirs,
+                    counts: c,
+                    ..
+                },
+            ) => {
+                sums.merge(&theirs, map)?;
+                for (g, n) in c.into_iter().enumerate() {
+                    counts[map[g]] += n;
                 }
             }
             (Accumulator::Avg { sums, counts }, Accumulator::Avg { sums: s, counts: c }) => {
@@ -689,6 +730,21 @@ impl Accumulator {
                     })
                     .collect::<Float64Array>(),
             ),
+            Accumulator::AvgDecimal {
+                sums,
+                counts,
+                scale,
+            } => {
+                let unit = 10f64.powi(scale as i32);
+                Arc::new(
+                    (0..counts.len())
+                        .map(|g| {
+                            let sum = sums.get(g)?;
+                            (counts[g] > 0).then(|| sum as f64 / unit / counts[g] as f64)
+                        })
+                        .collect::<Float64Array>(),
+                )
+            }
             Accumulator::Avg { sums, counts } => Arc::new(
                 sums.iter()
                     .zip(&counts)
@@ -860,5 +916,15 @@ impl HashAggregateSink {
             columns,
             &options,
         )?)
+    }
+}
+
+/// Adds one to the count of the group of each row whose value is not NULL.
+fn count_valid(counts: &mut [i64], values: &dyn Array, groups: &[usize]) {
+    match values.nulls() {
+        None => groups.iter().for_each(|&g| counts[g] += 1),
+        Some(nulls) => nulls
+            .valid_indices()
+            .for_each(|row| counts[groups[row]] += 1),
     }
 }
