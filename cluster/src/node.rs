@@ -21,6 +21,9 @@ pub struct NodeOptions {
     pub tier_after: Duration,
     /// Replaced objects are deleted this long after the commit that replaced them.
     pub retain: Duration,
+    /// The database name clients know the lake by (`current_database()`); Pondra's default
+    /// when `None`.
+    pub database: Option<String>,
 }
 
 impl Default for NodeOptions {
@@ -28,6 +31,7 @@ impl Default for NodeOptions {
         NodeOptions {
             tier_after: Duration::from_secs(10),
             retain: Duration::from_secs(60),
+            database: None,
         }
     }
 }
@@ -113,6 +117,19 @@ impl Node {
         Ok(())
     }
 
+    /// A binder over `snapshot` that sees the session's external tables and the lake's name.
+    fn binder<'a>(
+        &'a self,
+        snapshot: &'a Snapshot,
+        external: &'a HashMap<String, Arc<ExternalTable>>,
+    ) -> Binder<'a> {
+        let binder = Binder::with_external(snapshot, external);
+        match &self.options.database {
+            Some(name) => binder.in_database(name),
+            None => binder,
+        }
+    }
+
     /// Runs every statement in `sql`, stopping at the first error.
     pub async fn execute(&self, sql: &str) -> Result<Vec<StatementResult>> {
         let mut results = Vec::new();
@@ -131,7 +148,9 @@ impl Node {
         };
         let snapshot = self.snapshot();
         let external = self.external.read().expect("external tables lock").clone();
-        let plan = Binder::with_external(&snapshot, &external).bind_statement(statement)?;
+        let plan = self
+            .binder(&snapshot, &external)
+            .bind_statement(statement)?;
         Ok(match plan {
             Plan::Query(plan) => Some(plan.schema()),
             Plan::Explain(_) | Plan::ExplainAnalyze(_) => Some(plan_schema()),
@@ -143,7 +162,9 @@ impl Node {
     pub async fn execute_statement(&self, statement: &ParsedStatement) -> Result<StatementResult> {
         let snapshot = self.snapshot();
         let external = self.external.read().expect("external tables lock").clone();
-        let plan = Binder::with_external(&snapshot, &external).bind_statement(statement)?;
+        let plan = self
+            .binder(&snapshot, &external)
+            .bind_statement(statement)?;
         match plan {
             Plan::Query(plan) => {
                 let schema = plan.schema();

@@ -16,7 +16,7 @@ pub const PUBLIC_OID: i32 = 2200;
 pub const INFORMATION_SCHEMA_OID: i32 = 13_000;
 /// The owner every object has.
 pub const OWNER: &str = "pondra";
-/// The database every lake is, to a client.
+/// The database a lake is to a client, unless the server names it (`--lakes`).
 pub const CATALOG: &str = "pondra";
 /// The Postgres version clients are told, which picks the catalog queries they send: 14's are
 /// those Pondra answers (ADR 0010).
@@ -189,6 +189,7 @@ pub fn system_table(
     schema: &str,
     name: &str,
     snapshot: &Snapshot,
+    database: &str,
     columns_of: &dyn Fn(&TableDef) -> Vec<(String, DataType)>,
 ) -> Option<LogicalPlan> {
     let tables: Vec<&Arc<TableDef>> = snapshot.tables.values().collect();
@@ -397,7 +398,7 @@ pub fn system_table(
             // Encoding 6 is UTF8; text compares by bytes, as in the C collation.
             vec![vec![
                 int(1),
-                text(CATALOG),
+                text(database),
                 int(10),
                 int(6),
                 text("C"),
@@ -574,7 +575,7 @@ pub fn system_table(
                 .filter_map(|t| match &t.kind {
                     TableKind::View { sql, .. } | TableKind::MaterializedView { sql, .. } => {
                         Some(vec![
-                            text(CATALOG),
+                            text(database),
                             text("public"),
                             text(&t.name),
                             text(sql.clone()),
@@ -592,7 +593,7 @@ pub fn system_table(
             ],
             ["public", "pg_catalog", "information_schema"]
                 .into_iter()
-                .map(|s| vec![text(CATALOG), text(s), text(OWNER)])
+                .map(|s| vec![text(database), text(s), text(OWNER)])
                 .collect(),
         ),
         ("information_schema", "tables") => (
@@ -606,7 +607,7 @@ pub fn system_table(
                 .iter()
                 .map(|t| {
                     vec![
-                        text(CATALOG),
+                        text(database),
                         text("public"),
                         text(&t.name),
                         text(table_type(t)),
@@ -637,7 +638,7 @@ pub fn system_table(
                         _ => (Cell::Null, Cell::Null),
                     };
                     vec![
-                        text(CATALOG),
+                        text(database),
                         text("public"),
                         text(&c.table.name),
                         text(c.name),

@@ -122,6 +122,7 @@ pub fn run_cli() -> ExitCode {
     let options = NodeOptions {
         tier_after: Duration::from_secs(cli.tier_secs),
         retain: Duration::from_secs(cli.retain_secs),
+        database: None,
     };
     if let Some(Command::Serve {
         lakes,

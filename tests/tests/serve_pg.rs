@@ -267,6 +267,9 @@ fn each_database_name_is_a_lake_with_lakes() {
     assert_eq!(run("alpha", "SELECT count(*) FROM t").0, "2\n");
     let (_, err) = run("beta", "SELECT count(*) FROM t");
     assert!(err.contains("table t does not exist"), "{err}");
+    // Each lake is the database it was named by.
+    let query = "SELECT current_database(), current_catalog, (SELECT datname FROM pg_database)";
+    assert_eq!(run("beta", query).0, "beta|beta|beta\n");
     assert!(lakes.join("alpha").join("catalog").exists());
     assert!(lakes.join("beta").exists());
     let (_, err) = run("../x", "SELECT 1");

@@ -920,8 +920,9 @@ pub(super) fn resolve_column(
                     }
                     // SQL's value functions written without parentheses, where no column
                     // has the name.
+                    let database = binder.map_or(crate::system_tables::CATALOG, |b| b.database());
                     if qualifier.is_none()
-                        && let Some(value) = super::functions::value_function(&name)
+                        && let Some(value) = super::functions::value_function(&name, database)
                     {
                         return Ok(value);
                     }

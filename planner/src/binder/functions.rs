@@ -252,6 +252,12 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             if let Some(bound) = super::arrays::array_function(&name, &args) {
                 return bound;
             }
+            if matches!(name.as_str(), "current_database" | "current_catalog") && args.is_empty() {
+                let database = ctx
+                    .binder()
+                    .map_or(crate::system_tables::CATALOG, |b| b.database());
+                return Ok(Expr::Literal(ScalarValue::Utf8(database.to_string())));
+            }
             if let ("pg_total_relation_size" | "pg_relation_size" | "pg_table_size", [oid]) =
                 (name.as_str(), args.as_slice())
                 && let Some(binder) = ctx.binder()
@@ -301,11 +307,13 @@ pub(super) fn part_by_name(name: &str) -> Result<DatePart> {
 }
 
 /// `current_user`, `session_user`, `current_role`, `current_catalog`, `current_schema` and
-/// `user` as SQL writes them, without parentheses.
-pub(super) fn value_function(name: &str) -> Option<Expr> {
+/// `user` as SQL writes them, without parentheses; `database` is the lake's name.
+pub(super) fn value_function(name: &str, database: &str) -> Option<Expr> {
     match name {
-        "current_user" | "session_user" | "current_role" | "current_catalog" | "current_schema"
-        | "user" => session_function(name, &[]),
+        "current_catalog" => Some(Expr::Literal(ScalarValue::Utf8(database.to_string()))),
+        "current_user" | "session_user" | "current_role" | "current_schema" | "user" => {
+            session_function(name, &[])
+        }
         _ => None,
     }
 }
@@ -324,7 +332,6 @@ fn session_function(name: &str, args: &[Expr]) -> Option<Expr> {
         ("current_schemas", 1) => {
             text("{pg_catalog,public}").cast(&crate::types::list_of(DataType::Utf8))
         }
-        ("current_database" | "current_catalog", 0) => text(crate::system_tables::CATALOG),
         ("current_user" | "session_user" | "current_role" | "user", 0) => {
             text(crate::system_tables::OWNER)
         }

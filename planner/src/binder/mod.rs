@@ -54,6 +54,8 @@ pub struct Binder<'a> {
     correlated: RefCell<Vec<Vec<PendingSubquery>>>,
     /// Per SELECT being bound, its window functions, in order of appearance.
     windows: RefCell<Vec<Vec<WindowExpr>>>,
+    /// The name the client knows the lake by (`current_database()`, `pg_database`).
+    database: &'a str,
 }
 
 impl<'a> Binder<'a> {
@@ -105,7 +107,18 @@ impl<'a> Binder<'a> {
             outer: RefCell::new(Vec::new()),
             correlated: RefCell::new(Vec::new()),
             windows: RefCell::new(Vec::new()),
+            database: crate::system_tables::CATALOG,
         }
+    }
+
+    /// The same binder, for a lake the client knows as `database`.
+    pub fn in_database(self, database: &'a str) -> Binder<'a> {
+        Binder { database, ..self }
+    }
+
+    /// The name the client knows the lake by.
+    pub(crate) fn database(&self) -> &str {
+        self.database
     }
 
     /// Records a window function of the SELECT being bound; returns its number.
@@ -403,7 +416,7 @@ impl<'a> Binder<'a> {
                 }
             }
         };
-        crate::system_tables::system_table(schema, name, self.snapshot, &columns_of)
+        crate::system_tables::system_table(schema, name, self.snapshot, self.database, &columns_of)
     }
 
     /// The plan that reads a table, or a materialized view through its read plan.

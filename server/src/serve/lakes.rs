@@ -82,7 +82,11 @@ impl Lakes {
             return Ok(node.clone());
         }
         let dir = root.join(name);
-        let node = Node::open_folder(&dir, self.options.clone())
+        let options = NodeOptions {
+            database: Some(name.to_string()),
+            ..self.options.clone()
+        };
+        let node = Node::open_folder(&dir, options)
             .await
             .map_err(|e| format!("cannot open the lake of database {name}: {e}"))?;
         self.start_background(&node);
