@@ -20,4 +20,4 @@ pub use pondra_parser::{
     ParsedStatement, Statement, StatementKind, parse_sql, placeholder_count, split_statements,
     substitute_placeholders,
 };
-pub use pondra_planner::SERVER_VERSION;
+pub use pondra_planner::{SERVER_VERSION, push_array_item};

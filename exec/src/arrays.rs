@@ -12,7 +12,7 @@ use arrow::compute::{CastOptions, cast_with_options, interleave, take};
 use arrow::datatypes::{DataType, Field, FieldRef};
 use arrow::row::{RowConverter, SortField};
 use arrow::util::display::FormatOptions;
-use pondra_planner::BinaryOp;
+use pondra_planner::{BinaryOp, push_array_item};
 
 use crate::{ExecError, Result};
 
@@ -117,34 +117,13 @@ pub fn to_text(array: &ArrayRef) -> Result<ArrayRef> {
             if items.is_null(i) {
                 text.push_str("NULL");
             } else {
-                push_item(&mut text, items.value(i));
+                push_array_item(&mut text, items.value(i));
             }
         }
         text.push('}');
         out.append_value(text);
     }
     Ok(Arc::new(out.finish()))
-}
-
-/// One element, quoted when Postgres would quote it.
-fn push_item(text: &mut String, item: &str) {
-    let needs_quotes = item.is_empty()
-        || item.eq_ignore_ascii_case("null")
-        || item
-            .chars()
-            .any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_whitespace());
-    if !needs_quotes {
-        text.push_str(item);
-        return;
-    }
-    text.push('"');
-    for c in item.chars() {
-        if matches!(c, '"' | '\\') {
-            text.push('\\');
-        }
-        text.push(c);
-    }
-    text.push('"');
 }
 
 fn bounds(list: &ListArray, row: usize) -> (usize, usize) {

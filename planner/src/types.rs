@@ -73,6 +73,28 @@ pub fn list_of(item: DataType) -> DataType {
     )))
 }
 
+/// Appends one element of an array in Postgres's text form (`{1,NULL,"a b"}`), quoted when
+/// Postgres would quote it.
+pub fn push_array_item(text: &mut String, item: &str) {
+    let needs_quotes = item.is_empty()
+        || item.eq_ignore_ascii_case("null")
+        || item
+            .chars()
+            .any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_whitespace());
+    if !needs_quotes {
+        text.push_str(item);
+        return;
+    }
+    text.push('"');
+    for c in item.chars() {
+        if matches!(c, '"' | '\\') {
+            text.push('\\');
+        }
+        text.push(c);
+    }
+    text.push('"');
+}
+
 /// True for the types arithmetic applies to.
 pub fn is_numeric(data_type: &DataType) -> bool {
     matches!(

@@ -7,8 +7,8 @@ use arrow::datatypes::{DataType, Field};
 use sqlparser::ast::{self, BinaryOperator};
 
 use super::expr::*;
-use super::functions::strings;
-use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, Expr, ScalarFunction};
+use super::functions::{expect_arity, strings};
+use crate::expr::{AggregateCall, AggregateFunction, Expr, ScalarFunction};
 use crate::logical::LogicalPlan;
 use crate::scalar::ScalarValue;
 pub use crate::types::list_of;
@@ -109,14 +109,8 @@ pub(super) fn bind_quantified(
             _ => Err(unsupported!("{op} {quantifier} (subquery)")),
         };
     }
-    let op = match op {
-        BinaryOperator::Eq => BinaryOp::Eq,
-        BinaryOperator::NotEq => BinaryOp::NotEq,
-        BinaryOperator::Lt => BinaryOp::Lt,
-        BinaryOperator::LtEq => BinaryOp::LtEq,
-        BinaryOperator::Gt => BinaryOp::Gt,
-        BinaryOperator::GtEq => BinaryOp::GtEq,
-        other => return Err(unsupported!("{other} {quantifier} (...)")),
+    let Some(op) = comparison(op) else {
+        return Err(unsupported!("{op} {quantifier} (...)"));
     };
     let value = bind_expr(left, ctx)?;
     let array = bind_expr(right, ctx)?;
@@ -259,16 +253,7 @@ pub(super) fn array_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> 
 }
 
 fn bind_array_function(name: &str, args: &[Expr]) -> Result<Expr> {
-    let arity = |n: usize| {
-        if args.len() == n {
-            Ok(())
-        } else {
-            Err(bind_err!(
-                "{name} takes {n} argument(s), got {}",
-                args.len()
-            ))
-        }
-    };
+    let arity = |n: usize| expect_arity(name, args, n);
     let array = |arg: &Expr| -> Result<Expr> {
         let t = arg.data_type();
         match t {

@@ -1140,55 +1140,67 @@ pub fn equality(left: Expr, right: Expr) -> Result<Expr> {
     binary(left, &BinaryOperator::Eq, right)
 }
 
-pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Expr> {
-    let op = match op {
-        BinaryOperator::Plus => BinaryOp::Plus,
-        BinaryOperator::Minus => BinaryOp::Minus,
-        BinaryOperator::Multiply => BinaryOp::Multiply,
-        BinaryOperator::Divide => BinaryOp::Divide,
-        BinaryOperator::Modulo => BinaryOp::Modulo,
+/// The comparison an operator is, if it is one.
+pub(super) fn comparison(op: &BinaryOperator) -> Option<BinaryOp> {
+    Some(match op {
         BinaryOperator::Eq => BinaryOp::Eq,
         BinaryOperator::NotEq => BinaryOp::NotEq,
         BinaryOperator::Lt => BinaryOp::Lt,
         BinaryOperator::LtEq => BinaryOp::LtEq,
         BinaryOperator::Gt => BinaryOp::Gt,
         BinaryOperator::GtEq => BinaryOp::GtEq,
-        BinaryOperator::And => BinaryOp::And,
-        BinaryOperator::Or => BinaryOp::Or,
-        BinaryOperator::StringConcat => BinaryOp::Concat,
-        BinaryOperator::PGRegexMatch
-        | BinaryOperator::PGRegexIMatch
-        | BinaryOperator::PGRegexNotMatch
-        | BinaryOperator::PGRegexNotIMatch => {
-            let insensitive = matches!(
-                op,
-                BinaryOperator::PGRegexIMatch | BinaryOperator::PGRegexNotIMatch
-            );
-            let matched = Expr::Function {
-                func: ScalarFunction::RegexpMatch(insensitive),
-                args: strings(vec![left, right]),
-                data_type: DataType::Boolean,
-            };
-            let negated = matches!(
-                op,
-                BinaryOperator::PGRegexNotMatch | BinaryOperator::PGRegexNotIMatch
-            );
-            return Ok(if negated {
-                Expr::Not(Box::new(matched))
-            } else {
-                matched
-            });
-        }
-        BinaryOperator::BitwiseAnd => return bitwise(left, BitwiseOp::And, right),
-        BinaryOperator::BitwiseOr => return bitwise(left, BitwiseOp::Or, right),
-        BinaryOperator::BitwiseXor | BinaryOperator::PGBitwiseXor => {
-            return bitwise(left, BitwiseOp::Xor, right);
-        }
-        BinaryOperator::PGBitwiseShiftLeft => return bitwise(left, BitwiseOp::ShiftLeft, right),
-        BinaryOperator::PGBitwiseShiftRight => {
-            return bitwise(left, BitwiseOp::ShiftRight, right);
-        }
-        other => return Err(unsupported!("the operator {other}")),
+        _ => return None,
+    })
+}
+
+pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Expr> {
+    let op = match comparison(op) {
+        Some(compare) => compare,
+        None => match op {
+            BinaryOperator::Plus => BinaryOp::Plus,
+            BinaryOperator::Minus => BinaryOp::Minus,
+            BinaryOperator::Multiply => BinaryOp::Multiply,
+            BinaryOperator::Divide => BinaryOp::Divide,
+            BinaryOperator::Modulo => BinaryOp::Modulo,
+            BinaryOperator::And => BinaryOp::And,
+            BinaryOperator::Or => BinaryOp::Or,
+            BinaryOperator::StringConcat => BinaryOp::Concat,
+            BinaryOperator::PGRegexMatch
+            | BinaryOperator::PGRegexIMatch
+            | BinaryOperator::PGRegexNotMatch
+            | BinaryOperator::PGRegexNotIMatch => {
+                let insensitive = matches!(
+                    op,
+                    BinaryOperator::PGRegexIMatch | BinaryOperator::PGRegexNotIMatch
+                );
+                let matched = Expr::Function {
+                    func: ScalarFunction::RegexpMatch(insensitive),
+                    args: strings(vec![left, right]),
+                    data_type: DataType::Boolean,
+                };
+                let negated = matches!(
+                    op,
+                    BinaryOperator::PGRegexNotMatch | BinaryOperator::PGRegexNotIMatch
+                );
+                return Ok(if negated {
+                    Expr::Not(Box::new(matched))
+                } else {
+                    matched
+                });
+            }
+            BinaryOperator::BitwiseAnd => return bitwise(left, BitwiseOp::And, right),
+            BinaryOperator::BitwiseOr => return bitwise(left, BitwiseOp::Or, right),
+            BinaryOperator::BitwiseXor | BinaryOperator::PGBitwiseXor => {
+                return bitwise(left, BitwiseOp::Xor, right);
+            }
+            BinaryOperator::PGBitwiseShiftLeft => {
+                return bitwise(left, BitwiseOp::ShiftLeft, right);
+            }
+            BinaryOperator::PGBitwiseShiftRight => {
+                return bitwise(left, BitwiseOp::ShiftRight, right);
+            }
+            other => return Err(unsupported!("the operator {other}")),
+        },
     };
     let (lt, rt) = (left.data_type(), right.data_type());
     let (left, right) = match op {

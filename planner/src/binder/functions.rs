@@ -32,16 +32,7 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
         .into_iter()
         .map(|a| bind_expr(a, ctx))
         .collect::<Result<Vec<_>>>()?;
-    let arity = |n: usize| {
-        if args.len() == n {
-            Ok(())
-        } else {
-            Err(bind_err!(
-                "{name} takes {n} argument(s), got {}",
-                args.len()
-            ))
-        }
-    };
+    let arity = |n: usize| expect_arity(&name, &args, n);
     let (func, args, data_type) = match name.as_str() {
         "coalesce" => {
             if args.is_empty() {
@@ -273,6 +264,18 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
         args,
         data_type,
     })
+}
+
+/// An error unless `name` was called with `n` arguments.
+pub(super) fn expect_arity(name: &str, args: &[Expr], n: usize) -> Result<()> {
+    if args.len() == n {
+        Ok(())
+    } else {
+        Err(bind_err!(
+            "{name} takes {n} argument(s), got {}",
+            args.len()
+        ))
+    }
 }
 
 pub(super) fn strings(args: Vec<Expr>) -> Vec<Expr> {

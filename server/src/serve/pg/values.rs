@@ -136,23 +136,7 @@ fn array_text(items: &[PgValue]) -> String {
             text.push_str("NULL");
             continue;
         };
-        let quoted = item.is_empty()
-            || item.eq_ignore_ascii_case("null")
-            || item
-                .chars()
-                .any(|c| matches!(c, '{' | '}' | ',' | '"' | '\\') || c.is_whitespace());
-        if !quoted {
-            text.push_str(&item);
-            continue;
-        }
-        text.push('"');
-        for c in item.chars() {
-            if matches!(c, '"' | '\\') {
-                text.push('\\');
-            }
-            text.push(c);
-        }
-        text.push('"');
+        pondra_cluster::push_array_item(&mut text, &item);
     }
     text.push('}');
     text
