@@ -149,9 +149,12 @@ fn postgres_tokens(text: &str) -> Result<Vec<sqlparser::tokenizer::Token>, Parse
     Ok(out)
 }
 
-/// The text of an `E'...'` string: `\n`, `\t`, `\r`, `\b`, `\f` and `\` followed by any other
-/// character, which stands for itself.
-fn unescape(escaped: &str) -> String {
+/// Text with Postgres's backslash escapes read (in `E'...'` strings and COPY's text format):
+/// `\n`, `\t`, `\r`, `\b`, `\f`, and `\` before any other character, which stands for itself.
+pub fn unescape(escaped: &str) -> String {
+    if !escaped.contains('\\') {
+        return escaped.to_string();
+    }
     let mut out = String::with_capacity(escaped.len());
     let mut chars = escaped.chars();
     while let Some(c) = chars.next() {

@@ -95,12 +95,9 @@ fn domains(plan: &LogicalPlan, column: usize, out: &mut Vec<(LogicalPlan, usize)
                 JoinKind::RightSemi | JoinKind::RightAnti => {
                     // A right semi join keeps only the right keys the left side has.
                     if *kind == JoinKind::RightSemi {
-                        for (l, r) in on {
-                            if let (Expr::Column { index: l, .. }, Expr::Column { index: r, .. }) =
-                                (l, r)
-                                && *r == column
-                            {
-                                domains(left, *l, out);
+                        for (l, r) in column_keys(on) {
+                            if r == column {
+                                domains(left, l, out);
                             }
                         }
                     }
@@ -109,12 +106,9 @@ fn domains(plan: &LogicalPlan, column: usize, out: &mut Vec<(LogicalPlan, usize)
                 _ if column < left_width => {
                     // A semi (or inner) join keeps only the left keys the right side has.
                     if matches!(kind, JoinKind::Semi | JoinKind::Inner) {
-                        for (l, r) in on {
-                            if let (Expr::Column { index: l, .. }, Expr::Column { index: r, .. }) =
-                                (l, r)
-                                && *l == column
-                            {
-                                domains(right, *r, out);
+                        for (l, r) in column_keys(on) {
+                            if l == column {
+                                domains(right, r, out);
                             }
                         }
                     }
@@ -128,6 +122,14 @@ fn domains(plan: &LogicalPlan, column: usize, out: &mut Vec<(LogicalPlan, usize)
         }
         _ => {}
     }
+}
+
+/// The join keys that are plain columns on both sides, as (left column, right column).
+fn column_keys(on: &[(Expr, Expr)]) -> impl Iterator<Item = (usize, usize)> + '_ {
+    on.iter().filter_map(|key| match key {
+        (Expr::Column { index: l, .. }, Expr::Column { index: r, .. }) => Some((*l, *r)),
+        _ => None,
+    })
 }
 
 /// A table read whole, with at most some of its columns projected.

@@ -194,7 +194,7 @@ impl CopyIn {
                 }
                 rows.push(
                     line.split(self.delimiter as char)
-                        .map(|v| (v != self.null).then(|| unescape(v)))
+                        .map(|v| (v != self.null).then(|| pondra_parser::unescape(v)))
                         .collect(),
                 );
             }
@@ -210,29 +210,6 @@ impl CopyIn {
         }
         Ok(rows)
     }
-}
-
-/// The text format's backslash escapes.
-fn unescape(value: &str) -> String {
-    if !value.contains('\\') {
-        return value.to_string();
-    }
-    let mut out = String::with_capacity(value.len());
-    let mut chars = value.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
-            out.push(c);
-            continue;
-        }
-        match chars.next() {
-            Some('t') => out.push('\t'),
-            Some('n') => out.push('\n'),
-            Some('r') => out.push('\r'),
-            Some(other) => out.push(other),
-            None => out.push('\\'),
-        }
-    }
-    out
 }
 
 /// CSV records as (value, was it quoted) pairs: an unquoted empty value is NULL.
