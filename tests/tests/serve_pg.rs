@@ -127,6 +127,23 @@ fn psql_runs_statements_and_copy() {
     assert!(out.contains("Table \"public.t\""), "{out}");
     assert!(out.contains(" amount | numeric "), "{out}");
     assert!(out.contains("View \"public.v\""), "{out}");
+    // \d of a table with a key and an index reads pg_index and pg_constraint too.
+    let (out, err, ok) = psql(
+        &served,
+        None,
+        &[
+            "-c",
+            "CREATE TABLE keyed (id INT PRIMARY KEY, v TEXT)",
+            "-c",
+            "CREATE INDEX keyed_v ON keyed (v)",
+            "-c",
+            "\\d keyed",
+            "-c",
+            "DROP TABLE keyed",
+        ],
+    );
+    assert!(ok && err.is_empty(), "{err}");
+    assert!(out.contains("Table \"public.keyed\""), "{out}");
     // \l (E'' strings), \du (a correlated ARRAY(subquery)), \df, \dn.
     let (out, err, ok) = psql(
         &served,
