@@ -7,20 +7,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use arrow::array::{
     Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt32Array, new_null_array,
 };
-use arrow::compute::{concat_batches, filter_record_batch, take};
-use arrow::datatypes::{DataType, SchemaRef};
+use arrow::compute::take;
+use arrow::datatypes::SchemaRef;
 use pondra_planner::{Expr, JoinKind};
 
 use crate::expr::evaluate;
-use crate::keys::{KeyIndex, NO_KEY, NullKeys};
+use crate::join_rows::BuildRows;
+use crate::join_table::JoinTable;
 use crate::{ExecError, Result};
 
 /// Output batches are cut at about this many rows, so a join that multiplies rows does not
 /// build one huge batch.
 const OUTPUT_ROWS: usize = 8192;
-
-/// The end of a chain of build rows.
-const NO_ROW: u32 = u32::MAX;
 
 /// The built side of a hash join and what the probe side has matched of it.
 pub struct HashJoin {
@@ -28,16 +26,10 @@ pub struct HashJoin {
     left_keys: Vec<Expr>,
     filter: Option<Expr>,
     schema: SchemaRef,
-    build: RecordBatch,
-    /// The build side's distinct keys (`None` for a join without keys); rows with a NULL key
-    /// are never in it.
-    index: Option<KeyIndex>,
-    /// For each key id, the first build row with that key.
-    heads: Vec<u32>,
-    /// For each build row, the next build row with the same key (`NO_ROW` after the last): the
-    /// rows of one key form a chain, in build order, at four bytes a row.
-    next: Vec<u32>,
-    build_has_null_key: bool,
+    build: BuildRows,
+    /// The build side's keys and the rows of each (`None` for a join without keys); rows with
+    /// a NULL key are never in it.
+    table: Option<JoinTable>,
     /// For a full join, the build rows matched so far, to emit the others at the end. Probe
     /// batches may run on several threads at once.
     matched: Vec<AtomicBool>,
@@ -53,38 +45,15 @@ impl HashJoin {
         build_schema: &SchemaRef,
         build_batches: &[RecordBatch],
     ) -> Result<HashJoin> {
-        let build = concat_batches(build_schema, build_batches)?;
+        let build = BuildRows::new(build_schema, build_batches)?;
+        let table = (!right_keys.is_empty())
+            .then(|| JoinTable::build(right_keys, build.batches()))
+            .transpose()?;
         if kind == JoinKind::Single && left_keys.is_empty() && build.num_rows() > 1 {
             return Err(ExecError::Execution(
                 "more than one row returned by a subquery used as an expression".into(),
             ));
         }
-        let mut heads = Vec::new();
-        let mut next = vec![NO_ROW; build.num_rows()];
-        let mut build_has_null_key = false;
-        let index = if right_keys.is_empty() {
-            None
-        } else {
-            let types: Vec<DataType> = right_keys.iter().map(Expr::data_type).collect();
-            let mut index = KeyIndex::new(&types)?;
-            let keys = right_keys
-                .iter()
-                .map(|k| evaluate(k, &build))
-                .collect::<Result<Vec<_>>>()?;
-            let mut ids = Vec::new();
-            index.intern(&keys, NullKeys::Skip, &mut ids, &mut Vec::new())?;
-            heads = vec![NO_ROW; index.len()];
-            // Last row first, so each key's chain runs in build order.
-            for (row, &id) in ids.iter().enumerate().rev() {
-                if id == NO_KEY {
-                    build_has_null_key = true;
-                    continue;
-                }
-                next[row] = heads[id as usize];
-                heads[id as usize] = row as u32;
-            }
-            Some(index)
-        };
         let matched = if matches!(
             kind,
             JoinKind::Full | JoinKind::RightSemi | JoinKind::RightAnti
@@ -101,10 +70,7 @@ impl HashJoin {
             filter: filter.cloned(),
             schema,
             build,
-            index,
-            heads,
-            next,
-            build_has_null_key,
+            table,
             matched,
         })
     }
@@ -174,7 +140,7 @@ impl HashJoin {
                         } else if empty {
                             Some(false)
                         } else if null_aware
-                            && (self.build_has_null_key || keys.iter().any(|k| k.is_null(row)))
+                            && (self.build_has_null_key() || keys.iter().any(|k| k.is_null(row)))
                         {
                             None
                         } else {
@@ -198,7 +164,7 @@ impl HashJoin {
                 if self.build.num_rows() == 0 {
                     return self.emit_left(batch, |_| true);
                 }
-                if self.build_has_null_key {
+                if self.build_has_null_key() {
                     return Ok(vec![]);
                 }
                 let keys = self.probe_keys(batch)?;
@@ -213,33 +179,32 @@ impl HashJoin {
     pub fn finish(&self) -> Result<Vec<RecordBatch>> {
         if self.kind.right_only() {
             let keep = self.kind == JoinKind::RightSemi;
-            let mask: BooleanArray = self
-                .matched
-                .iter()
-                .map(|m| Some(m.load(Ordering::Relaxed) == keep))
-                .collect();
-            let kept = filter_record_batch(&self.build, &mask)?;
-            return Ok(vec![self.with_schema(kept)?]);
+            let kept = self
+                .build
+                .filter(|row| self.matched[row].load(Ordering::Relaxed) == keep)?;
+            return kept.into_iter().map(|b| self.with_schema(b)).collect();
         }
         if self.kind != JoinKind::Full {
             return Ok(vec![]);
         }
-        let unmatched: Vec<u32> = (0..self.matched.len() as u32)
+        let unmatched: Vec<Option<u32>> = (0..self.matched.len() as u32)
             .filter(|i| !self.matched[*i as usize].load(Ordering::Relaxed))
+            .map(Some)
             .collect();
         if unmatched.is_empty() {
             return Ok(vec![]);
         }
-        let left_width = self.schema.fields().len() - self.build.num_columns();
-        let indices = UInt32Array::from(unmatched);
+        let left_width = self.schema.fields().len() - self.build.schema().fields().len();
         let mut columns: Vec<ArrayRef> = self.schema.fields()[..left_width]
             .iter()
-            .map(|f| new_null_array(f.data_type(), indices.len()))
+            .map(|f| new_null_array(f.data_type(), unmatched.len()))
             .collect();
-        for column in self.build.columns() {
-            columns.push(take(column, &indices, None)?);
-        }
+        columns.extend(self.build.take(&unmatched)?);
         Ok(vec![RecordBatch::try_new(self.schema.clone(), columns)?])
+    }
+
+    fn build_has_null_key(&self) -> bool {
+        self.table.as_ref().is_some_and(JoinTable::has_null_key)
     }
 
     fn probe_keys(&self, batch: &RecordBatch) -> Result<Vec<ArrayRef>> {
@@ -250,7 +215,7 @@ impl HashJoin {
     fn candidates(&self, batch: &RecordBatch) -> Result<(Vec<u32>, Vec<u32>)> {
         let mut probe = Vec::new();
         let mut build = Vec::new();
-        match &self.index {
+        match &self.table {
             None => {
                 let build_rows = self.build.num_rows() as u32;
                 for row in 0..batch.num_rows() as u32 {
@@ -260,22 +225,7 @@ impl HashJoin {
                     }
                 }
             }
-            Some(index) => {
-                let keys = self.probe_keys(batch)?;
-                let mut ids = Vec::new();
-                index.lookup(&keys, &mut ids)?;
-                for (row, &id) in ids.iter().enumerate() {
-                    if id == NO_KEY {
-                        continue;
-                    }
-                    let mut b = self.heads[id as usize];
-                    while b != NO_ROW {
-                        probe.push(row as u32);
-                        build.push(b);
-                        b = self.next[b as usize];
-                    }
-                }
-            }
+            Some(table) => table.matches(&self.probe_keys(batch)?, &mut probe, &mut build)?,
         }
         Ok((probe, build))
     }
@@ -283,20 +233,15 @@ impl HashJoin {
     /// The joined rows of the given pairs: probe columns, then build columns.
     fn pairs(&self, batch: &RecordBatch, probe: &[u32], build: &[u32]) -> Result<RecordBatch> {
         let probe = UInt32Array::from(probe.to_vec());
-        let build = UInt32Array::from(build.to_vec());
+        let build: Vec<Option<u32>> = build.iter().copied().map(Some).collect();
         let mut columns = Vec::new();
         let mut fields = Vec::new();
         for (column, field) in batch.columns().iter().zip(batch.schema().fields()) {
             columns.push(take(column, &probe, None)?);
             fields.push(field.as_ref().clone());
         }
-        for (column, field) in self
-            .build
-            .columns()
-            .iter()
-            .zip(self.build.schema().fields())
-        {
-            columns.push(take(column, &build, None)?);
+        columns.extend(self.build.take(&build)?);
+        for field in self.build.schema().fields() {
             fields.push(field.as_ref().clone().with_nullable(true));
         }
         let schema = Arc::new(arrow::datatypes::Schema::new(fields));
@@ -331,14 +276,11 @@ impl HashJoin {
         for start in (0..probe.len()).step_by(OUTPUT_ROWS) {
             let end = (start + OUTPUT_ROWS).min(probe.len());
             let probe_index = UInt32Array::from(probe[start..end].to_vec());
-            let build_index = UInt32Array::from(build[start..end].to_vec());
             let mut columns = Vec::new();
             for column in batch.columns() {
                 columns.push(take(column, &probe_index, None)?);
             }
-            for column in self.build.columns() {
-                columns.push(take(column, &build_index, None)?);
-            }
+            columns.extend(self.build.take(&build[start..end])?);
             let options = RecordBatchOptions::new().with_row_count(Some(end - start));
             out.push(RecordBatch::try_new_with_options(
                 self.schema.clone(),
@@ -355,7 +297,7 @@ impl HashJoin {
         keep: impl Fn(usize) -> bool,
     ) -> Result<Vec<RecordBatch>> {
         let mask: BooleanArray = (0..batch.num_rows()).map(|row| Some(keep(row))).collect();
-        let kept = filter_record_batch(batch, &mask)?;
+        let kept = crate::select::filter_batch(batch, &mask)?;
         Ok(vec![self.with_schema(kept)?])
     }
 
@@ -366,5 +308,156 @@ impl HashJoin {
             batch.columns().to_vec(),
             &options,
         )?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+
+    use arrow::array::{AsArray, Int64Array};
+    use arrow::datatypes::{DataType, Field, Int64Type, Schema};
+    use rayon::prelude::*;
+
+    use super::*;
+
+    /// Enough build rows to be split into partitions.
+    const BUILD_ROWS: usize = 120_000;
+
+    fn key_column(name: &str) -> Expr {
+        Expr::Column {
+            index: 0,
+            name: name.into(),
+            data_type: DataType::Int64,
+        }
+    }
+
+    fn schema(names: &[&str]) -> SchemaRef {
+        let fields: Vec<Field> = names
+            .iter()
+            .map(|n| Field::new(*n, DataType::Int64, true))
+            .collect();
+        Arc::new(Schema::new(fields))
+    }
+
+    /// Build row `r`'s key: keys repeat, every 1000th is NULL.
+    fn build_key(r: usize) -> Option<i64> {
+        (r % 1_000 != 7).then_some((r % 50_000) as i64)
+    }
+
+    /// Probe row `r`'s key: every third key, half of them past the build side's keys.
+    fn probe_key(r: usize) -> Option<i64> {
+        (!r.is_multiple_of(97)).then_some(r as i64 * 3)
+    }
+
+    /// The build side (key, row number) in batches of 4096 rows.
+    fn build_batches() -> Vec<RecordBatch> {
+        (0..BUILD_ROWS)
+            .step_by(4_096)
+            .map(|start| {
+                let rows = start..(start + 4_096).min(BUILD_ROWS);
+                let keys = Int64Array::from_iter(rows.clone().map(build_key));
+                let numbers = Int64Array::from_iter_values(rows.map(|r| r as i64));
+                let columns: Vec<ArrayRef> = vec![Arc::new(keys), Arc::new(numbers)];
+                RecordBatch::try_new(schema(&["b_key", "b_row"]), columns).unwrap()
+            })
+            .collect()
+    }
+
+    /// Builds a join of `kind` and probes it with 34,000 keys in batches on several threads;
+    /// returns the probes' batches, then what `finish` emits.
+    fn run(kind: JoinKind, output: SchemaRef) -> (Vec<RecordBatch>, Vec<RecordBatch>) {
+        let build = build_batches();
+        let join = HashJoin::new(
+            kind,
+            &[key_column("p_key")],
+            &[key_column("b_key")],
+            None,
+            output,
+            &schema(&["b_key", "b_row"]),
+            &build,
+        )
+        .unwrap();
+        let partitions = join.table.as_ref().unwrap().partition_count();
+        assert!(partitions > 1, "{partitions} partition");
+        let probed: Vec<RecordBatch> = (0..34_000usize)
+            .step_by(1_000)
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|start| {
+                let keys = Int64Array::from_iter((start..start + 1_000).map(probe_key));
+                let batch = RecordBatch::try_new(schema(&["p_key"]), vec![Arc::new(keys)]).unwrap();
+                join.probe(&batch).unwrap()
+            })
+            .flatten()
+            .collect();
+        (probed, join.finish().unwrap())
+    }
+
+    fn probe_keys() -> HashSet<i64> {
+        (0..34_000).filter_map(probe_key).collect()
+    }
+
+    /// The build rows matched by some probe key, in build order.
+    fn matched_build_rows() -> Vec<i64> {
+        let probe = probe_keys();
+        (0..BUILD_ROWS)
+            .filter(|&r| build_key(r).is_some_and(|k| probe.contains(&k)))
+            .map(|r| r as i64)
+            .collect()
+    }
+
+    fn values(batches: &[RecordBatch], column: usize) -> Vec<Option<i64>> {
+        batches
+            .iter()
+            .flat_map(|b| b.column(column).as_primitive::<Int64Type>().iter())
+            .collect()
+    }
+
+    #[test]
+    fn right_semi_and_right_anti_joins_emit_the_matched_and_unmatched_build_rows() {
+        let matched = matched_build_rows();
+        let (probed, finished) = run(JoinKind::RightSemi, schema(&["b_key", "b_row"]));
+        assert!(probed.iter().all(|b| b.num_rows() == 0));
+        let rows: Vec<i64> = values(&finished, 1).into_iter().flatten().collect();
+        assert_eq!(rows, matched);
+
+        let (_, finished) = run(JoinKind::RightAnti, schema(&["b_key", "b_row"]));
+        let rows: Vec<i64> = values(&finished, 1).into_iter().flatten().collect();
+        let matched: HashSet<i64> = matched.into_iter().collect();
+        let unmatched: Vec<i64> = (0..BUILD_ROWS as i64)
+            .filter(|r| !matched.contains(r))
+            .collect();
+        assert!(unmatched.iter().any(|&r| build_key(r as usize).is_none()));
+        assert_eq!(rows, unmatched);
+    }
+
+    #[test]
+    fn full_join_emits_pairs_and_the_rows_of_either_side_without_a_match() {
+        let (probed, finished) = run(JoinKind::Full, schema(&["p_key", "b_key", "b_row"]));
+        let build_keys: HashSet<i64> = (0..BUILD_ROWS).filter_map(build_key).collect();
+        let probe_side = values(&probed, 0);
+        let mut pairs = 0;
+        for (p, b) in probe_side.iter().zip(values(&probed, 1)) {
+            match (p, b) {
+                (Some(p), Some(b)) => {
+                    assert_eq!(*p, b);
+                    pairs += 1;
+                }
+                (_, None) => assert!(p.is_none_or(|k| !build_keys.contains(&k))),
+                (None, Some(_)) => panic!("a NULL probe key matched"),
+            }
+        }
+        assert_eq!(pairs, matched_build_rows().len());
+        let unmatched_probe = (0..34_000)
+            .filter(|&r| probe_key(r).is_none_or(|k| !build_keys.contains(&k)))
+            .count();
+        assert_eq!(probe_side.len(), pairs + unmatched_probe);
+
+        assert!(values(&finished, 0).iter().all(Option::is_none));
+        let rows: HashSet<i64> = values(&finished, 2).into_iter().flatten().collect();
+        let matched: HashSet<i64> = matched_build_rows().into_iter().collect();
+        assert_eq!(rows.len() + matched.len(), BUILD_ROWS);
+        assert!(rows.is_disjoint(&matched));
     }
 }

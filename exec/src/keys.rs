@@ -1,7 +1,9 @@
 //! The keys of hash joins and aggregations. Each batch's key columns are encoded once: packed
 //! into one machine word per row when every column is a fixed-width integer and they fit in 64
-//! or 128 bits, otherwise in Arrow's row format. The encoded keys are hashed in one pass and
-//! interned in a hashbrown table that gives every distinct key a dense id.
+//! or 128 bits, otherwise in Arrow's row format, and hashed in one pass (`KeyEncoder`). The
+//! encoded keys are interned in a hashbrown table that gives every distinct key a dense id
+//! (`KeyIndex`). Encoding is apart from the table so that a join's build side can encode and
+//! hash each row once, and intern it into the table of the partition its hash picks.
 
 use std::hash::BuildHasher;
 
@@ -36,163 +38,78 @@ enum Encoded {
     Bytes(Rows),
 }
 
-/// A key interned in the byte-keyed table: where its bytes are in the arena.
-struct BytesKey {
-    hash: u64,
-    id: u32,
-    len: u32,
-    start: usize,
+/// One row's encoded key.
+enum Key<'a> {
+    Word64(u64),
+    Word128(u128),
+    Bytes(&'a [u8]),
 }
 
-/// Distinct keys, each with a dense id in the order first seen.
-pub struct KeyIndex {
+/// One batch's keys, encoded and hashed once, to be interned or looked up row by row (a
+/// partitioned join routes each row by its hash before it reaches an index).
+pub struct EncodedKeys {
+    encoded: Encoded,
+    /// For each row, whether any key column is NULL there; `None` when none is.
+    has_null: Option<Vec<bool>>,
+    /// The keys with a NULL in row format, when the columns are packed and NULL keys group:
+    /// a packed word cannot tell a NULL from the value its buffer holds.
+    null_bytes: Option<Rows>,
+    hashes: Vec<u64>,
+}
+
+impl EncodedKeys {
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.hashes.len()
+    }
+
+    /// The hash every index of these key types gives this row's key.
+    #[inline]
+    pub fn hash(&self, row: usize) -> u64 {
+        self.hashes[row]
+    }
+
+    #[inline]
+    pub fn has_null(&self, row: usize) -> bool {
+        self.has_null.as_ref().is_some_and(|n| n[row])
+    }
+
+    #[inline]
+    fn key(&self, row: usize) -> Key<'_> {
+        match (&self.encoded, &self.null_bytes) {
+            (_, Some(bytes)) if self.has_null(row) => Key::Bytes(bytes.row(row).data()),
+            (Encoded::Word64(words), _) => Key::Word64(words[row]),
+            (Encoded::Word128(words), _) => Key::Word128(words[row]),
+            (Encoded::Bytes(rows), _) => Key::Bytes(rows.row(row).data()),
+        }
+    }
+}
+
+/// Encodes and hashes keys of given types. Every encoder (and index) of the same types gives
+/// a key the same encoding and hash, so keys encoded once can be routed to any index.
+pub struct KeyEncoder {
     types: Vec<DataType>,
     /// The bit width of each key column when all are packable, else `None`.
     widths: Option<Vec<u32>>,
     converter: RowConverter,
-    words64: HashTable<(u64, u32)>,
-    words128: HashTable<(u128, u32)>,
-    /// Keys in row format: every key when the columns cannot be packed, and keys with a NULL
-    /// when they can.
-    bytes: HashTable<BytesKey>,
-    arena: Vec<u8>,
-    len: u32,
     hasher: FixedState,
 }
 
-impl KeyIndex {
-    pub fn new(types: &[DataType]) -> Result<KeyIndex> {
+impl KeyEncoder {
+    pub fn new(types: &[DataType]) -> Result<KeyEncoder> {
         let widths: Option<Vec<u32>> = types.iter().map(packed_width).collect();
         let widths = widths.filter(|w| w.iter().sum::<u32>() <= 128);
         let fields = types.iter().map(|t| SortField::new(t.clone())).collect();
-        Ok(KeyIndex {
+        Ok(KeyEncoder {
             types: types.to_vec(),
             widths,
             converter: RowConverter::new(fields)?,
-            words64: HashTable::new(),
-            words128: HashTable::new(),
-            bytes: HashTable::new(),
-            arena: Vec::new(),
-            len: 0,
             hasher: FixedState::with_seed(0x05ee_d0f9_0d2a),
         })
     }
 
-    /// How many distinct keys have been interned.
-    pub fn len(&self) -> usize {
-        self.len as usize
-    }
-
-    /// Sets `ids[row]` to each row's key id, adding keys not seen before; `new_rows` receives
-    /// the rows that added a key, in the order of their ids.
-    pub fn intern(
-        &mut self,
-        keys: &[ArrayRef],
-        nulls: NullKeys,
-        ids: &mut Vec<u32>,
-        new_rows: &mut Vec<u32>,
-    ) -> Result<()> {
-        let rows = keys.first().map_or(0, |k| k.len());
-        ids.clear();
-        ids.reserve(rows);
-        let has_null = null_rows(keys);
-        let encoded = self.encode(keys)?;
-        // Keys with a NULL go to the byte table when the columns are packed.
-        let null_bytes = match (&has_null, &encoded, nulls) {
-            (Some(_), Encoded::Word64(_) | Encoded::Word128(_), NullKeys::Group) => {
-                Some(self.converter.convert_columns(keys)?)
-            }
-            _ => None,
-        };
-        for row in 0..rows {
-            let null = has_null.as_ref().is_some_and(|n| n[row]);
-            if null && nulls == NullKeys::Skip {
-                ids.push(NO_KEY);
-                continue;
-            }
-            let next = self.len;
-            let id = match (&encoded, &null_bytes) {
-                (_, Some(bytes)) if null => self.intern_bytes(bytes.row(row).as_ref()),
-                (Encoded::Word64(words), _) => {
-                    intern_word(&mut self.words64, &self.hasher, words[row], next)
-                }
-                (Encoded::Word128(words), _) => {
-                    intern_word(&mut self.words128, &self.hasher, words[row], next)
-                }
-                (Encoded::Bytes(encoded), _) => self.intern_bytes(encoded.row(row).as_ref()),
-            };
-            if id == next {
-                self.len += 1;
-                new_rows.push(row as u32);
-            }
-            ids.push(id);
-        }
-        Ok(())
-    }
-
-    /// Sets `ids[row]` to each row's key id, or `NO_KEY` when the key was never interned or
-    /// has a NULL.
-    pub fn lookup(&self, keys: &[ArrayRef], ids: &mut Vec<u32>) -> Result<()> {
-        let rows = keys.first().map_or(0, |k| k.len());
-        ids.clear();
-        ids.reserve(rows);
-        let has_null = null_rows(keys);
-        let encoded = self.encode(keys)?;
-        for row in 0..rows {
-            if has_null.as_ref().is_some_and(|n| n[row]) {
-                ids.push(NO_KEY);
-                continue;
-            }
-            let id = match &encoded {
-                Encoded::Word64(words) => {
-                    let word = words[row];
-                    let hash = self.hasher.hash_one(word);
-                    self.words64.find(hash, |(w, _)| *w == word).map(|e| e.1)
-                }
-                Encoded::Word128(words) => {
-                    let word = words[row];
-                    let hash = self.hasher.hash_one(word);
-                    self.words128.find(hash, |(w, _)| *w == word).map(|e| e.1)
-                }
-                Encoded::Bytes(encoded) => {
-                    let key = encoded.row(row);
-                    let key = key.as_ref();
-                    let hash = self.hasher.hash_one(key);
-                    self.bytes
-                        .find(hash, |k| k.hash == hash && self.key_bytes(k) == key)
-                        .map(|k| k.id)
-                }
-            };
-            ids.push(id.unwrap_or(NO_KEY));
-        }
-        Ok(())
-    }
-
-    fn intern_bytes(&mut self, key: &[u8]) -> u32 {
-        let hash = self.hasher.hash_one(key);
-        let (arena, bytes) = (&self.arena, &self.bytes);
-        if let Some(found) = bytes.find(hash, |k| {
-            k.hash == hash && &arena[k.start..k.start + k.len as usize] == key
-        }) {
-            return found.id;
-        }
-        let id = self.len;
-        let entry = BytesKey {
-            hash,
-            id,
-            len: key.len() as u32,
-            start: self.arena.len(),
-        };
-        self.arena.extend_from_slice(key);
-        self.bytes.insert_unique(hash, entry, |k| k.hash);
-        id
-    }
-
-    fn key_bytes(&self, key: &BytesKey) -> &[u8] {
-        &self.arena[key.start..key.start + key.len as usize]
-    }
-
-    fn encode(&self, keys: &[ArrayRef]) -> Result<Encoded> {
+    /// Encodes and hashes one batch's key columns (cast to the encoder's types if need be).
+    pub fn encode(&self, keys: &[ArrayRef], nulls: NullKeys) -> Result<EncodedKeys> {
         if keys
             .iter()
             .zip(&self.types)
@@ -203,8 +120,71 @@ impl KeyIndex {
                 .zip(&self.types)
                 .map(|(k, t)| arrow::compute::cast(k, t))
                 .collect::<Result<Vec<_>, _>>()?;
-            return self.encode(&keys);
+            return self.encode(&keys, nulls);
         }
+        let has_null = null_rows(keys);
+        let encoded = self.pack_or_convert(keys)?;
+        let null_bytes = match (&has_null, &encoded, nulls) {
+            (Some(_), Encoded::Word64(_) | Encoded::Word128(_), NullKeys::Group) => {
+                Some(self.converter.convert_columns(keys)?)
+            }
+            _ => None,
+        };
+        let hasher = &self.hasher;
+        let hashes = match &encoded {
+            Encoded::Word64(words) => words.iter().map(|w| hasher.hash_one(w)).collect(),
+            Encoded::Word128(words) => words.iter().map(|w| hasher.hash_one(w)).collect(),
+            Encoded::Bytes(rows) => rows.iter().map(|r| hasher.hash_one(r.data())).collect(),
+        };
+        let mut keys = EncodedKeys {
+            encoded,
+            has_null,
+            null_bytes,
+            hashes,
+        };
+        if let Some(bytes) = &keys.null_bytes {
+            for row in 0..keys.len() {
+                if keys.has_null(row) {
+                    keys.hashes[row] = hasher.hash_one(bytes.row(row).data());
+                }
+            }
+        }
+        Ok(keys)
+    }
+
+    /// The keys of the given rows of `keys` (encoded by this encoder), in that order.
+    pub fn gather(&self, keys: &EncodedKeys, rows: &[u32]) -> EncodedKeys {
+        let gather_rows = |from: &Rows| {
+            let bytes = rows
+                .iter()
+                .map(|&r| from.row(r as usize).data().len())
+                .sum();
+            let mut to = self.converter.empty_rows(rows.len(), bytes);
+            for &r in rows {
+                to.push(from.row(r as usize));
+            }
+            to
+        };
+        EncodedKeys {
+            encoded: match &keys.encoded {
+                Encoded::Word64(words) => {
+                    Encoded::Word64(rows.iter().map(|&r| words[r as usize]).collect())
+                }
+                Encoded::Word128(words) => {
+                    Encoded::Word128(rows.iter().map(|&r| words[r as usize]).collect())
+                }
+                Encoded::Bytes(from) => Encoded::Bytes(gather_rows(from)),
+            },
+            has_null: keys
+                .has_null
+                .as_ref()
+                .map(|n| rows.iter().map(|&r| n[r as usize]).collect()),
+            null_bytes: keys.null_bytes.as_ref().map(gather_rows),
+            hashes: rows.iter().map(|&r| keys.hashes[r as usize]).collect(),
+        }
+    }
+
+    fn pack_or_convert(&self, keys: &[ArrayRef]) -> Result<Encoded> {
         let Some(widths) = &self.widths else {
             return Ok(Encoded::Bytes(self.converter.convert_columns(keys)?));
         };
@@ -228,14 +208,138 @@ impl KeyIndex {
     }
 }
 
-/// The id of `word` in `table`, inserted with id `next` if absent.
+/// A key interned in the byte-keyed table: where its bytes are in the arena.
+struct BytesKey {
+    hash: u64,
+    id: u32,
+    len: u32,
+    start: usize,
+}
+
+/// Distinct keys, each with a dense id in the order first seen.
+pub struct KeyIndex {
+    encoder: KeyEncoder,
+    words64: HashTable<(u64, u32)>,
+    words128: HashTable<(u128, u32)>,
+    /// Keys in row format: every key when the columns cannot be packed, and keys with a NULL
+    /// when they can.
+    bytes: HashTable<BytesKey>,
+    arena: Vec<u8>,
+    len: u32,
+}
+
+impl KeyIndex {
+    pub fn new(types: &[DataType]) -> Result<KeyIndex> {
+        Ok(KeyIndex {
+            encoder: KeyEncoder::new(types)?,
+            words64: HashTable::new(),
+            words128: HashTable::new(),
+            bytes: HashTable::new(),
+            arena: Vec::new(),
+            len: 0,
+        })
+    }
+
+    /// How many distinct keys have been interned.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Sets `ids[row]` to each row's key id, adding keys not seen before; `new_rows` receives
+    /// the rows that added a key, in the order of their ids.
+    pub fn intern(
+        &mut self,
+        keys: &[ArrayRef],
+        nulls: NullKeys,
+        ids: &mut Vec<u32>,
+        new_rows: &mut Vec<u32>,
+    ) -> Result<()> {
+        let encoded = self.encoder.encode(keys, nulls)?;
+        ids.clear();
+        ids.reserve(encoded.len());
+        for row in 0..encoded.len() {
+            if nulls == NullKeys::Skip && encoded.has_null(row) {
+                ids.push(NO_KEY);
+                continue;
+            }
+            let (id, new) = self.intern_row(&encoded, row);
+            if new {
+                new_rows.push(row as u32);
+            }
+            ids.push(id);
+        }
+        Ok(())
+    }
+
+    /// The id of one row's key, and whether it was added now. A row with a NULL key is
+    /// interned as a key like any other: the caller skips it if NULL keys must not match. The
+    /// keys must have been encoded for this index's types.
+    #[inline]
+    pub fn intern_row(&mut self, keys: &EncodedKeys, row: usize) -> (u32, bool) {
+        let (hash, next) = (keys.hash(row), self.len);
+        let hasher = &self.encoder.hasher;
+        let id = match keys.key(row) {
+            Key::Word64(word) => intern_word(&mut self.words64, hasher, hash, word, next),
+            Key::Word128(word) => intern_word(&mut self.words128, hasher, hash, word, next),
+            Key::Bytes(key) => self.intern_bytes(hash, key),
+        };
+        let new = id == next;
+        if new {
+            self.len += 1;
+        }
+        (id, new)
+    }
+
+    /// The id of one row's key, or `NO_KEY` when it was never interned or has a NULL.
+    #[inline]
+    pub fn lookup_row(&self, keys: &EncodedKeys, row: usize) -> u32 {
+        if keys.has_null(row) {
+            return NO_KEY;
+        }
+        let hash = keys.hash(row);
+        let id = match keys.key(row) {
+            Key::Word64(word) => self.words64.find(hash, |(w, _)| *w == word).map(|e| e.1),
+            Key::Word128(word) => self.words128.find(hash, |(w, _)| *w == word).map(|e| e.1),
+            Key::Bytes(key) => self
+                .bytes
+                .find(hash, |k| k.hash == hash && self.key_bytes(k) == key)
+                .map(|k| k.id),
+        };
+        id.unwrap_or(NO_KEY)
+    }
+
+    fn intern_bytes(&mut self, hash: u64, key: &[u8]) -> u32 {
+        let (arena, bytes) = (&self.arena, &self.bytes);
+        if let Some(found) = bytes.find(hash, |k| {
+            k.hash == hash && &arena[k.start..k.start + k.len as usize] == key
+        }) {
+            return found.id;
+        }
+        let id = self.len;
+        let entry = BytesKey {
+            hash,
+            id,
+            len: key.len() as u32,
+            start: self.arena.len(),
+        };
+        self.arena.extend_from_slice(key);
+        self.bytes.insert_unique(hash, entry, |k| k.hash);
+        id
+    }
+
+    fn key_bytes(&self, key: &BytesKey) -> &[u8] {
+        &self.arena[key.start..key.start + key.len as usize]
+    }
+}
+
+/// The id of `word` (whose hash is `hash`) in `table`, inserted with id `next` if absent.
 fn intern_word<K: Copy + Eq + std::hash::Hash>(
     table: &mut HashTable<(K, u32)>,
     hasher: &FixedState,
+    hash: u64,
     word: K,
     next: u32,
 ) -> u32 {
-    let hash = hasher.hash_one(word);
     if let Some((_, id)) = table.find(hash, |(w, _)| *w == word) {
         return *id;
     }
@@ -322,6 +426,13 @@ mod tests {
         (ids, new_rows)
     }
 
+    fn looked_up(index: &KeyIndex, keys: &[ArrayRef]) -> Vec<u32> {
+        let keys = index.encoder.encode(keys, NullKeys::Skip).unwrap();
+        (0..keys.len())
+            .map(|row| index.lookup_row(&keys, row))
+            .collect()
+    }
+
     #[test]
     fn packed_keys_get_dense_ids_and_nulls_group_apart() {
         let mut index = KeyIndex::new(&[DataType::Int64, DataType::Int32]).unwrap();
@@ -342,9 +453,7 @@ mod tests {
         let (ids, new_rows) = interned(&mut index, &[a.clone(), b.clone()], NullKeys::Group);
         assert_eq!(ids, vec![0, 1, 2, 0, 2]);
         assert_eq!(new_rows, vec![0, 1, 2]);
-        let mut found = Vec::new();
-        index.lookup(&[a, b], &mut found).unwrap();
-        assert_eq!(found, vec![0, 1, NO_KEY, 0, NO_KEY]);
+        assert_eq!(looked_up(&index, &[a, b]), vec![0, 1, NO_KEY, 0, NO_KEY]);
     }
 
     #[test]
@@ -359,9 +468,7 @@ mod tests {
         let (ids, _) = interned(&mut index, std::slice::from_ref(&a), NullKeys::Skip);
         assert_eq!(ids, vec![0, NO_KEY, 1, 0]);
         let probe: ArrayRef = Arc::new(StringArray::from(vec!["y", "z"]));
-        let mut found = Vec::new();
-        index.lookup(&[probe], &mut found).unwrap();
-        assert_eq!(found, vec![1, NO_KEY]);
+        assert_eq!(looked_up(&index, &[probe]), vec![1, NO_KEY]);
         assert_eq!(index.len(), 2);
     }
 }

@@ -16,6 +16,8 @@ mod error;
 mod expr;
 mod functions;
 mod join;
+mod join_rows;
+mod join_table;
 mod keys;
 mod morsel;
 mod pipeline;
