@@ -4,15 +4,15 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, BooleanArray, BooleanBuilder, GenericListArray, Int64Array,
-    ListArray, StringArray, StringBuilder, UInt32Array, new_empty_array,
+    Array, ArrayRef, AsArray, BooleanArray, BooleanBuilder, GenericListArray, Int32Array,
+    Int64Array, ListArray, StringArray, StringBuilder, StructArray, UInt32Array, new_empty_array,
 };
 use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::compute::{CastOptions, cast_with_options, interleave, take};
 use arrow::datatypes::{DataType, Field, FieldRef};
 use arrow::row::{RowConverter, SortField};
 use arrow::util::display::FormatOptions;
-use pondra_planner::{BinaryOp, push_array_item};
+use pondra_planner::{BinaryOp, expanded_array_type, push_array_item};
 
 use crate::{ExecError, Result};
 
@@ -361,4 +361,51 @@ fn series_length(from: i64, to: i64, by: i64, inclusive: bool) -> u64 {
     let whole = span / step;
     let reaches = span % step == 0;
     (whole + i128::from(!reaches || inclusive)) as u64
+}
+
+/// `_pg_expandarray(a)`: per array, its elements each with its position from 1, as records
+/// `(x, n)` in an array of the same shape.
+pub fn expand(lists: &ArrayRef) -> Result<ArrayRef> {
+    let lists = lists.as_list::<i32>();
+    let DataType::List(item) = expanded_array_type(item_field(lists.data_type())?.data_type())
+    else {
+        unreachable!("an array type")
+    };
+    let DataType::Struct(fields) = item.data_type() else {
+        unreachable!("records")
+    };
+    let offsets = lists.value_offsets();
+    let positions: Vec<i32> = (0..lists.len())
+        .flat_map(|row| 1..=(offsets[row + 1] - offsets[row]))
+        .collect();
+    let first = offsets[0] as usize;
+    let length = offsets[lists.len()] as usize - first;
+    let records = StructArray::try_new(
+        fields.clone(),
+        vec![
+            lists.values().slice(first, length),
+            Arc::new(Int32Array::from(positions)),
+        ],
+        None,
+    )?;
+    let rebased: Vec<i32> = offsets.iter().map(|o| o - offsets[0]).collect();
+    Ok(Arc::new(ListArray::try_new(
+        item,
+        OffsetBuffer::new(rebased.into()),
+        Arc::new(records),
+        lists.nulls().cloned(),
+    )?))
+}
+
+/// `(record).field`: the field at `index`, NULL where the record is.
+pub fn field(records: &ArrayRef, index: usize) -> Result<ArrayRef> {
+    let records = records.as_struct();
+    let column = records.column(index);
+    if records.null_count() == 0 {
+        return Ok(column.clone());
+    }
+    let nulls = NullBuffer::union(records.nulls(), column.nulls());
+    Ok(arrow::array::make_array(
+        column.to_data().into_builder().nulls(nulls).build()?,
+    ))
 }

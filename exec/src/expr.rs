@@ -473,6 +473,8 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::ArrayToString => arrays::join(args),
         ScalarFunction::Quantified { op, all } => arrays::quantified(op, all, &args[0], &args[1]),
         ScalarFunction::Series { inclusive } => arrays::series(args, inclusive),
+        ScalarFunction::ExpandArray => arrays::expand(&args[0]),
+        ScalarFunction::Field(index) => arrays::field(&args[0], index),
         ScalarFunction::Round => {
             let values = args[0].as_primitive::<Float64Type>();
             let digits = args.get(1).map(|d| d.as_primitive::<Int64Type>());

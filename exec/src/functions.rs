@@ -113,12 +113,18 @@ fn strings_map(
     Ok(Arc::new(out))
 }
 
+/// Removes the characters of the second argument (spaces without one) from either end.
 pub fn trim(args: &[ArrayRef], leading: bool, trailing: bool) -> Result<ArrayRef> {
-    strings_map(args, |s, _, _| {
+    strings_map(args, |s, t, _| {
+        let characters = match t.first() {
+            None => " ",
+            Some(characters) => (*characters)?,
+        };
+        let trimmed = |c: char| characters.contains(c);
         Some(match (leading, trailing) {
-            (true, true) => s.trim_matches(' ').to_string(),
-            (true, false) => s.trim_start_matches(' ').to_string(),
-            _ => s.trim_end_matches(' ').to_string(),
+            (true, true) => s.trim_matches(trimmed).to_string(),
+            (true, false) => s.trim_start_matches(trimmed).to_string(),
+            _ => s.trim_end_matches(trimmed).to_string(),
         })
     })
 }

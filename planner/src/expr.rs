@@ -244,6 +244,11 @@ pub enum ScalarFunction {
     Series {
         inclusive: bool,
     },
+    /// `_pg_expandarray(a)`: each element of an array with its position from 1, as an array
+    /// of records `(x, n)`.
+    ExpandArray,
+    /// `(record).field`: the field at this position of a record.
+    Field(usize),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -319,6 +324,8 @@ impl ScalarFunction {
             ScalarFunction::Quantified { all: true, .. } => "all",
             ScalarFunction::Series { inclusive: true } => "generate_series",
             ScalarFunction::Series { inclusive: false } => "range",
+            ScalarFunction::ExpandArray => "_pg_expandarray",
+            ScalarFunction::Field(_) => "field",
         }
     }
 }

@@ -30,6 +30,6 @@ pub use physical::{PhysicalPlan, create_physical_plan};
 pub use plan::{Plan, RewriteKind};
 pub use scalar::ScalarValue;
 pub use system_tables::SERVER_VERSION;
-pub use types::push_array_item;
 pub use types::{common_numeric_type, is_numeric, sql_type_from_ast};
+pub use types::{expanded_array_type, push_array_item};
 pub use view::{ViewPlan, load_view, plan_view};

@@ -1,7 +1,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use arrow::datatypes::{Field, Schema, SchemaRef};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use pondra_catalog::TableDef;
 
 use crate::external::ExternalTable;
@@ -192,6 +192,26 @@ impl LogicalPlan {
         LogicalPlan::Project {
             input: Box::new(self),
             exprs,
+            schema: Arc::new(Schema::new(fields)),
+        }
+    }
+
+    /// Each row once per element of `array`'s value in it, the element a column named
+    /// `element` after the row's.
+    pub fn unnest(self, array: Expr, element: &str) -> LogicalPlan {
+        let DataType::List(item) = array.data_type() else {
+            panic!("unnest of {array}, which is no array");
+        };
+        let mut fields: Vec<Field> = self
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| f.as_ref().clone())
+            .collect();
+        fields.push(Field::new(element, item.data_type().clone(), true));
+        LogicalPlan::Unnest {
+            input: Box::new(self),
+            array,
             schema: Arc::new(Schema::new(fields)),
         }
     }

@@ -246,10 +246,26 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
         } => {
             let mut needed = used[..width(input)].to_vec();
             mark_columns(array, &mut needed);
+            let input = child(input, &needed);
+            // The input's unread columns are NULL columns now.
+            let mut fields: Vec<Field> = input
+                .schema()
+                .fields()
+                .iter()
+                .map(|f| f.as_ref().clone())
+                .collect();
+            fields.push(
+                schema
+                    .fields()
+                    .last()
+                    .expect("the element")
+                    .as_ref()
+                    .clone(),
+            );
             PhysicalPlan::Unnest {
-                input: child(input, &needed),
+                input,
                 array: array.clone(),
-                schema: schema.clone(),
+                schema: Arc::new(Schema::new(fields)),
             }
         }
         LogicalPlan::Project {

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
+use arrow::array::ListArray;
+use arrow::datatypes::{DataType, Field, Int32Type, Schema, TimeUnit};
 use pondra_catalog::{Snapshot, TableDef, TableKind};
 
 use crate::expr::Expr;
@@ -14,6 +15,8 @@ use crate::types::list_of;
 pub const PG_CATALOG_OID: i32 = 11;
 pub const PUBLIC_OID: i32 = 2200;
 pub const INFORMATION_SCHEMA_OID: i32 = 13_000;
+/// The access method of every index: clients print it.
+const BTREE_OID: i32 = 403;
 /// The owner every object has.
 pub const OWNER: &str = "pondra";
 /// The database a lake is to a client, unless the server names it (`--lakes`).
@@ -43,8 +46,92 @@ pub fn table_oid(table: &TableDef) -> i32 {
     16_384 + table.id as i32
 }
 
+/// An index as clients see one: a keyed table's primary key, a UNIQUE constraint, or an index
+/// made by CREATE INDEX. The first two are constraints too, as in Postgres.
+pub struct IndexEntry {
+    pub oid: i32,
+    /// The oid of its constraint, for a primary key or UNIQUE constraint.
+    pub constraint: Option<(i32, ConstraintKind)>,
+    pub name: String,
+    /// The table's column numbers, from 1.
+    pub columns: Vec<i32>,
+    pub column_names: Vec<String>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum ConstraintKind {
+    PrimaryKey,
+    Unique,
+}
+
+impl IndexEntry {
+    pub fn is_unique(&self) -> bool {
+        self.constraint.is_some()
+    }
+
+    /// As `pg_get_indexdef` writes it.
+    pub fn definition(&self, table: &str) -> String {
+        format!(
+            "CREATE {}INDEX {} ON public.{table} USING btree ({})",
+            if self.is_unique() { "UNIQUE " } else { "" },
+            self.name,
+            self.column_names.join(", ")
+        )
+    }
+
+    /// As `pg_get_constraintdef` writes it.
+    pub fn constraint_definition(&self) -> Option<String> {
+        let (_, kind) = self.constraint?;
+        let kind = match kind {
+            ConstraintKind::PrimaryKey => "PRIMARY KEY",
+            ConstraintKind::Unique => "UNIQUE",
+        };
+        Some(format!("{kind} ({})", self.column_names.join(", ")))
+    }
+}
+
+/// The indexes of `table`, with oids of their own: 2^24 on, 256 per table (indexes first,
+/// their constraints from 128).
+pub fn table_indexes(table: &TableDef) -> Vec<IndexEntry> {
+    let base = (1 << 24) + (table.id as i32) * 256;
+    let position = |name: &String| {
+        table
+            .columns
+            .iter()
+            .position(|c| c.name == *name)
+            .map_or(0, |i| i as i32 + 1)
+    };
+    let mut entries = Vec::new();
+    let mut add = |name: String, columns: &[String], kind: Option<ConstraintKind>| {
+        let k = entries.len() as i32;
+        entries.push(IndexEntry {
+            oid: base + k,
+            constraint: kind.map(|kind| (base + 128 + k, kind)),
+            name,
+            columns: columns.iter().map(position).collect(),
+            column_names: columns.to_vec(),
+        });
+    };
+    if !table.key.is_empty() {
+        add(
+            format!("{}_pkey", table.name),
+            &table.key,
+            Some(ConstraintKind::PrimaryKey),
+        );
+    }
+    for unique in &table.unique {
+        let name = format!("{}_{}_key", table.name, unique.join("_"));
+        add(name, unique, Some(ConstraintKind::Unique));
+    }
+    for index in &table.indexes {
+        add(index.name.clone(), &index.columns, None);
+    }
+    entries
+}
+
 enum Cell {
     Int(i32),
+    Ints(Vec<i32>),
     Text(String),
     Bool(bool),
     Null,
@@ -183,6 +270,29 @@ fn every_column<'t>(
     entries
 }
 
+/// The columns of every index, each with the oid of its index, as `pg_attribute` lists them.
+fn index_columns<'t>(tables: &[&'t Arc<TableDef>]) -> Vec<(i32, ColumnEntry<'t>)> {
+    let mut entries = Vec::new();
+    for table in tables {
+        for index in table_indexes(table) {
+            for (k, name) in index.column_names.iter().enumerate() {
+                let Some(column) = table.columns.iter().find(|c| c.name == *name) else {
+                    continue;
+                };
+                let entry = ColumnEntry {
+                    table,
+                    name: name.clone(),
+                    data_type: column.sql_type.to_arrow(),
+                    position: k as i32 + 1,
+                    not_null: column.not_null,
+                };
+                entries.push((index.oid, entry));
+            }
+        }
+    }
+    entries
+}
+
 /// The plan of a system table, or `None` if `schema.name` is not one. `columns_of` gives the
 /// columns of a view or materialized view (a table's are in its definition).
 pub fn system_table(
@@ -216,7 +326,10 @@ pub fn system_table(
                 ("amname", DataType::Utf8),
                 ("amtype", DataType::Utf8),
             ],
-            vec![vec![int(2), text("heap"), text("t")]],
+            vec![
+                vec![int(2), text("heap"), text("t")],
+                vec![int(BTREE_OID), text("btree"), text("i")],
+            ],
         ),
         ("pg_catalog", "pg_class") => (
             vec![
@@ -227,6 +340,7 @@ pub fn system_table(
                 ("relowner", DataType::Int32),
                 ("relam", DataType::Int32),
                 ("reltuples", DataType::Float64),
+                ("relpages", DataType::Int32),
                 ("relhasindex", DataType::Boolean),
                 ("relpersistence", DataType::Utf8),
                 ("relispartition", DataType::Boolean),
@@ -255,7 +369,8 @@ pub fn system_table(
                         int(10),
                         if t.is_view() { int(0) } else { int(2) },
                         Cell::Int(rows),
-                        Cell::Bool(!t.indexes.is_empty()),
+                        int(0),
+                        Cell::Bool(!table_indexes(t).is_empty()),
                         text("p"),
                         Cell::Bool(false),
                         int(0),
@@ -272,6 +387,35 @@ pub fn system_table(
                         Cell::Null,
                     ]
                 })
+                .chain(tables.iter().flat_map(|t| {
+                    table_indexes(t).into_iter().map(|index| {
+                        vec![
+                            int(index.oid),
+                            text(index.name),
+                            int(PUBLIC_OID),
+                            text("i"),
+                            int(10),
+                            int(BTREE_OID),
+                            Cell::Int(0),
+                            int(0),
+                            Cell::Bool(false),
+                            text("p"),
+                            Cell::Bool(false),
+                            int(0),
+                            Cell::Bool(false),
+                            Cell::Bool(false),
+                            Cell::Bool(false),
+                            Cell::Bool(false),
+                            int(0),
+                            int(0),
+                            text("n"),
+                            int(0),
+                            int(0),
+                            Cell::Null,
+                            Cell::Null,
+                        ]
+                    })
+                }))
                 .collect(),
         ),
         ("pg_catalog", "pg_attribute") => (
@@ -291,9 +435,11 @@ pub fn system_table(
             ],
             every_column(&tables, columns_of)
                 .into_iter()
-                .map(|c| {
+                .map(|c| (table_oid(c.table), c))
+                .chain(index_columns(&tables))
+                .map(|(relation, c)| {
                     vec![
-                        int(table_oid(c.table)),
+                        int(relation),
                         text(c.name),
                         int(pg_type_of(&c.data_type).0),
                         int(c.position),
@@ -423,7 +569,7 @@ pub fn system_table(
                         text("public"),
                         text(&t.name),
                         text(OWNER),
-                        Cell::Bool(!t.indexes.is_empty()),
+                        Cell::Bool(!table_indexes(t).is_empty()),
                     ]
                 })
                 .collect(),
@@ -507,28 +653,55 @@ pub fn system_table(
                 ("DateStyle", "ISO, MDY"),
                 ("TimeZone", "UTC"),
                 ("max_identifier_length", "63"),
+                ("max_index_keys", "32"),
             ]
             .into_iter()
             .map(|(n, v)| vec![text(n), text(v)])
             .collect(),
         ),
-        // Pondra has no constraints objects, comments, stored functions or index structures to
-        // list: these are empty, for the clients that join them.
         ("pg_catalog", "pg_index") => (
             vec![
                 ("indexrelid", DataType::Int32),
                 ("indrelid", DataType::Int32),
                 ("indnatts", DataType::Int32),
+                ("indnkeyatts", DataType::Int32),
                 ("indisprimary", DataType::Boolean),
                 ("indisunique", DataType::Boolean),
                 ("indisclustered", DataType::Boolean),
                 ("indisvalid", DataType::Boolean),
                 ("indisreplident", DataType::Boolean),
+                ("indimmediate", DataType::Boolean),
                 ("indkey", list_of(DataType::Int32)),
+                ("indoption", list_of(DataType::Int32)),
                 ("indexprs", DataType::Utf8),
                 ("indpred", DataType::Utf8),
             ],
-            Vec::new(),
+            tables
+                .iter()
+                .flat_map(|t| {
+                    table_indexes(t).into_iter().map(|index| {
+                        let primary =
+                            matches!(index.constraint, Some((_, ConstraintKind::PrimaryKey)));
+                        let width = index.columns.len() as i32;
+                        vec![
+                            int(index.oid),
+                            int(table_oid(t)),
+                            int(width),
+                            int(width),
+                            Cell::Bool(primary),
+                            Cell::Bool(index.is_unique()),
+                            Cell::Bool(false),
+                            Cell::Bool(true),
+                            Cell::Bool(false),
+                            Cell::Bool(true),
+                            Cell::Ints(index.columns.clone()),
+                            Cell::Ints(vec![0; index.columns.len()]),
+                            Cell::Null,
+                            Cell::Null,
+                        ]
+                    })
+                })
+                .collect(),
         ),
         ("pg_catalog", "pg_constraint") => (
             vec![
@@ -543,9 +716,41 @@ pub fn system_table(
                 ("confrelid", DataType::Int32),
                 ("conkey", list_of(DataType::Int32)),
                 ("confkey", list_of(DataType::Int32)),
+                ("confupdtype", DataType::Utf8),
+                ("confdeltype", DataType::Utf8),
+                ("confmatchtype", DataType::Utf8),
             ],
-            Vec::new(),
+            tables
+                .iter()
+                .flat_map(|t| {
+                    table_indexes(t).into_iter().filter_map(|index| {
+                        let (oid, kind) = index.constraint?;
+                        let contype = match kind {
+                            ConstraintKind::PrimaryKey => "p",
+                            ConstraintKind::Unique => "u",
+                        };
+                        Some(vec![
+                            int(oid),
+                            text(index.name),
+                            int(PUBLIC_OID),
+                            text(contype),
+                            Cell::Bool(false),
+                            Cell::Bool(false),
+                            int(table_oid(t)),
+                            int(index.oid),
+                            int(0),
+                            Cell::Ints(index.columns),
+                            Cell::Null,
+                            text(" "),
+                            text(" "),
+                            text(" "),
+                        ])
+                    })
+                })
+                .collect(),
         ),
+        // Pondra has no comments or stored functions to list: these are empty, for the
+        // clients that join them.
         ("pg_catalog", "pg_description") => (
             vec![
                 ("objoid", DataType::Int32),
@@ -671,6 +876,15 @@ pub fn system_table(
                 .map(|(cell, (_, data_type))| {
                     let value = match cell {
                         Cell::Int(v) => ScalarValue::Int32(v),
+                        Cell::Ints(v) => {
+                            ScalarValue::Single(Arc::new(ListArray::from_iter_primitive::<
+                                Int32Type,
+                                _,
+                                _,
+                            >([Some(
+                                v.into_iter().map(Some),
+                            )])))
+                        }
                         Cell::Text(v) => ScalarValue::Utf8(v),
                         Cell::Bool(v) => ScalarValue::Boolean(v),
                         Cell::Null => ScalarValue::Null,

@@ -73,6 +73,16 @@ pub fn list_of(item: DataType) -> DataType {
     )))
 }
 
+/// The type `_pg_expandarray` gives for an array of `item`: an array of records `(x, n)`, the
+/// element and its position from 1.
+pub fn expanded_array_type(item: &DataType) -> DataType {
+    let fields = vec![
+        arrow::datatypes::Field::new("x", item.clone(), true),
+        arrow::datatypes::Field::new("n", DataType::Int32, true),
+    ];
+    list_of(DataType::Struct(fields.into()))
+}
+
 /// Appends one element of an array in Postgres's text form (`{1,NULL,"a b"}`), quoted when
 /// Postgres would quote it.
 pub fn push_array_item(text: &mut String, item: &str) {

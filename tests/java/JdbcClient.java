@@ -83,6 +83,33 @@ public class JdbcClient {
             check(tables.equals(List.of("t")), "tables " + tables);
             List<String> views = column(md.getTables(null, "public", "%", new String[] {"VIEW"}), "TABLE_NAME");
             check(views.equals(List.of("v")), "views " + views);
+            try (Statement s = c.createStatement()) {
+                s.execute("CREATE TABLE k (region TEXT, id INT, name TEXT, PRIMARY KEY (region, id))");
+                s.execute("CREATE INDEX k_name ON k (name)");
+            }
+            // Metabase's sync reads each table's primary key and foreign keys.
+            List<String> keys = new ArrayList<>();
+            try (ResultSet rs = md.getPrimaryKeys(null, "public", "k")) {
+                while (rs.next()) {
+                    keys.add(rs.getString("COLUMN_NAME") + " " + rs.getInt("KEY_SEQ") + " " + rs.getString("PK_NAME"));
+                }
+            }
+            check(keys.equals(List.of("region 1 k_pkey", "id 2 k_pkey")), "primary key " + keys);
+            try (ResultSet rs = md.getPrimaryKeys(null, "public", "t")) {
+                check(!rs.next(), "t has no primary key");
+            }
+            try (ResultSet rs = md.getImportedKeys(null, "public", "k")) {
+                check(!rs.next(), "k has no foreign keys");
+            }
+            List<String> indexes = new ArrayList<>();
+            try (ResultSet rs = md.getIndexInfo(null, "public", "k", false, false)) {
+                while (rs.next()) {
+                    indexes.add(rs.getString("INDEX_NAME") + " " + rs.getBoolean("NON_UNIQUE") + " "
+                            + rs.getInt("ORDINAL_POSITION") + " " + rs.getString("COLUMN_NAME"));
+                }
+            }
+            check(indexes.equals(List.of("k_pkey false 1 region", "k_pkey false 2 id", "k_name true 1 name")),
+                    "indexes " + indexes);
             ResultSet columns = md.getColumns(null, "public", "t", "%");
             List<String> described = new ArrayList<>();
             while (columns.next()) {

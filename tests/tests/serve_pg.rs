@@ -144,6 +144,11 @@ fn psql_runs_statements_and_copy() {
     );
     assert!(ok && err.is_empty(), "{err}");
     assert!(out.contains("Table \"public.keyed\""), "{out}");
+    assert!(
+        out.contains("\"keyed_pkey\" PRIMARY KEY, btree (id)"),
+        "{out}"
+    );
+    assert!(out.contains("\"keyed_v\" btree (v)"), "{out}");
     // \l (E'' strings), \du (a correlated ARRAY(subquery)), \df, \dn.
     let (out, err, ok) = psql(
         &served,

@@ -8,6 +8,7 @@ use sqlparser::ast::{self, BinaryOperator};
 
 use super::expr::*;
 use super::functions::{expect_arity, strings};
+use super::scope::normalize;
 use crate::expr::{AggregateCall, AggregateFunction, Expr, ScalarFunction};
 use crate::logical::LogicalPlan;
 use crate::scalar::ScalarValue;
@@ -139,8 +140,31 @@ pub(super) fn bind_subscripts(
     chain: &[ast::AccessExpr],
     ctx: &mut Context<'_>,
 ) -> Result<Expr> {
-    let mut value = bind_expr(root, ctx)?;
+    // `t.a[i]` arrives as `t` then `.a` then `[i]`: the leading names are one column's.
+    let names = chain
+        .iter()
+        .take_while(|a| matches!(a, ast::AccessExpr::Dot(ast::Expr::Identifier(_))))
+        .count();
+    let (mut value, chain) = match root {
+        ast::Expr::Identifier(first) if names > 0 => {
+            let mut parts = vec![first.clone()];
+            for access in &chain[..names] {
+                if let ast::AccessExpr::Dot(ast::Expr::Identifier(part)) = access {
+                    parts.push(part.clone());
+                }
+            }
+            (
+                bind_expr(&ast::Expr::CompoundIdentifier(parts), ctx)?,
+                &chain[names..],
+            )
+        }
+        _ => (bind_expr(root, ctx)?, chain),
+    };
     for access in chain {
+        if let ast::AccessExpr::Dot(ast::Expr::Identifier(name)) = access {
+            value = record_field(value, &normalize(name))?;
+            continue;
+        }
         let ast::AccessExpr::Subscript(ast::Subscript::Index { index }) = access else {
             return Err(unsupported!("the access {access}"));
         };
@@ -159,6 +183,27 @@ pub(super) fn bind_subscripts(
         };
     }
     Ok(value)
+}
+
+/// `(record).name`: a field of a record.
+fn record_field(record: Expr, name: &str) -> Result<Expr> {
+    let data_type = record.data_type();
+    let DataType::Struct(fields) = &data_type else {
+        return Err(bind_err!(
+            "column notation .{name} applied to type {}, which is not a composite type",
+            type_name(&data_type)
+        ));
+    };
+    let Some(index) = fields.iter().position(|f| f.name() == name) else {
+        return Err(bind_err!(
+            "could not identify column \"{name}\" in record data type"
+        ));
+    };
+    Ok(Expr::Function {
+        func: ScalarFunction::Field(index),
+        data_type: fields[index].data_type().clone(),
+        args: vec![record],
+    })
 }
 
 /// `ARRAY(subquery)`: the subquery's one column as an array, in the subquery's order; `{}`

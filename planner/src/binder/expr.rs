@@ -488,6 +488,7 @@ pub fn type_name(data_type: &DataType) -> String {
         None if *data_type == DataType::Null => "NULL".into(),
         None => match data_type {
             DataType::List(item) => format!("{}[]", type_name(item.data_type())),
+            DataType::Struct(_) => "record".into(),
             other => other.to_string(),
         },
     }
@@ -635,7 +636,7 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
         E::Interval(interval) => Ok(Expr::Literal(interval_literal(interval)?)),
         E::Trim {
             trim_where,
-            trim_what: None,
+            trim_what,
             expr: inner,
             trim_characters: None,
         } => {
@@ -644,9 +645,13 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
                 Some(ast::TrimWhereField::Leading) => (true, false),
                 Some(ast::TrimWhereField::Trailing) => (false, true),
             };
+            let mut args = vec![bind_expr(inner, ctx)?.cast(&DataType::Utf8)];
+            if let Some(characters) = trim_what {
+                args.push(bind_expr(characters, ctx)?.cast(&DataType::Utf8));
+            }
             Ok(Expr::Function {
                 func: ScalarFunction::Trim(leading, trailing),
-                args: vec![bind_expr(inner, ctx)?.cast(&DataType::Utf8)],
+                args,
                 data_type: DataType::Utf8,
             })
         }
@@ -755,6 +760,10 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
 /// Window functions are computed after grouping and before the select list; their values are
 /// columns numbered from here until the binder knows how wide the input is.
 pub const WINDOW_BASE: usize = 1 << 40;
+
+/// Likewise, the elements a set-returning function in the select list gives: a column after
+/// the input's, once the input is known.
+pub const SET_FUNCTION_BASE: usize = 1 << 42;
 
 /// Likewise, the values of a grouped query's correlated subqueries: joined to the aggregation's
 /// output, whose width is known only once the whole SELECT is bound.

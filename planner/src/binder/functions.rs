@@ -32,6 +32,14 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
         .into_iter()
         .map(|a| bind_expr(a, ctx))
         .collect::<Result<Vec<_>>>()?;
+    match name.as_str() {
+        "unnest" | "generate_series" | "_pg_expandarray" => {
+            return super::table_functions::select_list_set_function(&name, args, ctx);
+        }
+        // As in DuckDB, whose `range` it is: an array outside FROM.
+        "range" => return super::table_functions::set_function_array(&name, args),
+        _ => {}
+    }
     let arity = |n: usize| expect_arity(&name, &args, n);
     let (func, args, data_type) = match name.as_str() {
         "coalesce" => {
@@ -119,8 +127,12 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
                 .collect();
             (func, args, DataType::Float64)
         }
-        "trim" | "ltrim" | "rtrim" => {
-            arity(1)?;
+        "trim" | "btrim" | "ltrim" | "rtrim" => {
+            if !(1..=2).contains(&args.len()) {
+                return Err(bind_err!(
+                    "{name} takes a string and the characters to remove"
+                ));
+            }
             let func = ScalarFunction::Trim(name != "rtrim", name != "ltrim");
             (func, strings(args), DataType::Utf8)
         }
@@ -255,6 +267,21 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             {
                 return Ok(binder.relation_sizes(oid.clone()));
             }
+            if let Some(binder) = ctx.binder() {
+                match (name.as_str(), args.as_slice()) {
+                    ("pg_get_indexdef", [oid]) => {
+                        return Ok(binder.index_definitions(oid.clone(), None));
+                    }
+                    ("pg_get_indexdef", [oid, column, _pretty]) => {
+                        let column = Some(column.clone());
+                        return Ok(binder.index_definitions(oid.clone(), column));
+                    }
+                    ("pg_get_constraintdef", [oid, ..]) => {
+                        return Ok(binder.constraint_definitions(oid.clone()));
+                    }
+                    _ => {}
+                }
+            }
             return session_function(&name, &args)
                 .ok_or_else(|| bind_err!("function {name} does not exist"));
         }
@@ -364,8 +391,8 @@ fn session_function(name: &str, args: &[Expr]) -> Option<Expr> {
             }
         }
         // Definitions of objects Pondra has none of (statistics objects, triggers, rules,
-        // indexes, constraints, stored functions): only reached for rows of empty catalog
-        // tables.
+        // stored functions): only reached for rows of empty catalog tables. Indexes' and
+        // constraints' are NULL here only outside a query over the catalog.
         (
             "obj_description"
             | "col_description"

@@ -23,7 +23,8 @@ use pondra_parser::{ParsedStatement, Statement, ast};
 
 pub use expr::type_name;
 use expr::{
-    Aggregation, Context, GROUPED_SUBQUERY_BASE, WINDOW_BASE, bind_expr, contains_aggregate,
+    Aggregation, Context, GROUPED_SUBQUERY_BASE, SET_FUNCTION_BASE, WINDOW_BASE, bind_expr,
+    contains_aggregate,
 };
 use from::{outer_join, rename_columns};
 use scope::{Scope, normalize};
@@ -36,6 +37,7 @@ use crate::external::ExternalTable;
 use crate::join_order::{Relation, plan_join_block};
 use crate::logical::LogicalPlan;
 use crate::plan::Plan;
+use crate::scalar::ScalarValue;
 use crate::types::common_numeric_type;
 use crate::view::plan_view;
 use crate::{Result, bind_err, unsupported};
@@ -54,6 +56,8 @@ pub struct Binder<'a> {
     correlated: RefCell<Vec<Vec<PendingSubquery>>>,
     /// Per SELECT being bound, its window functions, in order of appearance.
     windows: RefCell<Vec<Vec<WindowExpr>>>,
+    /// Per SELECT being bound, the arrays its select list's set-returning functions unnest.
+    set_functions: RefCell<Vec<Vec<Expr>>>,
     /// The name the client knows the lake by (`current_database()`, `pg_database`).
     database: &'a str,
 }
@@ -67,36 +71,58 @@ impl<'a> Binder<'a> {
     /// The bytes of Parquet data of the table whose oid `oid` is (its log tail uncounted), 0
     /// for a view, NULL for an oid that is no table.
     pub(crate) fn relation_sizes(&self, oid: Expr) -> Expr {
-        let oid = oid.cast(&DataType::Int32);
-        let branches = self
-            .snapshot
-            .tables
-            .values()
-            .map(|table| {
-                let bytes: u64 = self
-                    .snapshot
-                    .files(table.id)
-                    .iter()
-                    .map(|f| f.size_bytes)
-                    .sum();
-                let matches = Expr::Binary {
-                    op: crate::expr::BinaryOp::Eq,
-                    left: Box::new(oid.clone()),
-                    right: Box::new(Expr::Literal(crate::ScalarValue::Int32(
-                        crate::system_tables::table_oid(table),
-                    ))),
+        let sizes = self.snapshot.tables.values().map(|table| {
+            let bytes: u64 = self
+                .snapshot
+                .files(table.id)
+                .iter()
+                .map(|f| f.size_bytes)
+                .sum();
+            (
+                crate::system_tables::table_oid(table),
+                None,
+                ScalarValue::Int64(bytes as i64),
+            )
+        });
+        by_oid(oid, sizes, DataType::Int64)
+    }
+
+    /// `pg_get_indexdef(oid [, column])`: the definition of the index whose oid `oid` is, or
+    /// with a column number from 1, the name of that column of it; NULL for any other oid.
+    pub(crate) fn index_definitions(&self, oid: Expr, column: Option<Expr>) -> Expr {
+        let column = column.map(|c| c.cast(&DataType::Int32));
+        let mut branches = Vec::new();
+        for table in self.snapshot.tables.values() {
+            for index in crate::system_tables::table_indexes(table) {
+                let definition = ScalarValue::Utf8(index.definition(&table.name));
+                let Some(column) = &column else {
+                    branches.push((index.oid, None, definition));
+                    continue;
                 };
-                (
-                    matches,
-                    Expr::Literal(crate::ScalarValue::Int64(bytes as i64)),
-                )
-            })
-            .collect();
-        Expr::Case {
-            branches,
-            otherwise: None,
-            data_type: DataType::Int64,
+                branches.push((index.oid, Some((column, 0)), definition));
+                for (k, name) in index.column_names.iter().enumerate() {
+                    let name = ScalarValue::Utf8(name.clone());
+                    branches.push((index.oid, Some((column, k as i32 + 1)), name));
+                }
+            }
         }
+        by_oid(oid, branches, DataType::Utf8)
+    }
+
+    /// `pg_get_constraintdef(oid)`: the definition of the constraint whose oid `oid` is, NULL
+    /// for any other oid.
+    pub(crate) fn constraint_definitions(&self, oid: Expr) -> Expr {
+        let mut branches = Vec::new();
+        for table in self.snapshot.tables.values() {
+            for index in crate::system_tables::table_indexes(table) {
+                if let (Some((oid, _)), Some(definition)) =
+                    (index.constraint, index.constraint_definition())
+                {
+                    branches.push((oid, None, ScalarValue::Utf8(definition)));
+                }
+            }
+        }
+        by_oid(oid, branches, DataType::Utf8)
     }
 
     pub fn new(snapshot: &'a Snapshot) -> Binder<'a> {
@@ -107,6 +133,7 @@ impl<'a> Binder<'a> {
             outer: RefCell::new(Vec::new()),
             correlated: RefCell::new(Vec::new()),
             windows: RefCell::new(Vec::new()),
+            set_functions: RefCell::new(Vec::new()),
             database: crate::system_tables::CATALOG,
         }
     }
@@ -131,6 +158,20 @@ impl<'a> Binder<'a> {
             return Ok(i);
         }
         current.push(window);
+        Ok(current.len() - 1)
+    }
+
+    /// Records the array a set-returning function in the select list being bound unnests;
+    /// returns its number.
+    pub(crate) fn add_set_function(&self, array: Expr) -> Result<usize> {
+        let mut frames = self.set_functions.borrow_mut();
+        let current = frames
+            .last_mut()
+            .ok_or_else(|| bind_err!("set-returning functions are not allowed here"))?;
+        if let Some(i) = current.iter().position(|a| *a == array) {
+            return Ok(i);
+        }
+        current.push(array);
         Ok(current.len() - 1)
     }
 
@@ -765,7 +806,9 @@ impl<'a> Binder<'a> {
         order_by: &[ast::OrderByExpr],
     ) -> Result<LogicalPlan> {
         self.windows.borrow_mut().push(Vec::new());
+        self.set_functions.borrow_mut().push(Vec::new());
         let plan = self.bind_select_inner(select, order_by);
+        self.set_functions.borrow_mut().pop();
         self.windows.borrow_mut().pop();
         plan
     }
@@ -1060,6 +1103,25 @@ impl<'a> Binder<'a> {
         } else if qualify.is_some() {
             return Err(bind_err!("QUALIFY needs a window function"));
         }
+        let set_functions =
+            std::mem::take(self.set_functions.borrow_mut().last_mut().expect("frame"));
+        match set_functions.as_slice() {
+            [] => {}
+            [array] => {
+                // Each row once per element, the element a column after the input's.
+                let base = plan.schema().fields().len();
+                exprs = exprs
+                    .iter()
+                    .map(|e| e.remap_columns(&|c| if c >= SET_FUNCTION_BASE { base } else { c }))
+                    .collect();
+                plan = plan.unnest(array.clone(), "element");
+            }
+            _ => {
+                return Err(unsupported!(
+                    "more than one set-returning function in a select list"
+                ));
+            }
+        }
         plan = plan.project(exprs, names.clone());
         if distinct {
             plan = distinct_rows(plan);
@@ -1318,9 +1380,10 @@ pub fn object_name(name: &ast::ObjectName) -> Result<String> {
 fn function_name(name: &ast::ObjectName) -> Result<String> {
     match name.0.as_slice() {
         [schema, function]
-            if schema
-                .as_ident()
-                .is_some_and(|s| s.value.eq_ignore_ascii_case("pg_catalog")) =>
+            if schema.as_ident().is_some_and(|s| {
+                s.value.eq_ignore_ascii_case("pg_catalog")
+                    || s.value.eq_ignore_ascii_case("information_schema")
+            }) =>
         {
             function
                 .as_ident()
@@ -1328,6 +1391,41 @@ fn function_name(name: &ast::ObjectName) -> Result<String> {
                 .ok_or_else(|| bind_err!("invalid name {name}"))
         }
         _ => object_name(name),
+    }
+}
+
+/// The value paired with the oid `oid` is (and, where a pair names one, with the value of a
+/// second argument), NULL when none is: the catalog's objects are few, so a CASE over them
+/// serves the catalog functions clients call per row.
+fn by_oid<'e>(
+    oid: Expr,
+    values: impl IntoIterator<Item = (i32, Option<(&'e Expr, i32)>, ScalarValue)>,
+    data_type: DataType,
+) -> Expr {
+    let oid = oid.cast(&DataType::Int32);
+    let equals = |left: &Expr, right: i32| Expr::Binary {
+        op: crate::expr::BinaryOp::Eq,
+        left: Box::new(left.clone()),
+        right: Box::new(Expr::Literal(ScalarValue::Int32(right))),
+    };
+    let branches = values
+        .into_iter()
+        .map(|(key, second, value)| {
+            let mut matches = equals(&oid, key);
+            if let Some((argument, expected)) = second {
+                matches = Expr::Binary {
+                    op: crate::expr::BinaryOp::And,
+                    left: Box::new(matches),
+                    right: Box::new(equals(argument, expected)),
+                };
+            }
+            (matches, Expr::Literal(value).cast(&data_type))
+        })
+        .collect();
+    Expr::Case {
+        branches,
+        otherwise: None,
+        data_type,
     }
 }
 

@@ -1,29 +1,31 @@
-//! Functions in FROM that give rows of their own: `generate_series`, `range`, `unnest` and
-//! `pg_get_keywords`. Their arguments are constants or expressions of them; a function over a
-//! column of another FROM item (LATERAL) is not supported yet.
+//! Functions that give rows of their own: `generate_series`, `range`, `unnest`,
+//! `_pg_expandarray` and `pg_get_keywords`. In FROM, their arguments are constants or
+//! expressions of them; a function over a column of another FROM item (LATERAL) is not
+//! supported yet. In a select list, they unnest per input row (one such function per list).
 
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema};
 use pondra_parser::ast;
 
-use super::expr::{Context, bind_expr, is_string_literal, type_name};
+use super::expr::{Context, SET_FUNCTION_BASE, bind_expr, is_string_literal, type_name};
 use super::scope::Scope;
 use crate::expr::{Expr, ScalarFunction};
 use crate::logical::LogicalPlan;
 use crate::scalar::ScalarValue;
-use crate::types::list_of;
+use crate::types::{expanded_array_type, list_of};
 use crate::{Result, bind_err, unsupported};
 
 /// True for the names `set_function` binds.
 pub fn is_set_function(name: &str) -> bool {
     matches!(
         name,
-        "generate_series" | "range" | "unnest" | "pg_get_keywords"
+        "generate_series" | "range" | "unnest" | "pg_get_keywords" | "_pg_expandarray"
     )
 }
 
-/// The rows of the set-returning function `name` over `args`, in a column named after it.
+/// The rows of the set-returning function `name` over `args`, in a column named after it (a
+/// function giving records has a column per field).
 pub fn set_function(name: &str, args: &[ast::FunctionArg]) -> Result<LogicalPlan> {
     let empty = Scope::default();
     let mut ctx = Context::plain(&empty, "FROM");
@@ -34,39 +36,93 @@ pub fn set_function(name: &str, args: &[ast::FunctionArg]) -> Result<LogicalPlan
             other => Err(bind_err!("{name}: unexpected argument {other}")),
         })
         .collect::<Result<Vec<_>>>()?;
-    let array = match name {
-        "pg_get_keywords" if args.is_empty() => return Ok(keywords()),
-        "pg_get_keywords" => return Err(bind_err!("pg_get_keywords takes no arguments")),
-        "unnest" => match args.as_slice() {
-            [array] if matches!(array.data_type(), DataType::List(_)) => array.clone(),
-            [other] => {
-                return Err(bind_err!(
-                    "unnest needs an array, not {}",
-                    type_name(&other.data_type())
-                ));
-            }
-            _ => return Err(bind_err!("unnest takes one array")),
-        },
-        _ => series(name, args)?,
-    };
-    let DataType::List(item) = array.data_type() else {
-        unreachable!("an array")
-    };
-    let schema = Arc::new(Schema::new(vec![Field::new(
-        name,
-        item.data_type().clone(),
-        true,
-    )]));
+    if name == "pg_get_keywords" {
+        if !args.is_empty() {
+            return Err(bind_err!("pg_get_keywords takes no arguments"));
+        }
+        return Ok(keywords());
+    }
     // One row of no columns to unnest from.
     let one_row = LogicalPlan::Values {
         schema: Arc::new(Schema::empty()),
         rows: vec![Vec::new()],
     };
-    Ok(LogicalPlan::Unnest {
-        input: Box::new(one_row),
-        array,
-        schema,
-    })
+    let elements = one_row.unnest(set_function_array(name, args)?, name);
+    let element = Expr::columns_of(&elements.schema()).remove(0);
+    match element.data_type() {
+        DataType::Struct(fields) => {
+            let exprs = (0..fields.len())
+                .map(|i| Expr::Function {
+                    func: ScalarFunction::Field(i),
+                    args: vec![element.clone()],
+                    data_type: fields[i].data_type().clone(),
+                })
+                .collect();
+            let names = fields.iter().map(|f| f.name().clone()).collect();
+            Ok(elements.project(exprs, names))
+        }
+        _ => Ok(elements),
+    }
+}
+
+/// The array whose elements the set-returning function `name` gives, one per row.
+pub fn set_function_array(name: &str, args: Vec<Expr>) -> Result<Expr> {
+    let array = |args: Vec<Expr>| match args.as_slice() {
+        [array] if matches!(array.data_type(), DataType::List(_)) => Ok(array.clone()),
+        [other] => Err(bind_err!(
+            "{name} needs an array, not {}",
+            type_name(&other.data_type())
+        )),
+        _ => Err(bind_err!("{name} takes one array")),
+    };
+    match name {
+        "unnest" => array(args),
+        "_pg_expandarray" => {
+            let array = array(args)?;
+            let DataType::List(item) = array.data_type() else {
+                unreachable!("an array")
+            };
+            Ok(Expr::Function {
+                func: ScalarFunction::ExpandArray,
+                data_type: expanded_array_type(item.data_type()),
+                args: vec![array],
+            })
+        }
+        "generate_series" | "range" => series(name, args),
+        _ => Err(bind_err!("{name} is not a set-returning function")),
+    }
+}
+
+/// A set-returning function in a select list: each input row once per element, the element
+/// in place of the call.
+pub fn select_list_set_function(name: &str, args: Vec<Expr>, ctx: &Context<'_>) -> Result<Expr> {
+    let binder = match ctx {
+        Context::Plain {
+            clause: "SELECT",
+            binder: Some(binder),
+            ..
+        } => *binder,
+        Context::Plain { clause, .. } => {
+            return Err(bind_err!(
+                "set-returning functions are not allowed in {clause}"
+            ));
+        }
+        Context::Aggregated(..) => {
+            return Err(unsupported!(
+                "set-returning functions in a grouped select list"
+            ));
+        }
+    };
+    let array = set_function_array(name, args)?;
+    let DataType::List(item) = array.data_type() else {
+        unreachable!("an array")
+    };
+    let index = binder.add_set_function(array)?;
+    Ok(Expr::column(
+        SET_FUNCTION_BASE + index,
+        name,
+        item.data_type().clone(),
+    ))
 }
 
 /// `generate_series(start, stop [, step])` (stop included) or `range([start,] stop [, step])`

@@ -44,6 +44,7 @@ pub fn pg_type(data_type: &DataType) -> Type {
             Type::INTERVAL => Type::INTERVAL_ARRAY,
             _ => Type::VARCHAR_ARRAY,
         },
+        DataType::Struct(_) => Type::RECORD,
         _ => Type::VARCHAR,
     }
 }
@@ -68,6 +69,8 @@ pub enum PgValue {
     Interval(IntervalMonthDayNano),
     /// A one-dimensional array and the type of its elements.
     Array(Vec<PgValue>, Type),
+    /// A record's fields, each with its type.
+    Record(Vec<(PgValue, Type)>),
 }
 
 impl PgValue {
@@ -98,6 +101,15 @@ impl PgValue {
                 let items = (0..items.len()).map(|i| PgValue::at(&items, i)).collect();
                 PgValue::Array(items, pg_type(item.data_type()))
             }
+            DataType::Struct(fields) => {
+                let record = column.as_struct();
+                let values = fields
+                    .iter()
+                    .zip(record.columns())
+                    .map(|(f, c)| (PgValue::at(c, row), pg_type(f.data_type())))
+                    .collect();
+                PgValue::Record(values)
+            }
             _ => {
                 let options = arrow::util::display::FormatOptions::default();
                 match arrow::util::display::ArrayFormatter::try_new(column.as_ref(), &options) {
@@ -121,6 +133,7 @@ impl PgValue {
             PgValue::Timestamp(micros) => timestamp_text(*micros),
             PgValue::Interval(i) => interval_text(i),
             PgValue::Array(items, _) => array_text(items),
+            PgValue::Record(fields) => record_text(fields),
         })
     }
 }
@@ -139,6 +152,35 @@ fn array_text(items: &[PgValue]) -> String {
         pondra_cluster::push_array_item(&mut text, &item);
     }
     text.push('}');
+    text
+}
+
+/// Postgres's text form of a record: `(1,,"a b")`, a NULL field empty.
+fn record_text(fields: &[(PgValue, Type)]) -> String {
+    let mut text = String::from("(");
+    for (i, (field, _)) in fields.iter().enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        let Some(field) = field.text() else { continue };
+        let needs_quotes = field.is_empty()
+            || field
+                .chars()
+                .any(|c| matches!(c, '(' | ')' | ',' | '"' | '\\') || c.is_whitespace());
+        if !needs_quotes {
+            text.push_str(&field);
+            continue;
+        }
+        text.push('"');
+        for c in field.chars() {
+            if matches!(c, '"' | '\\') {
+                text.push(c);
+            }
+            text.push(c);
+        }
+        text.push('"');
+    }
+    text.push(')');
     text
 }
 
@@ -257,6 +299,13 @@ impl ToSql for PgValue {
                 out.put_i32(i.months);
             }
             PgValue::Array(items, item_type) => array_binary(items, item_type, out)?,
+            PgValue::Record(fields) => {
+                out.put_i32(fields.len() as i32);
+                for (field, field_type) in fields {
+                    out.put_u32(field_type.oid());
+                    put_sized(field, field_type, out)?;
+                }
+            }
         }
         Ok(IsNull::No)
     }
@@ -284,16 +333,24 @@ fn array_binary(
     out.put_i32(items.len() as i32);
     out.put_i32(1);
     for item in items {
-        let length_at = out.len();
-        out.put_i32(0);
-        match item.to_sql(item_type, out)? {
-            IsNull::Yes => out[length_at..length_at + 4].copy_from_slice(&(-1i32).to_be_bytes()),
-            IsNull::No => {
-                let length = (out.len() - length_at - 4) as i32;
-                out[length_at..length_at + 4].copy_from_slice(&length.to_be_bytes());
-            }
-        }
+        put_sized(item, item_type, out)?;
     }
+    Ok(())
+}
+
+/// A value in binary as arrays and records hold one: its length (-1 for NULL), then its bytes.
+fn put_sized(
+    value: &PgValue,
+    value_type: &Type,
+    out: &mut BytesMut,
+) -> Result<(), Box<dyn Error + Sync + Send>> {
+    let length_at = out.len();
+    out.put_i32(0);
+    let length = match value.to_sql(value_type, out)? {
+        IsNull::Yes => -1,
+        IsNull::No => (out.len() - length_at - 4) as i32,
+    };
+    out[length_at..length_at + 4].copy_from_slice(&length.to_be_bytes());
     Ok(())
 }
 
