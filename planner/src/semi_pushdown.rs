@@ -1,6 +1,6 @@
 //! Semi and anti joins (EXISTS, IN and NOT EXISTS in WHERE) are planned above the block of
 //! inner joins of their query. One that reads columns of only one relation of the block is
-//! moved down onto that relation when the relation is estimated to have fewer rows than the
+//! moved down onto that relation unless the relation is estimated to have more rows than the
 //! block: the rows it removes then never reach the other joins (TPC-H q18's IN subquery keeps
 //! 57 orders of 1.5 million before lineitem is joined to them). Where the rows it filters are
 //! estimated far fewer than the subquery's, it becomes a right semi (anti) join, which builds the
@@ -47,7 +47,7 @@ struct SemiJoin {
 
 impl SemiJoin {
     /// The semi join over `input`, moved further down when one side of an inner join (or the
-    /// input of a projection of columns) has all it reads and fewer rows than `budget`.
+    /// input of a projection of columns) has all it reads and no more rows than `budget`.
     fn place(self, input: LogicalPlan, budget: f64, snapshot: &Snapshot) -> LogicalPlan {
         let width = input.schema().fields().len();
         let reads = self.input_columns(width);
@@ -80,13 +80,13 @@ impl SemiJoin {
                 let left_width = left.schema().fields().len();
                 let right_width = right.schema().fields().len();
                 let (mut left, mut right) = (*left, *right);
-                if reads.iter().all(|c| *c < left_width) && estimate(&left, snapshot).rows < budget
+                if reads.iter().all(|c| *c < left_width) && estimate(&left, snapshot).rows <= budget
                 {
                     let budget = estimate(&left, snapshot).rows;
                     let moved = self.remap(width, left_width, |c| c);
                     left = moved.place(left, budget, snapshot);
                 } else if reads.iter().all(|c| *c >= left_width)
-                    && estimate(&right, snapshot).rows < budget
+                    && estimate(&right, snapshot).rows <= budget
                 {
                     let budget = estimate(&right, snapshot).rows;
                     let moved = self.remap(width, right_width, |c| c - left_width);
