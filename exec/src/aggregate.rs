@@ -1,5 +1,7 @@
-//! Hash aggregation: group keys encoded with Arrow's row format into a hash table; one
-//! vectorized accumulator per aggregate, indexed by group.
+//! Hash aggregation: group keys interned into a hash table split by key hash over partitions
+//! (`GroupIndex`); one vectorized accumulator per aggregate, indexed by group. Each worker
+//! aggregates its morsels on its own; their partial aggregations are merged partition by
+//! partition on every worker when there are many groups, on one thread when there are few.
 
 use std::sync::Arc;
 
@@ -15,7 +17,7 @@ use std::collections::HashSet;
 
 use crate::collected::{ArrayAggState, OrderedInput};
 use crate::expr::evaluate;
-use crate::keys::{KeyIndex, NullKeys};
+use crate::keys::{GROUP_PARTITIONS, GroupIndex};
 use crate::{ExecError, Result};
 
 /// Per-group sums and whether each group has had a value: a sum of no values is NULL. Kept
@@ -92,10 +94,12 @@ impl<T: Summand> Sums<T> {
         Ok(())
     }
 
-    /// Adds the sums of `other`, whose group `g` is this one's `map[g]`.
-    fn merge(&mut self, other: &Sums<T>, map: &[usize]) -> Result<()> {
-        for (g, sum) in other.iter() {
-            self.add(map[g], sum)?;
+    /// Adds the sums of `other`'s groups `from`, whose `from[i]` is this one's `map[i]`.
+    fn merge_groups(&mut self, other: &Sums<T>, from: &[u32], map: &[usize]) -> Result<()> {
+        for (&g, &to) in from.iter().zip(map) {
+            if let Some(sum) = other.get(g as usize) {
+                self.add(to, sum)?;
+            }
         }
         Ok(())
     }
@@ -109,11 +113,6 @@ impl<T: arrow::datatypes::ArrowNativeType> Sums<T> {
 
     fn get(&self, group: usize) -> Option<T> {
         self.seen[group].then(|| self.values[group])
-    }
-
-    /// The groups that have a sum, with it.
-    fn iter(&self) -> impl Iterator<Item = (usize, T)> + '_ {
-        (0..self.values.len()).filter_map(|g| self.get(g).map(|v| (g, v)))
     }
 
     fn into_array<A: arrow::datatypes::ArrowPrimitiveType<Native = T>>(
@@ -506,26 +505,41 @@ impl Accumulator {
         !matches!(self, Accumulator::StringAgg { seen: Some(_), .. })
     }
 
-    /// Folds in `other`, another accumulator of the same call over other rows, whose group
-    /// `g` is this one's group `map[g]`.
-    fn merge(&mut self, other: Accumulator, map: &[usize]) -> Result<()> {
+    /// Whether `merge_groups` can fold in any subset of this accumulator's groups.
+    fn can_split(&self) -> bool {
+        matches!(
+            self,
+            Accumulator::Count { .. }
+                | Accumulator::SumInt { .. }
+                | Accumulator::SumFloat { .. }
+                | Accumulator::SumDecimal { .. }
+                | Accumulator::Extreme { .. }
+                | Accumulator::Avg { .. }
+                | Accumulator::AvgDecimal { .. }
+                | Accumulator::Moments { .. }
+                | Accumulator::Zero { .. }
+        )
+    }
+
+    /// Folds in the groups `from` of `other`, another accumulator of the same call over other
+    /// rows (one that `can_split`): its group `from[i]` is this one's group `map[i]`.
+    fn merge_groups(&mut self, other: &Accumulator, from: &[u32], map: &[usize]) -> Result<()> {
+        let pairs = || from.iter().map(|&g| g as usize).zip(map.iter().copied());
         match (self, other) {
             (Accumulator::Count { counts, .. }, Accumulator::Count { counts: theirs, .. }) => {
-                for (g, n) in theirs.into_iter().enumerate() {
-                    counts[map[g]] += n;
-                }
+                pairs().for_each(|(g, to)| counts[to] += theirs[g]);
             }
             (Accumulator::SumInt { sums }, Accumulator::SumInt { sums: theirs }) => {
-                sums.merge(&theirs, map)?;
+                sums.merge_groups(theirs, from, map)?;
             }
             (Accumulator::SumFloat { sums }, Accumulator::SumFloat { sums: theirs }) => {
-                sums.merge(&theirs, map)?;
+                sums.merge_groups(theirs, from, map)?;
             }
             (
                 Accumulator::SumDecimal { sums, .. },
                 Accumulator::SumDecimal { sums: theirs, .. },
             ) => {
-                sums.merge(&theirs, map)?;
+                sums.merge_groups(theirs, from, map)?;
             }
             (
                 Accumulator::Extreme {
@@ -539,15 +553,17 @@ impl Accumulator {
                 // Both encode with the same fields, so their rows compare byte for byte; a row
                 // kept is parsed again as one of this converter's.
                 let parser = converter.parser();
-                for (g, candidate) in theirs.into_iter().enumerate() {
-                    let Some(candidate) = candidate else { continue };
-                    let better = match &best[map[g]] {
+                for (g, to) in pairs() {
+                    let Some(candidate) = &theirs[g] else {
+                        continue;
+                    };
+                    let better = match &best[to] {
                         None => true,
                         Some(current) if *max => candidate.as_ref() > current.as_ref(),
                         Some(current) => candidate.as_ref() < current.as_ref(),
                     };
                     if better {
-                        best[map[g]] = Some(parser.parse(candidate.as_ref()).owned());
+                        best[to] = Some(parser.parse(candidate.as_ref()).owned());
                     }
                 }
             }
@@ -559,15 +575,13 @@ impl Accumulator {
                     ..
                 },
             ) => {
-                sums.merge(&theirs, map)?;
-                for (g, n) in c.into_iter().enumerate() {
-                    counts[map[g]] += n;
-                }
+                sums.merge_groups(theirs, from, map)?;
+                pairs().for_each(|(g, to)| counts[to] += c[g]);
             }
             (Accumulator::Avg { sums, counts }, Accumulator::Avg { sums: s, counts: c }) => {
-                for (g, (sum, count)) in s.into_iter().zip(c).enumerate() {
-                    sums[map[g]] += sum;
-                    counts[map[g]] += count;
+                for (g, to) in pairs() {
+                    sums[to] += s[g];
+                    counts[to] += c[g];
                 }
             }
             (
@@ -585,12 +599,11 @@ impl Accumulator {
                 },
             ) => {
                 // Chan et al.'s pairwise combination of Welford states.
-                for g in 0..nb.len() {
-                    let (to, n_b) = (map[g], nb[g] as f64);
+                for (g, to) in pairs() {
                     if nb[g] == 0 {
                         continue;
                     }
-                    let n_a = counts[to] as f64;
+                    let (n_a, n_b) = (counts[to] as f64, nb[g] as f64);
                     let n = n_a + n_b;
                     let delta = mb[g] - means[to];
                     means[to] += delta * n_b / n;
@@ -598,6 +611,20 @@ impl Accumulator {
                     counts[to] += nb[g];
                 }
             }
+            (Accumulator::Zero { .. }, Accumulator::Zero { .. }) => {}
+            _ => unreachable!("merged accumulators are of the same call, and can split"),
+        }
+        Ok(())
+    }
+
+    /// Folds in `other`, another accumulator of the same call over other rows, whose group
+    /// `g` is this one's group `map[g]`.
+    fn merge(&mut self, other: Accumulator, map: &[usize]) -> Result<()> {
+        if other.can_split() {
+            let every: Vec<u32> = (0..map.len() as u32).collect();
+            return self.merge_groups(&other, &every, map);
+        }
+        match (self, other) {
             (Accumulator::Distinct { seen, .. }, Accumulator::Distinct { seen: theirs, .. }) => {
                 seen.extend(theirs.into_iter().map(|(g, value)| (map[g], value)));
             }
@@ -628,7 +655,6 @@ impl Accumulator {
                     }
                 }
             }
-            (Accumulator::Zero { .. }, Accumulator::Zero { .. }) => {}
             (Accumulator::ArrayAgg(state), Accumulator::ArrayAgg(theirs)) => {
                 state.merge(theirs, map);
             }
@@ -761,14 +787,20 @@ pub struct HashAggregateSink {
     aggregates: Vec<AggregateCall>,
     schema: SchemaRef,
     /// The distinct group keys; `None` without GROUP BY.
-    index: Option<KeyIndex>,
+    index: Option<GroupIndex>,
     /// Each group's key values in id order, as slices of the batches that first held them.
     group_keys: Vec<Vec<ArrayRef>>,
     accumulators: Vec<Accumulator>,
     groups: usize,
     ids: Vec<u32>,
     new_rows: Vec<u32>,
+    /// Partial aggregations of other parts of the input, merged when this one finishes.
+    deferred: Vec<HashAggregateSink>,
 }
+
+/// Partial aggregations with at least this many groups in all are merged partition by
+/// partition on the thread pool; fewer are merged into one on the calling thread.
+const PARALLEL_MERGE_GROUPS: usize = 1 << 16;
 
 impl HashAggregateSink {
     pub fn new(group: &[Expr], aggregates: &[AggregateCall], schema: SchemaRef) -> Result<Self> {
@@ -776,7 +808,7 @@ impl HashAggregateSink {
             None
         } else {
             let types: Vec<DataType> = group.iter().map(Expr::data_type).collect();
-            Some(KeyIndex::new(&types)?)
+            Some(GroupIndex::new(&types)?)
         };
         let mut accumulators = aggregates
             .iter()
@@ -797,6 +829,7 @@ impl HashAggregateSink {
             groups,
             ids: Vec::new(),
             new_rows: Vec::new(),
+            deferred: Vec::new(),
         })
     }
 
@@ -838,7 +871,7 @@ impl HashAggregateSink {
     fn group_ids(&mut self, keys: &[ArrayRef]) -> Result<Vec<usize>> {
         let index = self.index.as_mut().expect("a grouped aggregation");
         self.new_rows.clear();
-        index.intern(keys, NullKeys::Group, &mut self.ids, &mut self.new_rows)?;
+        index.intern(keys, &mut self.ids, &mut self.new_rows)?;
         if !self.new_rows.is_empty() {
             let rows = arrow::array::UInt32Array::from(self.new_rows.clone());
             let taken = keys
@@ -861,8 +894,29 @@ impl HashAggregateSink {
         HashAggregateSink::new(&self.group, &self.aggregates, self.schema.clone())
     }
 
-    /// Folds in the aggregation of another part of the input.
+    /// The ids of the groups in one partition of the group keys.
+    fn members(&self, partition: usize) -> &[u32] {
+        self.index.as_ref().expect("grouped").members(partition)
+    }
+
+    /// Whether partial aggregations of this kind can be merged partition by partition.
+    fn can_split(&self) -> bool {
+        self.index.is_some() && self.accumulators.iter().all(Accumulator::can_split)
+    }
+
+    /// Folds in the aggregation of another part of the input: at once, or when this one
+    /// finishes if both can be merged partition by partition.
     pub fn merge(&mut self, other: HashAggregateSink) -> Result<()> {
+        if self.can_split() {
+            self.deferred.push(other);
+            return Ok(());
+        }
+        if self.index.is_some() && self.groups == 0 {
+            // Nothing to fold into: the other part's groups are kept as they are, not
+            // interned again.
+            *self = other;
+            return Ok(());
+        }
         let map: Vec<usize> = match &self.index {
             None => vec![0],
             Some(_) => self.group_ids(&other.key_columns()?)?,
@@ -893,7 +947,41 @@ impl HashAggregateSink {
         Ok(columns)
     }
 
-    pub fn finish(self) -> Result<RecordBatch> {
+    /// The aggregation's rows, with those of the partial aggregations merged into it.
+    pub fn finish(mut self) -> Result<Vec<RecordBatch>> {
+        let mut parts = std::mem::take(&mut self.deferred);
+        parts.push(self);
+        if parts.iter().all(|p| p.groups == 0) {
+            let empty = parts.pop().expect("this aggregation");
+            return Ok(vec![empty.finish_one()?]);
+        }
+        parts.retain(|p| p.groups > 0);
+        let groups: usize = parts.iter().map(|p| p.groups).sum();
+        if parts.len() < 2 || groups < PARALLEL_MERGE_GROUPS {
+            let mut parts = parts.into_iter();
+            let Some(mut merged) = parts.next() else {
+                return Ok(Vec::new());
+            };
+            for part in parts {
+                merged.merge_now(part)?;
+            }
+            return Ok(vec![merged.finish_one()?]);
+        }
+        finish_by_partition(parts)
+    }
+
+    /// Folds in another partial aggregation now.
+    fn merge_now(&mut self, mut other: HashAggregateSink) -> Result<()> {
+        let map = self.group_ids(&other.key_columns()?)?;
+        for (mine, theirs) in self.accumulators.iter_mut().zip(&mut other.accumulators) {
+            mine.resize(self.groups);
+            theirs.resize(other.groups);
+            mine.merge_groups(theirs, &(0..other.groups as u32).collect::<Vec<_>>(), &map)?;
+        }
+        Ok(())
+    }
+
+    fn finish_one(self) -> Result<RecordBatch> {
         let mut columns = self.key_columns()?;
         for mut accumulator in self.accumulators {
             accumulator.resize(self.groups);
@@ -917,6 +1005,53 @@ impl HashAggregateSink {
             &options,
         )?)
     }
+}
+
+/// Merges partial aggregations (grouped, every accumulator able to split) partition by
+/// partition on the thread pool, and finishes each partition: its groups are interned once,
+/// into a table sized for them.
+fn finish_by_partition(mut parts: Vec<HashAggregateSink>) -> Result<Vec<RecordBatch>> {
+    use rayon::prelude::*;
+    for part in &mut parts {
+        for accumulator in &mut part.accumulators {
+            accumulator.resize(part.groups);
+        }
+    }
+    let keys = parts
+        .iter()
+        .map(HashAggregateSink::key_columns)
+        .collect::<Result<Vec<_>>>()?;
+    let merge_partition = |partition: usize| -> Result<RecordBatch> {
+        let mut merged = parts[0].empty_like()?;
+        let groups = parts.iter().map(|p| p.members(partition).len()).sum();
+        merged
+            .index
+            .as_mut()
+            .expect("grouped")
+            .reserve(partition, groups);
+        for (part, keys) in parts.iter().zip(&keys) {
+            let members = part.members(partition);
+            if members.is_empty() {
+                continue;
+            }
+            let rows = arrow::array::UInt32Array::from(members.to_vec());
+            let taken = keys
+                .iter()
+                .map(|k| arrow::compute::take(k, &rows, None))
+                .collect::<Result<Vec<_>, _>>()?;
+            let map = merged.group_ids(&taken)?;
+            for (mine, theirs) in merged.accumulators.iter_mut().zip(&part.accumulators) {
+                mine.resize(merged.groups);
+                mine.merge_groups(theirs, members, &map)?;
+            }
+        }
+        merged.finish_one()
+    };
+    let batches = (0..GROUP_PARTITIONS)
+        .into_par_iter()
+        .map(merge_partition)
+        .collect::<Result<Vec<_>>>()?;
+    Ok(batches.into_iter().filter(|b| b.num_rows() > 0).collect())
 }
 
 /// Adds one to the count of the group of each row whose value is not NULL.

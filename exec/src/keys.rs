@@ -74,6 +74,19 @@ impl EncodedKeys {
         self.has_null.as_ref().is_some_and(|n| n[row])
     }
 
+    /// Whether a row's key is the previous row's: input sorted or clustered by its key
+    /// repeats it, and the repeat needs no probe.
+    #[inline]
+    fn repeats_previous(&self, row: usize) -> bool {
+        row > 0
+            && self.has_null.is_none()
+            && match &self.encoded {
+                Encoded::Word64(words) => words[row] == words[row - 1],
+                Encoded::Word128(words) => words[row] == words[row - 1],
+                Encoded::Bytes(_) => false,
+            }
+    }
+
     #[inline]
     fn key(&self, row: usize) -> Key<'_> {
         match (&self.encoded, &self.null_bytes) {
@@ -245,43 +258,24 @@ impl KeyIndex {
         self.len as usize
     }
 
-    /// Sets `ids[row]` to each row's key id, adding keys not seen before; `new_rows` receives
-    /// the rows that added a key, in the order of their ids.
-    pub fn intern(
-        &mut self,
-        keys: &[ArrayRef],
-        nulls: NullKeys,
-        ids: &mut Vec<u32>,
-        new_rows: &mut Vec<u32>,
-    ) -> Result<()> {
-        let encoded = self.encoder.encode(keys, nulls)?;
-        ids.clear();
-        ids.reserve(encoded.len());
-        for row in 0..encoded.len() {
-            if nulls == NullKeys::Skip && encoded.has_null(row) {
-                ids.push(NO_KEY);
-                continue;
-            }
-            let (id, new) = self.intern_row(&encoded, row);
-            if new {
-                new_rows.push(row as u32);
-            }
-            ids.push(id);
-        }
-        Ok(())
-    }
-
     /// The id of one row's key, and whether it was added now. A row with a NULL key is
     /// interned as a key like any other: the caller skips it if NULL keys must not match. The
     /// keys must have been encoded for this index's types.
     #[inline]
     pub fn intern_row(&mut self, keys: &EncodedKeys, row: usize) -> (u32, bool) {
-        let (hash, next) = (keys.hash(row), self.len);
+        self.intern_row_as(keys, row, self.len)
+    }
+
+    /// Like `intern_row`, but a key added now gets the id `next` (ids of a `GroupIndex` count
+    /// across its partitions' indexes).
+    #[inline]
+    fn intern_row_as(&mut self, keys: &EncodedKeys, row: usize, next: u32) -> (u32, bool) {
+        let hash = keys.hash(row);
         let hasher = &self.encoder.hasher;
         let id = match keys.key(row) {
             Key::Word64(word) => intern_word(&mut self.words64, hasher, hash, word, next),
             Key::Word128(word) => intern_word(&mut self.words128, hasher, hash, word, next),
-            Key::Bytes(key) => self.intern_bytes(hash, key),
+            Key::Bytes(key) => self.intern_bytes(hash, key, next),
         };
         let new = id == next;
         if new {
@@ -308,14 +302,27 @@ impl KeyIndex {
         id.unwrap_or(NO_KEY)
     }
 
-    fn intern_bytes(&mut self, hash: u64, key: &[u8]) -> u32 {
+    /// Room for `additional` more keys, so that interning them never grows the table.
+    fn reserve(&mut self, additional: usize) {
+        let hasher = &self.encoder.hasher;
+        match self.encoder.widths.as_ref().map(|w| w.iter().sum::<u32>()) {
+            Some(0..=64) => self
+                .words64
+                .reserve(additional, |(w, _)| hasher.hash_one(*w)),
+            Some(_) => self
+                .words128
+                .reserve(additional, |(w, _)| hasher.hash_one(*w)),
+            None => self.bytes.reserve(additional, |k| k.hash),
+        }
+    }
+
+    fn intern_bytes(&mut self, hash: u64, key: &[u8], id: u32) -> u32 {
         let (arena, bytes) = (&self.arena, &self.bytes);
         if let Some(found) = bytes.find(hash, |k| {
             k.hash == hash && &arena[k.start..k.start + k.len as usize] == key
         }) {
             return found.id;
         }
-        let id = self.len;
         let entry = BytesKey {
             hash,
             id,
@@ -329,6 +336,85 @@ impl KeyIndex {
 
     fn key_bytes(&self, key: &BytesKey) -> &[u8] {
         &self.arena[key.start..key.start + key.len as usize]
+    }
+}
+
+/// How many partitions a `GroupIndex` splits keys over.
+pub const GROUP_PARTITIONS: usize = 32;
+
+/// The partition of a key with this hash. Its bits are neither those hashbrown picks a
+/// bucket by (the low ones) nor those of its tags (the top seven), so each partition's table
+/// still spreads its keys.
+#[inline]
+fn group_partition(hash: u64) -> usize {
+    (hash >> 32) as usize % GROUP_PARTITIONS
+}
+
+/// The keys of a grouped aggregation, each with a dense id in the order first seen, split by
+/// hash over `GROUP_PARTITIONS` indexes. Each partition's table stays a fraction of the
+/// whole, and partial aggregations of parts of the input can be merged partition by
+/// partition, side by side.
+pub struct GroupIndex {
+    encoder: KeyEncoder,
+    partitions: Vec<KeyIndex>,
+    /// Per partition, the ids of its keys in the order they were added.
+    members: Vec<Vec<u32>>,
+    len: u32,
+}
+
+impl GroupIndex {
+    pub fn new(types: &[DataType]) -> Result<GroupIndex> {
+        Ok(GroupIndex {
+            encoder: KeyEncoder::new(types)?,
+            partitions: (0..GROUP_PARTITIONS)
+                .map(|_| KeyIndex::new(types))
+                .collect::<Result<_>>()?,
+            members: vec![Vec::new(); GROUP_PARTITIONS],
+            len: 0,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// The ids of the keys in `partition`, in the order they were added.
+    pub fn members(&self, partition: usize) -> &[u32] {
+        &self.members[partition]
+    }
+
+    /// Room for `additional` more keys of `partition`.
+    pub fn reserve(&mut self, partition: usize, additional: usize) {
+        self.partitions[partition].reserve(additional);
+        self.members[partition].reserve(additional);
+    }
+
+    /// Sets `ids[row]` to each row's key id, NULL keys grouped, adding keys not seen before;
+    /// `new_rows` receives the rows that added a key, in the order of their ids.
+    pub fn intern(
+        &mut self,
+        keys: &[ArrayRef],
+        ids: &mut Vec<u32>,
+        new_rows: &mut Vec<u32>,
+    ) -> Result<()> {
+        let encoded = self.encoder.encode(keys, NullKeys::Group)?;
+        ids.clear();
+        ids.reserve(encoded.len());
+        for row in 0..encoded.len() {
+            if encoded.repeats_previous(row) {
+                ids.push(ids[row - 1]);
+                continue;
+            }
+            let partition = group_partition(encoded.hash(row));
+            let (id, new) = self.partitions[partition].intern_row_as(&encoded, row, self.len);
+            if new {
+                self.len += 1;
+                self.members[partition].push(id);
+                new_rows.push(row as u32);
+            }
+            ids.push(id);
+        }
+        Ok(())
     }
 }
 
@@ -421,8 +507,19 @@ mod tests {
     use super::*;
 
     fn interned(index: &mut KeyIndex, keys: &[ArrayRef], nulls: NullKeys) -> (Vec<u32>, Vec<u32>) {
+        let encoded = index.encoder.encode(keys, nulls).unwrap();
         let (mut ids, mut new_rows) = (Vec::new(), Vec::new());
-        index.intern(keys, nulls, &mut ids, &mut new_rows).unwrap();
+        for row in 0..encoded.len() {
+            if nulls == NullKeys::Skip && encoded.has_null(row) {
+                ids.push(NO_KEY);
+                continue;
+            }
+            let (id, new) = index.intern_row(&encoded, row);
+            if new {
+                new_rows.push(row as u32);
+            }
+            ids.push(id);
+        }
         (ids, new_rows)
     }
 
@@ -470,5 +567,29 @@ mod tests {
         let probe: ArrayRef = Arc::new(StringArray::from(vec!["y", "z"]));
         assert_eq!(looked_up(&index, &[probe]), vec![1, NO_KEY]);
         assert_eq!(index.len(), 2);
+    }
+
+    #[test]
+    fn group_ids_count_across_partitions_which_know_their_groups() {
+        let mut index = GroupIndex::new(&[DataType::Int64]).unwrap();
+        let keys: ArrayRef = Arc::new(Int64Array::from(vec![
+            Some(7),
+            Some(7),
+            None,
+            Some(3),
+            Some(7),
+            None,
+            Some(3),
+            Some(3),
+        ]));
+        let (mut ids, mut new_rows) = (Vec::new(), Vec::new());
+        index.intern(&[keys], &mut ids, &mut new_rows).unwrap();
+        assert_eq!(ids, vec![0, 0, 1, 2, 0, 1, 2, 2]);
+        assert_eq!(new_rows, vec![0, 2, 3]);
+        let mut members: Vec<u32> = (0..GROUP_PARTITIONS)
+            .flat_map(|p| index.members(p).to_vec())
+            .collect();
+        members.sort();
+        assert_eq!(members, vec![0, 1, 2]);
     }
 }

@@ -93,7 +93,7 @@ impl<'p> Sink<'p> {
     pub fn finish(self) -> Result<Vec<RecordBatch>> {
         match self {
             Sink::Collect(batches) | Sink::Limit { batches, .. } => Ok(batches),
-            Sink::Aggregate(aggregate) => Ok(vec![aggregate.finish()?]),
+            Sink::Aggregate(aggregate) => aggregate.finish(),
             Sink::Sort {
                 schema,
                 keys,

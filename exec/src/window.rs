@@ -288,7 +288,8 @@ fn aggregate(
     if to > from {
         sink.sink(&batch)?;
     }
-    let result = sink.finish()?;
+    // Ungrouped: one batch of one row.
+    let result = sink.finish()?.remove(0);
     let value = result.column(0).clone();
     if value.is_empty() {
         return Ok(new_null_array(data_type, 1));
