@@ -1,11 +1,15 @@
 //! The morsels of a scan: the units of rows worker threads take one at a time. A lake table's
 //! are its Parquet files and log segments; Parquet files read in place are split by row group.
 
-use arrow::array::RecordBatch;
-use pondra_planner::{ExternalFile, FileFormat, PhysicalPlan};
-use pondra_storage::{read_csv_file, read_parquet_row_group};
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::Relaxed;
+
+use arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
+use pondra_planner::{Expr, ExternalFile, FileFormat, PhysicalPlan};
+use pondra_storage::{read_csv_file, read_parquet_row_group, read_parquet_row_group_where};
 
 use crate::Result;
+use crate::expr::evaluate;
 use crate::pipeline::ExecContext;
 use crate::scan::{Morsel, as_schema, read_morsel, table_morsels, widen};
 
@@ -46,24 +50,73 @@ pub fn scan_units<'p>(node: &'p PhysicalPlan, ctx: &ExecContext) -> Option<Vec<S
     }
 }
 
-/// Reads one morsel of scan `node` as batches of the node's schema.
+/// A filter applied as a scan reads, and what it has kept so far.
+pub struct ScanFilter<'p> {
+    pub predicate: &'p Expr,
+    /// Sorted, deduplicated.
+    columns: Vec<usize>,
+    rows: AtomicUsize,
+    kept: AtomicUsize,
+}
+
+impl<'p> ScanFilter<'p> {
+    pub fn new(predicate: &'p Expr) -> ScanFilter<'p> {
+        ScanFilter {
+            predicate,
+            columns: predicate.column_indices(),
+            rows: AtomicUsize::new(0),
+            kept: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether to read the filter's columns first and the other `columns` only for the rows
+    /// it keeps: when it reads no more columns than the others, and has kept at most a
+    /// quarter of the rows so far. Skipping rows saves decoding, not decompressing, which
+    /// a filter that keeps most rows or reads most columns does not repay.
+    fn reads_first(&self, columns: &[usize]) -> bool {
+        let others = columns.len() - self.columns.len();
+        let (rows, kept) = (self.rows.load(Relaxed), self.kept.load(Relaxed));
+        !self.columns.is_empty() && self.columns.len() <= others && kept * 4 <= rows
+    }
+
+    /// The rows of `batches` the filter keeps.
+    fn apply(&self, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+        let mut kept = Vec::with_capacity(batches.len());
+        for batch in batches {
+            let mask = evaluate(self.predicate, &batch)?;
+            let batch = crate::select::filter_batch(&batch, mask.as_boolean())?;
+            self.count(mask.len(), batch.num_rows());
+            kept.push(batch);
+        }
+        Ok(kept)
+    }
+
+    fn count(&self, rows: usize, kept: usize) {
+        self.rows.fetch_add(rows, Relaxed);
+        self.kept.fetch_add(kept, Relaxed);
+    }
+}
+
+/// Reads one morsel of scan `node` as batches of the node's schema; with `filter`, only its
+/// rows the filter keeps.
 pub fn read_unit(
     unit: &ScanUnit<'_>,
     node: &PhysicalPlan,
+    filter: Option<&ScanFilter<'_>>,
     ctx: &ExecContext,
 ) -> Result<Vec<RecordBatch>> {
-    match (unit, node) {
+    let read = match (unit, node) {
         (
             ScanUnit::Table(morsel),
             PhysicalPlan::TableScan {
                 schema, columns, ..
             },
-        ) => read_morsel(&ctx.lake, &ctx.runtime, morsel, schema, columns.as_deref()),
+        ) => read_morsel(&ctx.lake, &ctx.runtime, morsel, schema, columns.as_deref())?,
         (ScanUnit::CsvFile(file), PhysicalPlan::ParquetScan { table, schema, .. }) => {
             read_csv_file(&file.path, &table.schema)?
                 .iter()
                 .map(|batch| as_schema(batch, schema))
-                .collect()
+                .collect::<Result<_>>()?
         }
         (
             ScanUnit::RowGroup { file, row_group },
@@ -72,15 +125,42 @@ pub fn read_unit(
             },
         ) => {
             let footer = file.footer.as_ref().expect("a Parquet file has a footer");
+            if let (Some(filter), Some(columns)) = (filter, columns)
+                && filter.reads_first(columns)
+            {
+                let mut rows = 0;
+                let keep = |batch: &RecordBatch| -> Result<BooleanArray> {
+                    rows += batch.num_rows();
+                    let batch = widen(batch, schema, &filter.columns)?;
+                    Ok(evaluate(filter.predicate, &batch)?.as_boolean().clone())
+                };
+                let read = read_parquet_row_group_where(
+                    &file.path,
+                    footer,
+                    *row_group,
+                    columns,
+                    &filter.columns,
+                    keep,
+                )?;
+                filter.count(rows, read.iter().map(RecordBatch::num_rows).sum());
+                return read
+                    .iter()
+                    .map(|batch| widen(batch, schema, columns))
+                    .collect();
+            }
             let read = read_parquet_row_group(&file.path, footer, *row_group, columns.as_deref())?;
             match columns {
                 Some(columns) => read
                     .iter()
                     .map(|batch| widen(batch, schema, columns))
-                    .collect(),
-                None => Ok(read),
+                    .collect::<Result<_>>()?,
+                None => read,
             }
         }
         _ => unreachable!("a scan unit is read by the scan that made it"),
+    };
+    match filter {
+        Some(filter) => filter.apply(read),
+        None => Ok(read),
     }
 }

@@ -13,7 +13,7 @@ use pondra_storage::Lake;
 use crate::aggregate::HashAggregateSink;
 use crate::expr::evaluate;
 use crate::join::HashJoin;
-use crate::morsel::{ScanUnit, read_unit, scan_units};
+use crate::morsel::{ScanFilter, ScanUnit, read_unit, scan_units};
 use crate::profile::{NodeStats, Profile};
 use crate::scan::as_schema;
 use crate::sink::{Sink, Split};
@@ -63,6 +63,8 @@ impl ExecContext {
 /// A streaming operator: one batch in, any number out.
 enum Operator<'p> {
     Filter(&'p Expr),
+    /// A filter the scan below has applied while reading.
+    Applied,
     Projection(&'p [Expr], SchemaRef),
     /// The probe side of a hash join whose build side has already run.
     HashJoin(Box<HashJoin>),
@@ -96,6 +98,7 @@ impl Operator<'_> {
                     .ok_or_else(|| ExecError::Execution("filter is not boolean".into()))?;
                 crate::select::filter_batch(&batch, mask)
             }
+            Operator::Applied => Ok(batch),
             Operator::Projection(exprs, schema) => {
                 let columns = exprs
                     .iter()
@@ -281,6 +284,16 @@ fn run_pipeline<'p>(
         stages.push(Stage { operator, stats });
     }
     stages.reverse();
+    // A filter right above a scan of Parquet files read in place is applied as they are read:
+    // the columns it reads first, the others only for the rows it keeps.
+    let mut scan_filter = None;
+    if let (PhysicalPlan::ParquetScan { .. }, Some(first)) = (node, stages.first_mut())
+        && let Operator::Filter(predicate) = first.operator
+    {
+        scan_filter = Some(ScanFilter::new(predicate));
+        first.operator = Operator::Applied;
+    }
+    let scan_filter = scan_filter.as_ref();
     let plan_schema = node.schema();
     let started = Instant::now();
     let mut out = Output {
@@ -300,14 +313,14 @@ fn run_pipeline<'p>(
             match out.sink.split(workers)? {
                 Some(split) if workers > 1 => {
                     leaf = false;
-                    run_parallel(&units, node, &mut out, split, ctx)?;
+                    run_parallel(&units, node, scan_filter, &mut out, split, ctx)?;
                 }
                 _ => {
                     for unit in &units {
                         if out.is_full() {
                             break;
                         }
-                        for batch in read_unit(unit, node, ctx)? {
+                        for batch in read_unit(unit, node, scan_filter, ctx)? {
                             out.emit(batch)?;
                         }
                     }
@@ -454,6 +467,7 @@ fn run_pipeline<'p>(
 fn run_parallel<'p>(
     units: &[ScanUnit<'_>],
     node: &PhysicalPlan,
+    scan_filter: Option<&ScanFilter<'_>>,
     out: &mut Output<'_, 'p>,
     split: Split<'p>,
     ctx: &ExecContext,
@@ -484,7 +498,7 @@ fn run_parallel<'p>(
                     }
                     let mut run = || -> Result<()> {
                         let started = source_stats.map(|_| Instant::now());
-                        let batches = read_unit(&units[unit], node, ctx)?;
+                        let batches = read_unit(&units[unit], node, scan_filter, ctx)?;
                         if let (Some(stats), Some(started)) = (source_stats, started) {
                             stats.add(
                                 batches.iter().map(|b| b.num_rows()).sum(),

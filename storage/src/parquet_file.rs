@@ -1,7 +1,8 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, Int32Array, Int64Array, IntervalMonthDayNanoArray, StructArray,
+    Array, ArrayRef, AsArray, BooleanArray, Int32Array, Int64Array, IntervalMonthDayNanoArray,
+    RecordBatchOptions, StructArray,
 };
 use arrow::datatypes::{
     DataType, Field, Fields, Int32Type, Int64Type, IntervalMonthDayNano, IntervalMonthDayNanoType,
@@ -10,13 +11,16 @@ use arrow::datatypes::{
 use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
-    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder,
+    ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
 };
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::properties::WriterProperties;
 
 use crate::Result;
+
+/// Rows per batch read.
+const BATCH_ROWS: usize = 8192;
 
 /// Rows per Parquet row group: one row group is one morsel for the scan.
 const ROW_GROUP_ROWS: usize = 122_880;
@@ -280,8 +284,117 @@ pub fn read_parquet_row_group(
     })?;
     let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, footer.0.clone())
         .with_row_groups(vec![row_group])
-        .with_batch_size(8192);
+        .with_batch_size(BATCH_ROWS);
     read_columns(builder, columns)
+}
+
+/// Reads the rows of one row group of a local Parquet file that `keep` is true for (NULL is
+/// false), as batches of the top-level `columns` in file order. `keep` sees batches of the
+/// `filter_columns` (a subset of `columns`, in file order), which are read first; the other
+/// columns are then read only for the rows kept, skipping the others when few are kept
+/// (late materialization).
+pub fn read_parquet_row_group_where<E: From<crate::StorageError>>(
+    path: &std::path::Path,
+    footer: &ParquetFooter,
+    row_group: usize,
+    columns: &[usize],
+    filter_columns: &[usize],
+    mut keep: impl FnMut(&RecordBatch) -> std::result::Result<BooleanArray, E>,
+) -> std::result::Result<Vec<RecordBatch>, E> {
+    let open = || -> Result<ParquetRecordBatchReaderBuilder<std::fs::File>> {
+        let file = std::fs::File::open(path).map_err(|e| crate::StorageError::Folder {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Ok(
+            ParquetRecordBatchReaderBuilder::new_with_metadata(file, footer.0.clone())
+                .with_row_groups(vec![row_group])
+                .with_batch_size(BATCH_ROWS),
+        )
+    };
+    let filtered = read_columns(open()?, Some(filter_columns))?;
+    let masks = filtered
+        .iter()
+        .map(|batch| keep(batch).map(|mask| without_nulls(&mask)))
+        .collect::<std::result::Result<Vec<_>, E>>()?;
+    let rows: usize = filtered.iter().map(RecordBatch::num_rows).sum();
+    let kept: usize = masks.iter().map(BooleanArray::true_count).sum();
+    let rest: Vec<usize> = columns
+        .iter()
+        .copied()
+        .filter(|c| !filter_columns.contains(c))
+        .collect();
+    if kept == 0 {
+        return Ok(Vec::new());
+    }
+    let filter = |batch: &RecordBatch, mask: &BooleanArray| {
+        arrow::compute::filter_record_batch(batch, mask).map_err(crate::StorageError::from)
+    };
+    if rest.is_empty() {
+        return Ok(filtered
+            .iter()
+            .zip(&masks)
+            .map(|(batch, mask)| filter(batch, mask))
+            .collect::<Result<Vec<_>>>()?);
+    }
+    let combine = |filtered: &RecordBatch, other: &RecordBatch| -> Result<RecordBatch> {
+        let mut fields = Vec::new();
+        let mut arrays = Vec::new();
+        let (mut f, mut o) = (0, 0);
+        for column in columns {
+            let (batch, i) = if filter_columns.contains(column) {
+                f += 1;
+                (filtered, f - 1)
+            } else {
+                o += 1;
+                (other, o - 1)
+            };
+            fields.push(batch.schema().field(i).clone());
+            arrays.push(batch.column(i).clone());
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(filtered.num_rows()));
+        Ok(RecordBatch::try_new_with_options(
+            Arc::new(Schema::new(fields)),
+            arrays,
+            &options,
+        )?)
+    };
+    // Most rows kept: reading the rest whole and filtering it costs less than skipping.
+    if kept * 2 > rows {
+        let others = read_columns(open()?, Some(&rest))?;
+        return Ok(filtered
+            .iter()
+            .zip(&others)
+            .zip(&masks)
+            .map(|((batch, other), mask)| filter(&combine(batch, other)?, mask))
+            .collect::<Result<Vec<_>>>()?);
+    }
+    let selection = RowSelection::from_filters(&masks);
+    let others = read_columns(open()?.with_row_selection(selection), Some(&rest))?;
+    let kept_filtered = filtered
+        .iter()
+        .zip(&masks)
+        .map(|(batch, mask)| filter(batch, mask))
+        .collect::<Result<Vec<_>>>()?;
+    let concat = |batches: &[RecordBatch]| -> Result<RecordBatch> {
+        Ok(arrow::compute::concat_batches(
+            &batches[0].schema(),
+            batches,
+        )?)
+    };
+    let whole = combine(&concat(&kept_filtered)?, &concat(&others)?)?;
+    Ok((0..kept)
+        .step_by(BATCH_ROWS)
+        .map(|start| whole.slice(start, BATCH_ROWS.min(kept - start)))
+        .collect())
+}
+
+/// The mask with NULL read as false.
+fn without_nulls(mask: &BooleanArray) -> BooleanArray {
+    match mask.nulls() {
+        None => mask.clone(),
+        Some(nulls) => BooleanArray::new(mask.values() & nulls.inner(), None),
+    }
 }
 
 /// The columns of a CSV file with a header row, their types inferred from its first rows:
@@ -324,4 +437,77 @@ pub fn read_csv_file(path: &std::path::Path, schema: &SchemaRef) -> Result<Vec<R
         .with_batch_size(8192)
         .build(file)?;
     Ok(reader.collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow::array::{Int64Array, StringArray};
+
+    use super::*;
+
+    /// A Parquet file of one row group: `a` = i, `b` = "s{i}", `c` = 2i for i below `rows`.
+    fn numbered_file(name: &str, rows: i64) -> std::path::PathBuf {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("a", DataType::Int64, true),
+            Field::new("b", DataType::Utf8, true),
+            Field::new("c", DataType::Int64, true),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from_iter_values(0..rows)),
+                Arc::new(StringArray::from_iter_values(
+                    (0..rows).map(|i| format!("s{i}")),
+                )),
+                Arc::new(Int64Array::from_iter_values((0..rows).map(|i| 2 * i))),
+            ],
+        )
+        .unwrap();
+        let path =
+            std::env::temp_dir().join(format!("pondra-{}-{name}.parquet", std::process::id()));
+        std::fs::write(&path, write_parquet_bytes(&schema, &[batch]).unwrap()).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_filtered_row_group_reads_every_column_of_the_kept_rows() {
+        let path = numbered_file("filtered", 20_000);
+        let footer = parquet_file_info(&path).unwrap().footer;
+        // Few rows kept (skipped while reading), most kept (filtered after), none, and the
+        // filter's columns only.
+        for (below, columns) in [
+            (10, vec![0, 1, 2]),
+            (15_000, vec![0, 1, 2]),
+            (0, vec![0, 1, 2]),
+            (100, vec![0]),
+        ] {
+            let read = read_parquet_row_group_where(&path, &footer, 0, &columns, &[0], |batch| {
+                let a = batch.column(0).as_primitive::<Int64Type>();
+                Ok::<_, crate::StorageError>(a.iter().map(|v| v.map(|v| v < below)).collect())
+            })
+            .unwrap();
+            let rows: usize = read.iter().map(RecordBatch::num_rows).sum();
+            assert_eq!(rows as i64, below);
+            let mut next = 0;
+            for batch in &read {
+                assert_eq!(batch.num_columns(), columns.len());
+                for row in 0..batch.num_rows() {
+                    let a = batch.column(0).as_primitive::<Int64Type>().value(row);
+                    assert_eq!(a, next);
+                    if columns.len() == 3 {
+                        assert_eq!(
+                            batch.column(1).as_string::<i32>().value(row),
+                            format!("s{a}")
+                        );
+                        assert_eq!(
+                            batch.column(2).as_primitive::<Int64Type>().value(row),
+                            2 * a
+                        );
+                    }
+                    next += 1;
+                }
+            }
+        }
+        std::fs::remove_file(path).unwrap();
+    }
 }
