@@ -1,7 +1,8 @@
 //! Cardinality estimates for join ordering: a plan's rows and, per output column, its distinct
 //! values and integer range. Base tables give their row counts (the catalog's, or a Parquet
 //! footer's) and, where the footers say, each integer or date column's range, which bounds its
-//! distinct values. Filters scale rows by a selectivity; an equi-join of two inputs has
+//! distinct values; Parquet files read in place also give the distinct values among their
+//! first rows, scaled to the file. Filters scale rows by a selectivity; an equi-join of two inputs has
 //! `|L| * |R| / max(distinct(L.key), distinct(R.key))` rows, the textbook estimate for keys
 //! whose values are spread evenly.
 
@@ -115,6 +116,22 @@ pub fn join_estimate(left: &Estimate, right: &Estimate, keys: &[(Expr, Expr)]) -
     estimate
 }
 
+/// The distinct values of a column of `rows` rows whose first `sample_rows` held
+/// `sample_distinct`: scaled by the share of distinct values in the sample, which holds for
+/// keys clustered as they are written (an order's lines together) and for keys that repeat
+/// at random when capped by their range. A column with no range whose sample holds few values
+/// often is a small domain seen whole (a status, a category), kept unscaled.
+fn sampled_distinct(sample_rows: f64, sample_distinct: f64, rows: f64, span: Option<f64>) -> f64 {
+    const SMALL_DOMAIN: f64 = 1000.0;
+    if sample_rows >= rows {
+        return sample_distinct.max(1.0);
+    }
+    if span.is_none() && sample_distinct <= SMALL_DOMAIN && sample_distinct * 8.0 <= sample_rows {
+        return sample_distinct.max(1.0);
+    }
+    (rows * sample_distinct / sample_rows).max(1.0)
+}
+
 /// The estimate of a plan's output.
 pub fn estimate(plan: &LogicalPlan, snapshot: &Snapshot) -> Estimate {
     let width = plan.schema().fields().len();
@@ -140,10 +157,18 @@ pub fn estimate(plan: &LogicalPlan, snapshot: &Snapshot) -> Estimate {
                             )
                         })
                         .map(|(lo, hi)| (lo as f64, hi as f64));
-                    let distinct = range.map_or(rows, |(lo, hi)| (hi - lo + 1.0).min(rows));
+                    let span = range.map(|(lo, hi)| hi - lo + 1.0);
+                    let sampled = stats.and_then(|s| s.sample).map(|sample| {
+                        sampled_distinct(sample.rows as f64, sample.distinct as f64, rows, span)
+                    });
+                    let distinct = match (span, sampled) {
+                        (_, Some(sampled)) => sampled.min(span.unwrap_or(rows)),
+                        (Some(span), None) => span.min(rows),
+                        (None, None) => rows,
+                    };
                     ColumnEstimate {
                         distinct,
-                        known: range.is_some(),
+                        known: range.is_some() || sampled.is_some(),
                         range,
                     }
                 })

@@ -68,6 +68,8 @@ impl ExternalTable {
                         min: a.min.zip(b.min).map(|(a, b)| a.min(b)),
                         max: a.max.zip(b.max).map(|(a, b)| a.max(b)),
                         nulls: a.nulls.zip(b.nulls).map(|(a, b)| a + b),
+                        // The first file's first rows stand for all.
+                        sample: a.sample,
                     })
                     .collect(),
             });

@@ -10,7 +10,7 @@ pub use error::{Result, StorageError};
 pub use lake::Lake;
 pub use log_segment::{decode_log_segment, encode_log_segment};
 pub use parquet_file::{
-    ColumnFooterStats, ParquetFileInfo, ParquetFooter, csv_file_schema, parquet_file_info,
-    read_csv_file, read_parquet_bytes, read_parquet_row_group, read_parquet_row_group_where,
-    write_parquet_bytes,
+    ColumnFooterStats, DistinctSample, ParquetFileInfo, ParquetFooter, csv_file_schema,
+    parquet_file_info, read_csv_file, read_parquet_bytes, read_parquet_row_group,
+    read_parquet_row_group_where, write_parquet_bytes,
 };

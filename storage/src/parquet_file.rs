@@ -194,9 +194,13 @@ pub fn parquet_file_info(path: &std::path::Path) -> Result<ParquetFileInfo> {
     let metadata = builder.metadata();
     // Leaf columns match the fields one to one only in a flat schema.
     let flat = metadata.file_metadata().schema_descr().num_columns() == fields.len();
+    let samples = distinct_samples(path, &footer, fields.len())?;
     let columns = (0..fields.len())
         .map(|column| match flat {
-            true => column_footer_stats(metadata, column),
+            true => ColumnFooterStats {
+                sample: samples[column],
+                ..column_footer_stats(metadata, column)
+            },
             false => ColumnFooterStats::default(),
         })
         .collect();
@@ -216,6 +220,58 @@ pub struct ColumnFooterStats {
     pub min: Option<i64>,
     pub max: Option<i64>,
     pub nulls: Option<u64>,
+    /// Of the file's first rows, how many were read and how many distinct values they held:
+    /// Parquet footers rarely give distinct counts, and join order needs them.
+    pub sample: Option<DistinctSample>,
+}
+
+/// Distinct values among the first rows of a file.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DistinctSample {
+    pub rows: u32,
+    pub distinct: u32,
+}
+
+/// Rows of a file's first row group sampled for distinct values.
+const SAMPLE_ROWS: usize = 8192;
+
+/// Per column, the distinct values among the file's first `SAMPLE_ROWS` rows.
+fn distinct_samples(
+    path: &std::path::Path,
+    footer: &ParquetFooter,
+    columns: usize,
+) -> Result<Vec<Option<DistinctSample>>> {
+    let file = std::fs::File::open(path).map_err(|e| crate::StorageError::Folder {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    let mut reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, footer.0.clone())
+        .with_batch_size(SAMPLE_ROWS)
+        .with_limit(SAMPLE_ROWS)
+        .build()?;
+    let Some(batch) = reader.next().transpose()? else {
+        return Ok(vec![None; columns]);
+    };
+    let rows = batch.num_rows() as u32;
+    Ok(batch
+        .columns()
+        .iter()
+        .map(|column| {
+            let converter = arrow::row::RowConverter::new(vec![arrow::row::SortField::new(
+                column.data_type().clone(),
+            )])
+            .ok()?;
+            let encoded = converter
+                .convert_columns(std::slice::from_ref(column))
+                .ok()?;
+            let distinct: std::collections::HashSet<&[u8]> =
+                encoded.iter().map(|row| row.data()).collect();
+            Some(DistinctSample {
+                rows,
+                distinct: distinct.len() as u32,
+            })
+        })
+        .collect())
 }
 
 fn column_footer_stats(
@@ -227,6 +283,7 @@ fn column_footer_stats(
         min: None,
         max: None,
         nulls: Some(0),
+        sample: None,
     };
     for (index, row_group) in metadata.row_groups().iter().enumerate() {
         let statistics = row_group.column(column).statistics();
