@@ -293,6 +293,45 @@ fn index_columns<'t>(tables: &[&'t Arc<TableDef>]) -> Vec<(i32, ColumnEntry<'t>)
     entries
 }
 
+/// What differs between the `pg_class` rows of tables, views and indexes.
+struct PgClassRow<'a> {
+    oid: i32,
+    name: &'a str,
+    kind: &'a str,
+    access_method: i32,
+    rows: i32,
+    has_index: bool,
+    replica_identity: &'a str,
+}
+
+fn pg_class_row(row: PgClassRow<'_>) -> Vec<Cell> {
+    vec![
+        int(row.oid),
+        text(row.name),
+        int(PUBLIC_OID),
+        text(row.kind),
+        int(10),
+        int(row.access_method),
+        Cell::Int(row.rows),
+        int(0),
+        Cell::Bool(row.has_index),
+        text("p"),
+        Cell::Bool(false),
+        int(0),
+        Cell::Bool(false),
+        Cell::Bool(false),
+        Cell::Bool(false),
+        Cell::Bool(false),
+        int(0),
+        int(0),
+        text(row.replica_identity),
+        int(0),
+        int(0),
+        Cell::Null,
+        Cell::Null,
+    ]
+}
+
 /// The plan of a system table, or `None` if `schema.name` is not one. `columns_of` gives the
 /// columns of a view or materialized view (a table's are in its definition).
 pub fn system_table(
@@ -361,59 +400,27 @@ pub fn system_table(
                 .iter()
                 .map(|t| {
                     let rows = snapshot.row_count(t.id) as i32;
-                    vec![
-                        int(table_oid(t)),
-                        text(&t.name),
-                        int(PUBLIC_OID),
-                        text(relkind(t)),
-                        int(10),
-                        if t.is_view() { int(0) } else { int(2) },
-                        Cell::Int(rows),
-                        int(0),
-                        Cell::Bool(!table_indexes(t).is_empty()),
-                        text("p"),
-                        Cell::Bool(false),
-                        int(0),
-                        Cell::Bool(false),
-                        Cell::Bool(false),
-                        Cell::Bool(false),
-                        Cell::Bool(false),
-                        int(0),
-                        int(0),
-                        text("d"),
-                        int(0),
-                        int(0),
-                        Cell::Null,
-                        Cell::Null,
-                    ]
+                    pg_class_row(PgClassRow {
+                        oid: table_oid(t),
+                        name: &t.name,
+                        kind: relkind(t),
+                        access_method: if t.is_view() { 0 } else { 2 },
+                        rows,
+                        has_index: !table_indexes(t).is_empty(),
+                        replica_identity: "d",
+                    })
                 })
                 .chain(tables.iter().flat_map(|t| {
                     table_indexes(t).into_iter().map(|index| {
-                        vec![
-                            int(index.oid),
-                            text(index.name),
-                            int(PUBLIC_OID),
-                            text("i"),
-                            int(10),
-                            int(BTREE_OID),
-                            Cell::Int(0),
-                            int(0),
-                            Cell::Bool(false),
-                            text("p"),
-                            Cell::Bool(false),
-                            int(0),
-                            Cell::Bool(false),
-                            Cell::Bool(false),
-                            Cell::Bool(false),
-                            Cell::Bool(false),
-                            int(0),
-                            int(0),
-                            text("n"),
-                            int(0),
-                            int(0),
-                            Cell::Null,
-                            Cell::Null,
-                        ]
+                        pg_class_row(PgClassRow {
+                            oid: index.oid,
+                            name: &index.name,
+                            kind: "i",
+                            access_method: BTREE_OID,
+                            rows: 0,
+                            has_index: false,
+                            replica_identity: "n",
+                        })
                     })
                 }))
                 .collect(),
