@@ -3,7 +3,7 @@ use std::sync::Arc;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use pondra_catalog::TableDef;
 
-use crate::expr::{AggregateCall, Expr, JoinKind, SortKey, WindowExpr};
+use crate::expr::{AggregateCall, AggregateFunction, Expr, JoinKind, SortKey, WindowExpr};
 use crate::external::ExternalTable;
 use crate::logical::LogicalPlan;
 use crate::scalar::ScalarValue;
@@ -295,8 +295,8 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
             group,
             aggregates,
             schema,
-        } => PhysicalPlan::HashAggregate {
-            input: child(
+        } => {
+            let input = child(
                 input,
                 &marked(
                     width(input),
@@ -305,11 +305,19 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
                         .chain(aggregates.iter().flat_map(AggregateCall::exprs))
                         .collect::<Vec<_>>(),
                 ),
-            ),
-            group: group.clone(),
-            aggregates: aggregates.clone(),
-            schema: schema.clone(),
-        },
+            );
+            match counted_distinct(aggregates) {
+                Some(counted) => {
+                    count_distinct_in_two_steps(input, group, aggregates, counted, schema)
+                }
+                None => PhysicalPlan::HashAggregate {
+                    input,
+                    group: group.clone(),
+                    aggregates: aggregates.clone(),
+                    schema: schema.clone(),
+                },
+            }
+        }
         LogicalPlan::Join {
             left,
             right,
@@ -389,6 +397,63 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
 
 /// `schema` with the fields `keep` rejects typed NULL: nothing above reads them, so they travel
 /// as NULL arrays, which hold no buffers and cost nothing to filter, take or concatenate.
+/// The argument of aggregates that are all `count(DISTINCT x)` of one `x`, without FILTER.
+fn counted_distinct(aggregates: &[AggregateCall]) -> Option<&Expr> {
+    let arg = aggregates.first()?.arg.as_ref()?;
+    aggregates
+        .iter()
+        .all(|a| {
+            a.func == AggregateFunction::CountDistinct
+                && a.arg.as_ref() == Some(arg)
+                && a.filter.is_none()
+        })
+        .then_some(arg)
+}
+
+/// `count(DISTINCT x) ... GROUP BY keys` as two plain aggregations: by the keys and `x`, then
+/// `count(x)` by the keys. No set of values seen per group, and both steps merge partition
+/// by partition across workers. A NULL `x` forms a group of its own, which `count` skips.
+fn count_distinct_in_two_steps(
+    input: Box<PhysicalPlan>,
+    group: &[Expr],
+    aggregates: &[AggregateCall],
+    counted: &Expr,
+    schema: &SchemaRef,
+) -> PhysicalPlan {
+    let mut distinct_group = group.to_vec();
+    distinct_group.push(counted.clone());
+    let fields: Vec<Field> = distinct_group
+        .iter()
+        .map(|g| Field::new(g.to_string(), g.data_type(), true))
+        .collect();
+    let distinct = PhysicalPlan::HashAggregate {
+        input,
+        group: distinct_group,
+        aggregates: Vec::new(),
+        schema: Arc::new(Schema::new(fields)),
+    };
+    let keys = group
+        .iter()
+        .enumerate()
+        .map(|(i, g)| Expr::column(i, g.to_string(), g.data_type()))
+        .collect();
+    let value = Expr::column(group.len(), "value", counted.data_type());
+    let counts = aggregates
+        .iter()
+        .map(|a| AggregateCall {
+            func: AggregateFunction::Count,
+            arg: Some(value.clone()),
+            ..a.clone()
+        })
+        .collect();
+    PhysicalPlan::HashAggregate {
+        input: Box::new(distinct),
+        group: keys,
+        aggregates: counts,
+        schema: schema.clone(),
+    }
+}
+
 fn prune(schema: &SchemaRef, keep: impl Fn(usize) -> bool) -> SchemaRef {
     let count = schema.fields().len();
     if (0..count).all(&keep) {
