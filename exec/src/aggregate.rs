@@ -894,11 +894,6 @@ impl HashAggregateSink {
         HashAggregateSink::new(&self.group, &self.aggregates, self.schema.clone())
     }
 
-    /// The ids of the groups in one partition of the group keys.
-    fn members(&self, partition: usize) -> &[u32] {
-        self.index.as_ref().expect("grouped").members(partition)
-    }
-
     /// Whether partial aggregations of this kind can be merged partition by partition.
     fn can_split(&self) -> bool {
         self.index.is_some() && self.accumulators.iter().all(Accumulator::can_split)
@@ -1010,37 +1005,50 @@ impl HashAggregateSink {
 /// Merges partial aggregations (grouped, every accumulator able to split) partition by
 /// partition on the thread pool, and finishes each partition: its groups are interned once,
 /// into a table sized for them.
-fn finish_by_partition(mut parts: Vec<HashAggregateSink>) -> Result<Vec<RecordBatch>> {
+fn finish_by_partition(parts: Vec<HashAggregateSink>) -> Result<Vec<RecordBatch>> {
     use rayon::prelude::*;
-    for part in &mut parts {
-        for accumulator in &mut part.accumulators {
-            accumulator.resize(part.groups);
-        }
+    /// What the merge needs of a partial aggregation: its key columns, the ids of its groups
+    /// in each partition, and its accumulators. Its hash tables are let go first.
+    struct Partial {
+        keys: Vec<ArrayRef>,
+        members: Vec<Vec<u32>>,
+        accumulators: Vec<Accumulator>,
     }
-    let keys = parts
-        .iter()
-        .map(HashAggregateSink::key_columns)
+    let template = parts[0].empty_like()?;
+    let partials = parts
+        .into_iter()
+        .map(|mut part| {
+            for accumulator in &mut part.accumulators {
+                accumulator.resize(part.groups);
+            }
+            Ok(Partial {
+                keys: part.key_columns()?,
+                members: part.index.take().expect("grouped").into_members(),
+                accumulators: std::mem::take(&mut part.accumulators),
+            })
+        })
         .collect::<Result<Vec<_>>>()?;
     let merge_partition = |partition: usize| -> Result<RecordBatch> {
-        let mut merged = parts[0].empty_like()?;
-        let groups = parts.iter().map(|p| p.members(partition).len()).sum();
+        let mut merged = template.empty_like()?;
+        let groups = partials.iter().map(|p| p.members[partition].len()).sum();
         merged
             .index
             .as_mut()
             .expect("grouped")
             .reserve(partition, groups);
-        for (part, keys) in parts.iter().zip(&keys) {
-            let members = part.members(partition);
+        for partial in &partials {
+            let members = &partial.members[partition];
             if members.is_empty() {
                 continue;
             }
             let rows = arrow::array::UInt32Array::from(members.to_vec());
-            let taken = keys
+            let taken = partial
+                .keys
                 .iter()
                 .map(|k| arrow::compute::take(k, &rows, None))
                 .collect::<Result<Vec<_>, _>>()?;
             let map = merged.group_ids(&taken)?;
-            for (mine, theirs) in merged.accumulators.iter_mut().zip(&part.accumulators) {
+            for (mine, theirs) in merged.accumulators.iter_mut().zip(&partial.accumulators) {
                 mine.resize(merged.groups);
                 mine.merge_groups(theirs, members, &map)?;
             }

@@ -379,8 +379,14 @@ impl GroupIndex {
     }
 
     /// The ids of the keys in `partition`, in the order they were added.
-    pub fn members(&self, partition: usize) -> &[u32] {
+    #[cfg(test)]
+    fn members(&self, partition: usize) -> &[u32] {
         &self.members[partition]
+    }
+
+    /// Per partition, the ids of its keys in the order they were added; the tables go.
+    pub fn into_members(self) -> Vec<Vec<u32>> {
+        self.members
     }
 
     /// Room for `additional` more keys of `partition`.
