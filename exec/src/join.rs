@@ -75,6 +75,24 @@ impl HashJoin {
         })
     }
 
+    /// The probe side's key expressions, when a probe row whose key no build row has adds
+    /// nothing to the join's output, so a scan may drop it while reading.
+    pub fn droppable_probe_keys(&self) -> Option<&[Expr]> {
+        let drops = matches!(
+            self.kind,
+            JoinKind::Inner | JoinKind::Semi | JoinKind::RightSemi | JoinKind::RightAnti
+        );
+        (drops && self.table.is_some()).then_some(&self.left_keys[..])
+    }
+
+    /// For each row of a probe batch, whether some build row has its key.
+    pub fn has_key(&self, batch: &RecordBatch) -> Result<BooleanArray> {
+        let table = self.table.as_ref().expect("a join with keys");
+        Ok(BooleanArray::from(
+            table.contains(&self.probe_keys(batch)?)?,
+        ))
+    }
+
     /// Joins one probe batch.
     pub fn probe(&self, batch: &RecordBatch) -> Result<Vec<RecordBatch>> {
         let rows = batch.num_rows();

@@ -123,6 +123,17 @@ impl JoinTable {
         self.has_null_key
     }
 
+    /// For each probe row, whether some build row has its key (NULL keys have none).
+    pub fn contains(&self, keys: &[ArrayRef]) -> Result<Vec<bool>> {
+        let keys = self.encoder.encode(keys, NullKeys::Skip)?;
+        Ok((0..keys.len())
+            .map(|row| {
+                let partition = &self.partitions[partition_of(keys.hash(row), self.partition_bits)];
+                partition.index.lookup_row(&keys, row) != NO_KEY
+            })
+            .collect())
+    }
+
     /// Appends every pair of a probe row and a build row with equal keys, probe row by probe
     /// row and each probe row's build rows in build order. `keys` are the probe batch's key
     /// columns.

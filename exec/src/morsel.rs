@@ -4,12 +4,13 @@
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
 
-use arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
+use arrow::array::{AsArray, BooleanArray, RecordBatch};
 use pondra_planner::{Expr, ExternalFile, FileFormat, PhysicalPlan};
 use pondra_storage::{read_csv_file, read_parquet_row_group, read_parquet_row_group_where};
 
 use crate::Result;
 use crate::expr::evaluate;
+use crate::join::HashJoin;
 use crate::pipeline::ExecContext;
 use crate::scan::{Morsel, as_schema, read_morsel, table_morsels, widen};
 
@@ -50,22 +51,49 @@ pub fn scan_units<'p>(node: &'p PhysicalPlan, ctx: &ExecContext) -> Option<Vec<S
     }
 }
 
-/// A filter applied as a scan reads, and what it has kept so far.
+/// What a scan keeps of the rows it reads.
+pub enum Keep<'p> {
+    /// The rows a filter right above the scan keeps.
+    Filter(&'p Expr),
+    /// The rows whose key the build side of the hash join right above the scan has; the join
+    /// still runs on them.
+    JoinKey(&'p HashJoin),
+}
+
+/// Rows dropped as a scan reads, and how many it has kept so far.
 pub struct ScanFilter<'p> {
-    pub predicate: &'p Expr,
-    /// Sorted, deduplicated.
+    keep: Keep<'p>,
+    /// The columns `keep` reads: sorted, deduplicated.
     columns: Vec<usize>,
     rows: AtomicUsize,
     kept: AtomicUsize,
 }
 
 impl<'p> ScanFilter<'p> {
-    pub fn new(predicate: &'p Expr) -> ScanFilter<'p> {
+    pub fn new(keep: Keep<'p>) -> ScanFilter<'p> {
+        let columns = match &keep {
+            Keep::Filter(predicate) => predicate.column_indices(),
+            Keep::JoinKey(join) => {
+                let keys = join.droppable_probe_keys().unwrap_or_default();
+                let mut columns: Vec<usize> = keys.iter().flat_map(Expr::column_indices).collect();
+                columns.sort_unstable();
+                columns.dedup();
+                columns
+            }
+        };
         ScanFilter {
-            predicate,
-            columns: predicate.column_indices(),
+            keep,
+            columns,
             rows: AtomicUsize::new(0),
             kept: AtomicUsize::new(0),
+        }
+    }
+
+    /// Which rows of a batch of the scan's schema to keep.
+    fn mask(&self, batch: &RecordBatch) -> Result<BooleanArray> {
+        match &self.keep {
+            Keep::Filter(predicate) => Ok(evaluate(predicate, batch)?.as_boolean().clone()),
+            Keep::JoinKey(join) => join.has_key(batch),
         }
     }
 
@@ -79,12 +107,16 @@ impl<'p> ScanFilter<'p> {
         !self.columns.is_empty() && self.columns.len() <= others && kept * 4 <= rows
     }
 
-    /// The rows of `batches` the filter keeps.
+    /// The rows of `batches` a filter keeps (all of them for a join's keys: the join drops
+    /// the others itself).
     fn apply(&self, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+        if let Keep::JoinKey(_) = self.keep {
+            return Ok(batches);
+        }
         let mut kept = Vec::with_capacity(batches.len());
         for batch in batches {
-            let mask = evaluate(self.predicate, &batch)?;
-            let batch = crate::select::filter_batch(&batch, mask.as_boolean())?;
+            let mask = self.mask(&batch)?;
+            let batch = crate::select::filter_batch(&batch, &mask)?;
             self.count(mask.len(), batch.num_rows());
             kept.push(batch);
         }
@@ -131,8 +163,7 @@ pub fn read_unit(
                 let mut rows = 0;
                 let keep = |batch: &RecordBatch| -> Result<BooleanArray> {
                     rows += batch.num_rows();
-                    let batch = widen(batch, schema, &filter.columns)?;
-                    Ok(evaluate(filter.predicate, &batch)?.as_boolean().clone())
+                    filter.mask(&widen(batch, schema, &filter.columns)?)
                 };
                 let read = read_parquet_row_group_where(
                     &file.path,

@@ -13,7 +13,7 @@ use pondra_storage::Lake;
 use crate::aggregate::HashAggregateSink;
 use crate::expr::evaluate;
 use crate::join::HashJoin;
-use crate::morsel::{ScanFilter, ScanUnit, read_unit, scan_units};
+use crate::morsel::{Keep, ScanFilter, ScanUnit, read_unit, scan_units};
 use crate::profile::{NodeStats, Profile};
 use crate::scan::as_schema;
 use crate::sink::{Sink, Split};
@@ -286,13 +286,29 @@ fn run_pipeline<'p>(
     stages.reverse();
     // A filter right above a scan of Parquet files read in place is applied as they are read:
     // the columns it reads first, the others only for the rows it keeps.
-    let mut scan_filter = None;
+    // A hash join right above such a scan drops, the same way, the rows whose key its build
+    // side does not have.
+    let mut filtered = None;
     if let (PhysicalPlan::ParquetScan { .. }, Some(first)) = (node, stages.first_mut())
         && let Operator::Filter(predicate) = first.operator
     {
-        scan_filter = Some(ScanFilter::new(predicate));
+        filtered = Some(predicate);
         first.operator = Operator::Applied;
     }
+    let scan_filter = match (node, filtered, stages.first()) {
+        (PhysicalPlan::ParquetScan { .. }, Some(predicate), _) => {
+            Some(ScanFilter::new(Keep::Filter(predicate)))
+        }
+        (
+            PhysicalPlan::ParquetScan { .. },
+            None,
+            Some(Stage {
+                operator: Operator::HashJoin(join),
+                ..
+            }),
+        ) if join.droppable_probe_keys().is_some() => Some(ScanFilter::new(Keep::JoinKey(join))),
+        _ => None,
+    };
     let scan_filter = scan_filter.as_ref();
     let plan_schema = node.schema();
     let started = Instant::now();
