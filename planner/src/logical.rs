@@ -202,17 +202,11 @@ impl LogicalPlan {
         let DataType::List(item) = array.data_type() else {
             panic!("unnest of {array}, which is no array");
         };
-        let mut fields: Vec<Field> = self
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| f.as_ref().clone())
-            .collect();
-        fields.push(Field::new(element, item.data_type().clone(), true));
+        let element = Field::new(element, item.data_type().clone(), true);
         LogicalPlan::Unnest {
+            schema: crate::types::schema_with(&self.schema(), [element]),
             input: Box::new(self),
             array,
-            schema: Arc::new(Schema::new(fields)),
         }
     }
 

@@ -248,24 +248,16 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
             mark_columns(array, &mut needed);
             let input = child(input, &needed);
             // The input's unread columns are NULL columns now.
-            let mut fields: Vec<Field> = input
-                .schema()
+            let element = schema
                 .fields()
-                .iter()
-                .map(|f| f.as_ref().clone())
-                .collect();
-            fields.push(
-                schema
-                    .fields()
-                    .last()
-                    .expect("the element")
-                    .as_ref()
-                    .clone(),
-            );
+                .last()
+                .expect("the element")
+                .as_ref()
+                .clone();
             PhysicalPlan::Unnest {
+                schema: crate::types::schema_with(&input.schema(), [element]),
                 input,
                 array: array.clone(),
-                schema: Arc::new(Schema::new(fields)),
             }
         }
         LogicalPlan::Project {

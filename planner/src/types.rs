@@ -73,6 +73,19 @@ pub fn list_of(item: DataType) -> DataType {
     )))
 }
 
+/// `schema`'s fields followed by `more`.
+pub(crate) fn schema_with(
+    schema: &arrow::datatypes::Schema,
+    more: impl IntoIterator<Item = arrow::datatypes::Field>,
+) -> arrow::datatypes::SchemaRef {
+    let fields = schema
+        .fields()
+        .iter()
+        .map(|f| f.as_ref().clone())
+        .chain(more);
+    std::sync::Arc::new(arrow::datatypes::Schema::new(fields.collect::<Vec<_>>()))
+}
+
 /// The type `_pg_expandarray` gives for an array of `item`: an array of records `(x, n)`, the
 /// element and its position from 1.
 pub fn expanded_array_type(item: &DataType) -> DataType {

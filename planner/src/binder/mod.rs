@@ -1083,19 +1083,17 @@ impl<'a> Binder<'a> {
             };
             exprs = exprs.iter().map(remap).collect();
             let qualify = qualify.as_ref().map(remap);
-            let mut fields: Vec<Field> = plan
-                .schema()
-                .fields()
-                .iter()
-                .map(|f| f.as_ref().clone())
-                .collect();
-            for (i, w) in windows.iter().enumerate() {
-                fields.push(Field::new(format!("window_{i}"), w.data_type.clone(), true));
-            }
+            let schema = crate::types::schema_with(
+                &plan.schema(),
+                windows
+                    .iter()
+                    .enumerate()
+                    .map(|(i, w)| Field::new(format!("window_{i}"), w.data_type.clone(), true)),
+            );
             plan = LogicalPlan::Window {
                 input: Box::new(plan),
                 exprs: windows,
-                schema: Arc::new(Schema::new(fields)),
+                schema,
             };
             if let Some(predicate) = qualify {
                 plan = filter(plan, predicate, "QUALIFY")?;
