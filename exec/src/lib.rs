@@ -12,6 +12,7 @@ mod aggregate;
 mod arrays;
 mod collected;
 mod decimal;
+mod dictionary_filter;
 mod error;
 mod expr;
 mod functions;

@@ -5,10 +5,12 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
 
 use arrow::array::{AsArray, BooleanArray, RecordBatch};
+use arrow::datatypes::SchemaRef;
 use pondra_planner::{Expr, ExternalFile, FileFormat, PhysicalPlan};
 use pondra_storage::{read_csv_file, read_parquet_row_group, read_parquet_row_group_where};
 
 use crate::Result;
+use crate::dictionary_filter::{AnswerCache, DictionaryFilter};
 use crate::expr::evaluate;
 use crate::join::HashJoin;
 use crate::pipeline::ExecContext;
@@ -65,12 +67,19 @@ pub struct ScanFilter<'p> {
     keep: Keep<'p>,
     /// The columns `keep` reads: sorted, deduplicated.
     columns: Vec<usize>,
+    /// The filter's conjuncts over one string column, answered from the column's
+    /// dictionary when it is read first.
+    dictionary: Option<DictionaryFilter>,
     rows: AtomicUsize,
     kept: AtomicUsize,
 }
 
 impl<'p> ScanFilter<'p> {
-    pub fn new(keep: Keep<'p>) -> ScanFilter<'p> {
+    pub fn new(keep: Keep<'p>, schema: &SchemaRef) -> ScanFilter<'p> {
+        let dictionary = match &keep {
+            Keep::Filter(predicate) => DictionaryFilter::new(predicate, schema),
+            Keep::JoinKey(_) => None,
+        };
         let columns = match &keep {
             Keep::Filter(predicate) => predicate.column_indices(),
             Keep::JoinKey(join) => {
@@ -84,6 +93,7 @@ impl<'p> ScanFilter<'p> {
         ScanFilter {
             keep,
             columns,
+            dictionary,
             rows: AtomicUsize::new(0),
             kept: AtomicUsize::new(0),
         }
@@ -97,14 +107,29 @@ impl<'p> ScanFilter<'p> {
         }
     }
 
+    /// Which rows of a batch of the filter's columns, as read first, to keep.
+    fn mask_read(
+        &self,
+        read: &RecordBatch,
+        schema: &SchemaRef,
+        answers: &mut AnswerCache,
+    ) -> Result<BooleanArray> {
+        match &self.dictionary {
+            Some(dictionary) => dictionary.mask(read, schema, &self.columns, answers),
+            None => self.mask(&widen(read, schema, &self.columns)?),
+        }
+    }
+
     /// Whether to read the filter's columns first and the other `columns` only for the rows
     /// it keeps: when it reads no more columns than the others, and has kept at most a
     /// quarter of the rows so far. Skipping rows saves decoding, not decompressing, which
-    /// a filter that keeps most rows or reads most columns does not repay.
+    /// a filter that keeps most rows or reads most columns does not repay. A filter on a
+    /// string column always does: it reads the column's dictionary instead of its strings.
     fn reads_first(&self, columns: &[usize]) -> bool {
         let others = columns.len() - self.columns.len();
         let (rows, kept) = (self.rows.load(Relaxed), self.kept.load(Relaxed));
-        !self.columns.is_empty() && self.columns.len() <= others && kept * 4 <= rows
+        !self.columns.is_empty()
+            && (self.dictionary.is_some() || (self.columns.len() <= others && kept * 4 <= rows))
     }
 
     /// The rows of `batches` a filter keeps (all of them for a join's keys: the join drops
@@ -161,16 +186,17 @@ pub fn read_unit(
                 && filter.reads_first(columns)
             {
                 let mut rows = 0;
+                let mut answers = AnswerCache::new();
                 let keep = |batch: &RecordBatch| -> Result<BooleanArray> {
                     rows += batch.num_rows();
-                    filter.mask(&widen(batch, schema, &filter.columns)?)
+                    filter.mask_read(batch, schema, &mut answers)
                 };
                 let read = read_parquet_row_group_where(
                     &file.path,
                     footer,
                     *row_group,
-                    columns,
-                    &filter.columns,
+                    (columns, &filter.columns),
+                    filter.dictionary.is_some(),
                     keep,
                 )?;
                 filter.count(rows, read.iter().map(RecordBatch::num_rows).sum());

@@ -297,7 +297,7 @@ fn run_pipeline<'p>(
     }
     let scan_filter = match (node, filtered, stages.first()) {
         (PhysicalPlan::ParquetScan { .. }, Some(predicate), _) => {
-            Some(ScanFilter::new(Keep::Filter(predicate)))
+            Some(ScanFilter::new(Keep::Filter(predicate), &node.schema()))
         }
         (
             PhysicalPlan::ParquetScan { .. },
@@ -306,7 +306,9 @@ fn run_pipeline<'p>(
                 operator: Operator::HashJoin(join),
                 ..
             }),
-        ) if join.droppable_probe_keys().is_some() => Some(ScanFilter::new(Keep::JoinKey(join))),
+        ) if join.droppable_probe_keys().is_some() => {
+            Some(ScanFilter::new(Keep::JoinKey(join), &node.schema()))
+        }
         _ => None,
     };
     let scan_filter = scan_filter.as_ref();

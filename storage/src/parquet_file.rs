@@ -186,11 +186,7 @@ pub fn parquet_file_info(path: &std::path::Path) -> Result<ParquetFileInfo> {
         })
         .collect();
     let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(fields.clone()));
-    let options = ArrowReaderOptions::new().with_schema(schema.clone());
-    let footer = ParquetFooter(ArrowReaderMetadata::try_new(
-        builder.metadata().clone(),
-        options,
-    )?);
+    let footer = ParquetFooter::new(builder.metadata(), &schema)?;
     let metadata = builder.metadata();
     // Leaf columns match the fields one to one only in a flat schema.
     let flat = metadata.file_metadata().schema_descr().num_columns() == fields.len();
@@ -245,7 +241,7 @@ fn distinct_samples(
         path: path.display().to_string(),
         message: e.to_string(),
     })?;
-    let mut reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, footer.0.clone())
+    let mut reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, footer.plain.clone())
         .with_batch_size(SAMPLE_ROWS)
         .with_limit(SAMPLE_ROWS)
         .build()?;
@@ -325,7 +321,45 @@ pub struct ParquetFileInfo {
 /// A Parquet file's footer, parsed once with the schema Pondra reads the file with, so that
 /// reading each of its row groups does not parse it again. Cheap to clone.
 #[derive(Clone, Debug)]
-pub struct ParquetFooter(ArrowReaderMetadata);
+pub struct ParquetFooter {
+    plain: ArrowReaderMetadata,
+    /// The same schema with each top-level string column read as a dictionary (`Int32` keys),
+    /// which keeps a dictionary-encoded column chunk's encoding instead of decoding each value.
+    strings_as_dictionaries: ArrowReaderMetadata,
+}
+
+/// The type a string column is read as when its dictionary is kept.
+pub fn string_dictionary_type() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+}
+
+impl ParquetFooter {
+    fn new(
+        metadata: &Arc<parquet::file::metadata::ParquetMetaData>,
+        schema: &SchemaRef,
+    ) -> Result<Self> {
+        let with_schema = |schema: SchemaRef| {
+            ArrowReaderMetadata::try_new(
+                metadata.clone(),
+                ArrowReaderOptions::new().with_schema(schema),
+            )
+        };
+        let dictionaries = schema
+            .fields()
+            .iter()
+            .map(|f| match f.data_type() {
+                DataType::Utf8 => {
+                    Arc::new(f.as_ref().clone().with_data_type(string_dictionary_type()))
+                }
+                _ => f.clone(),
+            })
+            .collect::<Fields>();
+        Ok(ParquetFooter {
+            plain: with_schema(schema.clone())?,
+            strings_as_dictionaries: with_schema(Arc::new(Schema::new(dictionaries)))?,
+        })
+    }
+}
 
 /// Reads one row group of a local Parquet file with its parsed footer, as batches of the
 /// footer's schema (which may name plain strings where the file stores another layout).
@@ -339,7 +373,7 @@ pub fn read_parquet_row_group(
         path: path.display().to_string(),
         message: e.to_string(),
     })?;
-    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, footer.0.clone())
+    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, footer.plain.clone())
         .with_row_groups(vec![row_group])
         .with_batch_size(BATCH_ROWS);
     read_columns(builder, columns)
@@ -349,50 +383,57 @@ pub fn read_parquet_row_group(
 /// false), as batches of the top-level `columns` in file order. `keep` sees batches of the
 /// `filter_columns` (a subset of `columns`, in file order), which are read first; the other
 /// columns are then read only for the rows kept, skipping the others when few are kept
-/// (late materialization).
+/// (late materialization). With `dictionaries`, `keep` sees string columns as dictionaries
+/// ([`string_dictionary_type`]); the batches returned always hold plain strings.
 pub fn read_parquet_row_group_where<E: From<crate::StorageError>>(
     path: &std::path::Path,
     footer: &ParquetFooter,
     row_group: usize,
-    columns: &[usize],
-    filter_columns: &[usize],
+    (columns, filter_columns): (&[usize], &[usize]),
+    dictionaries: bool,
     mut keep: impl FnMut(&RecordBatch) -> std::result::Result<BooleanArray, E>,
 ) -> std::result::Result<Vec<RecordBatch>, E> {
-    let open = || -> Result<ParquetRecordBatchReaderBuilder<std::fs::File>> {
-        let file = std::fs::File::open(path).map_err(|e| crate::StorageError::Folder {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        Ok(
-            ParquetRecordBatchReaderBuilder::new_with_metadata(file, footer.0.clone())
-                .with_row_groups(vec![row_group])
-                .with_batch_size(BATCH_ROWS),
-        )
+    let open =
+        |metadata: &ArrowReaderMetadata| -> Result<ParquetRecordBatchReaderBuilder<std::fs::File>> {
+            let file = std::fs::File::open(path).map_err(|e| crate::StorageError::Folder {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
+            Ok(
+                ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone())
+                    .with_row_groups(vec![row_group])
+                    .with_batch_size(BATCH_ROWS),
+            )
+        };
+    let filter_metadata = match dictionaries {
+        true => &footer.strings_as_dictionaries,
+        false => &footer.plain,
     };
-    let filtered = read_columns(open()?, Some(filter_columns))?;
+    let filtered = read_columns(open(filter_metadata)?, Some(filter_columns))?;
     let masks = filtered
         .iter()
         .map(|batch| keep(batch).map(|mask| without_nulls(&mask)))
         .collect::<std::result::Result<Vec<_>, E>>()?;
     let rows: usize = filtered.iter().map(RecordBatch::num_rows).sum();
     let kept: usize = masks.iter().map(BooleanArray::true_count).sum();
-    let rest: Vec<usize> = columns
-        .iter()
-        .copied()
-        .filter(|c| !filter_columns.contains(c))
-        .collect();
     if kept == 0 {
         return Ok(Vec::new());
     }
     let filter = |batch: &RecordBatch, mask: &BooleanArray| {
         arrow::compute::filter_record_batch(batch, mask).map_err(crate::StorageError::from)
     };
+    let kept_filtered = filtered
+        .iter()
+        .zip(&masks)
+        .map(|(batch, mask)| plain_strings(&filter(batch, mask)?))
+        .collect::<Result<Vec<_>>>()?;
+    let rest: Vec<usize> = columns
+        .iter()
+        .copied()
+        .filter(|c| !filter_columns.contains(c))
+        .collect();
     if rest.is_empty() {
-        return Ok(filtered
-            .iter()
-            .zip(&masks)
-            .map(|(batch, mask)| filter(batch, mask))
-            .collect::<Result<Vec<_>>>()?);
+        return Ok(kept_filtered);
     }
     let combine = |filtered: &RecordBatch, other: &RecordBatch| -> Result<RecordBatch> {
         let mut fields = Vec::new();
@@ -418,21 +459,19 @@ pub fn read_parquet_row_group_where<E: From<crate::StorageError>>(
     };
     // Most rows kept: reading the rest whole and filtering it costs less than skipping.
     if kept * 2 > rows {
-        let others = read_columns(open()?, Some(&rest))?;
-        return Ok(filtered
+        let others = read_columns(open(&footer.plain)?, Some(&rest))?;
+        return Ok(kept_filtered
             .iter()
             .zip(&others)
             .zip(&masks)
-            .map(|((batch, other), mask)| filter(&combine(batch, other)?, mask))
+            .map(|((batch, other), mask)| combine(batch, &filter(other, mask)?))
             .collect::<Result<Vec<_>>>()?);
     }
     let selection = RowSelection::from_filters(&masks);
-    let others = read_columns(open()?.with_row_selection(selection), Some(&rest))?;
-    let kept_filtered = filtered
-        .iter()
-        .zip(&masks)
-        .map(|(batch, mask)| filter(batch, mask))
-        .collect::<Result<Vec<_>>>()?;
+    let others = read_columns(
+        open(&footer.plain)?.with_row_selection(selection),
+        Some(&rest),
+    )?;
     let concat = |batches: &[RecordBatch]| -> Result<RecordBatch> {
         Ok(arrow::compute::concat_batches(
             &batches[0].schema(),
@@ -444,6 +483,42 @@ pub fn read_parquet_row_group_where<E: From<crate::StorageError>>(
         .step_by(BATCH_ROWS)
         .map(|start| whole.slice(start, BATCH_ROWS.min(kept - start)))
         .collect())
+}
+
+/// The batch with each dictionary column decoded to its values' type.
+pub fn plain_strings(batch: &RecordBatch) -> Result<RecordBatch> {
+    if !batch
+        .columns()
+        .iter()
+        .any(|c| matches!(c.data_type(), DataType::Dictionary(_, _)))
+    {
+        return Ok(batch.clone());
+    }
+    let mut fields = Vec::with_capacity(batch.num_columns());
+    let mut arrays = Vec::with_capacity(batch.num_columns());
+    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+        match column.data_type() {
+            DataType::Dictionary(_, values) => {
+                arrays.push(arrow::compute::cast(column, values)?);
+                fields.push(
+                    field
+                        .as_ref()
+                        .clone()
+                        .with_data_type(values.as_ref().clone()),
+                );
+            }
+            _ => {
+                arrays.push(column.clone());
+                fields.push(field.as_ref().clone());
+            }
+        }
+    }
+    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    Ok(RecordBatch::try_new_with_options(
+        Arc::new(Schema::new(fields)),
+        arrays,
+        &options,
+    )?)
 }
 
 /// The mask with NULL read as false.
@@ -538,11 +613,12 @@ mod tests {
             (0, vec![0, 1, 2]),
             (100, vec![0]),
         ] {
-            let read = read_parquet_row_group_where(&path, &footer, 0, &columns, &[0], |batch| {
-                let a = batch.column(0).as_primitive::<Int64Type>();
-                Ok::<_, crate::StorageError>(a.iter().map(|v| v.map(|v| v < below)).collect())
-            })
-            .unwrap();
+            let read =
+                read_parquet_row_group_where(&path, &footer, 0, (&columns, &[0]), false, |batch| {
+                    let a = batch.column(0).as_primitive::<Int64Type>();
+                    Ok::<_, crate::StorageError>(a.iter().map(|v| v.map(|v| v < below)).collect())
+                })
+                .unwrap();
             let rows: usize = read.iter().map(RecordBatch::num_rows).sum();
             assert_eq!(rows as i64, below);
             let mut next = 0;
@@ -565,6 +641,50 @@ mod tests {
                 }
             }
         }
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn a_filter_on_strings_sees_their_dictionary_and_the_rows_come_back_plain() {
+        // Few distinct strings: the writer keeps them dictionary-encoded.
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("a", DataType::Int64, false),
+            Field::new("s", DataType::Utf8, true),
+        ]));
+        let rows = 30_000i64;
+        let strings = (0..rows).map(|i| (i % 7 != 0).then(|| ["x", "yy", "zzz"][i as usize % 3]));
+        let batch = RecordBatch::try_new(
+            schema.clone(),
+            vec![
+                Arc::new(Int64Array::from_iter_values(0..rows)),
+                Arc::new(StringArray::from_iter(strings)),
+            ],
+        )
+        .unwrap();
+        let path =
+            std::env::temp_dir().join(format!("pondra-{}-dictionary.parquet", std::process::id()));
+        std::fs::write(&path, write_parquet_bytes(&schema, &[batch]).unwrap()).unwrap();
+        let footer = parquet_file_info(&path).unwrap().footer;
+        let read =
+            read_parquet_row_group_where(&path, &footer, 0, (&[0, 1], &[1]), true, |batch| {
+                assert_eq!(batch.column(0).data_type(), &string_dictionary_type());
+                let plain = arrow::compute::cast(batch.column(0), &DataType::Utf8).unwrap();
+                let yy = plain
+                    .as_string::<i32>()
+                    .iter()
+                    .map(|s| s.map(|s| s == "yy"));
+                Ok::<_, crate::StorageError>(yy.collect())
+            })
+            .unwrap();
+        let expected: Vec<i64> = (0..rows).filter(|i| i % 7 != 0 && i % 3 == 1).collect();
+        let mut got: Vec<i64> = Vec::new();
+        for batch in &read {
+            assert_eq!(batch.column(1).data_type(), &DataType::Utf8);
+            let s = batch.column(1).as_string::<i32>();
+            assert!(s.iter().all(|s| s == Some("yy")));
+            got.extend(batch.column(0).as_primitive::<Int64Type>().values().iter());
+        }
+        assert_eq!(got, expected);
         std::fs::remove_file(path).unwrap();
     }
 }
