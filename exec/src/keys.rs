@@ -1,6 +1,9 @@
 //! The keys of hash joins and aggregations. Each batch's key columns are encoded once: packed
-//! into one machine word per row when every column is a fixed-width integer and they fit in 64
-//! or 128 bits, otherwise in Arrow's row format, and hashed in one pass (`KeyEncoder`). The
+//! into one machine word per row when every column is a fixed-width integer or a string and
+//! they fit in 64 or 128 bits, otherwise in Arrow's row format, and hashed in one pass
+//! (`KeyEncoder`). A string packs into a slot of the word, with its length, when it is short
+//! enough; a key with a longer string (or a NULL) is in row format instead. The choice depends
+//! on the key's value alone, so a key is encoded the same way in every batch. The
 //! encoded keys are interned in a hashbrown table that gives every distinct key a dense id
 //! (`KeyIndex`). Encoding is apart from the table so that a join's build side can encode and
 //! hash each row once, and intern it into the table of the partition its hash picks.
@@ -51,9 +54,12 @@ pub struct EncodedKeys {
     encoded: Encoded,
     /// For each row, whether any key column is NULL there; `None` when none is.
     has_null: Option<Vec<bool>>,
-    /// The keys with a NULL in row format, when the columns are packed and NULL keys group:
-    /// a packed word cannot tell a NULL from the value its buffer holds.
-    null_bytes: Option<Rows>,
+    /// When the columns are packed, the rows whose key is not: it has a string too long for
+    /// its slot, or a NULL where NULL keys group (a word cannot tell a NULL from the value its
+    /// buffer holds). `None` when every key is packed.
+    unpacked: Option<Vec<bool>>,
+    /// Every row's key in row format, when some are unpacked.
+    unpacked_bytes: Option<Rows>,
     hashes: Vec<u64>,
 }
 
@@ -80,6 +86,7 @@ impl EncodedKeys {
     fn repeats_previous(&self, row: usize) -> bool {
         row > 0
             && self.has_null.is_none()
+            && self.unpacked.is_none()
             && match &self.encoded {
                 Encoded::Word64(words) => words[row] == words[row - 1],
                 Encoded::Word128(words) => words[row] == words[row - 1],
@@ -88,9 +95,14 @@ impl EncodedKeys {
     }
 
     #[inline]
+    fn is_unpacked(&self, row: usize) -> bool {
+        self.unpacked.as_ref().is_some_and(|u| u[row])
+    }
+
+    #[inline]
     fn key(&self, row: usize) -> Key<'_> {
-        match (&self.encoded, &self.null_bytes) {
-            (_, Some(bytes)) if self.has_null(row) => Key::Bytes(bytes.row(row).data()),
+        match (&self.encoded, &self.unpacked_bytes) {
+            (_, Some(bytes)) if self.is_unpacked(row) => Key::Bytes(bytes.row(row).data()),
             (Encoded::Word64(words), _) => Key::Word64(words[row]),
             (Encoded::Word128(words), _) => Key::Word128(words[row]),
             (Encoded::Bytes(rows), _) => Key::Bytes(rows.row(row).data()),
@@ -102,7 +114,8 @@ impl EncodedKeys {
 /// a key the same encoding and hash, so keys encoded once can be routed to any index.
 pub struct KeyEncoder {
     types: Vec<DataType>,
-    /// The bit width of each key column when all are packable, else `None`.
+    /// The bit width of each key column when all are packable, else `None`. A string
+    /// column's slot holds its length in the low byte and its bytes above.
     widths: Option<Vec<u32>>,
     converter: RowConverter,
     hasher: FixedState,
@@ -110,12 +123,10 @@ pub struct KeyEncoder {
 
 impl KeyEncoder {
     pub fn new(types: &[DataType]) -> Result<KeyEncoder> {
-        let widths: Option<Vec<u32>> = types.iter().map(packed_width).collect();
-        let widths = widths.filter(|w| w.iter().sum::<u32>() <= 128);
         let fields = types.iter().map(|t| SortField::new(t.clone())).collect();
         Ok(KeyEncoder {
             types: types.to_vec(),
-            widths,
+            widths: packed_widths(types),
             converter: RowConverter::new(fields)?,
             hasher: FixedState::with_seed(0x05ee_d0f9_0d2a),
         })
@@ -136,33 +147,41 @@ impl KeyEncoder {
             return self.encode(&keys, nulls);
         }
         let has_null = null_rows(keys);
-        let encoded = self.pack_or_convert(keys)?;
-        let null_bytes = match (&has_null, &encoded, nulls) {
-            (Some(_), Encoded::Word64(_) | Encoded::Word128(_), NullKeys::Group) => {
-                Some(self.converter.convert_columns(keys)?)
-            }
+        let (encoded, too_long) = self.pack_or_convert(keys)?;
+        let grouped_nulls = match nulls {
+            NullKeys::Group if !matches!(encoded, Encoded::Bytes(_)) => has_null.as_ref(),
             _ => None,
         };
+        let unpacked = match (too_long, grouped_nulls) {
+            (None, None) => None,
+            (Some(long), None) => Some(long),
+            (None, Some(null)) => Some(null.clone()),
+            (Some(long), Some(null)) => Some(long.iter().zip(null).map(|(l, n)| l | n).collect()),
+        };
+        let unpacked_bytes = match &unpacked {
+            Some(_) => Some(self.converter.convert_columns(keys)?),
+            None => None,
+        };
         let hasher = &self.hasher;
-        let hashes = match &encoded {
+        let mut hashes: Vec<u64> = match &encoded {
             Encoded::Word64(words) => words.iter().map(|w| hasher.hash_one(w)).collect(),
             Encoded::Word128(words) => words.iter().map(|w| hasher.hash_one(w)).collect(),
             Encoded::Bytes(rows) => rows.iter().map(|r| hasher.hash_one(r.data())).collect(),
         };
-        let mut keys = EncodedKeys {
-            encoded,
-            has_null,
-            null_bytes,
-            hashes,
-        };
-        if let Some(bytes) = &keys.null_bytes {
-            for row in 0..keys.len() {
-                if keys.has_null(row) {
-                    keys.hashes[row] = hasher.hash_one(bytes.row(row).data());
+        if let (Some(unpacked), Some(bytes)) = (&unpacked, &unpacked_bytes) {
+            for (row, hash) in hashes.iter_mut().enumerate() {
+                if unpacked[row] {
+                    *hash = hasher.hash_one(bytes.row(row).data());
                 }
             }
         }
-        Ok(keys)
+        Ok(EncodedKeys {
+            encoded,
+            has_null,
+            unpacked,
+            unpacked_bytes,
+            hashes,
+        })
     }
 
     /// The keys of the given rows of `keys` (encoded by this encoder), in that order.
@@ -192,32 +211,43 @@ impl KeyEncoder {
                 .has_null
                 .as_ref()
                 .map(|n| rows.iter().map(|&r| n[r as usize]).collect()),
-            null_bytes: keys.null_bytes.as_ref().map(gather_rows),
+            unpacked: keys
+                .unpacked
+                .as_ref()
+                .map(|u| rows.iter().map(|&r| u[r as usize]).collect()),
+            unpacked_bytes: keys.unpacked_bytes.as_ref().map(gather_rows),
             hashes: rows.iter().map(|&r| keys.hashes[r as usize]).collect(),
         }
     }
 
-    fn pack_or_convert(&self, keys: &[ArrayRef]) -> Result<Encoded> {
+    /// The keys packed into words, with the rows whose string is too long for its slot
+    /// (`None` if none is), or else in row format.
+    fn pack_or_convert(&self, keys: &[ArrayRef]) -> Result<(Encoded, Option<Vec<bool>>)> {
         let Some(widths) = &self.widths else {
-            return Ok(Encoded::Bytes(self.converter.convert_columns(keys)?));
+            let rows = self.converter.convert_columns(keys)?;
+            return Ok((Encoded::Bytes(rows), None));
         };
         let rows = keys.first().map_or(0, |k| k.len());
+        let mut too_long = None;
         if widths.iter().sum::<u32>() <= 64 {
             let mut words = vec![0u64; rows];
             let mut shift = 0;
             for (key, width) in keys.iter().zip(widths) {
-                pack(key, |row, bits| words[row] |= (bits as u64) << shift);
+                let put = |row: usize, bits: u128| words[row] |= (bits as u64) << shift;
+                pack(key, *width, &mut too_long, put);
                 shift += width;
             }
-            return Ok(Encoded::Word64(words));
+            return Ok((Encoded::Word64(words), too_long));
         }
         let mut words = vec![0u128; rows];
         let mut shift = 0;
         for (key, width) in keys.iter().zip(widths) {
-            pack(key, |row, bits| words[row] |= bits << shift);
+            pack(key, *width, &mut too_long, |row, bits| {
+                words[row] |= bits << shift
+            });
             shift += width;
         }
-        Ok(Encoded::Word128(words))
+        Ok((Encoded::Word128(words), too_long))
     }
 }
 
@@ -456,7 +486,8 @@ fn null_rows(keys: &[ArrayRef]) -> Option<Vec<bool>> {
     Some(has_null)
 }
 
-/// The bits a packed column of this type takes, or `None` if it cannot be packed.
+/// The bits a packed column of this type takes, or `None` if it cannot be packed; strings
+/// take what the other columns leave (`packed_widths`).
 fn packed_width(data_type: &DataType) -> Option<u32> {
     Some(match data_type {
         DataType::Boolean | DataType::Int8 | DataType::UInt8 => 8,
@@ -468,9 +499,45 @@ fn packed_width(data_type: &DataType) -> Option<u32> {
     })
 }
 
-/// Calls `put(row, bits)` with each row's value as unsigned bits of the column's width (the
-/// value at a NULL is whatever the buffer holds; such rows are keyed apart).
-fn pack(key: &ArrayRef, mut put: impl FnMut(usize, u128)) {
+/// The bits each key column takes in a packed word, or `None` when they cannot be packed.
+/// String columns share the bits the others leave of 128, at most 16 bytes each (a length
+/// byte, and at least one byte of the string).
+fn packed_widths(types: &[DataType]) -> Option<Vec<u32>> {
+    let strings = types.iter().filter(|t| **t == DataType::Utf8).count() as u32;
+    let mut fixed = 0;
+    for data_type in types.iter().filter(|t| **t != DataType::Utf8) {
+        fixed += packed_width(data_type)?;
+    }
+    if fixed > 128 {
+        return None;
+    }
+    let slot_bytes = match strings {
+        0 => 0,
+        _ => ((128 - fixed) / 8 / strings).min(16),
+    };
+    if strings > 0 && slot_bytes < 2 {
+        return None;
+    }
+    Some(
+        types
+            .iter()
+            .map(|t| match t {
+                DataType::Utf8 => slot_bytes * 8,
+                other => packed_width(other).expect("checked above"),
+            })
+            .collect(),
+    )
+}
+
+/// Calls `put(row, bits)` with each row's value as unsigned bits of the column's `width` (the
+/// value at a NULL is whatever the buffer holds; such rows are keyed apart). A string is its
+/// length, then its bytes; one too long for the width is marked in `too_long` instead.
+fn pack(
+    key: &ArrayRef,
+    width: u32,
+    too_long: &mut Option<Vec<bool>>,
+    mut put: impl FnMut(usize, u128),
+) {
     macro_rules! each {
         ($t:ty, $unsigned:ty) => {
             for (row, v) in key.as_primitive::<$t>().values().iter().enumerate() {
@@ -479,6 +546,32 @@ fn pack(key: &ArrayRef, mut put: impl FnMut(usize, u128)) {
         };
     }
     match key.data_type() {
+        DataType::Utf8 => {
+            let strings = key.as_string::<i32>();
+            let (offsets, bytes) = (strings.value_offsets(), strings.values().as_slice());
+            let longest = (width / 8 - 1) as usize;
+            for row in 0..strings.len() {
+                let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
+                let len = end - start;
+                if len > longest {
+                    too_long.get_or_insert_with(|| vec![false; strings.len()])[row] = true;
+                    continue;
+                }
+                // Sixteen bytes read at once and masked to the string's: no copy of `len`.
+                let string = match bytes.get(start..start + 16) {
+                    Some(sixteen) => {
+                        let word = u128::from_le_bytes(sixteen.try_into().expect("16 bytes"));
+                        word & ((1u128 << (len * 8)) - 1)
+                    }
+                    None => {
+                        let mut slot = [0u8; 16];
+                        slot[..len].copy_from_slice(&bytes[start..end]);
+                        u128::from_le_bytes(slot)
+                    }
+                };
+                put(row, (string << 8) | len as u128);
+            }
+        }
         DataType::Boolean => {
             let values = key.as_boolean().values();
             for row in 0..key.len() {
@@ -573,6 +666,53 @@ mod tests {
         let probe: ArrayRef = Arc::new(StringArray::from(vec!["y", "z"]));
         assert_eq!(looked_up(&index, &[probe]), vec![1, NO_KEY]);
         assert_eq!(index.len(), 2);
+    }
+
+    #[test]
+    fn short_strings_pack_and_long_or_null_ones_go_to_row_format() {
+        // With a BIGINT beside it, a string packs when it has at most 7 bytes.
+        let types = [DataType::Utf8, DataType::Int64];
+        assert_eq!(packed_widths(&types), Some(vec![64, 64]));
+        let mut index = KeyIndex::new(&types).unwrap();
+        let strings = [
+            Some("abcdefg"),
+            Some("abcdefgh"),
+            None,
+            Some(""),
+            Some("a\0"),
+            Some("a"),
+            Some("abcdefgh"),
+            Some("abcdefg"),
+            None,
+        ];
+        let a: ArrayRef = Arc::new(StringArray::from(strings.to_vec()));
+        let b: ArrayRef = Arc::new(Int64Array::from(vec![1; strings.len()]));
+        let (ids, new_rows) = interned(&mut index, &[a.clone(), b.clone()], NullKeys::Group);
+        assert_eq!(ids, vec![0, 1, 2, 3, 4, 5, 1, 0, 2]);
+        assert_eq!(new_rows, vec![0, 1, 2, 3, 4, 5]);
+        // Another batch encodes each key the same way, whatever else it holds.
+        let probe: ArrayRef = Arc::new(StringArray::from(vec!["abcdefgh", "a", "abcdefg", "b"]));
+        let ones: ArrayRef = Arc::new(Int64Array::from(vec![1; 4]));
+        assert_eq!(looked_up(&index, &[probe, ones]), vec![1, 5, 0, NO_KEY]);
+        assert_eq!(looked_up(&index, &[a, b])[2], NO_KEY);
+    }
+
+    #[test]
+    fn strings_share_the_bits_the_other_columns_leave() {
+        assert_eq!(packed_widths(&[DataType::Utf8]), Some(vec![128]));
+        assert_eq!(
+            packed_widths(&[DataType::Utf8, DataType::Utf8]),
+            Some(vec![64, 64])
+        );
+        assert_eq!(
+            packed_widths(&[DataType::Utf8, DataType::Int32, DataType::Utf8]),
+            Some(vec![48, 32, 48])
+        );
+        assert_eq!(
+            packed_widths(&[DataType::Utf8, DataType::Decimal128(15, 2)]),
+            None
+        );
+        assert_eq!(packed_widths(&[DataType::Float64]), None);
     }
 
     #[test]
