@@ -40,13 +40,20 @@ pub type AnswerCache = Vec<Answers>;
 
 impl DictionaryFilter {
     /// The split of `predicate` over a scan of `schema`, or `None` when no conjunct is over
-    /// a single string column.
-    pub fn new(predicate: &Expr, schema: &SchemaRef) -> Option<DictionaryFilter> {
+    /// a single string column that `few_values` says holds few distinct values.
+    pub fn new(
+        predicate: &Expr,
+        schema: &SchemaRef,
+        few_values: impl Fn(usize) -> bool,
+    ) -> Option<DictionaryFilter> {
         let mut on_dictionary = Vec::new();
         let mut rest = Vec::new();
         for conjunct in predicate.clone().conjuncts() {
             match conjunct.column_indices()[..] {
-                [column] if schema.field(column).data_type() == &DataType::Utf8 => {
+                [column]
+                    if schema.field(column).data_type() == &DataType::Utf8
+                        && few_values(column) =>
+                {
                     on_dictionary.push((column, conjunct))
                 }
                 _ => rest.push(conjunct),

@@ -500,8 +500,11 @@ fn packed_width(data_type: &DataType) -> Option<u32> {
 }
 
 /// The bits each key column takes in a packed word, or `None` when they cannot be packed.
-/// String columns share the bits the others leave of 128, at most 16 bytes each (a length
-/// byte, and at least one byte of the string).
+/// String columns share the bits the others leave of 128, 8 to 16 bytes each (a length byte
+/// and up to 7 to 15 of the string): a narrower slot would leave most strings unpacked, and a
+/// batch with one unpacked key pays for both encodings.
+const MIN_STRING_SLOT_BYTES: u32 = 8;
+
 fn packed_widths(types: &[DataType]) -> Option<Vec<u32>> {
     let strings = types.iter().filter(|t| **t == DataType::Utf8).count() as u32;
     let mut fixed = 0;
@@ -515,7 +518,7 @@ fn packed_widths(types: &[DataType]) -> Option<Vec<u32>> {
         0 => 0,
         _ => ((128 - fixed) / 8 / strings).min(16),
     };
-    if strings > 0 && slot_bytes < 2 {
+    if strings > 0 && slot_bytes < MIN_STRING_SLOT_BYTES {
         return None;
     }
     Some(
@@ -705,8 +708,12 @@ mod tests {
             Some(vec![64, 64])
         );
         assert_eq!(
+            packed_widths(&[DataType::Utf8, DataType::Int64]),
+            Some(vec![64, 64])
+        );
+        assert_eq!(
             packed_widths(&[DataType::Utf8, DataType::Int32, DataType::Utf8]),
-            Some(vec![48, 32, 48])
+            None
         );
         assert_eq!(
             packed_widths(&[DataType::Utf8, DataType::Decimal128(15, 2)]),

@@ -75,9 +75,21 @@ pub struct ScanFilter<'p> {
 }
 
 impl<'p> ScanFilter<'p> {
-    pub fn new(keep: Keep<'p>, schema: &SchemaRef) -> ScanFilter<'p> {
+    /// The filter of a scan `node`.
+    pub fn new(keep: Keep<'p>, node: &PhysicalPlan) -> ScanFilter<'p> {
+        // A column whose sampled rows repeat their values is likely dictionary-encoded in
+        // every row group; one of mostly distinct values is stored plain, and reading it as a
+        // dictionary would build one by hashing every string.
+        let few_values = |column: usize| match node {
+            PhysicalPlan::ParquetScan { table, .. } => table
+                .columns
+                .get(column)
+                .and_then(|stats| stats.sample)
+                .is_some_and(|sample| sample.distinct * 4 <= sample.rows),
+            _ => false,
+        };
         let dictionary = match &keep {
-            Keep::Filter(predicate) => DictionaryFilter::new(predicate, schema),
+            Keep::Filter(predicate) => DictionaryFilter::new(predicate, &node.schema(), few_values),
             Keep::JoinKey(_) => None,
         };
         let columns = match &keep {

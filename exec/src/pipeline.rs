@@ -297,7 +297,7 @@ fn run_pipeline<'p>(
     }
     let scan_filter = match (node, filtered, stages.first()) {
         (PhysicalPlan::ParquetScan { .. }, Some(predicate), _) => {
-            Some(ScanFilter::new(Keep::Filter(predicate), &node.schema()))
+            Some(ScanFilter::new(Keep::Filter(predicate), node))
         }
         (
             PhysicalPlan::ParquetScan { .. },
@@ -307,7 +307,7 @@ fn run_pipeline<'p>(
                 ..
             }),
         ) if join.droppable_probe_keys().is_some() => {
-            Some(ScanFilter::new(Keep::JoinKey(join), &node.schema()))
+            Some(ScanFilter::new(Keep::JoinKey(join), node))
         }
         _ => None,
     };
