@@ -18,110 +18,8 @@ use std::collections::HashSet;
 use crate::collected::{ArrayAggState, OrderedInput};
 use crate::expr::evaluate;
 use crate::keys::{GROUP_PARTITIONS, GroupIndex};
+use crate::sums::{DecimalSums, Sums};
 use crate::{ExecError, Result};
-
-/// Per-group sums and whether each group has had a value: a sum of no values is NULL. Kept
-/// apart rather than as `Option`s, which would double an `i128` sum's size.
-#[derive(Default)]
-struct Sums<T> {
-    values: Vec<T>,
-    seen: Vec<bool>,
-}
-
-#[cold]
-fn overflow<T: Summand>() -> ExecError {
-    ExecError::Execution(T::OVERFLOW.into())
-}
-
-/// A value that sums can add, failing on overflow where its type can overflow.
-trait Summand: arrow::datatypes::ArrowNativeType {
-    const OVERFLOW: &'static str;
-    fn checked_plus(self, other: Self) -> Option<Self>;
-}
-
-impl Summand for i64 {
-    const OVERFLOW: &'static str = "numeric overflow: sum out of BIGINT range";
-    fn checked_plus(self, other: i64) -> Option<i64> {
-        self.checked_add(other)
-    }
-}
-
-impl Summand for i128 {
-    const OVERFLOW: &'static str = "numeric overflow: decimal sum";
-    fn checked_plus(self, other: i128) -> Option<i128> {
-        self.checked_add(other)
-    }
-}
-
-impl Summand for f64 {
-    const OVERFLOW: &'static str = "a double sum does not overflow";
-    fn checked_plus(self, other: f64) -> Option<f64> {
-        Some(self + other)
-    }
-}
-
-impl<T: Summand> Sums<T> {
-    /// Adds `value` to `group`'s sum (a sum not yet seen is zero).
-    #[inline]
-    fn add(&mut self, group: usize, value: T) -> Result<()> {
-        let sum = &mut self.values[group];
-        *sum = sum.checked_plus(value).ok_or_else(overflow::<T>)?;
-        self.seen[group] = true;
-        Ok(())
-    }
-
-    /// Adds each non-NULL value of `values` to the sum of its row's group.
-    fn add_all<A>(
-        &mut self,
-        values: &arrow::array::PrimitiveArray<A>,
-        groups: &[usize],
-    ) -> Result<()>
-    where
-        A: arrow::datatypes::ArrowPrimitiveType<Native = T>,
-    {
-        match values.nulls() {
-            None => {
-                for (&g, &v) in groups.iter().zip(values.values()) {
-                    self.add(g, v)?;
-                }
-            }
-            Some(nulls) => {
-                for row in nulls.valid_indices() {
-                    self.add(groups[row], values.value(row))?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Adds the sums of `other`'s groups `from`, whose `from[i]` is this one's `map[i]`.
-    fn merge_groups(&mut self, other: &Sums<T>, from: &[u32], map: &[usize]) -> Result<()> {
-        for (&g, &to) in from.iter().zip(map) {
-            if let Some(sum) = other.get(g as usize) {
-                self.add(to, sum)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-impl<T: arrow::datatypes::ArrowNativeType> Sums<T> {
-    fn resize(&mut self, groups: usize) {
-        self.values.resize(groups, T::default());
-        self.seen.resize(groups, false);
-    }
-
-    fn get(&self, group: usize) -> Option<T> {
-        self.seen[group].then(|| self.values[group])
-    }
-
-    fn into_array<A: arrow::datatypes::ArrowPrimitiveType<Native = T>>(
-        self,
-    ) -> arrow::array::PrimitiveArray<A> {
-        let nulls = arrow::buffer::NullBuffer::from(self.seen);
-        arrow::array::PrimitiveArray::new(self.values.into(), Some(nulls))
-    }
-}
 
 /// The state of one aggregate over every group seen so far.
 enum Accumulator {
@@ -136,7 +34,7 @@ enum Accumulator {
         sums: Sums<f64>,
     },
     SumDecimal {
-        sums: Sums<i128>,
+        sums: DecimalSums,
         data_type: DataType,
     },
     /// Min or max of any orderable type, compared in Arrow's order-preserving row format.
@@ -152,7 +50,7 @@ enum Accumulator {
     },
     /// The average of decimals: their exact sum and count per group.
     AvgDecimal {
-        sums: Sums<i128>,
+        sums: DecimalSums,
         counts: Vec<i64>,
         scale: i8,
     },
@@ -227,7 +125,7 @@ impl Accumulator {
                     sums: Sums::default(),
                 },
                 Some(DataType::Decimal128(_, _)) => Accumulator::SumDecimal {
-                    sums: Sums::default(),
+                    sums: DecimalSums::default(),
                     data_type: call.data_type.clone(),
                 },
                 other => {
@@ -283,7 +181,7 @@ impl Accumulator {
             AggregateFunction::Avg => match arg_type {
                 // Summed exactly, divided once per group.
                 Some(DataType::Decimal128(_, scale)) => Accumulator::AvgDecimal {
-                    sums: Sums::default(),
+                    sums: DecimalSums::default(),
                     counts: Vec::new(),
                     scale,
                 },
@@ -712,10 +610,7 @@ impl Accumulator {
                 let DataType::Decimal128(p, s) = data_type else {
                     unreachable!("decimal sums are decimals")
                 };
-                Arc::new(
-                    sums.into_array::<Decimal128Type>()
-                        .with_precision_and_scale(p, s)?,
-                )
+                Arc::new(sums.into_array().with_precision_and_scale(p, s)?)
             }
             Accumulator::Extreme {
                 converter,
@@ -796,6 +691,9 @@ pub struct HashAggregateSink {
     new_rows: Vec<u32>,
     /// Partial aggregations of other parts of the input, merged when this one finishes.
     deferred: Vec<HashAggregateSink>,
+    /// The condition of a filter right above (HAVING), applied to each part of the output as
+    /// it is finished: the groups it drops are never held all at once.
+    output_filter: Option<Expr>,
 }
 
 /// Partial aggregations with at least this many groups in all are merged partition by
@@ -830,6 +728,7 @@ impl HashAggregateSink {
             ids: Vec::new(),
             new_rows: Vec::new(),
             deferred: Vec::new(),
+            output_filter: None,
         })
     }
 
@@ -891,7 +790,14 @@ impl HashAggregateSink {
 
     /// An empty aggregation of the same groups and aggregates, for another part of the input.
     pub fn empty_like(&self) -> Result<HashAggregateSink> {
-        HashAggregateSink::new(&self.group, &self.aggregates, self.schema.clone())
+        let empty = HashAggregateSink::new(&self.group, &self.aggregates, self.schema.clone())?;
+        Ok(empty.with_output_filter(self.output_filter.clone()))
+    }
+
+    /// This aggregation with `filter` applied to its output.
+    pub fn with_output_filter(mut self, filter: Option<Expr>) -> HashAggregateSink {
+        self.output_filter = filter;
+        self
     }
 
     /// Whether partial aggregations of this kind can be merged partition by partition.
@@ -944,11 +850,13 @@ impl HashAggregateSink {
 
     /// The aggregation's rows, with those of the partial aggregations merged into it.
     pub fn finish(mut self) -> Result<Vec<RecordBatch>> {
+        let filter = self.output_filter.take();
+        let filter = filter.as_ref();
         let mut parts = std::mem::take(&mut self.deferred);
         parts.push(self);
         if parts.iter().all(|p| p.groups == 0) {
             let empty = parts.pop().expect("this aggregation");
-            return Ok(vec![empty.finish_one()?]);
+            return Ok(vec![keep(filter, &empty.finish_one()?)?]);
         }
         parts.retain(|p| p.groups > 0);
         let groups: usize = parts.iter().map(|p| p.groups).sum();
@@ -960,9 +868,9 @@ impl HashAggregateSink {
             for part in parts {
                 merged.merge_now(part)?;
             }
-            return Ok(vec![merged.finish_one()?]);
+            return Ok(vec![keep(filter, &merged.finish_one()?)?]);
         }
-        finish_by_partition(parts)
+        finish_by_partition(parts, filter)
     }
 
     /// Folds in another partial aggregation now.
@@ -1005,7 +913,10 @@ impl HashAggregateSink {
 /// Merges partial aggregations (grouped, every accumulator able to split) partition by
 /// partition on the thread pool, and finishes each partition: its groups are interned once,
 /// into a table sized for them.
-fn finish_by_partition(parts: Vec<HashAggregateSink>) -> Result<Vec<RecordBatch>> {
+fn finish_by_partition(
+    parts: Vec<HashAggregateSink>,
+    filter: Option<&Expr>,
+) -> Result<Vec<RecordBatch>> {
     use rayon::prelude::*;
     /// What the merge needs of a partial aggregation: its key columns, the ids of its groups
     /// in each partition, and its accumulators. Its hash tables are let go first.
@@ -1053,13 +964,27 @@ fn finish_by_partition(parts: Vec<HashAggregateSink>) -> Result<Vec<RecordBatch>
                 mine.merge_groups(theirs, members, &map)?;
             }
         }
-        merged.finish_one()
+        keep(filter, &merged.finish_one()?)
     };
     let batches = (0..GROUP_PARTITIONS)
         .into_par_iter()
         .map(merge_partition)
         .collect::<Result<Vec<_>>>()?;
     Ok(batches.into_iter().filter(|b| b.num_rows() > 0).collect())
+}
+
+/// The rows of `batch` that `filter` keeps; all of them without one.
+fn keep(filter: Option<&Expr>, batch: &RecordBatch) -> Result<RecordBatch> {
+    match filter {
+        None => Ok(batch.clone()),
+        Some(condition) => {
+            let mask = evaluate(condition, batch)?;
+            let mask = mask
+                .as_boolean_opt()
+                .ok_or_else(|| ExecError::Execution("filter is not boolean".into()))?;
+            crate::select::filter_batch(batch, mask)
+        }
+    }
 }
 
 /// Adds one to the count of the group of each row whose value is not NULL.

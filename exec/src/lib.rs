@@ -28,6 +28,7 @@ mod select;
 mod sink;
 mod sort;
 mod subquery;
+mod sums;
 mod unnest;
 mod window;
 

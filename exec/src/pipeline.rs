@@ -295,6 +295,15 @@ fn run_pipeline<'p>(
         filtered = Some(predicate);
         first.operator = Operator::Applied;
     }
+    // A filter right above an aggregation (HAVING) is applied to each part of its output as
+    // the merge finishes it, so that the groups it drops are never all held at once.
+    let mut having = None;
+    if let (PhysicalPlan::HashAggregate { .. }, Some(first)) = (node, stages.first_mut())
+        && let Operator::Filter(predicate) = first.operator
+    {
+        having = Some(predicate.clone());
+        first.operator = Operator::Applied;
+    }
     let scan_filter = match (node, filtered, stages.first()) {
         (PhysicalPlan::ParquetScan { .. }, Some(predicate), _) => {
             Some(ScanFilter::new(Keep::Filter(predicate), node))
@@ -422,7 +431,8 @@ fn run_pipeline<'p>(
             schema,
         } => {
             leaf = false;
-            let aggregate = HashAggregateSink::new(group, aggregates, schema.clone())?;
+            let aggregate = HashAggregateSink::new(group, aggregates, schema.clone())?
+                .with_output_filter(having.take());
             let child = Sink::Aggregate(Box::new(aggregate));
             for batch in run_pipeline(input, child, Some(node), ctx)? {
                 out.emit(batch)?;

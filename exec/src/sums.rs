@@ -1,0 +1,329 @@
+//! Per-group sums. Decimal sums are kept in 64 bits while every group's sum fits, and
+//! widened to 128 bits, all groups at once, the first time one does not: most sums of money
+//! fit, and half the width halves their memory and the cost of adding.
+
+use arrow::array::{Array, Decimal128Array};
+use arrow::datatypes::Decimal128Type;
+
+use crate::{ExecError, Result};
+
+/// Per-group sums and whether each group has had a value: a sum of no values is NULL. Kept
+/// apart rather than as `Option`s, which would double an `i128` sum's size.
+#[derive(Default)]
+pub struct Sums<T> {
+    values: Vec<T>,
+    seen: Vec<bool>,
+}
+
+#[cold]
+fn overflow<T: Summand>() -> ExecError {
+    ExecError::Execution(T::OVERFLOW.into())
+}
+
+/// A value that sums can add, failing on overflow where its type can overflow.
+pub trait Summand: arrow::datatypes::ArrowNativeType {
+    const OVERFLOW: &'static str;
+    fn checked_plus(self, other: Self) -> Option<Self>;
+}
+
+impl Summand for i64 {
+    const OVERFLOW: &'static str = "numeric overflow: sum out of BIGINT range";
+    fn checked_plus(self, other: i64) -> Option<i64> {
+        self.checked_add(other)
+    }
+}
+
+impl Summand for i128 {
+    const OVERFLOW: &'static str = "numeric overflow: decimal sum";
+    fn checked_plus(self, other: i128) -> Option<i128> {
+        self.checked_add(other)
+    }
+}
+
+impl Summand for f64 {
+    const OVERFLOW: &'static str = "a double sum does not overflow";
+    fn checked_plus(self, other: f64) -> Option<f64> {
+        Some(self + other)
+    }
+}
+
+impl<T: Summand> Sums<T> {
+    /// Adds `value` to `group`'s sum (a sum not yet seen is zero).
+    #[inline]
+    pub fn add(&mut self, group: usize, value: T) -> Result<()> {
+        let sum = &mut self.values[group];
+        *sum = sum.checked_plus(value).ok_or_else(overflow::<T>)?;
+        self.seen[group] = true;
+        Ok(())
+    }
+
+    /// Adds each non-NULL value of `values` to the sum of its row's group.
+    pub fn add_all<A>(
+        &mut self,
+        values: &arrow::array::PrimitiveArray<A>,
+        groups: &[usize],
+    ) -> Result<()>
+    where
+        A: arrow::datatypes::ArrowPrimitiveType<Native = T>,
+    {
+        match values.nulls() {
+            None => {
+                for (&g, &v) in groups.iter().zip(values.values()) {
+                    self.add(g, v)?;
+                }
+            }
+            Some(nulls) => {
+                for row in nulls.valid_indices() {
+                    self.add(groups[row], values.value(row))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the sums of `other`'s groups `from`, whose `from[i]` is this one's `map[i]`.
+    pub fn merge_groups(&mut self, other: &Sums<T>, from: &[u32], map: &[usize]) -> Result<()> {
+        for (&g, &to) in from.iter().zip(map) {
+            if let Some(sum) = other.get(g as usize) {
+                self.add(to, sum)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<T: arrow::datatypes::ArrowNativeType> Sums<T> {
+    pub fn resize(&mut self, groups: usize) {
+        self.values.resize(groups, T::default());
+        self.seen.resize(groups, false);
+    }
+
+    pub fn get(&self, group: usize) -> Option<T> {
+        self.seen[group].then(|| self.values[group])
+    }
+
+    pub fn into_array<A: arrow::datatypes::ArrowPrimitiveType<Native = T>>(
+        self,
+    ) -> arrow::array::PrimitiveArray<A> {
+        let nulls = arrow::buffer::NullBuffer::from(self.seen);
+        arrow::array::PrimitiveArray::new(self.values.into(), Some(nulls))
+    }
+}
+
+/// Per-group decimal sums (unscaled), 64 bits wide until a sum needs more.
+pub enum DecimalSums {
+    Narrow(Sums<i64>),
+    Wide(Sums<i128>),
+}
+
+impl Default for DecimalSums {
+    fn default() -> Self {
+        DecimalSums::Narrow(Sums::default())
+    }
+}
+
+impl DecimalSums {
+    pub fn resize(&mut self, groups: usize) {
+        match self {
+            DecimalSums::Narrow(sums) => sums.resize(groups),
+            DecimalSums::Wide(sums) => sums.resize(groups),
+        }
+    }
+
+    pub fn get(&self, group: usize) -> Option<i128> {
+        match self {
+            DecimalSums::Narrow(sums) => sums.get(group).map(i128::from),
+            DecimalSums::Wide(sums) => sums.get(group),
+        }
+    }
+
+    /// The sums, 128 bits wide from now on.
+    fn wide(&mut self) -> &mut Sums<i128> {
+        if let DecimalSums::Narrow(narrow) = self {
+            let wide = Sums {
+                values: narrow.values.iter().map(|&v| i128::from(v)).collect(),
+                seen: std::mem::take(&mut narrow.seen),
+            };
+            *self = DecimalSums::Wide(wide);
+        }
+        match self {
+            DecimalSums::Wide(wide) => wide,
+            DecimalSums::Narrow(_) => unreachable!("just widened"),
+        }
+    }
+
+    /// Adds each non-NULL value of `values` to the sum of its row's group.
+    pub fn add_all(&mut self, values: &Decimal128Array, groups: &[usize]) -> Result<()> {
+        let resume = match self {
+            DecimalSums::Wide(sums) => return sums.add_all(values, groups),
+            DecimalSums::Narrow(sums) => match add_all_narrow(sums, values, groups) {
+                None => return Ok(()),
+                Some(row) => row,
+            },
+        };
+        let sums = self.wide();
+        for (row, &group) in groups.iter().enumerate().skip(resume) {
+            if values.is_valid(row) {
+                sums.add(group, values.value(row))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the sums of `other`'s groups `from`, whose `from[i]` is this one's `map[i]`.
+    pub fn merge_groups(&mut self, other: &DecimalSums, from: &[u32], map: &[usize]) -> Result<()> {
+        let resume = match (&mut *self, other) {
+            (DecimalSums::Narrow(sums), DecimalSums::Narrow(theirs)) => {
+                match merge_narrow(sums, theirs, from, map) {
+                    None => return Ok(()),
+                    Some(at) => at,
+                }
+            }
+            _ => 0,
+        };
+        let sums = self.wide();
+        for (&g, &to) in from.iter().zip(map).skip(resume) {
+            if let Some(sum) = other.get(g as usize) {
+                sums.add(to, sum)?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn into_array(self) -> Decimal128Array {
+        match self {
+            DecimalSums::Narrow(sums) => {
+                let nulls = arrow::buffer::NullBuffer::from(sums.seen);
+                let values: Vec<i128> = sums.values.into_iter().map(i128::from).collect();
+                Decimal128Array::new(values.into(), Some(nulls))
+            }
+            DecimalSums::Wide(sums) => sums.into_array::<Decimal128Type>(),
+        }
+    }
+}
+
+/// Adds `values` to 64-bit sums up to the first row whose value or sum needs more bits, and
+/// returns that row, not added; `None` when every row was.
+fn add_all_narrow(
+    sums: &mut Sums<i64>,
+    values: &Decimal128Array,
+    groups: &[usize],
+) -> Option<usize> {
+    let mut add = |group: usize, value: i128| -> bool {
+        let Ok(value) = i64::try_from(value) else {
+            return false;
+        };
+        let sum = &mut sums.values[group];
+        match sum.checked_add(value) {
+            Some(total) => {
+                *sum = total;
+                sums.seen[group] = true;
+                true
+            }
+            None => false,
+        }
+    };
+    match values.nulls() {
+        None => {
+            for (row, (&g, &v)) in groups.iter().zip(values.values()).enumerate() {
+                if !add(g, v) {
+                    return Some(row);
+                }
+            }
+        }
+        Some(nulls) => {
+            for row in nulls.valid_indices() {
+                if !add(groups[row], values.value(row)) {
+                    return Some(row);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Merges 64-bit sums up to the first pair whose sum needs more bits, and returns its
+/// position, not merged; `None` when every pair was.
+fn merge_narrow(
+    sums: &mut Sums<i64>,
+    theirs: &Sums<i64>,
+    from: &[u32],
+    map: &[usize],
+) -> Option<usize> {
+    for (at, (&g, &to)) in from.iter().zip(map).enumerate() {
+        if let Some(sum) = theirs.get(g as usize) {
+            match sums.values[to].checked_add(sum) {
+                Some(total) => {
+                    sums.values[to] = total;
+                    sums.seen[to] = true;
+                }
+                None => return Some(at),
+            }
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decimals(values: &[Option<i128>]) -> Decimal128Array {
+        values.iter().copied().collect()
+    }
+
+    fn all(sums: &DecimalSums, groups: usize) -> Vec<Option<i128>> {
+        (0..groups).map(|g| sums.get(g)).collect()
+    }
+
+    #[test]
+    fn decimal_sums_widen_when_a_sum_or_a_value_needs_more_than_64_bits() {
+        let mut sums = DecimalSums::default();
+        sums.resize(3);
+        let big = i64::MAX as i128;
+        sums.add_all(
+            &decimals(&[Some(5), None, Some(big), Some(-2)]),
+            &[0, 1, 2, 0],
+        )
+        .unwrap();
+        assert!(matches!(sums, DecimalSums::Narrow(_)));
+        assert_eq!(all(&sums, 3), vec![Some(3), None, Some(big)]);
+        // The second row overflows 64 bits: the first stays added once, the rest go on wide.
+        sums.add_all(
+            &decimals(&[Some(1), Some(10), None, Some(7)]),
+            &[0, 2, 1, 0],
+        )
+        .unwrap();
+        assert!(matches!(sums, DecimalSums::Wide(_)));
+        assert_eq!(all(&sums, 3), vec![Some(11), None, Some(big + 10)]);
+        let mut huge = DecimalSums::default();
+        huge.resize(1);
+        huge.add_all(&decimals(&[Some(1), Some(i128::from(u64::MAX))]), &[0, 0])
+            .unwrap();
+        assert_eq!(huge.get(0), Some(i128::from(u64::MAX) + 1));
+        let array = huge.into_array();
+        assert_eq!(array.value(0), i128::from(u64::MAX) + 1);
+    }
+
+    #[test]
+    fn merged_decimal_sums_widen_at_the_pair_that_overflows() {
+        let narrow = |values: &[Option<i128>]| {
+            let mut sums = DecimalSums::default();
+            sums.resize(values.len());
+            let groups: Vec<usize> = (0..values.len()).collect();
+            sums.add_all(&decimals(values), &groups).unwrap();
+            sums
+        };
+        let big = i64::MAX as i128;
+        let mut ours = narrow(&[Some(1), Some(big), None]);
+        let theirs = narrow(&[Some(2), Some(3), Some(4)]);
+        ours.merge_groups(&theirs, &[0, 1, 2], &[0, 1, 2]).unwrap();
+        assert!(matches!(ours, DecimalSums::Wide(_)));
+        assert_eq!(all(&ours, 3), vec![Some(3), Some(big + 3), Some(4)]);
+        let mut small = narrow(&[Some(1)]);
+        small.merge_groups(&ours, &[1], &[0]).unwrap();
+        assert_eq!(small.get(0), Some(big + 4));
+        let nulls = small.into_array();
+        assert!(nulls.is_valid(0));
+    }
+}
