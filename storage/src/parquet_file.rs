@@ -450,12 +450,7 @@ pub fn read_parquet_row_group_where<E: From<crate::StorageError>>(
             fields.push(batch.schema().field(i).clone());
             arrays.push(batch.column(i).clone());
         }
-        let options = RecordBatchOptions::new().with_row_count(Some(filtered.num_rows()));
-        Ok(RecordBatch::try_new_with_options(
-            Arc::new(Schema::new(fields)),
-            arrays,
-            &options,
-        )?)
+        batch_of(fields, arrays, filtered.num_rows())
     };
     // Most rows kept: reading the rest whole and filtering it costs less than skipping.
     if kept * 2 > rows {
@@ -513,7 +508,12 @@ pub fn plain_strings(batch: &RecordBatch) -> Result<RecordBatch> {
             }
         }
     }
-    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    batch_of(fields, arrays, batch.num_rows())
+}
+
+/// A batch of these columns and `rows` rows (which a batch of no columns needs told).
+fn batch_of(fields: Vec<Field>, arrays: Vec<ArrayRef>, rows: usize) -> Result<RecordBatch> {
+    let options = RecordBatchOptions::new().with_row_count(Some(rows));
     Ok(RecordBatch::try_new_with_options(
         Arc::new(Schema::new(fields)),
         arrays,
