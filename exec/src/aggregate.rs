@@ -918,10 +918,14 @@ fn finish_by_partition(
     filter: Option<&Expr>,
 ) -> Result<Vec<RecordBatch>> {
     use rayon::prelude::*;
-    /// What the merge needs of a partial aggregation: its key columns, the ids of its groups
-    /// in each partition, and its accumulators. Its hash tables are let go first.
+    /// What the merge needs of a partial aggregation: its key columns in the pieces it took
+    /// them in (never concatenated: each partition takes its groups' keys from the pieces),
+    /// the ids of its groups in each partition, and its accumulators. Its hash tables are let
+    /// go first.
     struct Partial {
-        keys: Vec<ArrayRef>,
+        key_pieces: Vec<Vec<ArrayRef>>,
+        /// The id of the first group of each piece.
+        piece_starts: Vec<u32>,
         members: Vec<Vec<u32>>,
         accumulators: Vec<Accumulator>,
     }
@@ -932,8 +936,15 @@ fn finish_by_partition(
             for accumulator in &mut part.accumulators {
                 accumulator.resize(part.groups);
             }
+            let mut piece_starts = Vec::with_capacity(part.group_keys.len());
+            let mut start = 0u32;
+            for piece in &part.group_keys {
+                piece_starts.push(start);
+                start += piece.first().map_or(0, |k| k.len() as u32);
+            }
             Ok(Partial {
-                keys: part.key_columns()?,
+                key_pieces: std::mem::take(&mut part.group_keys),
+                piece_starts,
                 members: part.index.take().expect("grouped").into_members(),
                 accumulators: std::mem::take(&mut part.accumulators),
             })
@@ -952,11 +963,22 @@ fn finish_by_partition(
             if members.is_empty() {
                 continue;
             }
-            let rows = arrow::array::UInt32Array::from(members.to_vec());
-            let taken = partial
-                .keys
+            let at: Vec<(usize, usize)> = members
                 .iter()
-                .map(|k| arrow::compute::take(k, &rows, None))
+                .map(|&id| {
+                    let piece = partial.piece_starts.partition_point(|&s| s <= id) - 1;
+                    (piece, (id - partial.piece_starts[piece]) as usize)
+                })
+                .collect();
+            let taken = (0..template.group.len())
+                .map(|position| {
+                    let pieces: Vec<&dyn Array> = partial
+                        .key_pieces
+                        .iter()
+                        .map(|piece| piece[position].as_ref())
+                        .collect();
+                    arrow::compute::interleave(&pieces, &at)
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             let map = merged.group_ids(&taken)?;
             for (mine, theirs) in merged.accumulators.iter_mut().zip(&partial.accumulators) {
