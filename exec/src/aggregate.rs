@@ -999,13 +999,7 @@ fn finish_by_partition(
 fn keep(filter: Option<&Expr>, batch: &RecordBatch) -> Result<RecordBatch> {
     match filter {
         None => Ok(batch.clone()),
-        Some(condition) => {
-            let mask = evaluate(condition, batch)?;
-            let mask = mask
-                .as_boolean_opt()
-                .ok_or_else(|| ExecError::Execution("filter is not boolean".into()))?;
-            crate::select::filter_batch(batch, mask)
-        }
+        Some(condition) => crate::select::filter_where(condition, batch),
     }
 }
 

@@ -17,6 +17,7 @@ use pondra_storage::plain_strings;
 use crate::Result;
 use crate::expr::evaluate;
 use crate::scan::widen;
+use crate::select::predicate_mask;
 
 /// A filter's conjuncts split by whether a dictionary can answer them.
 pub struct DictionaryFilter {
@@ -146,8 +147,7 @@ fn keep_also(
         let selected = BooleanArray::new(keep.clone(), None);
         input = arrow::compute::filter_record_batch(&input, &selected)?;
     }
-    let answered = evaluate(rest, &widen(&input, schema, &rest_columns)?)?;
-    let answered = answered.as_boolean();
+    let answered = predicate_mask(rest, &widen(&input, schema, &rest_columns)?)?;
     let mut answer = answered.values().clone();
     if let Some(nulls) = answered.nulls() {
         answer = &answer & nulls.inner();

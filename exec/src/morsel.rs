@@ -4,14 +4,13 @@
 use std::sync::atomic::AtomicUsize;
 use std::sync::atomic::Ordering::Relaxed;
 
-use arrow::array::{AsArray, BooleanArray, RecordBatch};
+use arrow::array::{BooleanArray, RecordBatch};
 use arrow::datatypes::SchemaRef;
 use pondra_planner::{Expr, ExternalFile, FileFormat, PhysicalPlan};
 use pondra_storage::{read_csv_file, read_parquet_row_group, read_parquet_row_group_where};
 
 use crate::Result;
 use crate::dictionary_filter::{AnswerCache, DictionaryFilter};
-use crate::expr::evaluate;
 use crate::join::HashJoin;
 use crate::pipeline::ExecContext;
 use crate::scan::{Morsel, as_schema, read_morsel, table_morsels, widen};
@@ -114,7 +113,7 @@ impl<'p> ScanFilter<'p> {
     /// Which rows of a batch of the scan's schema to keep.
     fn mask(&self, batch: &RecordBatch) -> Result<BooleanArray> {
         match &self.keep {
-            Keep::Filter(predicate) => Ok(evaluate(predicate, batch)?.as_boolean().clone()),
+            Keep::Filter(predicate) => crate::select::predicate_mask(predicate, batch),
             Keep::JoinKey(join) => join.has_key(batch),
         }
     }

@@ -90,14 +90,7 @@ impl Operator<'_> {
 
     fn execute_one(&self, batch: RecordBatch) -> Result<RecordBatch> {
         match self {
-            Operator::Filter(predicate) => {
-                let mask = evaluate(predicate, &batch)?;
-                let mask = mask
-                    .as_any()
-                    .downcast_ref::<arrow::array::BooleanArray>()
-                    .ok_or_else(|| ExecError::Execution("filter is not boolean".into()))?;
-                crate::select::filter_batch(&batch, mask)
-            }
+            Operator::Filter(predicate) => crate::select::filter_where(predicate, &batch),
             Operator::Applied => Ok(batch),
             Operator::Projection(exprs, schema) => {
                 let columns = exprs
@@ -288,20 +281,14 @@ fn run_pipeline<'p>(
     // the columns it reads first, the others only for the rows it keeps.
     // A hash join right above such a scan drops, the same way, the rows whose key its build
     // side does not have.
+    // A filter right above an aggregation (HAVING) is applied to each part of its output as
+    // the merge finishes it, so that the groups it drops are never all held at once.
     let mut filtered = None;
-    if let (PhysicalPlan::ParquetScan { .. }, Some(first)) = (node, stages.first_mut())
+    if let (PhysicalPlan::ParquetScan { .. } | PhysicalPlan::HashAggregate { .. }, Some(first)) =
+        (node, stages.first_mut())
         && let Operator::Filter(predicate) = first.operator
     {
         filtered = Some(predicate);
-        first.operator = Operator::Applied;
-    }
-    // A filter right above an aggregation (HAVING) is applied to each part of its output as
-    // the merge finishes it, so that the groups it drops are never all held at once.
-    let mut having = None;
-    if let (PhysicalPlan::HashAggregate { .. }, Some(first)) = (node, stages.first_mut())
-        && let Operator::Filter(predicate) = first.operator
-    {
-        having = Some(predicate.clone());
         first.operator = Operator::Applied;
     }
     let scan_filter = match (node, filtered, stages.first()) {
@@ -432,7 +419,7 @@ fn run_pipeline<'p>(
         } => {
             leaf = false;
             let aggregate = HashAggregateSink::new(group, aggregates, schema.clone())?
-                .with_output_filter(having.take());
+                .with_output_filter(filtered.cloned());
             let child = Sink::Aggregate(Box::new(aggregate));
             for batch in run_pipeline(input, child, Some(node), ctx)? {
                 out.emit(batch)?;

@@ -4,11 +4,26 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, BooleanArray, NullArray, RecordBatch, RecordBatchOptions};
+use arrow::array::{ArrayRef, AsArray, BooleanArray, NullArray, RecordBatch, RecordBatchOptions};
 use arrow::compute::FilterBuilder;
 use arrow::datatypes::DataType;
+use pondra_planner::Expr;
 
-use crate::Result;
+use crate::expr::evaluate;
+use crate::{ExecError, Result};
+
+/// Which rows of `batch` `predicate` is true for (NULL where it is NULL).
+pub fn predicate_mask(predicate: &Expr, batch: &RecordBatch) -> Result<BooleanArray> {
+    let mask = evaluate(predicate, batch)?;
+    mask.as_boolean_opt()
+        .cloned()
+        .ok_or_else(|| ExecError::Execution("filter is not boolean".into()))
+}
+
+/// The rows of `batch` `predicate` is true for.
+pub fn filter_where(predicate: &Expr, batch: &RecordBatch) -> Result<RecordBatch> {
+    filter_batch(batch, &predicate_mask(predicate, batch)?)
+}
 
 /// The rows of `batch` where `mask` is true (NULL counts as false).
 pub fn filter_batch(batch: &RecordBatch, mask: &BooleanArray) -> Result<RecordBatch> {

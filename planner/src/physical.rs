@@ -387,8 +387,6 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
     }
 }
 
-/// `schema` with the fields `keep` rejects typed NULL: nothing above reads them, so they travel
-/// as NULL arrays, which hold no buffers and cost nothing to filter, take or concatenate.
 /// The argument of aggregates that are all `count(DISTINCT x)` of one `x`, without FILTER.
 fn counted_distinct(aggregates: &[AggregateCall]) -> Option<&Expr> {
     let arg = aggregates.first()?.arg.as_ref()?;
@@ -446,6 +444,8 @@ fn count_distinct_in_two_steps(
     }
 }
 
+/// `schema` with the fields `keep` rejects typed NULL: nothing above reads them, so they travel
+/// as NULL arrays, which hold no buffers and cost nothing to filter, take or concatenate.
 fn prune(schema: &SchemaRef, keep: impl Fn(usize) -> bool) -> SchemaRef {
     let count = schema.fields().len();
     if (0..count).all(&keep) {

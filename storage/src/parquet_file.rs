@@ -166,10 +166,7 @@ fn read_columns<T: parquet::file::reader::ChunkReader + 'static>(
 /// The schema Pondra reads a Parquet file with, and the file's row count and row groups.
 /// String columns of any Arrow layout are read as plain UTF-8 strings.
 pub fn parquet_file_info(path: &std::path::Path) -> Result<ParquetFileInfo> {
-    let file = std::fs::File::open(path).map_err(|e| crate::StorageError::Folder {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
+    let file = open_file(path)?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
     let fields: Vec<arrow::datatypes::Field> = builder
         .schema()
@@ -237,10 +234,7 @@ fn distinct_samples(
     footer: &ParquetFooter,
     columns: usize,
 ) -> Result<Vec<Option<DistinctSample>>> {
-    let file = std::fs::File::open(path).map_err(|e| crate::StorageError::Folder {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
+    let file = open_file(path)?;
     let mut reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, footer.plain.clone())
         .with_batch_size(SAMPLE_ROWS)
         .with_limit(SAMPLE_ROWS)
@@ -369,14 +363,27 @@ pub fn read_parquet_row_group(
     row_group: usize,
     columns: Option<&[usize]>,
 ) -> Result<Vec<RecordBatch>> {
-    let file = std::fs::File::open(path).map_err(|e| crate::StorageError::Folder {
+    read_columns(row_group_reader(path, &footer.plain, row_group)?, columns)
+}
+
+/// A reader of one row group of a local Parquet file, with a footer parsed for some schema.
+fn row_group_reader(
+    path: &std::path::Path,
+    metadata: &ArrowReaderMetadata,
+    row_group: usize,
+) -> Result<ParquetRecordBatchReaderBuilder<std::fs::File>> {
+    Ok(
+        ParquetRecordBatchReaderBuilder::new_with_metadata(open_file(path)?, metadata.clone())
+            .with_row_groups(vec![row_group])
+            .with_batch_size(BATCH_ROWS),
+    )
+}
+
+fn open_file(path: &std::path::Path) -> Result<std::fs::File> {
+    std::fs::File::open(path).map_err(|e| crate::StorageError::Folder {
         path: path.display().to_string(),
         message: e.to_string(),
-    })?;
-    let builder = ParquetRecordBatchReaderBuilder::new_with_metadata(file, footer.plain.clone())
-        .with_row_groups(vec![row_group])
-        .with_batch_size(BATCH_ROWS);
-    read_columns(builder, columns)
+    })
 }
 
 /// Reads the rows of one row group of a local Parquet file that `keep` is true for (NULL is
@@ -393,18 +400,7 @@ pub fn read_parquet_row_group_where<E: From<crate::StorageError>>(
     dictionaries: bool,
     mut keep: impl FnMut(&RecordBatch) -> std::result::Result<BooleanArray, E>,
 ) -> std::result::Result<Vec<RecordBatch>, E> {
-    let open =
-        |metadata: &ArrowReaderMetadata| -> Result<ParquetRecordBatchReaderBuilder<std::fs::File>> {
-            let file = std::fs::File::open(path).map_err(|e| crate::StorageError::Folder {
-                path: path.display().to_string(),
-                message: e.to_string(),
-            })?;
-            Ok(
-                ParquetRecordBatchReaderBuilder::new_with_metadata(file, metadata.clone())
-                    .with_row_groups(vec![row_group])
-                    .with_batch_size(BATCH_ROWS),
-            )
-        };
+    let open = |metadata: &ArrowReaderMetadata| row_group_reader(path, metadata, row_group);
     let filter_metadata = match dictionaries {
         true => &footer.strings_as_dictionaries,
         false => &footer.plain,
@@ -534,10 +530,7 @@ fn without_nulls(mask: &BooleanArray) -> BooleanArray {
 /// TIMESTAMP, anything else VARCHAR.
 pub fn csv_file_schema(path: &std::path::Path) -> Result<SchemaRef> {
     use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
-    let file = std::fs::File::open(path).map_err(|e| crate::StorageError::Folder {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
+    let file = open_file(path)?;
     let (schema, _) = arrow::csv::reader::Format::default()
         .with_header(true)
         .infer_schema(file, Some(10_000))?;
@@ -560,10 +553,7 @@ pub fn csv_file_schema(path: &std::path::Path) -> Result<SchemaRef> {
 
 /// Every row of a CSV file with a header row, as batches of `schema`.
 pub fn read_csv_file(path: &std::path::Path, schema: &SchemaRef) -> Result<Vec<RecordBatch>> {
-    let file = std::fs::File::open(path).map_err(|e| crate::StorageError::Folder {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
+    let file = open_file(path)?;
     let reader = arrow::csv::ReaderBuilder::new(schema.clone())
         .with_header(true)
         .with_batch_size(8192)
