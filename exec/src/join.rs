@@ -358,14 +358,15 @@ mod tests {
         Arc::new(Schema::new(fields))
     }
 
-    /// Build row `r`'s key: keys repeat, every 1000th is NULL.
+    /// Build row `r`'s key: keys repeat, every 1000th is NULL. They are too sparse to be
+    /// addressed directly, so the table hashes them into partitions.
     fn build_key(r: usize) -> Option<i64> {
-        (r % 1_000 != 7).then_some((r % 50_000) as i64)
+        (r % 1_000 != 7).then_some((r % 50_000) as i64 * 1_000)
     }
 
     /// Probe row `r`'s key: every third key, half of them past the build side's keys.
     fn probe_key(r: usize) -> Option<i64> {
-        (!r.is_multiple_of(97)).then_some(r as i64 * 3)
+        (!r.is_multiple_of(97)).then_some(r as i64 * 3_000)
     }
 
     /// The build side (key, row number) in batches of 4096 rows.

@@ -13,6 +13,7 @@ use pondra_planner::Expr;
 use rayon::prelude::*;
 
 use crate::Result;
+use crate::dense_keys::DenseKeys;
 use crate::expr::evaluate;
 use crate::keys::{EncodedKeys, KeyEncoder, KeyIndex, NO_KEY, NullKeys};
 
@@ -31,11 +32,22 @@ const TAG_SHIFT: u32 = 57;
 
 /// The build side's keys: for each distinct key, the build rows that hold it.
 pub struct JoinTable {
+    keys: Keys,
+    has_null_key: bool,
+}
+
+enum Keys {
+    /// One integer key column with dense values: a slot per value.
+    Dense(DenseKeys),
+    Hashed(HashedKeys),
+}
+
+/// Keys hashed into partitions.
+struct HashedKeys {
     encoder: KeyEncoder,
     /// log2 of the number of partitions.
     partition_bits: u32,
     partitions: Vec<Partition>,
-    has_null_key: bool,
 }
 
 /// The keys of the build rows whose hashes fall in one partition.
@@ -62,60 +74,73 @@ impl JoinTable {
     /// Builds the table of `key_exprs` over `batches`, whose rows are numbered in order across
     /// the batches (as in their concatenation).
     pub fn build(key_exprs: &[Expr], batches: &[RecordBatch]) -> Result<JoinTable> {
+        let keys = evaluate_keys(key_exprs, batches)?;
+        if let [key_expr] = key_exprs {
+            let columns: Vec<ArrayRef> = keys.iter().map(|k| k[0].clone()).collect();
+            if let Some(dense) = DenseKeys::build(&key_expr.data_type(), &columns)? {
+                return Ok(JoinTable {
+                    keys: Keys::Dense(dense),
+                    has_null_key: columns.iter().any(|c| c.null_count() > 0),
+                });
+            }
+        }
         let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
         let partition_bits = if rows < SMALL_BUILD_ROWS {
             0
         } else {
             PARTITION_BITS
         };
-        JoinTable::build_partitioned(key_exprs, batches, partition_bits)
+        JoinTable::hashed(key_exprs, &keys, partition_bits)
     }
 
-    /// As `build`, into `1 << partition_bits` partitions.
-    fn build_partitioned(
+    /// Hashes the keys (for each batch, its key columns) into `1 << partition_bits`
+    /// partitions.
+    fn hashed(
         key_exprs: &[Expr],
-        batches: &[RecordBatch],
+        keys: &[Vec<ArrayRef>],
         partition_bits: u32,
     ) -> Result<JoinTable> {
         let types: Vec<DataType> = key_exprs.iter().map(Expr::data_type).collect();
         let encoder = KeyEncoder::new(&types)?;
-        let batch_keys = batches
+        let batch_keys = keys
             .par_iter()
-            .map(|batch| {
-                let keys = key_exprs
-                    .iter()
-                    .map(|k| evaluate(k, batch))
-                    .collect::<Result<Vec<ArrayRef>>>()?;
-                let keys = encoder.encode(&keys, NullKeys::Skip)?;
+            .map(|keys| {
+                let keys = encoder.encode(keys, NullKeys::Skip)?;
                 Ok(BatchKeys::new(&encoder, &keys, partition_bits))
             })
             .collect::<Result<Vec<_>>>()?;
+        let batch_rows = |keys: &Vec<ArrayRef>| keys.first().map_or(0, |k| k.len());
         let has_null_key = batch_keys
             .iter()
-            .zip(batches)
-            .any(|(keys, batch)| keys.rows.len() < batch.num_rows());
-        let mut first_rows = Vec::with_capacity(batches.len());
+            .zip(keys)
+            .any(|(encoded, keys)| encoded.rows.len() < batch_rows(keys));
+        let mut first_rows = Vec::with_capacity(keys.len());
         let mut first_row = 0u32;
-        for batch in batches {
+        for keys in keys {
             first_rows.push(first_row);
-            first_row += batch.num_rows() as u32;
+            first_row += batch_rows(keys) as u32;
         }
         let partitions = (0..1usize << partition_bits)
             .into_par_iter()
             .map(|partition| Partition::build(&types, &batch_keys, &first_rows, partition))
             .collect::<Result<Vec<_>>>()?;
         Ok(JoinTable {
-            encoder,
-            partition_bits,
-            partitions,
+            keys: Keys::Hashed(HashedKeys {
+                encoder,
+                partition_bits,
+                partitions,
+            }),
             has_null_key,
         })
     }
 
-    /// How many partitions the build rows were split into.
+    /// How many partitions the build rows were hashed into (none when addressed directly).
     #[cfg(test)]
     pub fn partition_count(&self) -> usize {
-        self.partitions.len()
+        match &self.keys {
+            Keys::Dense(_) => 0,
+            Keys::Hashed(hashed) => hashed.partitions.len(),
+        }
     }
 
     /// Whether some build row has a NULL in a key column (such rows match nothing).
@@ -125,11 +150,18 @@ impl JoinTable {
 
     /// For each probe row, whether some build row has its key (NULL keys have none).
     pub fn contains(&self, keys: &[ArrayRef]) -> Result<Vec<bool>> {
-        let keys = self.encoder.encode(keys, NullKeys::Skip)?;
+        let hashed = match &self.keys {
+            Keys::Dense(dense) => return dense.contains(&keys[0]),
+            Keys::Hashed(hashed) => hashed,
+        };
+        let keys = hashed.encoder.encode(keys, NullKeys::Skip)?;
         Ok((0..keys.len())
             .map(|row| {
-                let partition = &self.partitions[partition_of(keys.hash(row), self.partition_bits)];
-                partition.index.lookup_row(&keys, row) != NO_KEY
+                hashed
+                    .partition(keys.hash(row))
+                    .index
+                    .lookup_row(&keys, row)
+                    != NO_KEY
             })
             .collect())
     }
@@ -143,9 +175,13 @@ impl JoinTable {
         probe: &mut Vec<u32>,
         build: &mut Vec<u32>,
     ) -> Result<()> {
-        let keys = self.encoder.encode(keys, NullKeys::Skip)?;
+        let hashed = match &self.keys {
+            Keys::Dense(dense) => return dense.matches(&keys[0], probe, build),
+            Keys::Hashed(hashed) => hashed,
+        };
+        let keys = hashed.encoder.encode(keys, NullKeys::Skip)?;
         for row in 0..keys.len() {
-            let partition = &self.partitions[partition_of(keys.hash(row), self.partition_bits)];
+            let partition = hashed.partition(keys.hash(row));
             let id = partition.index.lookup_row(&keys, row);
             if id == NO_KEY {
                 continue;
@@ -156,6 +192,22 @@ impl JoinTable {
         }
         Ok(())
     }
+}
+
+impl HashedKeys {
+    /// The partition a key with this hash is in.
+    #[inline]
+    fn partition(&self, hash: u64) -> &Partition {
+        &self.partitions[partition_of(hash, self.partition_bits)]
+    }
+}
+
+/// Each batch's key columns, evaluated on every thread.
+fn evaluate_keys(key_exprs: &[Expr], batches: &[RecordBatch]) -> Result<Vec<Vec<ArrayRef>>> {
+    batches
+        .par_iter()
+        .map(|batch| key_exprs.iter().map(|k| evaluate(k, batch)).collect())
+        .collect()
 }
 
 impl Partition {
@@ -325,8 +377,16 @@ mod tests {
         (probe, build)
     }
 
+    /// A hashed table, whatever the keys, in `1 << partition_bits` partitions.
+    fn build_partitioned(keys: &[Expr], batches: &[RecordBatch], bits: u32) -> Result<JoinTable> {
+        JoinTable::hashed(keys, &evaluate_keys(keys, batches)?, bits)
+    }
+
     fn used_partitions(table: &JoinTable) -> usize {
-        table
+        let Keys::Hashed(hashed) = &table.keys else {
+            panic!("a hashed table")
+        };
+        hashed
             .partitions
             .iter()
             .filter(|p| !p.rows.is_empty())
@@ -357,12 +417,35 @@ mod tests {
         let expected = nested_loop(1_000, build_rows, probe_key, int_key);
         assert!(expected.0.len() > 1_000, "keys repeat on the build side");
         for bits in [0, 1, 4, PARTITION_BITS] {
-            let table =
-                JoinTable::build_partitioned(&[column(0, DataType::Int64)], &build, bits).unwrap();
+            let table = build_partitioned(&[column(0, DataType::Int64)], &build, bits).unwrap();
             assert_eq!(used_partitions(&table), 1 << bits, "{bits} partition bits");
             assert!(table.has_null_key());
             assert_eq!(matches(&table, std::slice::from_ref(&probe)), expected);
         }
+    }
+
+    #[test]
+    fn dense_integer_keys_match_as_hashed_keys_do() {
+        let build_rows = 3_000;
+        let build = batches(
+            build_rows,
+            256,
+            &[(DataType::Int64, &|first| int_keys(first, 256, int_key))],
+        );
+        let probe_key = |r: usize| (r % 11 != 3).then_some(((r * 5) % 900) as i64 - 100);
+        let probe = int_keys(0, 1_000, probe_key);
+        let expected = nested_loop(1_000, build_rows, probe_key, int_key);
+        let key = [column(0, DataType::Int64)];
+        let table = JoinTable::build(&key, &build).unwrap();
+        assert!(
+            matches!(table.keys, Keys::Dense(_)),
+            "keys 0..701 are dense"
+        );
+        assert!(table.has_null_key());
+        assert_eq!(matches(&table, std::slice::from_ref(&probe)), expected);
+        let hashed = build_partitioned(&key, &build, 0).unwrap();
+        let contains = |t: &JoinTable| t.contains(std::slice::from_ref(&probe)).unwrap();
+        assert_eq!(contains(&table), contains(&hashed));
     }
 
     #[test]
@@ -389,7 +472,7 @@ mod tests {
 
         // A string key alone, in Arrow's row format.
         let expected = nested_loop(700, build_rows, probe_name, name);
-        let table = JoinTable::build_partitioned(&[column(0, DataType::Utf8)], &build, 4).unwrap();
+        let table = build_partitioned(&[column(0, DataType::Utf8)], &build, 4).unwrap();
         assert_eq!(used_partitions(&table), 16);
         assert_eq!(
             matches(&table, std::slice::from_ref(&probe_names)),
@@ -405,7 +488,7 @@ mod tests {
         );
         assert!(!expected.0.is_empty());
         let keys = [column(0, DataType::Utf8), column(1, DataType::Int32)];
-        let table = JoinTable::build_partitioned(&keys, &build, 4).unwrap();
+        let table = build_partitioned(&keys, &build, 4).unwrap();
         assert_eq!(used_partitions(&table), 16);
         assert_eq!(matches(&table, &[probe_names, probe_numbers]), expected);
     }
@@ -425,7 +508,7 @@ mod tests {
             ],
         );
         let keys = [column(0, DataType::Int64), column(1, DataType::Int64)];
-        let table = JoinTable::build_partitioned(&keys, &build, PARTITION_BITS).unwrap();
+        let table = build_partitioned(&keys, &build, PARTITION_BITS).unwrap();
         assert_eq!(used_partitions(&table), 1 << PARTITION_BITS);
         let probe = [int_keys(0, 900, |r| high(r * 3)), int_keys(0, 900, low)];
         let expected = nested_loop(

@@ -12,6 +12,7 @@ mod aggregate;
 mod arrays;
 mod collected;
 mod decimal;
+mod dense_keys;
 mod dictionary_filter;
 mod error;
 mod expr;

@@ -1,0 +1,329 @@
+//! The build side of a join on one integer column whose values are dense, as primary keys
+//! numbered from 1 are: every value of the range from the least key to the greatest has a
+//! slot of its own in an array, so a probe row finds its build rows by subtracting the least
+//! key from its own, with no hashing and no key comparison.
+
+use arrow::array::{Array, ArrayRef, AsArray, Int64Array};
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Int64Type};
+
+use crate::Result;
+
+/// Keys are addressed directly when their range is at most this many times the number of
+/// build rows. At 8, a slot for every value of the range (4 bytes) takes about the memory of
+/// a hash table's entry for every key (16 bytes for the key and id, at most 7/8 full, and
+/// half full just after growing).
+const MAX_RANGE_PER_ROW: u64 = 8;
+
+/// Ranges this small are addressed directly however few the build rows: the array fits in
+/// the cache.
+const SMALL_RANGE: u64 = 1 << 16;
+
+/// The build rows of each key value of a dense range.
+pub struct DenseKeys {
+    /// The build side's key type: probe keys are cast to it first, as hashed keys are.
+    key_type: DataType,
+    min: i64,
+    max: i64,
+    slots: Slots,
+}
+
+enum Slots {
+    /// No key is on two build rows: for each value `min + i`, its build row plus one, or 0
+    /// when no row has it.
+    Unique(Vec<u32>),
+    /// For each value `min + i`, where its rows start in `rows`; one more entry ends the last
+    /// value's.
+    Grouped { starts: Vec<u32>, rows: Vec<u32> },
+}
+
+impl DenseKeys {
+    /// The key slots of `keys` (one array per build batch; rows are numbered in order across
+    /// them, and rows with a NULL key are left out), or `None` when the key type is not an
+    /// integer or its values are too sparse for a slot per value.
+    pub fn build(key_type: &DataType, keys: &[ArrayRef]) -> Result<Option<DenseKeys>> {
+        if !is_integer(key_type) {
+            return Ok(None);
+        }
+        let keys = keys
+            .iter()
+            .map(as_i64)
+            .collect::<Result<Vec<Int64Array>>>()?;
+        let (mut min, mut max, mut count) = (i64::MAX, i64::MIN, 0u64);
+        for key in &keys {
+            if let (Some(low), Some(high)) = (arrow::compute::min(key), arrow::compute::max(key)) {
+                min = min.min(low);
+                max = max.max(high);
+            }
+            count += (key.len() - key.null_count()) as u64;
+        }
+        if count == 0 {
+            return Ok(None);
+        }
+        let range = (max as i128 - min as i128 + 1) as u128;
+        let limit = SMALL_RANGE.max(count.saturating_mul(MAX_RANGE_PER_ROW));
+        if range > limit as u128 || range >= u32::MAX as u128 {
+            return Ok(None);
+        }
+        let range = range as usize;
+        let mut table = DenseKeys {
+            key_type: key_type.clone(),
+            min,
+            max,
+            slots: Slots::Unique(vec![0; range]),
+        };
+        if !table.fill_unique(&keys) {
+            table.slots = Slots::grouped(&keys, min, range);
+        }
+        Ok(Some(table))
+    }
+
+    /// Puts each key's row in its slot; false (leaving the slots unfinished) when a key is on
+    /// two rows.
+    fn fill_unique(&mut self, keys: &[Int64Array]) -> bool {
+        let (min, Slots::Unique(slots)) = (self.min, &mut self.slots) else {
+            unreachable!("filled while unique")
+        };
+        let mut first_row = 0u32;
+        for key in keys {
+            for (row, value) in key.iter().enumerate() {
+                let Some(value) = value else { continue };
+                let slot = &mut slots[(value - min) as usize];
+                if *slot != 0 {
+                    return false;
+                }
+                *slot = first_row + row as u32 + 1;
+            }
+            first_row += key.len() as u32;
+        }
+        true
+    }
+
+    /// For each probe row, whether some build row has its key (NULL keys have none).
+    pub fn contains(&self, key: &ArrayRef) -> Result<Vec<bool>> {
+        let values = self.probe_values(key)?;
+        let has_key = |offset: usize| match &self.slots {
+            Slots::Unique(slots) => slots[offset] != 0,
+            Slots::Grouped { starts, .. } => starts[offset] != starts[offset + 1],
+        };
+        Ok(values
+            .iter()
+            .map(|v| v.and_then(|v| self.offset(v)).is_some_and(has_key))
+            .collect())
+    }
+
+    /// Appends every pair of a probe row and a build row with equal keys, probe row by probe
+    /// row and each probe row's build rows in build order.
+    pub fn matches(
+        &self,
+        key: &ArrayRef,
+        probe: &mut Vec<u32>,
+        build: &mut Vec<u32>,
+    ) -> Result<()> {
+        let values = self.probe_values(key)?;
+        let offsets = values
+            .iter()
+            .enumerate()
+            .filter_map(|(row, v)| Some((row as u32, self.offset(v?)?)));
+        match &self.slots {
+            Slots::Unique(slots) => {
+                for (row, offset) in offsets {
+                    let slot = slots[offset];
+                    if slot != 0 {
+                        probe.push(row);
+                        build.push(slot - 1);
+                    }
+                }
+            }
+            Slots::Grouped { starts, rows } => {
+                for (row, offset) in offsets {
+                    let found = &rows[starts[offset] as usize..starts[offset + 1] as usize];
+                    probe.extend(std::iter::repeat_n(row, found.len()));
+                    build.extend_from_slice(found);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The probe keys as 64-bit integers, cast to the build key type first (as hashed keys
+    /// are, so that both kinds of table match the same rows).
+    fn probe_values(&self, key: &ArrayRef) -> Result<Int64Array> {
+        if key.data_type() == &self.key_type {
+            return as_i64(key);
+        }
+        as_i64(&cast(key, &self.key_type)?)
+    }
+
+    /// A key value's slot, or `None` when it is outside the build keys' range.
+    #[inline]
+    fn offset(&self, value: i64) -> Option<usize> {
+        (self.min <= value && value <= self.max).then(|| (value - self.min) as usize)
+    }
+
+    #[cfg(test)]
+    pub fn is_unique(&self) -> bool {
+        matches!(self.slots, Slots::Unique(_))
+    }
+}
+
+impl Slots {
+    /// Each value's rows, by a counting sort: rows stay in build order within a value.
+    fn grouped(keys: &[Int64Array], min: i64, range: usize) -> Slots {
+        let mut starts = vec![0u32; range + 1];
+        for key in keys {
+            for value in key.iter().flatten() {
+                starts[(value - min) as usize + 1] += 1;
+            }
+        }
+        for offset in 0..range {
+            starts[offset + 1] += starts[offset];
+        }
+        let mut rows = vec![0u32; starts[range] as usize];
+        // Each value's start moves on as its rows are placed, ending where the next value's
+        // rows start; shifting the starts up by one then restores them.
+        let mut first_row = 0u32;
+        for key in keys {
+            for (row, value) in key.iter().enumerate() {
+                let Some(value) = value else { continue };
+                let next = &mut starts[(value - min) as usize];
+                rows[*next as usize] = first_row + row as u32;
+                *next += 1;
+            }
+            first_row += key.len() as u32;
+        }
+        starts.copy_within(0..range, 1);
+        starts[0] = 0;
+        Slots::Grouped { starts, rows }
+    }
+}
+
+/// Whether keys of this type are integers that a 64-bit integer holds exactly.
+fn is_integer(data_type: &DataType) -> bool {
+    matches!(
+        data_type,
+        DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
+            | DataType::Date32
+    )
+}
+
+fn as_i64(key: &ArrayRef) -> Result<Int64Array> {
+    Ok(match key.data_type() {
+        DataType::Int64 => key.as_primitive::<Int64Type>().clone(),
+        _ => cast(key, &DataType::Int64)?
+            .as_primitive::<Int64Type>()
+            .clone(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{Date32Array, Int32Array};
+
+    use super::*;
+
+    fn int64(values: &[Option<i64>]) -> ArrayRef {
+        Arc::new(Int64Array::from(values.to_vec()))
+    }
+
+    fn matches(table: &DenseKeys, key: &ArrayRef) -> (Vec<u32>, Vec<u32>) {
+        let (mut probe, mut build) = (Vec::new(), Vec::new());
+        table.matches(key, &mut probe, &mut build).unwrap();
+        (probe, build)
+    }
+
+    #[test]
+    fn unique_keys_take_one_slot_each() {
+        let build = [int64(&[Some(10), None, Some(12)]), int64(&[Some(11)])];
+        let table = DenseKeys::build(&DataType::Int64, &build).unwrap().unwrap();
+        assert!(table.is_unique());
+        let probe = int64(&[Some(11), Some(9), None, Some(12), Some(13), Some(10)]);
+        assert_eq!(matches(&table, &probe), (vec![0, 3, 5], vec![3, 2, 0]));
+        assert_eq!(
+            table.contains(&probe).unwrap(),
+            [true, false, false, true, false, true]
+        );
+    }
+
+    #[test]
+    fn repeated_keys_keep_build_order() {
+        let build = [
+            int64(&[Some(5), Some(7), Some(5)]),
+            int64(&[None, Some(5), Some(8), Some(7)]),
+        ];
+        let table = DenseKeys::build(&DataType::Int64, &build).unwrap().unwrap();
+        assert!(!table.is_unique());
+        let probe = int64(&[Some(7), Some(6), Some(5), None, Some(8)]);
+        assert_eq!(
+            matches(&table, &probe),
+            (vec![0, 0, 2, 2, 2, 4], vec![1, 6, 0, 2, 4, 5])
+        );
+        assert_eq!(
+            table.contains(&probe).unwrap(),
+            [true, false, true, false, true]
+        );
+    }
+
+    #[test]
+    fn probe_keys_far_outside_the_range_match_nothing() {
+        // Near i64::MAX, so that a probe key near i64::MIN would wrap into the range if the
+        // offset were taken by wrapping subtraction.
+        let top = i64::MAX - 3;
+        let build = [int64(&[Some(top), Some(top + 2)])];
+        let table = DenseKeys::build(&DataType::Int64, &build).unwrap().unwrap();
+        let probe = int64(&[
+            Some(i64::MIN),
+            Some(i64::MIN + 2),
+            Some(top + 2),
+            Some(i64::MAX),
+        ]);
+        assert_eq!(matches(&table, &probe), (vec![2], vec![1]));
+    }
+
+    #[test]
+    fn probe_keys_of_another_type_are_cast_to_the_build_type() {
+        let build: [ArrayRef; 1] = [Arc::new(Date32Array::from(vec![19_000, 19_002]))];
+        let table = DenseKeys::build(&DataType::Date32, &build)
+            .unwrap()
+            .unwrap();
+        let probe: ArrayRef = Arc::new(Int32Array::from(vec![19_002, 19_001, 19_000]));
+        assert_eq!(matches(&table, &probe), (vec![0, 2], vec![1, 0]));
+    }
+
+    #[test]
+    fn sparse_or_non_integer_keys_are_left_to_hashing() {
+        let sparse = int64(&[Some(0), Some(SMALL_RANGE as i64 * 10)]);
+        assert!(
+            DenseKeys::build(&DataType::Int64, &[sparse])
+                .unwrap()
+                .is_none()
+        );
+        let nulls = int64(&[None, None]);
+        assert!(
+            DenseKeys::build(&DataType::Int64, &[nulls])
+                .unwrap()
+                .is_none()
+        );
+        let strings: ArrayRef = Arc::new(arrow::array::StringArray::from(vec!["1"]));
+        assert!(
+            DenseKeys::build(&DataType::Utf8, &[strings])
+                .unwrap()
+                .is_none()
+        );
+        // A range of 8 values per row is still dense.
+        let spread: Vec<Option<i64>> = (0..10_000).map(|i| Some(i * 8)).collect();
+        assert!(
+            DenseKeys::build(&DataType::Int64, &[int64(&spread)])
+                .unwrap()
+                .is_some()
+        );
+    }
+}
