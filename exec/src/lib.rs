@@ -26,6 +26,7 @@ mod pipeline;
 mod profile;
 mod scan;
 mod select;
+mod shared;
 mod sink;
 mod sort;
 mod subquery;

@@ -16,6 +16,7 @@ use crate::join::HashJoin;
 use crate::morsel::{Keep, ScanFilter, ScanUnit, read_unit, scan_units};
 use crate::profile::{NodeStats, Profile};
 use crate::scan::as_schema;
+use crate::shared::SharedAggregates;
 use crate::sink::{Sink, Split};
 use crate::{ExecError, Result};
 
@@ -31,6 +32,8 @@ pub struct ExecContext {
     pub working_tables: std::sync::Mutex<HashMap<usize, Arc<Vec<RecordBatch>>>>,
     /// Rows and time per operator, for EXPLAIN ANALYZE.
     pub profile: Option<Profile>,
+    /// Aggregations the query computes more than once, with their rows once computed.
+    shared: SharedAggregates,
 }
 
 impl ExecContext {
@@ -47,6 +50,7 @@ impl ExecContext {
             input,
             working_tables: Default::default(),
             profile: None,
+            shared: SharedAggregates::default(),
         }
     }
 
@@ -192,6 +196,7 @@ impl Output<'_, '_> {
 
 /// Runs a physical plan to completion and returns its rows.
 pub fn execute(plan: &PhysicalPlan, ctx: &ExecContext) -> Result<Vec<RecordBatch>> {
+    ctx.shared.find_repeated(plan)?;
     let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
     run_pipeline(&plan, Sink::Collect(Vec::new()), None, ctx)
 }
@@ -206,7 +211,11 @@ pub fn execute_profiled(
         .profile
         .as_ref()
         .expect("a profiled run needs a profile");
+    ctx.shared.find_repeated(plan)?;
     let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
+    // The subqueries ran on plans now freed, whose nodes' addresses the resolved plan's nodes
+    // may have taken: their stats are not this plan's.
+    profile.clear();
     let rows = run_pipeline(&plan, Sink::Collect(Vec::new()), None, ctx)?;
     Ok((rows, profile.render(&plan)))
 }
@@ -418,11 +427,24 @@ fn run_pipeline<'p>(
             schema,
         } => {
             leaf = false;
-            let aggregate = HashAggregateSink::new(group, aggregates, schema.clone())?
-                .with_output_filter(filtered.cloned());
-            let child = Sink::Aggregate(Box::new(aggregate));
-            for batch in run_pipeline(input, child, Some(node), ctx)? {
-                out.emit(batch)?;
+            // A HAVING applied inside makes its rows differ from another occurrence's.
+            let shared_key = filtered.is_none().then(|| ctx.shared.key(node)).flatten();
+            let shared_rows = shared_key.as_deref().and_then(|key| ctx.shared.get(key));
+            let rows = match shared_rows {
+                Some(rows) => rows,
+                None => {
+                    let aggregate = HashAggregateSink::new(group, aggregates, schema.clone())?
+                        .with_output_filter(filtered.cloned());
+                    let child = Sink::Aggregate(Box::new(aggregate));
+                    let rows = Arc::new(run_pipeline(input, child, Some(node), ctx)?);
+                    if let Some(key) = shared_key {
+                        ctx.shared.put(key, rows.clone());
+                    }
+                    rows
+                }
+            };
+            for batch in rows.iter() {
+                out.emit(batch.clone())?;
             }
         }
         PhysicalPlan::Sort { input, keys, fetch } => {

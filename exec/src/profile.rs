@@ -41,6 +41,10 @@ impl Profile {
         nodes.entry(key).or_default().clone()
     }
 
+    pub fn clear(&self) {
+        self.nodes.lock().expect("profile lock").clear();
+    }
+
     /// The plan as a tree, each node with its rows and time.
     pub fn render(&self, plan: &PhysicalPlan) -> String {
         let mut out = String::new();
@@ -58,29 +62,9 @@ impl Profile {
             "  ".repeat(depth),
             describe(plan)
         );
-        for child in children(plan) {
+        for child in plan.inputs() {
             self.render_node(child, depth + 1, out);
         }
-    }
-}
-
-fn children(plan: &PhysicalPlan) -> Vec<&PhysicalPlan> {
-    match plan {
-        PhysicalPlan::TableScan { .. }
-        | PhysicalPlan::Input { .. }
-        | PhysicalPlan::ParquetScan { .. }
-        | PhysicalPlan::Values { .. }
-        | PhysicalPlan::WorkingTable { .. } => vec![],
-        PhysicalPlan::Window { input, .. }
-        | PhysicalPlan::Unnest { input, .. }
-        | PhysicalPlan::Filter { input, .. }
-        | PhysicalPlan::Projection { input, .. }
-        | PhysicalPlan::HashAggregate { input, .. }
-        | PhysicalPlan::Sort { input, .. }
-        | PhysicalPlan::Limit { input, .. } => vec![input],
-        PhysicalPlan::Union { inputs, .. } => inputs.iter().collect(),
-        PhysicalPlan::HashJoin { left, right, .. } => vec![left, right],
-        PhysicalPlan::RecursiveCte { anchor, step, .. } => vec![anchor, step],
     }
 }
 

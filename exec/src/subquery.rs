@@ -74,7 +74,10 @@ fn scalar_at(array: &dyn Array, row: usize) -> Result<ScalarValue> {
 }
 
 /// The plan with `f` applied to every expression in it (including inputs).
-fn map_plan(plan: &PhysicalPlan, f: &mut dyn FnMut(&Expr) -> Result<Expr>) -> Result<PhysicalPlan> {
+pub(crate) fn map_plan(
+    plan: &PhysicalPlan,
+    f: &mut dyn FnMut(&Expr) -> Result<Expr>,
+) -> Result<PhysicalPlan> {
     let exprs = |list: &[Expr], f: &mut dyn FnMut(&Expr) -> Result<Expr>| {
         list.iter().map(&mut *f).collect::<Result<Vec<_>>>()
     };

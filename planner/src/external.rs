@@ -10,13 +10,25 @@ use pondra_storage::{ColumnFooterStats, ParquetFooter, csv_file_schema, parquet_
 use crate::{Result, bind_err};
 
 /// One Parquet file of an external table.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ExternalFile {
     pub path: PathBuf,
     pub rows: u64,
     pub row_groups: usize,
     /// The parsed footer of a Parquet file (none for CSV).
     pub footer: Option<ParquetFooter>,
+}
+
+/// Names the file without its footer, which follows from the file and would print every row
+/// group's statistics: plans are compared by their text.
+impl std::fmt::Debug for ExternalFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExternalFile")
+            .field("path", &self.path)
+            .field("rows", &self.rows)
+            .field("row_groups", &self.row_groups)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How an external table's files are written.

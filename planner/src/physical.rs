@@ -118,6 +118,27 @@ impl PhysicalPlan {
             PhysicalPlan::RecursiveCte { anchor, .. } => anchor.schema(),
         }
     }
+
+    /// The plans whose rows this one reads.
+    pub fn inputs(&self) -> Vec<&PhysicalPlan> {
+        match self {
+            PhysicalPlan::TableScan { .. }
+            | PhysicalPlan::Input { .. }
+            | PhysicalPlan::ParquetScan { .. }
+            | PhysicalPlan::Values { .. }
+            | PhysicalPlan::WorkingTable { .. } => vec![],
+            PhysicalPlan::Window { input, .. }
+            | PhysicalPlan::Filter { input, .. }
+            | PhysicalPlan::Unnest { input, .. }
+            | PhysicalPlan::Projection { input, .. }
+            | PhysicalPlan::HashAggregate { input, .. }
+            | PhysicalPlan::Sort { input, .. }
+            | PhysicalPlan::Limit { input, .. } => vec![input],
+            PhysicalPlan::Union { inputs, .. } => inputs.iter().collect(),
+            PhysicalPlan::RecursiveCte { anchor, step, .. } => vec![anchor, step],
+            PhysicalPlan::HashJoin { left, right, .. } => vec![left, right],
+        }
+    }
 }
 
 /// Chooses the physical operators for a logical plan. Scans read only the columns the plan

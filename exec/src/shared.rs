@@ -1,0 +1,104 @@
+//! Aggregations that one query computes more than once run once. A view or CTE read twice is
+//! planned twice: TPC-H q15 reads its revenue view in the main query and again in a scalar
+//! subquery that takes the view's maximum. An aggregation whose plan occurs more than once in
+//! the query and its subqueries keeps its rows for the other occurrences.
+
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use arrow::array::RecordBatch;
+use pondra_planner::{Expr, PhysicalPlan, Subquery, create_physical_plan};
+
+use crate::Result;
+
+#[derive(Default)]
+pub struct SharedAggregates {
+    /// The plan text of each aggregation that occurs more than once, found from the outermost
+    /// plan when it starts.
+    repeated: OnceLock<HashSet<String>>,
+    rows: Mutex<HashMap<String, Arc<Vec<RecordBatch>>>>,
+}
+
+impl SharedAggregates {
+    /// Finds the aggregations that `plan` and its subqueries compute more than once. Only the
+    /// first plan counts: the others are its subqueries.
+    pub fn find_repeated(&self, plan: &PhysicalPlan) -> Result<()> {
+        if self.repeated.get().is_some() {
+            return Ok(());
+        }
+        let mut counts = HashMap::new();
+        count_aggregates(plan, &mut counts)?;
+        let repeated = counts
+            .into_iter()
+            .filter(|(_, count)| *count > 1)
+            .map(|(text, _)| text)
+            .collect();
+        let _ = self.repeated.set(repeated);
+        Ok(())
+    }
+
+    /// The key under which an aggregation's rows are kept, when it occurs more than once.
+    pub fn key(&self, aggregate: &PhysicalPlan) -> Option<String> {
+        let repeated = self.repeated.get().filter(|r| !r.is_empty())?;
+        let text = format!("{aggregate:?}");
+        repeated.contains(&text).then_some(text)
+    }
+
+    pub fn get(&self, key: &str) -> Option<Arc<Vec<RecordBatch>>> {
+        self.rows
+            .lock()
+            .expect("shared rows lock")
+            .get(key)
+            .cloned()
+    }
+
+    pub fn put(&self, key: String, rows: Arc<Vec<RecordBatch>>) {
+        self.rows
+            .lock()
+            .expect("shared rows lock")
+            .insert(key, rows);
+    }
+}
+
+/// Counts each aggregation of `plan` and of the scalar subqueries in its expressions by its
+/// plan text. An aggregation that reads a recursive CTE's working table is left out: it is
+/// computed again on every step, over other rows.
+fn count_aggregates(plan: &PhysicalPlan, counts: &mut HashMap<String, usize>) -> Result<()> {
+    count_plan_aggregates(plan, counts);
+    for subquery in subqueries(plan)? {
+        count_aggregates(&create_physical_plan(&subquery.0), counts)?;
+    }
+    Ok(())
+}
+
+/// Counts the aggregations of `plan` itself, not of its subqueries.
+fn count_plan_aggregates(plan: &PhysicalPlan, counts: &mut HashMap<String, usize>) {
+    if matches!(plan, PhysicalPlan::HashAggregate { .. }) && !reads_working_table(plan) {
+        *counts.entry(format!("{plan:?}")).or_default() += 1;
+    }
+    for input in plan.inputs() {
+        count_plan_aggregates(input, counts);
+    }
+}
+
+fn reads_working_table(plan: &PhysicalPlan) -> bool {
+    matches!(plan, PhysicalPlan::WorkingTable { .. })
+        || plan.inputs().into_iter().any(reads_working_table)
+}
+
+/// The scalar subqueries in the expressions of `plan` (not those nested in them).
+fn subqueries(plan: &PhysicalPlan) -> Result<Vec<Subquery>> {
+    let found = RefCell::new(Vec::new());
+    let mut collect = |expr: &Expr| {
+        expr.any(&|e| {
+            if let Expr::ScalarSubquery(subquery) = e {
+                found.borrow_mut().push(subquery.clone());
+            }
+            false
+        });
+        Ok(expr.clone())
+    };
+    crate::subquery::map_plan(plan, &mut collect)?;
+    Ok(found.into_inner())
+}
