@@ -133,7 +133,7 @@ fn column_keys(on: &[(Expr, Expr)]) -> impl Iterator<Item = (usize, usize)> + '_
 }
 
 /// A table read whole, with at most some of its columns projected.
-fn is_table(plan: &LogicalPlan) -> bool {
+pub(crate) fn is_table(plan: &LogicalPlan) -> bool {
     match plan {
         LogicalPlan::Scan { .. } | LogicalPlan::ParquetScan { .. } => true,
         LogicalPlan::Project { input, exprs, .. } => {
