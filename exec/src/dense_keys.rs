@@ -1,7 +1,9 @@
 //! The build side of a join on one integer column whose values are dense, as primary keys
 //! numbered from 1 are: every value of the range from the least key to the greatest has a
 //! slot of its own in an array, so a probe row finds its build rows by subtracting the least
-//! key from its own, with no hashing and no key comparison.
+//! key from its own, with no hashing and no key comparison. Keys too sparse for a slot per
+//! value may still be dense enough for a bit per value, which answers whether a probe key is
+//! among them (a scan below the join drops the rows whose key is not).
 
 use arrow::array::{Array, ArrayRef, AsArray, Int64Array};
 use arrow::compute::cast;
@@ -19,12 +21,122 @@ const MAX_RANGE_PER_ROW: u64 = 8;
 /// the cache.
 const SMALL_RANGE: u64 = 1 << 16;
 
-/// The build rows of each key value of a dense range.
-pub struct DenseKeys {
+/// A bitmap of the keys is kept when their range is at most this many values per build row
+/// (8 bytes a row, a fraction of a hash table's), or at most `SMALL_BITMAP_RANGE` values.
+const MAX_BITMAP_RANGE_PER_ROW: u64 = 64;
+const SMALL_BITMAP_RANGE: u64 = 1 << 23;
+
+/// The build keys of one integer column, as 64-bit integers, with their range.
+pub struct KeyRange {
     /// The build side's key type: probe keys are cast to it first, as hashed keys are.
     key_type: DataType,
     min: i64,
     max: i64,
+    /// The keys that are not NULL.
+    count: u64,
+    /// Each build batch's keys.
+    values: Vec<Int64Array>,
+}
+
+impl KeyRange {
+    /// The range of `keys` (one array per build batch), or `None` when the key type is not an
+    /// integer or every key is NULL.
+    pub fn of(key_type: &DataType, keys: &[ArrayRef]) -> Result<Option<KeyRange>> {
+        if !is_integer(key_type) {
+            return Ok(None);
+        }
+        let values = keys
+            .iter()
+            .map(as_i64)
+            .collect::<Result<Vec<Int64Array>>>()?;
+        let (mut min, mut max, mut count) = (i64::MAX, i64::MIN, 0u64);
+        for key in &values {
+            if let (Some(low), Some(high)) = (arrow::compute::min(key), arrow::compute::max(key)) {
+                min = min.min(low);
+                max = max.max(high);
+            }
+            count += (key.len() - key.null_count()) as u64;
+        }
+        Ok((count > 0).then(|| KeyRange {
+            key_type: key_type.clone(),
+            min,
+            max,
+            count,
+            values,
+        }))
+    }
+
+    /// How many values lie from the least key to the greatest.
+    fn width(&self) -> u128 {
+        (self.max as i128 - self.min as i128 + 1) as u128
+    }
+
+    /// Whether the range is at most `per_row` values per key, or at most `small` values, and
+    /// small enough to index with 32 bits.
+    fn within(&self, per_row: u64, small: u64) -> bool {
+        let limit = small.max(self.count.saturating_mul(per_row));
+        self.width() <= limit as u128 && self.width() < u32::MAX as u128
+    }
+
+    /// The probe keys as 64-bit integers, cast to the build key type first (as hashed keys
+    /// are, so that every kind of table matches the same rows).
+    fn probe_values(&self, key: &ArrayRef) -> Result<Int64Array> {
+        if key.data_type() == &self.key_type {
+            return as_i64(key);
+        }
+        as_i64(&cast(key, &self.key_type)?)
+    }
+
+    /// A key value's offset in the range, or `None` when it is outside.
+    #[inline]
+    fn offset(&self, value: i64) -> Option<usize> {
+        (self.min <= value && value <= self.max).then(|| (value - self.min) as usize)
+    }
+
+    /// For each probe row, whether its key is in the range and `present` at its offset.
+    fn probe(&self, key: &ArrayRef, present: impl Fn(usize) -> bool) -> Result<Vec<bool>> {
+        let values = self.probe_values(key)?;
+        Ok(values
+            .iter()
+            .map(|v| v.and_then(|v| self.offset(v)).is_some_and(&present))
+            .collect())
+    }
+}
+
+/// One bit for each value of the build keys' range: whether some build row has it.
+pub struct KeyBitmap {
+    range: KeyRange,
+    bits: Vec<u64>,
+}
+
+impl KeyBitmap {
+    /// The bitmap of the keys, or `None` when they are too sparse for a bit per value.
+    pub fn build(mut range: KeyRange) -> Option<KeyBitmap> {
+        if !range.within(MAX_BITMAP_RANGE_PER_ROW, SMALL_BITMAP_RANGE) {
+            return None;
+        }
+        let mut bits = vec![0u64; (range.width() as usize).div_ceil(64)];
+        for key in &range.values {
+            for value in key.iter().flatten() {
+                let offset = (value - range.min) as usize;
+                bits[offset / 64] |= 1 << (offset % 64);
+            }
+        }
+        range.values = Vec::new();
+        Some(KeyBitmap { range, bits })
+    }
+
+    /// For each probe row, whether some build row has its key (NULL keys have none).
+    pub fn contains(&self, key: &ArrayRef) -> Result<Vec<bool>> {
+        self.range.probe(key, |offset| {
+            self.bits[offset / 64] & (1 << (offset % 64)) != 0
+        })
+    }
+}
+
+/// The build rows of each key value of a dense range.
+pub struct DenseKeys {
+    range: KeyRange,
     slots: Slots,
 }
 
@@ -38,78 +150,28 @@ enum Slots {
 }
 
 impl DenseKeys {
-    /// The key slots of `keys` (one array per build batch; rows are numbered in order across
-    /// them, and rows with a NULL key are left out), or `None` when the key type is not an
-    /// integer or its values are too sparse for a slot per value.
-    pub fn build(key_type: &DataType, keys: &[ArrayRef]) -> Result<Option<DenseKeys>> {
-        if !is_integer(key_type) {
-            return Ok(None);
+    /// The key slots of the keys of `range` (rows are numbered in order across its batches,
+    /// and rows with a NULL key are left out), or the range back when its keys are too sparse
+    /// for a slot per value.
+    pub fn build(mut range: KeyRange) -> Result<DenseKeys, KeyRange> {
+        if !range.within(MAX_RANGE_PER_ROW, SMALL_RANGE) {
+            return Err(range);
         }
-        let keys = keys
-            .iter()
-            .map(as_i64)
-            .collect::<Result<Vec<Int64Array>>>()?;
-        let (mut min, mut max, mut count) = (i64::MAX, i64::MIN, 0u64);
-        for key in &keys {
-            if let (Some(low), Some(high)) = (arrow::compute::min(key), arrow::compute::max(key)) {
-                min = min.min(low);
-                max = max.max(high);
-            }
-            count += (key.len() - key.null_count()) as u64;
-        }
-        if count == 0 {
-            return Ok(None);
-        }
-        let range = (max as i128 - min as i128 + 1) as u128;
-        let limit = SMALL_RANGE.max(count.saturating_mul(MAX_RANGE_PER_ROW));
-        if range > limit as u128 || range >= u32::MAX as u128 {
-            return Ok(None);
-        }
-        let range = range as usize;
-        let mut table = DenseKeys {
-            key_type: key_type.clone(),
-            min,
-            max,
-            slots: Slots::Unique(vec![0; range]),
+        let width = range.width() as usize;
+        let values = std::mem::take(&mut range.values);
+        let slots = match unique_slots(&values, range.min, width) {
+            Some(slots) => Slots::Unique(slots),
+            None => Slots::grouped(&values, range.min, width),
         };
-        if !table.fill_unique(&keys) {
-            table.slots = Slots::grouped(&keys, min, range);
-        }
-        Ok(Some(table))
-    }
-
-    /// Puts each key's row in its slot; false (leaving the slots unfinished) when a key is on
-    /// two rows.
-    fn fill_unique(&mut self, keys: &[Int64Array]) -> bool {
-        let (min, Slots::Unique(slots)) = (self.min, &mut self.slots) else {
-            unreachable!("filled while unique")
-        };
-        let mut first_row = 0u32;
-        for key in keys {
-            for (row, value) in key.iter().enumerate() {
-                let Some(value) = value else { continue };
-                let slot = &mut slots[(value - min) as usize];
-                if *slot != 0 {
-                    return false;
-                }
-                *slot = first_row + row as u32 + 1;
-            }
-            first_row += key.len() as u32;
-        }
-        true
+        Ok(DenseKeys { range, slots })
     }
 
     /// For each probe row, whether some build row has its key (NULL keys have none).
     pub fn contains(&self, key: &ArrayRef) -> Result<Vec<bool>> {
-        let values = self.probe_values(key)?;
-        let has_key = |offset: usize| match &self.slots {
+        self.range.probe(key, |offset| match &self.slots {
             Slots::Unique(slots) => slots[offset] != 0,
             Slots::Grouped { starts, .. } => starts[offset] != starts[offset + 1],
-        };
-        Ok(values
-            .iter()
-            .map(|v| v.and_then(|v| self.offset(v)).is_some_and(has_key))
-            .collect())
+        })
     }
 
     /// Appends every pair of a probe row and a build row with equal keys, probe row by probe
@@ -120,11 +182,11 @@ impl DenseKeys {
         probe: &mut Vec<u32>,
         build: &mut Vec<u32>,
     ) -> Result<()> {
-        let values = self.probe_values(key)?;
+        let values = self.range.probe_values(key)?;
         let offsets = values
             .iter()
             .enumerate()
-            .filter_map(|(row, v)| Some((row as u32, self.offset(v?)?)));
+            .filter_map(|(row, v)| Some((row as u32, self.range.offset(v?)?)));
         match &self.slots {
             Slots::Unique(slots) => {
                 for (row, offset) in offsets {
@@ -146,25 +208,29 @@ impl DenseKeys {
         Ok(())
     }
 
-    /// The probe keys as 64-bit integers, cast to the build key type first (as hashed keys
-    /// are, so that both kinds of table match the same rows).
-    fn probe_values(&self, key: &ArrayRef) -> Result<Int64Array> {
-        if key.data_type() == &self.key_type {
-            return as_i64(key);
-        }
-        as_i64(&cast(key, &self.key_type)?)
-    }
-
-    /// A key value's slot, or `None` when it is outside the build keys' range.
-    #[inline]
-    fn offset(&self, value: i64) -> Option<usize> {
-        (self.min <= value && value <= self.max).then(|| (value - self.min) as usize)
-    }
-
     #[cfg(test)]
     pub fn is_unique(&self) -> bool {
         matches!(self.slots, Slots::Unique(_))
     }
+}
+
+/// For each value of the range from `min`, its row plus one (0 when no row has it), or `None`
+/// when a key is on two rows.
+fn unique_slots(values: &[Int64Array], min: i64, width: usize) -> Option<Vec<u32>> {
+    let mut slots = vec![0u32; width];
+    let mut first_row = 0u32;
+    for key in values {
+        for (row, value) in key.iter().enumerate() {
+            let Some(value) = value else { continue };
+            let slot = &mut slots[(value - min) as usize];
+            if *slot != 0 {
+                return None;
+            }
+            *slot = first_row + row as u32 + 1;
+        }
+        first_row += key.len() as u32;
+    }
+    Some(slots)
 }
 
 impl Slots {
@@ -234,6 +300,15 @@ mod tests {
         Arc::new(Int64Array::from(values.to_vec()))
     }
 
+    fn dense(key_type: &DataType, keys: &[ArrayRef]) -> Option<DenseKeys> {
+        let range = KeyRange::of(key_type, keys).unwrap()?;
+        DenseKeys::build(range).ok()
+    }
+
+    fn bitmap_of(keys: &[ArrayRef]) -> Option<KeyBitmap> {
+        KeyBitmap::build(KeyRange::of(&DataType::Int64, keys).unwrap()?)
+    }
+
     fn matches(table: &DenseKeys, key: &ArrayRef) -> (Vec<u32>, Vec<u32>) {
         let (mut probe, mut build) = (Vec::new(), Vec::new());
         table.matches(key, &mut probe, &mut build).unwrap();
@@ -243,7 +318,7 @@ mod tests {
     #[test]
     fn unique_keys_take_one_slot_each() {
         let build = [int64(&[Some(10), None, Some(12)]), int64(&[Some(11)])];
-        let table = DenseKeys::build(&DataType::Int64, &build).unwrap().unwrap();
+        let table = dense(&DataType::Int64, &build).unwrap();
         assert!(table.is_unique());
         let probe = int64(&[Some(11), Some(9), None, Some(12), Some(13), Some(10)]);
         assert_eq!(matches(&table, &probe), (vec![0, 3, 5], vec![3, 2, 0]));
@@ -259,7 +334,7 @@ mod tests {
             int64(&[Some(5), Some(7), Some(5)]),
             int64(&[None, Some(5), Some(8), Some(7)]),
         ];
-        let table = DenseKeys::build(&DataType::Int64, &build).unwrap().unwrap();
+        let table = dense(&DataType::Int64, &build).unwrap();
         assert!(!table.is_unique());
         let probe = int64(&[Some(7), Some(6), Some(5), None, Some(8)]);
         assert_eq!(
@@ -278,7 +353,7 @@ mod tests {
         // offset were taken by wrapping subtraction.
         let top = i64::MAX - 3;
         let build = [int64(&[Some(top), Some(top + 2)])];
-        let table = DenseKeys::build(&DataType::Int64, &build).unwrap().unwrap();
+        let table = dense(&DataType::Int64, &build).unwrap();
         let probe = int64(&[
             Some(i64::MIN),
             Some(i64::MIN + 2),
@@ -291,9 +366,7 @@ mod tests {
     #[test]
     fn probe_keys_of_another_type_are_cast_to_the_build_type() {
         let build: [ArrayRef; 1] = [Arc::new(Date32Array::from(vec![19_000, 19_002]))];
-        let table = DenseKeys::build(&DataType::Date32, &build)
-            .unwrap()
-            .unwrap();
+        let table = dense(&DataType::Date32, &build).unwrap();
         let probe: ArrayRef = Arc::new(Int32Array::from(vec![19_002, 19_001, 19_000]));
         assert_eq!(matches(&table, &probe), (vec![0, 2], vec![1, 0]));
     }
@@ -301,29 +374,37 @@ mod tests {
     #[test]
     fn sparse_or_non_integer_keys_are_left_to_hashing() {
         let sparse = int64(&[Some(0), Some(SMALL_RANGE as i64 * 10)]);
-        assert!(
-            DenseKeys::build(&DataType::Int64, &[sparse])
-                .unwrap()
-                .is_none()
-        );
+        assert!(dense(&DataType::Int64, &[sparse]).is_none());
         let nulls = int64(&[None, None]);
-        assert!(
-            DenseKeys::build(&DataType::Int64, &[nulls])
-                .unwrap()
-                .is_none()
-        );
+        assert!(dense(&DataType::Int64, &[nulls]).is_none());
         let strings: ArrayRef = Arc::new(arrow::array::StringArray::from(vec!["1"]));
-        assert!(
-            DenseKeys::build(&DataType::Utf8, &[strings])
-                .unwrap()
-                .is_none()
-        );
+        assert!(dense(&DataType::Utf8, &[strings]).is_none());
         // A range of 8 values per row is still dense.
         let spread: Vec<Option<i64>> = (0..10_000).map(|i| Some(i * 8)).collect();
-        assert!(
-            DenseKeys::build(&DataType::Int64, &[int64(&spread)])
-                .unwrap()
-                .is_some()
+        assert!(dense(&DataType::Int64, &[int64(&spread)]).is_some());
+    }
+
+    #[test]
+    fn bitmaps_answer_membership_for_keys_too_sparse_for_slots() {
+        let top = SMALL_BITMAP_RANGE as i64 - 1;
+        let keys = [int64(&[Some(0), None, Some(top), Some(64), Some(64)])];
+        assert!(dense(&DataType::Int64, &keys).is_none());
+        let bitmap = bitmap_of(&keys).unwrap();
+        let probe = int64(&[
+            Some(64),
+            Some(63),
+            Some(65),
+            None,
+            Some(top),
+            Some(top + 1),
+            Some(0),
+        ]);
+        assert_eq!(
+            bitmap.contains(&probe).unwrap(),
+            [true, false, false, false, true, false, true]
         );
+        // Past 64 values per key and past the small range: no bitmap.
+        let sparse = [int64(&[Some(0), Some(SMALL_BITMAP_RANGE as i64 * 2)])];
+        assert!(bitmap_of(&sparse).is_none());
     }
 }

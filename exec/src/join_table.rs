@@ -13,7 +13,7 @@ use pondra_planner::Expr;
 use rayon::prelude::*;
 
 use crate::Result;
-use crate::dense_keys::DenseKeys;
+use crate::dense_keys::{DenseKeys, KeyBitmap, KeyRange};
 use crate::expr::evaluate;
 use crate::keys::{EncodedKeys, KeyEncoder, KeyIndex, NO_KEY, NullKeys};
 
@@ -44,6 +44,9 @@ enum Keys {
 
 /// Keys hashed into partitions.
 struct HashedKeys {
+    /// For one integer key column not too sparse, which values the keys hold: membership
+    /// without hashing.
+    bitmap: Option<KeyBitmap>,
     encoder: KeyEncoder,
     /// log2 of the number of partitions.
     partition_bits: u32,
@@ -75,13 +78,19 @@ impl JoinTable {
     /// the batches (as in their concatenation).
     pub fn build(key_exprs: &[Expr], batches: &[RecordBatch]) -> Result<JoinTable> {
         let keys = evaluate_keys(key_exprs, batches)?;
+        let mut bitmap = None;
         if let [key_expr] = key_exprs {
             let columns: Vec<ArrayRef> = keys.iter().map(|k| k[0].clone()).collect();
-            if let Some(dense) = DenseKeys::build(&key_expr.data_type(), &columns)? {
-                return Ok(JoinTable {
-                    keys: Keys::Dense(dense),
-                    has_null_key: columns.iter().any(|c| c.null_count() > 0),
-                });
+            if let Some(range) = KeyRange::of(&key_expr.data_type(), &columns)? {
+                match DenseKeys::build(range) {
+                    Ok(dense) => {
+                        return Ok(JoinTable {
+                            keys: Keys::Dense(dense),
+                            has_null_key: columns.iter().any(|c| c.null_count() > 0),
+                        });
+                    }
+                    Err(range) => bitmap = KeyBitmap::build(range),
+                }
             }
         }
         let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
@@ -90,7 +99,11 @@ impl JoinTable {
         } else {
             PARTITION_BITS
         };
-        JoinTable::hashed(key_exprs, &keys, partition_bits)
+        let mut table = JoinTable::hashed(key_exprs, &keys, partition_bits)?;
+        if let Keys::Hashed(hashed) = &mut table.keys {
+            hashed.bitmap = bitmap;
+        }
+        Ok(table)
     }
 
     /// Hashes the keys (for each batch, its key columns) into `1 << partition_bits`
@@ -126,6 +139,7 @@ impl JoinTable {
             .collect::<Result<Vec<_>>>()?;
         Ok(JoinTable {
             keys: Keys::Hashed(HashedKeys {
+                bitmap: None,
                 encoder,
                 partition_bits,
                 partitions,
@@ -152,6 +166,10 @@ impl JoinTable {
     pub fn contains(&self, keys: &[ArrayRef]) -> Result<Vec<bool>> {
         let hashed = match &self.keys {
             Keys::Dense(dense) => return dense.contains(&keys[0]),
+            Keys::Hashed(HashedKeys {
+                bitmap: Some(bitmap),
+                ..
+            }) => return bitmap.contains(&keys[0]),
             Keys::Hashed(hashed) => hashed,
         };
         let keys = hashed.encoder.encode(keys, NullKeys::Skip)?;
@@ -446,6 +464,33 @@ mod tests {
         let hashed = build_partitioned(&key, &build, 0).unwrap();
         let contains = |t: &JoinTable| t.contains(std::slice::from_ref(&probe)).unwrap();
         assert_eq!(contains(&table), contains(&hashed));
+    }
+
+    #[test]
+    fn sparse_integer_keys_are_hashed_and_answer_membership_from_a_bitmap() {
+        // 3,000 rows over a range of 70,100: too sparse for slots, not for bits.
+        let sparse_key = |r: usize| int_key(r).map(|k| k * 100);
+        let build = batches(
+            3_000,
+            256,
+            &[(DataType::Int64, &|first| int_keys(first, 256, sparse_key))],
+        );
+        let probe_key = |r: usize| (r % 11 != 3).then_some(((r * 5) % 900) as i64 * 50);
+        let probe = int_keys(0, 2_000, probe_key);
+        let key = [column(0, DataType::Int64)];
+        let table = JoinTable::build(&key, &build).unwrap();
+        let Keys::Hashed(hashed) = &table.keys else {
+            panic!("sparse keys are hashed")
+        };
+        assert!(hashed.bitmap.is_some());
+        let expected = nested_loop(2_000, 3_000, probe_key, sparse_key);
+        assert_eq!(matches(&table, std::slice::from_ref(&probe)), expected);
+        let contains = table.contains(std::slice::from_ref(&probe)).unwrap();
+        let matched: std::collections::HashSet<u32> = expected.0.into_iter().collect();
+        assert!(contains.iter().any(|c| !c));
+        for (row, has_key) in contains.into_iter().enumerate() {
+            assert_eq!(has_key, matched.contains(&(row as u32)), "row {row}");
+        }
     }
 
     #[test]
