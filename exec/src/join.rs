@@ -85,12 +85,19 @@ impl HashJoin {
         (drops && self.table.is_some()).then_some(&self.left_keys[..])
     }
 
-    /// For each row of a probe batch, whether some build row has its key.
-    pub fn has_key(&self, batch: &RecordBatch) -> Result<BooleanArray> {
+    pub fn kind(&self) -> JoinKind {
+        self.kind
+    }
+
+    /// For each row of `batch`, whether some build row has the key `keys` (the probe keys,
+    /// over `batch`'s columns) give it.
+    pub fn has_keys(&self, keys: &[Expr], batch: &RecordBatch) -> Result<BooleanArray> {
         let table = self.table.as_ref().expect("a join with keys");
-        Ok(BooleanArray::from(
-            table.contains(&self.probe_keys(batch)?)?,
-        ))
+        let keys = keys
+            .iter()
+            .map(|k| evaluate(k, batch))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(BooleanArray::from(table.contains(&keys)?))
     }
 
     /// Joins one probe batch.

@@ -25,6 +25,7 @@ mod morsel;
 mod pipeline;
 mod profile;
 mod scan;
+mod scan_filter;
 mod select;
 mod shared;
 mod sink;

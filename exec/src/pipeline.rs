@@ -13,9 +13,10 @@ use pondra_storage::Lake;
 use crate::aggregate::HashAggregateSink;
 use crate::expr::evaluate;
 use crate::join::HashJoin;
-use crate::morsel::{Keep, ScanFilter, ScanUnit, read_unit, scan_units};
+use crate::morsel::{ScanUnit, read_unit, scan_units};
 use crate::profile::{NodeStats, Profile};
 use crate::scan::as_schema;
+use crate::scan_filter::{Above, ScanFilter, join_keys_over_scan};
 use crate::shared::SharedAggregates;
 use crate::sink::{Sink, Split};
 use crate::{ExecError, Result};
@@ -288,8 +289,8 @@ fn run_pipeline<'p>(
     stages.reverse();
     // A filter right above a scan of Parquet files read in place is applied as they are read:
     // the columns it reads first, the others only for the rows it keeps.
-    // A hash join right above such a scan drops, the same way, the rows whose key its build
-    // side does not have.
+    // Hash joins above such a scan drop, the same way, the rows whose keys their build sides
+    // lack (`scan_filter`).
     // A filter right above an aggregation (HAVING) is applied to each part of its output as
     // the merge finishes it, so that the groups it drops are never all held at once.
     let mut filtered = None;
@@ -300,19 +301,16 @@ fn run_pipeline<'p>(
         filtered = Some(predicate);
         first.operator = Operator::Applied;
     }
-    let scan_filter = match (node, filtered, stages.first()) {
-        (PhysicalPlan::ParquetScan { .. }, Some(predicate), _) => {
-            Some(ScanFilter::new(Keep::Filter(predicate), node))
-        }
-        (
-            PhysicalPlan::ParquetScan { .. },
-            None,
-            Some(Stage {
-                operator: Operator::HashJoin(join),
-                ..
-            }),
-        ) if join.droppable_probe_keys().is_some() => {
-            Some(ScanFilter::new(Keep::JoinKey(join), node))
+    let scan_filter = match node {
+        PhysicalPlan::ParquetScan { .. } => {
+            let above = stages.iter().map(|stage| match &stage.operator {
+                Operator::Filter(_) | Operator::Applied => Above::RowFilter,
+                Operator::Projection(exprs, _) => Above::Projection(exprs),
+                Operator::HashJoin(join) => Above::Join(join),
+                Operator::Unnest(..) => Above::Other,
+            });
+            let joins = join_keys_over_scan(above, node.schema().fields().len());
+            ScanFilter::new(filtered, joins, node)
         }
         _ => None,
     };

@@ -1,0 +1,285 @@
+//! Rows a Parquet scan drops as it reads: those a filter right above it rejects, and those
+//! whose key the build side of a hash join above it lacks (ADR 0014). Such a scan reads the
+//! columns the filter and the keys need first, and the others only for the rows kept.
+//!
+//! A join's keys count when they are columns the scan reads, passed up unchanged through the
+//! operators between (filters, projections of columns, and joins that emit each probe row at
+//! most once and never for another probe row's sake), and when the join drops the probe rows
+//! whose key its build side lacks. A join whose keys keep most rows stops being asked.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::Relaxed;
+
+use arrow::array::{Array, BooleanArray, RecordBatch, RecordBatchOptions};
+use arrow::buffer::BooleanBuffer;
+use arrow::datatypes::{Schema, SchemaRef};
+use pondra_planner::{Expr, JoinKind, PhysicalPlan};
+
+use crate::Result;
+use crate::dictionary_filter::{AnswerCache, DictionaryFilter};
+use crate::join::HashJoin;
+use crate::scan::widen;
+
+/// A join's keys stop being checked at the scan once they have kept more than three quarters
+/// of at least this many rows: the join checks them anyway, and they save little.
+const JOIN_KEYS_TRIAL_ROWS: usize = 65_536;
+
+/// The keys of a hash join above a scan, as expressions over the scan's columns.
+pub struct JoinKeys<'p> {
+    pub join: &'p HashJoin,
+    pub keys: Vec<Expr>,
+    rows: AtomicUsize,
+    kept: AtomicUsize,
+}
+
+impl<'p> JoinKeys<'p> {
+    pub fn new(join: &'p HashJoin, keys: Vec<Expr>) -> JoinKeys<'p> {
+        JoinKeys {
+            join,
+            keys,
+            rows: AtomicUsize::new(0),
+            kept: AtomicUsize::new(0),
+        }
+    }
+
+    /// Whether the keys have dropped enough rows so far to be worth checking.
+    fn selective(&self) -> bool {
+        let (rows, kept) = (self.rows.load(Relaxed), self.kept.load(Relaxed));
+        rows < JOIN_KEYS_TRIAL_ROWS || kept * 4 <= rows * 3
+    }
+}
+
+/// What a scan drops as it reads, and how many rows it has kept so far.
+pub struct ScanFilter<'p> {
+    /// A filter right above the scan.
+    predicate: Option<&'p Expr>,
+    joins: Vec<JoinKeys<'p>>,
+    /// The columns the predicate and the keys read: sorted, deduplicated.
+    columns: Vec<usize>,
+    /// The columns the keys read: sorted, deduplicated.
+    key_columns: Vec<usize>,
+    /// The predicate's conjuncts over one string column, answered from the column's
+    /// dictionary when it is read first.
+    dictionary: Option<DictionaryFilter>,
+    rows: AtomicUsize,
+    kept: AtomicUsize,
+}
+
+impl<'p> ScanFilter<'p> {
+    /// The filter of a scan `node`; `None` when there is nothing to drop.
+    pub fn new(
+        predicate: Option<&'p Expr>,
+        joins: Vec<JoinKeys<'p>>,
+        node: &PhysicalPlan,
+    ) -> Option<ScanFilter<'p>> {
+        if predicate.is_none() && joins.is_empty() {
+            return None;
+        }
+        // A column whose sampled rows repeat their values is likely dictionary-encoded in
+        // every row group; one of mostly distinct values is stored plain, and reading it as a
+        // dictionary would build one by hashing every string.
+        let few_values = |column: usize| match node {
+            PhysicalPlan::ParquetScan { table, .. } => table
+                .columns
+                .get(column)
+                .and_then(|stats| stats.sample)
+                .is_some_and(|sample| sample.distinct * 4 <= sample.rows),
+            _ => false,
+        };
+        let dictionary = predicate
+            .and_then(|predicate| DictionaryFilter::new(predicate, &node.schema(), few_values));
+        let mut key_columns: Vec<usize> = joins
+            .iter()
+            .flat_map(|j| j.keys.iter().flat_map(Expr::column_indices))
+            .collect();
+        key_columns.sort_unstable();
+        key_columns.dedup();
+        let mut columns: Vec<usize> = predicate.map(Expr::column_indices).unwrap_or_default();
+        columns.extend(&key_columns);
+        columns.sort_unstable();
+        columns.dedup();
+        Some(ScanFilter {
+            predicate,
+            joins,
+            columns,
+            key_columns,
+            dictionary,
+            rows: AtomicUsize::new(0),
+            kept: AtomicUsize::new(0),
+        })
+    }
+
+    /// The columns to read first.
+    pub fn columns(&self) -> &[usize] {
+        &self.columns
+    }
+
+    /// Whether string columns read first are read as dictionaries.
+    pub fn reads_dictionaries(&self) -> bool {
+        self.dictionary.is_some()
+    }
+
+    /// Which rows of a batch of the filter's columns, as read first, to keep.
+    pub fn mask_read(
+        &self,
+        read: &RecordBatch,
+        schema: &SchemaRef,
+        answers: &mut AnswerCache,
+    ) -> Result<BooleanArray> {
+        let mut keep = match (&self.dictionary, self.predicate) {
+            (Some(dictionary), _) => dictionary
+                .mask(read, schema, &self.columns, answers)?
+                .values()
+                .clone(),
+            (None, Some(predicate)) => {
+                let mask =
+                    crate::select::predicate_mask(predicate, &widen(read, schema, &self.columns)?)?;
+                true_where_valid(&mask)
+            }
+            (None, None) => BooleanBuffer::new_set(read.num_rows()),
+        };
+        let joins: Vec<&JoinKeys> = self.joins.iter().filter(|j| j.selective()).collect();
+        if !joins.is_empty() {
+            let batch = self.keys_batch(read, schema)?;
+            for join in joins {
+                let has_key = join.join.has_keys(&join.keys, &batch)?;
+                let before = keep.count_set_bits();
+                keep = &keep & has_key.values();
+                join.rows.fetch_add(before, Relaxed);
+                join.kept.fetch_add(keep.count_set_bits(), Relaxed);
+            }
+        }
+        Ok(BooleanArray::new(keep, None))
+    }
+
+    /// The key columns of `read` (the filter's columns, as read first) as a batch of
+    /// `schema`, strings read as dictionaries decoded.
+    fn keys_batch(&self, read: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch> {
+        let mut fields = Vec::with_capacity(self.key_columns.len());
+        let mut arrays = Vec::with_capacity(self.key_columns.len());
+        for &column in &self.key_columns {
+            let position = self
+                .columns
+                .binary_search(&column)
+                .expect("the keys' columns are read first");
+            let field = schema.field(column);
+            let array = read.column(position);
+            arrays.push(match array.data_type() == field.data_type() {
+                true => array.clone(),
+                false => arrow::compute::cast(array, field.data_type())?,
+            });
+            fields.push(field.clone());
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(read.num_rows()));
+        let keys =
+            RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), arrays, &options)?;
+        widen(&keys, schema, &self.key_columns)
+    }
+
+    /// Whether to read the filter's columns first and the other `columns` only for the rows
+    /// it keeps: when it reads no more columns than the others, and has kept at most a
+    /// quarter of the rows so far. Skipping rows saves decoding, not decompressing, which
+    /// a filter that keeps most rows or reads most columns does not repay. A filter on a
+    /// string column always does: it reads the column's dictionary instead of its strings.
+    pub fn reads_first(&self, columns: &[usize]) -> bool {
+        let others = columns.len() - self.columns.len();
+        let (rows, kept) = (self.rows.load(Relaxed), self.kept.load(Relaxed));
+        !self.columns.is_empty()
+            && (self.dictionary.is_some() || (self.columns.len() <= others && kept * 4 <= rows))
+    }
+
+    /// The rows of `batches`, read whole, that the predicate keeps (the joins drop the rows
+    /// whose keys they lack themselves).
+    pub fn apply(&self, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+        let Some(predicate) = self.predicate else {
+            return Ok(batches);
+        };
+        let mut kept = Vec::with_capacity(batches.len());
+        for batch in batches {
+            let mask = crate::select::predicate_mask(predicate, &batch)?;
+            let batch = crate::select::filter_batch(&batch, &mask)?;
+            self.count(mask.len(), batch.num_rows());
+            kept.push(batch);
+        }
+        Ok(kept)
+    }
+
+    pub fn count(&self, rows: usize, kept: usize) {
+        self.rows.fetch_add(rows, Relaxed);
+        self.kept.fetch_add(kept, Relaxed);
+    }
+}
+
+/// The mask's true values, NULL counting as false.
+fn true_where_valid(mask: &BooleanArray) -> BooleanBuffer {
+    match mask.nulls() {
+        Some(nulls) => mask.values() & nulls.inner(),
+        None => mask.values().clone(),
+    }
+}
+
+/// The keys of the hash joins among `above` (the streaming operators above a scan, lowest
+/// first) that a scan of `width` columns can check as it reads.
+pub fn join_keys_over_scan<'p>(
+    above: impl Iterator<Item = Above<'p>>,
+    width: usize,
+) -> Vec<JoinKeys<'p>> {
+    // For each column of the rows at this point, the scan column it is, if it is one.
+    let mut scan_columns: Vec<Option<usize>> = (0..width).map(Some).collect();
+    let mut found = Vec::new();
+    for operator in above {
+        match operator {
+            Above::RowFilter => {}
+            Above::Projection(exprs) => {
+                scan_columns = exprs
+                    .iter()
+                    .map(|e| match e {
+                        Expr::Column { index, .. } => scan_columns.get(*index).copied().flatten(),
+                        _ => None,
+                    })
+                    .collect();
+            }
+            Above::Join(join) => {
+                if let Some(keys) = join.droppable_probe_keys() {
+                    let all_scan_columns = keys
+                        .iter()
+                        .flat_map(Expr::column_indices)
+                        .all(|c| scan_columns.get(c).copied().flatten().is_some());
+                    if all_scan_columns {
+                        let source = |c: usize| scan_columns[c].expect("a scan column");
+                        let keys = keys.iter().map(|k| k.remap_columns(&source)).collect();
+                        found.push(JoinKeys::new(join, keys));
+                    }
+                }
+                // Probe columns keep their places; the build side's are not the scan's.
+                if !passes_probe_rows(join.kind()) {
+                    break;
+                }
+            }
+            Above::Other => break,
+        }
+    }
+    found
+}
+
+/// A streaming operator above a scan, as far as the scan's join keys care.
+pub enum Above<'p> {
+    /// Keeps some rows, changes none.
+    RowFilter,
+    Projection(&'p [Expr]),
+    Join(&'p HashJoin),
+    Other,
+}
+
+/// Whether a join emits each probe row (with its columns in place) at most once, and for no
+/// other probe row's sake: a probe row dropped below it then changes nothing but its own
+/// output. Full and right joins emit build rows by what all probe rows matched.
+/// A single join is left out too: a probe row with two matches there is an error, which a
+/// row dropped below must not hide.
+fn passes_probe_rows(kind: JoinKind) -> bool {
+    !matches!(
+        kind,
+        JoinKind::Full | JoinKind::RightSemi | JoinKind::RightAnti | JoinKind::Single
+    )
+}
