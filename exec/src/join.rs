@@ -89,15 +89,33 @@ impl HashJoin {
         self.kind
     }
 
-    /// For each row of `batch`, whether some build row has the key `keys` (the probe keys,
-    /// over `batch`'s columns) give it.
-    pub fn has_keys(&self, keys: &[Expr], batch: &RecordBatch) -> Result<BooleanArray> {
+    /// Whether the build side can tell, for key column `position` alone, which values it
+    /// holds (so that a probe row without one of them can be dropped).
+    pub fn knows_key_column(&self, position: usize) -> bool {
+        self.table
+            .as_ref()
+            .is_some_and(|t| t.knows_column(position))
+    }
+
+    /// For each row of `batch`, whether some build row may have its key: `keys` are the
+    /// probe keys over `batch`'s columns, all of them (`columns` is `None`) or those of the
+    /// given key columns, each known to the build side.
+    pub fn has_keys(
+        &self,
+        keys: &[Expr],
+        columns: Option<&[usize]>,
+        batch: &RecordBatch,
+    ) -> Result<BooleanArray> {
         let table = self.table.as_ref().expect("a join with keys");
         let keys = keys
             .iter()
             .map(|k| evaluate(k, batch))
             .collect::<Result<Vec<_>>>()?;
-        Ok(BooleanArray::from(table.contains(&keys)?))
+        let has = match columns {
+            None => table.contains(&keys)?,
+            Some(columns) => table.contains_in_columns(columns, &keys)?,
+        };
+        Ok(BooleanArray::from(has))
     }
 
     /// Joins one probe batch.

@@ -44,9 +44,10 @@ enum Keys {
 
 /// Keys hashed into partitions.
 struct HashedKeys {
-    /// For one integer key column not too sparse, which values the keys hold: membership
-    /// without hashing.
-    bitmap: Option<KeyBitmap>,
+    /// For each key column of integers not too sparse, which of its values the build rows
+    /// hold: a single column's answers membership without hashing; one of several columns
+    /// rules out the probe rows whose value in it no build row has.
+    bitmaps: Vec<Option<KeyBitmap>>,
     encoder: KeyEncoder,
     /// log2 of the number of partitions.
     partition_bits: u32,
@@ -78,20 +79,26 @@ impl JoinTable {
     /// the batches (as in their concatenation).
     pub fn build(key_exprs: &[Expr], batches: &[RecordBatch]) -> Result<JoinTable> {
         let keys = evaluate_keys(key_exprs, batches)?;
-        let mut bitmap = None;
-        if let [key_expr] = key_exprs {
-            let columns: Vec<ArrayRef> = keys.iter().map(|k| k[0].clone()).collect();
-            if let Some(range) = KeyRange::of(&key_expr.data_type(), &columns)? {
-                match DenseKeys::build(range) {
+        let mut bitmaps = Vec::with_capacity(key_exprs.len());
+        for (position, key_expr) in key_exprs.iter().enumerate() {
+            let columns: Vec<ArrayRef> = keys.iter().map(|k| k[position].clone()).collect();
+            let Some(range) = KeyRange::of(&key_expr.data_type(), &columns)? else {
+                bitmaps.push(None);
+                continue;
+            };
+            let range = match key_exprs.len() {
+                1 => match DenseKeys::build(range) {
                     Ok(dense) => {
                         return Ok(JoinTable {
                             keys: Keys::Dense(dense),
                             has_null_key: columns.iter().any(|c| c.null_count() > 0),
                         });
                     }
-                    Err(range) => bitmap = KeyBitmap::build(range),
-                }
-            }
+                    Err(range) => range,
+                },
+                _ => range,
+            };
+            bitmaps.push(KeyBitmap::build(range));
         }
         let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
         let partition_bits = if rows < SMALL_BUILD_ROWS {
@@ -101,7 +108,7 @@ impl JoinTable {
         };
         let mut table = JoinTable::hashed(key_exprs, &keys, partition_bits)?;
         if let Keys::Hashed(hashed) = &mut table.keys {
-            hashed.bitmap = bitmap;
+            hashed.bitmaps = bitmaps;
         }
         Ok(table)
     }
@@ -139,7 +146,7 @@ impl JoinTable {
             .collect::<Result<Vec<_>>>()?;
         Ok(JoinTable {
             keys: Keys::Hashed(HashedKeys {
-                bitmap: None,
+                bitmaps: Vec::new(),
                 encoder,
                 partition_bits,
                 partitions,
@@ -166,11 +173,10 @@ impl JoinTable {
     pub fn contains(&self, keys: &[ArrayRef]) -> Result<Vec<bool>> {
         let hashed = match &self.keys {
             Keys::Dense(dense) => return dense.contains(&keys[0]),
-            Keys::Hashed(HashedKeys {
-                bitmap: Some(bitmap),
-                ..
-            }) => return bitmap.contains(&keys[0]),
-            Keys::Hashed(hashed) => hashed,
+            Keys::Hashed(hashed) => match (&hashed.bitmaps[..], keys) {
+                ([Some(bitmap)], [key]) => return bitmap.contains(key),
+                _ => hashed,
+            },
         };
         let keys = hashed.encoder.encode(keys, NullKeys::Skip)?;
         Ok((0..keys.len())
@@ -182,6 +188,32 @@ impl JoinTable {
                     != NO_KEY
             })
             .collect())
+    }
+
+    /// Whether `contains_in_columns` can answer for key column `position`.
+    pub fn knows_column(&self, position: usize) -> bool {
+        match &self.keys {
+            Keys::Dense(_) => position == 0,
+            Keys::Hashed(hashed) => hashed.bitmaps.get(position).is_some_and(Option::is_some),
+        }
+    }
+
+    /// For each probe row, whether for each of `columns` (key column positions, each one
+    /// `knows_column` is true for) some build row has its value there. `values` are the
+    /// probe batch's values of those key columns. A row without is in no build row's key.
+    pub fn contains_in_columns(&self, columns: &[usize], values: &[ArrayRef]) -> Result<Vec<bool>> {
+        let mut keep = vec![true; values.first().map_or(0, |v| v.len())];
+        for (&position, value) in columns.iter().zip(values) {
+            let has = match &self.keys {
+                Keys::Dense(dense) => dense.contains(value)?,
+                Keys::Hashed(hashed) => match &hashed.bitmaps[position] {
+                    Some(bitmap) => bitmap.contains(value)?,
+                    None => unreachable!("a key column the table knows"),
+                },
+            };
+            keep.iter_mut().zip(has).for_each(|(k, h)| *k &= h);
+        }
+        Ok(keep)
     }
 
     /// Appends every pair of a probe row and a build row with equal keys, probe row by probe
@@ -482,7 +514,7 @@ mod tests {
         let Keys::Hashed(hashed) = &table.keys else {
             panic!("sparse keys are hashed")
         };
-        assert!(hashed.bitmap.is_some());
+        assert!(matches!(hashed.bitmaps[..], [Some(_)]));
         let expected = nested_loop(2_000, 3_000, probe_key, sparse_key);
         assert_eq!(matches(&table, std::slice::from_ref(&probe)), expected);
         let contains = table.contains(std::slice::from_ref(&probe)).unwrap();
@@ -491,6 +523,48 @@ mod tests {
         for (row, has_key) in contains.into_iter().enumerate() {
             assert_eq!(has_key, matched.contains(&(row as u32)), "row {row}");
         }
+    }
+
+    #[test]
+    fn one_column_of_a_multi_column_key_answers_for_its_values() {
+        let first = |r: usize| (r % 13 != 5).then_some((r % 300) as i64 * 40);
+        let second = |r: usize| Some((r % 7) as i64);
+        let build = batches(
+            2_000,
+            500,
+            &[
+                (DataType::Int64, &|start| int_keys(start, 500, first)),
+                (DataType::Int64, &|start| int_keys(start, 500, second)),
+            ],
+        );
+        let keys = [column(0, DataType::Int64), column(1, DataType::Int64)];
+        let table = JoinTable::build(&keys, &build).unwrap();
+        assert!(table.knows_column(0) && table.knows_column(1));
+        let probe_first = |r: usize| (r % 17 != 2).then_some(r as i64 * 20);
+        let probe = int_keys(0, 1_000, probe_first);
+        let values: std::collections::HashSet<i64> = (0..2_000).filter_map(first).collect();
+        let expected: Vec<bool> = (0..1_000)
+            .map(|r| probe_first(r).is_some_and(|v| values.contains(&v)))
+            .collect();
+        assert!(expected.iter().any(|e| *e) && expected.iter().any(|e| !e));
+        assert_eq!(table.contains_in_columns(&[0], &[probe]).unwrap(), expected);
+        // Strings keep no bitmap.
+        let strings = [column(0, DataType::Utf8), column(1, DataType::Int64)];
+        let names = |start: usize| -> ArrayRef {
+            Arc::new(StringArray::from_iter(
+                (start..start + 10).map(|r| Some(r.to_string())),
+            ))
+        };
+        let build = batches(
+            10,
+            10,
+            &[
+                (DataType::Utf8, &names),
+                (DataType::Int64, &|s| int_keys(s, 10, second)),
+            ],
+        );
+        let table = JoinTable::build(&strings, &build).unwrap();
+        assert!(!table.knows_column(0) && table.knows_column(1));
     }
 
     #[test]

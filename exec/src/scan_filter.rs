@@ -5,7 +5,10 @@
 //! A join's keys count when they are columns the scan reads, passed up unchanged through the
 //! operators between (filters, projections of columns, and joins that emit each probe row at
 //! most once and never for another probe row's sake), and when the join drops the probe rows
-//! whose key its build side lacks. A join whose keys keep most rows stops being asked.
+//! whose key its build side lacks. When only some of a join's key columns are the scan's, the
+//! scan checks those alone against the values the build side holds in them, if it keeps
+//! them (TPC-H q5 joins lineitem on `l_orderkey` and a supplier's nation). A join whose keys
+//! keep most rows stops being asked.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
@@ -25,19 +28,23 @@ use crate::scan::widen;
 /// of at least this many rows: the join checks them anyway, and they save little.
 const JOIN_KEYS_TRIAL_ROWS: usize = 65_536;
 
-/// The keys of a hash join above a scan, as expressions over the scan's columns.
+/// The keys of a hash join above a scan, as expressions over the scan's columns: all of them,
+/// or those of some key columns whose values the build side knows.
 pub struct JoinKeys<'p> {
     pub join: &'p HashJoin,
     pub keys: Vec<Expr>,
+    /// The key columns `keys` are, when not all.
+    columns: Option<Vec<usize>>,
     rows: AtomicUsize,
     kept: AtomicUsize,
 }
 
 impl<'p> JoinKeys<'p> {
-    pub fn new(join: &'p HashJoin, keys: Vec<Expr>) -> JoinKeys<'p> {
+    pub fn new(join: &'p HashJoin, keys: Vec<Expr>, columns: Option<Vec<usize>>) -> JoinKeys<'p> {
         JoinKeys {
             join,
             keys,
+            columns,
             rows: AtomicUsize::new(0),
             kept: AtomicUsize::new(0),
         }
@@ -143,7 +150,9 @@ impl<'p> ScanFilter<'p> {
         if !joins.is_empty() {
             let batch = self.keys_batch(read, schema)?;
             for join in joins {
-                let has_key = join.join.has_keys(&join.keys, &batch)?;
+                let has_key = join
+                    .join
+                    .has_keys(&join.keys, join.columns.as_deref(), &batch)?;
                 let before = keep.count_set_bits();
                 keep = &keep & has_key.values();
                 join.rows.fetch_add(before, Relaxed);
@@ -242,14 +251,33 @@ pub fn join_keys_over_scan<'p>(
             }
             Above::Join(join) => {
                 if let Some(keys) = join.droppable_probe_keys() {
-                    let all_scan_columns = keys
-                        .iter()
-                        .flat_map(Expr::column_indices)
-                        .all(|c| scan_columns.get(c).copied().flatten().is_some());
-                    if all_scan_columns {
-                        let source = |c: usize| scan_columns[c].expect("a scan column");
-                        let keys = keys.iter().map(|k| k.remap_columns(&source)).collect();
-                        found.push(JoinKeys::new(join, keys));
+                    let over_scan = |key: &Expr| {
+                        key.column_indices()
+                            .iter()
+                            .all(|&c| scan_columns.get(c).copied().flatten().is_some())
+                    };
+                    let source = |c: usize| scan_columns[c].expect("a scan column");
+                    let usable: Vec<usize> =
+                        (0..keys.len()).filter(|&k| over_scan(&keys[k])).collect();
+                    let columns = match usable.len() == keys.len() {
+                        true => None,
+                        false => Some(
+                            usable
+                                .into_iter()
+                                .filter(|&k| join.knows_key_column(k))
+                                .collect::<Vec<_>>(),
+                        ),
+                    };
+                    let picked: Vec<usize> = match &columns {
+                        None => (0..keys.len()).collect(),
+                        Some(columns) => columns.clone(),
+                    };
+                    if !picked.is_empty() {
+                        let keys = picked
+                            .iter()
+                            .map(|&k| keys[k].remap_columns(&source))
+                            .collect();
+                        found.push(JoinKeys::new(join, keys, columns));
                     }
                 }
                 // Probe columns keep their places; the build side's are not the scan's.
