@@ -146,20 +146,25 @@ impl<'p> ScanFilter<'p> {
             }
             (None, None) => BooleanBuffer::new_set(read.num_rows()),
         };
-        let joins: Vec<&JoinKeys> = self.joins.iter().filter(|j| j.selective()).collect();
-        if !joins.is_empty() {
-            let batch = self.keys_batch(read, schema)?;
-            for join in joins {
-                let has_key = join
-                    .join
-                    .has_keys(&join.keys, join.columns.as_deref(), &batch)?;
-                let before = keep.count_set_bits();
-                keep = &keep & has_key.values();
-                join.rows.fetch_add(before, Relaxed);
-                join.kept.fetch_add(keep.count_set_bits(), Relaxed);
-            }
+        if self.joins.iter().any(JoinKeys::selective) {
+            keep = self.keep_keyed(&self.keys_batch(read, schema)?, keep)?;
         }
         Ok(BooleanArray::new(keep, None))
+    }
+
+    /// `keep` narrowed to the rows of `batch` (of the scan's schema, with at least its key
+    /// columns) whose keys the joins still checked have.
+    fn keep_keyed(&self, batch: &RecordBatch, mut keep: BooleanBuffer) -> Result<BooleanBuffer> {
+        for join in self.joins.iter().filter(|j| j.selective()) {
+            let has_key = join
+                .join
+                .has_keys(&join.keys, join.columns.as_deref(), batch)?;
+            let before = keep.count_set_bits();
+            keep = &keep & has_key.values();
+            join.rows.fetch_add(before, Relaxed);
+            join.kept.fetch_add(keep.count_set_bits(), Relaxed);
+        }
+        Ok(keep)
     }
 
     /// The key columns of `read` (the filter's columns, as read first) as a batch of
@@ -198,15 +203,25 @@ impl<'p> ScanFilter<'p> {
             && (self.dictionary.is_some() || (self.columns.len() <= others && kept * 4 <= rows))
     }
 
-    /// The rows of `batches`, read whole, that the predicate keeps (the joins drop the rows
-    /// whose keys they lack themselves).
+    /// The rows of `batches`, read whole, that the predicate keeps and whose keys the joins
+    /// have: dropped here, they are not copied or probed on their way to the joins.
     pub fn apply(&self, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
-        let Some(predicate) = self.predicate else {
+        let keyed = self.joins.iter().any(JoinKeys::selective);
+        if self.predicate.is_none() && !keyed {
             return Ok(batches);
-        };
+        }
         let mut kept = Vec::with_capacity(batches.len());
         for batch in batches {
-            let mask = crate::select::predicate_mask(predicate, &batch)?;
+            let mut keep = match self.predicate {
+                Some(predicate) => {
+                    true_where_valid(&crate::select::predicate_mask(predicate, &batch)?)
+                }
+                None => BooleanBuffer::new_set(batch.num_rows()),
+            };
+            if keyed {
+                keep = self.keep_keyed(&batch, keep)?;
+            }
+            let mask = BooleanArray::new(keep, None);
             let batch = crate::select::filter_batch(&batch, &mask)?;
             self.count(mask.len(), batch.num_rows());
             kept.push(batch);
