@@ -265,36 +265,7 @@ pub fn join_keys_over_scan<'p>(
                     .collect();
             }
             Above::Join(join) => {
-                if let Some(keys) = join.droppable_probe_keys() {
-                    let over_scan = |key: &Expr| {
-                        key.column_indices()
-                            .iter()
-                            .all(|&c| scan_columns.get(c).copied().flatten().is_some())
-                    };
-                    let source = |c: usize| scan_columns[c].expect("a scan column");
-                    let usable: Vec<usize> =
-                        (0..keys.len()).filter(|&k| over_scan(&keys[k])).collect();
-                    let columns = match usable.len() == keys.len() {
-                        true => None,
-                        false => Some(
-                            usable
-                                .into_iter()
-                                .filter(|&k| join.knows_key_column(k))
-                                .collect::<Vec<_>>(),
-                        ),
-                    };
-                    let picked: Vec<usize> = match &columns {
-                        None => (0..keys.len()).collect(),
-                        Some(columns) => columns.clone(),
-                    };
-                    if !picked.is_empty() {
-                        let keys = picked
-                            .iter()
-                            .map(|&k| keys[k].remap_columns(&source))
-                            .collect();
-                        found.push(JoinKeys::new(join, keys, columns));
-                    }
-                }
+                found.extend(keys_over_scan(join, &scan_columns));
                 // Probe columns keep their places; the build side's are not the scan's.
                 if !passes_probe_rows(join.kind()) {
                     break;
@@ -306,6 +277,39 @@ pub fn join_keys_over_scan<'p>(
     found
 }
 
+/// The keys of `join` a scan can check, given which scan column (if any) each column of the
+/// join's probe rows is: all of them, or the key columns that are the scan's and whose values
+/// the build side knows.
+fn keys_over_scan<'p>(join: &'p HashJoin, scan_columns: &[Option<usize>]) -> Option<JoinKeys<'p>> {
+    let keys = join.droppable_probe_keys()?;
+    let scan_column = |c: usize| scan_columns.get(c).copied().flatten();
+    let over_scan = |key: &Expr| {
+        key.column_indices()
+            .iter()
+            .all(|&c| scan_column(c).is_some())
+    };
+    let usable: Vec<usize> = (0..keys.len()).filter(|&k| over_scan(&keys[k])).collect();
+    let columns = match usable.len() == keys.len() {
+        true => None,
+        false => Some(
+            usable
+                .into_iter()
+                .filter(|&k| join.knows_key_column(k))
+                .collect::<Vec<_>>(),
+        ),
+    };
+    let picked = columns.clone().unwrap_or_else(|| (0..keys.len()).collect());
+    if picked.is_empty() {
+        return None;
+    }
+    let source = |c: usize| scan_column(c).expect("a scan column");
+    let keys = picked
+        .iter()
+        .map(|&k| keys[k].remap_columns(&source))
+        .collect();
+    Some(JoinKeys::new(join, keys, columns))
+}
+
 /// A streaming operator above a scan, as far as the scan's join keys care.
 pub enum Above<'p> {
     /// Keeps some rows, changes none.
@@ -315,11 +319,11 @@ pub enum Above<'p> {
     Other,
 }
 
-/// Whether a join emits each probe row (with its columns in place) at most once, and for no
-/// other probe row's sake: a probe row dropped below it then changes nothing but its own
-/// output. Full and right joins emit build rows by what all probe rows matched.
-/// A single join is left out too: a probe row with two matches there is an error, which a
-/// row dropped below must not hide.
+/// Whether a join's output for a probe row comes from that row alone, with its columns in
+/// place: a probe row dropped below it then changes nothing but its own output. Full and
+/// right joins emit build rows by what all probe rows matched. A single join is left out
+/// too: a probe row with two matches there is an error, which a row dropped below must not
+/// hide.
 fn passes_probe_rows(kind: JoinKind) -> bool {
     !matches!(
         kind,

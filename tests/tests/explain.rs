@@ -20,73 +20,90 @@ fn line<'a>(lines: &'a [String], operator: &str) -> &'a str {
     line.trim_start().split(" time=").next().unwrap()
 }
 
-#[test]
-fn explain_analyze_counts_rows_per_operator() {
+/// Runs `test` on a node of a new lake in which `setup` ran.
+fn with_lake(setup: &str, test: impl FnOnce(&Node, &tokio::runtime::Runtime)) {
     let runtime = Arc::new(tokio::runtime::Runtime::new().unwrap());
     let dir = tempfile::tempdir().unwrap();
     let node = runtime
         .block_on(Node::open_folder(dir.path(), NodeOptions::default()))
         .unwrap();
+    run_sql(&node, &runtime, setup).unwrap();
+    test(&node, &runtime);
+    runtime.block_on(node.close()).unwrap();
+}
+
+#[test]
+fn explain_analyze_counts_rows_per_operator() {
     let setup = "CREATE TABLE a (k INT, v VARCHAR);
         INSERT INTO a VALUES (1, 'x'), (2, 'y'), (3, 'z');
         CREATE TABLE b (k INT, n INT);
         INSERT INTO b VALUES (1, 10), (1, 11), (3, 30), (3, 1);
         CHECKPOINT;
         INSERT INTO b VALUES (2, 20)";
-    run_sql(&node, &runtime, setup).unwrap();
-    let lines = plan_lines(
-        &node,
-        &runtime,
-        "EXPLAIN ANALYZE SELECT a.v, sum(b.n) FROM a JOIN b ON a.k = b.k WHERE b.n > 5 \
-         GROUP BY a.v ORDER BY 2 DESC LIMIT 2",
-    );
-    assert!(lines[0].starts_with("Total: 2 rows in "), "{}", lines[0]);
-    assert_eq!(line(&lines, "TableScan: a"), "TableScan: a  [rows=3");
-    assert_eq!(line(&lines, "TableScan: b"), "TableScan: b  [rows=5");
-    assert_eq!(line(&lines, "Filter"), "Filter: (n#1 > 5)  [rows=4");
-    assert_eq!(
-        line(&lines, "HashJoin Inner"),
-        "HashJoin Inner: on=[k#0 = k#0]  [rows=4"
-    );
-    assert!(line(&lines, "HashAggregate").ends_with("[rows=3"));
-    assert!(line(&lines, "TopN 2").ends_with("[rows=2"));
-    assert!(lines.iter().all(|l| l.contains(" ms")), "{lines:?}");
+    with_lake(setup, |node, runtime| {
+        let lines = plan_lines(
+            node,
+            runtime,
+            "EXPLAIN ANALYZE SELECT a.v, sum(b.n) FROM a JOIN b ON a.k = b.k WHERE b.n > 5 \
+             GROUP BY a.v ORDER BY 2 DESC LIMIT 2",
+        );
+        assert!(lines[0].starts_with("Total: 2 rows in "), "{}", lines[0]);
+        assert_eq!(line(&lines, "TableScan: a"), "TableScan: a  [rows=3");
+        assert_eq!(line(&lines, "TableScan: b"), "TableScan: b  [rows=5");
+        assert_eq!(line(&lines, "Filter"), "Filter: (n#1 > 5)  [rows=4");
+        assert_eq!(
+            line(&lines, "HashJoin Inner"),
+            "HashJoin Inner: on=[k#0 = k#0]  [rows=4"
+        );
+        assert!(line(&lines, "HashAggregate").ends_with("[rows=3"));
+        assert!(line(&lines, "TopN 2").ends_with("[rows=2"));
+        assert!(lines.iter().all(|l| l.contains(" ms")), "{lines:?}");
 
-    // A plain EXPLAIN does not run the query.
-    let lines = plan_lines(&node, &runtime, "EXPLAIN SELECT * FROM a WHERE k / 0 = 1");
-    assert!(lines.iter().any(|l| l.contains("Scan: a")), "{lines:?}");
-    runtime.block_on(node.close()).unwrap();
+        // A plain EXPLAIN does not run the query.
+        let lines = plan_lines(node, runtime, "EXPLAIN SELECT * FROM a WHERE k / 0 = 1");
+        assert!(lines.iter().any(|l| l.contains("Scan: a")), "{lines:?}");
+    });
+}
+
+/// Runs `query` with EXPLAIN ANALYZE and checks its semi join's line, then runs it and checks
+/// its one value.
+fn check_semi_join(
+    node: &Node,
+    runtime: &tokio::runtime::Runtime,
+    query: &str,
+    semi: &str,
+    value: &str,
+) {
+    let lines = plan_lines(node, runtime, &format!("EXPLAIN ANALYZE {query}"));
+    assert_eq!(line(&lines, "HashJoin Semi"), semi);
+    let (_, batches) = run_sql(node, runtime, query).unwrap().expect("rows");
+    assert_eq!(
+        map_cells(&batches, |_, _, _, text| text),
+        vec![vec![value.to_string()]]
+    );
 }
 
 /// A correlated scalar subquery aggregates only the keys its outer rows hold when those come
 /// from a filtered table: its input is semi-joined to that table's keys first.
 #[test]
 fn correlated_aggregate_reads_only_the_outer_keys() {
-    let runtime = Arc::new(tokio::runtime::Runtime::new().unwrap());
-    let dir = tempfile::tempdir().unwrap();
-    let node = runtime
-        .block_on(Node::open_folder(dir.path(), NodeOptions::default()))
-        .unwrap();
     let setup = "CREATE TABLE part (p INT, kind VARCHAR);
         INSERT INTO part SELECT range, CASE WHEN range % 100 = 0 THEN 'rare' ELSE 'common' END FROM range(1000);
         CREATE TABLE sale (p INT, qty INT);
         INSERT INTO sale SELECT range % 1000, range % 7 FROM range(20000);
         CHECKPOINT";
-    run_sql(&node, &runtime, setup).unwrap();
-    let query = "SELECT count(*) FROM part, sale WHERE part.p = sale.p AND kind = 'rare' \
-         AND qty < (SELECT avg(qty) FROM sale s WHERE s.p = part.p)";
-    let lines = plan_lines(&node, &runtime, &format!("EXPLAIN ANALYZE {query}"));
-    // 10 rare parts of 1,000: the average is computed for their 200 sales, not all 20,000.
-    assert_eq!(
-        line(&lines, "HashJoin Semi"),
-        "HashJoin Semi: on=[p#0 = p#0]  [rows=200"
-    );
-    let (_, batches) = run_sql(&node, &runtime, query).unwrap().expect("rows");
-    assert_eq!(
-        map_cells(&batches, |_, _, _, text| text),
-        vec![vec!["98".to_string()]]
-    );
-    runtime.block_on(node.close()).unwrap();
+    with_lake(setup, |node, runtime| {
+        let query = "SELECT count(*) FROM part, sale WHERE part.p = sale.p AND kind = 'rare' \
+             AND qty < (SELECT avg(qty) FROM sale s WHERE s.p = part.p)";
+        // 10 rare parts of 1,000: the average is computed for their 200 sales, not all 20,000.
+        check_semi_join(
+            node,
+            runtime,
+            query,
+            "HashJoin Semi: on=[p#0 = p#0]  [rows=200",
+            "98",
+        );
+    });
 }
 
 /// A semi join whose subquery is much smaller than a table of the joins below it is placed
@@ -94,11 +111,6 @@ fn correlated_aggregate_reads_only_the_outer_keys() {
 /// Parquet scan then drops the rows as it reads them.
 #[test]
 fn selective_semi_join_sits_on_the_table_it_filters() {
-    let runtime = Arc::new(tokio::runtime::Runtime::new().unwrap());
-    let dir = tempfile::tempdir().unwrap();
-    let node = runtime
-        .block_on(Node::open_folder(dir.path(), NodeOptions::default()))
-        .unwrap();
     let setup = "CREATE TABLE part (p INT, kind VARCHAR);
         INSERT INTO part SELECT range, CASE WHEN range % 100 = 0 THEN 'rare' ELSE 'common' END FROM range(1000);
         CREATE TABLE supp (s INT, region VARCHAR);
@@ -106,19 +118,16 @@ fn selective_semi_join_sits_on_the_table_it_filters() {
         CREATE TABLE ps (p INT, s INT, cost INT);
         INSERT INTO ps SELECT range % 1000, (range / 7) % 100, range FROM range(20000);
         CHECKPOINT";
-    run_sql(&node, &runtime, setup).unwrap();
-    let query = "SELECT count(*) FROM ps, supp WHERE ps.s = supp.s AND region = 'eu' \
-         AND ps.p IN (SELECT p FROM part WHERE kind = 'rare')";
-    let lines = plan_lines(&node, &runtime, &format!("EXPLAIN ANALYZE {query}"));
-    // The 10 rare parts' 200 rows of ps, before the join to supp keeps those of eu.
-    assert_eq!(
-        line(&lines, "HashJoin Semi"),
-        "HashJoin Semi: on=[p#0 = p#0]  [rows=200"
-    );
-    let (_, batches) = run_sql(&node, &runtime, query).unwrap().expect("rows");
-    assert_eq!(
-        map_cells(&batches, |_, _, _, text| text),
-        vec![vec!["57".to_string()]]
-    );
-    runtime.block_on(node.close()).unwrap();
+    with_lake(setup, |node, runtime| {
+        let query = "SELECT count(*) FROM ps, supp WHERE ps.s = supp.s AND region = 'eu' \
+             AND ps.p IN (SELECT p FROM part WHERE kind = 'rare')";
+        // The 10 rare parts' 200 rows of ps, before the join to supp keeps those of eu.
+        check_semi_join(
+            node,
+            runtime,
+            query,
+            "HashJoin Semi: on=[p#0 = p#0]  [rows=200",
+            "57",
+        );
+    });
 }
