@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use arrow::array::{
-    Array, ArrayRef, BooleanArray, RecordBatch, RecordBatchOptions, UInt32Array, new_null_array,
+    Array, ArrayRef, BooleanArray, NullArray, RecordBatch, RecordBatchOptions, UInt32Array,
+    new_null_array,
 };
 use arrow::compute::take;
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use pondra_planner::{Expr, JoinKind};
 
 use crate::expr::evaluate;
@@ -45,7 +46,10 @@ impl HashJoin {
         build_schema: &SchemaRef,
         build_batches: &[RecordBatch],
     ) -> Result<HashJoin> {
-        let build = BuildRows::new(build_schema, build_batches)?;
+        // Build columns the join neither reads nor emits are dropped before it is built.
+        let needed = build_columns_needed(kind, &schema, build_schema, right_keys, filter);
+        let (build_schema, build_batches) = without_columns(build_schema, build_batches, &needed)?;
+        let build = BuildRows::new(&build_schema, &build_batches)?;
         let table = (!right_keys.is_empty())
             .then(|| JoinTable::build(right_keys, build.batches()))
             .transpose()?;
@@ -193,12 +197,7 @@ impl HashJoin {
                     .collect();
                 let mut columns = batch.columns().to_vec();
                 columns.push(Arc::new(marks));
-                let options = RecordBatchOptions::new().with_row_count(Some(rows));
-                Ok(vec![RecordBatch::try_new_with_options(
-                    self.schema.clone(),
-                    columns,
-                    &options,
-                )?])
+                Ok(vec![self.output(columns, rows)?])
             }
             JoinKind::Anti => self.emit_left(batch, |row| !probe_matched[row]),
             // Their rows are the build side's, known once every probe row has been seen.
@@ -243,7 +242,7 @@ impl HashJoin {
             .map(|f| new_null_array(f.data_type(), unmatched.len()))
             .collect();
         columns.extend(self.build.take(&unmatched)?);
-        Ok(vec![RecordBatch::try_new(self.schema.clone(), columns)?])
+        Ok(vec![self.output(columns, unmatched.len())?])
     }
 
     fn build_has_null_key(&self) -> bool {
@@ -273,15 +272,37 @@ impl HashJoin {
         Ok((probe, build))
     }
 
-    /// The joined rows of the given pairs: probe columns, then build columns.
+    /// The joined rows of the given pairs: probe columns, then build columns. A probe column
+    /// that neither the output nor the join's filter reads is NULL.
     fn pairs(&self, batch: &RecordBatch, probe: &[u32], build: &[u32]) -> Result<RecordBatch> {
+        let emitted = |i: usize| {
+            matches!(
+                self.kind,
+                JoinKind::Inner | JoinKind::Left | JoinKind::Full | JoinKind::Single
+            ) && self.schema.field(i).data_type() != &DataType::Null
+        };
+        let filtered: Vec<usize> = self
+            .filter
+            .as_ref()
+            .map(Expr::column_indices)
+            .unwrap_or_default();
         let probe = UInt32Array::from(probe.to_vec());
         let build: Vec<Option<u32>> = build.iter().copied().map(Some).collect();
         let mut columns = Vec::new();
         let mut fields = Vec::new();
-        for (column, field) in batch.columns().iter().zip(batch.schema().fields()) {
-            columns.push(take(column, &probe, None)?);
-            fields.push(field.as_ref().clone());
+        for (i, (column, field)) in batch
+            .columns()
+            .iter()
+            .zip(batch.schema().fields())
+            .enumerate()
+        {
+            if emitted(i) || filtered.contains(&i) {
+                columns.push(take(column, &probe, None)?);
+                fields.push(field.as_ref().clone());
+            } else {
+                columns.push(Arc::new(NullArray::new(probe.len())) as ArrayRef);
+                fields.push(Field::new(field.name(), DataType::Null, true));
+            }
         }
         columns.extend(self.build.take(&build)?);
         for field in self.build.schema().fields() {
@@ -320,16 +341,14 @@ impl HashJoin {
             let end = (start + OUTPUT_ROWS).min(probe.len());
             let probe_index = UInt32Array::from(probe[start..end].to_vec());
             let mut columns = Vec::new();
-            for column in batch.columns() {
-                columns.push(take(column, &probe_index, None)?);
+            for (column, field) in batch.columns().iter().zip(self.schema.fields()) {
+                columns.push(match field.data_type() {
+                    DataType::Null => Arc::new(NullArray::new(end - start)) as ArrayRef,
+                    _ => take(column, &probe_index, None)?,
+                });
             }
             columns.extend(self.build.take(&build[start..end])?);
-            let options = RecordBatchOptions::new().with_row_count(Some(end - start));
-            out.push(RecordBatch::try_new_with_options(
-                self.schema.clone(),
-                columns,
-                &options,
-            )?);
+            out.push(self.output(columns, end - start)?);
         }
         Ok(out)
     }
@@ -345,13 +364,113 @@ impl HashJoin {
     }
 
     fn with_schema(&self, batch: RecordBatch) -> Result<RecordBatch> {
-        let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+        self.output(batch.columns().to_vec(), batch.num_rows())
+    }
+
+    /// The output batch of these columns: those the output types NULL (nothing above reads
+    /// them) become NULL arrays, which hold no buffers.
+    fn output(&self, columns: Vec<ArrayRef>, rows: usize) -> Result<RecordBatch> {
+        let columns = columns
+            .into_iter()
+            .zip(self.schema.fields())
+            .map(|(column, field)| match field.data_type() {
+                DataType::Null if column.data_type() != &DataType::Null => {
+                    Arc::new(NullArray::new(rows)) as ArrayRef
+                }
+                _ => column,
+            })
+            .collect();
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
         Ok(RecordBatch::try_new_with_options(
             self.schema.clone(),
-            batch.columns().to_vec(),
+            columns,
             &options,
         )?)
     }
+}
+
+/// Which build columns a join reads or emits: its keys', its filter's, and those its output
+/// keeps (typed other than NULL).
+fn build_columns_needed(
+    kind: JoinKind,
+    schema: &SchemaRef,
+    build_schema: &SchemaRef,
+    right_keys: &[Expr],
+    filter: Option<&Expr>,
+) -> Vec<bool> {
+    let width = build_schema.fields().len();
+    let output_width = schema.fields().len();
+    // Where the build columns start in the output, and in the rows the filter reads (probe
+    // columns, then build columns). A right semi or anti join's filter may read any.
+    let (in_output, in_filter) = match kind {
+        JoinKind::Inner | JoinKind::Left | JoinKind::Full | JoinKind::Single => {
+            (Some(output_width - width), Some(output_width - width))
+        }
+        JoinKind::RightSemi | JoinKind::RightAnti => (Some(0), None),
+        JoinKind::Semi | JoinKind::Anti | JoinKind::NullAwareAnti => (None, Some(output_width)),
+        JoinKind::Mark | JoinKind::MarkIn => (None, Some(output_width - 1)),
+    };
+    let mut needed = vec![false; width];
+    for column in right_keys.iter().flat_map(Expr::column_indices) {
+        needed[column] = true;
+    }
+    if let Some(start) = in_output {
+        for (column, needed) in needed.iter_mut().enumerate() {
+            *needed |= schema.field(start + column).data_type() != &DataType::Null;
+        }
+    }
+    if let Some(filter) = filter {
+        match in_filter {
+            Some(start) => {
+                for column in filter.column_indices() {
+                    if column >= start && column - start < width {
+                        needed[column - start] = true;
+                    }
+                }
+            }
+            None => needed.fill(true),
+        }
+    }
+    needed
+}
+
+/// The build side without the columns not `needed`: they become NULL columns of type NULL.
+fn without_columns(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+    needed: &[bool],
+) -> Result<(SchemaRef, Vec<RecordBatch>)> {
+    let dropped = |i: usize| !needed[i] && schema.field(i).data_type() != &DataType::Null;
+    if !(0..needed.len()).any(dropped) {
+        return Ok((schema.clone(), batches.to_vec()));
+    }
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| match dropped(i) {
+            true => Field::new(f.name(), DataType::Null, true),
+            false => f.as_ref().clone(),
+        })
+        .collect();
+    let schema = Arc::new(Schema::new(fields));
+    let batches = batches
+        .iter()
+        .map(|batch| {
+            let columns = batch
+                .columns()
+                .iter()
+                .enumerate()
+                .map(|(i, c)| match dropped(i) {
+                    true => Arc::new(NullArray::new(batch.num_rows())) as ArrayRef,
+                    false => c.clone(),
+                })
+                .collect();
+            let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+            RecordBatch::try_new_with_options(schema.clone(), columns, &options)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((schema, batches))
 }
 
 #[cfg(test)]
@@ -503,5 +622,52 @@ mod tests {
         let matched: HashSet<i64> = matched_build_rows().into_iter().collect();
         assert_eq!(rows.len() + matched.len(), BUILD_ROWS);
         assert!(rows.is_disjoint(&matched));
+    }
+
+    #[test]
+    fn build_columns_nothing_reads_are_dropped_before_the_build() {
+        // The output types b_row NULL: nothing above the join reads it.
+        let fields = vec![
+            Field::new("p_key", DataType::Int64, true),
+            Field::new("b_key", DataType::Int64, true),
+            Field::new("b_row", DataType::Null, true),
+        ];
+        let (probed, _) = run(JoinKind::Inner, Arc::new(Schema::new(fields)));
+        assert!(
+            probed
+                .iter()
+                .all(|b| b.column(2).data_type() == &DataType::Null)
+        );
+        let keys: Vec<(Option<i64>, Option<i64>)> = values(&probed, 0)
+            .into_iter()
+            .zip(values(&probed, 1))
+            .collect();
+        assert_eq!(keys.len(), matched_build_rows().len());
+        assert!(keys.iter().all(|(p, b)| p.is_some() && p == b));
+        let output = schema(&["p_key", "b_key", "b_row"]);
+        let needed = |output: &SchemaRef, filter: Option<&Expr>| {
+            let build = schema(&["b_key", "b_row"]);
+            build_columns_needed(
+                JoinKind::Inner,
+                output,
+                &build,
+                &[key_column("b_key")],
+                filter,
+            )
+        };
+        assert_eq!(needed(&output, None), [true, true]);
+        let pruned = Arc::new(Schema::new(vec![
+            Field::new("p_key", DataType::Int64, true),
+            Field::new("b_key", DataType::Null, true),
+            Field::new("b_row", DataType::Null, true),
+        ]));
+        // The key is read to build the table; a filter reads b_row (column 2 of the pairs).
+        assert_eq!(needed(&pruned, None), [true, false]);
+        let b_row = Expr::Column {
+            index: 2,
+            name: "b_row".into(),
+            data_type: DataType::Int64,
+        };
+        assert_eq!(needed(&pruned, Some(&b_row)), [true, true]);
     }
 }

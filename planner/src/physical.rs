@@ -380,7 +380,11 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
                 left_keys: on.iter().map(|(l, _)| l.clone()).collect(),
                 right_keys: on.iter().map(|(_, r)| r.clone()).collect(),
                 filter: kept,
-                schema: with_null_columns(schema, &sides),
+                // Columns nothing above reads are NULL: a join's output would otherwise carry
+                // a column its inputs needed only below it (a filter's, a key's).
+                schema: prune(&with_null_columns(schema, &sides), |i| {
+                    used.get(i).copied().unwrap_or(true)
+                }),
             }
         }
         LogicalPlan::Sort { input, keys } => PhysicalPlan::Sort {
