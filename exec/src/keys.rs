@@ -262,8 +262,8 @@ struct BytesKey {
 /// Distinct keys, each with a dense id in the order first seen.
 pub struct KeyIndex {
     encoder: KeyEncoder,
-    words64: HashTable<(u64, u32)>,
-    words128: HashTable<(u128, u32)>,
+    words64: WordTable<u64>,
+    words128: WordTable<u128>,
     /// Keys in row format: every key when the columns cannot be packed, and keys with a NULL
     /// when they can.
     bytes: HashTable<BytesKey>,
@@ -275,8 +275,8 @@ impl KeyIndex {
     pub fn new(types: &[DataType]) -> Result<KeyIndex> {
         Ok(KeyIndex {
             encoder: KeyEncoder::new(types)?,
-            words64: HashTable::new(),
-            words128: HashTable::new(),
+            words64: WordTable::default(),
+            words128: WordTable::default(),
             bytes: HashTable::new(),
             arena: Vec::new(),
             len: 0,
@@ -303,8 +303,8 @@ impl KeyIndex {
         let hash = keys.hash(row);
         let hasher = &self.encoder.hasher;
         let id = match keys.key(row) {
-            Key::Word64(word) => intern_word(&mut self.words64, hasher, hash, word, next),
-            Key::Word128(word) => intern_word(&mut self.words128, hasher, hash, word, next),
+            Key::Word64(word) => self.words64.intern(hasher, hash, word, next),
+            Key::Word128(word) => self.words128.intern(hasher, hash, word, next),
             Key::Bytes(key) => self.intern_bytes(hash, key, next),
         };
         let new = id == next;
@@ -322,8 +322,8 @@ impl KeyIndex {
         }
         let hash = keys.hash(row);
         let id = match keys.key(row) {
-            Key::Word64(word) => self.words64.find(hash, |(w, _)| *w == word).map(|e| e.1),
-            Key::Word128(word) => self.words128.find(hash, |(w, _)| *w == word).map(|e| e.1),
+            Key::Word64(word) => self.words64.find(hash, word),
+            Key::Word128(word) => self.words128.find(hash, word),
             Key::Bytes(key) => self
                 .bytes
                 .find(hash, |k| k.hash == hash && self.key_bytes(k) == key)
@@ -336,12 +336,8 @@ impl KeyIndex {
     fn reserve(&mut self, additional: usize) {
         let hasher = &self.encoder.hasher;
         match self.encoder.widths.as_ref().map(|w| w.iter().sum::<u32>()) {
-            Some(0..=64) => self
-                .words64
-                .reserve(additional, |(w, _)| hasher.hash_one(*w)),
-            Some(_) => self
-                .words128
-                .reserve(additional, |(w, _)| hasher.hash_one(*w)),
+            Some(0..=64) => self.words64.reserve(hasher, additional),
+            Some(_) => self.words128.reserve(hasher, additional),
             None => self.bytes.reserve(additional, |k| k.hash),
         }
     }
@@ -455,18 +451,57 @@ impl GroupIndex {
 }
 
 /// The id of `word` (whose hash is `hash`) in `table`, inserted with id `next` if absent.
-fn intern_word<K: Copy + Eq + std::hash::Hash>(
-    table: &mut HashTable<(K, u32)>,
-    hasher: &FixedState,
-    hash: u64,
-    word: K,
-    next: u32,
-) -> u32 {
-    if let Some((_, id)) = table.find(hash, |(w, _)| *w == word) {
-        return *id;
+/// Keys packed into words, each with its id. The hash table holds only each key's position
+/// in `words`: 4 bytes a bucket instead of a word and an id (16 or 32 bytes with padding),
+/// which matters because a table just past a doubling is half empty.
+struct WordTable<K> {
+    positions: HashTable<u32>,
+    words: Vec<K>,
+    ids: Vec<u32>,
+}
+
+impl<K> Default for WordTable<K> {
+    fn default() -> WordTable<K> {
+        WordTable {
+            positions: HashTable::new(),
+            words: Vec::new(),
+            ids: Vec::new(),
+        }
     }
-    table.insert_unique(hash, (word, next), |(w, _)| hasher.hash_one(*w));
-    next
+}
+
+impl<K: Copy + Eq + std::hash::Hash> WordTable<K> {
+    /// The id of `word`, interned with id `next` if it is new.
+    #[inline]
+    fn intern(&mut self, hasher: &FixedState, hash: u64, word: K, next: u32) -> u32 {
+        let words = &self.words;
+        if let Some(&position) = self.positions.find(hash, |&p| words[p as usize] == word) {
+            return self.ids[position as usize];
+        }
+        let position = self.words.len() as u32;
+        let words = &self.words;
+        self.positions
+            .insert_unique(hash, position, |&p| hasher.hash_one(words[p as usize]));
+        self.words.push(word);
+        self.ids.push(next);
+        next
+    }
+
+    #[inline]
+    fn find(&self, hash: u64, word: K) -> Option<u32> {
+        let words = &self.words;
+        self.positions
+            .find(hash, |&p| words[p as usize] == word)
+            .map(|&p| self.ids[p as usize])
+    }
+
+    fn reserve(&mut self, hasher: &FixedState, additional: usize) {
+        let words = &self.words;
+        self.positions
+            .reserve(additional, |&p| hasher.hash_one(words[p as usize]));
+        self.words.reserve(additional);
+        self.ids.reserve(additional);
+    }
 }
 
 /// For each row, whether any key column is NULL there; `None` when none is.
