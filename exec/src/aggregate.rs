@@ -16,7 +16,7 @@ use pondra_planner::{AggregateCall, AggregateFunction, Expr};
 use std::collections::HashSet;
 
 use crate::collected::{ArrayAggState, OrderedInput};
-use crate::expr::evaluate;
+use crate::expr::{evaluate, evaluate_all};
 use crate::keys::{GROUP_PARTITIONS, GroupIndex};
 use crate::sums::{DecimalSums, Sums};
 use crate::{ExecError, Result};
@@ -737,11 +737,7 @@ impl HashAggregateSink {
         let group_ids: Vec<usize> = match &self.index {
             None => vec![0; rows],
             Some(_) => {
-                let keys = self
-                    .group
-                    .iter()
-                    .map(|g| evaluate(g, batch))
-                    .collect::<Result<Vec<_>>>()?;
+                let keys = evaluate_all(&self.group, batch)?;
                 self.group_ids(&keys)?
             }
         };

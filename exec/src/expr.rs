@@ -63,6 +63,11 @@ impl Value {
     }
 }
 
+/// Each of `exprs` over `batch`, in order.
+pub fn evaluate_all(exprs: &[Expr], batch: &RecordBatch) -> Result<Vec<ArrayRef>> {
+    exprs.iter().map(|e| evaluate(e, batch)).collect()
+}
+
 /// Evaluates `expr` over every row of `batch`.
 pub fn evaluate(expr: &Expr, batch: &RecordBatch) -> Result<ArrayRef> {
     value(expr, batch)?.into_array(batch.num_rows())

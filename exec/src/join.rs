@@ -12,7 +12,7 @@ use arrow::compute::take;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use pondra_planner::{Expr, JoinKind};
 
-use crate::expr::evaluate;
+use crate::expr::{evaluate, evaluate_all};
 use crate::join_rows::BuildRows;
 use crate::join_table::JoinTable;
 use crate::{ExecError, Result};
@@ -111,10 +111,7 @@ impl HashJoin {
         batch: &RecordBatch,
     ) -> Result<BooleanArray> {
         let table = self.table.as_ref().expect("a join with keys");
-        let keys = keys
-            .iter()
-            .map(|k| evaluate(k, batch))
-            .collect::<Result<Vec<_>>>()?;
+        let keys = evaluate_all(keys, batch)?;
         let has = match columns {
             None => table.contains(&keys)?,
             Some(columns) => table.contains_in_columns(columns, &keys)?,
@@ -250,7 +247,7 @@ impl HashJoin {
     }
 
     fn probe_keys(&self, batch: &RecordBatch) -> Result<Vec<ArrayRef>> {
-        self.left_keys.iter().map(|k| evaluate(k, batch)).collect()
+        evaluate_all(&self.left_keys, batch)
     }
 
     /// Every (probe row, build row) pair with equal keys; all pairs when there are no keys.

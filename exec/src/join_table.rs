@@ -14,7 +14,7 @@ use rayon::prelude::*;
 
 use crate::Result;
 use crate::dense_keys::{DenseKeys, KeyBitmap, KeyRange};
-use crate::expr::evaluate;
+use crate::expr::evaluate_all;
 use crate::keys::{EncodedKeys, KeyEncoder, KeyIndex, NO_KEY, NullKeys};
 
 /// Builds of fewer rows stay in one partition: splitting them costs more than it saves.
@@ -256,7 +256,7 @@ impl HashedKeys {
 fn evaluate_keys(key_exprs: &[Expr], batches: &[RecordBatch]) -> Result<Vec<Vec<ArrayRef>>> {
     batches
         .par_iter()
-        .map(|batch| key_exprs.iter().map(|k| evaluate(k, batch)).collect())
+        .map(|batch| evaluate_all(key_exprs, batch))
         .collect()
 }
 

@@ -3,7 +3,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow::array::{RecordBatch, RecordBatchOptions};
 use arrow::compute::concat;
 use arrow::datatypes::SchemaRef;
 use pondra_catalog::Snapshot;
@@ -11,7 +11,7 @@ use pondra_planner::{Expr, PhysicalPlan};
 use pondra_storage::Lake;
 
 use crate::aggregate::HashAggregateSink;
-use crate::expr::evaluate;
+use crate::expr::{evaluate, evaluate_all};
 use crate::join::HashJoin;
 use crate::morsel::{ScanUnit, read_unit, scan_units};
 use crate::profile::{NodeStats, Profile};
@@ -98,10 +98,7 @@ impl Operator<'_> {
             Operator::Filter(predicate) => crate::select::filter_where(predicate, &batch),
             Operator::Applied => Ok(batch),
             Operator::Projection(exprs, schema) => {
-                let columns = exprs
-                    .iter()
-                    .map(|e| evaluate(e, &batch))
-                    .collect::<Result<Vec<ArrayRef>>>()?;
+                let columns = evaluate_all(exprs, &batch)?;
                 let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
                 Ok(RecordBatch::try_new_with_options(
                     schema.clone(),

@@ -16,7 +16,7 @@ use pondra_planner::{
 
 use crate::Result;
 use crate::aggregate::HashAggregateSink;
-use crate::expr::evaluate;
+use crate::expr::{evaluate, evaluate_all};
 
 /// The input rows with one column per window function appended.
 pub fn compute_windows(
@@ -59,11 +59,7 @@ fn compute(all: &RecordBatch, window: &WindowExpr) -> Result<ArrayRef> {
     if n == 0 {
         return Ok(new_empty_array(&window.data_type));
     }
-    let partition = window
-        .partition_by
-        .iter()
-        .map(|e| evaluate(e, all))
-        .collect::<Result<Vec<_>>>()?;
+    let partition = evaluate_all(&window.partition_by, all)?;
     let order = window
         .order_by
         .iter()
@@ -98,11 +94,7 @@ fn compute(all: &RecordBatch, window: &WindowExpr) -> Result<ArrayRef> {
     };
     let partition_rows = keys(&sorted(&partition)?)?;
     let order_rows = keys(&sorted(&order)?)?;
-    let args = window
-        .args
-        .iter()
-        .map(|e| evaluate(e, all))
-        .collect::<Result<Vec<_>>>()?;
+    let args = evaluate_all(&window.args, all)?;
     let args = sorted(&args)?;
 
     // Results in sorted order, one array piece per partition.
