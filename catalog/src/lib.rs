@@ -5,11 +5,13 @@ mod catalog;
 mod error;
 mod keys;
 mod snapshot;
+mod statistics;
 mod types;
 
 pub use catalog::{Catalog, Change, now_ms};
 pub use error::{CatalogError, Result};
-pub use snapshot::Snapshot;
+pub use snapshot::{Snapshot, TableStatistics};
+pub use statistics::{ColumnStatistics, DistinctSketch, gather_statistics};
 pub use types::{
     Column, DataFile, Index, LogSegment, SegmentPayload, SqlType, TableDef, TableKind,
 };

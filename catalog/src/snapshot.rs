@@ -1,6 +1,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use crate::statistics::ColumnStatistics;
 use crate::types::{DataFile, LogSegment, TableDef};
 
 /// The whole catalog as of one commit. Immutable: a reader holds one and sees a consistent lake
@@ -62,10 +63,44 @@ impl Snapshot {
         self.segments.values().flatten().map(|s| s.rows).sum()
     }
 
+    /// The column statistics of a table's data files, merged; none when no file has them.
+    /// Files written before statistics were kept, and the log tail, are not covered.
+    pub fn table_statistics(&self, table_id: u64) -> Option<TableStatistics> {
+        let mut merged: Option<TableStatistics> = None;
+        for file in self.files(table_id) {
+            if file.columns.is_empty() {
+                continue;
+            }
+            match &mut merged {
+                None => {
+                    merged = Some(TableStatistics {
+                        rows: file.rows,
+                        columns: file.columns.clone(),
+                    })
+                }
+                Some(table) if table.columns.len() == file.columns.len() => {
+                    table.rows += file.rows;
+                    for (mine, theirs) in table.columns.iter_mut().zip(&file.columns) {
+                        mine.merge(theirs);
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        merged
+    }
+
     /// Rows of one table, Parquet and log tail together.
     pub fn row_count(&self, table_id: u64) -> u64 {
         let in_files: u64 = self.files(table_id).iter().map(|f| f.rows).sum();
         let in_log: u64 = self.segments(table_id).iter().map(|s| s.rows).sum();
         in_files + in_log
     }
+}
+
+/// The statistics of the data files of a table: the rows they cover, and each column's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TableStatistics {
+    pub rows: u64,
+    pub columns: Vec<ColumnStatistics>,
 }

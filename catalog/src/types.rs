@@ -5,6 +5,8 @@ use arrow::datatypes::{DataType, Field, IntervalUnit, Schema, SchemaRef, TimeUni
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use crate::statistics::ColumnStatistics;
+
 /// A column type as SQL names it; each maps to one Arrow type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SqlType {
@@ -176,4 +178,7 @@ pub struct DataFile {
     pub path: String,
     pub rows: u64,
     pub size_bytes: u64,
+    /// Per column of the table, in order, as the file was written; empty when not gathered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<ColumnStatistics>,
 }

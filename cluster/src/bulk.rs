@@ -3,7 +3,7 @@
 
 use arrow::array::RecordBatch;
 use arrow::compute::cast;
-use pondra_catalog::{Change, DataFile};
+use pondra_catalog::{Change, DataFile, gather_statistics};
 use pondra_storage::write_parquet_bytes;
 
 use crate::node::Node;
@@ -50,7 +50,9 @@ impl Node {
             pending.push(batch);
             if pending_rows >= ROWS_PER_FILE || batches.peek().is_none() {
                 let rows = pending_rows as u64;
-                let bytes = write_parquet_bytes(&schema, &std::mem::take(&mut pending))?;
+                let batches = std::mem::take(&mut pending);
+                let bytes = write_parquet_bytes(&schema, &batches)?;
+                let columns = gather_statistics(&batches);
                 pending_rows = 0;
                 let path = format!("data/{}/{}.parquet", def.name, unique_name());
                 let size_bytes = bytes.len() as u64;
@@ -60,6 +62,7 @@ impl Node {
                     path,
                     rows,
                     size_bytes,
+                    columns,
                 });
                 total += rows;
             }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::array::RecordBatch;
-use pondra_catalog::{Change, DataFile, Snapshot, TableDef, TableKind, now_ms};
+use pondra_catalog::{Change, DataFile, Snapshot, TableDef, TableKind, gather_statistics, now_ms};
 use pondra_exec::{read_morsel, table_morsels};
 use pondra_planner::load_view;
 use pondra_storage::write_parquet_bytes;
@@ -123,6 +123,7 @@ impl Node {
             path,
             rows: row_count as u64,
             size_bytes,
+            columns: gather_statistics(rows),
         }])
     }
 

@@ -260,6 +260,7 @@ fn run_pipeline<'p>(
                 right_keys,
                 filter,
                 schema,
+                ..
             } => {
                 // The build side is a pipeline of its own that must finish first.
                 let build = run_pipeline(right, Sink::Collect(Vec::new()), None, ctx)?;

@@ -113,6 +113,7 @@ fn describe(plan: &PhysicalPlan) -> String {
             left_keys,
             right_keys,
             filter,
+            estimate,
             ..
         } => {
             let keys: Vec<String> = left_keys
@@ -123,6 +124,9 @@ fn describe(plan: &PhysicalPlan) -> String {
             let mut text = format!("HashJoin {kind:?}: on=[{}]", keys.join(", "));
             if let Some(filter) = filter {
                 let _ = write!(text, " filter={filter}");
+            }
+            if let Some(estimate) = estimate {
+                let _ = write!(text, " {estimate}");
             }
             text
         }

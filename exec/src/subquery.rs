@@ -199,6 +199,7 @@ pub(crate) fn map_plan(
             right_keys,
             filter,
             schema,
+            estimate,
         } => PhysicalPlan::HashJoin {
             left: Box::new(map_plan(left, f)?),
             right: Box::new(map_plan(right, f)?),
@@ -207,6 +208,7 @@ pub(crate) fn map_plan(
             right_keys: exprs(right_keys, f)?,
             filter: filter.as_ref().map(&mut *f).transpose()?,
             schema: schema.clone(),
+            estimate: *estimate,
         },
     })
 }

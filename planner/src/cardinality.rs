@@ -1,13 +1,13 @@
 //! Cardinality estimates for join ordering: a plan's rows and, per output column, its distinct
-//! values and integer range. Base tables give their row counts (the catalog's, or a Parquet
-//! footer's) and, where the footers say, each integer or date column's range, which bounds its
-//! distinct values; Parquet files read in place also give the distinct values among their
-//! first rows, scaled to the file. Filters scale rows by a selectivity; an equi-join of two inputs has
+//! values, integer range and share of NULLs. Lake tables give their row counts and the column
+//! statistics their files were written with (kept in the catalog: distinct-value sketches,
+//! ranges, NULL counts). Parquet files read in place give their footers' row counts and integer
+//! and date ranges, and the distinct values among their first rows, scaled to the file. Filters scale rows by a selectivity; an equi-join of two inputs has
 //! `|L| * |R| / max(distinct(L.key), distinct(R.key))` rows, the textbook estimate for keys
 //! whose values are spread evenly.
 
 use arrow::datatypes::DataType;
-use pondra_catalog::Snapshot;
+use pondra_catalog::{Snapshot, TableStatistics};
 
 use crate::expr::{BinaryOp, Expr, JoinKind};
 use crate::logical::LogicalPlan;
@@ -21,6 +21,27 @@ pub struct ColumnEstimate {
     pub known: bool,
     /// The column's range, for integer and date columns whose statistics give one.
     pub range: Option<(f64, f64)>,
+    /// The share of the rows that are NULL, when statistics count them.
+    pub nulls: Option<f64>,
+}
+
+/// What join ordering expected of one join: the rows of its probe and build sides, and of
+/// its output. EXPLAIN prints it beside the rows each side produced.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct JoinEstimate {
+    pub probe: f64,
+    pub build: f64,
+    pub rows: f64,
+}
+
+impl std::fmt::Display for JoinEstimate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "estimated=[probe={:.0} build={:.0} rows={:.0}]",
+            self.probe, self.build, self.rows
+        )
+    }
 }
 
 /// A plan's estimated rows and columns.
@@ -36,6 +57,7 @@ impl ColumnEstimate {
             distinct: rows,
             known: false,
             range: None,
+            nulls: None,
         }
     }
 }
@@ -132,12 +154,47 @@ fn sampled_distinct(sample_rows: f64, sample_distinct: f64, rows: f64, span: Opt
     (rows * sample_distinct / sample_rows).max(1.0)
 }
 
+/// The estimate of a lake table of `rows` rows (log tail included) from its files' statistics,
+/// which may cover fewer rows: their distinct values are scaled up as a sample's are.
+fn table_estimate(rows: f64, statistics: &TableStatistics) -> Estimate {
+    let rows = rows.max(1.0);
+    let covered = (statistics.rows as f64).max(1.0);
+    let columns = statistics
+        .columns
+        .iter()
+        .map(|column| {
+            let range = column
+                .min
+                .zip(column.max)
+                .map(|(lo, hi)| (lo as f64, hi as f64));
+            let span = range.map(|(lo, hi)| hi - lo + 1.0);
+            let sketched = column.distinct.estimate().min(covered);
+            let distinct = sampled_distinct(covered, sketched, rows, span)
+                .min(span.unwrap_or(rows))
+                .min(rows);
+            ColumnEstimate {
+                distinct: distinct.max(1.0),
+                known: true,
+                range,
+                nulls: Some((column.nulls as f64 / covered).min(1.0)),
+            }
+        })
+        .collect();
+    Estimate { rows, columns }
+}
+
 /// The estimate of a plan's output.
 pub fn estimate(plan: &LogicalPlan, snapshot: &Snapshot) -> Estimate {
     let width = plan.schema().fields().len();
     match plan {
         LogicalPlan::Scan { table, .. } => {
-            Estimate::unknown(snapshot.row_count(table.id) as f64, width)
+            let rows = snapshot.row_count(table.id) as f64;
+            match snapshot.table_statistics(table.id) {
+                Some(statistics) if statistics.columns.len() == width => {
+                    table_estimate(rows, &statistics)
+                }
+                _ => Estimate::unknown(rows, width),
+            }
         }
         LogicalPlan::ParquetScan { table } => {
             let rows = (table.rows() as f64).max(1.0);
@@ -170,6 +227,7 @@ pub fn estimate(plan: &LogicalPlan, snapshot: &Snapshot) -> Estimate {
                         distinct,
                         known: range.is_some() || sampled.is_some(),
                         range,
+                        nulls: None,
                     }
                 })
                 .collect();
@@ -274,6 +332,13 @@ pub fn estimate(plan: &LogicalPlan, snapshot: &Snapshot) -> Estimate {
                     joined.rows = joined.rows.max(floor);
                     joined
                 }
+                // Keys are assumed contained: the side with fewer distinct keys finds all of
+                // them in the other.
+                JoinKind::Semi if filter.is_none() && !on.is_empty() => {
+                    let probe = l.distinct_of_key(on.iter().map(|(k, _)| k));
+                    let build = r.distinct_of_key(on.iter().map(|(_, k)| k));
+                    l.filtered(build / probe)
+                }
                 JoinKind::Semi | JoinKind::Anti | JoinKind::NullAwareAnti => l,
                 JoinKind::RightSemi | JoinKind::RightAnti => r,
                 JoinKind::Mark | JoinKind::MarkIn => {
@@ -282,12 +347,27 @@ pub fn estimate(plan: &LogicalPlan, snapshot: &Snapshot) -> Estimate {
                         distinct: 2.0,
                         known: true,
                         range: None,
+                        nulls: None,
                     });
                     marked
                 }
             }
         }
     }
+}
+
+/// `plan` with what is expected of it recorded, when it is a join: the estimates of its
+/// sides and of itself.
+pub fn with_expected_join(plan: LogicalPlan, snapshot: &Snapshot) -> LogicalPlan {
+    let LogicalPlan::Join { left, right, .. } = &plan else {
+        return plan;
+    };
+    let expected = JoinEstimate {
+        probe: estimate(left, snapshot).rows,
+        build: estimate(right, snapshot).rows,
+        rows: estimate(&plan, snapshot).rows,
+    };
+    plan.with_join_estimate(expected)
 }
 
 /// The fraction of rows a predicate keeps: equality with a constant keeps one distinct value
@@ -364,8 +444,8 @@ pub fn selectivity(predicate: &Expr, input: &Estimate) -> f64 {
                 0.1
             }
         }
-        Expr::IsNull(_) => 0.05,
-        Expr::IsNotNull(_) => 0.95,
+        Expr::IsNull(e) => column(e).and_then(|c| c.nulls).unwrap_or(0.05),
+        Expr::IsNotNull(e) => 1.0 - column(e).and_then(|c| c.nulls).unwrap_or(0.05),
         _ => UNKNOWN,
     };
     s.clamp(0.0001, 1.0)

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use pondra_catalog::Snapshot;
 
-use crate::cardinality::{Estimate, estimate, join_estimate, selectivity};
+use crate::cardinality::{Estimate, JoinEstimate, estimate, join_estimate, selectivity};
 use crate::expr::{BinaryOp, Expr, JoinKind};
 use crate::logical::LogicalPlan;
 
@@ -127,7 +127,13 @@ pub fn plan_join_block(
             let selectivity = selectivity(filter, &joined_estimate);
             joined_estimate = joined_estimate.filtered(selectivity);
         }
-        let plan = LogicalPlan::join(probe.plan, build.plan, JoinKind::Inner, keys, filter);
+        let expected = JoinEstimate {
+            probe: probe.estimate.rows,
+            build: build.estimate.rows,
+            rows: joined_estimate.rows,
+        };
+        let plan = LogicalPlan::join(probe.plan, build.plan, JoinKind::Inner, keys, filter)
+            .with_join_estimate(expected);
         groups.push(Group {
             plan,
             relations: joined,

@@ -3,6 +3,7 @@
 
 mod binder;
 mod cardinality;
+pub use cardinality::JoinEstimate;
 mod decorrelate;
 mod error;
 mod expr;

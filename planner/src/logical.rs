@@ -4,6 +4,7 @@ use std::sync::Arc;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use pondra_catalog::TableDef;
 
+use crate::cardinality::JoinEstimate;
 use crate::external::ExternalTable;
 
 use crate::expr::{AggregateCall, Expr, JoinKind, SortKey, WindowExpr};
@@ -72,6 +73,8 @@ pub enum LogicalPlan {
         on: Vec<(Expr, Expr)>,
         filter: Option<Expr>,
         schema: SchemaRef,
+        /// What join ordering expected of this join, when it chose it from statistics.
+        estimate: Option<JoinEstimate>,
     },
     Limit {
         input: Box<LogicalPlan>,
@@ -227,6 +230,7 @@ impl LogicalPlan {
                 on,
                 filter,
                 schema,
+                estimate: None,
             };
         }
         let left_schema = left.schema();
@@ -261,7 +265,16 @@ impl LogicalPlan {
             on,
             filter,
             schema: Arc::new(Schema::new(fields)),
+            estimate: None,
         }
+    }
+
+    /// This join, recording what join ordering expected of it.
+    pub fn with_join_estimate(mut self, expected: JoinEstimate) -> LogicalPlan {
+        if let LogicalPlan::Join { estimate, .. } = &mut self {
+            *estimate = Some(expected);
+        }
+        self
     }
 
     fn fmt_indent(&self, f: &mut fmt::Formatter<'_>, depth: usize) -> fmt::Result {
@@ -339,12 +352,16 @@ impl LogicalPlan {
                 kind,
                 on,
                 filter,
+                estimate,
                 ..
             } => {
                 let keys: Vec<String> = on.iter().map(|(l, r)| format!("{l} = {r}")).collect();
                 write!(f, "{pad}Join {kind:?}: on=[{}]", keys.join(", "))?;
                 if let Some(filter) = filter {
                     write!(f, " filter={filter}")?;
+                }
+                if let Some(estimate) = estimate {
+                    write!(f, " {estimate}")?;
                 }
                 writeln!(f)?;
                 left.fmt_indent(f, depth + 1)?;

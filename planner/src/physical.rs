@@ -3,6 +3,7 @@ use std::sync::Arc;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use pondra_catalog::TableDef;
 
+use crate::cardinality::JoinEstimate;
 use crate::expr::{AggregateCall, AggregateFunction, Expr, JoinKind, SortKey, WindowExpr};
 use crate::external::ExternalTable;
 use crate::logical::LogicalPlan;
@@ -95,6 +96,8 @@ pub enum PhysicalPlan {
         right_keys: Vec<Expr>,
         filter: Option<Expr>,
         schema: SchemaRef,
+        /// What join ordering expected of this join (see `LogicalPlan::Join`).
+        estimate: Option<JoinEstimate>,
     },
 }
 
@@ -338,6 +341,7 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
             on,
             filter,
             schema,
+            estimate,
         } => {
             // The output's columns as if it had both sides' (a right semi join has only the
             // right's).
@@ -385,6 +389,7 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
                 schema: prune(&with_null_columns(schema, &sides), |i| {
                     used.get(i).copied().unwrap_or(true)
                 }),
+                estimate: *estimate,
             }
         }
         LogicalPlan::Sort { input, keys } => PhysicalPlan::Sort {

@@ -10,7 +10,7 @@
 
 use pondra_catalog::Snapshot;
 
-use crate::cardinality::estimate;
+use crate::cardinality::{estimate, with_expected_join};
 use crate::expr::{Expr, JoinKind};
 use crate::key_domain::is_table;
 use crate::logical::LogicalPlan;
@@ -110,7 +110,10 @@ impl SemiJoin {
                     let join = LogicalPlan::join(left, right, JoinKind::Inner, on, filter);
                     return self.over(join, snapshot);
                 }
-                LogicalPlan::join(left, right, JoinKind::Inner, on, filter)
+                // A side now filtered by the semi join changes what the join is expected to
+                // give.
+                let join = LogicalPlan::join(left, right, JoinKind::Inner, on, filter);
+                with_expected_join(join, snapshot)
             }
             other => self.over(other, snapshot),
         }
