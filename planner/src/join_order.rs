@@ -1,9 +1,11 @@
 //! Join order for a block of inner joins: relations and the predicates over them (from WHERE
-//! and from INNER JOIN ... ON) are combined greedily by estimated size (greedy operator
-//! ordering): each step joins the two groups, connected by an equality, whose join is
-//! estimated smallest (`cardinality`), with the smaller side built into the hash table.
-//! Filters on one relation are applied to it before any join; a predicate over several
-//! relations is applied as soon as they meet.
+//! and from INNER JOIN ... ON). Blocks of up to `join_search::MAX_RELATIONS` relations take
+//! the order of least estimated cost found by dynamic programming over connected subsets
+//! (`join_search`); larger blocks, and blocks that need a cross join, are combined greedily by
+//! estimated size (greedy operator ordering): each step joins the two groups, connected by an
+//! equality, whose join is estimated smallest (`cardinality`). Either way the smaller side of
+//! each join is built into the hash table. Filters on one relation are applied to it before
+//! any join; a predicate over several relations is applied as soon as they meet.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -12,6 +14,7 @@ use pondra_catalog::Snapshot;
 
 use crate::cardinality::{Estimate, JoinEstimate, estimate, join_estimate, selectivity};
 use crate::expr::{BinaryOp, Expr, JoinKind};
+use crate::join_search;
 use crate::logical::LogicalPlan;
 
 /// One relation of a join block: its plan and its columns' positions in the block's scope.
@@ -21,17 +24,18 @@ pub struct Relation {
     pub offset: usize,
 }
 
-/// A set of relations already joined, with its plan and where each block column is in it.
-struct Group {
-    plan: LogicalPlan,
-    relations: BTreeSet<usize>,
+/// A set of relations joined (or to be joined): which, where each block column is in its
+/// output, and the estimate of that output.
+#[derive(Clone)]
+pub(crate) struct Shape {
+    pub relations: BTreeSet<usize>,
     /// `layout[i]` is the block column at output position `i`.
-    layout: Vec<usize>,
-    /// The estimate of the group's output, whose columns follow `layout`.
-    estimate: Estimate,
+    pub layout: Vec<usize>,
+    /// The estimate of the output, whose columns follow `layout`.
+    pub estimate: Estimate,
 }
 
-impl Group {
+impl Shape {
     fn position(&self, column: usize) -> Option<usize> {
         self.layout.iter().position(|c| *c == column)
     }
@@ -39,12 +43,74 @@ impl Group {
     fn local(&self, expr: &Expr) -> Expr {
         expr.remap_columns(&|c| self.position(c).expect("column is in the group"))
     }
+
+    /// The join of `self` and `other` under the predicates that first meet in it: which side
+    /// is probed (the larger; the other is built), the equi-join keys (probe side, build
+    /// side), the other predicates as one filter over the joined layout, and the joined shape.
+    pub fn join(&self, other: &Shape, predicates: &[&Expr]) -> Joined {
+        let other_probed = self.estimate.rows < other.estimate.rows;
+        let (probe, build) = if other_probed {
+            (other, self)
+        } else {
+            (self, other)
+        };
+        let mut keys = Vec::new();
+        let mut filters = Vec::new();
+        for expr in predicates {
+            match equi_key(expr, probe, build) {
+                Some(key) => keys.push(key),
+                None => filters.push((*expr).clone()),
+            }
+        }
+        let mut layout = probe.layout.clone();
+        layout.extend(&build.layout);
+        let filter = Expr::and_all(filters).map(|f| {
+            f.remap_columns(&|c| layout.iter().position(|l| *l == c).expect("joined column"))
+        });
+        let mut estimate = join_estimate(&probe.estimate, &build.estimate, &keys);
+        if let Some(filter) = &filter {
+            let selectivity = selectivity(filter, &estimate);
+            estimate = estimate.filtered(selectivity);
+        }
+        let relations = probe.relations.union(&build.relations).copied().collect();
+        Joined {
+            other_probed,
+            expected: JoinEstimate {
+                probe: probe.estimate.rows,
+                build: build.estimate.rows,
+                rows: estimate.rows,
+            },
+            keys,
+            filter,
+            shape: Shape {
+                relations,
+                layout,
+                estimate,
+            },
+        }
+    }
+}
+
+/// See `Shape::join`.
+pub(crate) struct Joined {
+    /// Whether the other shape is the probe side.
+    pub other_probed: bool,
+    pub expected: JoinEstimate,
+    pub keys: Vec<(Expr, Expr)>,
+    pub filter: Option<Expr>,
+    pub shape: Shape,
+}
+
+/// A set of relations already joined, with its plan.
+struct Group {
+    plan: LogicalPlan,
+    shape: Shape,
 }
 
 /// A predicate and the relations it reads.
-struct Predicate {
-    expr: Expr,
-    relations: BTreeSet<usize>,
+pub(crate) struct Predicate {
+    pub expr: Expr,
+    pub relations: BTreeSet<usize>,
 }
 
 /// Joins `relations` under `predicates` (over the block's concatenated columns); the output
@@ -82,69 +148,39 @@ pub fn plan_join_block(
     for (index, relation) in relations.into_iter().enumerate() {
         let layout: Vec<usize> = (relation.offset..relation.offset + widths[index]).collect();
         let mut group = Group {
-            estimate: estimate(&relation.plan, snapshot),
+            shape: Shape {
+                estimate: estimate(&relation.plan, snapshot),
+                relations: BTreeSet::from([index]),
+                layout,
+            },
             plan: relation.plan,
-            relations: BTreeSet::from([index]),
-            layout,
         };
         apply_ready(&mut group, &mut pending);
         groups.push(group);
     }
 
-    while groups.len() > 1 {
-        let (a, b) = next_pair(&groups, &pending);
-        let (first, second) = (a.min(b), a.max(b));
-        let g2 = groups.remove(second);
-        let g1 = groups.remove(first);
-        // The larger side streams (probe, left); the smaller is built (right).
-        let (probe, build) = if g1.estimate.rows >= g2.estimate.rows {
-            (g1, g2)
-        } else {
-            (g2, g1)
-        };
-        let mut keys = Vec::new();
-        let mut filters = Vec::new();
-        let mut rest = Vec::new();
-        let joined: BTreeSet<usize> = probe.relations.union(&build.relations).copied().collect();
-        for predicate in pending {
-            if !predicate.relations.is_subset(&joined) {
-                rest.push(predicate);
-                continue;
-            }
-            match equi_key(&predicate.expr, &probe, &build) {
-                Some(key) => keys.push(key),
-                None => filters.push(predicate.expr),
-            }
+    let mut group = match join_search::best_order(
+        &groups.iter().map(|g| g.shape.clone()).collect::<Vec<_>>(),
+        &pending,
+    ) {
+        Some(order) => {
+            let mut slots: Vec<Option<Group>> = groups.into_iter().map(Some).collect();
+            build_order(&order, &mut slots, &mut pending)
         }
-        pending = rest;
-        let mut layout = probe.layout.clone();
-        layout.extend(&build.layout);
-        let filter = Expr::and_all(filters).map(|f| {
-            f.remap_columns(&|c| layout.iter().position(|l| *l == c).expect("joined column"))
-        });
-        let mut joined_estimate = join_estimate(&probe.estimate, &build.estimate, &keys);
-        if let Some(filter) = &filter {
-            let selectivity = selectivity(filter, &joined_estimate);
-            joined_estimate = joined_estimate.filtered(selectivity);
+        None => {
+            while groups.len() > 1 {
+                let (a, b) = next_pair(&groups, &pending);
+                let (first, second) = (a.min(b), a.max(b));
+                let g2 = groups.remove(second);
+                let g1 = groups.remove(first);
+                groups.push(join_groups(g1, g2, &mut pending));
+            }
+            groups.pop().expect("one group left")
         }
-        let expected = JoinEstimate {
-            probe: probe.estimate.rows,
-            build: build.estimate.rows,
-            rows: joined_estimate.rows,
-        };
-        let plan = LogicalPlan::join(probe.plan, build.plan, JoinKind::Inner, keys, filter)
-            .with_join_estimate(expected);
-        groups.push(Group {
-            plan,
-            relations: joined,
-            layout,
-            estimate: joined_estimate,
-        });
-    }
-    let mut group = groups.pop().expect("one group left");
+    };
     // Predicates over no relation at all (constants) are applied at the end.
     if let Some(rest) = Expr::and_all(pending.into_iter().map(|p| p.expr).collect()) {
-        let predicate = group.local(&rest);
+        let predicate = group.shape.local(&rest);
         group.plan = LogicalPlan::Filter {
             input: Box::new(group.plan),
             predicate,
@@ -153,17 +189,64 @@ pub fn plan_join_block(
     restore_order(group, total_columns)
 }
 
+/// The plan of `order`, taking its relations' groups out of `slots`.
+fn build_order(
+    order: &join_search::Order,
+    slots: &mut [Option<Group>],
+    pending: &mut Vec<Predicate>,
+) -> Group {
+    match order {
+        join_search::Order::Relation(index) => slots[*index].take().expect("each relation once"),
+        join_search::Order::Join(left, right) => {
+            let left = build_order(left, slots, pending);
+            let right = build_order(right, slots, pending);
+            join_groups(left, right, pending)
+        }
+    }
+}
+
+/// Joins two groups under the pending predicates that first meet in their join.
+fn join_groups(g1: Group, g2: Group, pending: &mut Vec<Predicate>) -> Group {
+    let joined: BTreeSet<usize> = g1
+        .shape
+        .relations
+        .union(&g2.shape.relations)
+        .copied()
+        .collect();
+    let (meeting, rest): (Vec<Predicate>, Vec<Predicate>) = std::mem::take(pending)
+        .into_iter()
+        .partition(|p| p.relations.is_subset(&joined));
+    *pending = rest;
+    let exprs: Vec<&Expr> = meeting.iter().map(|p| &p.expr).collect();
+    let Joined {
+        other_probed,
+        expected,
+        keys,
+        filter,
+        shape,
+    } = g1.shape.join(&g2.shape, &exprs);
+    // The larger side streams (probe, left); the smaller is built (right).
+    let (probe_plan, build_plan) = if other_probed {
+        (g2.plan, g1.plan)
+    } else {
+        (g1.plan, g2.plan)
+    };
+    let plan = LogicalPlan::join(probe_plan, build_plan, JoinKind::Inner, keys, filter)
+        .with_join_estimate(expected);
+    Group { plan, shape }
+}
+
 /// Applies the predicates whose relations are all inside `group`.
 fn apply_ready(group: &mut Group, pending: &mut Vec<Predicate>) {
     let (ready, rest): (Vec<Predicate>, Vec<Predicate>) = std::mem::take(pending)
         .into_iter()
-        .partition(|p| !p.relations.is_empty() && p.relations.is_subset(&group.relations));
+        .partition(|p| !p.relations.is_empty() && p.relations.is_subset(&group.shape.relations));
     *pending = rest;
     if let Some(predicate) = Expr::and_all(ready.into_iter().map(|p| p.expr).collect()) {
-        let predicate = group.local(&predicate);
-        let selectivity = selectivity(&predicate, &group.estimate);
-        group.estimate = std::mem::replace(
-            &mut group.estimate,
+        let predicate = group.shape.local(&predicate);
+        let selectivity = selectivity(&predicate, &group.shape.estimate);
+        group.shape.estimate = std::mem::replace(
+            &mut group.shape.estimate,
             Estimate {
                 rows: 0.0,
                 columns: vec![],
@@ -189,7 +272,7 @@ fn next_pair(groups: &[Group], pending: &[Predicate]) -> (usize, usize) {
     let mut best: Option<(f64, usize, usize)> = None;
     for a in 0..groups.len() {
         for b in a + 1..groups.len() {
-            let (g1, g2) = (&groups[a], &groups[b]);
+            let (g1, g2) = (&groups[a].shape, &groups[b].shape);
             let joined: BTreeSet<usize> = g1.relations.union(&g2.relations).copied().collect();
             let keys: Vec<(Expr, Expr)> = pending
                 .iter()
@@ -211,15 +294,16 @@ fn next_pair(groups: &[Group], pending: &[Predicate]) -> (usize, usize) {
     let mut by_size: Vec<usize> = (0..groups.len()).collect();
     by_size.sort_by(|a, b| {
         groups[*a]
+            .shape
             .estimate
             .rows
-            .total_cmp(&groups[*b].estimate.rows)
+            .total_cmp(&groups[*b].shape.estimate.rows)
     });
     (by_size[0], by_size[1])
 }
 
 /// `probe_expr = build_expr` when the predicate is an equality with one side in each group.
-fn equi_key(expr: &Expr, probe: &Group, build: &Group) -> Option<(Expr, Expr)> {
+fn equi_key(expr: &Expr, probe: &Shape, build: &Shape) -> Option<(Expr, Expr)> {
     let Expr::Binary {
         op: BinaryOp::Eq,
         left,
@@ -228,7 +312,7 @@ fn equi_key(expr: &Expr, probe: &Group, build: &Group) -> Option<(Expr, Expr)> {
     else {
         return None;
     };
-    let within = |e: &Expr, g: &Group| {
+    let within = |e: &Expr, g: &Shape| {
         let columns = e.column_indices();
         !columns.is_empty() && columns.iter().all(|c| g.position(*c).is_some())
     };
@@ -338,14 +422,14 @@ fn disjuncts(expr: Expr) -> Vec<Expr> {
 
 /// Projects the group's columns back into the block's original order.
 fn restore_order(group: Group, total_columns: usize) -> LogicalPlan {
-    if group.layout.iter().copied().eq(0..total_columns) {
+    if group.shape.layout.iter().copied().eq(0..total_columns) {
         return group.plan;
     }
     let schema = group.plan.schema();
     let mut exprs = Vec::new();
     let mut names = Vec::new();
     for column in 0..total_columns {
-        let position = group.position(column).expect("every column survives");
+        let position = group.shape.position(column).expect("every column survives");
         let field = schema.field(position);
         exprs.push(Expr::column(
             position,

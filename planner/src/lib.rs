@@ -9,6 +9,7 @@ mod error;
 mod expr;
 mod external;
 mod join_order;
+mod join_search;
 mod key_domain;
 mod logical;
 mod physical;
