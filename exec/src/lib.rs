@@ -24,6 +24,7 @@ mod keys;
 mod morsel;
 mod pipeline;
 mod profile;
+mod prune;
 mod scan;
 mod scan_filter;
 mod select;

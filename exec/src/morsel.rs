@@ -2,13 +2,14 @@
 //! are its Parquet files and log segments; Parquet files read in place are split by row group.
 
 use arrow::array::{BooleanArray, RecordBatch};
-use pondra_planner::{ExternalFile, FileFormat, PhysicalPlan};
+use pondra_planner::{Expr, ExternalFile, FileFormat, PhysicalPlan};
 use pondra_storage::{read_csv_file, read_parquet_row_group, read_parquet_row_group_where};
 
 use crate::Result;
 use crate::dictionary_filter::AnswerCache;
 use crate::pipeline::ExecContext;
-use crate::scan::{Morsel, as_schema, read_morsel, table_morsels, widen};
+use crate::prune::may_match;
+use crate::scan::{Morsel, as_schema, read_morsel, widen};
 use crate::scan_filter::ScanFilter;
 
 /// One morsel of a scan.
@@ -21,31 +22,59 @@ pub enum ScanUnit<'p> {
     CsvFile(&'p ExternalFile),
 }
 
-/// The morsels of a scan node, in the order a sequential scan reads them; `None` if `node` is
-/// not a scan.
-pub fn scan_units<'p>(node: &'p PhysicalPlan, ctx: &ExecContext) -> Option<Vec<ScanUnit<'p>>> {
+/// The morsels of a scan node, in the order a sequential scan reads them, without those whose
+/// statistics prove that `filter` (over the scan's rows) keeps none of their rows; and how
+/// many were skipped. `None` if `node` is not a scan.
+pub fn scan_units<'p>(
+    node: &'p PhysicalPlan,
+    filter: Option<&Expr>,
+    ctx: &ExecContext,
+) -> Option<(Vec<ScanUnit<'p>>, usize)> {
+    let schema = node.schema();
+    let may_hold = |range: &dyn Fn(usize) -> Option<(i64, i64)>| {
+        filter.is_none_or(|filter| may_match(filter, &schema, range))
+    };
+    let mut skipped = 0;
+    let mut units = Vec::new();
     match node {
-        PhysicalPlan::TableScan { table, .. } => Some(
-            table_morsels(&ctx.snapshot, table)
-                .into_iter()
-                .map(ScanUnit::Table)
-                .collect(),
-        ),
+        PhysicalPlan::TableScan { table, .. } => {
+            for file in ctx.snapshot.files(table.id) {
+                let range = |column: usize| {
+                    let statistics = file.columns.get(column)?;
+                    statistics.min.zip(statistics.max)
+                };
+                if may_hold(&range) {
+                    units.push(ScanUnit::Table(Morsel::ParquetFile(file.path.clone())));
+                } else {
+                    skipped += 1;
+                }
+            }
+            units.extend(
+                ctx.snapshot
+                    .segments(table.id)
+                    .iter()
+                    .map(|segment| ScanUnit::Table(Morsel::of_segment(segment))),
+            );
+        }
         PhysicalPlan::ParquetScan { table, .. } => {
-            let mut units = Vec::new();
             for file in &table.files {
                 if table.format == FileFormat::Csv {
                     units.push(ScanUnit::CsvFile(file));
                     continue;
                 }
-                units.extend(
-                    (0..file.row_groups).map(|row_group| ScanUnit::RowGroup { file, row_group }),
-                );
+                let footer = file.footer.as_ref().expect("a Parquet file has a footer");
+                for row_group in 0..file.row_groups {
+                    if may_hold(&|column| footer.row_group_range(row_group, column)) {
+                        units.push(ScanUnit::RowGroup { file, row_group });
+                    } else {
+                        skipped += 1;
+                    }
+                }
             }
-            Some(units)
         }
-        _ => None,
+        _ => return None,
     }
+    Some((units, skipped))
 }
 
 /// Reads one morsel of scan `node` as batches of the node's schema; with `filter`, only its

@@ -299,6 +299,13 @@ fn run_pipeline<'p>(
         filtered = Some(predicate);
         first.operator = Operator::Applied;
     }
+    // Row groups and files whose statistics rule out the filter right above the scan are not
+    // read (`prune`).
+    let pruning = match (node, stages.first().map(|s| &s.operator)) {
+        (PhysicalPlan::TableScan { .. }, Some(Operator::Filter(predicate))) => Some(*predicate),
+        (PhysicalPlan::ParquetScan { .. }, _) => filtered,
+        _ => None,
+    };
     let scan_filter = match node {
         PhysicalPlan::ParquetScan { .. } => {
             let above = stages.iter().map(|stage| match &stage.operator {
@@ -327,7 +334,10 @@ fn run_pipeline<'p>(
     let mut leaf = true;
     match node {
         PhysicalPlan::TableScan { .. } | PhysicalPlan::ParquetScan { .. } => {
-            let units = scan_units(node, ctx).expect("a scan has morsels");
+            let (units, skipped) = scan_units(node, pruning, ctx).expect("a scan has morsels");
+            if let Some(stats) = &out.source_stats {
+                stats.add_skipped(skipped);
+            }
             let workers = rayon::current_num_threads().min(units.len());
             match out.sink.split(workers)? {
                 Some(split) if workers > 1 => {

@@ -14,6 +14,8 @@ use pondra_planner::PhysicalPlan;
 pub struct NodeStats {
     rows: AtomicU64,
     nanos: AtomicU64,
+    /// Row groups or files a scan did not read because their statistics ruled its filter out.
+    skipped: AtomicU64,
 }
 
 impl NodeStats {
@@ -25,6 +27,10 @@ impl NodeStats {
 
     pub fn add_time(&self, elapsed: Duration) {
         self.add(0, elapsed);
+    }
+
+    pub fn add_skipped(&self, units: usize) {
+        self.skipped.fetch_add(units as u64, Ordering::Relaxed);
     }
 }
 
@@ -56,9 +62,13 @@ impl Profile {
         let stats = self.stats(plan);
         let rows = stats.rows.load(Ordering::Relaxed);
         let millis = stats.nanos.load(Ordering::Relaxed) as f64 / 1e6;
+        let skipped = match stats.skipped.load(Ordering::Relaxed) {
+            0 => String::new(),
+            units => format!(" skipped={units}"),
+        };
         let _ = writeln!(
             out,
-            "{}{}  [rows={rows} time={millis:.3} ms]",
+            "{}{}  [rows={rows} time={millis:.3} ms{skipped}]",
             "  ".repeat(depth),
             describe(plan)
         );

@@ -3,7 +3,7 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, NullArray, RecordBatch};
 use arrow::datatypes::{DataType, SchemaRef};
 use bytes::Bytes;
-use pondra_catalog::{SegmentPayload, Snapshot, TableDef};
+use pondra_catalog::{LogSegment, SegmentPayload, Snapshot, TableDef};
 use pondra_storage::{Lake, decode_log_segment, read_parquet_bytes};
 
 use crate::Result;
@@ -23,14 +23,18 @@ pub fn table_morsels(snapshot: &Snapshot, table: &TableDef) -> Vec<Morsel> {
         .files(table.id)
         .iter()
         .map(|f| Morsel::ParquetFile(f.path.clone()));
-    let segments = snapshot
-        .segments(table.id)
-        .iter()
-        .map(|s| match &s.payload {
+    let segments = snapshot.segments(table.id).iter().map(Morsel::of_segment);
+    files.chain(segments).collect()
+}
+
+impl Morsel {
+    /// The morsel of one log segment.
+    pub fn of_segment(segment: &LogSegment) -> Morsel {
+        match &segment.payload {
             SegmentPayload::Inline(bytes) => Morsel::InlineSegment(bytes.clone()),
             SegmentPayload::Object(path) => Morsel::SegmentObject(path.clone()),
-        });
-    files.chain(segments).collect()
+        }
+    }
 }
 
 /// Reads one morsel's rows, as batches of `schema`. With `columns`, Parquet files decode only

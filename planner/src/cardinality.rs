@@ -459,6 +459,12 @@ pub fn selectivity(predicate: &Expr, input: &Estimate) -> f64 {
 /// A constant's value on the scale of integer and date statistics: a literal, or casts and
 /// date arithmetic of literals (`date '1994-01-01' + interval '1' year`).
 fn number(expr: &Expr) -> Option<f64> {
+    integer_constant(expr).map(|v| v as f64)
+}
+
+/// The exact value of a constant integer or date expression (dates in days), as statistics
+/// of integer and date columns hold them; none for other constants and for NULL.
+pub fn integer_constant(expr: &Expr) -> Option<i64> {
     use arrow::array::{Array, AsArray};
     use arrow::datatypes::{Date32Type, Int32Type, Int64Type};
     let value = constant(expr)?;
@@ -466,9 +472,9 @@ fn number(expr: &Expr) -> Option<f64> {
         return None;
     }
     match value.data_type() {
-        DataType::Int32 => Some(f64::from(value.as_primitive::<Int32Type>().value(0))),
-        DataType::Date32 => Some(f64::from(value.as_primitive::<Date32Type>().value(0))),
-        DataType::Int64 => Some(value.as_primitive::<Int64Type>().value(0) as f64),
+        DataType::Int32 => Some(i64::from(value.as_primitive::<Int32Type>().value(0))),
+        DataType::Date32 => Some(i64::from(value.as_primitive::<Date32Type>().value(0))),
+        DataType::Int64 => Some(value.as_primitive::<Int64Type>().value(0)),
         _ => None,
     }
 }

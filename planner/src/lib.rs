@@ -3,7 +3,7 @@
 
 mod binder;
 mod cardinality;
-pub use cardinality::JoinEstimate;
+pub use cardinality::{JoinEstimate, integer_constant};
 mod decorrelate;
 mod error;
 mod expr;

@@ -268,7 +268,6 @@ fn column_footer_stats(
     metadata: &parquet::file::metadata::ParquetMetaData,
     column: usize,
 ) -> ColumnFooterStats {
-    use parquet::file::statistics::Statistics;
     let mut out = ColumnFooterStats {
         min: None,
         max: None,
@@ -277,14 +276,7 @@ fn column_footer_stats(
     };
     for (index, row_group) in metadata.row_groups().iter().enumerate() {
         let statistics = row_group.column(column).statistics();
-        let range = match statistics {
-            Some(Statistics::Int32(s)) => s
-                .min_opt()
-                .zip(s.max_opt())
-                .map(|(a, b)| (i64::from(*a), i64::from(*b))),
-            Some(Statistics::Int64(s)) => s.min_opt().copied().zip(s.max_opt().copied()),
-            _ => None,
-        };
+        let range = integer_range(statistics);
         out.nulls = out
             .nulls
             .zip(statistics.and_then(|s| s.null_count_opt()))
@@ -299,6 +291,19 @@ fn column_footer_stats(
         }
     }
     out
+}
+
+/// The least and greatest value of an INT32 or INT64 column chunk, as its statistics give them.
+fn integer_range(statistics: Option<&parquet::file::statistics::Statistics>) -> Option<(i64, i64)> {
+    use parquet::file::statistics::Statistics;
+    match statistics? {
+        Statistics::Int32(s) => s
+            .min_opt()
+            .zip(s.max_opt())
+            .map(|(a, b)| (i64::from(*a), i64::from(*b))),
+        Statistics::Int64(s) => s.min_opt().copied().zip(s.max_opt().copied()),
+        _ => None,
+    }
 }
 
 /// What [`parquet_file_info`] learns from a file's footer.
@@ -328,6 +333,24 @@ pub fn string_dictionary_type() -> DataType {
 }
 
 impl ParquetFooter {
+    /// The least and greatest value of integer or date column `column` in one row group, when
+    /// its statistics give them (dates in days; decimals and timestamps as stored).
+    pub fn row_group_range(&self, row_group: usize, column: usize) -> Option<(i64, i64)> {
+        let metadata = self.plain.metadata();
+        // Column chunks are leaves: the field's position names its chunk only when no field
+        // has several (lists, structs).
+        let leaves = metadata.file_metadata().schema_descr().num_columns();
+        if leaves != self.plain.schema().fields().len() {
+            return None;
+        }
+        let chunk = metadata
+            .row_groups()
+            .get(row_group)?
+            .columns()
+            .get(column)?;
+        integer_range(chunk.statistics())
+    }
+
     fn new(
         metadata: &Arc<parquet::file::metadata::ParquetMetaData>,
         schema: &SchemaRef,

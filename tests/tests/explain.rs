@@ -168,3 +168,78 @@ fn lake_tables_estimate_from_file_statistics() {
         );
     });
 }
+
+/// A scan skips the files of a lake table and the row groups of a Parquet file whose
+/// statistics show that the filter above it keeps none of their rows.
+#[test]
+fn scans_skip_files_and_row_groups_their_filter_rules_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.parquet");
+    // Three files of 1,000 rows each: x from 0 to 2,999, day from 2024-01-01 on; then a row
+    // in the log tail, which has no statistics and is always read.
+    let setup = format!(
+        "CREATE TABLE t (x BIGINT, day DATE, note VARCHAR);
+        INSERT INTO t SELECT range, DATE '2024-01-01' + CAST(range || ' days' AS INTERVAL), NULL FROM range(0, 1000);
+        CHECKPOINT;
+        INSERT INTO t SELECT range, DATE '2024-01-01' + CAST(range || ' days' AS INTERVAL), NULL FROM range(1000, 2000);
+        CHECKPOINT;
+        INSERT INTO t SELECT range, DATE '2024-01-01' + CAST(range || ' days' AS INTERVAL), NULL FROM range(2000, 3000);
+        CHECKPOINT;
+        INSERT INTO t VALUES (5000, DATE '2030-01-01', 'tail');
+        CREATE TABLE big (x BIGINT);
+        INSERT INTO big SELECT range FROM range(300000);
+        COPY big TO '{}'",
+        file.display()
+    );
+    with_lake(&setup, |node, runtime| {
+        let scan = |query: &str, operator: &str| -> (String, String) {
+            let lines = plan_lines(node, runtime, &format!("EXPLAIN ANALYZE {query}"));
+            let line = lines
+                .iter()
+                .find(|l| l.trim_start().starts_with(operator))
+                .unwrap_or_else(|| panic!("no {operator} in {lines:?}"))
+                .clone();
+            let (_, batches) = run_sql(node, runtime, query).unwrap().expect("rows");
+            (
+                line,
+                map_cells(&batches, |_, _, _, text| text)[0][0].clone(),
+            )
+        };
+        for (query, skipped, count) in [
+            (
+                "SELECT count(*) FROM t WHERE x >= 2500",
+                " skipped=2]",
+                "501",
+            ),
+            (
+                "SELECT count(*) FROM t WHERE x < 10 OR x > 4000",
+                " skipped=2]",
+                "11",
+            ),
+            (
+                "SELECT count(*) FROM t WHERE x IN (5, 1500)",
+                " skipped=1]",
+                "2",
+            ),
+            (
+                "SELECT count(*) FROM t WHERE day BETWEEN DATE '2025-01-01' AND DATE '2025-12-31'",
+                " skipped=2]",
+                "365",
+            ),
+            ("SELECT count(*) FROM t WHERE x > 9000", " skipped=3]", "0"),
+            ("SELECT count(*) FROM t WHERE x % 2 = 0", " ms]", "1501"),
+        ] {
+            let (line, value) = scan(query, "TableScan: t");
+            assert!(line.ends_with(skipped), "{query}: {line}");
+            assert_eq!(value, count, "{query}");
+        }
+        // 300,000 rows are three row groups of 122,880 rows or fewer.
+        let parquet = format!("SELECT count(*) FROM read_parquet('{}')", file.display());
+        let (line, value) = scan(&format!("{parquet} WHERE x >= 250000"), "ParquetScan");
+        assert!(line.ends_with(" skipped=2]"), "{line}");
+        assert_eq!(value, "50000");
+        let (line, value) = scan(&format!("{parquet} WHERE x < 0"), "ParquetScan");
+        assert!(line.ends_with(" skipped=3]"), "{line}");
+        assert_eq!(value, "0");
+    });
+}
