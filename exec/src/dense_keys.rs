@@ -66,6 +66,11 @@ impl KeyRange {
         }))
     }
 
+    /// The least and the greatest key.
+    pub fn bounds(&self) -> (i64, i64) {
+        (self.min, self.max)
+    }
+
     /// How many values lie from the least key to the greatest.
     fn width(&self) -> u128 {
         (self.max as i128 - self.min as i128 + 1) as u128

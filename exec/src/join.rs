@@ -93,6 +93,12 @@ impl HashJoin {
         self.kind
     }
 
+    /// The least and greatest build key of key column `position`, when it is an integer or
+    /// date column.
+    pub fn key_bounds(&self, position: usize) -> Option<(i64, i64)> {
+        self.table.as_ref()?.key_bounds(position)
+    }
+
     /// Whether the build side can tell, for key column `position` alone, which values it
     /// holds (so that a probe row without one of them can be dropped).
     pub fn knows_key_column(&self, position: usize) -> bool {

@@ -34,6 +34,8 @@ const TAG_SHIFT: u32 = 57;
 pub struct JoinTable {
     keys: Keys,
     has_null_key: bool,
+    /// Per key column of an integer or date type, its least and greatest build key.
+    bounds: Vec<Option<(i64, i64)>>,
 }
 
 enum Keys {
@@ -80,18 +82,22 @@ impl JoinTable {
     pub fn build(key_exprs: &[Expr], batches: &[RecordBatch]) -> Result<JoinTable> {
         let keys = evaluate_keys(key_exprs, batches)?;
         let mut bitmaps = Vec::with_capacity(key_exprs.len());
+        let mut bounds = Vec::with_capacity(key_exprs.len());
         for (position, key_expr) in key_exprs.iter().enumerate() {
             let columns: Vec<ArrayRef> = keys.iter().map(|k| k[position].clone()).collect();
             let Some(range) = KeyRange::of(&key_expr.data_type(), &columns)? else {
                 bitmaps.push(None);
+                bounds.push(None);
                 continue;
             };
+            bounds.push(Some(range.bounds()));
             let range = match key_exprs.len() {
                 1 => match DenseKeys::build(range) {
                     Ok(dense) => {
                         return Ok(JoinTable {
                             keys: Keys::Dense(dense),
                             has_null_key: columns.iter().any(|c| c.null_count() > 0),
+                            bounds,
                         });
                     }
                     Err(range) => range,
@@ -110,6 +116,7 @@ impl JoinTable {
         if let Keys::Hashed(hashed) = &mut table.keys {
             hashed.bitmaps = bitmaps;
         }
+        table.bounds = bounds;
         Ok(table)
     }
 
@@ -152,6 +159,7 @@ impl JoinTable {
                 partitions,
             }),
             has_null_key,
+            bounds: Vec::new(),
         })
     }
 
@@ -165,6 +173,12 @@ impl JoinTable {
     }
 
     /// Whether some build row has a NULL in a key column (such rows match nothing).
+    /// The least and greatest build key of key column `position`, when it is an integer or
+    /// date column.
+    pub fn key_bounds(&self, position: usize) -> Option<(i64, i64)> {
+        self.bounds.get(position).copied().flatten()
+    }
+
     pub fn has_null_key(&self) -> bool {
         self.has_null_key
     }

@@ -2,13 +2,12 @@
 //! are its Parquet files and log segments; Parquet files read in place are split by row group.
 
 use arrow::array::{BooleanArray, RecordBatch};
-use pondra_planner::{Expr, ExternalFile, FileFormat, PhysicalPlan};
+use pondra_planner::{ExternalFile, FileFormat, PhysicalPlan};
 use pondra_storage::{read_csv_file, read_parquet_row_group, read_parquet_row_group_where};
 
 use crate::Result;
 use crate::dictionary_filter::AnswerCache;
 use crate::pipeline::ExecContext;
-use crate::prune::may_match;
 use crate::scan::{Morsel, as_schema, read_morsel, widen};
 use crate::scan_filter::ScanFilter;
 
@@ -22,18 +21,17 @@ pub enum ScanUnit<'p> {
     CsvFile(&'p ExternalFile),
 }
 
+/// Given how to find a column's least and greatest value in one morsel, whether the morsel
+/// may hold rows the scan keeps.
+pub type MayHold<'a> = dyn Fn(&dyn Fn(usize) -> Option<(i64, i64)>) -> bool + 'a;
+
 /// The morsels of a scan node, in the order a sequential scan reads them, without those whose
-/// statistics prove that `filter` (over the scan's rows) keeps none of their rows; and how
-/// many were skipped. `None` if `node` is not a scan.
+/// statistics `may_hold` rules out; and how many were skipped. `None` if `node` is not a scan.
 pub fn scan_units<'p>(
     node: &'p PhysicalPlan,
-    filter: Option<&Expr>,
+    may_hold: &MayHold<'_>,
     ctx: &ExecContext,
 ) -> Option<(Vec<ScanUnit<'p>>, usize)> {
-    let schema = node.schema();
-    let may_hold = |range: &dyn Fn(usize) -> Option<(i64, i64)>| {
-        filter.is_none_or(|filter| may_match(filter, &schema, range))
-    };
     let mut skipped = 0;
     let mut units = Vec::new();
     match node {

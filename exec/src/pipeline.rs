@@ -299,8 +299,8 @@ fn run_pipeline<'p>(
         filtered = Some(predicate);
         first.operator = Operator::Applied;
     }
-    // Row groups and files whose statistics rule out the filter right above the scan are not
-    // read (`prune`).
+    // Row groups and files whose statistics rule out the filter right above the scan, or the
+    // keys of the joins it feeds, are not read (`prune`).
     let pruning = match (node, stages.first().map(|s| &s.operator)) {
         (PhysicalPlan::TableScan { .. }, Some(Operator::Filter(predicate))) => Some(*predicate),
         (PhysicalPlan::ParquetScan { .. }, _) => filtered,
@@ -334,7 +334,12 @@ fn run_pipeline<'p>(
     let mut leaf = true;
     match node {
         PhysicalPlan::TableScan { .. } | PhysicalPlan::ParquetScan { .. } => {
-            let (units, skipped) = scan_units(node, pruning, ctx).expect("a scan has morsels");
+            let schema = node.schema();
+            let may_hold = |range: &dyn Fn(usize) -> Option<(i64, i64)>| {
+                pruning.is_none_or(|p| crate::prune::may_match(p, &schema, range))
+                    && scan_filter.is_none_or(|f| f.joins_may_match(&schema, range))
+            };
+            let (units, skipped) = scan_units(node, &may_hold, ctx).expect("a scan has morsels");
             if let Some(stats) = &out.source_stats {
                 stats.add_skipped(skipped);
             }

@@ -1,6 +1,7 @@
 //! Skipping a scan's row groups and files whose statistics prove that a filter keeps none of
 //! their rows: each integer or date column's least and greatest value against comparisons of
-//! the column with constants.
+//! the column with constants (and, in `scan_filter`, against the least and greatest key of
+//! the build side of each join above the scan).
 
 use arrow::datatypes::{DataType, Schema};
 use pondra_planner::{BinaryOp, Expr, integer_constant};
@@ -84,7 +85,7 @@ fn flipped(op: BinaryOp) -> Option<BinaryOp> {
 
 /// The column an expression reads as it is, or widened to a larger integer: one of a signed
 /// integer or date type, whose statistics are on the scale of `integer_constant`.
-fn ranged_column(expr: &Expr, schema: &Schema) -> Option<usize> {
+pub(crate) fn ranged_column(expr: &Expr, schema: &Schema) -> Option<usize> {
     let (index, widened_to) = match expr {
         Expr::Column { index, .. } => (*index, None),
         Expr::Cast {

@@ -22,6 +22,7 @@ use pondra_planner::{Expr, JoinKind, PhysicalPlan};
 use crate::Result;
 use crate::dictionary_filter::{AnswerCache, DictionaryFilter};
 use crate::join::HashJoin;
+use crate::prune::ranged_column;
 use crate::scan::widen;
 
 /// A join's keys stop being checked at the scan once they have kept more than three quarters
@@ -114,6 +115,29 @@ impl<'p> ScanFilter<'p> {
             dictionary,
             rows: AtomicUsize::new(0),
             kept: AtomicUsize::new(0),
+        })
+    }
+
+    /// Whether a morsel whose columns lie within `range(column)` may hold rows every join
+    /// keeps: false when an integer or date key column's range misses its build side's
+    /// least-to-greatest keys altogether.
+    pub fn joins_may_match(
+        &self,
+        schema: &Schema,
+        range: &dyn Fn(usize) -> Option<(i64, i64)>,
+    ) -> bool {
+        self.joins.iter().all(|join| {
+            join.keys.iter().enumerate().all(|(i, key)| {
+                let position = join.columns.as_ref().map_or(i, |columns| columns[i]);
+                let bounds = join.join.key_bounds(position);
+                let column = ranged_column(key, schema);
+                match (bounds, column.and_then(range)) {
+                    (Some((low, high)), Some((least, greatest))) => {
+                        least <= high && greatest >= low
+                    }
+                    _ => true,
+                }
+            })
         })
     }
 

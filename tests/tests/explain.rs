@@ -170,7 +170,8 @@ fn lake_tables_estimate_from_file_statistics() {
 }
 
 /// A scan skips the files of a lake table and the row groups of a Parquet file whose
-/// statistics show that the filter above it keeps none of their rows.
+/// statistics show that the filter above it, or the keys of a join it probes, keep none of
+/// their rows.
 #[test]
 fn scans_skip_files_and_row_groups_their_filter_rules_out() {
     let dir = tempfile::tempdir().unwrap();
@@ -188,7 +189,9 @@ fn scans_skip_files_and_row_groups_their_filter_rules_out() {
         INSERT INTO t VALUES (5000, DATE '2030-01-01', 'tail');
         CREATE TABLE big (x BIGINT);
         INSERT INTO big SELECT range FROM range(300000);
-        COPY big TO '{}'",
+        COPY big TO '{}';
+        CREATE TABLE keys (k BIGINT);
+        INSERT INTO keys SELECT range FROM range(250000, 250010)",
         file.display()
     );
     with_lake(&setup, |node, runtime| {
@@ -241,5 +244,13 @@ fn scans_skip_files_and_row_groups_their_filter_rules_out() {
         let (line, value) = scan(&format!("{parquet} WHERE x < 0"), "ParquetScan");
         assert!(line.ends_with(" skipped=3]"), "{line}");
         assert_eq!(value, "0");
+        // The keys a join's build side holds rule out row groups of the scan it probes with.
+        let joined = format!(
+            "SELECT count(*) FROM read_parquet('{}') b JOIN keys ON b.x = keys.k",
+            file.display()
+        );
+        let (line, value) = scan(&joined, "ParquetScan");
+        assert!(line.ends_with(" skipped=2]"), "{line}");
+        assert_eq!(value, "10");
     });
 }
