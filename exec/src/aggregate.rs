@@ -238,14 +238,26 @@ impl Accumulator {
         }
     }
 
-    /// Folds in the rows of `batch` (whose groups are `groups`) that `call` aggregates.
+    /// Folds in the rows of `batch` that `call` aggregates: `groups` are their groups, or
+    /// `None` when all are in group 0 (an aggregation without GROUP BY).
     fn update_from(
         &mut self,
         call: &AggregateCall,
         batch: &RecordBatch,
-        groups: &[usize],
+        groups: Option<&[usize]>,
     ) -> Result<()> {
         let value = call.arg.as_ref().map(|a| evaluate(a, batch)).transpose()?;
+        let zeros;
+        let groups = match groups {
+            Some(groups) => groups,
+            None => {
+                if self.update_first_group(value.as_ref(), batch.num_rows())? {
+                    return Ok(());
+                }
+                zeros = vec![0; batch.num_rows()];
+                &zeros
+            }
+        };
         let Accumulator::Ordered { input, .. } = self else {
             return self.update(value.as_ref(), groups);
         };
@@ -257,6 +269,39 @@ impl Accumulator {
         let value = value.expect("an aggregate with ORDER BY has an argument");
         input.update(&value, keys, groups);
         Ok(())
+    }
+
+    /// Folds in a batch of `rows` rows all in group 0, when this accumulator has a way that
+    /// needs no group per row: counts and sums total the batch first. False when it has none.
+    fn update_first_group(&mut self, value: Option<&ArrayRef>, rows: usize) -> Result<bool> {
+        let valid = |value: &ArrayRef| (value.len() - value.null_count()) as i64;
+        match self {
+            Accumulator::Count { counts, star } => {
+                counts[0] += match value.filter(|_| !*star) {
+                    Some(value) => valid(value),
+                    None => rows as i64,
+                };
+            }
+            Accumulator::SumInt { sums } => {
+                let value = cast(value.expect("sum has an argument"), &DataType::Int64)?;
+                sums.add_all_to(value.as_primitive::<Int64Type>(), 0)?;
+            }
+            Accumulator::SumFloat { sums } => {
+                let value = value.expect("sum has an argument");
+                sums.add_all_to(value.as_primitive::<Float64Type>(), 0)?;
+            }
+            Accumulator::SumDecimal { sums, .. } => {
+                let value = value.expect("sum has an argument");
+                sums.add_all_to(value.as_primitive::<Decimal128Type>(), 0)?;
+            }
+            Accumulator::AvgDecimal { sums, counts, .. } => {
+                let value = value.expect("avg has an argument");
+                sums.add_all_to(value.as_primitive::<Decimal128Type>(), 0)?;
+                counts[0] += valid(value);
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
     }
 
     /// Folds one batch in: `value` is the argument (absent for count(*)), `groups[i]` row i's group.
@@ -733,28 +778,29 @@ impl HashAggregateSink {
     }
 
     pub fn sink(&mut self, batch: &RecordBatch) -> Result<()> {
-        let rows = batch.num_rows();
-        let group_ids: Vec<usize> = match &self.index {
-            None => vec![0; rows],
+        // Without GROUP BY every row is in group 0, which needs no id per row.
+        let group_ids: Option<Vec<usize>> = match &self.index {
+            None => None,
             Some(_) => {
                 let keys = evaluate_all(&self.group, batch)?;
-                self.group_ids(&keys)?
+                Some(self.group_ids(&keys)?)
             }
         };
         for (call, accumulator) in self.aggregates.iter().zip(&mut self.accumulators) {
             accumulator.resize(self.groups);
             match &call.filter {
-                None => accumulator.update_from(call, batch, &group_ids)?,
+                None => accumulator.update_from(call, batch, group_ids.as_deref())?,
                 Some(condition) => {
                     let keep = evaluate(condition, batch)?;
                     let keep = crate::functions::nulls_as_false(keep.as_boolean());
                     let kept = crate::select::filter_batch(batch, &keep)?;
-                    let groups: Vec<usize> = group_ids
-                        .iter()
-                        .zip(keep.values())
-                        .filter_map(|(g, k)| k.then_some(*g))
-                        .collect();
-                    accumulator.update_from(call, &kept, &groups)?;
+                    let groups: Option<Vec<usize>> = group_ids.as_ref().map(|ids| {
+                        ids.iter()
+                            .zip(keep.values())
+                            .filter_map(|(g, k)| k.then_some(*g))
+                            .collect()
+                    });
+                    accumulator.update_from(call, &kept, groups.as_deref())?;
                 }
             }
         }

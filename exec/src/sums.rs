@@ -81,6 +81,22 @@ impl<T: Summand> Sums<T> {
         Ok(())
     }
 
+    /// Adds every non-NULL value of `values` to `group`'s sum: totalled first in a register,
+    /// without a store per row.
+    pub fn add_all_to<A>(
+        &mut self,
+        values: &arrow::array::PrimitiveArray<A>,
+        group: usize,
+    ) -> Result<()>
+    where
+        A: arrow::datatypes::ArrowPrimitiveType<Native = T>,
+    {
+        if let Some(total) = total(values)? {
+            self.add(group, total)?;
+        }
+        Ok(())
+    }
+
     /// Adds the sums of `other`'s groups `from`, whose `from[i]` is this one's `map[i]`.
     pub fn merge_groups(&mut self, other: &Sums<T>, from: &[u32], map: &[usize]) -> Result<()> {
         for (&g, &to) in from.iter().zip(map) {
@@ -108,6 +124,29 @@ impl<T: arrow::datatypes::ArrowNativeType> Sums<T> {
         let nulls = arrow::buffer::NullBuffer::from(self.seen);
         arrow::array::PrimitiveArray::new(self.values.into(), Some(nulls))
     }
+}
+
+/// The sum of the non-NULL values of `values`; `None` when there are none.
+fn total<A, T>(values: &arrow::array::PrimitiveArray<A>) -> Result<Option<T>>
+where
+    A: arrow::datatypes::ArrowPrimitiveType<Native = T>,
+    T: Summand,
+{
+    if values.null_count() == values.len() {
+        return Ok(None);
+    }
+    let mut total = T::default();
+    let mut add = |value: T| -> Result<()> {
+        total = total.checked_plus(value).ok_or_else(overflow::<T>)?;
+        Ok(())
+    };
+    match values.nulls() {
+        None => values.values().iter().try_for_each(|&v| add(v))?,
+        Some(nulls) => nulls
+            .valid_indices()
+            .try_for_each(|row| add(values.value(row)))?,
+    }
+    Ok(Some(total))
 }
 
 /// Per-group decimal sums (unscaled), 64 bits wide until a sum needs more.
@@ -168,6 +207,22 @@ impl DecimalSums {
             }
         }
         Ok(())
+    }
+
+    /// Adds every non-NULL value of `values` to `group`'s sum, totalled first in 128 bits.
+    pub fn add_all_to(&mut self, values: &Decimal128Array, group: usize) -> Result<()> {
+        let Some(total) = total(values)? else {
+            return Ok(());
+        };
+        if let DecimalSums::Narrow(sums) = self
+            && let Ok(total) = i64::try_from(total)
+            && let Some(sum) = sums.values[group].checked_add(total)
+        {
+            sums.values[group] = sum;
+            sums.seen[group] = true;
+            return Ok(());
+        }
+        self.wide().add(group, total)
     }
 
     /// Adds the sums of `other`'s groups `from`, whose `from[i]` is this one's `map[i]`.
@@ -303,6 +358,31 @@ mod tests {
         assert_eq!(huge.get(0), Some(i128::from(u64::MAX) + 1));
         let array = huge.into_array();
         assert_eq!(array.value(0), i128::from(u64::MAX) + 1);
+    }
+
+    #[test]
+    fn sums_into_one_group_total_each_batch_first() {
+        let mut sums = DecimalSums::default();
+        sums.resize(2);
+        sums.add_all_to(&decimals(&[Some(5), None, Some(-2)]), 1)
+            .unwrap();
+        sums.add_all_to(&decimals(&[None, None]), 0).unwrap();
+        assert!(matches!(sums, DecimalSums::Narrow(_)));
+        assert_eq!(all(&sums, 2), vec![None, Some(3)]);
+        // A batch whose total needs more than 64 bits widens the sums.
+        let big = i64::MAX as i128;
+        sums.add_all_to(&decimals(&[Some(big), Some(big)]), 1)
+            .unwrap();
+        assert!(matches!(sums, DecimalSums::Wide(_)));
+        assert_eq!(sums.get(1), Some(2 * big + 3));
+        assert!(sums.add_all_to(&decimals(&[Some(i128::MAX)]), 1).is_err());
+        let mut ints = Sums::<i64>::default();
+        ints.resize(1);
+        let values = arrow::array::Int64Array::from(vec![Some(i64::MAX), Some(1)]);
+        assert!(ints.add_all_to(&values, 0).is_err());
+        let values = arrow::array::Int64Array::from(vec![Some(4), None, Some(-1)]);
+        ints.add_all_to(&values, 0).unwrap();
+        assert_eq!(ints.get(0), Some(3));
     }
 
     #[test]
