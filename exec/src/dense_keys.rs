@@ -284,7 +284,7 @@ fn is_integer(data_type: &DataType) -> bool {
     )
 }
 
-fn as_i64(key: &ArrayRef) -> Result<Int64Array> {
+pub(crate) fn as_i64(key: &ArrayRef) -> Result<Int64Array> {
     Ok(match key.data_type() {
         DataType::Int64 => key.as_primitive::<Int64Type>().clone(),
         _ => cast(key, &DataType::Int64)?

@@ -21,6 +21,8 @@ use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 
 use crate::Result;
+use crate::dense_keys::as_i64;
+use crate::direct_ids::DirectIds;
 
 /// The id of a row whose key is not in the index (or, where NULL keys are skipped, has a NULL).
 pub const NO_KEY: u32 = u32::MAX;
@@ -386,6 +388,9 @@ pub struct GroupIndex {
     /// Per partition, the ids of its keys in the order they were added.
     members: Vec<Vec<u32>>,
     len: u32,
+    /// For one integer key column, ids looked up by value first; dropped once the keys span
+    /// too many values.
+    direct: Option<DirectIds>,
 }
 
 impl GroupIndex {
@@ -397,6 +402,7 @@ impl GroupIndex {
                 .collect::<Result<_>>()?,
             members: vec![Vec::new(); GROUP_PARTITIONS],
             len: 0,
+            direct: DirectIds::for_types(types),
         })
     }
 
@@ -424,6 +430,41 @@ impl GroupIndex {
     /// Sets `ids[row]` to each row's key id, NULL keys grouped, adding keys not seen before;
     /// `new_rows` receives the rows that added a key, in the order of their ids.
     pub fn intern(
+        &mut self,
+        keys: &[ArrayRef],
+        ids: &mut Vec<u32>,
+        new_rows: &mut Vec<u32>,
+    ) -> Result<()> {
+        let Some(mut direct) = self.direct.take() else {
+            return self.intern_hashed(keys, ids, new_rows);
+        };
+        if keys[0].null_count() > 0 {
+            self.direct = Some(direct);
+            return self.intern_hashed(keys, ids, new_rows);
+        }
+        let values = as_i64(&keys[0])?;
+        let mut missing = Vec::new();
+        if !direct.lookup(values.values(), ids, &mut missing) {
+            // The keys span too many values for a slot each: hashed from now on.
+            return self.intern_hashed(keys, ids, new_rows);
+        }
+        if !missing.is_empty() {
+            let rows = arrow::array::UInt32Array::from(missing.clone());
+            let taken = vec![arrow::compute::take(&keys[0], &rows, None)?];
+            let (mut taken_ids, mut taken_new) = (Vec::new(), Vec::new());
+            self.intern_hashed(&taken, &mut taken_ids, &mut taken_new)?;
+            for (&row, &id) in missing.iter().zip(&taken_ids) {
+                ids[row as usize] = id;
+                direct.remember(values.value(row as usize), id);
+            }
+            new_rows.extend(taken_new.iter().map(|&i| missing[i as usize]));
+        }
+        self.direct = Some(direct);
+        Ok(())
+    }
+
+    /// `intern` through the hash tables.
+    fn intern_hashed(
         &mut self,
         keys: &[ArrayRef],
         ids: &mut Vec<u32>,

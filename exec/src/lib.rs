@@ -14,6 +14,7 @@ mod collected;
 mod decimal;
 mod dense_keys;
 mod dictionary_filter;
+mod direct_ids;
 mod error;
 mod expr;
 mod functions;
