@@ -60,7 +60,7 @@ impl HashJoin {
         }
         let matched = if matches!(
             kind,
-            JoinKind::Full | JoinKind::RightSemi | JoinKind::RightAnti
+            JoinKind::Full | JoinKind::Right | JoinKind::RightSemi | JoinKind::RightAnti
         ) {
             (0..build.num_rows())
                 .map(|_| AtomicBool::new(false))
@@ -84,7 +84,11 @@ impl HashJoin {
     pub fn droppable_probe_keys(&self) -> Option<&[Expr]> {
         let drops = matches!(
             self.kind,
-            JoinKind::Inner | JoinKind::Semi | JoinKind::RightSemi | JoinKind::RightAnti
+            JoinKind::Inner
+                | JoinKind::Right
+                | JoinKind::Semi
+                | JoinKind::RightSemi
+                | JoinKind::RightAnti
         );
         (drops && self.table.is_some()).then_some(&self.left_keys[..])
     }
@@ -162,11 +166,16 @@ impl HashJoin {
         }
         if !self.matched.is_empty() {
             for &b in &build_index {
-                self.matched[b as usize].store(true, Ordering::Relaxed);
+                // Stored once per build row: a store to a line other threads read moves it
+                // between cores each time.
+                let matched = &self.matched[b as usize];
+                if !matched.load(Ordering::Relaxed) {
+                    matched.store(true, Ordering::Relaxed);
+                }
             }
         }
         match self.kind {
-            JoinKind::Inner => self.emit_pairs(batch, &probe_index, &build_index),
+            JoinKind::Inner | JoinKind::Right => self.emit_pairs(batch, &probe_index, &build_index),
             JoinKind::Left | JoinKind::Full | JoinKind::Single => {
                 let mut p = probe_index;
                 let mut b: Vec<Option<u32>> = build_index.into_iter().map(Some).collect();
@@ -219,8 +228,8 @@ impl HashJoin {
         }
     }
 
-    /// After the last probe batch: the build rows a full join never matched, or those a right
-    /// semi join matched and a right anti join did not.
+    /// After the last probe batch: the build rows a full or right join never matched, or those
+    /// a right semi join matched and a right anti join did not.
     pub fn finish(&self) -> Result<Vec<RecordBatch>> {
         if self.kind.right_only() {
             let keep = self.kind == JoinKind::RightSemi;
@@ -229,7 +238,7 @@ impl HashJoin {
                 .filter(|row| self.matched[row].load(Ordering::Relaxed) == keep)?;
             return kept.into_iter().map(|b| self.with_schema(b)).collect();
         }
-        if self.kind != JoinKind::Full {
+        if !matches!(self.kind, JoinKind::Full | JoinKind::Right) {
             return Ok(vec![]);
         }
         let unmatched: Vec<Option<u32>> = (0..self.matched.len() as u32)
@@ -281,7 +290,11 @@ impl HashJoin {
         let emitted = |i: usize| {
             matches!(
                 self.kind,
-                JoinKind::Inner | JoinKind::Left | JoinKind::Full | JoinKind::Single
+                JoinKind::Inner
+                    | JoinKind::Left
+                    | JoinKind::Full
+                    | JoinKind::Right
+                    | JoinKind::Single
             ) && self.schema.field(i).data_type() != &DataType::Null
         };
         let filtered: Vec<usize> = self
@@ -406,7 +419,7 @@ fn build_columns_needed(
     // Where the build columns start in the output, and in the rows the filter reads (probe
     // columns, then build columns). A right semi or anti join's filter may read any.
     let (in_output, in_filter) = match kind {
-        JoinKind::Inner | JoinKind::Left | JoinKind::Full | JoinKind::Single => {
+        JoinKind::Inner | JoinKind::Left | JoinKind::Full | JoinKind::Right | JoinKind::Single => {
             (Some(output_width - width), Some(output_width - width))
         }
         JoinKind::RightSemi | JoinKind::RightAnti => (Some(0), None),

@@ -351,6 +351,10 @@ pub enum Above<'p> {
 fn passes_probe_rows(kind: JoinKind) -> bool {
     !matches!(
         kind,
-        JoinKind::Full | JoinKind::RightSemi | JoinKind::RightAnti | JoinKind::Single
+        JoinKind::Full
+            | JoinKind::Right
+            | JoinKind::RightSemi
+            | JoinKind::RightAnti
+            | JoinKind::Single
     )
 }

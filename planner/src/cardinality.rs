@@ -323,7 +323,11 @@ pub fn estimate(plan: &LogicalPlan, snapshot: &Snapshot) -> Estimate {
             let l = estimate(left, snapshot);
             let r = estimate(right, snapshot);
             match kind {
-                JoinKind::Inner | JoinKind::Left | JoinKind::Full | JoinKind::Single => {
+                JoinKind::Inner
+                | JoinKind::Left
+                | JoinKind::Full
+                | JoinKind::Right
+                | JoinKind::Single => {
                     let mut joined = join_estimate(&l, &r, on);
                     if let Some(filter) = filter {
                         let selectivity = selectivity(filter, &joined);
@@ -332,6 +336,7 @@ pub fn estimate(plan: &LogicalPlan, snapshot: &Snapshot) -> Estimate {
                     let floor = match kind {
                         JoinKind::Left | JoinKind::Single => l.rows,
                         JoinKind::Full => l.rows.max(r.rows),
+                        JoinKind::Right => r.rows,
                         _ => 1.0,
                     };
                     joined.rows = joined.rows.max(floor);

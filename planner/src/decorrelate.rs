@@ -91,12 +91,20 @@ pub fn pull_up(plan: LogicalPlan, usage: SubqueryUse) -> Result<(LogicalPlan, Ve
             let left_width = left.schema().fields().len();
             let (left, mut pulled) = pull_up(*left, usage)?;
             let (right, right_pulled) = pull_up(*right, usage)?;
-            if !right_pulled.is_empty() && kind != JoinKind::Inner {
+            // Conditions pulled up from the side an outer join keeps whole still hold above it;
+            // from the other side they would no longer drop its unmatched rows.
+            let (left_ok, right_ok) = match kind {
+                JoinKind::Inner => (true, true),
+                JoinKind::Left => (true, false),
+                JoinKind::Right => (false, true),
+                _ => (false, false),
+            };
+            if !right_pulled.is_empty() && !right_ok {
                 return Err(unsupported!(
                     "outer columns under an outer join in a subquery"
                 ));
             }
-            if !pulled.is_empty() && !matches!(kind, JoinKind::Inner | JoinKind::Left) {
+            if !pulled.is_empty() && !left_ok {
                 return Err(unsupported!("outer columns under this join in a subquery"));
             }
             pulled.extend(

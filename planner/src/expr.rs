@@ -80,6 +80,9 @@ pub enum JoinKind {
     Left,
     /// Left join plus right rows without a match (left side NULL).
     Full,
+    /// Matching pairs, plus right rows without a match (left side NULL): a left join with its
+    /// inputs swapped, so that the smaller input, the one kept whole, is built.
+    Right,
     /// Left rows with at least one match; only the left columns.
     Semi,
     /// Left rows without any match; only the left columns.

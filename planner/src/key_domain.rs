@@ -114,7 +114,7 @@ fn domains(plan: &LogicalPlan, column: usize, out: &mut Vec<(LogicalPlan, usize)
                     }
                     domains(left, column, out);
                 }
-                JoinKind::Inner | JoinKind::Left | JoinKind::Full => {
+                JoinKind::Inner | JoinKind::Left | JoinKind::Full | JoinKind::Right => {
                     domains(right, column - left_width, out);
                 }
                 _ => {}

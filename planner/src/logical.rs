@@ -238,9 +238,9 @@ impl LogicalPlan {
             .fields()
             .iter()
             .map(|f| {
-                f.as_ref()
-                    .clone()
-                    .with_nullable(f.is_nullable() || kind == JoinKind::Full)
+                f.as_ref().clone().with_nullable(
+                    f.is_nullable() || matches!(kind, JoinKind::Full | JoinKind::Right),
+                )
             })
             .collect();
         if matches!(kind, JoinKind::Mark | JoinKind::MarkIn) {

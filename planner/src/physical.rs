@@ -367,7 +367,11 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
             // The output's columns are the probe's, then the build's, except after a mark or
             // a semi join.
             let sides = match kind {
-                JoinKind::Inner | JoinKind::Left | JoinKind::Full | JoinKind::Single => {
+                JoinKind::Inner
+                | JoinKind::Left
+                | JoinKind::Full
+                | JoinKind::Right
+                | JoinKind::Single => {
                     vec![left.schema(), right.schema()]
                 }
                 JoinKind::Semi
@@ -536,7 +540,7 @@ fn split_join_filter(
         | JoinKind::Single
         | JoinKind::Mark
         | JoinKind::MarkIn => (false, true),
-        JoinKind::RightSemi | JoinKind::RightAnti => (true, false),
+        JoinKind::Right | JoinKind::RightSemi | JoinKind::RightAnti => (true, false),
         JoinKind::Full | JoinKind::NullAwareAnti => (false, false),
     };
     let (mut on_left, mut on_right, mut kept) = (Vec::new(), Vec::new(), Vec::new());

@@ -254,3 +254,43 @@ fn scans_skip_files_and_row_groups_their_filter_rules_out() {
         assert_eq!(value, "10");
     });
 }
+
+/// An outer join builds the input it keeps whole when the other is much larger (a right
+/// join), and stays a left join otherwise. tests/slt/joins.slt checks the rows.
+#[test]
+fn outer_join_builds_the_smaller_input() {
+    let setup = "CREATE TABLE few (k INT, name VARCHAR);
+        INSERT INTO few VALUES (1, 'one'), (2, 'two'), (NULL, 'no key');
+        CREATE TABLE many (k INT, v INT);
+        INSERT INTO many SELECT range % 5, range FROM range(1000)";
+    with_lake(setup, |node, runtime| {
+        for (query, join) in [
+            (
+                "SELECT * FROM few LEFT JOIN many ON few.k = many.k",
+                "Join Right",
+            ),
+            (
+                "SELECT * FROM many RIGHT JOIN few ON few.k = many.k",
+                "Join Right",
+            ),
+            (
+                "SELECT * FROM many LEFT JOIN few ON few.k = many.k",
+                "Join Left",
+            ),
+            (
+                "SELECT * FROM few RIGHT JOIN many ON few.k = many.k",
+                "Join Left",
+            ),
+        ] {
+            let lines = plan_lines(node, runtime, &format!("EXPLAIN {query}"));
+            let joined = lines.iter().find(|l| l.contains("Join")).expect("a join");
+            assert!(joined.trim_start().starts_with(join), "{query}: {lines:?}");
+            // The build side (the join's second input) is `few` every time.
+            let position = lines.iter().position(|l| l == joined).unwrap();
+            assert!(
+                lines[position + 2].contains("Scan: few"),
+                "{query}: {lines:?}"
+            );
+        }
+    });
+}

@@ -2,13 +2,17 @@
 
 use pondra_parser::ast;
 
+use pondra_catalog::Snapshot;
+
 use super::scope::normalize;
+use crate::cardinality::estimate;
 use crate::expr::{BinaryOp, Expr, JoinKind};
 use crate::logical::LogicalPlan;
 use crate::{Result, bind_err};
 
 /// An outer (or semi / anti) join of `left` (its columns first) and `right` on `on`, bound over
-/// left columns then right columns. A right join is a left join with the inputs swapped.
+/// left columns then right columns. `is_right` for RIGHT JOIN, bound as a left join (`kind`)
+/// from `right`.
 pub(super) fn outer_join(
     left: LogicalPlan,
     right: LogicalPlan,
@@ -16,8 +20,8 @@ pub(super) fn outer_join(
     on: Option<Expr>,
     left_width: usize,
     is_right: bool,
+    snapshot: &Snapshot,
 ) -> Result<LogicalPlan> {
-    let right_width = right.schema().fields().len();
     let conjuncts = on.map(Expr::conjuncts).unwrap_or_default();
     let in_left = |e: &Expr| {
         let c = e.column_indices();
@@ -49,10 +53,42 @@ pub(super) fn outer_join(
         rest.push(conjunct);
     }
     let filter = Expr::and_all(rest);
-    if !is_right {
+    if kind != JoinKind::Left {
         return Ok(LogicalPlan::join(left, right, kind, keys, filter));
     }
-    // RIGHT JOIN: a left join from the right input, then the columns back in order.
+    // The input kept whole (the left one of LEFT JOIN, the right one of RIGHT JOIN) is built
+    // into the hash table when the other is much larger: a right join, which streams the
+    // larger input and emits the kept rows nothing matched at the end.
+    let (kept, other) = if is_right {
+        (&right, &left)
+    } else {
+        (&left, &right)
+    };
+    let build_kept = !keys.is_empty()
+        && estimate(other, snapshot).rows > BUILD_KEPT_RATIO * estimate(kept, snapshot).rows;
+    Ok(match (is_right, build_kept) {
+        (false, false) => LogicalPlan::join(left, right, JoinKind::Left, keys, filter),
+        (true, true) => LogicalPlan::join(left, right, JoinKind::Right, keys, filter),
+        (false, true) => swapped_join(left, right, JoinKind::Right, keys, filter, left_width),
+        (true, false) => swapped_join(left, right, JoinKind::Left, keys, filter, left_width),
+    })
+}
+
+/// How many times larger than the input an outer join keeps whole the other input must be
+/// estimated for the kept one to be built.
+const BUILD_KEPT_RATIO: f64 = 2.0;
+
+/// `left` joined to `right` as `kind` with the inputs swapped (`right` probes, `left` is
+/// built), then the columns back in order: left's, then right's.
+fn swapped_join(
+    left: LogicalPlan,
+    right: LogicalPlan,
+    kind: JoinKind,
+    keys: Vec<(Expr, Expr)>,
+    filter: Option<Expr>,
+    left_width: usize,
+) -> LogicalPlan {
+    let right_width = right.schema().fields().len();
     let swap = |c: usize| {
         if c < left_width {
             c + right_width
@@ -62,7 +98,7 @@ pub(super) fn outer_join(
     };
     let keys = keys.into_iter().map(|(l, r)| (r, l)).collect();
     let filter = filter.map(|f| f.remap_columns(&swap));
-    let joined = LogicalPlan::join(right, left, JoinKind::Left, keys, filter);
+    let joined = LogicalPlan::join(right, left, kind, keys, filter);
     let schema = joined.schema();
     let (exprs, names): (Vec<Expr>, Vec<String>) = (0..left_width + right_width)
         .map(|c| {
@@ -74,7 +110,7 @@ pub(super) fn outer_join(
             )
         })
         .unzip();
-    Ok(joined.project(exprs, names))
+    joined.project(exprs, names)
 }
 
 /// Applies a table alias's column names (`AS t(a, b)`).

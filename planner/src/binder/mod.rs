@@ -534,7 +534,8 @@ impl<'a> Binder<'a> {
                             base,
                         );
                         let on = on.map(|e| e.remap_columns(&|c| c - base));
-                        let plan = outer_join(left, right, kind, on, left_width, is_right)?;
+                        let plan =
+                            outer_join(left, right, kind, on, left_width, is_right, self.snapshot)?;
                         if !kind.left_only() {
                             scope = joined_scope;
                         }
