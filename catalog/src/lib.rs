@@ -11,7 +11,7 @@ mod types;
 pub use catalog::{Catalog, Change, now_ms};
 pub use error::{CatalogError, Result};
 pub use snapshot::{Snapshot, TableStatistics};
-pub use statistics::{ColumnStatistics, DistinctSketch, gather_statistics};
+pub use statistics::{ColumnStatistics, DistinctSketch, gather_statistics, is_exact_integer};
 pub use types::{
     Column, DataFile, Index, LogSegment, SegmentPayload, SqlType, TableDef, TableKind,
 };

@@ -44,7 +44,7 @@ pub fn gather_statistics(batches: &[RecordBatch]) -> Vec<ColumnStatistics> {
                 distinct: DistinctSketch::default(),
             };
             let mut range: Option<(i64, i64)> = None;
-            let mut ranged = has_range(first.schema().field(column).data_type());
+            let mut ranged = is_exact_integer(first.schema().field(column).data_type());
             for batch in batches {
                 let array = batch.column(column);
                 statistics.nulls += array.null_count() as u64;
@@ -68,8 +68,9 @@ pub fn gather_statistics(batches: &[RecordBatch]) -> Vec<ColumnStatistics> {
         .collect()
 }
 
-/// Types whose values are integers on the scale the planner compares constants with.
-fn has_range(data_type: &DataType) -> bool {
+/// Integer and date types, whose values an `i64` holds exactly (dates as days): the columns
+/// whose statistics keep a range, and the keys joins can address by value.
+pub fn is_exact_integer(data_type: &DataType) -> bool {
     matches!(
         data_type,
         DataType::Int8

@@ -8,6 +8,7 @@
 use arrow::array::{Array, ArrayRef, AsArray, Int64Array};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Int64Type};
+use pondra_catalog::is_exact_integer;
 
 use crate::Result;
 
@@ -42,7 +43,7 @@ impl KeyRange {
     /// The range of `keys` (one array per build batch), or `None` when the key type is not an
     /// integer or every key is NULL.
     pub fn of(key_type: &DataType, keys: &[ArrayRef]) -> Result<Option<KeyRange>> {
-        if !is_integer(key_type) {
+        if !is_exact_integer(key_type) {
             return Ok(None);
         }
         let values = keys
@@ -267,21 +268,6 @@ impl Slots {
         starts[0] = 0;
         Slots::Grouped { starts, rows }
     }
-}
-
-/// Whether keys of this type are integers that a 64-bit integer holds exactly.
-fn is_integer(data_type: &DataType) -> bool {
-    matches!(
-        data_type,
-        DataType::Int8
-            | DataType::Int16
-            | DataType::Int32
-            | DataType::Int64
-            | DataType::UInt8
-            | DataType::UInt16
-            | DataType::UInt32
-            | DataType::Date32
-    )
 }
 
 pub(crate) fn as_i64(key: &ArrayRef) -> Result<Int64Array> {
