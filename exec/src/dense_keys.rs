@@ -23,9 +23,10 @@ const MAX_RANGE_PER_ROW: u64 = 8;
 const SMALL_RANGE: u64 = 1 << 16;
 
 /// A bitmap of the keys is kept when their range is at most this many values per build row
-/// (8 bytes a row, a fraction of a hash table's), or at most `SMALL_BITMAP_RANGE` values.
+/// (8 bytes a row, a fraction of a hash table's), or at most `SMALL_BITMAP_RANGE` values (8 MB,
+/// less than the hash table of the half million order keys that range of orders may hold).
 const MAX_BITMAP_RANGE_PER_ROW: u64 = 64;
-const SMALL_BITMAP_RANGE: u64 = 1 << 23;
+const SMALL_BITMAP_RANGE: u64 = 1 << 26;
 
 /// The build keys of one integer column, as 64-bit integers, with their range.
 pub struct KeyRange {
