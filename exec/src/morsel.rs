@@ -8,7 +8,7 @@ use pondra_storage::{read_csv_file, read_parquet_row_group, read_parquet_row_gro
 use crate::Result;
 use crate::dictionary_filter::AnswerCache;
 use crate::pipeline::ExecContext;
-use crate::scan::{Morsel, as_schema, read_morsel, widen};
+use crate::scan::{Morsel, as_schema, read_morsel, table_morsels_where, widen};
 use crate::scan_filter::ScanFilter;
 
 /// One morsel of a scan.
@@ -36,23 +36,16 @@ pub fn scan_units<'p>(
     let mut units = Vec::new();
     match node {
         PhysicalPlan::TableScan { table, .. } => {
-            for file in ctx.snapshot.files(table.id) {
+            let morsels = table_morsels_where(&ctx.snapshot, table, |file| {
                 let range = |column: usize| {
                     let statistics = file.columns.get(column)?;
                     statistics.min.zip(statistics.max)
                 };
-                if may_hold(&range) {
-                    units.push(ScanUnit::Table(Morsel::ParquetFile(file.path.clone())));
-                } else {
-                    skipped += 1;
-                }
-            }
-            units.extend(
-                ctx.snapshot
-                    .segments(table.id)
-                    .iter()
-                    .map(|segment| ScanUnit::Table(Morsel::of_segment(segment))),
-            );
+                let keep = may_hold(&range);
+                skipped += usize::from(!keep);
+                keep
+            });
+            units.extend(morsels.into_iter().map(ScanUnit::Table));
         }
         PhysicalPlan::ParquetScan { table, .. } => {
             for file in &table.files {

@@ -82,9 +82,7 @@ fn join_parts(
     let meeting: Vec<&crate::expr::Expr> = pending
         .iter()
         .zip(masks)
-        .filter(|(_, mask)| {
-            **mask & !set == 0 && **mask & !left != 0 && **mask & !right != 0 && **mask != 0
-        })
+        .filter(|(_, mask)| **mask & !set == 0 && **mask & !left != 0 && **mask & !right != 0)
         .map(|(p, _)| &p.expr)
         .collect();
     let joined = a.shape.join(&b.shape, &meeting);
