@@ -10,6 +10,7 @@ mod types;
 
 pub use catalog::{Catalog, Change, now_ms};
 pub use error::{CatalogError, Result};
+pub use pondra_storage::{DECIMAL64_MAX_PRECISION, decimal_parts, decimal_type};
 pub use snapshot::{Snapshot, TableStatistics};
 pub use statistics::{ColumnStatistics, DistinctSketch, gather_statistics, is_exact_integer};
 pub use types::{

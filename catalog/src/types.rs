@@ -5,6 +5,8 @@ use arrow::datatypes::{DataType, Field, IntervalUnit, Schema, SchemaRef, TimeUni
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use pondra_storage::decimal_type;
+
 use crate::statistics::ColumnStatistics;
 
 /// A column type as SQL names it; each maps to one Arrow type.
@@ -29,7 +31,7 @@ impl SqlType {
             SqlType::Int => DataType::Int32,
             SqlType::BigInt => DataType::Int64,
             SqlType::Double => DataType::Float64,
-            SqlType::Decimal { precision, scale } => DataType::Decimal128(precision, scale),
+            SqlType::Decimal { precision, scale } => decimal_type(precision, scale),
             SqlType::Varchar => DataType::Utf8,
             SqlType::Date => DataType::Date32,
             SqlType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
@@ -44,10 +46,12 @@ impl SqlType {
             DataType::Int32 => SqlType::Int,
             DataType::Int64 => SqlType::BigInt,
             DataType::Float64 => SqlType::Double,
-            DataType::Decimal128(precision, scale) => SqlType::Decimal {
-                precision: *precision,
-                scale: *scale,
-            },
+            DataType::Decimal64(precision, scale) | DataType::Decimal128(precision, scale) => {
+                SqlType::Decimal {
+                    precision: *precision,
+                    scale: *scale,
+                }
+            }
             DataType::Utf8 => SqlType::Varchar,
             DataType::Date32 => SqlType::Date,
             DataType::Timestamp(TimeUnit::Microsecond, None) => SqlType::Timestamp,

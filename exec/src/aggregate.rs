@@ -10,7 +10,7 @@ use arrow::array::{
     StringArray, new_null_array,
 };
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type, SchemaRef};
+use arrow::datatypes::{DataType, Float64Type, Int64Type, SchemaRef};
 use arrow::row::{OwnedRow, RowConverter, SortField};
 use pondra_planner::{AggregateCall, AggregateFunction, Expr};
 use std::collections::HashSet;
@@ -124,10 +124,12 @@ impl Accumulator {
                 Some(DataType::Float64) => Accumulator::SumFloat {
                     sums: Sums::default(),
                 },
-                Some(DataType::Decimal128(_, _)) => Accumulator::SumDecimal {
-                    sums: DecimalSums::default(),
-                    data_type: call.data_type.clone(),
-                },
+                Some(DataType::Decimal64(..) | DataType::Decimal128(..)) => {
+                    Accumulator::SumDecimal {
+                        sums: DecimalSums::default(),
+                        data_type: call.data_type.clone(),
+                    }
+                }
                 other => {
                     return Err(ExecError::Execution(format!("sum of {other:?}")));
                 }
@@ -180,11 +182,13 @@ impl Accumulator {
             },
             AggregateFunction::Avg => match arg_type {
                 // Summed exactly, divided once per group.
-                Some(DataType::Decimal128(_, scale)) => Accumulator::AvgDecimal {
-                    sums: DecimalSums::default(),
-                    counts: Vec::new(),
-                    scale,
-                },
+                Some(DataType::Decimal64(_, scale) | DataType::Decimal128(_, scale)) => {
+                    Accumulator::AvgDecimal {
+                        sums: DecimalSums::default(),
+                        counts: Vec::new(),
+                        scale,
+                    }
+                }
                 _ => Accumulator::Avg {
                     sums: Vec::new(),
                     counts: Vec::new(),
@@ -292,11 +296,11 @@ impl Accumulator {
             }
             Accumulator::SumDecimal { sums, .. } => {
                 let value = value.expect("sum has an argument");
-                sums.add_all_to(value.as_primitive::<Decimal128Type>(), 0)?;
+                sums.add_all_to(value, 0)?;
             }
             Accumulator::AvgDecimal { sums, counts, .. } => {
                 let value = value.expect("avg has an argument");
-                sums.add_all_to(value.as_primitive::<Decimal128Type>(), 0)?;
+                sums.add_all_to(value, 0)?;
                 counts[0] += valid(value);
             }
             _ => return Ok(false),
@@ -355,11 +359,10 @@ impl Accumulator {
             }
             Accumulator::SumDecimal { sums, .. } => {
                 let value = value.expect("sum has an argument");
-                sums.add_all(value.as_primitive::<Decimal128Type>(), groups)?;
+                sums.add_all(value, groups)?;
             }
             Accumulator::AvgDecimal { sums, counts, .. } => {
                 let value = value.expect("avg has an argument");
-                let value = value.as_primitive::<Decimal128Type>();
                 sums.add_all(value, groups)?;
                 count_valid(counts, value, groups);
             }

@@ -92,15 +92,8 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
         Expr::Cast { expr, data_type } => {
             value(expr, batch)?.map(|v| match (v.data_type(), data_type) {
                 (from, to) if from == to => Ok(v.clone()),
-                // Same scale, more digits: the values stay as they are; only the type widens.
-                (DataType::Decimal128(from, scale), DataType::Decimal128(to, to_scale))
-                    if scale == to_scale && to >= from =>
-                {
-                    let widened = v
-                        .as_primitive::<arrow::datatypes::Decimal128Type>()
-                        .clone()
-                        .with_precision_and_scale(*to, *to_scale)?;
-                    Ok(Arc::new(widened))
+                (from, to) if crate::decimal::keeps_values(from, to) => {
+                    crate::decimal::cast_keeping_values(v, from, to)
                 }
                 (DataType::Utf8, DataType::List(_)) => arrays::parse(v.as_string(), data_type),
                 (DataType::List(_), DataType::Utf8) => arrays::to_text(v),
@@ -363,6 +356,12 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
                     value
                         .as_primitive::<Float64Type>()
                         .unary::<_, Float64Type>(f64::abs),
+                ),
+                DataType::Decimal64(p, s) => Arc::new(
+                    value
+                        .as_primitive::<arrow::datatypes::Decimal64Type>()
+                        .unary::<_, arrow::datatypes::Decimal64Type>(i64::abs)
+                        .with_precision_and_scale(*p, *s)?,
                 ),
                 DataType::Decimal128(p, s) => Arc::new(
                     value

@@ -12,9 +12,9 @@ use std::hash::BuildHasher;
 
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{
-    DataType, Date32Type, Date64Type, Decimal128Type, Int8Type, Int16Type, Int32Type, Int64Type,
-    TimeUnit, TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
-    TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
+    DataType, Date32Type, Date64Type, Decimal64Type, Decimal128Type, Int8Type, Int16Type,
+    Int32Type, Int64Type, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
+    TimestampNanosecondType, TimestampSecondType, UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use arrow::row::{RowConverter, Rows, SortField};
 use foldhash::fast::FixedState;
@@ -569,7 +569,11 @@ fn packed_width(data_type: &DataType) -> Option<u32> {
         DataType::Boolean | DataType::Int8 | DataType::UInt8 => 8,
         DataType::Int16 | DataType::UInt16 => 16,
         DataType::Int32 | DataType::UInt32 | DataType::Date32 => 32,
-        DataType::Int64 | DataType::UInt64 | DataType::Date64 | DataType::Timestamp(_, _) => 64,
+        DataType::Int64
+        | DataType::UInt64
+        | DataType::Date64
+        | DataType::Timestamp(_, _)
+        | DataType::Decimal64(_, _) => 64,
         DataType::Decimal128(_, _) => 128,
         _ => return None,
     })
@@ -671,6 +675,7 @@ fn pack(
         DataType::Timestamp(TimeUnit::Millisecond, _) => each!(TimestampMillisecondType, u64),
         DataType::Timestamp(TimeUnit::Microsecond, _) => each!(TimestampMicrosecondType, u64),
         DataType::Timestamp(TimeUnit::Nanosecond, _) => each!(TimestampNanosecondType, u64),
+        DataType::Decimal64(_, _) => each!(Decimal64Type, u64),
         DataType::Decimal128(_, _) => each!(Decimal128Type, u128),
         other => unreachable!("{other} keys are not packed"),
     }

@@ -96,11 +96,11 @@ pub fn as_schema(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch>
         .zip(schema.fields())
         .map(|(column, field)| match field.data_type() {
             DataType::Null if column.data_type() != &DataType::Null => {
-                Arc::new(NullArray::new(rows)) as ArrayRef
+                Ok(Arc::new(NullArray::new(rows)) as ArrayRef)
             }
-            _ => column.clone(),
+            stored => as_stored_type(column, stored),
         })
-        .collect();
+        .collect::<Result<Vec<_>>>()?;
     let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
     Ok(RecordBatch::try_new_with_options(
         schema.clone(),
@@ -120,10 +120,8 @@ pub fn widen(batch: &RecordBatch, schema: &SchemaRef, columns: &[usize]) -> Resu
         .enumerate()
         .map(|(i, field)| {
             if columns.contains(&i) {
-                return Ok(read
-                    .next()
-                    .cloned()
-                    .expect("one read column per projected index"));
+                let column = read.next().expect("one read column per projected index");
+                return as_stored_type(column, field.data_type());
             }
             if field.data_type() == &DataType::Null {
                 return Ok(Arc::new(NullArray::new(rows)) as ArrayRef);
@@ -143,6 +141,19 @@ pub fn widen(batch: &RecordBatch, schema: &SchemaRef, columns: &[usize]) -> Resu
         arrays,
         &options,
     )?)
+}
+
+/// A stored column as the type its table declares now: decimals of up to 18 digits written
+/// 128 bits wide, before they were held in 64 (ADR 0028), are narrowed as they are read.
+fn as_stored_type(column: &ArrayRef, declared: &DataType) -> Result<ArrayRef> {
+    let stored = column.data_type();
+    if stored == declared {
+        return Ok(column.clone());
+    }
+    match crate::decimal::keeps_values(stored, declared) {
+        true => crate::decimal::cast_keeping_values(column, stored, declared),
+        false => Ok(column.clone()),
+    }
 }
 
 /// Every row of a table at one snapshot.

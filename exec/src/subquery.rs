@@ -59,7 +59,12 @@ fn scalar_at(array: &dyn Array, row: usize) -> Result<ScalarValue> {
         DataType::Int32 => ScalarValue::Int32(array.as_primitive::<Int32Type>().value(row)),
         DataType::Int64 => ScalarValue::Int64(array.as_primitive::<Int64Type>().value(row)),
         DataType::Float64 => ScalarValue::Float64(array.as_primitive::<Float64Type>().value(row)),
-        DataType::Decimal128(precision, scale) => ScalarValue::Decimal128 {
+        DataType::Decimal64(precision, scale) => ScalarValue::Decimal {
+            value: array.as_primitive::<Decimal64Type>().value(row).into(),
+            precision: *precision,
+            scale: *scale,
+        },
+        DataType::Decimal128(precision, scale) => ScalarValue::Decimal {
             value: array.as_primitive::<Decimal128Type>().value(row),
             precision: *precision,
             scale: *scale,

@@ -2,8 +2,8 @@
 //! widened to 128 bits, all groups at once, the first time one does not: most sums of money
 //! fit, and half the width halves their memory and the cost of adding.
 
-use arrow::array::{Array, Decimal128Array};
-use arrow::datatypes::Decimal128Type;
+use arrow::array::{Array, AsArray, Decimal128Array, PrimitiveArray};
+use arrow::datatypes::{ArrowPrimitiveType, DataType, Decimal64Type, Decimal128Type};
 
 use crate::{ExecError, Result};
 
@@ -191,10 +191,24 @@ impl DecimalSums {
         }
     }
 
-    /// Adds each non-NULL value of `values` to the sum of its row's group.
-    pub fn add_all(&mut self, values: &Decimal128Array, groups: &[usize]) -> Result<()> {
+    /// Adds each non-NULL value of `values`, a decimal column of either width, to the sum of
+    /// its row's group.
+    pub fn add_all(&mut self, values: &dyn Array, groups: &[usize]) -> Result<()> {
+        match values.data_type() {
+            DataType::Decimal64(..) => {
+                self.add_all_of(values.as_primitive::<Decimal64Type>(), groups)
+            }
+            _ => self.add_all_of(values.as_primitive::<Decimal128Type>(), groups),
+        }
+    }
+
+    fn add_all_of<A>(&mut self, values: &PrimitiveArray<A>, groups: &[usize]) -> Result<()>
+    where
+        A: ArrowPrimitiveType,
+        A::Native: Unscaled,
+    {
         let resume = match self {
-            DecimalSums::Wide(sums) => return sums.add_all(values, groups),
+            DecimalSums::Wide(_) => 0,
             DecimalSums::Narrow(sums) => match add_all_narrow(sums, values, groups) {
                 None => return Ok(()),
                 Some(row) => row,
@@ -203,15 +217,30 @@ impl DecimalSums {
         let sums = self.wide();
         for (row, &group) in groups.iter().enumerate().skip(resume) {
             if values.is_valid(row) {
-                sums.add(group, values.value(row))?;
+                sums.add(group, values.value(row).into())?;
             }
         }
         Ok(())
     }
 
-    /// Adds every non-NULL value of `values` to `group`'s sum, totalled first in 128 bits.
-    pub fn add_all_to(&mut self, values: &Decimal128Array, group: usize) -> Result<()> {
-        let Some(total) = total(values)? else {
+    /// Adds every non-NULL value of `values`, a decimal column of either width, to `group`'s
+    /// sum, totalled first in 128 bits.
+    pub fn add_all_to(&mut self, values: &dyn Array, group: usize) -> Result<()> {
+        let total = match values.data_type() {
+            // No count of rows an array holds makes a 128-bit total of 64-bit values overflow.
+            DataType::Decimal64(..) => {
+                let values = values.as_primitive::<Decimal64Type>();
+                let mut total = 0i128;
+                let mut add = |v: i64| total += i128::from(v);
+                match values.nulls() {
+                    None => values.values().iter().for_each(|&v| add(v)),
+                    Some(nulls) => nulls.valid_indices().for_each(|row| add(values.value(row))),
+                }
+                (values.null_count() < values.len()).then_some(total)
+            }
+            _ => total(values.as_primitive::<Decimal128Type>())?,
+        };
+        let Some(total) = total else {
             return Ok(());
         };
         if let DecimalSums::Narrow(sums) = self
@@ -259,13 +288,17 @@ impl DecimalSums {
 
 /// Adds `values` to 64-bit sums up to the first row whose value or sum needs more bits, and
 /// returns that row, not added; `None` when every row was.
-fn add_all_narrow(
+fn add_all_narrow<A>(
     sums: &mut Sums<i64>,
-    values: &Decimal128Array,
+    values: &PrimitiveArray<A>,
     groups: &[usize],
-) -> Option<usize> {
-    let mut add = |group: usize, value: i128| -> bool {
-        let Ok(value) = i64::try_from(value) else {
+) -> Option<usize>
+where
+    A: ArrowPrimitiveType,
+    A::Native: Unscaled,
+{
+    let mut add = |group: usize, value: A::Native| -> bool {
+        let Some(value) = value.narrow() else {
             return false;
         };
         let sum = &mut sums.values[group];
@@ -295,6 +328,26 @@ fn add_all_narrow(
         }
     }
     None
+}
+
+/// A decimal's unscaled value, of either width.
+pub trait Unscaled: Copy + Into<i128> {
+    /// The value in 64 bits, if it fits.
+    fn narrow(self) -> Option<i64>;
+}
+
+impl Unscaled for i64 {
+    #[inline]
+    fn narrow(self) -> Option<i64> {
+        Some(self)
+    }
+}
+
+impl Unscaled for i128 {
+    #[inline]
+    fn narrow(self) -> Option<i64> {
+        i64::try_from(self).ok()
+    }
 }
 
 /// Merges 64-bit sums up to the first pair whose sum needs more bits, and returns its

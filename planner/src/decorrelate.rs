@@ -577,7 +577,7 @@ fn null_safe_key(left: Expr, right: Expr) -> Vec<(Expr, Expr)> {
         T::Utf8 => V::Utf8(String::new()),
         T::Date32 => V::Date32(0),
         T::Timestamp(..) => V::TimestampMicros(0),
-        T::Decimal128(p, s) => V::Decimal128 {
+        T::Decimal64(p, s) | T::Decimal128(p, s) => V::Decimal {
             value: 0,
             precision: *p,
             scale: *s,

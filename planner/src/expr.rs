@@ -663,7 +663,7 @@ impl AggregateFunction {
             ) => DataType::Int64,
             (
                 AggregateFunction::Sum | AggregateFunction::SumDistinct,
-                Some(DataType::Decimal128(_, s)),
+                Some(DataType::Decimal64(_, s) | DataType::Decimal128(_, s)),
             ) => DataType::Decimal128(38, *s),
             (AggregateFunction::StringAgg | AggregateFunction::StringAggDistinct, _) => {
                 DataType::Utf8

@@ -2,8 +2,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int32Array, Int64Array,
-    IntervalMonthDayNanoArray, NullArray, StringArray, TimestampMicrosecondArray,
+    ArrayRef, BooleanArray, Date32Array, Decimal64Array, Decimal128Array, Float64Array, Int32Array,
+    Int64Array, IntervalMonthDayNanoArray, NullArray, StringArray, TimestampMicrosecondArray,
 };
 use arrow::datatypes::{DataType, IntervalMonthDayNano};
 
@@ -15,7 +15,8 @@ pub enum ScalarValue {
     Int32(i32),
     Int64(i64),
     Float64(f64),
-    Decimal128 {
+    /// A decimal's unscaled value, whichever width its precision gives it.
+    Decimal {
         value: i128,
         precision: u8,
         scale: i8,
@@ -41,9 +42,9 @@ impl ScalarValue {
             ScalarValue::Int32(_) => DataType::Int32,
             ScalarValue::Int64(_) => DataType::Int64,
             ScalarValue::Float64(_) => DataType::Float64,
-            ScalarValue::Decimal128 {
+            ScalarValue::Decimal {
                 precision, scale, ..
-            } => DataType::Decimal128(*precision, *scale),
+            } => pondra_catalog::decimal_type(*precision, *scale),
             ScalarValue::Utf8(_) => DataType::Utf8,
             ScalarValue::Date32(_) => DataType::Date32,
             ScalarValue::TimestampMicros(_) => {
@@ -64,15 +65,23 @@ impl ScalarValue {
             ScalarValue::Int32(v) => Arc::new(Int32Array::from_value(*v, len)),
             ScalarValue::Int64(v) => Arc::new(Int64Array::from_value(*v, len)),
             ScalarValue::Float64(v) => Arc::new(Float64Array::from_value(*v, len)),
-            ScalarValue::Decimal128 {
+            ScalarValue::Decimal {
                 value,
                 precision,
                 scale,
-            } => Arc::new(
-                Decimal128Array::from_value(*value, len)
-                    .with_precision_and_scale(*precision, *scale)
-                    .expect("valid decimal literal"),
-            ),
+            } => match *precision <= pondra_catalog::DECIMAL64_MAX_PRECISION {
+                // Up to 18 digits, the value is below 10^18 and fits.
+                true => Arc::new(
+                    Decimal64Array::from_value(*value as i64, len)
+                        .with_precision_and_scale(*precision, *scale)
+                        .expect("valid decimal literal"),
+                ),
+                false => Arc::new(
+                    Decimal128Array::from_value(*value, len)
+                        .with_precision_and_scale(*precision, *scale)
+                        .expect("valid decimal literal"),
+                ),
+            },
             ScalarValue::Utf8(v) => Arc::new(StringArray::from(vec![v.as_str(); len])),
             ScalarValue::Date32(v) => Arc::new(Date32Array::from_value(*v, len)),
             ScalarValue::TimestampMicros(v) => {

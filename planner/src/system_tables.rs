@@ -173,7 +173,7 @@ pub fn pg_type_of(data_type: &DataType) -> (i32, String) {
         DataType::Int32 => (23, "integer"),
         DataType::Int64 => (20, "bigint"),
         DataType::Float64 => (701, "double precision"),
-        DataType::Decimal128(..) => (1700, "numeric"),
+        DataType::Decimal64(..) | DataType::Decimal128(..) => (1700, "numeric"),
         DataType::Date32 => (1082, "date"),
         DataType::Timestamp(..) => (1114, "timestamp without time zone"),
         DataType::Interval(_) => (1186, "interval"),
@@ -846,7 +846,9 @@ pub fn system_table(
                 .into_iter()
                 .map(|c| {
                     let (precision, scale) = match c.data_type {
-                        DataType::Decimal128(p, s) => (int(p as i32), int(s as i32)),
+                        DataType::Decimal64(p, s) | DataType::Decimal128(p, s) => {
+                            (int(p as i32), int(s as i32))
+                        }
                         DataType::Int32 => (int(32), int(0)),
                         DataType::Int64 => (int(64), int(0)),
                         _ => (Cell::Null, Cell::Null),

@@ -1,5 +1,5 @@
 use arrow::datatypes::DataType;
-use pondra_catalog::SqlType;
+use pondra_catalog::{SqlType, decimal_parts, decimal_type};
 use sqlparser::ast;
 
 use crate::{Result, unsupported};
@@ -122,7 +122,11 @@ pub fn push_array_item(text: &mut String, item: &str) {
 pub fn is_numeric(data_type: &DataType) -> bool {
     matches!(
         data_type,
-        DataType::Int32 | DataType::Int64 | DataType::Float64 | DataType::Decimal128(_, _)
+        DataType::Int32
+            | DataType::Int64
+            | DataType::Float64
+            | DataType::Decimal64(_, _)
+            | DataType::Decimal128(_, _)
     )
 }
 
@@ -137,15 +141,21 @@ pub fn common_numeric_type(left: &DataType, right: &DataType) -> Option<DataType
         (l, Float64) if is_numeric(l) => Float64,
         (Int32, Int32) => Int32,
         (Int32 | Int64, Int32 | Int64) => Int64,
-        (Decimal128(p1, s1), Decimal128(p2, s2)) => {
-            let scale = (*s1).max(*s2);
-            let integer_digits = (*p1 as i16 - *s1 as i16).max(*p2 as i16 - *s2 as i16);
-            Decimal128((integer_digits + scale as i16).clamp(1, 38) as u8, scale)
-        }
-        (Decimal128(p, s), Int32 | Int64) | (Int32 | Int64, Decimal128(p, s)) => {
-            let integer_digits = (*p as i16 - *s as i16).max(19);
-            Decimal128((integer_digits + *s as i16).min(38) as u8, *s)
-        }
-        _ => return None,
+        (l, r) => match (decimal_parts(l), decimal_parts(r)) {
+            (Some((p1, s1)), Some((p2, s2))) => {
+                let scale = s1.max(s2);
+                let integer_digits = (p1 as i16 - s1 as i16).max(p2 as i16 - s2 as i16);
+                decimal_type((integer_digits + scale as i16).clamp(1, 38) as u8, scale)
+            }
+            (Some((p, s)), None) if matches!(r, Int32 | Int64) => decimal_with_integer(p, s),
+            (None, Some((p, s))) if matches!(l, Int32 | Int64) => decimal_with_integer(p, s),
+            _ => return None,
+        },
     })
+}
+
+/// The decimal a `DECIMAL(p, s)` and an integer (of up to 19 digits) meet in.
+fn decimal_with_integer(precision: u8, scale: i8) -> DataType {
+    let integer_digits = (precision as i16 - scale as i16).max(19);
+    decimal_type((integer_digits + scale as i16).min(38) as u8, scale)
 }

@@ -1,11 +1,13 @@
 //! Object stores and the file formats Pondra keeps in them: the lake's objects, log segments
 //! (Arrow IPC, zstd) and Parquet data files.
 
+mod decimal;
 mod error;
 mod lake;
 mod log_segment;
 mod parquet_file;
 
+pub use decimal::{DECIMAL64_MAX_PRECISION, decimal_parts, decimal_type};
 pub use error::{Result, StorageError};
 pub use lake::Lake;
 pub use log_segment::{decode_log_segment, encode_log_segment};

@@ -177,6 +177,11 @@ pub fn parquet_file_info(path: &std::path::Path) -> Result<ParquetFileInfo> {
                 arrow::datatypes::DataType::Utf8View | arrow::datatypes::DataType::LargeUtf8 => {
                     arrow::datatypes::DataType::Utf8
                 }
+                // Decimals take the width their precision gives them (ADR 0028); INT64
+                // decimals are then read without widening each value.
+                DataType::Decimal32(p, s)
+                | DataType::Decimal64(p, s)
+                | DataType::Decimal128(p, s) => crate::decimal_type(*p, *s),
                 other => other.clone(),
             };
             arrow::datatypes::Field::new(f.name(), data_type, f.is_nullable())

@@ -67,7 +67,7 @@ fn sql_type(data_type: &DataType) -> Result<String, NodeError> {
         DataType::Int64 => "BIGINT".into(),
         DataType::Utf8 | DataType::Utf8View | DataType::LargeUtf8 => "VARCHAR".into(),
         DataType::Date32 => "DATE".into(),
-        DataType::Decimal128(p, s) => format!("DECIMAL({p},{s})"),
+        DataType::Decimal64(p, s) | DataType::Decimal128(p, s) => format!("DECIMAL({p},{s})"),
         DataType::Float64 => "DOUBLE".into(),
         other => {
             return Err(NodeError::Other(format!(

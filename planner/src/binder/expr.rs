@@ -13,6 +13,7 @@ use crate::expr::{
 use crate::scalar::ScalarValue;
 use crate::types::{common_numeric_type, is_numeric};
 use crate::{Result, bind_err, unsupported};
+use pondra_catalog::{decimal_parts, decimal_type};
 
 /// Aggregation state while binding the expressions above a GROUP BY: expressions are bound
 /// over the aggregate's output, `[group keys..., aggregates...]`.
@@ -1055,7 +1056,7 @@ pub(super) fn number_literal(text: &str) -> Result<ScalarValue> {
         if precision <= 38
             && let Ok(value) = digits.parse::<i128>()
         {
-            return Ok(ScalarValue::Decimal128 {
+            return Ok(ScalarValue::Decimal {
                 value,
                 precision: precision as u8,
                 scale: scale as i8,
@@ -1219,6 +1220,8 @@ pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Exp
         }
         BinaryOp::Concat => (left.cast(&DataType::Utf8), right.cast(&DataType::Utf8)),
         op if op.is_comparison() => {
+            let lt = integer_constant_beside_decimal(&left, &rt).unwrap_or(lt);
+            let rt = integer_constant_beside_decimal(&right, &lt).unwrap_or(rt);
             let target = if is_string_literal(&left) {
                 comparison_type(&rt, &lt, &left)?
             } else {
@@ -1229,6 +1232,8 @@ pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Exp
         BinaryOp::Plus | BinaryOp::Minus if is_temporal(&lt) && is_interval(&rt) => (left, right),
         BinaryOp::Plus if is_interval(&lt) && is_temporal(&rt) => (right, left),
         _ => {
+            let lt = integer_constant_beside_decimal(&left, &rt).unwrap_or(lt);
+            let rt = integer_constant_beside_decimal(&right, &lt).unwrap_or(rt);
             let Some(target) = common_numeric_type(&lt, &rt) else {
                 return Err(bind_err!(
                     "operator {} is not defined for types {} and {}",
@@ -1245,6 +1250,20 @@ pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Exp
         left: Box::new(left),
         right: Box::new(right),
     })
+}
+
+/// The decimal type an integer constant takes beside a decimal: just as many digits as it
+/// has, as in DuckDB, so `1 - discount` stays as narrow as `discount` rather than growing
+/// to hold any BIGINT.
+fn integer_constant_beside_decimal(expr: &Expr, other: &DataType) -> Option<DataType> {
+    decimal_parts(other)?;
+    let value = match expr {
+        Expr::Literal(ScalarValue::Int32(v)) => i64::from(*v),
+        Expr::Literal(ScalarValue::Int64(v)) => *v,
+        _ => return None,
+    };
+    let digits = value.unsigned_abs().checked_ilog10().map_or(1, |d| d + 1);
+    Some(decimal_type(digits as u8, 0))
 }
 
 pub(super) fn is_temporal(t: &DataType) -> bool {
@@ -1280,32 +1299,32 @@ pub(super) fn arithmetic(
         left: Box::new(l),
         right: Box::new(r),
     };
-    match (&target, op) {
-        (DataType::Decimal128(..), BinaryOp::Multiply) => {
-            let as_decimal = |t: &DataType| match t {
-                DataType::Decimal128(p, s) => DataType::Decimal128(*p, *s),
-                _ => DataType::Decimal128(19, 0),
-            };
-            let (l, r) = (as_decimal(lt), as_decimal(rt));
-            let (DataType::Decimal128(p1, s1), DataType::Decimal128(p2, s2)) = (&l, &r) else {
-                unreachable!()
-            };
-            let result = DataType::Decimal128((p1 + p2).min(38), s1 + s2);
+    let Some((precision, scale)) = decimal_parts(&target) else {
+        return node(left.cast(&target), right.cast(&target));
+    };
+    match op {
+        BinaryOp::Multiply => {
+            // An integer operand is a decimal of as many digits as its type holds.
+            let as_decimal = |t: &DataType| decimal_parts(t).unwrap_or((19, 0));
+            let ((p1, s1), (p2, s2)) = (as_decimal(lt), as_decimal(rt));
+            let result = decimal_type((p1 + p2).min(38), s1 + s2);
             Expr::Cast {
-                expr: Box::new(node(left.cast(&l), right.cast(&r))),
+                expr: Box::new(node(
+                    left.cast(&decimal_type(p1, s1)),
+                    right.cast(&decimal_type(p2, s2)),
+                )),
                 data_type: result,
             }
         }
-        (DataType::Decimal128(..), BinaryOp::Divide | BinaryOp::Modulo) => node(
+        BinaryOp::Divide | BinaryOp::Modulo => node(
             left.cast(&DataType::Float64),
             right.cast(&DataType::Float64),
         ),
         // A sum or difference can carry into one more integer digit.
-        (DataType::Decimal128(p, s), BinaryOp::Plus | BinaryOp::Minus) => Expr::Cast {
+        _ => Expr::Cast {
             expr: Box::new(node(left.cast(&target), right.cast(&target))),
-            data_type: DataType::Decimal128((*p + 1).min(38), *s),
+            data_type: decimal_type((precision + 1).min(38), scale),
         },
-        _ => node(left.cast(&target), right.cast(&target)),
     }
 }
 

@@ -27,7 +27,7 @@ fn pondra_catalog_type(data_type: &DataType) -> Option<String> {
         DataType::Int32 => "INTEGER".into(),
         DataType::Int64 => "BIGINT".into(),
         DataType::Float64 => "DOUBLE".into(),
-        DataType::Decimal128(p, s) => format!("DECIMAL({p},{s})"),
+        DataType::Decimal64(p, s) | DataType::Decimal128(p, s) => format!("DECIMAL({p},{s})"),
         DataType::Utf8 => "VARCHAR".into(),
         DataType::Date32 => "DATE".into(),
         DataType::Timestamp(..) => "TIMESTAMP".into(),
@@ -45,6 +45,7 @@ fn bare(data_type: &DataType) -> bool {
             | DataType::Int32
             | DataType::Int64
             | DataType::Float64
+            | DataType::Decimal64(..)
             | DataType::Decimal128(..)
     )
 }

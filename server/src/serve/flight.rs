@@ -651,7 +651,9 @@ fn create_table_sql(table: &str, schema: &Schema) -> Result<String, Status> {
                     "BIGINT".into()
                 }
                 DataType::Float16 | DataType::Float32 | DataType::Float64 => "DOUBLE".into(),
-                DataType::Decimal128(p, s) => format!("DECIMAL({p},{s})"),
+                DataType::Decimal64(p, s) | DataType::Decimal128(p, s) => {
+                    format!("DECIMAL({p},{s})")
+                }
                 DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "VARCHAR".into(),
                 DataType::Date32 | DataType::Date64 => "DATE".into(),
                 DataType::Timestamp(..) => "TIMESTAMP".into(),

@@ -28,6 +28,7 @@ pub fn arrow_literal(column: &ArrayRef, row: usize) -> Result<String, String> {
         | DataType::UInt16
         | DataType::UInt32
         | DataType::UInt64
+        | DataType::Decimal64(..)
         | DataType::Decimal128(..) => text,
         DataType::Float16 | DataType::Float32 | DataType::Float64 => {
             format!("CAST({} AS DOUBLE)", quote_literal(&text))

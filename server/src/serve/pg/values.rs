@@ -5,8 +5,9 @@ use std::error::Error;
 
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{
-    DataType, Date32Type, Decimal128Type, Float64Type, Int32Type, Int64Type, IntervalMonthDayNano,
-    IntervalMonthDayNanoType, IntervalUnit, TimeUnit, TimestampMicrosecondType,
+    DataType, Date32Type, Decimal64Type, Decimal128Type, Float64Type, Int32Type, Int64Type,
+    IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit, TimeUnit,
+    TimestampMicrosecondType,
 };
 use bytes::{BufMut, BytesMut};
 use pgwire::api::Type;
@@ -29,7 +30,7 @@ pub fn pg_type(data_type: &DataType) -> Type {
         DataType::Int32 => Type::INT4,
         DataType::Int64 => Type::INT8,
         DataType::Float64 => Type::FLOAT8,
-        DataType::Decimal128(..) => Type::NUMERIC,
+        DataType::Decimal64(..) | DataType::Decimal128(..) => Type::NUMERIC,
         DataType::Date32 => Type::DATE,
         DataType::Timestamp(..) => Type::TIMESTAMP,
         DataType::Interval(_) => Type::INTERVAL,
@@ -84,6 +85,10 @@ impl PgValue {
             DataType::Int32 => PgValue::Int4(column.as_primitive::<Int32Type>().value(row)),
             DataType::Int64 => PgValue::Int8(column.as_primitive::<Int64Type>().value(row)),
             DataType::Float64 => PgValue::Float8(column.as_primitive::<Float64Type>().value(row)),
+            DataType::Decimal64(_, scale) => PgValue::Numeric {
+                value: column.as_primitive::<Decimal64Type>().value(row).into(),
+                scale: *scale,
+            },
             DataType::Decimal128(_, scale) => PgValue::Numeric {
                 value: column.as_primitive::<Decimal128Type>().value(row),
                 scale: *scale,
