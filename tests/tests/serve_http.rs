@@ -64,8 +64,24 @@ fn sql_appends_stats_and_errors_over_http() {
     let bytes = std::fs::read(&arrow_file).unwrap();
     let reader =
         arrow::ipc::reader::StreamReader::try_new(std::io::Cursor::new(bytes), None).unwrap();
-    let rows: usize = reader.map(|b| b.unwrap().num_rows()).sum();
-    assert_eq!(rows, 2);
+    // Decimals reach Arrow clients as Decimal128, whatever width they are held in.
+    assert_eq!(
+        reader.schema().field(2).data_type(),
+        &arrow::datatypes::DataType::Decimal128(10, 2)
+    );
+    let batches: Vec<_> = reader.map(|b| b.unwrap()).collect();
+    assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 2);
+    let amounts = arrow::compute::concat(
+        &batches
+            .iter()
+            .map(|b| b.column(2).as_ref())
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    assert_eq!(
+        arrow::util::display::array_value_to_string(&amounts, 0).unwrap(),
+        "1.50"
+    );
 
     // Errors are HTTP 400 with a JSON message, and change nothing.
     let (body, status) = sql("SELEC 1", &[]);

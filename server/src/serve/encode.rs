@@ -1,7 +1,10 @@
 //! Query results as the HTTP door sends them: JSON, CSV or an Arrow IPC stream.
 
-use arrow::array::RecordBatch;
-use arrow::datatypes::{DataType, SchemaRef};
+use std::sync::Arc;
+
+use arrow::array::{RecordBatch, RecordBatchOptions};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::error::ArrowError;
 use arrow::util::display::{ArrayFormatter, FormatOptions};
 
 /// How rows are laid out in JSON.
@@ -128,14 +131,55 @@ pub fn csv(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>, Strin
 pub fn arrow_stream(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
     {
-        let mut writer = arrow::ipc::writer::StreamWriter::try_new(&mut out, schema)
+        let schema = arrow_client_schema(schema);
+        let mut writer = arrow::ipc::writer::StreamWriter::try_new(&mut out, &schema)
             .map_err(|e| e.to_string())?;
         for batch in batches {
-            writer.write(batch).map_err(|e| e.to_string())?;
+            let batch = arrow_client_batch(batch).map_err(|e| e.to_string())?;
+            writer.write(&batch).map_err(|e| e.to_string())?;
         }
         writer.finish().map_err(|e| e.to_string())?;
     }
     Ok(out)
+}
+
+/// A result's columns as Arrow clients receive them: 64-bit decimals (ADR 0028) as
+/// Decimal128, the decimal type every Arrow library reads, as DuckDB sends them too.
+pub fn arrow_client_schema(schema: &Schema) -> Schema {
+    let fields: Vec<Field> = schema
+        .fields()
+        .iter()
+        .map(|f| match f.data_type() {
+            DataType::Decimal64(p, s) => f
+                .as_ref()
+                .clone()
+                .with_data_type(DataType::Decimal128(*p, *s)),
+            _ => f.as_ref().clone(),
+        })
+        .collect();
+    Schema::new_with_metadata(fields, schema.metadata().clone())
+}
+
+/// A batch of a result as Arrow clients receive it (`arrow_client_schema`).
+pub fn arrow_client_batch(batch: &RecordBatch) -> Result<RecordBatch, ArrowError> {
+    let schema = batch.schema();
+    if !schema
+        .fields()
+        .iter()
+        .any(|f| matches!(f.data_type(), DataType::Decimal64(..)))
+    {
+        return Ok(batch.clone());
+    }
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|c| match c.data_type() {
+            DataType::Decimal64(p, s) => arrow::compute::cast(c, &DataType::Decimal128(*p, *s)),
+            _ => Ok(c.clone()),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    RecordBatch::try_new_with_options(Arc::new(arrow_client_schema(&schema)), columns, &options)
 }
 
 pub fn quote(text: &str) -> String {

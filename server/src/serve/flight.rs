@@ -32,6 +32,7 @@ use tonic::{Request, Response, Status};
 
 use super::Server;
 use super::auth::{Role, authorize};
+use super::encode::{arrow_client_batch, arrow_client_schema};
 use super::literal::arrow_literal;
 
 /// The catalog and schema every table is listed under.
@@ -138,7 +139,7 @@ impl FlightDoor {
     /// The columns of `sql`'s rows, planned without running it (none for other statements).
     fn schema_of(node: &Node, sql: &str) -> Result<Schema, Status> {
         match node.result_schema(sql) {
-            Ok(Some(schema)) => Ok(schema.as_ref().clone()),
+            Ok(Some(schema)) => Ok(arrow_client_schema(&schema)),
             Ok(None) => Ok(Schema::empty()),
             Err(e) => Err(failed(e)),
         }
@@ -169,7 +170,7 @@ impl FlightDoor {
             ticket: ticket.encode_to_vec().into(),
         });
         Ok(FlightInfo::new()
-            .try_with_schema(schema)
+            .try_with_schema(&arrow_client_schema(schema))
             .map_err(failed)?
             .with_endpoint(endpoint)
             .with_descriptor(descriptor))
@@ -221,9 +222,12 @@ impl FlightDoor {
 }
 
 fn batches_stream(schema: SchemaRef, batches: Vec<RecordBatch>) -> DoGetStream {
+    let batches = batches
+        .into_iter()
+        .map(|b| arrow_client_batch(&b).map_err(Into::into));
     let stream = FlightDataEncoderBuilder::new()
-        .with_schema(schema)
-        .build(futures::stream::iter(batches.into_iter().map(Ok)))
+        .with_schema(Arc::new(arrow_client_schema(&schema)))
+        .build(futures::stream::iter(batches))
         .map_err(Status::from);
     Box::pin(stream)
 }
