@@ -19,6 +19,9 @@ use crate::collected::{ArrayAggState, OrderedInput};
 use crate::expr::{evaluate, evaluate_all};
 use crate::keys::{GROUP_PARTITIONS, GroupIndex};
 use crate::sums::{DecimalSums, Sums};
+use runs::MorselRuns;
+
+mod runs;
 use crate::{ExecError, Result};
 
 /// The state of one aggregate over every group seen so far.
@@ -742,6 +745,12 @@ pub struct HashAggregateSink {
     /// The condition of a filter right above (HAVING), applied to each part of the output as
     /// it is finished: the groups it drops are never held all at once.
     output_filter: Option<Expr>,
+    /// Groups of key runs finished morsel by morsel (ADR 0029): output rows, HAVING applied.
+    finished: Vec<RecordBatch>,
+    /// The runs of the morsel being read, when its keys are known to arrive clustered.
+    runs: Option<Box<MorselRuns>>,
+    /// How many groups were finished as runs.
+    run_groups: usize,
 }
 
 /// Partial aggregations with at least this many groups in all are merged partition by
@@ -777,10 +786,23 @@ impl HashAggregateSink {
             new_rows: Vec::new(),
             deferred: Vec::new(),
             output_filter: None,
+            finished: Vec::new(),
+            runs: None,
+            run_groups: 0,
         })
     }
 
     pub fn sink(&mut self, batch: &RecordBatch) -> Result<()> {
+        if let Some(mut runs) = self.runs.take() {
+            let sunk = runs.sink(self, batch);
+            self.runs = Some(runs);
+            return sunk;
+        }
+        self.sink_hashed(batch)
+    }
+
+    /// Sinks `batch` through the hash table of group keys.
+    pub(crate) fn sink_hashed(&mut self, batch: &RecordBatch) -> Result<()> {
         // Without GROUP BY every row is in group 0, which needs no id per row.
         let group_ids: Option<Vec<usize>> = match &self.index {
             None => None,
@@ -789,15 +811,24 @@ impl HashAggregateSink {
                 Some(self.group_ids(&keys)?)
             }
         };
+        self.update(batch, group_ids.as_deref())
+    }
+
+    /// Adds `batch`'s rows to the accumulators, each row to its group in `group_ids`.
+    pub(crate) fn update(
+        &mut self,
+        batch: &RecordBatch,
+        group_ids: Option<&[usize]>,
+    ) -> Result<()> {
         for (call, accumulator) in self.aggregates.iter().zip(&mut self.accumulators) {
             accumulator.resize(self.groups);
             match &call.filter {
-                None => accumulator.update_from(call, batch, group_ids.as_deref())?,
+                None => accumulator.update_from(call, batch, group_ids)?,
                 Some(condition) => {
                     let keep = evaluate(condition, batch)?;
                     let keep = crate::functions::nulls_as_false(keep.as_boolean());
                     let kept = crate::select::filter_batch(batch, &keep)?;
-                    let groups: Option<Vec<usize>> = group_ids.as_ref().map(|ids| {
+                    let groups: Option<Vec<usize>> = group_ids.map(|ids| {
                         ids.iter()
                             .zip(keep.values())
                             .filter_map(|(g, k)| k.then_some(*g))
@@ -852,7 +883,9 @@ impl HashAggregateSink {
 
     /// Folds in the aggregation of another part of the input: at once, or when this one
     /// finishes if both can be merged partition by partition.
-    pub fn merge(&mut self, other: HashAggregateSink) -> Result<()> {
+    pub fn merge(&mut self, mut other: HashAggregateSink) -> Result<()> {
+        self.finished.append(&mut other.finished);
+        self.run_groups += other.run_groups;
         if self.can_split() {
             self.deferred.push(other);
             return Ok(());
@@ -860,6 +893,8 @@ impl HashAggregateSink {
         if self.index.is_some() && self.groups == 0 {
             // Nothing to fold into: the other part's groups are kept as they are, not
             // interned again.
+            other.finished = std::mem::take(&mut self.finished);
+            other.run_groups = self.run_groups;
             *self = other;
             return Ok(());
         }
@@ -895,6 +930,14 @@ impl HashAggregateSink {
 
     /// The aggregation's rows, with those of the partial aggregations merged into it.
     pub fn finish(mut self) -> Result<Vec<RecordBatch>> {
+        let mut finished = std::mem::take(&mut self.finished);
+        let mut rows = self.finish_hashed()?;
+        rows.append(&mut finished);
+        Ok(rows)
+    }
+
+    /// The rows of the groups in the hash tables, with those of the partial aggregations.
+    fn finish_hashed(mut self) -> Result<Vec<RecordBatch>> {
         let filter = self.output_filter.take();
         let filter = filter.as_ref();
         let mut parts = std::mem::take(&mut self.deferred);
@@ -919,7 +962,7 @@ impl HashAggregateSink {
     }
 
     /// Folds in another partial aggregation now.
-    fn merge_now(&mut self, mut other: HashAggregateSink) -> Result<()> {
+    pub(crate) fn merge_now(&mut self, mut other: HashAggregateSink) -> Result<()> {
         let map = self.group_ids(&other.key_columns()?)?;
         for (mine, theirs) in self.accumulators.iter_mut().zip(&mut other.accumulators) {
             mine.resize(self.groups);
@@ -929,7 +972,7 @@ impl HashAggregateSink {
         Ok(())
     }
 
-    fn finish_one(self) -> Result<RecordBatch> {
+    pub(crate) fn finish_one(self) -> Result<RecordBatch> {
         let mut columns = self.key_columns()?;
         for mut accumulator in self.accumulators {
             accumulator.resize(self.groups);
@@ -1041,7 +1084,7 @@ fn finish_by_partition(
 }
 
 /// The rows of `batch` that `filter` keeps; all of them without one.
-fn keep(filter: Option<&Expr>, batch: &RecordBatch) -> Result<RecordBatch> {
+pub(crate) fn keep(filter: Option<&Expr>, batch: &RecordBatch) -> Result<RecordBatch> {
     match filter {
         None => Ok(batch.clone()),
         Some(condition) => crate::select::filter_where(condition, batch),

@@ -68,6 +68,24 @@ pub fn scan_units<'p>(
     Some((units, skipped))
 }
 
+/// Whether every unit's range of integer or date `column` is known, and no two overlap but at
+/// their ends: a value strictly inside one unit's range is then in no other unit.
+pub fn units_clustered_on(units: &[ScanUnit<'_>], column: usize) -> bool {
+    let mut ranges = Vec::with_capacity(units.len());
+    for unit in units {
+        let ScanUnit::RowGroup { file, row_group } = unit else {
+            return false;
+        };
+        let footer = file.footer.as_ref();
+        match footer.and_then(|f| f.row_group_range(*row_group, column)) {
+            Some(range) => ranges.push(range),
+            None => return false,
+        }
+    }
+    ranges.sort_unstable();
+    ranges.windows(2).all(|pair| pair[0].1 <= pair[1].0)
+}
+
 /// Reads one morsel of scan `node` as batches of the node's schema; with `filter`, only its
 /// rows the filter keeps.
 pub fn read_unit(

@@ -345,8 +345,9 @@ fn run_pipeline<'p>(
             }
             let workers = rayon::current_num_threads().min(units.len());
             match out.sink.split(workers)? {
-                Some(split) if workers > 1 => {
+                Some(mut split) if workers > 1 => {
                     leaf = false;
+                    aggregate_runs(&mut split, out.stages, &units, plan_schema.fields().len())?;
                     run_parallel(&units, node, scan_filter, &mut out, split, ctx)?;
                 }
                 _ => {
@@ -500,6 +501,9 @@ fn run_pipeline<'p>(
     } = out;
     finish(stages, &mut sink, sink_stats.as_deref())?;
     let finishing = Instant::now();
+    if let Some(stats) = &sink_stats {
+        stats.add_runs(sink.run_groups());
+    }
     let rows = sink.finish()?;
     if let Some(stats) = sink_stats {
         stats.add_time(finishing.elapsed());
@@ -556,6 +560,7 @@ fn run_parallel<'p>(
                         for batch in batches {
                             push(stages, batch, local, sink_stats)?;
                         }
+                        local.end_of_morsel()?;
                         if let Sink::Collect(collected) = local
                             && !in_order.is_empty()
                         {
@@ -584,6 +589,53 @@ fn run_parallel<'p>(
     for rows in in_order {
         for batch in rows.into_inner().expect("morsel output lock") {
             out.sink.sink(batch)?;
+        }
+    }
+    Ok(())
+}
+
+/// Lets each partial aggregation of `split` take its morsels' group keys as runs (ADR 0029)
+/// when its one key is a column of the scan, passed up unchanged by `stages`, whose ranges
+/// in the `units` overlap at most at their ends.
+fn aggregate_runs(
+    split: &mut Split<'_>,
+    stages: &[Stage<'_>],
+    units: &[ScanUnit<'_>],
+    width: usize,
+) -> Result<()> {
+    let Split::Partial(partials) = split else {
+        return Ok(());
+    };
+    for partial in partials {
+        let Sink::Aggregate(aggregate) = partial else {
+            continue;
+        };
+        let Some(column) = aggregate.single_key_column() else {
+            continue;
+        };
+        // For each column of the rows at this point, the scan column it is, if it is one.
+        let mut scan_columns: Vec<Option<usize>> = (0..width).map(Some).collect();
+        for stage in stages {
+            match &stage.operator {
+                Operator::Filter(_) | Operator::Applied => {}
+                Operator::Projection(exprs, _) => {
+                    scan_columns = exprs
+                        .iter()
+                        .map(|e| match e {
+                            Expr::Column { index, .. } => {
+                                scan_columns.get(*index).copied().flatten()
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                }
+                Operator::HashJoin(_) | Operator::Unnest(..) => return Ok(()),
+            }
+        }
+        if let Some(Some(scan_column)) = scan_columns.get(column)
+            && crate::morsel::units_clustered_on(units, *scan_column)
+        {
+            aggregate.aggregate_runs()?;
         }
     }
     Ok(())

@@ -16,6 +16,8 @@ pub struct NodeStats {
     nanos: AtomicU64,
     /// Row groups or files a scan did not read because their statistics ruled its filter out.
     skipped: AtomicU64,
+    /// Groups an aggregation finished as runs of clustered keys, without its hash table.
+    runs: AtomicU64,
 }
 
 impl NodeStats {
@@ -31,6 +33,10 @@ impl NodeStats {
 
     pub fn add_skipped(&self, units: usize) {
         self.skipped.fetch_add(units as u64, Ordering::Relaxed);
+    }
+
+    pub fn add_runs(&self, groups: usize) {
+        self.runs.fetch_add(groups as u64, Ordering::Relaxed);
     }
 }
 
@@ -62,10 +68,13 @@ impl Profile {
         let stats = self.stats(plan);
         let rows = stats.rows.load(Ordering::Relaxed);
         let millis = stats.nanos.load(Ordering::Relaxed) as f64 / 1e6;
-        let skipped = match stats.skipped.load(Ordering::Relaxed) {
+        let mut skipped = match stats.skipped.load(Ordering::Relaxed) {
             0 => String::new(),
             units => format!(" skipped={units}"),
         };
+        if let groups @ 1.. = stats.runs.load(Ordering::Relaxed) {
+            let _ = write!(skipped, " runs={groups}");
+        }
         let _ = writeln!(
             out,
             "{}{}  [rows={rows} time={millis:.3} ms{skipped}]",

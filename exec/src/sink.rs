@@ -57,6 +57,22 @@ impl<'p> Sink<'p> {
         Ok(())
     }
 
+    /// Marks the end of one morsel's rows, for an aggregation taking them as runs.
+    pub fn end_of_morsel(&mut self) -> Result<()> {
+        match self {
+            Sink::Aggregate(aggregate) => aggregate.end_of_morsel(),
+            _ => Ok(()),
+        }
+    }
+
+    /// How many groups an aggregation finished as runs of clustered keys.
+    pub fn run_groups(&self) -> usize {
+        match self {
+            Sink::Aggregate(aggregate) => aggregate.run_groups(),
+            _ => 0,
+        }
+    }
+
     /// True once the sink needs no more rows.
     pub fn is_full(&self) -> bool {
         match self {
