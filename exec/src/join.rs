@@ -126,7 +126,7 @@ impl HashJoin {
             None => table.contains(&keys)?,
             Some(columns) => table.contains_in_columns(columns, &keys)?,
         };
-        Ok(BooleanArray::from(has))
+        Ok(BooleanArray::new(has, None))
     }
 
     /// Joins one probe batch.

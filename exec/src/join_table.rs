@@ -8,6 +8,7 @@
 //! in.
 
 use arrow::array::{ArrayRef, RecordBatch};
+use arrow::buffer::BooleanBuffer;
 use arrow::datatypes::DataType;
 use pondra_planner::Expr;
 use rayon::prelude::*;
@@ -184,7 +185,7 @@ impl JoinTable {
     }
 
     /// For each probe row, whether some build row has its key (NULL keys have none).
-    pub fn contains(&self, keys: &[ArrayRef]) -> Result<Vec<bool>> {
+    pub fn contains(&self, keys: &[ArrayRef]) -> Result<BooleanBuffer> {
         let hashed = match &self.keys {
             Keys::Dense(dense) => return dense.contains(&keys[0]),
             Keys::Hashed(hashed) => match (&hashed.bitmaps[..], keys) {
@@ -193,15 +194,13 @@ impl JoinTable {
             },
         };
         let keys = hashed.encoder.encode(keys, NullKeys::Skip)?;
-        Ok((0..keys.len())
-            .map(|row| {
-                hashed
-                    .partition(keys.hash(row))
-                    .index
-                    .lookup_row(&keys, row)
-                    != NO_KEY
-            })
-            .collect())
+        Ok(BooleanBuffer::collect_bool(keys.len(), |row| {
+            hashed
+                .partition(keys.hash(row))
+                .index
+                .lookup_row(&keys, row)
+                != NO_KEY
+        }))
     }
 
     /// Whether `contains_in_columns` can answer for key column `position`.
@@ -215,8 +214,12 @@ impl JoinTable {
     /// For each probe row, whether for each of `columns` (key column positions, each one
     /// `knows_column` is true for) some build row has its value there. `values` are the
     /// probe batch's values of those key columns. A row without is in no build row's key.
-    pub fn contains_in_columns(&self, columns: &[usize], values: &[ArrayRef]) -> Result<Vec<bool>> {
-        let mut keep = vec![true; values.first().map_or(0, |v| v.len())];
+    pub fn contains_in_columns(
+        &self,
+        columns: &[usize],
+        values: &[ArrayRef],
+    ) -> Result<BooleanBuffer> {
+        let mut keep = BooleanBuffer::new_set(values.first().map_or(0, |v| v.len()));
         for (&position, value) in columns.iter().zip(values) {
             let has = match &self.keys {
                 Keys::Dense(dense) => dense.contains(value)?,
@@ -225,7 +228,7 @@ impl JoinTable {
                     None => unreachable!("a key column the table knows"),
                 },
             };
-            keep.iter_mut().zip(has).for_each(|(k, h)| *k &= h);
+            keep = &keep & &has;
         }
         Ok(keep)
     }
@@ -561,7 +564,8 @@ mod tests {
             .map(|r| probe_first(r).is_some_and(|v| values.contains(&v)))
             .collect();
         assert!(expected.iter().any(|e| *e) && expected.iter().any(|e| !e));
-        assert_eq!(table.contains_in_columns(&[0], &[probe]).unwrap(), expected);
+        let contained = table.contains_in_columns(&[0], &[probe]).unwrap();
+        assert_eq!(contained.iter().collect::<Vec<_>>(), expected);
         // Strings keep no bitmap.
         let strings = [column(0, DataType::Utf8), column(1, DataType::Int64)];
         let names = |start: usize| -> ArrayRef {
