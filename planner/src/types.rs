@@ -147,15 +147,24 @@ pub fn common_numeric_type(left: &DataType, right: &DataType) -> Option<DataType
                 let integer_digits = (p1 as i16 - s1 as i16).max(p2 as i16 - s2 as i16);
                 decimal_type((integer_digits + scale as i16).clamp(1, 38) as u8, scale)
             }
-            (Some((p, s)), None) if matches!(r, Int32 | Int64) => decimal_with_integer(p, s),
-            (None, Some((p, s))) if matches!(l, Int32 | Int64) => decimal_with_integer(p, s),
+            (Some((p, s)), None) if matches!(r, Int32 | Int64) => decimal_with_integer(p, s, r),
+            (None, Some((p, s))) if matches!(l, Int32 | Int64) => decimal_with_integer(p, s, l),
             _ => return None,
         },
     })
 }
 
-/// The decimal a `DECIMAL(p, s)` and an integer (of up to 19 digits) meet in.
-fn decimal_with_integer(precision: u8, scale: i8) -> DataType {
-    let integer_digits = (precision as i16 - scale as i16).max(19);
+/// The decimal a `DECIMAL(p, s)` and an integer of type `integer` meet in.
+fn decimal_with_integer(precision: u8, scale: i8, integer: &DataType) -> DataType {
+    let integer_digits = (precision as i16 - scale as i16).max(integer_digits(integer) as i16);
     decimal_type((integer_digits + scale as i16).min(38) as u8, scale)
+}
+
+/// The most digits a value of integer type `integer` has, as a decimal: 10 for INTEGER, 19
+/// for BIGINT (as in DuckDB).
+pub fn integer_digits(integer: &DataType) -> u8 {
+    match integer {
+        DataType::Int32 => 10,
+        _ => 19,
+    }
 }

@@ -11,7 +11,7 @@ use crate::expr::{
     AggregateCall, AggregateFunction, BinaryOp, BitwiseOp, DatePart, Expr, ScalarFunction, SortKey,
 };
 use crate::scalar::ScalarValue;
-use crate::types::{common_numeric_type, is_numeric};
+use crate::types::{common_numeric_type, integer_digits, is_numeric};
 use crate::{Result, bind_err, unsupported};
 use pondra_catalog::{decimal_parts, decimal_type};
 
@@ -1305,7 +1305,7 @@ pub(super) fn arithmetic(
     match op {
         BinaryOp::Multiply => {
             // An integer operand is a decimal of as many digits as its type holds.
-            let as_decimal = |t: &DataType| decimal_parts(t).unwrap_or((19, 0));
+            let as_decimal = |t: &DataType| decimal_parts(t).unwrap_or((integer_digits(t), 0));
             let ((p1, s1), (p2, s2)) = (as_decimal(lt), as_decimal(rt));
             let result = decimal_type((p1 + p2).min(38), s1 + s2);
             Expr::Cast {
