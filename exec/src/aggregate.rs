@@ -19,10 +19,10 @@ use crate::collected::{ArrayAggState, OrderedInput};
 use crate::expr::{evaluate, evaluate_all};
 use crate::keys::{GROUP_PARTITIONS, GroupIndex};
 use crate::sums::{DecimalSums, Sums};
+use crate::{ExecError, Result};
 use runs::MorselRuns;
 
 mod runs;
-use crate::{ExecError, Result};
 
 /// The state of one aggregate over every group seen so far.
 enum Accumulator {
@@ -802,7 +802,7 @@ impl HashAggregateSink {
     }
 
     /// Sinks `batch` through the hash table of group keys.
-    pub(crate) fn sink_hashed(&mut self, batch: &RecordBatch) -> Result<()> {
+    fn sink_hashed(&mut self, batch: &RecordBatch) -> Result<()> {
         // Without GROUP BY every row is in group 0, which needs no id per row.
         let group_ids: Option<Vec<usize>> = match &self.index {
             None => None,
@@ -815,11 +815,7 @@ impl HashAggregateSink {
     }
 
     /// Adds `batch`'s rows to the accumulators, each row to its group in `group_ids`.
-    pub(crate) fn update(
-        &mut self,
-        batch: &RecordBatch,
-        group_ids: Option<&[usize]>,
-    ) -> Result<()> {
+    fn update(&mut self, batch: &RecordBatch, group_ids: Option<&[usize]>) -> Result<()> {
         for (call, accumulator) in self.aggregates.iter().zip(&mut self.accumulators) {
             accumulator.resize(self.groups);
             match &call.filter {
@@ -962,7 +958,7 @@ impl HashAggregateSink {
     }
 
     /// Folds in another partial aggregation now.
-    pub(crate) fn merge_now(&mut self, mut other: HashAggregateSink) -> Result<()> {
+    fn merge_now(&mut self, mut other: HashAggregateSink) -> Result<()> {
         let map = self.group_ids(&other.key_columns()?)?;
         for (mine, theirs) in self.accumulators.iter_mut().zip(&mut other.accumulators) {
             mine.resize(self.groups);
@@ -972,7 +968,7 @@ impl HashAggregateSink {
         Ok(())
     }
 
-    pub(crate) fn finish_one(self) -> Result<RecordBatch> {
+    fn finish_one(self) -> Result<RecordBatch> {
         let mut columns = self.key_columns()?;
         for mut accumulator in self.accumulators {
             accumulator.resize(self.groups);
@@ -1084,7 +1080,7 @@ fn finish_by_partition(
 }
 
 /// The rows of `batch` that `filter` keeps; all of them without one.
-pub(crate) fn keep(filter: Option<&Expr>, batch: &RecordBatch) -> Result<RecordBatch> {
+fn keep(filter: Option<&Expr>, batch: &RecordBatch) -> Result<RecordBatch> {
     match filter {
         None => Ok(batch.clone()),
         Some(condition) => crate::select::filter_where(condition, batch),

@@ -90,34 +90,34 @@ fn decimal<A: arrow::datatypes::DecimalType>(
 /// checked, and only a 64-bit column bound for 128 bits is copied.
 pub fn cast_keeping_values(values: &ArrayRef, from: &DataType, to: &DataType) -> Result<ArrayRef> {
     let (precision, scale) = decimal_parts(to).expect("a decimal");
-    let relabelled = match (from, to) {
-        (DataType::Decimal64(..), DataType::Decimal64(..)) => values
-            .as_primitive::<Decimal64Type>()
-            .clone()
-            .with_precision_and_scale(precision, scale)
-            .map(|a| Arc::new(a) as ArrayRef),
-        (DataType::Decimal64(..), _) => values
-            .as_primitive::<Decimal64Type>()
-            .unary::<_, Decimal128Type>(i128::from)
-            .with_precision_and_scale(precision, scale)
-            .map(|a| Arc::new(a) as ArrayRef),
-        (DataType::Decimal128(..), DataType::Decimal128(..)) => values
-            .as_primitive::<Decimal128Type>()
-            .clone()
-            .with_precision_and_scale(precision, scale)
-            .map(|a| Arc::new(a) as ArrayRef),
+    match (from, to) {
+        (DataType::Decimal64(..), DataType::Decimal64(..)) => {
+            let same = values.as_primitive::<Decimal64Type>().clone();
+            decimal(Ok(same), precision, scale)
+        }
+        (DataType::Decimal64(..), _) => {
+            let wide = values
+                .as_primitive::<Decimal64Type>()
+                .unary::<_, Decimal128Type>(i128::from);
+            decimal(Ok(wide), precision, scale)
+        }
+        (DataType::Decimal128(..), DataType::Decimal128(..)) => {
+            let same = values.as_primitive::<Decimal128Type>().clone();
+            decimal(Ok(same), precision, scale)
+        }
         // Stored 128 bits wide with at most 18 digits (older files): each value fits.
-        (DataType::Decimal128(..), _) => values
-            .as_primitive::<Decimal128Type>()
-            .unary::<_, Decimal64Type>(|v| v as i64)
-            .with_precision_and_scale(precision, scale)
-            .map(|a| Arc::new(a) as ArrayRef),
-        _ => unreachable!("widens admits decimals alone"),
-    };
-    Ok(relabelled?)
+        (DataType::Decimal128(..), _) => {
+            let narrow = values
+                .as_primitive::<Decimal128Type>()
+                .unary::<_, Decimal64Type>(|v| v as i64);
+            decimal(Ok(narrow), precision, scale)
+        }
+        _ => unreachable!("keeps_values admits decimals alone"),
+    }
 }
 
-/// Whether `cast_keeping_values` casts `from` to `to`: decimals of one scale, to at least as many digits.
+/// Whether `cast_keeping_values` casts `from` to `to`: decimals of one scale, to at least as
+/// many digits.
 pub fn keeps_values(from: &DataType, to: &DataType) -> bool {
     match (decimal_parts(from), decimal_parts(to)) {
         (Some((p1, s1)), Some((p2, s2))) => s1 == s2 && p2 >= p1,
