@@ -4,7 +4,7 @@
 
 use arrow::array::{Array, ArrayRef, AsArray, RecordBatch};
 use arrow::compute::cast;
-use arrow::datatypes::{DataType, Int64Type};
+use arrow::datatypes::{DataType, Decimal64Type, Int64Type};
 use arrow::row::{RowConverter, SortField};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
@@ -135,6 +135,17 @@ impl DistinctSketch {
     /// Adds every non-null value of `array`.
     pub fn add_array(&mut self, array: &ArrayRef) {
         let valid = |row: usize| array.is_valid(row);
+        // Decimals are hashed as 128-bit values whatever width holds them, so that sketches of
+        // files written before 64-bit decimals (ADR 0028) merge with later ones.
+        if let DataType::Decimal64(..) = array.data_type() {
+            let values = array.as_primitive::<Decimal64Type>();
+            for (row, &value) in values.values().iter().enumerate() {
+                if valid(row) {
+                    self.add_hash(hash_bytes(&i128::from(value).to_le_bytes()));
+                }
+            }
+            return;
+        }
         if let Some(width) = array.data_type().primitive_width() {
             let data = array.to_data();
             let start = data.offset() * width;
@@ -281,6 +292,25 @@ mod tests {
         first.merge(&second);
         let error = (first.estimate() - 90_000.0).abs() / 90_000.0;
         assert!(error < 0.1, "{}", first.estimate());
+    }
+
+    #[test]
+    fn decimal_sketches_agree_across_widths() {
+        let values = || (0..5_000i64).map(|v| v * 7 - 9_000);
+        let narrow: ArrayRef = Arc::new(
+            arrow::array::Decimal64Array::from_iter_values(values())
+                .with_precision_and_scale(15, 2)
+                .unwrap(),
+        );
+        let wide: ArrayRef = Arc::new(
+            arrow::array::Decimal128Array::from_iter_values(values().map(i128::from))
+                .with_precision_and_scale(15, 2)
+                .unwrap(),
+        );
+        let (mut a, mut b) = (DistinctSketch::default(), DistinctSketch::default());
+        a.add_array(&narrow);
+        b.add_array(&wide);
+        assert_eq!(a.registers, b.registers);
     }
 
     #[test]

@@ -298,21 +298,25 @@ fn outer_join_builds_the_smaller_input() {
 /// An aggregation by one key of a Parquet file whose row groups hold non-overlapping key
 /// ranges finishes the groups inside each row group as runs (ADR 0029), and answers as the
 /// hash table does: with HAVING, with runs crossing row groups, and when a row group's keys
-/// turn out not to be in order.
+/// turn out not to be in order or to hold a NULL.
 #[test]
 fn aggregation_by_clustered_keys_finishes_runs() {
     let dir = tempfile::tempdir().unwrap();
     let sorted = dir.path().join("sorted.parquet");
     let late = dir.path().join("late.parquet");
+    let nulls = dir.path().join("nulls.parquet");
     // 400,000 rows are four row groups; runs of 7 rows cross their boundaries. In the second
     // file each row group also holds a row whose key is that of a run 1,000 rows earlier.
     let setup = format!(
         "CREATE TABLE sorted AS SELECT range AS r, range / 7 AS k, range % 5 AS v FROM range(400000);
         CREATE TABLE late AS SELECT range AS r, CASE WHEN range % 50000 = 49999 THEN (range - 1000) / 7 ELSE range / 7 END AS k, range % 5 AS v FROM range(400000);
         COPY (SELECT * FROM sorted ORDER BY r) TO '{}';
-        COPY (SELECT * FROM late ORDER BY r) TO '{}'",
+        COPY (SELECT * FROM late ORDER BY r) TO '{}';
+        CREATE TABLE nulls AS SELECT range AS r, CASE WHEN range % 150000 = 777 THEN NULL ELSE range / 7 END AS k, range % 5 AS v FROM range(400000);
+        COPY (SELECT * FROM nulls ORDER BY r) TO '{}'",
         sorted.display(),
-        late.display()
+        late.display(),
+        nulls.display()
     );
     with_lake(&setup, |node, runtime| {
         let rows = |query: &str| {
@@ -358,6 +362,11 @@ fn aggregation_by_clustered_keys_finishes_runs() {
             rows(&aggregate(&file(&late))),
             rows(&aggregate("late")),
             "out of order",
+        );
+        same(
+            rows(&aggregate(&file(&nulls))),
+            rows(&aggregate("nulls")),
+            "with NULL keys",
         );
     });
 }
