@@ -38,38 +38,53 @@ pub fn unchecked(op: BinaryOp, l: &dyn Datum, r: &dyn Datum) -> Option<Result<Ar
         right_scalar,
     };
     if checked {
+        let product_of = |a: i128, b: i128| {
+            a.checked_mul(b)
+                .filter(|p| p.unsigned_abs() <= MAX_DECIMAL128 as u128)
+        };
         let overflowed = std::cell::Cell::new(false);
-        let product = sides.wide(|a, b| match a.checked_mul(b) {
-            Some(p) if p.unsigned_abs() <= MAX_DECIMAL128 as u128 => p,
-            _ => {
+        let product = sides.wide(|a, b| {
+            product_of(a, b).unwrap_or_else(|| {
                 overflowed.set(true);
                 0
-            }
+            })
         })?;
         if overflowed.get() {
-            return Some(Err(ExecError::Execution(
-                "numeric overflow: decimal product out of range".into(),
-            )));
+            // Values under NULL slots are arbitrary: only a row with a value overflows.
+            let overflows = sides.wide(|a, b| i128::from(product_of(a, b).is_none()))?;
+            let on_a_value =
+                overflows.map(|o| (0..o.len()).any(|row| o.is_valid(row) && o.value(row) == 1));
+            match on_a_value {
+                Ok(false) => {}
+                Ok(true) => {
+                    return Some(Err(ExecError::Execution(
+                        "numeric overflow: decimal product out of range".into(),
+                    )));
+                }
+                Err(e) => return Some(Err(e)),
+            }
         }
         return Some(decimal(product, 38, scale));
     }
+    // Wrapping operations: no value in range overflows, and a NULL slot's arbitrary value
+    // must not panic.
     let result = match (precision <= DECIMAL64_MAX_PRECISION, op) {
-        (true, BinaryOp::Multiply) => sides.narrow(|a, b| a * b),
-        (true, BinaryOp::Plus) => sides.narrow(|a, b| a + b),
-        (true, _) => sides.narrow(|a, b| a - b),
+        (true, BinaryOp::Multiply) => sides.narrow(i64::wrapping_mul),
+        (true, BinaryOp::Plus) => sides.narrow(i64::wrapping_add),
+        (true, _) => sides.narrow(i64::wrapping_sub),
         (false, BinaryOp::Multiply) => {
             return sides
-                .wide(|a, b| a * b)
+                .wide(i128::wrapping_mul)
                 .map(|r| decimal(r, precision, scale));
         }
         (false, BinaryOp::Plus) => {
             return sides
-                .wide(|a, b| a + b)
+                .wide(i128::wrapping_add)
                 .map(|r| decimal(r, precision, scale));
         }
         (false, _) => {
             return sides
-                .wide(|a, b| a - b)
+                .wide(i128::wrapping_sub)
                 .map(|r| decimal(r, precision, scale));
         }
     };
@@ -260,6 +275,19 @@ mod tests {
         );
         let overflow = unchecked(BinaryOp::Multiply, &a, &a).unwrap();
         assert!(overflow.is_err(), "10^38 has 39 digits");
+
+        // A NULL slot's value does not overflow anything.
+        let values = Decimal128Array::new(
+            vec![10_i128.pow(19), 3].into(),
+            Some(vec![false, true].into()),
+        )
+        .with_precision_and_scale(20, 0)
+        .unwrap();
+        let product = unchecked(BinaryOp::Multiply, &values, &values)
+            .unwrap()
+            .unwrap();
+        assert!(product.is_null(0));
+        assert_eq!(product.as_primitive::<Decimal128Type>().value(1), 9);
     }
 
     #[test]
