@@ -16,7 +16,7 @@ use crate::join::HashJoin;
 use crate::morsel::{ScanUnit, read_unit, scan_units};
 use crate::profile::{NodeStats, Profile};
 use crate::scan::as_schema;
-use crate::scan_filter::{Above, ScanFilter, join_keys_over_scan};
+use crate::scan_filter::{Above, ScanFilter, join_keys_over_scan, through_projection};
 use crate::shared::SharedAggregates;
 use crate::sink::{Sink, Split};
 use crate::{ExecError, Result};
@@ -619,15 +619,7 @@ fn aggregate_runs(
             match &stage.operator {
                 Operator::Filter(_) | Operator::Applied => {}
                 Operator::Projection(exprs, _) => {
-                    scan_columns = exprs
-                        .iter()
-                        .map(|e| match e {
-                            Expr::Column { index, .. } => {
-                                scan_columns.get(*index).copied().flatten()
-                            }
-                            _ => None,
-                        })
-                        .collect();
+                    scan_columns = through_projection(exprs, &scan_columns);
                 }
                 Operator::HashJoin(_) | Operator::Unnest(..) => return Ok(()),
             }

@@ -279,15 +279,7 @@ pub fn join_keys_over_scan<'p>(
     for operator in above {
         match operator {
             Above::RowFilter => {}
-            Above::Projection(exprs) => {
-                scan_columns = exprs
-                    .iter()
-                    .map(|e| match e {
-                        Expr::Column { index, .. } => scan_columns.get(*index).copied().flatten(),
-                        _ => None,
-                    })
-                    .collect();
-            }
+            Above::Projection(exprs) => scan_columns = through_projection(exprs, &scan_columns),
             Above::Join(join) => {
                 found.extend(keys_over_scan(join, &scan_columns));
                 // Probe columns keep their places; the build side's are not the scan's.
@@ -299,6 +291,18 @@ pub fn join_keys_over_scan<'p>(
         }
     }
     found
+}
+
+/// For each column a projection outputs, the scan column it is, given the scan column (if
+/// any) each of its input columns is: a plain column reference passes it on.
+pub fn through_projection(exprs: &[Expr], scan_columns: &[Option<usize>]) -> Vec<Option<usize>> {
+    exprs
+        .iter()
+        .map(|e| match e {
+            Expr::Column { index, .. } => scan_columns.get(*index).copied().flatten(),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The keys of `join` a scan can check, given which scan column (if any) each column of the

@@ -128,14 +128,12 @@ impl MorselRuns {
     /// last runs' groups are merged into `main`'s hash table.
     pub fn end_of_morsel(&mut self, main: &mut HashAggregateSink) -> Result<()> {
         let mut local = std::mem::replace(&mut self.local, main.empty_like()?);
-        let ordered = std::mem::replace(&mut self.ordered, true);
+        // A morsel found out of order has already gone to the hash table, runs and all.
+        self.ordered = true;
         self.last = None;
         let runs = local.groups;
         if runs == 0 {
             return Ok(());
-        }
-        if !ordered {
-            return main.merge_now(local);
         }
         let edges: Vec<u32> = match runs {
             1 => vec![0],
