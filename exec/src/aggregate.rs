@@ -20,8 +20,10 @@ use crate::expr::{evaluate, evaluate_all};
 use crate::keys::{GROUP_PARTITIONS, GroupIndex};
 use crate::sums::{DecimalSums, Sums};
 use crate::{ExecError, Result};
+use pass_on::pass_on;
 use runs::MorselRuns;
 
+mod pass_on;
 mod runs;
 
 /// The state of one aggregate over every group seen so far.
@@ -751,11 +753,24 @@ pub struct HashAggregateSink {
     runs: Option<Box<MorselRuns>>,
     /// How many groups were finished as runs.
     run_groups: usize,
+    /// Rows sunk through the hash table so far, until it is decided whether to pass rows on.
+    hashed_rows: usize,
+    /// Once the groups come close to the rows (ADR 0032), the rows of later batches, split by
+    /// their key's partition, to be aggregated only by the merge.
+    passed: Option<Vec<Vec<RecordBatch>>>,
 }
 
 /// Partial aggregations with at least this many groups in all are merged partition by
 /// partition on the thread pool; fewer are merged into one on the calling thread.
 const PARALLEL_MERGE_GROUPS: usize = 1 << 16;
+
+/// After this many rows, a partial aggregation that can be merged partition by partition
+/// checks whether its groups reduce its rows; if they do not, it passes later rows on.
+const PASS_ON_CHECK_ROWS: usize = 1 << 16;
+
+/// A partial aggregation passes rows on when it has more groups than this share of its rows:
+/// aggregating them first would save the merge almost nothing.
+const PASS_ON_GROUPS_PER_ROW: f64 = 0.8;
 
 impl HashAggregateSink {
     pub fn new(group: &[Expr], aggregates: &[AggregateCall], schema: SchemaRef) -> Result<Self> {
@@ -789,6 +804,8 @@ impl HashAggregateSink {
             finished: Vec::new(),
             runs: None,
             run_groups: 0,
+            hashed_rows: 0,
+            passed: None,
         })
     }
 
@@ -801,17 +818,36 @@ impl HashAggregateSink {
         self.sink_hashed(batch)
     }
 
-    /// Sinks `batch` through the hash table of group keys.
+    /// Sinks `batch` through the hash table of group keys, or passes its rows on.
     fn sink_hashed(&mut self, batch: &RecordBatch) -> Result<()> {
         // Without GROUP BY every row is in group 0, which needs no id per row.
-        let group_ids: Option<Vec<usize>> = match &self.index {
-            None => None,
-            Some(_) => {
-                let keys = evaluate_all(&self.group, batch)?;
-                Some(self.group_ids(&keys)?)
-            }
+        let Some(index) = &self.index else {
+            return self.update(batch, None);
         };
-        self.update(batch, group_ids.as_deref())
+        let keys = evaluate_all(&self.group, batch)?;
+        if let Some(passed) = &mut self.passed {
+            let partitions = index.partitions_of(&keys)?;
+            return pass_on(batch, &partitions, passed);
+        }
+        let group_ids = self.group_ids(&keys)?;
+        self.update(batch, Some(&group_ids))?;
+        self.decide_pass_on(batch.num_rows());
+        Ok(())
+    }
+
+    /// Counts `rows` more rows hashed and, once there are enough to judge, starts passing
+    /// rows on if the groups do not reduce them and the merge can take rows by partition.
+    fn decide_pass_on(&mut self, rows: usize) {
+        if self.hashed_rows >= PASS_ON_CHECK_ROWS {
+            return;
+        }
+        self.hashed_rows += rows;
+        if self.hashed_rows >= PASS_ON_CHECK_ROWS
+            && self.groups as f64 > self.hashed_rows as f64 * PASS_ON_GROUPS_PER_ROW
+            && self.can_split()
+        {
+            self.passed = Some(vec![Vec::new(); GROUP_PARTITIONS]);
+        }
     }
 
     /// Adds `batch`'s rows to the accumulators, each row to its group in `group_ids`.
@@ -938,13 +974,14 @@ impl HashAggregateSink {
         let filter = filter.as_ref();
         let mut parts = std::mem::take(&mut self.deferred);
         parts.push(self);
-        if parts.iter().all(|p| p.groups == 0) {
+        if parts.iter().all(|p| p.groups == 0 && p.passed.is_none()) {
             let empty = parts.pop().expect("this aggregation");
             return Ok(vec![keep(filter, &empty.finish_one()?)?]);
         }
-        parts.retain(|p| p.groups > 0);
+        parts.retain(|p| p.groups > 0 || p.passed.is_some());
         let groups: usize = parts.iter().map(|p| p.groups).sum();
-        if parts.len() < 2 || groups < PARALLEL_MERGE_GROUPS {
+        let passed = parts.iter().any(|p| p.passed.is_some());
+        if !passed && (parts.len() < 2 || groups < PARALLEL_MERGE_GROUPS) {
             let mut parts = parts.into_iter();
             let Some(mut merged) = parts.next() else {
                 return Ok(Vec::new());
@@ -1012,6 +1049,8 @@ fn finish_by_partition(
         piece_starts: Vec<u32>,
         members: Vec<Vec<u32>>,
         accumulators: Vec<Accumulator>,
+        /// Rows passed on unaggregated, by partition.
+        passed: Vec<Vec<RecordBatch>>,
     }
     let template = parts[0].empty_like()?;
     let partials = parts
@@ -1031,12 +1070,23 @@ fn finish_by_partition(
                 piece_starts,
                 members: part.index.take().expect("grouped").into_members(),
                 accumulators: std::mem::take(&mut part.accumulators),
+                passed: part.passed.take().unwrap_or_default(),
             })
         })
         .collect::<Result<Vec<_>>>()?;
     let merge_partition = |partition: usize| -> Result<RecordBatch> {
         let mut merged = template.empty_like()?;
-        let groups = partials.iter().map(|p| p.members[partition].len()).sum();
+        let passed_rows: usize = partials
+            .iter()
+            .filter_map(|p| p.passed.get(partition))
+            .flatten()
+            .map(RecordBatch::num_rows)
+            .sum();
+        let groups = partials
+            .iter()
+            .map(|p| p.members[partition].len())
+            .sum::<usize>()
+            + passed_rows;
         merged
             .index
             .as_mut()
@@ -1069,6 +1119,15 @@ fn finish_by_partition(
                 mine.resize(merged.groups);
                 mine.merge_groups(theirs, members, &map)?;
             }
+        }
+        for batch in partials
+            .iter()
+            .filter_map(|p| p.passed.get(partition))
+            .flatten()
+        {
+            let keys = evaluate_all(&merged.group, batch)?;
+            let group_ids = merged.group_ids(&keys)?;
+            merged.update(batch, Some(&group_ids))?;
         }
         keep(filter, &merged.finish_one()?)
     };

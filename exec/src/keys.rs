@@ -463,6 +463,14 @@ impl GroupIndex {
         Ok(())
     }
 
+    /// The partition each row's key is interned into, by any index of these key types.
+    pub fn partitions_of(&self, keys: &[ArrayRef]) -> Result<Vec<u8>> {
+        let encoded = self.encoder.encode(keys, NullKeys::Group)?;
+        Ok((0..encoded.len())
+            .map(|row| group_partition(encoded.hash(row)) as u8)
+            .collect())
+    }
+
     /// `intern` through the hash tables.
     fn intern_hashed(
         &mut self,
