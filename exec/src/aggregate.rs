@@ -1076,6 +1076,8 @@ fn finish_by_partition(
         .collect::<Result<Vec<_>>>()?;
     let merge_partition = |partition: usize| -> Result<RecordBatch> {
         let mut merged = template.empty_like()?;
+        let index = merged.index.as_mut().expect("grouped");
+        index.without_direct_ids();
         let passed_rows: usize = partials
             .iter()
             .filter_map(|p| p.passed.get(partition))
@@ -1087,11 +1089,7 @@ fn finish_by_partition(
             .map(|p| p.members[partition].len())
             .sum::<usize>()
             + passed_rows;
-        merged
-            .index
-            .as_mut()
-            .expect("grouped")
-            .reserve(partition, groups);
+        index.reserve(partition, groups);
         for partial in &partials {
             let members = &partial.members[partition];
             if members.is_empty() {

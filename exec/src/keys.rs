@@ -421,6 +421,12 @@ impl GroupIndex {
         self.members
     }
 
+    /// Stops looking ids up by value. A partition's share of keys spans the range of all of
+    /// them, so the slots of each of the merge's partitions would span it too (ADR 0032).
+    pub fn without_direct_ids(&mut self) {
+        self.direct = None;
+    }
+
     /// Room for `additional` more keys of `partition`.
     pub fn reserve(&mut self, partition: usize, additional: usize) {
         self.partitions[partition].reserve(additional);
