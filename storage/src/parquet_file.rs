@@ -406,25 +406,26 @@ fn row_group_reader(
         .with_batch_size(BATCH_ROWS)
 }
 
-/// A local file's bytes, mapped into memory rather than read (ADR 0030): pages are
+/// A local file's bytes, mapped into memory rather than read (ADR 0031): pages are
 /// decompressed straight from the page cache, with no copy into fresh buffers.
 fn map_file(path: &std::path::Path) -> Result<Bytes> {
     let file = open_file(path)?;
     // SAFETY: Parquet files are never changed in place: the lake writes each object once,
     // and a file read in place that is truncated while mapped is the one hazard, the same
     // as for any engine that maps its input.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| crate::StorageError::Folder {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    })?;
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| folder_error(path, e))?;
     Ok(Bytes::from_owner(map))
 }
 
 fn open_file(path: &std::path::Path) -> Result<std::fs::File> {
-    std::fs::File::open(path).map_err(|e| crate::StorageError::Folder {
+    std::fs::File::open(path).map_err(|e| folder_error(path, e))
+}
+
+fn folder_error(path: &std::path::Path, error: std::io::Error) -> crate::StorageError {
+    crate::StorageError::Folder {
         path: path.display().to_string(),
-        message: e.to_string(),
-    })
+        message: error.to_string(),
+    }
 }
 
 /// Reads the rows of one row group of a local Parquet file that `keep` is true for (NULL is
