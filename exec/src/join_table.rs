@@ -7,8 +7,9 @@
 //! by key (one task per partition). A probe row's hash picks the one partition its key can be
 //! in.
 
-use arrow::array::{ArrayRef, RecordBatch};
+use arrow::array::{ArrayRef, BooleanArray, BooleanBufferBuilder, RecordBatch};
 use arrow::buffer::BooleanBuffer;
+use arrow::compute::filter;
 use arrow::datatypes::DataType;
 use pondra_planner::Expr;
 use rayon::prelude::*;
@@ -16,7 +17,8 @@ use rayon::prelude::*;
 use crate::Result;
 use crate::dense_keys::{DenseKeys, KeyBitmap, KeyRange};
 use crate::expr::evaluate_all;
-use crate::keys::{EncodedKeys, KeyEncoder, KeyIndex, NO_KEY, NullKeys};
+use crate::keys::{EncodedKeys, Key, KeyEncoder, KeyIndex, NO_KEY, NullKeys, PackedKeys};
+use crate::word_slots::WordSlots;
 
 /// Builds of fewer rows stay in one partition: splitting them costs more than it saves.
 const SMALL_BUILD_ROWS: usize = 100_000;
@@ -59,11 +61,22 @@ struct HashedKeys {
 
 /// The keys of the build rows whose hashes fall in one partition.
 struct Partition {
-    index: KeyIndex,
-    /// For each key id, where its rows start in `rows`; one more entry ends the last key's.
-    starts: Vec<u32>,
-    /// The partition's build rows, grouped by key id and in build order within a key.
+    keys: PartitionKeys,
+    /// The partition's build rows, grouped by key and in build order within a key.
     rows: Vec<u32>,
+}
+
+/// A partition's keys, each with where its rows are in `Partition::rows`.
+enum PartitionKeys {
+    /// Keys packed into words (most join keys): slots built for probing.
+    Word64(WordSlots<u64>),
+    Word128(WordSlots<[u64; 2]>),
+    /// Keys in row format, by id; `starts[id]` is where the key's rows start, and one more
+    /// entry ends the last key's.
+    Index {
+        index: Box<KeyIndex>,
+        starts: Vec<u32>,
+    },
 }
 
 /// One build batch's rows without a NULL key, grouped by partition so that each partition's
@@ -193,14 +206,43 @@ impl JoinTable {
                 _ => hashed,
             },
         };
-        let keys = hashed.encoder.encode(keys, NullKeys::Skip)?;
-        Ok(BooleanBuffer::collect_bool(keys.len(), |row| {
-            hashed
-                .partition(keys.hash(row))
-                .index
-                .lookup_row(&keys, row)
-                != NO_KEY
-        }))
+        // Of several key columns, those with a bitmap rule rows out first, so that only the
+        // rest are encoded and looked up (a join's other keys often narrow its probe rows to
+        // a few, as q9's part keys narrow partsupp's part and supplier pairs).
+        let mut known = None;
+        for (bitmap, key) in hashed.bitmaps.iter().zip(keys) {
+            if let Some(bitmap) = bitmap {
+                let has = bitmap.contains(key)?;
+                known = Some(match known {
+                    None => has,
+                    Some(known) => &known & &has,
+                });
+            }
+        }
+        let Some(known) = known else {
+            return hashed.contains(keys);
+        };
+        let candidates = known.count_set_bits();
+        if candidates == 0 || candidates == known.len() {
+            return match candidates {
+                0 => Ok(known),
+                _ => hashed.contains(keys),
+            };
+        }
+        let mask = BooleanArray::new(known.clone(), None);
+        let narrowed = keys
+            .iter()
+            .map(|key| Ok(filter(key, &mask)?))
+            .collect::<Result<Vec<_>>>()?;
+        let found = hashed.contains(&narrowed)?;
+        let mut contains = BooleanBufferBuilder::new(known.len());
+        contains.append_n(known.len(), false);
+        for (candidate, row) in known.set_indices().enumerate() {
+            if found.value(candidate) {
+                contains.set_bit(row, true);
+            }
+        }
+        Ok(contains.finish())
     }
 
     /// Whether `contains_in_columns` can answer for key column `position`.
@@ -248,12 +290,11 @@ impl JoinTable {
         };
         let keys = hashed.encoder.encode(keys, NullKeys::Skip)?;
         for row in 0..keys.len() {
-            let partition = hashed.partition(keys.hash(row));
-            let id = partition.index.lookup_row(&keys, row);
-            if id == NO_KEY {
+            hashed.prefetch_ahead(&keys, row);
+            let rows = hashed.partition(keys.hash(row)).rows_matching(&keys, row);
+            if rows.is_empty() {
                 continue;
             }
-            let rows = partition.rows_of(id);
             probe.extend(std::iter::repeat_n(row as u32, rows.len()));
             build.extend_from_slice(rows);
         }
@@ -266,6 +307,26 @@ impl HashedKeys {
     #[inline]
     fn partition(&self, hash: u64) -> &Partition {
         &self.partitions[partition_of(hash, self.partition_bits)]
+    }
+
+    /// For each probe row, whether some build row has its key.
+    fn contains(&self, keys: &[ArrayRef]) -> Result<BooleanBuffer> {
+        let keys = self.encoder.encode(keys, NullKeys::Skip)?;
+        Ok(BooleanBuffer::collect_bool(keys.len(), |row| {
+            self.prefetch_ahead(&keys, row);
+            !self
+                .partition(keys.hash(row))
+                .rows_matching(&keys, row)
+                .is_empty()
+        }))
+    }
+
+    /// Prefetches the slot of the probe row `PREFETCH_AHEAD` rows after `row`.
+    #[inline]
+    fn prefetch_ahead(&self, keys: &EncodedKeys, row: usize) {
+        if let Some(hash) = keys.hashes().get(row + PREFETCH_AHEAD) {
+            self.partition(*hash).prefetch(*hash);
+        }
     }
 }
 
@@ -293,22 +354,24 @@ impl Partition {
             .sum();
         let mut ids = Vec::with_capacity(row_count);
         let mut rows = Vec::with_capacity(row_count);
+        // Each key's hash, by id.
+        let mut hashes = Vec::new();
         for (batch, &first_row) in batches.iter().zip(first_rows) {
             let start = batch.starts[partition] as usize;
             let end = batch.starts[partition + 1] as usize;
             for (position, &row) in batch.rows.iter().enumerate().take(end).skip(start) {
-                ids.push(index.intern_row(&batch.keys, position).0);
+                let (id, new) = index.intern_row(&batch.keys, position);
+                if new {
+                    hashes.push(batch.keys.hash(position));
+                }
+                ids.push(id);
                 rows.push(first_row + row);
             }
         }
         // Every row a key of its own (a primary key's table): rows are already grouped.
         if index.len() == rows.len() {
             let starts = (0..=rows.len() as u32).collect();
-            return Ok(Partition {
-                index,
-                starts,
-                rows,
-            });
+            return Ok(Partition::new(index, &hashes, starts, rows));
         }
         let mut starts = vec![0u32; index.len() + 1];
         for &id in &ids {
@@ -324,18 +387,73 @@ impl Partition {
             grouped[next_slot[id as usize] as usize] = row;
             next_slot[id as usize] += 1;
         }
-        Ok(Partition {
-            index,
-            starts,
-            rows: grouped,
-        })
+        Ok(Partition::new(index, &hashes, starts, grouped))
     }
 
-    fn rows_of(&self, id: u32) -> &[u32] {
-        let id = id as usize;
-        &self.rows[self.starts[id] as usize..self.starts[id + 1] as usize]
+    /// The partition of keys interned in `index` (`hashes` by id), key `id` holding the rows
+    /// `rows[starts[id]..starts[id + 1]]`.
+    fn new(index: KeyIndex, hashes: &[u64], starts: Vec<u32>, rows: Vec<u32>) -> Partition {
+        let keys = match index.packed_keys() {
+            Some(PackedKeys::Word64(words)) => {
+                PartitionKeys::Word64(WordSlots::build(words, hashes, &starts, &rows))
+            }
+            Some(PackedKeys::Word128(words)) => {
+                let words: Vec<[u64; 2]> = words.iter().map(|&w| split_word(w)).collect();
+                PartitionKeys::Word128(WordSlots::build(&words, hashes, &starts, &rows))
+            }
+            None => PartitionKeys::Index {
+                index: Box::new(index),
+                starts,
+            },
+        };
+        Partition { keys, rows }
+    }
+
+    /// The build rows with `keys`' key at `row` (none when it has a NULL).
+    #[inline]
+    fn rows_matching(&self, keys: &EncodedKeys, row: usize) -> &[u32] {
+        if keys.has_null(row) {
+            return &[];
+        }
+        let hash = keys.hash(row);
+        match (&self.keys, keys.key(row)) {
+            (PartitionKeys::Word64(slots), Key::Word64(word)) => slots.find(hash, word, &self.rows),
+            (PartitionKeys::Word128(slots), Key::Word128(word)) => {
+                slots.find(hash, split_word(word), &self.rows)
+            }
+            // A key in row format (its string is too long to pack) is in no table of words.
+            (PartitionKeys::Word64(_) | PartitionKeys::Word128(_), _) => &[],
+            (PartitionKeys::Index { index, starts }, _) => match index.lookup_row(keys, row) {
+                NO_KEY => &[],
+                id => {
+                    let id = id as usize;
+                    &self.rows[starts[id] as usize..starts[id + 1] as usize]
+                }
+            },
+        }
+    }
+
+    /// Asks for the slot a key of this hash is looked up at, ahead of the lookup.
+    #[inline]
+    fn prefetch(&self, hash: u64) {
+        match &self.keys {
+            PartitionKeys::Word64(slots) => slots.prefetch(hash),
+            PartitionKeys::Word128(slots) => slots.prefetch(hash),
+            PartitionKeys::Index { .. } => {}
+        }
     }
 }
+
+/// A 128-bit packed key as two words, so that a slot holding it is aligned to 8 bytes (24
+/// bytes a slot rather than 32).
+#[inline]
+fn split_word(word: u128) -> [u64; 2] {
+    [word as u64, (word >> 64) as u64]
+}
+
+/// How many probe rows ahead a probe asks for its slot: enough for the misses of several
+/// probes to overlap, few enough that the slots are still cached when they are read.
+const PREFETCH_AHEAD: usize = 16;
 
 impl BatchKeys {
     /// Groups the batch's rows without a NULL key by partition (a counting sort, so that each
@@ -631,6 +749,34 @@ mod tests {
     }
 
     #[test]
+    fn strings_too_long_to_pack_match_beside_packed_ones() {
+        // Every seventh name is longer than a packed slot holds: some partitions hold only
+        // packed keys, others both kinds.
+        let name = |r: usize| {
+            let n = (r * 3) % 301;
+            (r % 13 != 2).then(|| match n % 7 {
+                0 => format!("a name too long to pack into a word {n}"),
+                _ => format!("n{n}"),
+            })
+        };
+        let names = |first: usize| -> ArrayRef {
+            Arc::new(StringArray::from_iter((first..first + 200).map(name)))
+        };
+        let build = batches(2_000, 200, &[(DataType::Utf8, &names)]);
+        let probe_name = |r: usize| name(r * 7 + 1);
+        let probe: ArrayRef = Arc::new(StringArray::from_iter((0..800).map(probe_name)));
+        let expected = nested_loop(800, 2_000, probe_name, name);
+        assert!(expected.0.len() > 100);
+        let table = build_partitioned(&[column(0, DataType::Utf8)], &build, 4).unwrap();
+        assert_eq!(matches(&table, std::slice::from_ref(&probe)), expected);
+        let matched: std::collections::HashSet<u32> = expected.0.into_iter().collect();
+        let contains = table.contains(std::slice::from_ref(&probe)).unwrap();
+        for (row, has_key) in contains.into_iter().enumerate() {
+            assert_eq!(has_key, matched.contains(&(row as u32)), "row {row}");
+        }
+    }
+
+    #[test]
     fn partitioned_packed_multi_column_keys_match_as_a_nested_loop_does() {
         // Two 64-bit columns pack into one 128-bit word.
         let build_rows = 2_500;
@@ -656,5 +802,17 @@ mod tests {
         );
         assert!(!expected.0.is_empty());
         assert_eq!(matches(&table, &probe), expected);
+        // The first column's bitmap rules out some probe rows before the pairs are looked up.
+        let table = JoinTable::build(&keys, &build).unwrap();
+        let Keys::Hashed(hashed) = &table.keys else {
+            panic!("pairs are hashed")
+        };
+        assert!(hashed.bitmaps[0].is_some());
+        let matched: std::collections::HashSet<u32> = expected.0.into_iter().collect();
+        let contains = table.contains(&probe).unwrap();
+        assert!(contains.iter().any(|c| c) && contains.iter().any(|c| !c));
+        for (row, has_key) in contains.into_iter().enumerate() {
+            assert_eq!(has_key, matched.contains(&(row as u32)), "row {row}");
+        }
     }
 }

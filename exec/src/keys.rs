@@ -44,7 +44,7 @@ enum Encoded {
 }
 
 /// One row's encoded key.
-enum Key<'a> {
+pub(crate) enum Key<'a> {
     Word64(u64),
     Word128(u128),
     Bytes(&'a [u8]),
@@ -77,6 +77,12 @@ impl EncodedKeys {
         self.hashes[row]
     }
 
+    /// Every row's hash.
+    #[inline]
+    pub fn hashes(&self) -> &[u64] {
+        &self.hashes
+    }
+
     #[inline]
     pub fn has_null(&self, row: usize) -> bool {
         self.has_null.as_ref().is_some_and(|n| n[row])
@@ -102,7 +108,7 @@ impl EncodedKeys {
     }
 
     #[inline]
-    fn key(&self, row: usize) -> Key<'_> {
+    pub(crate) fn key(&self, row: usize) -> Key<'_> {
         match (&self.encoded, &self.unpacked_bytes) {
             (_, Some(bytes)) if self.is_unpacked(row) => Key::Bytes(bytes.row(row).data()),
             (Encoded::Word64(words), _) => Key::Word64(words[row]),
@@ -253,6 +259,12 @@ impl KeyEncoder {
     }
 }
 
+/// The keys of an index whose keys are all packed into words of one width, in id order.
+pub(crate) enum PackedKeys<'a> {
+    Word64(&'a [u64]),
+    Word128(&'a [u128]),
+}
+
 /// A key interned in the byte-keyed table: where its bytes are in the arena.
 struct BytesKey {
     hash: u64,
@@ -332,6 +344,34 @@ impl KeyIndex {
                 .map(|k| k.id),
         };
         id.unwrap_or(NO_KEY)
+    }
+
+    /// The keys in id order, when every key is packed into words of one width (a join's
+    /// keys without NULLs or long strings).
+    pub(crate) fn packed_keys(&self) -> Option<PackedKeys<'_>> {
+        if !self.bytes.is_empty() {
+            return None;
+        }
+        // Each key took the next id as it was interned into its one table: ids are positions.
+        debug_assert!(
+            self.words64
+                .ids
+                .iter()
+                .enumerate()
+                .all(|(p, &id)| id as usize == p)
+        );
+        debug_assert!(
+            self.words128
+                .ids
+                .iter()
+                .enumerate()
+                .all(|(p, &id)| id as usize == p)
+        );
+        match (&self.words64.words[..], &self.words128.words[..]) {
+            (words, []) => Some(PackedKeys::Word64(words)),
+            ([], words) => Some(PackedKeys::Word128(words)),
+            _ => None,
+        }
     }
 
     /// Room for `additional` more keys, so that interning them never grows the table.

@@ -36,6 +36,7 @@ mod subquery;
 mod sums;
 mod unnest;
 mod window;
+mod word_slots;
 
 pub use error::{ExecError, Result};
 pub use expr::evaluate;
