@@ -842,8 +842,14 @@ impl HashAggregateSink {
             return;
         }
         self.hashed_rows += rows;
+        // Keys looked up by value cost a load each, less than passing their rows on.
+        let by_value = self
+            .index
+            .as_ref()
+            .is_some_and(GroupIndex::looks_up_by_value);
         if self.hashed_rows >= PASS_ON_CHECK_ROWS
             && self.groups as f64 > self.hashed_rows as f64 * PASS_ON_GROUPS_PER_ROW
+            && !by_value
             && self.can_split()
         {
             self.passed = Some(vec![Vec::new(); GROUP_PARTITIONS]);

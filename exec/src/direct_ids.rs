@@ -1,9 +1,8 @@
 //! Group ids of one integer key column looked up by value, without hashing: a slot per value
 //! between the least and greatest key seen, holding the id of the key already interned there.
-//! It fronts the hashed index (which still holds every key, for merging by partition): rows
-//! whose key has a slot skip the hash table; the others are interned as usual, then remembered.
-//! Aggregations by a customer or part key over rows in no key order (after a join) then look
-//! up each row with one load.
+//! It stands in for the hashed index while the keys fit the slots: rows whose key has a slot
+//! skip hashing, and new keys are only hashed for their partition. Aggregations by a customer
+//! or part key over rows in no key order (after a join) then look up each row with one load.
 
 use arrow::datatypes::DataType;
 
@@ -54,6 +53,12 @@ impl DirectIds {
             ids.push(slot.wrapping_sub(1));
         }
         true
+    }
+
+    /// The id of `value`, if known; `value` is within the slots (it was looked up).
+    #[inline]
+    pub fn id_of(&self, value: i64) -> Option<u32> {
+        self.slots[(value - self.base) as usize].checked_sub(1)
     }
 
     /// Records that `value` has id `id`; `value` is within the slots (it was looked up).

@@ -428,9 +428,15 @@ pub struct GroupIndex {
     /// Per partition, the ids of its keys in the order they were added.
     members: Vec<Vec<u32>>,
     len: u32,
-    /// For one integer key column, ids looked up by value first; dropped once the keys span
-    /// too many values.
-    direct: Option<DirectIds>,
+    /// For one integer key column, ids looked up by value instead of by hash; dropped once
+    /// the keys span too many values (or one is NULL), its keys then interned by hash.
+    direct: Option<DirectFront>,
+}
+
+/// Ids looked up by value, and the keys they were added for, in id order.
+struct DirectFront {
+    ids: DirectIds,
+    keys: Vec<ArrayRef>,
 }
 
 impl GroupIndex {
@@ -442,7 +448,10 @@ impl GroupIndex {
                 .collect::<Result<_>>()?,
             members: vec![Vec::new(); GROUP_PARTITIONS],
             len: 0,
-            direct: DirectIds::for_types(types),
+            direct: DirectIds::for_types(types).map(|ids| DirectFront {
+                ids,
+                keys: Vec::new(),
+            }),
         })
     }
 
@@ -485,27 +494,74 @@ impl GroupIndex {
             return self.intern_hashed(keys, ids, new_rows);
         };
         if keys[0].null_count() > 0 {
-            self.direct = Some(direct);
+            // NULL keys are interned by hash: every key goes there from now on.
+            self.leave_direct(direct)?;
             return self.intern_hashed(keys, ids, new_rows);
         }
         let values = as_i64(&keys[0])?;
         let mut missing = Vec::new();
-        if !direct.lookup(values.values(), ids, &mut missing) {
+        if !direct.ids.lookup(values.values(), ids, &mut missing) {
             // The keys span too many values for a slot each: hashed from now on.
+            self.leave_direct(direct)?;
             return self.intern_hashed(keys, ids, new_rows);
         }
         if !missing.is_empty() {
+            // Keys not seen before get the next ids and their partitions (by hash, as every
+            // index of these types would give them), but no place in a hash table.
             let rows = arrow::array::UInt32Array::from(missing.clone());
-            let taken = vec![arrow::compute::take(&keys[0], &rows, None)?];
-            let (mut taken_ids, mut taken_new) = (Vec::new(), Vec::new());
-            self.intern_hashed(&taken, &mut taken_ids, &mut taken_new)?;
-            for (&row, &id) in missing.iter().zip(&taken_ids) {
+            let taken = arrow::compute::take(&keys[0], &rows, None)?;
+            let encoded = self
+                .encoder
+                .encode(std::slice::from_ref(&taken), NullKeys::Group)?;
+            let first_new = new_rows.len();
+            for (position, &row) in missing.iter().enumerate() {
+                let value = values.value(row as usize);
+                let id = match direct.ids.id_of(value) {
+                    Some(id) => id,
+                    None => {
+                        let id = self.len;
+                        self.len += 1;
+                        direct.ids.remember(value, id);
+                        self.members[group_partition(encoded.hash(position))].push(id);
+                        new_rows.push(row);
+                        id
+                    }
+                };
                 ids[row as usize] = id;
-                direct.remember(values.value(row as usize), id);
             }
-            new_rows.extend(taken_new.iter().map(|&i| missing[i as usize]));
+            let added: Vec<u32> = new_rows[first_new..].to_vec();
+            if !added.is_empty() {
+                let added = arrow::array::UInt32Array::from(added);
+                direct
+                    .keys
+                    .push(arrow::compute::take(&keys[0], &added, None)?);
+            }
         }
         self.direct = Some(direct);
+        Ok(())
+    }
+
+    /// Whether keys are looked up by value (one integer column within a span of slots).
+    pub fn looks_up_by_value(&self) -> bool {
+        self.direct.is_some()
+    }
+
+    /// Interns the keys added by value into the hash tables, with the ids they have, so that
+    /// keys from now on can be interned by hash.
+    fn leave_direct(&mut self, direct: DirectFront) -> Result<()> {
+        let mut id = 0u32;
+        for piece in &direct.keys {
+            let encoded = self
+                .encoder
+                .encode(std::slice::from_ref(piece), NullKeys::Group)?;
+            for row in 0..encoded.len() {
+                let partition = group_partition(encoded.hash(row));
+                let (interned, new) = self.partitions[partition].intern_row_as(&encoded, row, id);
+                debug_assert!(new && interned == id, "keys added by value are distinct");
+                id += 1;
+            }
+        }
+        debug_assert_eq!(id, self.len);
         Ok(())
     }
 
@@ -879,5 +935,55 @@ mod tests {
             .collect();
         members.sort();
         assert_eq!(members, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn keys_looked_up_by_value_keep_their_ids_when_hashed_after() {
+        let mut index = GroupIndex::new(&[DataType::Int64]).unwrap();
+        let intern = |index: &mut GroupIndex, values: Vec<Option<i64>>| {
+            let keys: ArrayRef = Arc::new(Int64Array::from(values));
+            let (mut ids, mut new_rows) = (Vec::new(), Vec::new());
+            index
+                .intern(std::slice::from_ref(&keys), &mut ids, &mut new_rows)
+                .unwrap();
+            (keys, ids, new_rows)
+        };
+        // A new key twice in one batch gets one id.
+        let (_, ids, new_rows) = intern(&mut index, vec![Some(5), Some(9), Some(5), Some(9)]);
+        assert!(index.looks_up_by_value());
+        assert_eq!((ids, new_rows), (vec![0, 1, 0, 1], vec![0, 1]));
+        let (_, ids, new_rows) = intern(&mut index, vec![Some(9), Some(2), Some(2), Some(5)]);
+        assert_eq!((ids, new_rows), (vec![1, 2, 2, 0], vec![1]));
+        // Too wide a span: the keys so far move into the hash tables with their ids.
+        let far = 1i64 << 40;
+        let (_, ids, new_rows) = intern(&mut index, vec![Some(far), Some(2), Some(9), Some(far)]);
+        assert!(!index.looks_up_by_value());
+        assert_eq!((ids, new_rows), (vec![3, 2, 1, 3], vec![0]));
+        let (keys, ids, _) = intern(&mut index, vec![None, Some(5), None, Some(far)]);
+        assert_eq!(ids, vec![4, 0, 4, 3]);
+        // Every key is in the partition its hash picks, once.
+        let partitions = index.partitions_of(&[keys]).unwrap();
+        for (row, &id) in ids.iter().enumerate() {
+            let partition = partitions[row] as usize;
+            assert_eq!(
+                index
+                    .members(partition)
+                    .iter()
+                    .filter(|&&m| m == id)
+                    .count(),
+                1
+            );
+        }
+        assert_eq!(index.len(), 5);
+
+        // A NULL while looking up by value also moves the keys into the hash tables.
+        let mut index = GroupIndex::new(&[DataType::Int32]).unwrap();
+        let keys: ArrayRef = Arc::new(Int32Array::from(vec![4, 8, 4]));
+        let (mut ids, mut new_rows) = (Vec::new(), Vec::new());
+        index.intern(&[keys], &mut ids, &mut new_rows).unwrap();
+        let keys: ArrayRef = Arc::new(Int32Array::from(vec![Some(8), None, Some(4), Some(6)]));
+        index.intern(&[keys], &mut ids, &mut new_rows).unwrap();
+        assert_eq!(ids, vec![1, 2, 0, 3]);
+        assert!(!index.looks_up_by_value());
     }
 }

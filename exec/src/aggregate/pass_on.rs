@@ -60,6 +60,8 @@ mod tests {
         }
     }
 
+    const SPREAD: i64 = 1_000_003;
+
     /// `SELECT k, sum(v), count(*) ... GROUP BY k` over `parts`, each part aggregated by its
     /// own partial aggregation, then merged; as key to (sum, count), and whether any part
     /// passed rows on.
@@ -82,7 +84,8 @@ mod tests {
         for rows in parts {
             let mut partial = template.empty_like().unwrap();
             for chunk in rows.chunks(8192) {
-                let keys = Int64Array::from_iter_values(chunk.iter().map(|r| r.0));
+                // Keys spread wider than ids looked up by value span, which never pass on.
+                let keys = Int64Array::from_iter_values(chunk.iter().map(|r| r.0 * SPREAD));
                 let values = Int64Array::from_iter_values(chunk.iter().map(|r| r.1));
                 let batch =
                     RecordBatch::try_new(input.clone(), vec![Arc::new(keys), Arc::new(values)])
@@ -99,6 +102,7 @@ mod tests {
         let mut groups = BTreeMap::new();
         for batch in merged.finish().unwrap() {
             let keys = batch.column(0).as_primitive::<Int64Type>();
+            let keys = Int64Array::from_iter_values(keys.values().iter().map(|k| k / SPREAD));
             let sums = batch.column(1).as_primitive::<Int64Type>();
             let counts = batch.column(2).as_primitive::<Int64Type>();
             for row in 0..batch.num_rows() {
@@ -132,6 +136,26 @@ mod tests {
         assert!(passed, "nearly distinct keys should be passed on");
         assert_eq!(groups.len(), 300_000);
         assert_eq!(groups, expected(&parts));
+    }
+
+    #[test]
+    fn keys_looked_up_by_value_are_not_passed_on() {
+        let input = Arc::new(Schema::new(vec![Field::new("k", DataType::Int64, true)]));
+        let output = Arc::new(Schema::new(vec![
+            Field::new("k", DataType::Int64, true),
+            Field::new("c", DataType::Int64, false),
+        ]));
+        let calls = [call(AggregateFunction::CountStar, None)];
+        let mut sink = HashAggregateSink::new(&[column(0, "k")], &calls, output).unwrap();
+        for first in (0..150_000).step_by(8192) {
+            let keys = Int64Array::from_iter_values(first..(first + 8192).min(150_000));
+            let batch = RecordBatch::try_new(input.clone(), vec![Arc::new(keys)]).unwrap();
+            sink.sink(&batch).unwrap();
+        }
+        assert!(
+            sink.passed.is_none(),
+            "distinct keys within a span are looked up by value"
+        );
     }
 
     #[test]
