@@ -141,7 +141,18 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
         } => {
             let text = value(expr, batch)?;
             let pattern = value(pattern, batch)?;
+            let pieces = match (&pattern, case_insensitive) {
+                (Value::Constant(p), false)
+                    if p.data_type() == &DataType::Utf8 && p.is_valid(0) =>
+                {
+                    crate::like::PiecePattern::parse(p.as_string::<i32>().value(0))
+                }
+                _ => None,
+            };
             let like = |v: &ArrayRef| -> Result<ArrayRef> {
+                if let Some(matched) = pieces.as_ref().and_then(|p| p.evaluate(v, *negated)) {
+                    return Ok(matched);
+                }
                 let p = pattern.datum();
                 let result = match (negated, case_insensitive) {
                     (false, false) => comparison::like(v, p.as_ref())?,

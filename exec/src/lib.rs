@@ -22,6 +22,7 @@ mod join;
 mod join_rows;
 mod join_table;
 mod keys;
+mod like;
 mod morsel;
 mod pipeline;
 mod profile;
