@@ -93,6 +93,11 @@ impl HashJoin {
         (drops && self.table.is_some()).then_some(&self.left_keys[..])
     }
 
+    /// The rows of the build side.
+    pub fn build_rows(&self) -> usize {
+        self.build.num_rows()
+    }
+
     pub fn kind(&self) -> JoinKind {
         self.kind
     }

@@ -97,6 +97,10 @@ impl<'p> ScanFilter<'p> {
         };
         let dictionary = predicate
             .and_then(|predicate| DictionaryFilter::new(predicate, &node.schema(), few_values));
+        let joins = narrowest_joins(joins, predicate, node);
+        if predicate.is_none() && joins.is_empty() {
+            return None;
+        }
         let mut key_columns: Vec<usize> = joins
             .iter()
             .flat_map(|j| j.keys.iter().flat_map(Expr::column_indices))
@@ -257,6 +261,61 @@ impl<'p> ScanFilter<'p> {
         self.rows.fetch_add(rows, Relaxed);
         self.kept.fetch_add(kept, Relaxed);
     }
+}
+
+/// A join whose keys keep at most this share of a scan's rows leaves the keys of other joins,
+/// which would have the scan read more columns first, to those joins.
+const NARROW_KEEP: f64 = 0.05;
+
+/// The joins whose keys a scan checks as it reads. When one join's keys keep few rows (its
+/// build side holds a small share of the values its key columns span), the scan reads its key
+/// columns first, and other joins' key columns only for the rows it keeps: reading a column
+/// whole to drop a share of the few rows left costs more than it saves (TPC-H q2's
+/// subquery reads partsupp's part keys, keeping 0.4% of rows, before its supplier keys,
+/// which would keep 20%).
+fn narrowest_joins<'p>(
+    mut joins: Vec<JoinKeys<'p>>,
+    predicate: Option<&Expr>,
+    node: &PhysicalPlan,
+) -> Vec<JoinKeys<'p>> {
+    let PhysicalPlan::ParquetScan { table, schema, .. } = node else {
+        return joins;
+    };
+    // The share of rows a join's keys keep, at most: its build rows over the values a key
+    // column spans.
+    let kept_share = |join: &JoinKeys| -> f64 {
+        let build_rows = join.join.build_rows() as f64;
+        join.keys
+            .iter()
+            .filter_map(|key| {
+                let stats = table.columns.get(ranged_column(key, schema)?)?;
+                let span = stats.max?.checked_sub(stats.min?)?.checked_add(1)? as f64;
+                Some((build_rows / span).min(1.0))
+            })
+            .fold(1.0, f64::min)
+    };
+    let shares: Vec<f64> = joins.iter().map(kept_share).collect();
+    let Some((narrowest, &share)) = shares.iter().enumerate().min_by(|a, b| a.1.total_cmp(b.1))
+    else {
+        return joins;
+    };
+    if share > NARROW_KEEP {
+        return joins;
+    }
+    let mut read_first: Vec<usize> = predicate.map(Expr::column_indices).unwrap_or_default();
+    read_first.extend(joins[narrowest].keys.iter().flat_map(Expr::column_indices));
+    let mut position = 0;
+    joins.retain(|join| {
+        let keep = position == narrowest
+            || join
+                .keys
+                .iter()
+                .flat_map(Expr::column_indices)
+                .all(|c| read_first.contains(&c));
+        position += 1;
+        keep
+    });
+    joins
 }
 
 /// The mask's true values, NULL counting as false.

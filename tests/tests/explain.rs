@@ -255,6 +255,38 @@ fn scans_skip_files_and_row_groups_their_filter_rules_out() {
     });
 }
 
+/// When one join's keys keep few of a scan's rows, the scan checks only those keys as it
+/// reads, leaving another join's keys on a column it would read first to that join.
+#[test]
+fn scans_check_the_keys_of_the_narrowest_join_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.parquet");
+    let setup = format!(
+        "CREATE TABLE big (a BIGINT, b BIGINT);
+        INSERT INTO big SELECT range, range % 1000 FROM range(300000);
+        COPY big TO '{}';
+        CREATE TABLE ka (k BIGINT);
+        INSERT INTO ka SELECT range FROM range(250000, 250010);
+        CREATE TABLE kb (k BIGINT);
+        INSERT INTO kb SELECT range FROM range(0, 5)",
+        file.display()
+    );
+    with_lake(&setup, |node, runtime| {
+        let query = format!(
+            "SELECT count(*) FROM read_parquet('{}') t JOIN ka ON t.a = ka.k JOIN kb ON t.b = kb.k",
+            file.display()
+        );
+        let lines = plan_lines(node, runtime, &format!("EXPLAIN ANALYZE {query}"));
+        // Ten rows have a key of ka (b from 0 to 9); five of them a key of kb too.
+        assert_eq!(
+            line(&lines, "ParquetScan"),
+            "ParquetScan: read_parquet (1 files)  [rows=10"
+        );
+        let (_, batches) = run_sql(node, runtime, &query).unwrap().expect("rows");
+        assert_eq!(map_cells(&batches, |_, _, _, text| text)[0][0], "5");
+    });
+}
+
 /// An outer join builds the input it keeps whole when the other is much larger (a right
 /// join), and stays a left join otherwise. tests/slt/joins.slt checks the rows.
 #[test]
