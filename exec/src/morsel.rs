@@ -132,10 +132,11 @@ pub fn read_unit(
                     keep,
                 )?;
                 filter.count(rows, read.iter().map(RecordBatch::num_rows).sum());
-                return read
+                let read = read
                     .iter()
                     .map(|batch| widen(batch, schema, columns))
-                    .collect();
+                    .collect::<Result<_>>()?;
+                return filter.apply_deferred(read);
             }
             let read = read_parquet_row_group(&file.path, footer, *row_group, columns.as_deref())?;
             match columns {

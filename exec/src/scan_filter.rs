@@ -70,6 +70,9 @@ pub struct ScanFilter<'p> {
     /// The predicate's conjuncts over one string column, answered from the column's
     /// dictionary when it is read first.
     dictionary: Option<DictionaryFilter>,
+    /// Whether the predicate waits for the rows the keys keep, read with the other columns
+    /// (`narrowest_joins`), instead of reading its columns first.
+    deferred: bool,
     rows: AtomicUsize,
     kept: AtomicUsize,
 }
@@ -95,19 +98,23 @@ impl<'p> ScanFilter<'p> {
                 .is_some_and(|sample| sample.distinct * 4 <= sample.rows),
             _ => false,
         };
-        let dictionary = predicate
-            .and_then(|predicate| DictionaryFilter::new(predicate, &node.schema(), few_values));
-        let joins = narrowest_joins(joins, predicate, node);
+        let (joins, deferred) = narrowest_joins(joins, predicate, node);
         if predicate.is_none() && joins.is_empty() {
             return None;
         }
+        let dictionary = predicate
+            .filter(|_| !deferred)
+            .and_then(|predicate| DictionaryFilter::new(predicate, &node.schema(), few_values));
         let mut key_columns: Vec<usize> = joins
             .iter()
             .flat_map(|j| j.keys.iter().flat_map(Expr::column_indices))
             .collect();
         key_columns.sort_unstable();
         key_columns.dedup();
-        let mut columns: Vec<usize> = predicate.map(Expr::column_indices).unwrap_or_default();
+        let mut columns: Vec<usize> = match deferred {
+            true => Vec::new(),
+            false => predicate.map(Expr::column_indices).unwrap_or_default(),
+        };
         columns.extend(&key_columns);
         columns.sort_unstable();
         columns.dedup();
@@ -117,6 +124,7 @@ impl<'p> ScanFilter<'p> {
             columns,
             key_columns,
             dictionary,
+            deferred,
             rows: AtomicUsize::new(0),
             kept: AtomicUsize::new(0),
         })
@@ -162,7 +170,8 @@ impl<'p> ScanFilter<'p> {
         schema: &SchemaRef,
         answers: &mut AnswerCache,
     ) -> Result<BooleanArray> {
-        let mut keep = match (&self.dictionary, self.predicate) {
+        let predicate = self.predicate.filter(|_| !self.deferred);
+        let mut keep = match (&self.dictionary, predicate) {
             (Some(dictionary), _) => dictionary
                 .mask(read, schema, &self.columns, answers)?
                 .values()
@@ -257,29 +266,56 @@ impl<'p> ScanFilter<'p> {
         Ok(kept)
     }
 
+    /// The rows read for the keys' kept rows (columns of the scan's schema) that the
+    /// predicate keeps, when it waited for them.
+    pub fn apply_deferred(&self, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+        let Some(predicate) = self.predicate.filter(|_| self.deferred) else {
+            return Ok(batches);
+        };
+        batches
+            .iter()
+            .map(|batch| {
+                let mask = crate::select::predicate_mask(predicate, batch)?;
+                crate::select::filter_batch(
+                    batch,
+                    &BooleanArray::new(true_where_valid(&mask), None),
+                )
+            })
+            .collect()
+    }
+
     pub fn count(&self, rows: usize, kept: usize) {
         self.rows.fetch_add(rows, Relaxed);
         self.kept.fetch_add(kept, Relaxed);
     }
 }
 
-/// A join whose keys keep at most this share of a scan's rows leaves the keys of other joins,
-/// which would have the scan read more columns first, to those joins.
+/// A join whose keys keep at most this share of a scan's rows has the scan read its key
+/// columns first, without other joins' keys.
 const NARROW_KEEP: f64 = 0.05;
 
-/// The joins whose keys a scan checks as it reads. When one join's keys keep few rows (its
-/// build side holds a small share of the values its key columns span), the scan reads its key
-/// columns first, and other joins' key columns only for the rows it keeps: reading a column
-/// whole to drop a share of the few rows left costs more than it saves (TPC-H q2's
-/// subquery reads partsupp's part keys, keeping 0.4% of rows, before its supplier keys,
-/// which would keep 20%).
+/// A join whose keys keep at most this share of a scan's rows has the scan read its key
+/// columns first, alone: the predicate's columns are read with the others, for the rows the
+/// keys keep. The share is estimated from the span of the key column's values, which holds
+/// for dense keys; sparse ones (TPC-H's order keys fill a quarter of their span) keep more,
+/// and a predicate read first may have dropped most of those.
+const DEFER_KEEP: f64 = 0.01;
+
+/// The joins whose keys a scan checks as it reads, and whether the predicate waits for the
+/// rows they keep. When one join's keys keep few rows (its build side holds a small share of
+/// the values its key columns span), the scan reads no other join's key columns first: they
+/// are read only for the rows the narrowest keeps, and those joins check their own keys.
+/// Reading another column whole to drop a share of the few rows left costs more than it saves
+/// (TPC-H q2's subquery reads partsupp's part keys, keeping 0.4% of rows, before its supplier
+/// keys, which would keep 20%). When the keys keep very few rows, the predicate's columns wait
+/// for them too.
 fn narrowest_joins<'p>(
     mut joins: Vec<JoinKeys<'p>>,
     predicate: Option<&Expr>,
     node: &PhysicalPlan,
-) -> Vec<JoinKeys<'p>> {
+) -> (Vec<JoinKeys<'p>>, bool) {
     let PhysicalPlan::ParquetScan { table, schema, .. } = node else {
-        return joins;
+        return (joins, false);
     };
     // The share of rows a join's keys keep, at most: its build rows over the values a key
     // column spans.
@@ -297,13 +333,21 @@ fn narrowest_joins<'p>(
     let shares: Vec<f64> = joins.iter().map(kept_share).collect();
     let Some((narrowest, &share)) = shares.iter().enumerate().min_by(|a, b| a.1.total_cmp(b.1))
     else {
-        return joins;
+        return (joins, false);
     };
     if share > NARROW_KEEP {
-        return joins;
+        return (joins, false);
     }
-    let mut read_first: Vec<usize> = predicate.map(Expr::column_indices).unwrap_or_default();
-    read_first.extend(joins[narrowest].keys.iter().flat_map(Expr::column_indices));
+    let mut read_first: Vec<usize> = joins[narrowest]
+        .keys
+        .iter()
+        .flat_map(Expr::column_indices)
+        .collect();
+    let predicate_columns = predicate.map(Expr::column_indices).unwrap_or_default();
+    let deferred = share <= DEFER_KEEP && predicate_columns.iter().any(|c| !read_first.contains(c));
+    if !deferred {
+        read_first.extend(predicate_columns);
+    }
     let mut position = 0;
     joins.retain(|join| {
         let keep = position == narrowest
@@ -315,7 +359,7 @@ fn narrowest_joins<'p>(
         position += 1;
         keep
     });
-    joins
+    (joins, deferred)
 }
 
 /// The mask's true values, NULL counting as false.
