@@ -34,6 +34,11 @@ pub struct HashJoin {
     /// For a full join, the build rows matched so far, to emit the others at the end. Probe
     /// batches may run on several threads at once.
     matched: Vec<AtomicBool>,
+    /// For each build column, the probe column it equals in every matched pair, when it is a
+    /// key column whose probe key is a column of the same type whose equal values are
+    /// identical (integers, dates, decimals, strings): matched pairs take it from the probe
+    /// rows, in probe order, instead of gathering it from the build rows.
+    equal_probe_column: Vec<Option<usize>>,
 }
 
 impl HashJoin {
@@ -68,6 +73,7 @@ impl HashJoin {
         } else {
             Vec::new()
         };
+        let equal_probe_column = equal_probe_columns(&build_schema, left_keys, right_keys, &schema);
         Ok(HashJoin {
             kind,
             left_keys: left_keys.to_vec(),
@@ -76,6 +82,7 @@ impl HashJoin {
             build,
             table,
             matched,
+            equal_probe_column,
         })
     }
 
@@ -325,7 +332,21 @@ impl HashJoin {
                 fields.push(Field::new(field.name(), DataType::Null, true));
             }
         }
-        columns.extend(self.build.take(&build)?);
+        let skip: Vec<bool> = self
+            .equal_probe_column
+            .iter()
+            .map(Option::is_some)
+            .collect();
+        let probe_width = columns.len();
+        columns.extend(self.build.take_except(&build, &skip)?);
+        for (column, equal) in self.equal_probe_column.iter().enumerate() {
+            if let Some(probe_column) = *equal {
+                columns[probe_width + column] = match columns[probe_column].data_type() {
+                    DataType::Null => take(batch.column(probe_column), &probe, None)?,
+                    _ => columns[probe_column].clone(),
+                };
+            }
+        }
         for field in self.build.schema().fields() {
             fields.push(field.as_ref().clone().with_nullable(true));
         }
@@ -408,6 +429,61 @@ impl HashJoin {
             &options,
         )?)
     }
+}
+
+/// See `HashJoin::equal_probe_column`. Only build columns the output keeps count.
+fn equal_probe_columns(
+    build_schema: &SchemaRef,
+    left_keys: &[Expr],
+    right_keys: &[Expr],
+    schema: &SchemaRef,
+) -> Vec<Option<usize>> {
+    let width = build_schema.fields().len();
+    let mut equal = vec![None; width];
+    let Some(output_start) = schema.fields().len().checked_sub(width) else {
+        return equal;
+    };
+    for (left, right) in left_keys.iter().zip(right_keys) {
+        let (
+            Expr::Column { index: probe, .. },
+            Expr::Column {
+                index: build,
+                data_type,
+                ..
+            },
+        ) = (left, right)
+        else {
+            continue;
+        };
+        let identical_when_equal = matches!(
+            data_type,
+            DataType::Int8
+                | DataType::Int16
+                | DataType::Int32
+                | DataType::Int64
+                | DataType::UInt8
+                | DataType::UInt16
+                | DataType::UInt32
+                | DataType::UInt64
+                | DataType::Date32
+                | DataType::Date64
+                | DataType::Decimal64(_, _)
+                | DataType::Decimal128(_, _)
+                | DataType::Utf8
+        );
+        let emitted = schema
+            .fields()
+            .get(output_start + build)
+            .is_some_and(|f| f.data_type() != &DataType::Null);
+        if identical_when_equal
+            && emitted
+            && left.data_type() == *data_type
+            && build_schema.field(*build).data_type() == data_type
+        {
+            equal[*build] = Some(*probe);
+        }
+    }
+    equal
 }
 
 /// Which build columns a join reads or emits: its keys', its filter's, and those its output
@@ -643,6 +719,40 @@ mod tests {
         let matched: HashSet<i64> = matched_build_rows().into_iter().collect();
         assert_eq!(rows.len() + matched.len(), BUILD_ROWS);
         assert!(rows.is_disjoint(&matched));
+    }
+
+    #[test]
+    fn matched_build_keys_are_taken_from_the_probe_rows() {
+        // The probe key is not emitted, the build key is: pairs take it from the probe rows.
+        let output = Arc::new(Schema::new(vec![
+            Field::new("p_key", DataType::Null, true),
+            Field::new("b_key", DataType::Int64, true),
+            Field::new("b_row", DataType::Int64, true),
+        ]));
+        for kind in [JoinKind::Inner, JoinKind::Right] {
+            let (probed, finished) = run(kind, output.clone());
+            let keys = values(&probed, 1);
+            let rows = values(&probed, 2);
+            assert_eq!(keys.len(), matched_build_rows().len());
+            for (key, row) in keys.iter().zip(&rows) {
+                assert_eq!(*key, build_key(row.unwrap() as usize), "{kind:?}");
+            }
+            // A right join's unmatched build rows still carry their own keys.
+            for (key, row) in values(&finished, 1).iter().zip(values(&finished, 2)) {
+                assert_eq!(*key, build_key(row.unwrap() as usize));
+            }
+        }
+        let join = HashJoin::new(
+            JoinKind::Inner,
+            &[key_column("p_key")],
+            &[key_column("b_key")],
+            None,
+            output,
+            &schema(&["b_key", "b_row"]),
+            &build_batches(),
+        )
+        .unwrap();
+        assert_eq!(join.equal_probe_column, [Some(0), None]);
     }
 
     #[test]

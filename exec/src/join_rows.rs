@@ -94,12 +94,23 @@ impl BuildRows {
 
     /// Each build column at the given rows, `None` giving a NULL in every column.
     pub fn take(&self, rows: &[Option<u32>]) -> Result<Vec<ArrayRef>> {
+        self.take_except(rows, &[])
+    }
+
+    /// As `take`, but the columns `skip` marks are left NULL (typed NULL) for the caller to
+    /// fill.
+    pub fn take_except(&self, rows: &[Option<u32>], skip: &[bool]) -> Result<Vec<ArrayRef>> {
+        let skipped = |column: usize| skip.get(column).copied().unwrap_or(false);
         if let [batch] = &self.batches[..] {
             let indices = UInt32Array::from(rows.to_vec());
             return batch
                 .columns()
                 .iter()
-                .map(|column| Ok(take(column, &indices, None)?))
+                .enumerate()
+                .map(|(column, values)| match skipped(column) {
+                    true => Ok(new_null_array(&DataType::Null, rows.len())),
+                    false => Ok(take(values, &indices, None)?),
+                })
                 .collect();
         }
         // A `None` points at a row of NULLs after the last batch.
@@ -118,7 +129,7 @@ impl BuildRows {
             .enumerate()
             .map(|(column, field)| {
                 // Columns nothing reads are typed NULL (see the scans): no need to gather them.
-                if field.data_type() == &DataType::Null {
+                if field.data_type() == &DataType::Null || skipped(column) {
                     return Ok(new_null_array(&DataType::Null, rows.len()));
                 }
                 if at.is_empty() {
