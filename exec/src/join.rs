@@ -10,6 +10,7 @@ use arrow::array::{
 };
 use arrow::compute::take;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use pondra_catalog::is_exact_integer;
 use pondra_planner::{Expr, JoinKind};
 
 use crate::expr::{evaluate, evaluate_all};
@@ -455,22 +456,15 @@ fn equal_probe_columns(
         else {
             continue;
         };
-        let identical_when_equal = matches!(
-            data_type,
-            DataType::Int8
-                | DataType::Int16
-                | DataType::Int32
-                | DataType::Int64
-                | DataType::UInt8
-                | DataType::UInt16
-                | DataType::UInt32
-                | DataType::UInt64
-                | DataType::Date32
-                | DataType::Date64
-                | DataType::Decimal64(_, _)
-                | DataType::Decimal128(_, _)
-                | DataType::Utf8
-        );
+        let identical_when_equal = is_exact_integer(data_type)
+            || matches!(
+                data_type,
+                DataType::UInt64
+                    | DataType::Date64
+                    | DataType::Decimal64(_, _)
+                    | DataType::Decimal128(_, _)
+                    | DataType::Utf8
+            );
         let emitted = schema
             .fields()
             .get(output_start + build)
