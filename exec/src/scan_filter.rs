@@ -296,9 +296,8 @@ const NARROW_KEEP: f64 = 0.05;
 
 /// A join whose keys keep at most this share of a scan's rows has the scan read its key
 /// columns first, alone: the predicate's columns are read with the others, for the rows the
-/// keys keep. The share is estimated from the span of the key column's values, which holds
-/// for dense keys; sparse ones (TPC-H's order keys fill a quarter of their span) keep more,
-/// and a predicate read first may have dropped most of those.
+/// keys keep. The share is an estimate (sampled distinct values), and a predicate read first
+/// may drop most of the rows the keys keep: the threshold is low.
 const DEFER_KEEP: f64 = 0.01;
 
 /// The joins whose keys a scan checks as it reads, and whether the predicate waits for the
@@ -317,8 +316,10 @@ fn narrowest_joins<'p>(
     let PhysicalPlan::ParquetScan { table, schema, .. } = node else {
         return (joins, false);
     };
-    // The share of rows a join's keys keep, at most: its build rows over the values a key
-    // column spans.
+    // The share of rows a join's keys keep, about: its build rows over the distinct values of
+    // a key column, those of the file's first rows scaled up (order keys, which fill a quarter
+    // of their span), at most the values it spans.
+    let table_rows: u64 = table.files.iter().map(|f| f.rows).sum();
     let kept_share = |join: &JoinKeys| -> f64 {
         let build_rows = join.join.build_rows() as f64;
         join.keys
@@ -326,7 +327,13 @@ fn narrowest_joins<'p>(
             .filter_map(|key| {
                 let stats = table.columns.get(ranged_column(key, schema)?)?;
                 let span = stats.max?.checked_sub(stats.min?)?.checked_add(1)? as f64;
-                Some((build_rows / span).min(1.0))
+                let distinct = match stats.sample {
+                    Some(sample) if sample.rows > 0 => {
+                        (table_rows as f64 * sample.distinct as f64 / sample.rows as f64).min(span)
+                    }
+                    _ => span,
+                };
+                Some((build_rows / distinct.max(1.0)).min(1.0))
             })
             .fold(1.0, f64::min)
     };
