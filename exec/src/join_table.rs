@@ -209,19 +209,12 @@ impl JoinTable {
         // Of several key columns, those with a bitmap rule rows out first, so that only the
         // rest are encoded and looked up (a join's other keys often narrow its probe rows to
         // a few, as q9's part keys narrow partsupp's part and supplier pairs).
-        let mut known = None;
-        for (bitmap, key) in hashed.bitmaps.iter().zip(keys) {
-            if let Some(bitmap) = bitmap {
-                let has = bitmap.contains(key)?;
-                known = Some(match known {
-                    None => has,
-                    Some(known) => &known & &has,
-                });
-            }
-        }
-        let Some(known) = known else {
+        let positions: Vec<usize> = (0..keys.len()).filter(|&p| self.knows_column(p)).collect();
+        if positions.is_empty() {
             return hashed.contains(keys);
-        };
+        }
+        let values: Vec<ArrayRef> = positions.iter().map(|&p| keys[p].clone()).collect();
+        let known = self.contains_in_columns(&positions, &values)?;
         let candidates = known.count_set_bits();
         if candidates == 0 || candidates == known.len() {
             return match candidates {
