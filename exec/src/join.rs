@@ -8,6 +8,7 @@ use arrow::array::{
     Array, ArrayRef, BooleanArray, NullArray, RecordBatch, RecordBatchOptions, UInt32Array,
     new_null_array,
 };
+use arrow::buffer::BooleanBuffer;
 use arrow::compute::take;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use pondra_catalog::is_exact_integer;
@@ -26,6 +27,7 @@ const OUTPUT_ROWS: usize = 8192;
 pub struct HashJoin {
     kind: JoinKind,
     left_keys: Vec<Expr>,
+    right_keys: Vec<Expr>,
     filter: Option<Expr>,
     schema: SchemaRef,
     build: BuildRows,
@@ -78,6 +80,7 @@ impl HashJoin {
         Ok(HashJoin {
             kind,
             left_keys: left_keys.to_vec(),
+            right_keys: right_keys.to_vec(),
             filter: filter.cloned(),
             schema,
             build,
@@ -140,6 +143,56 @@ impl HashJoin {
             Some(columns) => table.contains_in_columns(columns, &keys)?,
         };
         Ok(BooleanArray::new(has, None))
+    }
+
+    /// Whether every build key of this join passes `other`'s `has_keys` check: this join's key
+    /// columns `columns` (all when `None`) against `other`'s `other_columns`, probed with
+    /// `probe_keys`, the expressions both joins' probe sides compute. A scan that dropped the
+    /// rows failing `other`'s check has then kept every row whose key this join holds. Build
+    /// rows with a NULL key match nothing and need not pass.
+    pub fn keys_pass(
+        &self,
+        columns: Option<&[usize]>,
+        probe_keys: &[Expr],
+        other: &HashJoin,
+        other_columns: Option<&[usize]>,
+    ) -> Result<bool> {
+        let Some(table) = &other.table else {
+            return Ok(false);
+        };
+        let positions: Vec<usize> = match columns {
+            Some(columns) => columns.to_vec(),
+            None => (0..self.right_keys.len()).collect(),
+        };
+        let keys: Vec<Expr> = positions
+            .iter()
+            .map(|&p| self.right_keys[p].clone())
+            .collect();
+        let same_types = keys.len() == probe_keys.len()
+            && keys
+                .iter()
+                .zip(probe_keys)
+                .all(|(key, probe)| key.data_type() == probe.data_type());
+        if !same_types {
+            return Ok(false);
+        }
+        for batch in self.build.batches() {
+            let values = evaluate_all(&keys, batch)?;
+            let has = match other_columns {
+                None => table.contains(&values)?,
+                Some(columns) => table.contains_in_columns(columns, &values)?,
+            };
+            let mut must_have = BooleanBuffer::new_set(batch.num_rows());
+            for value in &values {
+                if let Some(nulls) = value.logical_nulls() {
+                    must_have = &must_have & nulls.inner();
+                }
+            }
+            if (&must_have & &!&has).count_set_bits() > 0 {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// Joins one probe batch.

@@ -27,6 +27,7 @@ mod morsel;
 mod pipeline;
 mod profile;
 mod prune;
+mod repeated_scans;
 mod scan;
 mod scan_filter;
 mod select;

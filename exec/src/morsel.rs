@@ -11,6 +11,22 @@ use crate::pipeline::ExecContext;
 use crate::scan::{Morsel, as_schema, read_morsel, table_morsels_where, widen};
 use crate::scan_filter::ScanFilter;
 
+/// The morsels of a scan: units to read, or the rows an earlier scan of the same table kept
+/// for each of its units (`repeated_scans`).
+pub enum Morsels<'p> {
+    Read(Vec<ScanUnit<'p>>),
+    Kept(&'p crate::repeated_scans::KeptScan),
+}
+
+impl Morsels<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            Morsels::Read(units) => units.len(),
+            Morsels::Kept(kept) => kept.morsels.len(),
+        }
+    }
+}
+
 /// One morsel of a scan.
 pub enum ScanUnit<'p> {
     Table(Morsel),

@@ -13,8 +13,9 @@ use pondra_storage::Lake;
 use crate::aggregate::HashAggregateSink;
 use crate::expr::{evaluate, evaluate_all};
 use crate::join::HashJoin;
-use crate::morsel::{ScanUnit, read_unit, scan_units};
+use crate::morsel::{Morsels, read_unit, scan_units};
 use crate::profile::{NodeStats, Profile};
+use crate::repeated_scans::{Repeat, RepeatedScans, ScanRecorder};
 use crate::scan::as_schema;
 use crate::scan_filter::{Above, ScanFilter, join_keys_over_scan, through_projection};
 use crate::shared::SharedAggregates;
@@ -35,6 +36,8 @@ pub struct ExecContext {
     pub profile: Option<Profile>,
     /// Aggregations the query computes more than once, with their rows once computed.
     shared: SharedAggregates,
+    /// Tables the query scans more than once, with the rows kept by the scans that ran.
+    repeated: RepeatedScans,
 }
 
 impl ExecContext {
@@ -52,6 +55,7 @@ impl ExecContext {
             working_tables: Default::default(),
             profile: None,
             shared: SharedAggregates::default(),
+            repeated: RepeatedScans::default(),
         }
     }
 
@@ -72,7 +76,7 @@ enum Operator<'p> {
     Applied,
     Projection(&'p [Expr], SchemaRef),
     /// The probe side of a hash join whose build side has already run.
-    HashJoin(Box<HashJoin>),
+    HashJoin(Arc<HashJoin>),
     Unnest(&'p Expr, SchemaRef),
 }
 
@@ -195,6 +199,7 @@ impl Output<'_, '_> {
 /// Runs a physical plan to completion and returns its rows.
 pub fn execute(plan: &PhysicalPlan, ctx: &ExecContext) -> Result<Vec<RecordBatch>> {
     ctx.shared.find_repeated(plan)?;
+    ctx.repeated.find_repeated(plan)?;
     let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
     run_pipeline(&plan, Sink::Collect(Vec::new()), None, ctx)
 }
@@ -210,6 +215,7 @@ pub fn execute_profiled(
         .as_ref()
         .expect("a profiled run needs a profile");
     ctx.shared.find_repeated(plan)?;
+    ctx.repeated.find_repeated(plan)?;
     let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
     // The subqueries ran on plans now freed, whose nodes' addresses the resolved plan's nodes
     // may have taken: their stats are not this plan's.
@@ -278,7 +284,7 @@ fn run_pipeline<'p>(
                     stats.add_time(started.elapsed());
                 }
                 node = left;
-                Operator::HashJoin(Box::new(join))
+                Operator::HashJoin(Arc::new(join))
             }
             _ => break,
         };
@@ -334,32 +340,78 @@ fn run_pipeline<'p>(
     let mut leaf = true;
     match node {
         PhysicalPlan::TableScan { .. } | PhysicalPlan::ParquetScan { .. } => {
+            let repeat = match scan_filter {
+                Some(filter) => ctx.repeated.repeat(node, filter)?,
+                None => Repeat::Once,
+            };
+            let read = match &repeat {
+                Repeat::Keep { scan, .. } => scan,
+                _ => node,
+            };
             let schema = node.schema();
             let may_hold = |range: &dyn Fn(usize) -> Option<(i64, i64)>| {
                 pruning.is_none_or(|p| crate::prune::may_match(p, &schema, range))
                     && scan_filter.is_none_or(|f| f.joins_may_match(&schema, range))
             };
-            let (units, skipped) = scan_units(node, &may_hold, ctx).expect("a scan has morsels");
-            if let Some(stats) = &out.source_stats {
-                stats.add_skipped(skipped);
-            }
-            let workers = rayon::current_num_threads().min(units.len());
+            let morsels = match &repeat {
+                Repeat::Reuse(kept) => {
+                    if let Some(stats) = &out.source_stats {
+                        stats.set_reused();
+                    }
+                    Morsels::Kept(kept)
+                }
+                _ => {
+                    let (units, skipped) =
+                        scan_units(read, &may_hold, ctx).expect("a scan has morsels");
+                    if let Some(stats) = &out.source_stats {
+                        stats.add_skipped(skipped);
+                    }
+                    Morsels::Read(units)
+                }
+            };
+            let recorder = match &repeat {
+                Repeat::Keep { .. } => Some(ScanRecorder::new(morsels.len())),
+                _ => None,
+            };
+            let source = Source {
+                morsels: &morsels,
+                node: read,
+                filter: scan_filter,
+                recorder: recorder.as_ref(),
+                schema: (!matches!(repeat, Repeat::Once)).then_some(&plan_schema),
+            };
+            let workers = rayon::current_num_threads().min(morsels.len());
             match out.sink.split(workers)? {
                 Some(mut split) if workers > 1 => {
                     leaf = false;
-                    aggregate_runs(&mut split, out.stages, &units, plan_schema.fields().len())?;
-                    run_parallel(&units, node, scan_filter, &mut out, split, ctx)?;
+                    if let Morsels::Read(units) = &morsels {
+                        aggregate_runs(&mut split, out.stages, units, plan_schema.fields().len())?;
+                    }
+                    run_parallel(&source, &mut out, split, ctx)?;
                 }
                 _ => {
-                    for unit in &units {
+                    for morsel in 0..morsels.len() {
                         if out.is_full() {
                             break;
                         }
-                        for batch in read_unit(unit, node, scan_filter, ctx)? {
+                        for batch in source.read(morsel, ctx)? {
                             out.emit(batch)?;
                         }
                     }
                 }
+            }
+            if let (Repeat::Keep { table, scan }, Some(recorder), Some(filter)) =
+                (repeat, recorder, scan_filter)
+                && let Some(rows) = recorder.finish()
+            {
+                let joins: Vec<&Arc<HashJoin>> = stages
+                    .iter()
+                    .filter_map(|stage| match &stage.operator {
+                        Operator::HashJoin(join) => Some(join),
+                        _ => None,
+                    })
+                    .collect();
+                ctx.repeated.keep(table, &scan, filter, &joins, rows);
             }
         }
         PhysicalPlan::Window {
@@ -517,9 +569,7 @@ fn run_pipeline<'p>(
 /// collected rows in morsel order (so a parallel scan returns what a sequential one does),
 /// partial aggregates merged.
 fn run_parallel<'p>(
-    units: &[ScanUnit<'_>],
-    node: &PhysicalPlan,
-    scan_filter: Option<&ScanFilter<'_>>,
+    source: &Source<'_, '_>,
     out: &mut Output<'_, 'p>,
     split: Split<'p>,
     ctx: &ExecContext,
@@ -528,11 +578,13 @@ fn run_parallel<'p>(
     let failed = AtomicBool::new(false);
     let errors: Mutex<Vec<ExecError>> = Mutex::new(Vec::new());
     let in_order: Vec<Mutex<Vec<RecordBatch>>> = match split {
-        Split::InOrder => units.iter().map(|_| Mutex::default()).collect(),
+        Split::InOrder => (0..source.morsels.len())
+            .map(|_| Mutex::default())
+            .collect(),
         Split::Partial(_) => Vec::new(),
     };
     let mut partials: Vec<Sink<'p>> = match split {
-        Split::InOrder => (0..rayon::current_num_threads().min(units.len()))
+        Split::InOrder => (0..rayon::current_num_threads().min(source.morsels.len()))
             .map(|_| Sink::Collect(Vec::new()))
             .collect(),
         Split::Partial(partials) => partials,
@@ -545,12 +597,12 @@ fn run_parallel<'p>(
             scope.spawn(move |_| {
                 while !failed.load(Ordering::Relaxed) {
                     let unit = next.fetch_add(1, Ordering::Relaxed);
-                    if unit >= units.len() {
+                    if unit >= source.morsels.len() {
                         break;
                     }
                     let mut run = || -> Result<()> {
                         let started = source_stats.map(|_| Instant::now());
-                        let batches = read_unit(&units[unit], node, scan_filter, ctx)?;
+                        let batches = source.read(unit, ctx)?;
                         if let (Some(stats), Some(started)) = (source_stats, started) {
                             stats.add(
                                 batches.iter().map(|b| b.num_rows()).sum(),
@@ -594,13 +646,41 @@ fn run_parallel<'p>(
     Ok(())
 }
 
+/// Where a scan's pipeline gets its rows: the scan's morsels, read through its filter (and
+/// kept for a later scan when `recorder` is set) or kept by an earlier scan.
+struct Source<'s, 'p> {
+    morsels: &'s Morsels<'s>,
+    /// The scan to read.
+    node: &'s PhysicalPlan,
+    filter: Option<&'s ScanFilter<'p>>,
+    recorder: Option<&'s ScanRecorder>,
+    /// The schema of the planned scan, when the rows read or kept have more columns.
+    schema: Option<&'s SchemaRef>,
+}
+
+impl Source<'_, '_> {
+    fn read(&self, morsel: usize, ctx: &ExecContext) -> Result<Vec<RecordBatch>> {
+        let batches = match self.morsels {
+            Morsels::Read(units) => read_unit(&units[morsel], self.node, self.filter, ctx)?,
+            Morsels::Kept(kept) => kept.morsels[morsel].clone(),
+        };
+        if let Some(recorder) = self.recorder {
+            recorder.record(morsel, &batches);
+        }
+        match self.schema {
+            Some(schema) => batches.iter().map(|b| as_schema(b, schema)).collect(),
+            None => Ok(batches),
+        }
+    }
+}
+
 /// Lets each partial aggregation of `split` take its morsels' group keys as runs (ADR 0029)
 /// when its one key is a column of the scan, passed up unchanged by `stages`, whose ranges
 /// in the `units` overlap at most at their ends.
 fn aggregate_runs(
     split: &mut Split<'_>,
     stages: &[Stage<'_>],
-    units: &[ScanUnit<'_>],
+    units: &[crate::morsel::ScanUnit<'_>],
     width: usize,
 ) -> Result<()> {
     let Split::Partial(partials) = split else {

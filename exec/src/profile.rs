@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,6 +18,8 @@ pub struct NodeStats {
     skipped: AtomicU64,
     /// Groups an aggregation finished as runs of clustered keys, without its hash table.
     runs: AtomicU64,
+    /// Whether a scan took the rows an earlier scan of its table kept, instead of reading.
+    reused: AtomicBool,
 }
 
 impl NodeStats {
@@ -37,6 +39,10 @@ impl NodeStats {
 
     pub fn add_runs(&self, groups: usize) {
         self.runs.fetch_add(groups as u64, Ordering::Relaxed);
+    }
+
+    pub fn set_reused(&self) {
+        self.reused.store(true, Ordering::Relaxed);
     }
 }
 
@@ -74,6 +80,9 @@ impl Profile {
         };
         if let groups @ 1.. = stats.runs.load(Ordering::Relaxed) {
             let _ = write!(skipped, " runs={groups}");
+        }
+        if stats.reused.load(Ordering::Relaxed) {
+            skipped.push_str(" reused");
         }
         let _ = writeln!(
             out,

@@ -51,6 +51,11 @@ impl<'p> JoinKeys<'p> {
         }
     }
 
+    /// The join's key columns `keys` are, when not all.
+    pub fn key_columns(&self) -> Option<&[usize]> {
+        self.columns.as_deref()
+    }
+
     /// Whether the keys have dropped enough rows so far to be worth checking.
     fn selective(&self) -> bool {
         let (rows, kept) = (self.rows.load(Relaxed), self.kept.load(Relaxed));
@@ -151,6 +156,16 @@ impl<'p> ScanFilter<'p> {
                 }
             })
         })
+    }
+
+    /// The filter right above the scan, which the scan applies.
+    pub fn predicate(&self) -> Option<&'p Expr> {
+        self.predicate
+    }
+
+    /// The joins whose keys the scan checks.
+    pub fn joins(&self) -> &[JoinKeys<'p>] {
+        &self.joins
     }
 
     /// The columns to read first.

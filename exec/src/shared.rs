@@ -65,20 +65,28 @@ impl SharedAggregates {
 /// plan text. An aggregation that reads a recursive CTE's working table is left out: it is
 /// computed again on every step, over other rows.
 fn count_aggregates(plan: &PhysicalPlan, counts: &mut HashMap<String, usize>) -> Result<()> {
-    count_plan_aggregates(plan, counts);
+    for_each_node(plan, &mut |node| {
+        if matches!(node, PhysicalPlan::HashAggregate { .. }) && !reads_working_table(node) {
+            *counts.entry(format!("{node:?}")).or_default() += 1;
+        }
+    })
+}
+
+/// Calls `visit` on every node of `plan` and of the plans of the scalar subqueries in its
+/// expressions, nested ones too.
+pub fn for_each_node(plan: &PhysicalPlan, visit: &mut dyn FnMut(&PhysicalPlan)) -> Result<()> {
+    visit_nodes(plan, visit);
     for subquery in subqueries(plan)? {
-        count_aggregates(&create_physical_plan(&subquery.0), counts)?;
+        for_each_node(&create_physical_plan(&subquery.0), visit)?;
     }
     Ok(())
 }
 
-/// Counts the aggregations of `plan` itself, not of its subqueries.
-fn count_plan_aggregates(plan: &PhysicalPlan, counts: &mut HashMap<String, usize>) {
-    if matches!(plan, PhysicalPlan::HashAggregate { .. }) && !reads_working_table(plan) {
-        *counts.entry(format!("{plan:?}")).or_default() += 1;
-    }
+/// Calls `visit` on every node of `plan` itself, not of its subqueries.
+fn visit_nodes(plan: &PhysicalPlan, visit: &mut dyn FnMut(&PhysicalPlan)) {
+    visit(plan);
     for input in plan.inputs() {
-        count_plan_aggregates(input, counts);
+        visit_nodes(input, visit);
     }
 }
 

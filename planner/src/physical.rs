@@ -102,6 +102,15 @@ pub enum PhysicalPlan {
 }
 
 impl PhysicalPlan {
+    /// A scan of Parquet or CSV files read in place, reading `columns` (all when `None`).
+    pub fn parquet_scan(table: Arc<ExternalTable>, columns: Option<Vec<usize>>) -> PhysicalPlan {
+        PhysicalPlan::ParquetScan {
+            schema: read_schema(&table.schema, columns.as_deref()),
+            table,
+            columns,
+        }
+    }
+
     pub fn schema(&self) -> SchemaRef {
         match self {
             PhysicalPlan::TableScan { schema, .. }
@@ -226,12 +235,7 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
             schema: prune(schema, |i| used[i]),
         },
         LogicalPlan::ParquetScan { table } => {
-            let columns = scan_columns(used);
-            PhysicalPlan::ParquetScan {
-                table: table.clone(),
-                schema: read_schema(&table.schema, columns.as_deref()),
-                columns,
-            }
+            PhysicalPlan::parquet_scan(table.clone(), scan_columns(used))
         }
         LogicalPlan::Input { schema } => PhysicalPlan::Input {
             schema: schema.clone(),

@@ -100,7 +100,7 @@ enum TpchCommand {
         #[arg(long)]
         parquet: Option<PathBuf>,
         /// Print each query's EXPLAIN ANALYZE (the plan with rows and time per operator)
-        /// instead of timing it.
+        /// instead of timing it; with `--runs N` above 1, after N - 1 warm passes.
         #[arg(long)]
         explain: bool,
     },
@@ -271,6 +271,12 @@ async fn run_tpch(node: &Node, command: TpchCommand) -> ExitCode {
             };
             if explain {
                 for n in queries {
+                    if runs > 1
+                        && let Err(e) = pondra_tpch::run_queries(node, &[n], runs - 1).await
+                    {
+                        eprintln!("Error: q{n}: {e}");
+                        return ExitCode::FAILURE;
+                    }
                     match pondra_tpch::explain_query(node, n).await {
                         Ok(plan) => println!("q{n}\n{plan}"),
                         Err(e) => {

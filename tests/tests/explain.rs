@@ -297,6 +297,79 @@ fn scans_check_the_keys_of_the_narrowest_join_first() {
     });
 }
 
+/// A table a query scans twice with the same filter is read once when the second scan's join
+/// keys are all among those the first scan kept rows for; otherwise it is read again.
+#[test]
+fn a_repeated_scan_takes_the_rows_an_earlier_scan_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("t.parquet");
+    let setup = format!(
+        "CREATE TABLE big (a BIGINT, b BIGINT, c BIGINT);
+        INSERT INTO big SELECT range, range % 1000, range * 2 FROM range(300000);
+        COPY big TO '{}';
+        CREATE TABLE wide (k BIGINT);
+        INSERT INTO wide SELECT range FROM range(250000, 250010);
+        CREATE TABLE within (k BIGINT);
+        INSERT INTO within SELECT range FROM range(250002, 250007);
+        CREATE TABLE beyond (k BIGINT);
+        INSERT INTO beyond SELECT range FROM range(250005, 250020);",
+        file.display()
+    );
+    with_lake(&setup, |node, runtime| {
+        let first = format!(
+            "SELECT count(*), sum(t.c) FROM read_parquet('{}') t JOIN wide ON t.a = wide.k",
+            file.display()
+        );
+        // The second scan reads a column the first does not: the first reads it too.
+        let second = |keys: &str| {
+            format!(
+                "SELECT count(*), sum(t.b) FROM read_parquet('{}') t JOIN {keys} ON t.a = {keys}.k",
+                file.display()
+            )
+        };
+        let scans = |query: &str| -> Vec<String> {
+            plan_lines(node, runtime, &format!("EXPLAIN ANALYZE {query}"))
+                .iter()
+                .filter(|l| l.contains("ParquetScan"))
+                .map(|l| {
+                    let (scan, stats) = l.trim_start().split_once(" time=").unwrap();
+                    let reused = if stats.contains("reused") {
+                        " reused"
+                    } else {
+                        ""
+                    };
+                    format!("{scan}{reused}")
+                })
+                .collect()
+        };
+        let rows = |query: &str| {
+            let (_, batches) = run_sql(node, runtime, query).unwrap().expect("rows");
+            map_cells(&batches, |_, _, _, text| text)
+        };
+
+        let query = format!("{first} UNION ALL {}", second("within"));
+        assert_eq!(
+            scans(&query),
+            [
+                "ParquetScan: read_parquet (1 files)  [rows=10",
+                "ParquetScan: read_parquet (1 files)  [rows=10 reused",
+            ]
+        );
+        assert_eq!(rows(&query), [["10", "5000090"], ["5", "20"]]);
+
+        // Keys the first scan did not keep rows for: read again.
+        let query = format!("{first} UNION ALL {}", second("beyond"));
+        assert_eq!(
+            scans(&query),
+            [
+                "ParquetScan: read_parquet (1 files)  [rows=10",
+                "ParquetScan: read_parquet (1 files)  [rows=15",
+            ]
+        );
+        assert_eq!(rows(&query), [["10", "5000090"], ["15", "180"]]);
+    });
+}
+
 /// An outer join builds the input it keeps whole when the other is much larger (a right
 /// join), and stays a left join otherwise. tests/slt/joins.slt checks the rows.
 #[test]

@@ -1,0 +1,278 @@
+//! A Parquet scan that a query repeats reads its files once (ADR 0034). A decorrelated
+//! subquery often reads a table that the outer query reads too, narrowed by the same keys:
+//! TPC-H q2's subquery and outer query both read partsupp for the parts of one size and type,
+//! q17's both read lineitem for the parts of one brand and container, and q20 filters part by
+//! the same name twice. The first filtered scan of such a table to run reads the columns that
+//! all the table's scans read, and keeps the rows it kept while they are few. A later scan of
+//! the table with the same filter, whose joins hold only keys that the first scan's key checks
+//! pass, takes those rows instead of reading the files: its joins drop what it does not need.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use arrow::array::{MutableArrayData, RecordBatch, RecordBatchOptions, make_array};
+use pondra_planner::{Expr, ExternalTable, PhysicalPlan};
+
+use crate::Result;
+use crate::join::HashJoin;
+use crate::scan_filter::ScanFilter;
+use crate::shared::for_each_node;
+
+/// A scan keeps its rows for a later scan only up to this many bytes: beyond, they are not
+/// few, and holding them would cost more memory than reading again costs time.
+const KEPT_BYTES: usize = 64 << 20;
+
+#[derive(Default)]
+pub struct RepeatedScans {
+    /// For each table (by its files) and predicate right above that more than one Parquet
+    /// scan of the query reads with, the columns those scans read together (`None`: all).
+    /// Found from the outermost plan.
+    tables: OnceLock<HashMap<String, Option<Vec<usize>>>>,
+    kept: Mutex<HashMap<String, Vec<Arc<KeptScan>>>>,
+}
+
+/// How a filtered Parquet scan gets its rows.
+pub enum Repeat {
+    /// No other scan reads its table: it reads as planned.
+    Once,
+    /// It reads `scan` (the planned scan, with the columns every scan of the table reads) and
+    /// keeps its rows under `table`.
+    Keep { scan: PhysicalPlan, table: String },
+    /// It takes the rows an earlier scan kept.
+    Reuse(Arc<KeptScan>),
+}
+
+/// The rows a filtered scan kept, and what it kept them by.
+pub struct KeptScan {
+    columns: Option<Vec<usize>>,
+    joins: Vec<KeptJoin>,
+    /// The rows of each morsel, in scan order.
+    pub morsels: Vec<Vec<RecordBatch>>,
+}
+
+/// A join whose keys a kept scan checked: over the scan's columns `keys`, at the join's key
+/// columns `columns` (all when `None`).
+struct KeptJoin {
+    join: Arc<HashJoin>,
+    keys: Vec<Expr>,
+    columns: Option<Vec<usize>>,
+}
+
+impl RepeatedScans {
+    /// Finds the tables that `plan` and its subqueries read in more than one Parquet scan with
+    /// the same predicate.
+    /// Only the first plan counts: the others are its subqueries.
+    pub fn find_repeated(&self, plan: &PhysicalPlan) -> Result<()> {
+        if self.tables.get().is_some() {
+            return Ok(());
+        }
+        let mut scans: HashMap<String, (usize, Option<Vec<usize>>)> = HashMap::new();
+        let mut add = |scan: &PhysicalPlan, predicate: Option<&Expr>| {
+            if let PhysicalPlan::ParquetScan { table, columns, .. } = scan {
+                let (count, read) = scans
+                    .entry(scan_key(table, predicate))
+                    .or_insert_with(|| (0, Some(Vec::new())));
+                *count += 1;
+                *read = match (read.take(), columns) {
+                    (Some(mut read), Some(columns)) => {
+                        read.extend(columns);
+                        read.sort_unstable();
+                        read.dedup();
+                        Some(read)
+                    }
+                    _ => None,
+                };
+            }
+        };
+        add(plan, None);
+        for_each_node(plan, &mut |node| {
+            let predicate = match node {
+                PhysicalPlan::Filter { predicate, .. } => Some(predicate),
+                _ => None,
+            };
+            for input in node.inputs() {
+                add(input, predicate);
+            }
+        })?;
+        let repeated = scans
+            .into_iter()
+            .filter(|(_, (count, _))| *count > 1)
+            .map(|(table, (_, columns))| (table, columns))
+            .collect();
+        let _ = self.tables.set(repeated);
+        Ok(())
+    }
+
+    /// How scan `node`, which drops the rows `filter` rejects, gets its rows.
+    pub fn repeat(&self, node: &PhysicalPlan, filter: &ScanFilter<'_>) -> Result<Repeat> {
+        let PhysicalPlan::ParquetScan { table, columns, .. } = node else {
+            return Ok(Repeat::Once);
+        };
+        let key = scan_key(table, filter.predicate());
+        let Some(all_columns) = self.tables.get().and_then(|tables| tables.get(&key)) else {
+            return Ok(Repeat::Once);
+        };
+        let kept = self.kept.lock().expect("kept scans lock");
+        for scan in kept.get(&key).into_iter().flatten() {
+            if scan.covers(columns.as_deref(), filter)? {
+                return Ok(Repeat::Reuse(scan.clone()));
+            }
+        }
+        Ok(Repeat::Keep {
+            scan: PhysicalPlan::parquet_scan(table.clone(), all_columns.clone()),
+            table: key,
+        })
+    }
+
+    /// Keeps the rows `morsels` that scan `scan` kept through `filter`, whose joins are
+    /// `joins` (among others, as `Arc`s).
+    pub fn keep(
+        &self,
+        table: String,
+        scan: &PhysicalPlan,
+        filter: &ScanFilter<'_>,
+        joins: &[&Arc<HashJoin>],
+        morsels: Vec<Vec<RecordBatch>>,
+    ) {
+        let PhysicalPlan::ParquetScan { columns, .. } = scan else {
+            return;
+        };
+        let mut kept_joins = Vec::with_capacity(filter.joins().len());
+        for checked in filter.joins() {
+            let Some(join) = joins
+                .iter()
+                .find(|join| std::ptr::eq(Arc::as_ptr(join), checked.join))
+            else {
+                return;
+            };
+            kept_joins.push(KeptJoin {
+                join: Arc::clone(join),
+                keys: checked.keys.clone(),
+                columns: checked.key_columns().map(<[usize]>::to_vec),
+            });
+        }
+        let scan = KeptScan {
+            columns: columns.clone(),
+            joins: kept_joins,
+            morsels,
+        };
+        let mut kept = self.kept.lock().expect("kept scans lock");
+        kept.entry(table).or_default().push(Arc::new(scan));
+    }
+}
+
+impl KeptScan {
+    /// Whether these rows, kept by a scan with the same predicate, hold every row a scan of
+    /// `columns` with filter `filter` would pass to the operators above it: every column read,
+    /// and for each join whose keys these rows were checked against, one of `filter`'s joins
+    /// on the same keys whose build keys all pass that check.
+    fn covers(&self, columns: Option<&[usize]>, filter: &ScanFilter<'_>) -> Result<bool> {
+        let has_columns = match (&self.columns, columns) {
+            (None, _) => true,
+            (Some(_), None) => false,
+            (Some(kept), Some(wanted)) => wanted.iter().all(|c| kept.contains(c)),
+        };
+        if !has_columns {
+            return Ok(false);
+        }
+        for kept in &self.joins {
+            let mut passed = false;
+            for join in filter.joins().iter().filter(|join| join.keys == kept.keys) {
+                if join.join.keys_pass(
+                    join.key_columns(),
+                    &join.keys,
+                    &kept.join,
+                    kept.columns.as_deref(),
+                )? {
+                    passed = true;
+                    break;
+                }
+            }
+            if !passed {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// The rows a scan keeps for a later one, morsel by morsel, until they pass `KEPT_BYTES`.
+pub struct ScanRecorder {
+    morsels: Vec<Mutex<Vec<RecordBatch>>>,
+    bytes: AtomicUsize,
+    too_many: AtomicBool,
+}
+
+impl ScanRecorder {
+    pub fn new(morsels: usize) -> ScanRecorder {
+        ScanRecorder {
+            morsels: (0..morsels).map(|_| Mutex::default()).collect(),
+            bytes: AtomicUsize::new(0),
+            too_many: AtomicBool::new(false),
+        }
+    }
+
+    pub fn record(&self, morsel: usize, batches: &[RecordBatch]) {
+        if self.too_many.load(Relaxed) {
+            return;
+        }
+        let batches: Vec<RecordBatch> = batches.iter().map(compacted).collect();
+        let bytes: usize = batches.iter().map(RecordBatch::get_array_memory_size).sum();
+        if self.bytes.fetch_add(bytes, Relaxed) + bytes > KEPT_BYTES {
+            self.too_many.store(true, Relaxed);
+            return;
+        }
+        *self.morsels[morsel].lock().expect("kept morsel lock") = batches;
+    }
+
+    /// The rows of every morsel, unless they grew too many.
+    pub fn finish(self) -> Option<Vec<Vec<RecordBatch>>> {
+        if self.too_many.into_inner() {
+            return None;
+        }
+        Some(
+            self.morsels
+                .into_iter()
+                .map(|m| m.into_inner().expect("kept morsel lock"))
+                .collect(),
+        )
+    }
+}
+
+/// `batch` with each column copied into buffers of its size when it holds far more: columns
+/// read for a few kept rows keep the capacity of a whole batch.
+fn compacted(batch: &RecordBatch) -> RecordBatch {
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|column| {
+            let data = column.to_data();
+            let needed = data.get_slice_memory_size().unwrap_or(usize::MAX);
+            if needed.saturating_mul(2) >= column.get_array_memory_size() {
+                return column.clone();
+            }
+            let mut copy = MutableArrayData::new(vec![&data], false, data.len());
+            match copy.try_extend(0, 0, data.len()) {
+                Ok(()) => make_array(copy.freeze()),
+                Err(_) => column.clone(),
+            }
+        })
+        .collect();
+    RecordBatch::try_new_with_options(
+        batch.schema(),
+        columns,
+        &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
+    )
+    .expect("the same columns")
+}
+
+/// A scan of a table read in place (named by its files) with a predicate right above it.
+fn scan_key(table: &ExternalTable, predicate: Option<&Expr>) -> String {
+    let paths: Vec<_> = table
+        .files
+        .iter()
+        .map(|f| f.path.to_string_lossy())
+        .collect();
+    format!("{}\n{predicate:?}", paths.join("\n"))
+}
