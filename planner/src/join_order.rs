@@ -7,7 +7,7 @@
 //! each join is built into the hash table. Filters on one relation are applied to it before
 //! any join; a predicate over several relations is applied as soon as they meet.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use pondra_catalog::Snapshot;
@@ -105,6 +105,8 @@ pub(crate) struct Joined {
 struct Group {
     plan: LogicalPlan,
     shape: Shape,
+    /// The pairs of columns its joins have made equal.
+    equal: Vec<(usize, usize)>,
 }
 
 /// A predicate and the relations it reads.
@@ -142,6 +144,8 @@ pub fn plan_join_block(
         .collect();
     let derived = implied_filters(&pending, &owner);
     pending.extend(derived);
+    let derived = implied_equalities(&pending, &owner);
+    pending.extend(derived);
     let total_columns: usize = widths.iter().sum();
 
     let mut groups: Vec<Group> = Vec::new();
@@ -154,6 +158,7 @@ pub fn plan_join_block(
                 layout,
             },
             plan: relation.plan,
+            equal: Vec::new(),
         };
         apply_ready(&mut group, &mut pending);
         groups.push(group);
@@ -217,7 +222,26 @@ fn join_groups(g1: Group, g2: Group, pending: &mut Vec<Predicate>) -> Group {
         .into_iter()
         .partition(|p| p.relations.is_subset(&joined));
     *pending = rest;
-    let exprs: Vec<&Expr> = meeting.iter().map(|p| &p.expr).collect();
+    // An equality of columns that the joins below, or the join's other keys, already make
+    // equal is left out: with implied equalities (`implied_equalities`) a join may meet
+    // several of one class.
+    let mut equal = g1.equal;
+    equal.extend(g2.equal);
+    let mut classes = HashMap::new();
+    for &(a, b) in &equal {
+        union(&mut classes, a, b);
+    }
+    let mut exprs: Vec<&Expr> = Vec::with_capacity(meeting.len());
+    for predicate in &meeting {
+        if let Some((a, b)) = equated_columns(&predicate.expr) {
+            if root(&mut classes, a) == root(&mut classes, b) {
+                continue;
+            }
+            union(&mut classes, a, b);
+            equal.push((a, b));
+        }
+        exprs.push(&predicate.expr);
+    }
     let Joined {
         other_probed,
         expected,
@@ -233,7 +257,7 @@ fn join_groups(g1: Group, g2: Group, pending: &mut Vec<Predicate>) -> Group {
     };
     let plan = LogicalPlan::join(probe_plan, build_plan, JoinKind::Inner, keys, filter)
         .with_join_estimate(expected);
-    Group { plan, shape }
+    Group { plan, shape, equal }
 }
 
 /// Applies the predicates whose relations are all inside `group`.
@@ -405,6 +429,92 @@ fn implied_filters(pending: &[Predicate], owner: &dyn Fn(usize) -> usize) -> Vec
     implied
 }
 
+/// Equalities between columns of two relations implied by equalities through others: from
+/// `c.x = s.y` and `s.y = n.z`, `c.x = n.z` (TPC-H q5's customers and nations, joined through
+/// suppliers). Join order may then join the two directly, before the relation between. A join
+/// leaves out an equality that those below it already make true (`join_groups`).
+fn implied_equalities(pending: &[Predicate], owner: &dyn Fn(usize) -> usize) -> Vec<Predicate> {
+    let mut equal: Vec<(usize, usize)> = Vec::new();
+    let mut columns = HashMap::new();
+    for predicate in pending.iter().filter(|p| p.relations.len() == 2) {
+        let (Some((a, b)), Expr::Binary { left, right, .. }) =
+            (equated_columns(&predicate.expr), &predicate.expr)
+        else {
+            continue;
+        };
+        if left.data_type() == right.data_type() {
+            equal.push((a, b));
+            columns.insert(a, left.as_ref().clone());
+            columns.insert(b, right.as_ref().clone());
+        }
+    }
+    let mut classes = HashMap::new();
+    for &(a, b) in &equal {
+        union(&mut classes, a, b);
+    }
+    let mut members: Vec<usize> = columns.keys().copied().collect();
+    members.sort_unstable();
+    let mut by_class: std::collections::BTreeMap<usize, Vec<usize>> = Default::default();
+    for column in members {
+        by_class
+            .entry(root(&mut classes, column))
+            .or_default()
+            .push(column);
+    }
+    let mut implied = Vec::new();
+    for class in by_class.values().filter(|c| c.len() > 2) {
+        for (i, &a) in class.iter().enumerate() {
+            for &b in &class[i + 1..] {
+                if owner(a) == owner(b) || equal.contains(&(a, b)) || equal.contains(&(b, a)) {
+                    continue;
+                }
+                implied.push(Predicate {
+                    expr: Expr::Binary {
+                        op: BinaryOp::Eq,
+                        left: Box::new(columns[&a].clone()),
+                        right: Box::new(columns[&b].clone()),
+                    },
+                    relations: BTreeSet::from([owner(a), owner(b)]),
+                });
+            }
+        }
+    }
+    implied
+}
+
+/// The two columns an equality of plain columns equates.
+fn equated_columns(expr: &Expr) -> Option<(usize, usize)> {
+    match expr {
+        Expr::Binary {
+            op: BinaryOp::Eq,
+            left,
+            right,
+        } => match (left.as_ref(), right.as_ref()) {
+            (Expr::Column { index: a, .. }, Expr::Column { index: b, .. }) => Some((*a, *b)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The representative of `column`'s class of equal columns (union-find).
+fn root(parent: &mut HashMap<usize, usize>, column: usize) -> usize {
+    let up = *parent.entry(column).or_insert(column);
+    if up == column {
+        return column;
+    }
+    let top = root(parent, up);
+    parent.insert(column, top);
+    top
+}
+
+fn union(parent: &mut HashMap<usize, usize>, a: usize, b: usize) {
+    let (ra, rb) = (root(parent, a), root(parent, b));
+    if ra != rb {
+        parent.insert(ra.max(rb), ra.min(rb));
+    }
+}
+
 fn disjuncts(expr: Expr) -> Vec<Expr> {
     match expr {
         Expr::Binary {
@@ -439,4 +549,52 @@ fn restore_order(group: Group, total_columns: usize) -> LogicalPlan {
         names.push(field.name().clone());
     }
     group.plan.project(exprs, names)
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow::datatypes::DataType;
+
+    use super::*;
+
+    fn equal(a: usize, b: usize, data_type: DataType) -> Predicate {
+        Predicate {
+            expr: Expr::Binary {
+                op: BinaryOp::Eq,
+                left: Box::new(Expr::column(a, "a", data_type.clone())),
+                right: Box::new(Expr::column(b, "b", data_type)),
+            },
+            relations: BTreeSet::from([a / 10, b / 10]),
+        }
+    }
+
+    #[test]
+    fn equalities_through_a_third_relation_imply_one_between_the_other_two() {
+        // Relation r owns block columns 10 * r to 10 * r + 9.
+        let owner = |column: usize| column / 10;
+        let pending = vec![
+            equal(1, 12, DataType::Int64),
+            equal(12, 25, DataType::Int64),
+            equal(3, 14, DataType::Int32),
+        ];
+        let implied = implied_equalities(&pending, &owner);
+        assert_eq!(implied.len(), 1);
+        assert_eq!(equated_columns(&implied[0].expr), Some((1, 25)));
+        assert_eq!(implied[0].relations, BTreeSet::from([0, 2]));
+
+        // Already equated, or of other types: nothing implied.
+        let mut pending = pending;
+        pending.push(equal(25, 1, DataType::Int64));
+        assert!(implied_equalities(&pending, &owner).is_empty());
+        let cast_apart = Predicate {
+            expr: Expr::Binary {
+                op: BinaryOp::Eq,
+                left: Box::new(Expr::column(12, "b", DataType::Int64)),
+                right: Box::new(Expr::column(25, "c", DataType::Int32)),
+            },
+            relations: BTreeSet::from([1, 2]),
+        };
+        let mixed = vec![equal(1, 12, DataType::Int64), cast_apart];
+        assert!(implied_equalities(&mixed, &owner).is_empty());
+    }
 }
