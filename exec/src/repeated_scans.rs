@@ -200,6 +200,8 @@ impl KeptScan {
 /// The rows a scan keeps for a later one, morsel by morsel, until they pass `KEPT_BYTES`.
 pub struct ScanRecorder {
     morsels: Vec<Mutex<Vec<RecordBatch>>>,
+    /// How many morsels were read: a scan a LIMIT stops early keeps nothing.
+    read: AtomicUsize,
     bytes: AtomicUsize,
     too_many: AtomicBool,
 }
@@ -208,12 +210,14 @@ impl ScanRecorder {
     pub fn new(morsels: usize) -> ScanRecorder {
         ScanRecorder {
             morsels: (0..morsels).map(|_| Mutex::default()).collect(),
+            read: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
             too_many: AtomicBool::new(false),
         }
     }
 
     pub fn record(&self, morsel: usize, batches: &[RecordBatch]) {
+        self.read.fetch_add(1, Relaxed);
         if self.too_many.load(Relaxed) {
             return;
         }
@@ -226,9 +230,9 @@ impl ScanRecorder {
         *self.morsels[morsel].lock().expect("kept morsel lock") = batches;
     }
 
-    /// The rows of every morsel, unless they grew too many.
+    /// The rows of every morsel, unless they grew too many or some morsel was not read.
     pub fn finish(self) -> Option<Vec<Vec<RecordBatch>>> {
-        if self.too_many.into_inner() {
+        if self.too_many.into_inner() || self.read.into_inner() < self.morsels.len() {
             return None;
         }
         Some(

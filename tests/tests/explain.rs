@@ -312,7 +312,11 @@ fn a_repeated_scan_takes_the_rows_an_earlier_scan_kept() {
         CREATE TABLE within (k BIGINT);
         INSERT INTO within SELECT range FROM range(250002, 250007);
         CREATE TABLE beyond (k BIGINT);
-        INSERT INTO beyond SELECT range FROM range(250005, 250020);",
+        INSERT INTO beyond SELECT range FROM range(250005, 250020);
+        CREATE TABLE early (k BIGINT);
+        INSERT INTO early VALUES (5), (250003);
+        CREATE TABLE late (k BIGINT);
+        INSERT INTO late VALUES (250003);",
         file.display()
     );
     with_lake(&setup, |node, runtime| {
@@ -367,6 +371,14 @@ fn a_repeated_scan_takes_the_rows_an_earlier_scan_kept() {
             ]
         );
         assert_eq!(rows(&query), [["10", "5000090"], ["15", "180"]]);
+
+        // A scan a LIMIT stops after its first row group (of three) keeps nothing.
+        let query = format!(
+            "(SELECT t.a FROM read_parquet('{0}') t JOIN early ON t.a = early.k LIMIT 1)
+            UNION ALL (SELECT count(*) FROM read_parquet('{0}') t JOIN late ON t.a = late.k)",
+            file.display()
+        );
+        assert_eq!(rows(&query), [["5"], ["1"]]);
     });
 }
 
