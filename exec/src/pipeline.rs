@@ -378,7 +378,13 @@ fn run_pipeline<'p>(
                 node: read,
                 filter: scan_filter,
                 recorder: recorder.as_ref(),
-                schema: (!matches!(repeat, Repeat::Once)).then_some(&plan_schema),
+                schema: match &repeat {
+                    Repeat::Once => None,
+                    Repeat::Keep { scan, .. } => {
+                        (scan.schema() != plan_schema).then_some(&plan_schema)
+                    }
+                    Repeat::Reuse(_) => Some(&plan_schema),
+                },
             };
             let workers = rayon::current_num_threads().min(morsels.len());
             match out.sink.split(workers)? {

@@ -34,7 +34,7 @@ pub struct RepeatedScans {
 
 /// How a filtered Parquet scan gets its rows.
 pub enum Repeat {
-    /// No other scan reads its table: it reads as planned.
+    /// No other scan reads its table with its predicate: it reads as planned.
     Once,
     /// It reads `scan` (the planned scan, with the columns every scan of the table reads) and
     /// keeps its rows under `table`.
@@ -109,8 +109,12 @@ impl RepeatedScans {
         let PhysicalPlan::ParquetScan { table, columns, .. } = node else {
             return Ok(Repeat::Once);
         };
+        // Most queries repeat no scan: they name none of their scans.
+        let Some(tables) = self.tables.get().filter(|tables| !tables.is_empty()) else {
+            return Ok(Repeat::Once);
+        };
         let key = scan_key(table, filter.predicate());
-        let Some(all_columns) = self.tables.get().and_then(|tables| tables.get(&key)) else {
+        let Some(all_columns) = tables.get(&key) else {
             return Ok(Repeat::Once);
         };
         let kept = self.kept.lock().expect("kept scans lock");
