@@ -20,9 +20,11 @@ use crate::expr::{evaluate, evaluate_all};
 use crate::keys::{GROUP_PARTITIONS, GroupIndex};
 use crate::sums::{DecimalSums, Sums};
 use crate::{ExecError, Result};
+use few_groups::{FEW_GROUPS, FEW_GROUPS_MIN_ROWS, RowsByGroup};
 use pass_on::pass_on;
 use runs::MorselRuns;
 
+mod few_groups;
 mod pass_on;
 mod runs;
 
@@ -249,13 +251,18 @@ impl Accumulator {
 
     /// Folds in the rows of `batch` that `call` aggregates: `groups` are their groups, or
     /// `None` when all are in group 0 (an aggregation without GROUP BY).
+    /// With `by_group`, the same rows sorted by group, for an accumulator that takes them.
     fn update_from(
         &mut self,
         call: &AggregateCall,
         batch: &RecordBatch,
         groups: Option<&[usize]>,
+        by_group: Option<&RowsByGroup>,
     ) -> Result<()> {
         let value = call.arg.as_ref().map(|a| evaluate(a, batch)).transpose()?;
+        if let Some(by_group) = by_group.filter(|_| self.takes_rows_by_group()) {
+            return self.update_by_group(value.as_ref(), by_group);
+        }
         let zeros;
         let groups = match groups {
             Some(groups) => groups,
@@ -311,6 +318,58 @@ impl Accumulator {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+
+    /// Whether `update_by_group` can fold in a batch's rows sorted by group.
+    fn takes_rows_by_group(&self) -> bool {
+        matches!(
+            self,
+            Accumulator::Count { .. }
+                | Accumulator::SumInt { .. }
+                | Accumulator::SumDecimal { .. }
+                | Accumulator::AvgDecimal { .. }
+        )
+    }
+
+    /// Folds one batch in, its rows sorted by group: each group's values are totalled, then
+    /// added to its state once.
+    fn update_by_group(&mut self, value: Option<&ArrayRef>, by_group: &RowsByGroup) -> Result<()> {
+        let valid_rows = |value: &ArrayRef, rows: &[u32]| match value.nulls() {
+            None => rows.len() as i64,
+            Some(nulls) => rows.iter().filter(|&&r| nulls.is_valid(r as usize)).count() as i64,
+        };
+        match self {
+            Accumulator::Count { counts, star } => {
+                let value = value.filter(|_| !*star);
+                for (group, rows) in by_group.groups() {
+                    counts[group] += match value {
+                        Some(value) => valid_rows(value, rows),
+                        None => rows.len() as i64,
+                    };
+                }
+            }
+            Accumulator::SumInt { sums } => {
+                let value = cast(value.expect("sum has an argument"), &DataType::Int64)?;
+                for (group, rows) in by_group.groups() {
+                    sums.add_rows(value.as_primitive::<Int64Type>(), group, rows)?;
+                }
+            }
+            Accumulator::SumDecimal { sums, .. } => {
+                let value = value.expect("sum has an argument");
+                for (group, rows) in by_group.groups() {
+                    sums.add_rows(value, group, rows)?;
+                }
+            }
+            Accumulator::AvgDecimal { sums, counts, .. } => {
+                let value = value.expect("avg has an argument");
+                for (group, rows) in by_group.groups() {
+                    sums.add_rows(value, group, rows)?;
+                    counts[group] += valid_rows(value, rows);
+                }
+            }
+            _ => unreachable!("takes_rows_by_group chose the accumulators that come here"),
+        }
+        Ok(())
     }
 
     /// Folds one batch in: `value` is the argument (absent for count(*)), `groups[i]` row i's group.
@@ -858,10 +917,25 @@ impl HashAggregateSink {
 
     /// Adds `batch`'s rows to the accumulators, each row to its group in `group_ids`.
     fn update(&mut self, batch: &RecordBatch, group_ids: Option<&[usize]>) -> Result<()> {
+        // With few groups, rows sorted by group once let sums and counts total each group's
+        // rows in a register (ADR 0036).
+        let by_group = match group_ids {
+            Some(ids)
+                if self.groups <= FEW_GROUPS
+                    && ids.len() >= FEW_GROUPS_MIN_ROWS
+                    && self
+                        .accumulators
+                        .iter()
+                        .any(Accumulator::takes_rows_by_group) =>
+            {
+                Some(RowsByGroup::new(ids, self.groups))
+            }
+            _ => None,
+        };
         for (call, accumulator) in self.aggregates.iter().zip(&mut self.accumulators) {
             accumulator.resize(self.groups);
             match &call.filter {
-                None => accumulator.update_from(call, batch, group_ids)?,
+                None => accumulator.update_from(call, batch, group_ids, by_group.as_ref())?,
                 Some(condition) => {
                     let keep = evaluate(condition, batch)?;
                     let keep = crate::functions::nulls_as_false(keep.as_boolean());
@@ -872,7 +946,7 @@ impl HashAggregateSink {
                             .filter_map(|(g, k)| k.then_some(*g))
                             .collect()
                     });
-                    accumulator.update_from(call, &kept, groups.as_deref())?;
+                    accumulator.update_from(call, &kept, groups.as_deref(), None)?;
                 }
             }
         }

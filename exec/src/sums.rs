@@ -97,6 +97,23 @@ impl<T: Summand> Sums<T> {
         Ok(())
     }
 
+    /// Adds the non-NULL values of `values` at `rows` to `group`'s sum, totalled first in a
+    /// register.
+    pub fn add_rows<A>(
+        &mut self,
+        values: &arrow::array::PrimitiveArray<A>,
+        group: usize,
+        rows: &[u32],
+    ) -> Result<()>
+    where
+        A: arrow::datatypes::ArrowPrimitiveType<Native = T>,
+    {
+        if let Some(total) = total_of_rows(values, rows)? {
+            self.add(group, total)?;
+        }
+        Ok(())
+    }
+
     /// Adds the sums of `other`'s groups `from`, whose `from[i]` is this one's `map[i]`.
     pub fn merge_groups(&mut self, other: &Sums<T>, from: &[u32], map: &[usize]) -> Result<()> {
         for (&g, &to) in from.iter().zip(map) {
@@ -147,6 +164,37 @@ where
             .try_for_each(|row| add(values.value(row)))?,
     }
     Ok(Some(total))
+}
+
+/// The sum of the non-NULL values of `values` at `rows`; `None` when there are none.
+fn total_of_rows<A, T>(values: &arrow::array::PrimitiveArray<A>, rows: &[u32]) -> Result<Option<T>>
+where
+    A: arrow::datatypes::ArrowPrimitiveType<Native = T>,
+    T: Summand,
+{
+    let mut total = T::default();
+    let all = values.values();
+    match values.nulls() {
+        None if !rows.is_empty() => {
+            for &row in rows {
+                total = total
+                    .checked_plus(all[row as usize])
+                    .ok_or_else(overflow::<T>)?;
+            }
+            Ok(Some(total))
+        }
+        None => Ok(None),
+        Some(nulls) => {
+            let mut seen = false;
+            for &row in rows.iter().filter(|&&r| nulls.is_valid(r as usize)) {
+                total = total
+                    .checked_plus(all[row as usize])
+                    .ok_or_else(overflow::<T>)?;
+                seen = true;
+            }
+            Ok(seen.then_some(total))
+        }
+    }
 }
 
 /// Per-group decimal sums (unscaled), 64 bits wide until a sum needs more.
@@ -240,6 +288,36 @@ impl DecimalSums {
             }
             _ => total(values.as_primitive::<Decimal128Type>())?,
         };
+        self.add_total(group, total)
+    }
+
+    /// Adds the non-NULL values of `values` at `rows`, a decimal column of either width, to
+    /// `group`'s sum, totalled first in 128 bits.
+    pub fn add_rows(&mut self, values: &dyn Array, group: usize, rows: &[u32]) -> Result<()> {
+        let total = match values.data_type() {
+            // No count of rows makes a 128-bit total of 64-bit values overflow.
+            DataType::Decimal64(..) => {
+                let values = values.as_primitive::<Decimal64Type>();
+                let all = values.values();
+                match values.nulls() {
+                    None => (!rows.is_empty())
+                        .then(|| rows.iter().map(|&r| i128::from(all[r as usize])).sum()),
+                    Some(nulls) => {
+                        let mut total = None;
+                        for &row in rows.iter().filter(|&&r| nulls.is_valid(r as usize)) {
+                            *total.get_or_insert(0i128) += i128::from(all[row as usize]);
+                        }
+                        total
+                    }
+                }
+            }
+            _ => total_of_rows(values.as_primitive::<Decimal128Type>(), rows)?,
+        };
+        self.add_total(group, total)
+    }
+
+    /// Adds a total of some values (`None` for none) to `group`'s sum.
+    fn add_total(&mut self, group: usize, total: Option<i128>) -> Result<()> {
         let Some(total) = total else {
             return Ok(());
         };
