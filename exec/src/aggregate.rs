@@ -961,14 +961,46 @@ impl HashAggregateSink {
         index.intern(keys, &mut self.ids, &mut self.new_rows)?;
         if !self.new_rows.is_empty() {
             let rows = arrow::array::UInt32Array::from(self.new_rows.clone());
+            // Keys that came as dictionaries are kept plain, as the output has them.
             let taken = keys
                 .iter()
-                .map(|k| arrow::compute::take(k, &rows, None))
+                .zip(&self.group)
+                .map(|(k, expr)| {
+                    let taken = arrow::compute::take(k, &rows, None)?;
+                    match taken.data_type() == &expr.data_type() {
+                        true => Ok(taken),
+                        false => cast(&taken, &expr.data_type()),
+                    }
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             self.group_keys.push(taken);
         }
         self.groups = index.len();
         Ok(self.ids.iter().map(|&id| id as usize).collect())
+    }
+
+    /// The input columns this aggregation reads only as whole group keys, which may come as
+    /// dictionaries (ADR 0037).
+    pub fn columns_read_only_as_keys(&self) -> Vec<usize> {
+        let mut read_otherwise = Vec::new();
+        let mut keys = Vec::new();
+        for expr in &self.group {
+            match expr {
+                Expr::Column { index, .. } => keys.push(*index),
+                other => read_otherwise.extend(other.column_indices()),
+            }
+        }
+        for call in &self.aggregates {
+            let exprs = call.arg.iter().chain(&call.filter);
+            let order = call.order.iter().map(|key| &key.expr);
+            for expr in exprs.chain(order) {
+                read_otherwise.extend(expr.column_indices());
+            }
+        }
+        keys.retain(|k| !read_otherwise.contains(k));
+        keys.sort_unstable();
+        keys.dedup();
+        keys
     }
 
     /// Whether partial aggregations of this kind over parts of the input can be merged.

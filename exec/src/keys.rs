@@ -490,6 +490,12 @@ impl GroupIndex {
         ids: &mut Vec<u32>,
         new_rows: &mut Vec<u32>,
     ) -> Result<()> {
+        if keys
+            .iter()
+            .any(|k| matches!(k.data_type(), DataType::Dictionary(_, _)))
+        {
+            return self.intern_dictionaries(keys, ids, new_rows);
+        }
         let Some(mut direct) = self.direct.take() else {
             return self.intern_hashed(keys, ids, new_rows);
         };
@@ -538,6 +544,53 @@ impl GroupIndex {
             }
         }
         self.direct = Some(direct);
+        Ok(())
+    }
+
+    /// `intern` for keys with dictionary columns (ADR 0037). When every column is a
+    /// dictionary and their keys combine into few codes, each code is interned once, by the
+    /// first row that has it, and the other rows take its id; otherwise the dictionaries are
+    /// decoded. Either way a key gets the id and partition its plain value would.
+    fn intern_dictionaries(
+        &mut self,
+        keys: &[ArrayRef],
+        ids: &mut Vec<u32>,
+        new_rows: &mut Vec<u32>,
+    ) -> Result<()> {
+        let plain = |keys: &[ArrayRef]| -> Result<Vec<ArrayRef>> {
+            keys.iter()
+                .zip(&self.encoder.types)
+                .map(|(key, data_type)| Ok(arrow::compute::cast(key, data_type)?))
+                .collect()
+        };
+        let Some((codes, code_count)) = dictionary_codes(keys) else {
+            let keys = plain(keys)?;
+            return self.intern(&keys, ids, new_rows);
+        };
+        let mut slot_of_code = vec![NO_KEY; code_count];
+        let mut first_rows = Vec::new();
+        let slots: Vec<u32> = codes
+            .iter()
+            .enumerate()
+            .map(|(row, &code)| {
+                let slot = &mut slot_of_code[code as usize];
+                if *slot == NO_KEY {
+                    *slot = first_rows.len() as u32;
+                    first_rows.push(row as u32);
+                }
+                *slot
+            })
+            .collect();
+        let taken = arrow::array::UInt32Array::from(first_rows.clone());
+        let firsts = keys
+            .iter()
+            .map(|key| arrow::compute::take(key, &taken, None))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (mut first_ids, mut first_new) = (Vec::new(), Vec::new());
+        self.intern(&plain(&firsts)?, &mut first_ids, &mut first_new)?;
+        new_rows.extend(first_new.iter().map(|&slot| first_rows[slot as usize]));
+        ids.clear();
+        ids.extend(slots.iter().map(|&slot| first_ids[slot as usize]));
         Ok(())
     }
 
@@ -653,6 +706,50 @@ impl<K: Copy + Eq + std::hash::Hash> WordTable<K> {
         self.words.reserve(additional);
         self.ids.reserve(additional);
     }
+}
+
+/// Dictionary key columns whose combined codes are this many at most are interned code by
+/// code; more, and they are decoded.
+const MAX_DICTIONARY_CODES: usize = 1 << 12;
+
+/// When every key column is a dictionary with `Int32` keys and their combinations are few
+/// (at most `MAX_DICTIONARY_CODES`, and fewer than the rows), each row's combination as one
+/// code below the count returned. A NULL key is one more code of its column.
+fn dictionary_codes(keys: &[ArrayRef]) -> Option<(Vec<u32>, usize)> {
+    let rows = keys.first().map_or(0, |k| k.len());
+    let mut code_count = 1usize;
+    for key in keys {
+        let dictionary = key.as_dictionary_opt::<Int32Type>()?;
+        code_count = code_count.checked_mul(dictionary.values().len() + 1)?;
+    }
+    if code_count > MAX_DICTIONARY_CODES || code_count > rows {
+        return None;
+    }
+    let mut codes = vec![0u32; rows];
+    let mut stride = 1u32;
+    for key in keys {
+        let dictionary = key.as_dictionary::<Int32Type>();
+        let null_code = dictionary.values().len() as u32;
+        let indexes = dictionary.keys();
+        match indexes.nulls() {
+            None => {
+                for (code, &index) in codes.iter_mut().zip(indexes.values()) {
+                    *code += index as u32 * stride;
+                }
+            }
+            Some(nulls) => {
+                for (row, code) in codes.iter_mut().enumerate() {
+                    let index = match nulls.is_valid(row) {
+                        true => indexes.value(row) as u32,
+                        false => null_code,
+                    };
+                    *code += index * stride;
+                }
+            }
+        }
+        stride *= null_code + 1;
+    }
+    Some((codes, code_count))
 }
 
 /// For each row, whether any key column is NULL there; `None` when none is.
@@ -935,6 +1032,98 @@ mod tests {
             .collect();
         members.sort();
         assert_eq!(members, vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn dictionary_keys_get_the_ids_and_partitions_of_their_plain_values() {
+        use arrow::array::DictionaryArray;
+        let types = [DataType::Utf8, DataType::Utf8];
+        let dictionary = |keys: Vec<Option<i32>>, values: Vec<Option<&str>>| -> ArrayRef {
+            let keys = Int32Array::from(keys);
+            Arc::new(DictionaryArray::new(
+                keys,
+                Arc::new(StringArray::from(values)),
+            ))
+        };
+        let plain = |key: &ArrayRef| arrow::compute::cast(key, &DataType::Utf8).unwrap();
+        // Two batches whose dictionaries differ; a NULL both as a key and as a value; a
+        // combination repeated within and across batches.
+        let batches = [
+            vec![
+                dictionary(
+                    vec![Some(0), Some(1), None, Some(0), Some(2), Some(1), Some(0)],
+                    vec![Some("A"), Some("N"), None],
+                ),
+                dictionary(
+                    vec![
+                        Some(0),
+                        Some(0),
+                        Some(1),
+                        Some(0),
+                        Some(1),
+                        Some(0),
+                        Some(1),
+                    ],
+                    vec![Some("F"), Some("O")],
+                ),
+            ],
+            vec![
+                dictionary(
+                    vec![
+                        Some(1),
+                        Some(1),
+                        Some(0),
+                        Some(1),
+                        Some(1),
+                        Some(1),
+                        Some(1),
+                    ],
+                    vec![Some("R"), Some("A")],
+                ),
+                dictionary(
+                    vec![
+                        Some(0),
+                        Some(1),
+                        Some(0),
+                        Some(0),
+                        Some(1),
+                        Some(0),
+                        Some(1),
+                    ],
+                    vec![Some("O"), Some("F")],
+                ),
+            ],
+        ];
+        let mut by_dictionary = GroupIndex::new(&types).unwrap();
+        let mut by_value = GroupIndex::new(&types).unwrap();
+        for batch in &batches {
+            let plain_batch: Vec<ArrayRef> = batch.iter().map(plain).collect();
+            let (mut ids, mut new_rows) = (Vec::new(), Vec::new());
+            by_dictionary
+                .intern(batch, &mut ids, &mut new_rows)
+                .unwrap();
+            let (mut plain_ids, mut plain_new_rows) = (Vec::new(), Vec::new());
+            by_value
+                .intern(&plain_batch, &mut plain_ids, &mut plain_new_rows)
+                .unwrap();
+            assert_eq!(ids, plain_ids);
+            assert_eq!(new_rows, plain_new_rows);
+        }
+        assert_eq!(by_dictionary.len(), 5);
+        assert_eq!(
+            by_dictionary.into_members(),
+            by_value.into_members(),
+            "each key in the partition of its plain value"
+        );
+        // More combinations than rows: the dictionaries are decoded, with the same ids.
+        let mut index = GroupIndex::new(&[DataType::Utf8]).unwrap();
+        let wide = dictionary(
+            vec![Some(2), Some(0)],
+            vec![Some("x"), Some("y"), Some("z")],
+        );
+        let (mut ids, mut new_rows) = (Vec::new(), Vec::new());
+        index.intern(&[wide], &mut ids, &mut new_rows).unwrap();
+        assert_eq!((ids, new_rows), (vec![0, 1], vec![0, 1]));
     }
 
     #[test]

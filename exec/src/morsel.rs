@@ -103,11 +103,13 @@ pub fn units_clustered_on(units: &[ScanUnit<'_>], column: usize) -> bool {
 }
 
 /// Reads one morsel of scan `node` as batches of the node's schema; with `filter`, only its
-/// rows the filter keeps.
+/// rows the filter keeps. The string columns at `dictionaries` come as dictionaries from
+/// Parquet files read in place (ADR 0037), and plain from the other sources.
 pub fn read_unit(
     unit: &ScanUnit<'_>,
     node: &PhysicalPlan,
     filter: Option<&ScanFilter<'_>>,
+    dictionaries: &[usize],
     ctx: &ExecContext,
 ) -> Result<Vec<RecordBatch>> {
     let read = match (unit, node) {
@@ -144,7 +146,7 @@ pub fn read_unit(
                     footer,
                     *row_group,
                     (columns, filter.columns()),
-                    filter.reads_dictionaries(),
+                    (filter.reads_dictionaries(), dictionaries),
                     keep,
                 )?;
                 filter.count(rows, read.iter().map(RecordBatch::num_rows).sum());
@@ -154,7 +156,13 @@ pub fn read_unit(
                     .collect::<Result<_>>()?;
                 return filter.apply_deferred(read);
             }
-            let read = read_parquet_row_group(&file.path, footer, *row_group, columns.as_deref())?;
+            let read = read_parquet_row_group(
+                &file.path,
+                footer,
+                *row_group,
+                columns.as_deref(),
+                dictionaries,
+            )?;
             match columns {
                 Some(columns) => read
                     .iter()

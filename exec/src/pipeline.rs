@@ -348,6 +348,12 @@ fn run_pipeline<'p>(
                 Repeat::Keep { scan, .. } => scan,
                 _ => node,
             };
+            let dictionaries = match (&repeat, &out.sink) {
+                (Repeat::Once, Sink::Aggregate(aggregate)) => {
+                    dictionary_key_columns(node, out.stages, filtered, aggregate)
+                }
+                _ => Vec::new(),
+            };
             let schema = node.schema();
             let may_hold = |range: &dyn Fn(usize) -> Option<(i64, i64)>| {
                 pruning.is_none_or(|p| crate::prune::may_match(p, &schema, range))
@@ -378,6 +384,7 @@ fn run_pipeline<'p>(
                 node: read,
                 filter: scan_filter,
                 recorder: recorder.as_ref(),
+                dictionaries: &dictionaries,
                 schema: match &repeat {
                     Repeat::Once => None,
                     Repeat::Keep { scan, .. } => {
@@ -660,6 +667,8 @@ struct Source<'s, 'p> {
     node: &'s PhysicalPlan,
     filter: Option<&'s ScanFilter<'p>>,
     recorder: Option<&'s ScanRecorder>,
+    /// The string columns read as dictionaries (ADR 0037).
+    dictionaries: &'s [usize],
     /// The schema of the planned scan, when the rows read or kept have more columns.
     schema: Option<&'s SchemaRef>,
 }
@@ -667,7 +676,13 @@ struct Source<'s, 'p> {
 impl Source<'_, '_> {
     fn read(&self, morsel: usize, ctx: &ExecContext) -> Result<Vec<RecordBatch>> {
         let batches = match self.morsels {
-            Morsels::Read(units) => read_unit(&units[morsel], self.node, self.filter, ctx)?,
+            Morsels::Read(units) => read_unit(
+                &units[morsel],
+                self.node,
+                self.filter,
+                self.dictionaries,
+                ctx,
+            )?,
             Morsels::Kept(kept) => kept.morsels[morsel].clone(),
         };
         if let Some(recorder) = self.recorder {
@@ -678,6 +693,53 @@ impl Source<'_, '_> {
             None => Ok(batches),
         }
     }
+}
+
+/// A string column of a Parquet file whose first rows held at most this many distinct values
+/// is read as a dictionary when it is only a group key.
+const DICTIONARY_KEY_DISTINCT: u32 = 256;
+
+/// The string columns of Parquet scan `node` that pass up as dictionaries to `aggregate`
+/// (ADR 0037): group keys of few distinct values that only filters (`stages` and the one
+/// `applied` in the scan) come between, and that nothing but the grouping reads.
+fn dictionary_key_columns(
+    node: &PhysicalPlan,
+    stages: &[Stage<'_>],
+    applied: Option<&Expr>,
+    aggregate: &HashAggregateSink,
+) -> Vec<usize> {
+    let PhysicalPlan::ParquetScan {
+        table,
+        columns,
+        schema,
+        ..
+    } = node
+    else {
+        return Vec::new();
+    };
+    let mut read_by_filters: Vec<usize> = applied.map(Expr::column_indices).unwrap_or_default();
+    for stage in stages {
+        match &stage.operator {
+            Operator::Filter(predicate) => read_by_filters.extend(predicate.column_indices()),
+            Operator::Applied => {}
+            _ => return Vec::new(),
+        }
+    }
+    let few_distinct = |column: usize| {
+        let sample = table.columns.get(column).and_then(|stats| stats.sample);
+        sample.is_some_and(|sample| sample.distinct <= DICTIONARY_KEY_DISTINCT)
+    };
+    aggregate
+        .columns_read_only_as_keys()
+        .into_iter()
+        .filter(|&column| {
+            columns.as_ref().is_none_or(|read| read.contains(&column))
+                && !read_by_filters.contains(&column)
+                && schema.field(column).data_type() == &arrow::datatypes::DataType::Utf8
+                && table.format == pondra_planner::FileFormat::Parquet
+                && few_distinct(column)
+        })
+        .collect()
 }
 
 /// Lets each partial aggregation of `split` take its morsels' group keys as runs (ADR 0029)

@@ -110,10 +110,12 @@ pub fn as_schema(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch>
 }
 
 /// A batch of the read `columns` as a batch of `schema`. No operator reads the other columns:
-/// they are NULL, or zeros where the schema says a column has no NULLs.
+/// they are NULL, or zeros where the schema says a column has no NULLs. A string column read
+/// as a dictionary stays one (ADR 0037), and the batch's schema says so.
 pub fn widen(batch: &RecordBatch, schema: &SchemaRef, columns: &[usize]) -> Result<RecordBatch> {
     let rows = batch.num_rows();
     let mut read = batch.columns().iter();
+    let mut dictionaries = false;
     let arrays = schema
         .fields()
         .iter()
@@ -121,17 +123,34 @@ pub fn widen(batch: &RecordBatch, schema: &SchemaRef, columns: &[usize]) -> Resu
         .map(|(i, field)| {
             if columns.contains(&i) {
                 let column = read.next().expect("one read column per projected index");
+                if is_dictionary_of(column, field.data_type()) {
+                    dictionaries = true;
+                    return Ok(column.clone());
+                }
                 return as_stored_type(column, field.data_type());
             }
             unread_column(field.data_type(), field.is_nullable(), rows)
         })
         .collect::<Result<Vec<_>>>()?;
+    let schema = match dictionaries {
+        false => schema.clone(),
+        true => {
+            let fields = schema.fields().iter().zip(&arrays).map(|(field, array)| {
+                field
+                    .as_ref()
+                    .clone()
+                    .with_data_type(array.data_type().clone())
+            });
+            Arc::new(arrow::datatypes::Schema::new(fields.collect::<Vec<_>>()))
+        }
+    };
     let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
-    Ok(RecordBatch::try_new_with_options(
-        schema.clone(),
-        arrays,
-        &options,
-    )?)
+    Ok(RecordBatch::try_new_with_options(schema, arrays, &options)?)
+}
+
+/// Whether `column` is a dictionary of values of `data_type`.
+fn is_dictionary_of(column: &ArrayRef, data_type: &DataType) -> bool {
+    matches!(column.data_type(), DataType::Dictionary(_, values) if values.as_ref() == data_type)
 }
 
 /// Rows up to which each thread keeps the unread columns it built, to slice them.

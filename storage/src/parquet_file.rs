@@ -356,6 +356,34 @@ impl ParquetFooter {
         integer_range(chunk.statistics())
     }
 
+    /// Reader metadata that reads the string columns at `dictionaries` (schema positions) as
+    /// dictionaries ([`string_dictionary_type`]) and every other column as the plain schema.
+    fn with_dictionaries(&self, dictionaries: &[usize]) -> Result<ArrowReaderMetadata> {
+        if dictionaries.is_empty() {
+            return Ok(self.plain.clone());
+        }
+        let fields = self
+            .plain
+            .schema()
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(position, field)| match field.data_type() {
+                DataType::Utf8 if dictionaries.contains(&position) => Arc::new(
+                    field
+                        .as_ref()
+                        .clone()
+                        .with_data_type(string_dictionary_type()),
+                ),
+                _ => field.clone(),
+            })
+            .collect::<Fields>();
+        Ok(ArrowReaderMetadata::try_new(
+            self.plain.metadata().clone(),
+            ArrowReaderOptions::new().with_schema(Arc::new(Schema::new(fields))),
+        )?)
+    }
+
     fn new(
         metadata: &Arc<parquet::file::metadata::ParquetMetaData>,
         schema: &SchemaRef,
@@ -384,15 +412,18 @@ impl ParquetFooter {
 }
 
 /// Reads one row group of a local Parquet file with its parsed footer, as batches of the
-/// footer's schema (which may name plain strings where the file stores another layout).
+/// footer's schema (which may name plain strings where the file stores another layout). The
+/// string columns at `dictionaries` come as dictionaries ([`string_dictionary_type`]).
 pub fn read_parquet_row_group(
     path: &std::path::Path,
     footer: &ParquetFooter,
     row_group: usize,
     columns: Option<&[usize]>,
+    dictionaries: &[usize],
 ) -> Result<Vec<RecordBatch>> {
     let file = map_file(path)?;
-    read_columns(row_group_reader(&file, &footer.plain, row_group), columns)
+    let metadata = footer.with_dictionaries(dictionaries)?;
+    read_columns(row_group_reader(&file, &metadata, row_group), columns)
 }
 
 /// A reader of one row group of a mapped Parquet file, with a footer parsed for some schema.
@@ -433,16 +464,19 @@ fn folder_error(path: &std::path::Path, error: std::io::Error) -> crate::Storage
 /// `filter_columns` (a subset of `columns`, in file order), which are read first; the other
 /// columns are then read only for the rows kept, skipping the others when few are kept
 /// (late materialization). With `dictionaries`, `keep` sees string columns as dictionaries
-/// ([`string_dictionary_type`]); the batches returned always hold plain strings.
+/// ([`string_dictionary_type`]). The batches returned hold plain strings but in the columns
+/// at `kept_dictionaries`, which come as dictionaries.
 pub fn read_parquet_row_group_where<E: From<crate::StorageError>>(
     path: &std::path::Path,
     footer: &ParquetFooter,
     row_group: usize,
     (columns, filter_columns): (&[usize], &[usize]),
-    dictionaries: bool,
+    (dictionaries, kept_dictionaries): (bool, &[usize]),
     mut keep: impl FnMut(&RecordBatch) -> std::result::Result<BooleanArray, E>,
 ) -> std::result::Result<Vec<RecordBatch>, E> {
     let file = map_file(path)?;
+    let kept_as_dictionary =
+        |position: usize| kept_dictionaries.contains(&filter_columns[position]);
     let open = |metadata: &ArrowReaderMetadata| row_group_reader(&file, metadata, row_group);
     let filter_metadata = match dictionaries {
         true => &footer.strings_as_dictionaries,
@@ -464,7 +498,7 @@ pub fn read_parquet_row_group_where<E: From<crate::StorageError>>(
     let kept_filtered = filtered
         .iter()
         .zip(&masks)
-        .map(|(batch, mask)| plain_strings(&filter(batch, mask)?))
+        .map(|(batch, mask)| plain_strings_but(&filter(batch, mask)?, kept_as_dictionary))
         .collect::<Result<Vec<_>>>()?;
     let rest: Vec<usize> = columns
         .iter()
@@ -492,8 +526,9 @@ pub fn read_parquet_row_group_where<E: From<crate::StorageError>>(
         batch_of(fields, arrays, filtered.num_rows())
     };
     // Most rows kept: reading the rest whole and filtering it costs less than skipping.
+    let others_metadata = footer.with_dictionaries(kept_dictionaries)?;
     if kept * 2 > rows {
-        let others = read_columns(open(&footer.plain), Some(&rest))?;
+        let others = read_columns(open(&others_metadata), Some(&rest))?;
         return Ok(kept_filtered
             .iter()
             .zip(&others)
@@ -503,7 +538,7 @@ pub fn read_parquet_row_group_where<E: From<crate::StorageError>>(
     }
     let selection = RowSelection::from_filters(&masks);
     let others = read_columns(
-        open(&footer.plain).with_row_selection(selection),
+        open(&others_metadata).with_row_selection(selection),
         Some(&rest),
     )?;
     let concat = |batches: &[RecordBatch]| -> Result<RecordBatch> {
@@ -521,18 +556,24 @@ pub fn read_parquet_row_group_where<E: From<crate::StorageError>>(
 
 /// The batch with each dictionary column decoded to its values' type.
 pub fn plain_strings(batch: &RecordBatch) -> Result<RecordBatch> {
-    if !batch
-        .columns()
-        .iter()
-        .any(|c| matches!(c.data_type(), DataType::Dictionary(_, _)))
-    {
+    plain_strings_but(batch, |_| false)
+}
+
+/// The batch with each dictionary column decoded to its values' type, but those at the
+/// positions `kept` is true for.
+fn plain_strings_but(batch: &RecordBatch, kept: impl Fn(usize) -> bool) -> Result<RecordBatch> {
+    let decoded = |(position, column): (usize, &ArrayRef)| {
+        matches!(column.data_type(), DataType::Dictionary(_, _)) && !kept(position)
+    };
+    if !batch.columns().iter().enumerate().any(decoded) {
         return Ok(batch.clone());
     }
     let mut fields = Vec::with_capacity(batch.num_columns());
     let mut arrays = Vec::with_capacity(batch.num_columns());
-    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+    let schema = batch.schema();
+    for (position, (field, column)) in schema.fields().iter().zip(batch.columns()).enumerate() {
         match column.data_type() {
-            DataType::Dictionary(_, values) => {
+            DataType::Dictionary(_, values) if !kept(position) => {
                 arrays.push(arrow::compute::cast(column, values)?);
                 fields.push(
                     field
@@ -646,12 +687,18 @@ mod tests {
             (0, vec![0, 1, 2]),
             (100, vec![0]),
         ] {
-            let read =
-                read_parquet_row_group_where(&path, &footer, 0, (&columns, &[0]), false, |batch| {
+            let read = read_parquet_row_group_where(
+                &path,
+                &footer,
+                0,
+                (&columns, &[0]),
+                (false, &[]),
+                |batch| {
                     let a = batch.column(0).as_primitive::<Int64Type>();
                     Ok::<_, crate::StorageError>(a.iter().map(|v| v.map(|v| v < below)).collect())
-                })
-                .unwrap();
+                },
+            )
+            .unwrap();
             let rows: usize = read.iter().map(RecordBatch::num_rows).sum();
             assert_eq!(rows as i64, below);
             let mut next = 0;
@@ -698,8 +745,13 @@ mod tests {
             std::env::temp_dir().join(format!("pondra-{}-dictionary.parquet", std::process::id()));
         std::fs::write(&path, write_parquet_bytes(&schema, &[batch]).unwrap()).unwrap();
         let footer = parquet_file_info(&path).unwrap().footer;
-        let read =
-            read_parquet_row_group_where(&path, &footer, 0, (&[0, 1], &[1]), true, |batch| {
+        let read = read_parquet_row_group_where(
+            &path,
+            &footer,
+            0,
+            (&[0, 1], &[1]),
+            (true, &[]),
+            |batch| {
                 assert_eq!(batch.column(0).data_type(), &string_dictionary_type());
                 let plain = arrow::compute::cast(batch.column(0), &DataType::Utf8).unwrap();
                 let yy = plain
@@ -707,8 +759,9 @@ mod tests {
                     .iter()
                     .map(|s| s.map(|s| s == "yy"));
                 Ok::<_, crate::StorageError>(yy.collect())
-            })
-            .unwrap();
+            },
+        )
+        .unwrap();
         let expected: Vec<i64> = (0..rows).filter(|i| i % 7 != 0 && i % 3 == 1).collect();
         let mut got: Vec<i64> = Vec::new();
         for batch in &read {
