@@ -380,7 +380,16 @@ impl KeyIndex {
         match self.encoder.widths.as_ref().map(|w| w.iter().sum::<u32>()) {
             Some(0..=64) => self.words64.reserve(hasher, additional),
             Some(_) => self.words128.reserve(hasher, additional),
-            None => self.bytes.reserve(additional, |k| k.hash),
+            None => {
+                self.bytes.reserve(additional, |k| k.hash);
+                // Growing the arena by doubling copied it over and over: 5% of an
+                // aggregation by string keys of as many groups as rows.
+                let key_bytes = match self.bytes.len() {
+                    0 => GUESSED_KEY_BYTES,
+                    keys => self.arena.len().div_ceil(keys),
+                };
+                self.arena.reserve(additional * key_bytes);
+            }
         }
     }
 
@@ -406,6 +415,9 @@ impl KeyIndex {
         &self.arena[key.start..key.start + key.len as usize]
     }
 }
+
+/// The bytes a key in row format is taken to have before any is seen.
+const GUESSED_KEY_BYTES: usize = 32;
 
 /// How many partitions a `GroupIndex` splits keys over.
 pub const GROUP_PARTITIONS: usize = 32;
