@@ -20,10 +20,12 @@ use crate::expr::{evaluate, evaluate_all};
 use crate::keys::{GROUP_PARTITIONS, GroupIndex};
 use crate::sums::{DecimalSums, Sums};
 use crate::{ExecError, Result};
+use distinct_pairs::DistinctPairs;
 use few_groups::{FEW_GROUPS, FEW_GROUPS_MIN_ROWS, RowsByGroup};
 use pass_on::pass_on;
 use runs::MorselRuns;
 
+mod distinct_pairs;
 mod few_groups;
 mod pass_on;
 mod runs;
@@ -93,10 +95,9 @@ enum Accumulator {
     Zero {
         groups: usize,
     },
-    /// Distinct values per group, as (group, value in row format); counted at the end.
+    /// Distinct values per group, and how many each group has.
     CountDistinct {
-        converter: RowConverter,
-        seen: HashSet<(usize, Box<[u8]>)>,
+        pairs: DistinctPairs,
         counts: Vec<i64>,
     },
 }
@@ -172,10 +173,7 @@ impl Accumulator {
                 }
             }
             AggregateFunction::CountDistinct => Accumulator::CountDistinct {
-                converter: RowConverter::new(vec![SortField::new(
-                    arg_type.unwrap_or(DataType::Null),
-                )])?,
-                seen: HashSet::new(),
+                pairs: DistinctPairs::new(&arg_type.unwrap_or(DataType::Null))?,
                 counts: Vec::new(),
             },
             AggregateFunction::StddevSamp
@@ -464,18 +462,9 @@ impl Accumulator {
                     }
                 }
             }
-            Accumulator::CountDistinct {
-                converter,
-                seen,
-                counts,
-            } => {
+            Accumulator::CountDistinct { pairs, counts } => {
                 let value = value.expect("count(DISTINCT) has an argument");
-                let rows = converter.convert_columns(std::slice::from_ref(value))?;
-                for (row, &g) in groups.iter().enumerate() {
-                    if value.is_valid(row) && seen.insert((g, rows.row(row).as_ref().into())) {
-                        counts[g] += 1;
-                    }
-                }
+                pairs.add(value, groups, counts)?;
             }
             Accumulator::Moments {
                 counts,
@@ -639,15 +628,9 @@ impl Accumulator {
                 seen.extend(theirs.into_iter().map(|(g, value)| (map[g], value)));
             }
             (
-                Accumulator::CountDistinct { seen, counts, .. },
-                Accumulator::CountDistinct { seen: theirs, .. },
-            ) => {
-                for (g, value) in theirs {
-                    if seen.insert((map[g], value)) {
-                        counts[map[g]] += 1;
-                    }
-                }
-            }
+                Accumulator::CountDistinct { pairs, counts },
+                Accumulator::CountDistinct { pairs: theirs, .. },
+            ) => pairs.merge(theirs, map, counts),
             (
                 Accumulator::StringAgg {
                     joined, separator, ..

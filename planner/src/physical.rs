@@ -326,7 +326,9 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
                         .collect::<Vec<_>>(),
                 ),
             );
-            match counted_distinct(aggregates) {
+            match counted_distinct(aggregates)
+                .filter(|counted| !counted_in_one_step(group, counted))
+            {
                 Some(counted) => {
                     count_distinct_in_two_steps(input, group, aggregates, counted, schema)
                 }
@@ -436,6 +438,25 @@ fn counted_distinct(aggregates: &[AggregateCall]) -> Option<&Expr> {
                 && a.filter.is_none()
         })
         .then_some(arg)
+}
+
+/// Whether `count(DISTINCT counted) ... GROUP BY group` is counted in one aggregation, its
+/// distinct values kept per group as words (ADR 0039): when the value is an integer or a date
+/// and a group key is a string. Two steps would key the first by the string and the value,
+/// encoded as bytes for every row, in a table of as many keys as distinct pairs.
+fn counted_in_one_step(group: &[Expr], counted: &Expr) -> bool {
+    let integer = matches!(
+        counted.data_type(),
+        DataType::Int8
+            | DataType::Int16
+            | DataType::Int32
+            | DataType::Int64
+            | DataType::UInt8
+            | DataType::UInt16
+            | DataType::UInt32
+            | DataType::Date32
+    );
+    integer && group.iter().any(|g| g.data_type() == DataType::Utf8)
 }
 
 /// `count(DISTINCT x) ... GROUP BY keys` as two plain aggregations: by the keys and `x`, then
