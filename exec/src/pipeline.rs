@@ -360,7 +360,7 @@ fn run_pipeline<'p>(
                     && scan_filter.is_none_or(|f| f.joins_may_match(&schema, range))
             };
             let morsels = match &repeat {
-                Repeat::Reuse(kept) => {
+                Repeat::Reuse { kept, .. } => {
                     if let Some(stats) = &out.source_stats {
                         stats.set_reused();
                     }
@@ -390,7 +390,11 @@ fn run_pipeline<'p>(
                     Repeat::Keep { scan, .. } => {
                         (scan.schema() != plan_schema).then_some(&plan_schema)
                     }
-                    Repeat::Reuse(_) => Some(&plan_schema),
+                    Repeat::Reuse { .. } => Some(&plan_schema),
+                },
+                refilter: match &repeat {
+                    Repeat::Reuse { refilter, .. } => refilter.as_ref(),
+                    _ => None,
                 },
             };
             let workers = rayon::current_num_threads().min(morsels.len());
@@ -671,6 +675,8 @@ struct Source<'s, 'p> {
     dictionaries: &'s [usize],
     /// The schema of the planned scan, when the rows read or kept have more columns.
     schema: Option<&'s SchemaRef>,
+    /// The scan's predicate, when it takes the rows an unfiltered scan kept.
+    refilter: Option<&'s Expr>,
 }
 
 impl Source<'_, '_> {
@@ -688,8 +694,18 @@ impl Source<'_, '_> {
         if let Some(recorder) = self.recorder {
             recorder.record(morsel, &batches);
         }
-        match self.schema {
-            Some(schema) => batches.iter().map(|b| as_schema(b, schema)).collect(),
+        let batches = match self.schema {
+            Some(schema) => batches
+                .iter()
+                .map(|b| as_schema(b, schema))
+                .collect::<Result<Vec<_>>>()?,
+            None => batches,
+        };
+        match self.refilter {
+            Some(predicate) => batches
+                .iter()
+                .map(|b| crate::select::filter_where(predicate, b))
+                .collect(),
             None => Ok(batches),
         }
     }

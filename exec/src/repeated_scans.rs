@@ -6,6 +6,9 @@
 //! all the table's scans read, and keeps the rows it kept while they are few. A later scan of
 //! the table with the same filter, whose joins hold only keys that the first scan's key checks
 //! pass, takes those rows instead of reading the files: its joins drop what it does not need.
+//! A scan with a predicate may also take the rows of an unfiltered scan of its table, and
+//! apply its predicate to them (TPC-H q21 reads lineitem for the same orders twice, once with
+//! `l_receiptdate > l_commitdate`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
@@ -21,7 +24,7 @@ use crate::shared::for_each_node;
 
 /// A scan keeps its rows for a later scan only up to this many bytes: beyond, they are not
 /// few, and holding them would cost more memory than reading again costs time.
-const KEPT_BYTES: usize = 64 << 20;
+const KEPT_BYTES: usize = 256 << 20;
 
 #[derive(Default)]
 pub struct RepeatedScans {
@@ -39,8 +42,12 @@ pub enum Repeat {
     /// It reads `scan` (the planned scan, with the columns every scan of the table reads) and
     /// keeps its rows under `table`.
     Keep { scan: PhysicalPlan, table: String },
-    /// It takes the rows an earlier scan kept.
-    Reuse(Arc<KeptScan>),
+    /// It takes the rows an earlier scan kept, and keeps those `refilter` passes (the scan's
+    /// predicate, when the earlier scan had none).
+    Reuse {
+        kept: Arc<KeptScan>,
+        refilter: Option<Expr>,
+    },
 }
 
 /// The rows a filtered scan kept, and what it kept them by.
@@ -68,21 +75,20 @@ impl RepeatedScans {
             return Ok(());
         }
         let mut scans: HashMap<String, (usize, Option<Vec<usize>>)> = HashMap::new();
+        // Per table, the scans with a predicate: they may take an unfiltered scan's rows.
+        let mut filtered: HashMap<String, (usize, Option<Vec<usize>>)> = HashMap::new();
         let mut add = |scan: &PhysicalPlan, predicate: Option<&Expr>| {
             if let PhysicalPlan::ParquetScan { table, columns, .. } = scan {
                 let (count, read) = scans
                     .entry(scan_key(table, predicate))
                     .or_insert_with(|| (0, Some(Vec::new())));
-                *count += 1;
-                *read = match (read.take(), columns) {
-                    (Some(mut read), Some(columns)) => {
-                        read.extend(columns);
-                        read.sort_unstable();
-                        read.dedup();
-                        Some(read)
-                    }
-                    _ => None,
-                };
+                add_scan(count, read, columns.as_deref());
+                if predicate.is_some() {
+                    let (count, read) = filtered
+                        .entry(scan_key(table, None))
+                        .or_insert_with(|| (0, Some(Vec::new())));
+                    add_scan(count, read, columns.as_deref());
+                }
             }
         };
         add(plan, None);
@@ -95,6 +101,13 @@ impl RepeatedScans {
                 add(input, predicate);
             }
         })?;
+        // An unfiltered scan of a table that filtered scans read too reads their columns.
+        for (table, (count, columns)) in filtered {
+            if let Some((unfiltered, read)) = scans.get_mut(&table) {
+                *unfiltered += count;
+                add_scan(&mut 0, read, columns.as_deref());
+            }
+        }
         let repeated = scans
             .into_iter()
             .filter(|(_, (count, _))| *count > 1)
@@ -114,15 +127,29 @@ impl RepeatedScans {
             return Ok(Repeat::Once);
         };
         let key = scan_key(table, filter.predicate());
-        let Some(all_columns) = tables.get(&key) else {
-            return Ok(Repeat::Once);
-        };
         let kept = self.kept.lock().expect("kept scans lock");
         for scan in kept.get(&key).into_iter().flatten() {
             if scan.covers(columns.as_deref(), filter)? {
-                return Ok(Repeat::Reuse(scan.clone()));
+                return Ok(Repeat::Reuse {
+                    kept: scan.clone(),
+                    refilter: None,
+                });
             }
         }
+        if let Some(predicate) = filter.predicate() {
+            let unfiltered = kept.get(&scan_key(table, None));
+            for scan in unfiltered.into_iter().flatten() {
+                if scan.covers(columns.as_deref(), filter)? {
+                    return Ok(Repeat::Reuse {
+                        kept: scan.clone(),
+                        refilter: Some(predicate.clone()),
+                    });
+                }
+            }
+        }
+        let Some(all_columns) = tables.get(&key) else {
+            return Ok(Repeat::Once);
+        };
         Ok(Repeat::Keep {
             scan: PhysicalPlan::parquet_scan(table.clone(), all_columns.clone()),
             table: key,
@@ -273,6 +300,21 @@ fn compacted(batch: &RecordBatch) -> RecordBatch {
         &RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
     )
     .expect("the same columns")
+}
+
+/// Counts one more scan of a group, which reads `columns` (all when `None`), into the group's
+/// count and the columns its scans read together.
+fn add_scan(count: &mut usize, read: &mut Option<Vec<usize>>, columns: Option<&[usize]>) {
+    *count += 1;
+    *read = match (read.take(), columns) {
+        (Some(mut read), Some(columns)) => {
+            read.extend(columns);
+            read.sort_unstable();
+            read.dedup();
+            Some(read)
+        }
+        _ => None,
+    };
 }
 
 /// A scan of a table read in place (named by its files) with a predicate right above it.

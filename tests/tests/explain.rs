@@ -372,6 +372,27 @@ fn a_repeated_scan_takes_the_rows_an_earlier_scan_kept() {
         );
         assert_eq!(rows(&query), [["10", "5000090"], ["15", "180"]]);
 
+        // A filtered scan takes an unfiltered scan's rows and applies its predicate to them.
+        let filtered = |keys: &str| {
+            format!(
+                "SELECT count(*), sum(t.c) FROM read_parquet('{}') t JOIN {keys} ON t.a = {keys}.k
+                WHERE t.b % 2 = 0",
+                file.display()
+            )
+        };
+        let query = format!("{first} UNION ALL {}", filtered("within"));
+        assert_eq!(
+            scans(&query),
+            [
+                "ParquetScan: read_parquet (1 files)  [rows=10",
+                "ParquetScan: read_parquet (1 files)  [rows=5 reused",
+            ]
+        );
+        assert_eq!(rows(&query), [["10", "5000090"], ["3", "1500024"]]);
+        // Not the other way round: an unfiltered scan reads again.
+        let query = format!("{} UNION ALL {}", filtered("wide"), second("within"));
+        assert_eq!(rows(&query), [["5", "2500040"], ["5", "20"]]);
+
         // A scan a LIMIT stops after its first row group (of three) keeps nothing.
         let query = format!(
             "(SELECT t.a FROM read_parquet('{0}') t JOIN early ON t.a = early.k LIMIT 1)
