@@ -278,7 +278,10 @@ async fn run_tpch(node: &Node, command: TpchCommand) -> ExitCode {
                         return ExitCode::FAILURE;
                     }
                     match pondra_tpch::explain_query(node, n).await {
-                        Ok(plan) => println!("q{n}\n{plan}"),
+                        Ok(plan) if !print_line(format_args!("q{n}\n{plan}")) => {
+                            return ExitCode::FAILURE;
+                        }
+                        Ok(_) => {}
                         Err(e) => {
                             eprintln!("Error: q{n}: {e}");
                             return ExitCode::FAILURE;
@@ -293,7 +296,9 @@ async fn run_tpch(node: &Node, command: TpchCommand) -> ExitCode {
                     Ok(timings) => {
                         let seconds = timings[0].best.as_secs_f64();
                         total += seconds;
-                        println!("q{n}\t{seconds:.3}");
+                        if !print_line(format_args!("q{n}\t{seconds:.3}")) {
+                            return ExitCode::FAILURE;
+                        }
                     }
                     Err(e) => {
                         eprintln!("Error: q{n}: {e}");
@@ -301,8 +306,10 @@ async fn run_tpch(node: &Node, command: TpchCommand) -> ExitCode {
                     }
                 }
             }
-            println!("total\t{total:.3}");
-            ExitCode::SUCCESS
+            match print_line(format_args!("total\t{total:.3}")) {
+                true => ExitCode::SUCCESS,
+                false => ExitCode::FAILURE,
+            }
         }
     }
 }
@@ -331,4 +338,11 @@ async fn run_sql(node: &Node, sql: &str, format: Format) -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// Writes one line to stdout. False when it cannot, as when the reader of a pipe has gone
+/// (`pondra tpch run | head -1`): the command then stops without a panic.
+fn print_line(line: std::fmt::Arguments<'_>) -> bool {
+    use std::io::Write;
+    writeln!(std::io::stdout(), "{line}").is_ok()
 }

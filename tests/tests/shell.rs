@@ -168,3 +168,27 @@ SELECT sum(a) AS s FROM read_csv('{}');
     assert!(text.starts_with("a,b\n"), "{text}");
     assert_eq!(text.lines().count(), 3);
 }
+
+/// `pondra tpch run` whose reader leaves (`| head -1`) stops without a panic.
+#[test]
+fn tpch_run_stops_quietly_when_its_reader_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let lake_arg = lake.to_str().unwrap();
+    let generated = common::pondra()
+        .args(["--dir", lake_arg, "tpch", "gen", "--sf", "0.001"])
+        .output()
+        .unwrap();
+    assert!(generated.status.success(), "{}", stderr(&generated));
+    let mut child = common::pondra()
+        .args(["--dir", lake_arg, "tpch", "run", "--queries", "1,6,14"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader goes before the first line is written.
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    assert!(!output.status.success());
+    assert!(!stderr(&output).contains("panicked"), "{}", stderr(&output));
+}
