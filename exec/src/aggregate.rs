@@ -288,7 +288,8 @@ impl Accumulator {
     /// Folds in a batch of `rows` rows all in group 0, when this accumulator has a way that
     /// needs no group per row: counts and sums total the batch first. False when it has none.
     fn update_first_group(&mut self, value: Option<&ArrayRef>, rows: usize) -> Result<bool> {
-        let valid = |value: &ArrayRef| (value.len() - value.null_count()) as i64;
+        // Logical NULLs: a NULL literal's array has no validity buffer.
+        let valid = |value: &ArrayRef| (value.len() - value.logical_null_count()) as i64;
         match self {
             Accumulator::Count { counts, star } => {
                 counts[0] += match value.filter(|_| !*star) {
@@ -332,7 +333,7 @@ impl Accumulator {
     /// Folds one batch in, its rows sorted by group: each group's values are totalled, then
     /// added to its state once.
     fn update_by_group(&mut self, value: Option<&ArrayRef>, by_group: &RowsByGroup) -> Result<()> {
-        let valid_rows = |value: &ArrayRef, rows: &[u32]| match value.nulls() {
+        let valid_rows = |value: &ArrayRef, rows: &[u32]| match value.logical_nulls() {
             None => rows.len() as i64,
             Some(nulls) => rows.iter().filter(|&&r| nulls.is_valid(r as usize)).count() as i64,
         };
@@ -1241,7 +1242,8 @@ fn keep(filter: Option<&Expr>, batch: &RecordBatch) -> Result<RecordBatch> {
 
 /// Adds one to the count of the group of each row whose value is not NULL.
 fn count_valid(counts: &mut [i64], values: &dyn Array, groups: &[usize]) {
-    match values.nulls() {
+    // Logical NULLs: a NULL literal's array has no validity buffer.
+    match values.logical_nulls() {
         None => groups.iter().for_each(|&g| counts[g] += 1),
         Some(nulls) => nulls
             .valid_indices()

@@ -445,18 +445,8 @@ fn counted_distinct(aggregates: &[AggregateCall]) -> Option<&Expr> {
 /// and a group key is a string. Two steps would key the first by the string and the value,
 /// encoded as bytes for every row, in a table of as many keys as distinct pairs.
 fn counted_in_one_step(group: &[Expr], counted: &Expr) -> bool {
-    let integer = matches!(
-        counted.data_type(),
-        DataType::Int8
-            | DataType::Int16
-            | DataType::Int32
-            | DataType::Int64
-            | DataType::UInt8
-            | DataType::UInt16
-            | DataType::UInt32
-            | DataType::Date32
-    );
-    integer && group.iter().any(|g| g.data_type() == DataType::Utf8)
+    pondra_catalog::is_exact_integer(&counted.data_type())
+        && group.iter().any(|g| g.data_type() == DataType::Utf8)
 }
 
 /// `count(DISTINCT x) ... GROUP BY keys` as two plain aggregations: by the keys and `x`, then

@@ -9,6 +9,7 @@ use arrow::compute::cast;
 use arrow::datatypes::{DataType, Int64Type};
 use arrow::row::{RowConverter, SortField};
 use foldhash::fast::FixedState;
+use pondra_catalog::is_exact_integer;
 
 use crate::Result;
 
@@ -21,21 +22,6 @@ pub(super) enum DistinctPairs {
     },
 }
 
-/// Whether values of this type are packed into words: every value is a distinct BIGINT.
-fn packs(data_type: &DataType) -> bool {
-    matches!(
-        data_type,
-        DataType::Int8
-            | DataType::Int16
-            | DataType::Int32
-            | DataType::Int64
-            | DataType::UInt8
-            | DataType::UInt16
-            | DataType::UInt32
-            | DataType::Date32
-    )
-}
-
 #[inline]
 fn word(group: usize, value: i64) -> u128 {
     ((group as u128) << 64) | u128::from(value as u64)
@@ -43,7 +29,8 @@ fn word(group: usize, value: i64) -> u128 {
 
 impl DistinctPairs {
     pub(super) fn new(data_type: &DataType) -> Result<DistinctPairs> {
-        if packs(data_type) {
+        // Every integer or date value is a distinct BIGINT.
+        if is_exact_integer(data_type) {
             return Ok(DistinctPairs::Words(hashbrown::HashSet::with_hasher(
                 FixedState::with_seed(0x0d15_71c7),
             )));
