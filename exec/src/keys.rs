@@ -147,12 +147,7 @@ impl KeyEncoder {
             .zip(&self.types)
             .any(|(k, t)| k.data_type() != t)
         {
-            let keys = keys
-                .iter()
-                .zip(&self.types)
-                .map(|(k, t)| arrow::compute::cast(k, t))
-                .collect::<Result<Vec<_>, _>>()?;
-            return self.encode(&keys, nulls);
+            return self.encode(&self.cast_keys(keys)?, nulls);
         }
         let has_null = null_rows(keys);
         let (encoded, too_long) = self.pack_or_convert(keys)?;
@@ -190,6 +185,14 @@ impl KeyEncoder {
             unpacked_bytes,
             hashes,
         })
+    }
+
+    /// `keys` cast to the encoder's types (dictionaries decoded).
+    fn cast_keys(&self, keys: &[ArrayRef]) -> Result<Vec<ArrayRef>> {
+        keys.iter()
+            .zip(&self.types)
+            .map(|(key, data_type)| Ok(arrow::compute::cast(key, data_type)?))
+            .collect()
     }
 
     /// The keys of the given rows of `keys` (encoded by this encoder), in that order.
@@ -569,14 +572,8 @@ impl GroupIndex {
         ids: &mut Vec<u32>,
         new_rows: &mut Vec<u32>,
     ) -> Result<()> {
-        let plain = |keys: &[ArrayRef]| -> Result<Vec<ArrayRef>> {
-            keys.iter()
-                .zip(&self.encoder.types)
-                .map(|(key, data_type)| Ok(arrow::compute::cast(key, data_type)?))
-                .collect()
-        };
         let Some((codes, code_count)) = dictionary_codes(keys) else {
-            let keys = plain(keys)?;
+            let keys = self.encoder.cast_keys(keys)?;
             return self.intern(&keys, ids, new_rows);
         };
         let mut slot_of_code = vec![NO_KEY; code_count];
@@ -599,7 +596,8 @@ impl GroupIndex {
             .map(|key| arrow::compute::take(key, &taken, None))
             .collect::<Result<Vec<_>, _>>()?;
         let (mut first_ids, mut first_new) = (Vec::new(), Vec::new());
-        self.intern(&plain(&firsts)?, &mut first_ids, &mut first_new)?;
+        let firsts = self.encoder.cast_keys(&firsts)?;
+        self.intern(&firsts, &mut first_ids, &mut first_new)?;
         new_rows.extend(first_new.iter().map(|&slot| first_rows[slot as usize]));
         ids.clear();
         ids.extend(slots.iter().map(|&slot| first_ids[slot as usize]));

@@ -105,7 +105,7 @@ impl RepeatedScans {
         for (table, (count, columns)) in filtered {
             if let Some((unfiltered, read)) = scans.get_mut(&table) {
                 *unfiltered += count;
-                add_scan(&mut 0, read, columns.as_deref());
+                add_columns(read, columns.as_deref());
             }
         }
         let repeated = scans
@@ -306,6 +306,11 @@ fn compacted(batch: &RecordBatch) -> RecordBatch {
 /// count and the columns its scans read together.
 fn add_scan(count: &mut usize, read: &mut Option<Vec<usize>>, columns: Option<&[usize]>) {
     *count += 1;
+    add_columns(read, columns);
+}
+
+/// Adds `columns` (all when `None`) to the columns a group's scans read together.
+fn add_columns(read: &mut Option<Vec<usize>>, columns: Option<&[usize]>) {
     *read = match (read.take(), columns) {
         (Some(mut read), Some(columns)) => {
             read.extend(columns);
