@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use pondra_catalog::{Catalog, Snapshot};
-use pondra_exec::ExecContext;
+use pondra_exec::{ExecContext, MemoryPool};
 use pondra_parser::ParsedStatement;
 use pondra_planner::{Binder, ExternalTable, LogicalPlan, Plan, create_physical_plan};
 use pondra_storage::Lake;
@@ -24,6 +24,9 @@ pub struct NodeOptions {
     /// The database name clients know the lake by (`current_database()`); Pondra's default
     /// when `None`.
     pub database: Option<String>,
+    /// The memory queries may hold before sorts, joins and aggregations spill to disk. Nodes
+    /// of one process share it.
+    pub memory: Arc<MemoryPool>,
 }
 
 impl Default for NodeOptions {
@@ -32,6 +35,7 @@ impl Default for NodeOptions {
             tier_after: Duration::from_secs(10),
             retain: Duration::from_secs(60),
             database: None,
+            memory: MemoryPool::with_default_limit(),
         }
     }
 }
@@ -160,6 +164,11 @@ impl Node {
 
     /// Runs one parsed statement.
     pub async fn execute_statement(&self, statement: &ParsedStatement) -> Result<StatementResult> {
+        if let pondra_parser::Statement::Sql(sql) = &statement.statement
+            && crate::settings::is_process_setting(sql)
+        {
+            return crate::settings::run_setting(sql, &self.options.memory);
+        }
         let snapshot = self.snapshot();
         let external = self.external.read().expect("external tables lock").clone();
         let plan = self
@@ -207,6 +216,7 @@ impl Node {
             snapshot,
             tokio::runtime::Handle::current(),
             input,
+            self.options.memory.clone(),
         );
         let batches = tokio::task::spawn_blocking(move || pondra_exec::execute(&physical, &ctx))
             .await
@@ -227,6 +237,7 @@ impl Node {
             snapshot,
             tokio::runtime::Handle::current(),
             Vec::new(),
+            self.options.memory.clone(),
         );
         ctx.profile = Some(pondra_exec::Profile::default());
         let run = move || pondra_exec::execute_profiled(&physical, &ctx);

@@ -3,7 +3,7 @@
 //! aggregates its morsels on its own; their partial aggregations are merged partition by
 //! partition on every worker when there are many groups, on one thread when there are few.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow::array::{
     Array, ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch, RecordBatchOptions,
@@ -18,6 +18,8 @@ use std::collections::HashSet;
 use crate::collected::{ArrayAggState, OrderedInput};
 use crate::expr::{evaluate, evaluate_all};
 use crate::keys::{GROUP_PARTITIONS, GroupIndex};
+use crate::memory::{MemoryPool, Reservation};
+use crate::spill::{PartitionedSpill, SpillFile};
 use crate::sums::{DecimalSums, Sums};
 use crate::{ExecError, Result};
 use distinct_pairs::DistinctPairs;
@@ -801,7 +803,19 @@ pub struct HashAggregateSink {
     /// Once the groups come close to the rows (ADR 0032), the rows of later batches, split by
     /// their key's partition, to be aggregated only by the merge.
     passed: Option<Vec<Vec<RecordBatch>>>,
+    /// What the groups and rows passed on hold, reserved from the memory pool.
+    memory: Option<Reservation>,
+    /// Bytes of the group keys taken so far, and of the rows passed on in memory.
+    key_bytes: usize,
+    passed_bytes: usize,
+    /// Once the pool refused more memory: later rows, by their key's partition, on disk.
+    spill: Option<PartitionedSpill>,
 }
+
+/// About what a group holds besides its key values: its entry in the index, and a word or two
+/// per aggregate.
+const GROUP_BYTES: usize = 16;
+const ACCUMULATOR_BYTES: usize = 16;
 
 /// Partial aggregations with at least this many groups in all are merged partition by
 /// partition on the thread pool; fewer are merged into one on the calling thread.
@@ -849,7 +863,60 @@ impl HashAggregateSink {
             run_groups: 0,
             hashed_rows: 0,
             passed: None,
+            memory: None,
+            key_bytes: 0,
+            passed_bytes: 0,
+            spill: None,
         })
+    }
+
+    /// This aggregation, holding its groups within `memory`: past what the pool grants, it
+    /// writes later rows to disk by partition, for the merge (when it can be merged by
+    /// partition).
+    pub fn with_memory(mut self, memory: &Arc<MemoryPool>) -> HashAggregateSink {
+        self.memory = Some(memory.reservation());
+        self
+    }
+
+    /// The bytes of rows this aggregation and the partial ones it will merge wrote to disk.
+    pub fn spilled_bytes(&self) -> usize {
+        let own = self.spill.as_ref().map_or(0, PartitionedSpill::bytes);
+        own + self
+            .deferred
+            .iter()
+            .map(HashAggregateSink::spilled_bytes)
+            .sum::<usize>()
+    }
+
+    /// Reserves what the groups and passed rows hold now; if the pool refuses, passes every
+    /// later row on to disk (and the rows passed on so far), so that the groups stop growing.
+    fn account(&mut self) -> Result<()> {
+        let can_split = self.can_split();
+        let Some(reservation) = &mut self.memory else {
+            return Ok(());
+        };
+        let per_group = GROUP_BYTES + ACCUMULATOR_BYTES * self.accumulators.len();
+        let groups = self.key_bytes + self.groups * per_group;
+        if reservation.try_resize(groups + self.passed_bytes) {
+            return Ok(());
+        }
+        if self.spill.is_some() || !can_split {
+            // Nothing more to let go of: the memory is held over the limit.
+            reservation.grow((groups + self.passed_bytes).saturating_sub(reservation.bytes()));
+            return Ok(());
+        }
+        let spill = PartitionedSpill::new(reservation.pool().spill_dir(), GROUP_PARTITIONS);
+        let passed = self.passed.replace(vec![Vec::new(); GROUP_PARTITIONS]);
+        for (partition, batches) in passed.into_iter().flatten().enumerate() {
+            for batch in batches {
+                spill.add(partition, batch)?;
+            }
+        }
+        self.passed_bytes = 0;
+        self.spill = Some(spill);
+        reservation.shrink_to(groups);
+        reservation.grow(groups.saturating_sub(reservation.bytes()));
+        Ok(())
     }
 
     pub fn sink(&mut self, batch: &RecordBatch) -> Result<()> {
@@ -868,14 +935,19 @@ impl HashAggregateSink {
             return self.update(batch, None);
         };
         let keys = evaluate_all(&self.group, batch)?;
+        if let Some(spill) = &self.spill {
+            return spill.add_rows(batch, &index.partitions_of(&keys)?);
+        }
         if let Some(passed) = &mut self.passed {
             let partitions = index.partitions_of(&keys)?;
-            return pass_on(batch, &partitions, passed);
+            pass_on(batch, &partitions, passed)?;
+            self.passed_bytes += batch.get_array_memory_size();
+            return self.account();
         }
         let group_ids = self.group_ids(&keys)?;
         self.update(batch, Some(&group_ids))?;
         self.decide_pass_on(batch.num_rows());
-        Ok(())
+        self.account()
     }
 
     /// Counts `rows` more rows hashed and, once there are enough to judge, starts passing
@@ -957,6 +1029,10 @@ impl HashAggregateSink {
                     }
                 })
                 .collect::<Result<Vec<_>, _>>()?;
+            self.key_bytes += taken
+                .iter()
+                .map(|k| k.get_array_memory_size())
+                .sum::<usize>();
             self.group_keys.push(taken);
         }
         self.groups = index.len();
@@ -994,8 +1070,12 @@ impl HashAggregateSink {
 
     /// An empty aggregation of the same groups and aggregates, for another part of the input.
     pub fn empty_like(&self) -> Result<HashAggregateSink> {
-        let empty = HashAggregateSink::new(&self.group, &self.aggregates, self.schema.clone())?;
-        Ok(empty.with_output_filter(self.output_filter.clone()))
+        let mut empty = HashAggregateSink::new(&self.group, &self.aggregates, self.schema.clone())?
+            .with_output_filter(self.output_filter.clone());
+        if let Some(memory) = &self.memory {
+            empty = empty.with_memory(memory.pool());
+        }
+        Ok(empty)
     }
 
     /// This aggregation with `filter` applied to its output.
@@ -1147,6 +1227,8 @@ fn finish_by_partition(
         accumulators: Vec<Accumulator>,
         /// Rows passed on unaggregated, by partition.
         passed: Vec<Vec<RecordBatch>>,
+        /// Rows passed on to disk, by partition; each taken by its partition's merge.
+        spilled: Vec<Mutex<Option<SpillFile>>>,
     }
     let template = parts[0].empty_like()?;
     let partials = parts
@@ -1161,7 +1243,12 @@ fn finish_by_partition(
                 piece_starts.push(start);
                 start += piece.first().map_or(0, |k| k.len() as u32);
             }
+            let spilled = match part.spill.take() {
+                Some(spill) => spill.finish()?.into_iter().map(Mutex::new).collect(),
+                None => Vec::new(),
+            };
             Ok(Partial {
+                spilled,
                 key_pieces: std::mem::take(&mut part.group_keys),
                 piece_starts,
                 members: part.index.take().expect("grouped").into_members(),
@@ -1214,14 +1301,26 @@ fn finish_by_partition(
                 mine.merge_groups(theirs, members, &map)?;
             }
         }
+        let mut add_rows = |batch: &RecordBatch| -> Result<()> {
+            let keys = evaluate_all(&merged.group, batch)?;
+            let group_ids = merged.group_ids(&keys)?;
+            merged.update(batch, Some(&group_ids))
+        };
         for batch in partials
             .iter()
             .filter_map(|p| p.passed.get(partition))
             .flatten()
         {
-            let keys = evaluate_all(&merged.group, batch)?;
-            let group_ids = merged.group_ids(&keys)?;
-            merged.update(batch, Some(&group_ids))?;
+            add_rows(batch)?;
+        }
+        for partial in &partials {
+            let file = partial.spilled.get(partition).and_then(|file| {
+                let mut file = file.lock().expect("spill file lock");
+                file.take()
+            });
+            for batch in file.map(SpillFile::read).transpose()?.into_iter().flatten() {
+                add_rows(&batch?)?;
+            }
         }
         keep(filter, &merged.finish_one()?)
     };

@@ -13,6 +13,8 @@ use pondra_storage::Lake;
 use crate::aggregate::HashAggregateSink;
 use crate::expr::{evaluate, evaluate_all};
 use crate::join::HashJoin;
+use crate::join_spill::{BuildSink, Built, JoinSpec, SpilledJoin};
+use crate::memory::MemoryPool;
 use crate::morsel::{Morsels, read_unit, scan_units};
 use crate::profile::{NodeStats, Profile};
 use crate::repeated_scans::{Repeat, RepeatedScans, ScanRecorder};
@@ -20,6 +22,7 @@ use crate::scan::as_schema;
 use crate::scan_filter::{Above, ScanFilter, join_keys_over_scan, through_projection};
 use crate::shared::SharedAggregates;
 use crate::sink::{Sink, Split};
+use crate::sort::SortSink;
 use crate::{ExecError, Result};
 
 /// What a running plan can reach: the lake, the snapshot it reads, and rows handed to it.
@@ -34,6 +37,8 @@ pub struct ExecContext {
     pub working_tables: std::sync::Mutex<HashMap<usize, Arc<Vec<RecordBatch>>>>,
     /// Rows and time per operator, for EXPLAIN ANALYZE.
     pub profile: Option<Profile>,
+    /// The memory operators that can spill reserve what they hold from.
+    pub memory: Arc<MemoryPool>,
     /// Aggregations the query computes more than once, with their rows once computed.
     shared: SharedAggregates,
     /// Tables the query scans more than once, with the rows kept by the scans that ran.
@@ -46,6 +51,7 @@ impl ExecContext {
         snapshot: Arc<Snapshot>,
         runtime: tokio::runtime::Handle,
         input: Vec<RecordBatch>,
+        memory: Arc<MemoryPool>,
     ) -> ExecContext {
         ExecContext {
             lake,
@@ -54,6 +60,7 @@ impl ExecContext {
             input,
             working_tables: Default::default(),
             profile: None,
+            memory,
             shared: SharedAggregates::default(),
             repeated: RepeatedScans::default(),
         }
@@ -77,6 +84,8 @@ enum Operator<'p> {
     Projection(&'p [Expr], SchemaRef),
     /// The probe side of a hash join whose build side has already run.
     HashJoin(Arc<HashJoin>),
+    /// The probe side of a hash join whose build side spilled to disk.
+    SpilledJoin(Arc<SpilledJoin>),
     Unnest(&'p Expr, SchemaRef),
 }
 
@@ -84,16 +93,18 @@ impl Operator<'_> {
     fn execute(&self, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
         match self {
             Operator::HashJoin(join) => join.probe(&batch),
+            Operator::SpilledJoin(join) => join.probe(&batch),
             Operator::Unnest(array, schema) => crate::unnest::unnest(&batch, array, schema),
             other => Ok(vec![other.execute_one(batch)?]),
         }
     }
 
-    /// Rows an operator still holds once its input is exhausted.
-    fn finish(&self) -> Result<Vec<RecordBatch>> {
+    /// Rows an operator still holds once its input is exhausted, each handed to `emit`.
+    fn finish_into(&self, emit: &mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<()> {
         match self {
-            Operator::HashJoin(join) => join.finish(),
-            _ => Ok(vec![]),
+            Operator::HashJoin(join) => join.finish()?.into_iter().try_for_each(emit),
+            Operator::SpilledJoin(join) => join.finish_into(emit),
+            _ => Ok(()),
         }
     }
 
@@ -110,7 +121,7 @@ impl Operator<'_> {
                     &options,
                 )?)
             }
-            Operator::HashJoin(_) | Operator::Unnest(..) => {
+            Operator::HashJoin(_) | Operator::SpilledJoin(_) | Operator::Unnest(..) => {
                 unreachable!("joins and unnests may emit several batches")
             }
         }
@@ -156,12 +167,19 @@ fn finish(stages: &[Stage<'_>], sink: &mut Sink<'_>, sink_stats: Option<&NodeSta
     for i in 0..stages.len() {
         let (head, rest) = stages.split_at(i + 1);
         let started = Instant::now();
-        let outs = head[i].operator.finish()?;
-        if let Some(stats) = &head[i].stats {
-            stats.add(outs.iter().map(|b| b.num_rows()).sum(), started.elapsed());
-        }
-        for out in outs {
+        let (mut rows, mut downstream) = (0, Duration::ZERO);
+        head[i].operator.finish_into(&mut |out| {
+            rows += out.num_rows();
+            let pushing = Instant::now();
             push(rest, out, sink, sink_stats)?;
+            downstream += pushing.elapsed();
+            Ok(())
+        })?;
+        if let Some(stats) = &head[i].stats {
+            stats.add(rows, started.elapsed().saturating_sub(downstream));
+            if let Operator::SpilledJoin(join) = &head[i].operator {
+                stats.add_spilled(join.spilled_bytes());
+            }
         }
     }
     Ok(())
@@ -233,7 +251,25 @@ fn run_pipeline<'p>(
     sink_node: Option<&'p PhysicalPlan>,
     ctx: &ExecContext,
 ) -> Result<Vec<RecordBatch>> {
+    let sink = run_pipeline_into(plan, sink, sink_node, ctx)?;
+    let finishing = Instant::now();
+    let rows = sink.finish()?;
+    if let Some(stats) = sink_node.and_then(|n| ctx.stats(n)) {
+        stats.add_time(finishing.elapsed());
+    }
+    Ok(rows)
+}
+
+/// `run_pipeline` up to the sink's finish: returns the sink with every row pushed into it.
+fn run_pipeline_into<'p>(
+    plan: &'p PhysicalPlan,
+    sink: Sink<'p>,
+    sink_node: Option<&'p PhysicalPlan>,
+    ctx: &ExecContext,
+) -> Result<Sink<'p>> {
     let mut stages = Vec::new();
+    // What in-memory build sides hold, given back once the pipeline is done.
+    let mut held = Vec::new();
     let mut node = plan;
     loop {
         let stats = ctx.stats(node);
@@ -269,22 +305,51 @@ fn run_pipeline<'p>(
                 ..
             } => {
                 // The build side is a pipeline of its own that must finish first.
-                let build = run_pipeline(right, Sink::Collect(Vec::new()), None, ctx)?;
+                let build = BuildSink::new(*kind, right_keys, &ctx.memory)?;
+                let built = match run_pipeline_into(right, Sink::Build(Box::new(build)), None, ctx)?
+                {
+                    Sink::Build(build) => build.finish()?,
+                    _ => unreachable!("a build side's sink stays one"),
+                };
                 let started = Instant::now();
-                let join = HashJoin::new(
-                    *kind,
-                    left_keys,
-                    right_keys,
-                    filter.as_ref(),
-                    schema.clone(),
-                    &right.schema(),
-                    &build,
-                )?;
+                let operator = match built {
+                    Built::InMemory {
+                        batches,
+                        reservation,
+                    } => {
+                        held.push(reservation);
+                        Operator::HashJoin(Arc::new(HashJoin::new(
+                            *kind,
+                            left_keys,
+                            right_keys,
+                            filter.as_ref(),
+                            schema.clone(),
+                            &right.schema(),
+                            &batches,
+                        )?))
+                    }
+                    Built::Spilled {
+                        encoder,
+                        partitions,
+                        bytes,
+                    } => {
+                        let spec = JoinSpec {
+                            kind: *kind,
+                            left_keys: left_keys.clone(),
+                            right_keys: right_keys.clone(),
+                            filter: filter.clone(),
+                            schema: schema.clone(),
+                            build_schema: right.schema(),
+                        };
+                        let join = SpilledJoin::new(spec, encoder, partitions, bytes, &ctx.memory);
+                        Operator::SpilledJoin(Arc::new(join))
+                    }
+                };
                 if let Some(stats) = &stats {
                     stats.add_time(started.elapsed());
                 }
                 node = left;
-                Operator::HashJoin(Arc::new(join))
+                operator
             }
             _ => break,
         };
@@ -318,7 +383,7 @@ fn run_pipeline<'p>(
                 Operator::Filter(_) | Operator::Applied => Above::RowFilter,
                 Operator::Projection(exprs, _) => Above::Projection(exprs),
                 Operator::HashJoin(join) => Above::Join(join),
-                Operator::Unnest(..) => Above::Other,
+                Operator::SpilledJoin(_) | Operator::Unnest(..) => Above::Other,
             });
             let joins = join_keys_over_scan(above, node.schema().fields().len());
             ScanFilter::new(filtered, joins, node)
@@ -515,7 +580,8 @@ fn run_pipeline<'p>(
                 Some(rows) => rows,
                 None => {
                     let aggregate = HashAggregateSink::new(group, aggregates, schema.clone())?
-                        .with_output_filter(filtered.cloned());
+                        .with_output_filter(filtered.cloned())
+                        .with_memory(&ctx.memory);
                     let child = Sink::Aggregate(Box::new(aggregate));
                     let rows = Arc::new(run_pipeline(input, child, Some(node), ctx)?);
                     if let Some(key) = shared_key {
@@ -530,12 +596,12 @@ fn run_pipeline<'p>(
         }
         PhysicalPlan::Sort { input, keys, fetch } => {
             leaf = false;
-            let child = Sink::Sort {
-                schema: input.schema(),
+            let child = Sink::Sort(Box::new(SortSink::new(
+                input.schema(),
                 keys,
-                fetch: *fetch,
-                batches: Vec::new(),
-            };
+                *fetch,
+                &ctx.memory,
+            )));
             for batch in run_pipeline(input, child, Some(node), ctx)? {
                 out.emit(batch)?;
             }
@@ -569,15 +635,12 @@ fn run_pipeline<'p>(
         ..
     } = out;
     finish(stages, &mut sink, sink_stats.as_deref())?;
-    let finishing = Instant::now();
     if let Some(stats) = &sink_stats {
         stats.add_runs(sink.run_groups());
+        stats.add_spilled(sink.spilled_bytes());
     }
-    let rows = sink.finish()?;
-    if let Some(stats) = sink_stats {
-        stats.add_time(finishing.elapsed());
-    }
-    Ok(rows)
+    drop(held);
+    Ok(sink)
 }
 
 /// Runs the pipeline with the scan's morsels spread over the thread pool: each worker takes
@@ -594,12 +657,7 @@ fn run_parallel<'p>(
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let errors: Mutex<Vec<ExecError>> = Mutex::new(Vec::new());
-    let in_order: Vec<Mutex<Vec<RecordBatch>>> = match split {
-        Split::InOrder => (0..source.morsels.len())
-            .map(|_| Mutex::default())
-            .collect(),
-        Split::Partial(_) => Vec::new(),
-    };
+    let in_order = matches!(split, Split::InOrder);
     let mut partials: Vec<Sink<'p>> = match split {
         Split::InOrder => (0..rayon::current_num_threads().min(source.morsels.len()))
             .map(|_| Sink::Collect(Vec::new()))
@@ -608,9 +666,16 @@ fn run_parallel<'p>(
     };
     let (stages, sink_stats) = (out.stages, out.sink_stats.as_deref());
     let source_stats = out.source_stats.as_deref();
+    // Morsels' rows reach an in-order sink as soon as every earlier morsel's have, so that a
+    // sort can count them against the memory limit (and spill) as they come.
+    let delivery = Mutex::new(Delivery {
+        next: 0,
+        ready: (0..source.morsels.len()).map(|_| None).collect(),
+        sink: &mut out.sink,
+    });
     rayon::scope(|scope| {
         for local in partials.iter_mut() {
-            let (next, failed, errors, in_order) = (&next, &failed, &errors, &in_order);
+            let (next, failed, errors, delivery) = (&next, &failed, &errors, &delivery);
             scope.spawn(move |_| {
                 while !failed.load(Ordering::Relaxed) {
                     let unit = next.fetch_add(1, Ordering::Relaxed);
@@ -631,10 +696,13 @@ fn run_parallel<'p>(
                         }
                         local.end_of_morsel()?;
                         if let Sink::Collect(collected) = local
-                            && !in_order.is_empty()
+                            && in_order
                         {
-                            *in_order[unit].lock().expect("morsel output lock") =
-                                std::mem::take(collected);
+                            let rows = std::mem::take(collected);
+                            delivery
+                                .lock()
+                                .expect("delivery lock")
+                                .deliver(unit, rows)?;
                         }
                         Ok(())
                     };
@@ -646,21 +714,38 @@ fn run_parallel<'p>(
             });
         }
     });
+    drop(delivery);
     if let Some(error) = errors.into_inner().expect("errors lock").into_iter().next() {
         return Err(error);
     }
-    if in_order.is_empty() {
+    if !in_order {
         for partial in partials {
             out.sink.absorb(partial)?;
         }
-        return Ok(());
-    }
-    for rows in in_order {
-        for batch in rows.into_inner().expect("morsel output lock") {
-            out.sink.sink(batch)?;
-        }
     }
     Ok(())
+}
+
+/// Morsels' rows on their way to an in-order sink.
+struct Delivery<'s, 'p> {
+    /// The first morsel whose rows the sink has not had.
+    next: usize,
+    /// Rows of later morsels that arrived first.
+    ready: Vec<Option<Vec<RecordBatch>>>,
+    sink: &'s mut Sink<'p>,
+}
+
+impl Delivery<'_, '_> {
+    fn deliver(&mut self, morsel: usize, rows: Vec<RecordBatch>) -> Result<()> {
+        self.ready[morsel] = Some(rows);
+        while let Some(Some(rows)) = self.ready.get_mut(self.next).map(Option::take) {
+            for batch in rows {
+                self.sink.sink(batch)?;
+            }
+            self.next += 1;
+        }
+        Ok(())
+    }
 }
 
 /// Where a scan's pipeline gets its rows: the scan's morsels, read through its filter (and
@@ -785,7 +870,9 @@ fn aggregate_runs(
                 Operator::Projection(exprs, _) => {
                     scan_columns = through_projection(exprs, &scan_columns);
                 }
-                Operator::HashJoin(_) | Operator::Unnest(..) => return Ok(()),
+                Operator::HashJoin(_) | Operator::SpilledJoin(_) | Operator::Unnest(..) => {
+                    return Ok(());
+                }
             }
         }
         if let Some(Some(scan_column)) = scan_columns.get(column)

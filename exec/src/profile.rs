@@ -20,6 +20,8 @@ pub struct NodeStats {
     runs: AtomicU64,
     /// Whether a scan took the rows an earlier scan of its table kept, instead of reading.
     reused: AtomicBool,
+    /// Bytes (in memory) of the rows a sort, join or aggregation wrote to disk.
+    spilled: AtomicU64,
 }
 
 impl NodeStats {
@@ -39,6 +41,10 @@ impl NodeStats {
 
     pub fn add_runs(&self, groups: usize) {
         self.runs.fetch_add(groups as u64, Ordering::Relaxed);
+    }
+
+    pub fn add_spilled(&self, bytes: usize) {
+        self.spilled.fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
     pub fn set_reused(&self) {
@@ -83,6 +89,13 @@ impl Profile {
         }
         if stats.reused.load(Ordering::Relaxed) {
             skipped.push_str(" reused");
+        }
+        if let bytes @ 1.. = stats.spilled.load(Ordering::Relaxed) {
+            let _ = write!(
+                skipped,
+                " spilled={:.1} MB",
+                bytes as f64 / (1 << 20) as f64
+            );
         }
         let _ = writeln!(
             out,

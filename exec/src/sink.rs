@@ -1,22 +1,17 @@
 //! Where a pipeline's batches end up. A breaker's sink finishes before its output flows on.
 
-use arrow::array::RecordBatch;
-use arrow::datatypes::SchemaRef;
-use pondra_planner::SortKey;
-
 use crate::Result;
 use crate::aggregate::HashAggregateSink;
-use crate::sort::sort_batches;
+use crate::join_spill::BuildSink;
+use crate::sort::SortSink;
+use arrow::array::RecordBatch;
 
 pub enum Sink<'p> {
     Collect(Vec<RecordBatch>),
+    /// A hash join's build side (`join_spill`).
+    Build(Box<BuildSink>),
     Aggregate(Box<HashAggregateSink>),
-    Sort {
-        schema: SchemaRef,
-        keys: &'p [SortKey],
-        fetch: Option<usize>,
-        batches: Vec<RecordBatch>,
-    },
+    Sort(Box<SortSink<'p>>),
     Limit {
         skip: usize,
         fetch: Option<usize>,
@@ -36,7 +31,9 @@ pub enum Split<'p> {
 impl<'p> Sink<'p> {
     pub fn sink(&mut self, batch: RecordBatch) -> Result<()> {
         match self {
-            Sink::Collect(batches) | Sink::Sort { batches, .. } => batches.push(batch),
+            Sink::Collect(batches) => batches.push(batch),
+            Sink::Build(build) => build.sink(batch)?,
+            Sink::Sort(sort) => sort.sink(batch)?,
             Sink::Aggregate(aggregate) => aggregate.sink(&batch)?,
             Sink::Limit {
                 skip,
@@ -73,6 +70,15 @@ impl<'p> Sink<'p> {
         }
     }
 
+    /// The bytes of rows the sink wrote to disk for want of memory.
+    pub fn spilled_bytes(&self) -> usize {
+        match self {
+            Sink::Sort(sort) => sort.spilled_bytes(),
+            Sink::Aggregate(aggregate) => aggregate.spilled_bytes(),
+            _ => 0,
+        }
+    }
+
     /// True once the sink needs no more rows.
     pub fn is_full(&self) -> bool {
         match self {
@@ -87,7 +93,7 @@ impl<'p> Sink<'p> {
     /// order (a LIMIT stops its input early).
     pub fn split(&self, workers: usize) -> Result<Option<Split<'p>>> {
         Ok(match self {
-            Sink::Collect(_) | Sink::Sort { .. } => Some(Split::InOrder),
+            Sink::Collect(_) | Sink::Build(_) | Sink::Sort(_) => Some(Split::InOrder),
             Sink::Aggregate(aggregate) if aggregate.can_merge() => {
                 let partials = (0..workers)
                     .map(|_| Ok(Sink::Aggregate(Box::new(aggregate.empty_like()?))))
@@ -110,12 +116,8 @@ impl<'p> Sink<'p> {
         match self {
             Sink::Collect(batches) | Sink::Limit { batches, .. } => Ok(batches),
             Sink::Aggregate(aggregate) => aggregate.finish(),
-            Sink::Sort {
-                schema,
-                keys,
-                fetch,
-                batches,
-            } => sort_batches(&schema, &batches, keys, fetch),
+            Sink::Sort(sort) => sort.finish(),
+            Sink::Build(_) => unreachable!("a build side finishes as `Built`"),
         }
     }
 }

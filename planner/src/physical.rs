@@ -407,23 +407,27 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
             keys: keys.clone(),
             fetch: None,
         },
-        LogicalPlan::Limit { input, skip, fetch } => match (input.as_ref(), fetch) {
-            // A sort under a limit only has to keep the rows the limit lets through.
-            (LogicalPlan::Sort { input, keys }, Some(fetch)) => PhysicalPlan::Limit {
-                input: Box::new(PhysicalPlan::Sort {
-                    input: child(input, &with_sort_keys(used, keys)),
-                    keys: keys.clone(),
-                    fetch: Some(skip + fetch),
-                }),
-                skip: *skip,
-                fetch: Some(*fetch),
-            },
-            _ => PhysicalPlan::Limit {
-                input: child(input, used),
+        LogicalPlan::Limit { input, skip, fetch } => {
+            let mut input = child(input, used);
+            if let Some(fetch) = fetch {
+                keep_first_sorted(&mut input, skip + fetch);
+            }
+            PhysicalPlan::Limit {
+                input,
                 skip: *skip,
                 fetch: *fetch,
-            },
-        },
+            }
+        }
+    }
+}
+
+/// A sort under a limit, or under projections under it, only has to keep the rows the limit
+/// lets through (top-N).
+fn keep_first_sorted(plan: &mut PhysicalPlan, rows: usize) {
+    match plan {
+        PhysicalPlan::Sort { fetch, .. } => *fetch = Some(fetch.map_or(rows, |f| f.min(rows))),
+        PhysicalPlan::Projection { input, .. } => keep_first_sorted(input, rows),
+        _ => {}
     }
 }
 

@@ -27,6 +27,11 @@ struct Cli {
     /// Seconds replaced objects are kept before they are deleted.
     #[arg(long, global = true, default_value_t = 60)]
     retain_secs: u64,
+    /// The memory queries may hold before sorts, joins and aggregations spill to disk (in
+    /// the system's temporary folder): a size such as 4GB or 512MB, or a share of the
+    /// machine's memory such as 50%. The default is 80% of the machine's memory.
+    #[arg(long, global = true, value_parser = parse_memory_limit)]
+    memory_limit: Option<usize>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -106,6 +111,10 @@ enum TpchCommand {
     },
 }
 
+fn parse_memory_limit(text: &str) -> Result<usize, String> {
+    pondra_cluster::parse_memory_size(text).map_err(|e| e.to_string())
+}
+
 /// Parses the command line and runs what it asks; the `pondra` binary is this function.
 pub fn run_cli() -> ExitCode {
     let cli = Cli::parse();
@@ -119,10 +128,14 @@ pub fn run_cli() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let memory_limit = cli
+        .memory_limit
+        .unwrap_or_else(pondra_cluster::default_memory_limit);
     let options = NodeOptions {
         tier_after: Duration::from_secs(cli.tier_secs),
         retain: Duration::from_secs(cli.retain_secs),
         database: None,
+        memory: pondra_cluster::MemoryPool::new(memory_limit),
     };
     if let Some(Command::Serve {
         lakes,

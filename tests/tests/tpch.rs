@@ -91,13 +91,24 @@ enum Source {
 }
 
 fn run_scale(sf: f64, answers: &str, source: Source) {
+    run_scale_within(sf, answers, source, NodeOptions::default(), |_, _| {});
+}
+
+/// Checks the answers of a node opened with `options`, then calls `after` with it.
+fn run_scale_within(
+    sf: f64,
+    answers: &str,
+    source: Source,
+    options: NodeOptions,
+    after: impl FnOnce(&Node, &tokio::runtime::Runtime),
+) {
     let answers = Path::new(env!("CARGO_MANIFEST_DIR")).join(answers);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let node = match source {
         Source::Lake => {
             let node = runtime
-                .block_on(Node::open_folder(dir.path(), NodeOptions::default()))
+                .block_on(Node::open_folder(dir.path(), options))
                 .unwrap();
             runtime
                 .block_on(pondra_tpch::generate(&node, sf, |_| {}))
@@ -106,9 +117,7 @@ fn run_scale(sf: f64, answers: &str, source: Source) {
         }
         Source::ParquetFiles => {
             pondra_tpch::write_parquet_dir(dir.path(), sf).unwrap();
-            let node = runtime
-                .block_on(Node::open_in_memory(NodeOptions::default()))
-                .unwrap();
+            let node = runtime.block_on(Node::open_in_memory(options)).unwrap();
             for table in pondra_tpch::TABLES {
                 let path = dir.path().join(format!("{table}.parquet"));
                 node.register_parquet(table, path.to_str().unwrap())
@@ -128,6 +137,7 @@ fn run_scale(sf: f64, answers: &str, source: Source) {
             Err(e) => failures.push(format!("q{query}: {e}")),
         }
     }
+    after(&node, &runtime);
     runtime.block_on(node.close()).unwrap();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -140,6 +150,39 @@ fn tpch_sf0_1_answers_over_a_lake() {
 #[test]
 fn tpch_sf0_1_answers_over_parquet_files() {
     run_scale(0.1, "tpch/answers/sf0.1", Source::ParquetFiles);
+}
+
+/// Within 4 MB, the joins and aggregations of most queries spill to disk (q18's grouping by
+/// order and its joins among them), and every answer is the same.
+#[test]
+fn tpch_sf0_1_answers_over_parquet_files_within_4_mb() {
+    let memory = pondra_cluster::MemoryPool::new(4 << 20);
+    let options = NodeOptions {
+        memory: memory.clone(),
+        ..NodeOptions::default()
+    };
+    let source = Source::ParquetFiles;
+    run_scale_within(
+        0.1,
+        "tpch/answers/sf0.1",
+        source,
+        options,
+        |node, runtime| {
+            let sql = format!("EXPLAIN ANALYZE {}", pondra_tpch::query(18).unwrap());
+            let results = runtime.block_on(node.execute(&sql)).unwrap();
+            let pondra_cluster::StatementResult::Rows { batches, .. } = &results[0] else {
+                panic!("EXPLAIN ANALYZE returns rows");
+            };
+            let plan = arrow::util::pretty::pretty_format_batches(batches)
+                .unwrap()
+                .to_string();
+            assert!(
+                plan.contains("HashJoin") && plan.contains("spilled="),
+                "{plan}"
+            );
+            assert_eq!(memory.used(), 0);
+        },
+    );
 }
 
 /// Scale 1: run before closing TPC-H work (`cargo test --release -p pondra-tests --test tpch

@@ -23,6 +23,9 @@ pub fn session_answer(statement: &ParsedStatement) -> Option<SessionAnswer> {
     let Statement::Sql(statement) = &statement.statement else {
         return None;
     };
+    if pondra_cluster::is_process_setting(statement) {
+        return None;
+    }
     Some(match statement.as_ref() {
         ast::Statement::Set(_) => SessionAnswer::Tag("SET"),
         ast::Statement::StartTransaction { .. } => SessionAnswer::Begin,

@@ -1,0 +1,262 @@
+//! Hash joins whose build side outgrows the memory limit (a grace hash join). The build rows
+//! are split by key hash over partitions written to disk; the probe rows are split the same
+//! way as they arrive. Once the probe side is exhausted, each partition is joined on its own
+//! by an in-memory `HashJoin`: equal keys hash alike, so every match is within a partition.
+
+use std::sync::{Arc, Mutex};
+
+use arrow::array::{ArrayRef, RecordBatch};
+use arrow::datatypes::{DataType, SchemaRef};
+use pondra_planner::{Expr, JoinKind};
+
+use crate::Result;
+use crate::expr::evaluate_all;
+use crate::join::HashJoin;
+use crate::keys::{KeyEncoder, NullKeys};
+use crate::memory::{MemoryPool, Reservation};
+use crate::spill::{PartitionedSpill, SpillFile};
+
+/// log2 of the partitions a spilled join splits its rows over: each holds about 1/32 of the
+/// build side, so a build side up to about 32 times the limit joins within it. Each
+/// partition's probe rows hold a file open while the probe side runs.
+const SPILL_PARTITION_BITS: u32 = 5;
+
+/// The hash bits that pick a spill partition: below those the hash tables of `join_table`
+/// take their partitions from (51 to 56), and far above those a table's buckets use.
+const SPILL_PARTITION_SHIFT: u32 = 44;
+
+/// A build row holds about this many times its bytes once in a hash table.
+const BUILD_OVERHEAD: usize = 2;
+
+/// Whether a join of `kind` on `keys` can be joined partition by partition. A null-aware join
+/// asks whether any build key is NULL, and a join without keys matches every pair: neither
+/// can be split by key.
+pub fn can_spill(kind: JoinKind, keys: &[Expr]) -> bool {
+    !keys.is_empty() && !matches!(kind, JoinKind::MarkIn | JoinKind::NullAwareAnti)
+}
+
+/// The spill partition of each row's key.
+fn partitions(encoder: &KeyEncoder, keys: &[ArrayRef]) -> Result<Vec<u8>> {
+    let encoded = encoder.encode(keys, NullKeys::Skip)?;
+    let mask = (1u64 << SPILL_PARTITION_BITS) - 1;
+    Ok(encoded
+        .hashes()
+        .iter()
+        .map(|hash| ((hash >> SPILL_PARTITION_SHIFT) & mask) as u8)
+        .collect())
+}
+
+/// The sink of a join's build side: its rows in memory while the pool grants them, split
+/// over partitions on disk once it does not (when the join can be split).
+pub struct BuildSink {
+    keys: Vec<Expr>,
+    /// Encodes the build keys, when the join can spill.
+    encoder: Option<KeyEncoder>,
+    batches: Vec<RecordBatch>,
+    reservation: Reservation,
+    spill: Option<PartitionedSpill>,
+}
+
+/// A join's build side, once its pipeline has run.
+pub enum Built {
+    InMemory {
+        batches: Vec<RecordBatch>,
+        /// What the build rows and their hash table hold, given back when the join is done.
+        reservation: Reservation,
+    },
+    Spilled {
+        encoder: KeyEncoder,
+        partitions: Vec<Option<SpillFile>>,
+        bytes: usize,
+    },
+}
+
+impl BuildSink {
+    pub fn new(kind: JoinKind, keys: &[Expr], memory: &Arc<MemoryPool>) -> Result<BuildSink> {
+        let encoder = match can_spill(kind, keys) {
+            true => {
+                let types: Vec<DataType> = keys.iter().map(Expr::data_type).collect();
+                Some(KeyEncoder::new(&types)?)
+            }
+            false => None,
+        };
+        Ok(BuildSink {
+            keys: keys.to_vec(),
+            encoder,
+            batches: Vec::new(),
+            reservation: memory.reservation(),
+            spill: None,
+        })
+    }
+
+    pub fn sink(&mut self, batch: RecordBatch) -> Result<()> {
+        if let (Some(spill), Some(encoder)) = (&self.spill, &self.encoder) {
+            let keys = evaluate_all(&self.keys, &batch)?;
+            return spill.add_rows(&batch, &partitions(encoder, &keys)?);
+        }
+        let bytes = batch.get_array_memory_size() * BUILD_OVERHEAD;
+        if !self.reservation.try_grow(bytes) {
+            if self.encoder.is_none() {
+                // A join that cannot be split holds its build side over the limit.
+                self.reservation.grow(bytes);
+            } else {
+                self.start_spilling()?;
+                return self.sink(batch);
+            }
+        }
+        self.batches.push(batch);
+        Ok(())
+    }
+
+    fn start_spilling(&mut self) -> Result<()> {
+        let spill = PartitionedSpill::new(
+            self.reservation.pool().spill_dir(),
+            1 << SPILL_PARTITION_BITS,
+        );
+        let encoder = self.encoder.as_ref().expect("a join that can spill");
+        for batch in std::mem::take(&mut self.batches) {
+            let keys = evaluate_all(&self.keys, &batch)?;
+            spill.add_rows(&batch, &partitions(encoder, &keys)?)?;
+        }
+        self.reservation.free();
+        self.spill = Some(spill);
+        Ok(())
+    }
+
+    pub fn finish(self) -> Result<Built> {
+        match (self.spill, self.encoder) {
+            (Some(spill), Some(encoder)) => {
+                let bytes = spill.bytes();
+                Ok(Built::Spilled {
+                    encoder,
+                    partitions: spill.finish()?,
+                    bytes,
+                })
+            }
+            _ => Ok(Built::InMemory {
+                batches: self.batches,
+                reservation: self.reservation,
+            }),
+        }
+    }
+}
+
+/// What a join is, apart from its build rows.
+pub struct JoinSpec {
+    pub kind: JoinKind,
+    pub left_keys: Vec<Expr>,
+    pub right_keys: Vec<Expr>,
+    pub filter: Option<Expr>,
+    pub schema: SchemaRef,
+    pub build_schema: SchemaRef,
+}
+
+/// A join whose build side is on disk by partition: probe rows are written beside it, and
+/// joined partition by partition once they have all come.
+pub struct SpilledJoin {
+    spec: JoinSpec,
+    encoder: KeyEncoder,
+    build: Mutex<Vec<Option<SpillFile>>>,
+    probe: Mutex<Option<PartitionedSpill>>,
+    memory: Arc<MemoryPool>,
+    build_bytes: usize,
+}
+
+impl SpilledJoin {
+    pub fn new(
+        spec: JoinSpec,
+        encoder: KeyEncoder,
+        build: Vec<Option<SpillFile>>,
+        build_bytes: usize,
+        memory: &Arc<MemoryPool>,
+    ) -> SpilledJoin {
+        let probe = PartitionedSpill::new(memory.spill_dir(), build.len());
+        SpilledJoin {
+            spec,
+            encoder,
+            build: Mutex::new(build),
+            probe: Mutex::new(Some(probe)),
+            memory: memory.clone(),
+            build_bytes,
+        }
+    }
+
+    /// Writes a probe batch's rows to their partitions; they are joined in `finish_into`.
+    pub fn probe(&self, batch: &RecordBatch) -> Result<Vec<RecordBatch>> {
+        let keys = evaluate_all(&self.spec.left_keys, batch)?;
+        let partitions = partitions(&self.encoder, &keys)?;
+        let probe = self.probe.lock().expect("probe spill lock");
+        probe
+            .as_ref()
+            .expect("probe rows come before the join finishes")
+            .add_rows(batch, &partitions)?;
+        Ok(Vec::new())
+    }
+
+    /// The bytes of build and probe rows written to disk.
+    pub fn spilled_bytes(&self) -> usize {
+        let probe = self.probe.lock().expect("probe spill lock");
+        self.build_bytes + probe.as_ref().map_or(0, PartitionedSpill::bytes)
+    }
+
+    /// Joins each partition's probe rows with its build rows, handing the output to `emit`.
+    pub fn finish_into(&self, emit: &mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<()> {
+        let probe = self.probe.lock().expect("probe spill lock").take();
+        let probe = probe.map(PartitionedSpill::finish).transpose()?;
+        let probe = probe.unwrap_or_default();
+        let build = std::mem::take(&mut *self.build.lock().expect("build spill lock"));
+        let spec = &self.spec;
+        let emits_unmatched_build = matches!(
+            spec.kind,
+            JoinKind::Full | JoinKind::Right | JoinKind::RightAnti
+        );
+        let emits_unmatched_probe = matches!(
+            spec.kind,
+            JoinKind::Left | JoinKind::Full | JoinKind::Single | JoinKind::Anti | JoinKind::Mark
+        );
+        for (build, probe) in build.into_iter().zip(probe) {
+            let needed = match (&build, &probe) {
+                (None, None) => false,
+                (Some(_), None) => emits_unmatched_build,
+                (None, Some(_)) => emits_unmatched_probe,
+                (Some(_), Some(_)) => true,
+            };
+            if !needed {
+                continue;
+            }
+            let batches: Vec<RecordBatch> = match build {
+                Some(file) => file.read()?.collect::<Result<_>>()?,
+                None => Vec::new(),
+            };
+            // A partition must be built whole; it is held even past the limit.
+            let mut reservation = self.memory.reservation();
+            reservation.grow(
+                batches
+                    .iter()
+                    .map(|b| b.get_array_memory_size() * BUILD_OVERHEAD)
+                    .sum(),
+            );
+            let join = HashJoin::new(
+                spec.kind,
+                &spec.left_keys,
+                &spec.right_keys,
+                spec.filter.as_ref(),
+                spec.schema.clone(),
+                &spec.build_schema,
+                &batches,
+            )?;
+            drop(batches);
+            if let Some(probe) = probe {
+                for batch in probe.read()? {
+                    for out in join.probe(&batch?)? {
+                        emit(out)?;
+                    }
+                }
+            }
+            for out in join.finish()? {
+                emit(out)?;
+            }
+        }
+        Ok(())
+    }
+}
