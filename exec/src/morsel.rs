@@ -5,9 +5,12 @@ use arrow::array::{BooleanArray, RecordBatch};
 use pondra_planner::{ExternalFile, FileFormat, PhysicalPlan};
 use pondra_storage::{read_csv_file, read_parquet_row_group, read_parquet_row_group_where};
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use crate::Result;
 use crate::dictionary_filter::AnswerCache;
 use crate::pipeline::ExecContext;
+use crate::prune::pages_kept;
 use crate::scan::{Morsel, as_schema, read_morsel, table_morsels_where, widen};
 use crate::scan_filter::ScanFilter;
 
@@ -39,7 +42,15 @@ pub enum ScanUnit<'p> {
 
 /// Given how to find a column's least and greatest value in one morsel, whether the morsel
 /// may hold rows the scan keeps.
-pub type MayHold<'a> = dyn Fn(&dyn Fn(usize) -> Option<(i64, i64)>) -> bool + 'a;
+pub type MayHold<'a> = dyn Fn(&dyn Fn(usize) -> Option<(i64, i64)>) -> bool + Sync + 'a;
+
+/// How a Parquet scan skips pages (ADR 0043): the columns to test page by page, the test, and
+/// how many pages it skipped.
+pub struct PagePruning<'a> {
+    pub columns: Vec<usize>,
+    pub may_hold: &'a MayHold<'a>,
+    pub skipped: AtomicUsize,
+}
 
 /// The morsels of a scan node, in the order a sequential scan reads them, without those whose
 /// statistics `may_hold` rules out; and how many were skipped. `None` if `node` is not a scan.
@@ -108,7 +119,7 @@ pub fn units_clustered_on(units: &[ScanUnit<'_>], column: usize) -> bool {
 pub fn read_unit(
     unit: &ScanUnit<'_>,
     node: &PhysicalPlan,
-    filter: Option<&ScanFilter<'_>>,
+    (filter, pages): (Option<&ScanFilter<'_>>, Option<&PagePruning<'_>>),
     dictionaries: &[usize],
     ctx: &ExecContext,
 ) -> Result<Vec<RecordBatch>> {
@@ -132,6 +143,19 @@ pub fn read_unit(
             },
         ) => {
             let footer = file.footer.as_ref().expect("a Parquet file has a footer");
+            let ranges = match pages {
+                Some(pages) => {
+                    let (ranges, skipped) =
+                        pages_kept(footer, *row_group, &pages.columns, pages.may_hold);
+                    pages.skipped.fetch_add(skipped, Ordering::Relaxed);
+                    ranges
+                }
+                None => None,
+            };
+            if ranges.as_ref().is_some_and(Vec::is_empty) {
+                return Ok(Vec::new());
+            }
+            let ranges = ranges.as_deref();
             if let (Some(filter), Some(columns)) = (filter, columns)
                 && filter.reads_first(columns)
             {
@@ -144,7 +168,7 @@ pub fn read_unit(
                 let read = read_parquet_row_group_where(
                     &file.path,
                     footer,
-                    *row_group,
+                    (*row_group, ranges),
                     (columns, filter.columns()),
                     (filter.reads_dictionaries(), dictionaries),
                     keep,
@@ -159,7 +183,7 @@ pub fn read_unit(
             let read = read_parquet_row_group(
                 &file.path,
                 footer,
-                *row_group,
+                (*row_group, ranges),
                 columns.as_deref(),
                 dictionaries,
             )?;

@@ -15,7 +15,7 @@ use crate::expr::{evaluate, evaluate_all};
 use crate::join::HashJoin;
 use crate::join_spill::{BuildSink, Built, JoinSpec, SpilledJoin};
 use crate::memory::MemoryPool;
-use crate::morsel::{Morsels, read_unit, scan_units};
+use crate::morsel::{Morsels, PagePruning, read_unit, scan_units};
 use crate::profile::{NodeStats, Profile};
 use crate::repeated_scans::{Repeat, RepeatedScans, ScanRecorder};
 use crate::scan::as_schema;
@@ -424,6 +424,17 @@ fn run_pipeline_into<'p>(
                 pruning.is_none_or(|p| crate::prune::may_match(p, &schema, range))
                     && scan_filter.is_none_or(|f| f.joins_may_match(&schema, range))
             };
+            let page_columns = match (node, &repeat) {
+                (PhysicalPlan::ParquetScan { .. }, Repeat::Once | Repeat::Keep { .. }) => {
+                    crate::prune::ranged_columns(pruning, scan_filter, &schema)
+                }
+                _ => Vec::new(),
+            };
+            let pages = (!page_columns.is_empty()).then(|| PagePruning {
+                columns: page_columns,
+                may_hold: &may_hold,
+                skipped: AtomicUsize::new(0),
+            });
             let morsels = match &repeat {
                 Repeat::Reuse { kept, .. } => {
                     if let Some(stats) = &out.source_stats {
@@ -449,6 +460,7 @@ fn run_pipeline_into<'p>(
                 node: read,
                 filter: scan_filter,
                 recorder: recorder.as_ref(),
+                pages: pages.as_ref(),
                 dictionaries: &dictionaries,
                 schema: match &repeat {
                     Repeat::Once => None,
@@ -481,6 +493,9 @@ fn run_pipeline_into<'p>(
                         }
                     }
                 }
+            }
+            if let (Some(stats), Some(pages)) = (&out.source_stats, &pages) {
+                stats.add_skipped_pages(pages.skipped.load(Ordering::Relaxed));
             }
             if let (Repeat::Keep { table, scan }, Some(recorder), Some(filter)) =
                 (repeat, recorder, scan_filter)
@@ -756,6 +771,8 @@ struct Source<'s, 'p> {
     node: &'s PhysicalPlan,
     filter: Option<&'s ScanFilter<'p>>,
     recorder: Option<&'s ScanRecorder>,
+    /// Skips the pages of row groups that the scan's filter or joins rule out.
+    pages: Option<&'s PagePruning<'s>>,
     /// The string columns read as dictionaries (ADR 0037).
     dictionaries: &'s [usize],
     /// The schema of the planned scan, when the rows read or kept have more columns.
@@ -770,7 +787,7 @@ impl Source<'_, '_> {
             Morsels::Read(units) => read_unit(
                 &units[morsel],
                 self.node,
-                self.filter,
+                (self.filter, self.pages),
                 self.dictionaries,
                 ctx,
             )?,

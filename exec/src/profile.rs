@@ -22,6 +22,8 @@ pub struct NodeStats {
     reused: AtomicBool,
     /// Bytes (in memory) of the rows a sort, join or aggregation wrote to disk.
     spilled: AtomicU64,
+    /// Pages of row groups read that a scan skipped by their ranges in the page index.
+    skipped_pages: AtomicU64,
 }
 
 impl NodeStats {
@@ -41,6 +43,11 @@ impl NodeStats {
 
     pub fn add_runs(&self, groups: usize) {
         self.runs.fetch_add(groups as u64, Ordering::Relaxed);
+    }
+
+    pub fn add_skipped_pages(&self, pages: usize) {
+        self.skipped_pages
+            .fetch_add(pages as u64, Ordering::Relaxed);
     }
 
     pub fn add_spilled(&self, bytes: usize) {
@@ -89,6 +96,9 @@ impl Profile {
         }
         if stats.reused.load(Ordering::Relaxed) {
             skipped.push_str(" reused");
+        }
+        if let pages @ 1.. = stats.skipped_pages.load(Ordering::Relaxed) {
+            let _ = write!(skipped, " skipped_pages={pages}");
         }
         if let bytes @ 1.. = stats.spilled.load(Ordering::Relaxed) {
             let _ = write!(

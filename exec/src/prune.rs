@@ -1,10 +1,17 @@
 //! Skipping a scan's row groups and files whose statistics prove that a filter keeps none of
 //! their rows: each integer or date column's least and greatest value against comparisons of
 //! the column with constants (and, in `scan_filter`, against the least and greatest key of
-//! the build side of each join above the scan).
+//! the build side of each join above the scan). Within a row group that may match, the same
+//! test on each page's range in the Parquet page index skips pages (ADR 0043).
+
+use std::ops::Range;
 
 use arrow::datatypes::{DataType, Schema};
 use pondra_planner::{BinaryOp, Expr, integer_constant};
+use pondra_storage::ParquetFooter;
+
+use crate::morsel::MayHold;
+use crate::scan_filter::ScanFilter;
 
 /// Whether any row whose columns lie within `range(column)` (least and greatest value, when
 /// known) could satisfy `predicate`, a filter over `schema`. False only when the ranges rule
@@ -114,6 +121,82 @@ pub(crate) fn ranged_column(expr: &Expr, schema: &Schema) -> Option<usize> {
     ranged.then_some(index)
 }
 
+/// The columns whose ranges `may_match` or a join's key bounds can test: those of the
+/// `predicate` and the integer or date join keys of `filter`.
+pub fn ranged_columns(
+    predicate: Option<&Expr>,
+    filter: Option<&ScanFilter<'_>>,
+    schema: &Schema,
+) -> Vec<usize> {
+    let mut columns: Vec<usize> = predicate.map(Expr::column_indices).unwrap_or_default();
+    for join in filter.map(ScanFilter::joins).unwrap_or_default() {
+        columns.extend(
+            join.keys
+                .iter()
+                .filter_map(|key| ranged_column(key, schema)),
+        );
+    }
+    columns.sort_unstable();
+    columns.dedup();
+    columns
+}
+
+/// The rows of `row_group` left once the pages `may_hold` rules out are skipped, tested column
+/// by column among `columns` with that column's page ranges alone; and how many pages were
+/// skipped. `None` when no page is.
+pub fn pages_kept(
+    footer: &ParquetFooter,
+    row_group: usize,
+    columns: &[usize],
+    may_hold: &MayHold<'_>,
+) -> (Option<Vec<Range<usize>>>, usize) {
+    let mut kept: Option<Vec<Range<usize>>> = None;
+    let mut skipped = 0;
+    for &column in columns {
+        let Some(pages) = footer.page_ranges(row_group, column) else {
+            continue;
+        };
+        let mut column_kept: Vec<Range<usize>> = Vec::new();
+        for page in &pages {
+            if !may_hold(&|c| if c == column { page.values } else { None }) {
+                skipped += 1;
+                continue;
+            }
+            match column_kept.last_mut() {
+                Some(last) if last.end == page.rows.start => last.end = page.rows.end,
+                _ => column_kept.push(page.rows.clone()),
+            }
+        }
+        if column_kept.len() == 1 && column_kept[0] == (0..footer.row_group_rows(row_group)) {
+            continue;
+        }
+        kept = Some(match kept {
+            None => column_kept,
+            Some(earlier) => intersect(&earlier, &column_kept),
+        });
+    }
+    (kept, skipped)
+}
+
+/// The rows in both lists of ordered, disjoint ranges.
+fn intersect(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::new();
+    while i < a.len() && j < b.len() {
+        let start = a[i].start.max(b[j].start);
+        let end = a[i].end.min(b[j].end);
+        if start < end {
+            out.push(start..end);
+        }
+        if a[i].end < b[j].end {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use arrow::datatypes::Field;
@@ -212,5 +295,15 @@ mod tests {
         };
         let big = Expr::Literal(ScalarValue::Int64(1 << 40));
         assert!(!may(&compare(BinaryOp::GtEq, widened, big)));
+    }
+
+    #[test]
+    fn row_ranges_intersect() {
+        let a = [0..10, 20..30, 40..50];
+        let b = [5..25, 28..45];
+        assert_eq!(intersect(&a, &b), [5..10, 20..25, 28..30, 40..45]);
+        assert!(intersect(&a, &[]).is_empty());
+        let all = [0..50, 50..100];
+        assert_eq!(intersect(&all, &[10..20, 30..40]), [10..20, 30..40]);
     }
 }

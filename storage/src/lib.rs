@@ -12,7 +12,8 @@ pub use error::{Result, StorageError};
 pub use lake::Lake;
 pub use log_segment::{decode_log_segment, encode_log_segment};
 pub use parquet_file::{
-    ColumnFooterStats, DistinctSample, ParquetFileInfo, ParquetFooter, csv_file_schema,
-    parquet_file_info, plain_strings, read_csv_file, read_parquet_bytes, read_parquet_row_group,
-    read_parquet_row_group_where, string_dictionary_type, write_parquet_bytes,
+    ColumnFooterStats, DistinctSample, PageRange, ParquetFileInfo, ParquetFooter, RowRanges,
+    csv_file_schema, parquet_file_info, plain_strings, read_csv_file, read_parquet_bytes,
+    read_parquet_row_group, read_parquet_row_group_where, string_dictionary_type,
+    write_parquet_bytes,
 };

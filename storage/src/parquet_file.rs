@@ -15,6 +15,7 @@ use parquet::arrow::arrow_reader::{
 };
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::{Compression, ZstdLevel};
+use parquet::file::metadata::PageIndexPolicy;
 use parquet::file::properties::WriterProperties;
 
 use crate::Result;
@@ -167,7 +168,9 @@ fn read_columns<T: parquet::file::reader::ChunkReader + 'static>(
 /// String columns of any Arrow layout are read as plain UTF-8 strings.
 pub fn parquet_file_info(path: &std::path::Path) -> Result<ParquetFileInfo> {
     let file = open_file(path)?;
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file)?;
+    // The page index (each page's rows and value range) lets a read skip pages (ADR 0043).
+    let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
+    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options)?;
     let fields: Vec<arrow::datatypes::Field> = builder
         .schema()
         .fields()
@@ -332,6 +335,21 @@ pub struct ParquetFooter {
     strings_as_dictionaries: ArrowReaderMetadata,
 }
 
+/// One data page of a column chunk: the rows it holds (within its row group) and, when the
+/// page index says, the least and greatest of its values.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PageRange {
+    pub rows: std::ops::Range<usize>,
+    pub values: Option<(i64, i64)>,
+}
+
+/// The rows of a row group a read keeps: ranges in order, apart; `None` for all of them.
+pub type RowRanges<'a> = Option<&'a [std::ops::Range<usize>]>;
+
+fn selection(ranges: &[std::ops::Range<usize>], rows: usize) -> RowSelection {
+    RowSelection::from_consecutive_ranges(ranges.iter().cloned(), rows)
+}
+
 /// The type a string column is read as when its dictionary is kept.
 pub fn string_dictionary_type() -> DataType {
     DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
@@ -354,6 +372,55 @@ impl ParquetFooter {
             .columns()
             .get(column)?;
         integer_range(chunk.statistics())
+    }
+
+    /// The data pages of integer or date column `column` in one row group, in row order, each
+    /// with its value range (`None` for a page of NULLs or without one); `None` when the file
+    /// has no page index for the column.
+    pub fn page_ranges(&self, row_group: usize, column: usize) -> Option<Vec<PageRange>> {
+        use parquet::file::page_index::column_index::ColumnIndexMetaData;
+        let metadata = self.plain.metadata();
+        let leaves = metadata.file_metadata().schema_descr().num_columns();
+        if leaves != self.plain.schema().fields().len() {
+            return None;
+        }
+        let rows = metadata.row_groups().get(row_group)?.num_rows().max(0) as usize;
+        let index = metadata.page_index_for_row_group(row_group);
+        let locations = index.offset_index(column)?.page_locations();
+        let ranges: Vec<Option<(i64, i64)>> = match index.column_index(column)? {
+            ColumnIndexMetaData::INT32(pages) => (0..locations.len())
+                .map(|page| {
+                    let min = pages.min_value(page)?;
+                    let max = pages.max_value(page)?;
+                    Some((i64::from(*min), i64::from(*max)))
+                })
+                .collect(),
+            ColumnIndexMetaData::INT64(pages) => (0..locations.len())
+                .map(|page| Some((*pages.min_value(page)?, *pages.max_value(page)?)))
+                .collect(),
+            _ => return None,
+        };
+        let starts: Vec<usize> = locations
+            .iter()
+            .map(|l| l.first_row_index.max(0) as usize)
+            .collect();
+        Some(
+            (0..starts.len())
+                .map(|page| PageRange {
+                    rows: starts[page]..starts.get(page + 1).copied().unwrap_or(rows),
+                    values: ranges[page],
+                })
+                .collect(),
+        )
+    }
+
+    /// The rows of one row group.
+    pub fn row_group_rows(&self, row_group: usize) -> usize {
+        let metadata = self.plain.metadata();
+        metadata
+            .row_groups()
+            .get(row_group)
+            .map_or(0, |g| g.num_rows().max(0) as usize)
     }
 
     /// Reader metadata that reads the string columns at `dictionaries` (schema positions) as
@@ -417,13 +484,17 @@ impl ParquetFooter {
 pub fn read_parquet_row_group(
     path: &std::path::Path,
     footer: &ParquetFooter,
-    row_group: usize,
+    (row_group, ranges): (usize, RowRanges<'_>),
     columns: Option<&[usize]>,
     dictionaries: &[usize],
 ) -> Result<Vec<RecordBatch>> {
     let file = map_file(path)?;
     let metadata = footer.with_dictionaries(dictionaries)?;
-    read_columns(row_group_reader(&file, &metadata, row_group), columns)
+    let mut reader = row_group_reader(&file, &metadata, row_group);
+    if let Some(ranges) = ranges {
+        reader = reader.with_row_selection(selection(ranges, footer.row_group_rows(row_group)));
+    }
+    read_columns(reader, columns)
 }
 
 /// A reader of one row group of a mapped Parquet file, with a footer parsed for some schema.
@@ -469,7 +540,7 @@ fn folder_error(path: &std::path::Path, error: std::io::Error) -> crate::Storage
 pub fn read_parquet_row_group_where<E: From<crate::StorageError>>(
     path: &std::path::Path,
     footer: &ParquetFooter,
-    row_group: usize,
+    (row_group, ranges): (usize, RowRanges<'_>),
     (columns, filter_columns): (&[usize], &[usize]),
     (dictionaries, kept_dictionaries): (bool, &[usize]),
     mut keep: impl FnMut(&RecordBatch) -> std::result::Result<BooleanArray, E>,
@@ -477,7 +548,14 @@ pub fn read_parquet_row_group_where<E: From<crate::StorageError>>(
     let file = map_file(path)?;
     let kept_as_dictionary =
         |position: usize| kept_dictionaries.contains(&filter_columns[position]);
-    let open = |metadata: &ArrowReaderMetadata| row_group_reader(&file, metadata, row_group);
+    let pages = ranges.map(|r| selection(r, footer.row_group_rows(row_group)));
+    let open = |metadata: &ArrowReaderMetadata| {
+        let reader = row_group_reader(&file, metadata, row_group);
+        match &pages {
+            Some(pages) => reader.with_row_selection(pages.clone()),
+            None => reader,
+        }
+    };
     let filter_metadata = match dictionaries {
         true => &footer.strings_as_dictionaries,
         false => &footer.plain,
@@ -536,7 +614,11 @@ pub fn read_parquet_row_group_where<E: From<crate::StorageError>>(
             .map(|((batch, other), mask)| combine(batch, &filter(other, mask)?))
             .collect::<Result<Vec<_>>>()?);
     }
-    let selection = RowSelection::from_filters(&masks);
+    let kept_rows = RowSelection::from_filters(&masks);
+    let selection = match &pages {
+        Some(pages) => pages.and_then(&kept_rows),
+        None => kept_rows,
+    };
     let others = read_columns(
         open(&others_metadata).with_row_selection(selection),
         Some(&rest),
@@ -676,6 +758,65 @@ mod tests {
     }
 
     #[test]
+    fn pages_are_skipped_by_row_ranges_and_filtered_within_them() {
+        let path = numbered_file("pages", 100_000);
+        let footer = parquet_file_info(&path).unwrap().footer;
+        let pages = footer.page_ranges(0, 0).unwrap();
+        assert_eq!(pages.len(), 5);
+        assert_eq!(pages[1].rows, 20_000..40_000);
+        assert_eq!(pages[1].values, Some((20_000, 39_999)));
+        assert!(
+            footer.page_ranges(0, 1).is_none(),
+            "strings have no integer ranges"
+        );
+        let ranges = [20_000..40_000, 80_000..100_000];
+        let in_ranges = |a: i64| ranges.iter().any(|r| r.contains(&(a as usize)));
+        let whole = read_parquet_row_group(&path, &footer, (0, Some(&ranges)), None, &[]).unwrap();
+        let values: Vec<i64> = whole
+            .iter()
+            .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
+            .collect();
+        assert_eq!(
+            values,
+            (0..100_000).filter(|&a| in_ranges(a)).collect::<Vec<_>>()
+        );
+        // Few rows kept (the rest read for them alone) and most rows kept.
+        for every in [1_000, 1] {
+            let read = read_parquet_row_group_where(
+                &path,
+                &footer,
+                (0, Some(&ranges)),
+                (&[0, 1, 2], &[0]),
+                (false, &[]),
+                |batch| {
+                    let a = batch.column(0).as_primitive::<Int64Type>();
+                    Ok::<_, crate::StorageError>(
+                        a.iter().map(|v| v.map(|v| v % every == 0)).collect(),
+                    )
+                },
+            )
+            .unwrap();
+            let mut expected = (0..100_000).filter(|&a| in_ranges(a) && a % every == 0);
+            for batch in &read {
+                for row in 0..batch.num_rows() {
+                    let a = batch.column(0).as_primitive::<Int64Type>().value(row);
+                    assert_eq!(Some(a), expected.next());
+                    assert_eq!(
+                        batch.column(1).as_string::<i32>().value(row),
+                        format!("s{a}")
+                    );
+                    assert_eq!(
+                        batch.column(2).as_primitive::<Int64Type>().value(row),
+                        2 * a
+                    );
+                }
+            }
+            assert_eq!(expected.next(), None);
+        }
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
     fn a_filtered_row_group_reads_every_column_of_the_kept_rows() {
         let path = numbered_file("filtered", 20_000);
         let footer = parquet_file_info(&path).unwrap().footer;
@@ -690,7 +831,7 @@ mod tests {
             let read = read_parquet_row_group_where(
                 &path,
                 &footer,
-                0,
+                (0, None),
                 (&columns, &[0]),
                 (false, &[]),
                 |batch| {
@@ -748,7 +889,7 @@ mod tests {
         let read = read_parquet_row_group_where(
             &path,
             &footer,
-            0,
+            (0, None),
             (&[0, 1], &[1]),
             (true, &[]),
             |batch| {

@@ -250,8 +250,19 @@ fn scans_skip_files_and_row_groups_their_filter_rules_out() {
             file.display()
         );
         let (line, value) = scan(&joined, "ParquetScan");
-        assert!(line.ends_with(" skipped=2]"), "{line}");
+        // ... and, in the row group left, the pages whose ranges in the page index miss them.
+        assert!(line.ends_with(" skipped=2 skipped_pages=2]"), "{line}");
         assert_eq!(value, "10");
+        // Pages of 20,000 rows: the first row group's rows but one page's are skipped.
+        let (line, value) = scan(
+            &format!("{parquet} WHERE x BETWEEN 100 AND 200 OR x = 20050"),
+            "ParquetScan",
+        );
+        assert!(line.ends_with(" skipped=2 skipped_pages=5]"), "{line}");
+        assert_eq!(value, "102");
+        let (line, value) = scan(&format!("{parquet} WHERE x % 7 = 3"), "ParquetScan");
+        assert!(line.ends_with("ms]"), "{line}");
+        assert_eq!(value, "42857");
     });
 }
 
