@@ -329,7 +329,11 @@ pub struct ParquetFileInfo {
 /// reading each of its row groups does not parse it again. Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct ParquetFooter {
+    /// Without the page index: a reader that has one reads every page through it, which
+    /// costs more than it saves when no page is skipped.
     plain: ArrowReaderMetadata,
+    /// With the page index (when the file has one), for reads that skip pages.
+    paged: ArrowReaderMetadata,
     /// The same schema with each top-level string column read as a dictionary (`Int32` keys),
     /// which keeps a dictionary-encoded column chunk's encoding instead of decoding each value.
     strings_as_dictionaries: ArrowReaderMetadata,
@@ -379,9 +383,9 @@ impl ParquetFooter {
     /// has no page index for the column.
     pub fn page_ranges(&self, row_group: usize, column: usize) -> Option<Vec<PageRange>> {
         use parquet::file::page_index::column_index::ColumnIndexMetaData;
-        let metadata = self.plain.metadata();
+        let metadata = self.paged.metadata();
         let leaves = metadata.file_metadata().schema_descr().num_columns();
-        if leaves != self.plain.schema().fields().len() {
+        if leaves != self.paged.schema().fields().len() {
             return None;
         }
         let rows = metadata.row_groups().get(row_group)?.num_rows().max(0) as usize;
@@ -423,6 +427,15 @@ impl ParquetFooter {
             .map_or(0, |g| g.num_rows().max(0) as usize)
     }
 
+    /// `metadata`'s schema over the footer with the page index, to read with a selection of
+    /// rows that skips pages.
+    fn with_pages(&self, metadata: &ArrowReaderMetadata) -> Result<ArrowReaderMetadata> {
+        Ok(ArrowReaderMetadata::try_new(
+            self.paged.metadata().clone(),
+            ArrowReaderOptions::new().with_schema(metadata.schema().clone()),
+        )?)
+    }
+
     /// Reader metadata that reads the string columns at `dictionaries` (schema positions) as
     /// dictionaries ([`string_dictionary_type`]) and every other column as the plain schema.
     fn with_dictionaries(&self, dictionaries: &[usize]) -> Result<ArrowReaderMetadata> {
@@ -452,9 +465,17 @@ impl ParquetFooter {
     }
 
     fn new(
-        metadata: &Arc<parquet::file::metadata::ParquetMetaData>,
+        paged: &Arc<parquet::file::metadata::ParquetMetaData>,
         schema: &SchemaRef,
     ) -> Result<Self> {
+        let metadata = Arc::new(
+            paged
+                .as_ref()
+                .clone()
+                .into_builder()
+                .set_page_index(None)
+                .build(),
+        );
         let with_schema = |schema: SchemaRef| {
             ArrowReaderMetadata::try_new(
                 metadata.clone(),
@@ -472,6 +493,10 @@ impl ParquetFooter {
             })
             .collect::<Fields>();
         Ok(ParquetFooter {
+            paged: ArrowReaderMetadata::try_new(
+                paged.clone(),
+                ArrowReaderOptions::new().with_schema(schema.clone()),
+            )?,
             plain: with_schema(schema.clone())?,
             strings_as_dictionaries: with_schema(Arc::new(Schema::new(dictionaries)))?,
         })
@@ -490,10 +515,11 @@ pub fn read_parquet_row_group(
 ) -> Result<Vec<RecordBatch>> {
     let file = map_file(path)?;
     let metadata = footer.with_dictionaries(dictionaries)?;
-    let mut reader = row_group_reader(&file, &metadata, row_group);
-    if let Some(ranges) = ranges {
-        reader = reader.with_row_selection(selection(ranges, footer.row_group_rows(row_group)));
-    }
+    let Some(ranges) = ranges else {
+        return read_columns(row_group_reader(&file, &metadata, row_group), columns);
+    };
+    let reader = row_group_reader(&file, &footer.with_pages(&metadata)?, row_group)
+        .with_row_selection(selection(ranges, footer.row_group_rows(row_group)));
     read_columns(reader, columns)
 }
 
@@ -549,18 +575,18 @@ pub fn read_parquet_row_group_where<E: From<crate::StorageError>>(
     let kept_as_dictionary =
         |position: usize| kept_dictionaries.contains(&filter_columns[position]);
     let pages = ranges.map(|r| selection(r, footer.row_group_rows(row_group)));
-    let open = |metadata: &ArrowReaderMetadata| {
-        let reader = row_group_reader(&file, metadata, row_group);
-        match &pages {
-            Some(pages) => reader.with_row_selection(pages.clone()),
-            None => reader,
-        }
+    let open = |metadata: &ArrowReaderMetadata| -> Result<_> {
+        Ok(match &pages {
+            Some(pages) => row_group_reader(&file, &footer.with_pages(metadata)?, row_group)
+                .with_row_selection(pages.clone()),
+            None => row_group_reader(&file, metadata, row_group),
+        })
     };
     let filter_metadata = match dictionaries {
         true => &footer.strings_as_dictionaries,
         false => &footer.plain,
     };
-    let filtered = read_columns(open(filter_metadata), Some(filter_columns))?;
+    let filtered = read_columns(open(filter_metadata)?, Some(filter_columns))?;
     let masks = filtered
         .iter()
         .map(|batch| keep(batch).map(|mask| without_nulls(&mask)))
@@ -606,7 +632,7 @@ pub fn read_parquet_row_group_where<E: From<crate::StorageError>>(
     // Most rows kept: reading the rest whole and filtering it costs less than skipping.
     let others_metadata = footer.with_dictionaries(kept_dictionaries)?;
     if kept * 2 > rows {
-        let others = read_columns(open(&others_metadata), Some(&rest))?;
+        let others = read_columns(open(&others_metadata)?, Some(&rest))?;
         return Ok(kept_filtered
             .iter()
             .zip(&others)
@@ -620,7 +646,7 @@ pub fn read_parquet_row_group_where<E: From<crate::StorageError>>(
         None => kept_rows,
     };
     let others = read_columns(
-        open(&others_metadata).with_row_selection(selection),
+        open(&others_metadata)?.with_row_selection(selection),
         Some(&rest),
     )?;
     let concat = |batches: &[RecordBatch]| -> Result<RecordBatch> {
