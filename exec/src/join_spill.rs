@@ -3,6 +3,7 @@
 //! way as they arrive. Once the probe side is exhausted, each partition is joined on its own
 //! by an in-memory `HashJoin`: equal keys hash alike, so every match is within a partition.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arrow::array::{ArrayRef, RecordBatch};
@@ -160,6 +161,8 @@ pub struct SpilledJoin {
     probe: Mutex<Option<PartitionedSpill>>,
     memory: Arc<MemoryPool>,
     build_bytes: usize,
+    /// The probe rows' bytes, once their spill is finished.
+    probe_bytes: AtomicUsize,
 }
 
 impl SpilledJoin {
@@ -178,6 +181,7 @@ impl SpilledJoin {
             probe: Mutex::new(Some(probe)),
             memory: memory.clone(),
             build_bytes,
+            probe_bytes: AtomicUsize::new(0),
         }
     }
 
@@ -196,12 +200,19 @@ impl SpilledJoin {
     /// The bytes of build and probe rows written to disk.
     pub fn spilled_bytes(&self) -> usize {
         let probe = self.probe.lock().expect("probe spill lock");
-        self.build_bytes + probe.as_ref().map_or(0, PartitionedSpill::bytes)
+        let probe_bytes = match probe.as_ref() {
+            Some(spill) => spill.bytes(),
+            None => self.probe_bytes.load(Ordering::Relaxed),
+        };
+        self.build_bytes + probe_bytes
     }
 
     /// Joins each partition's probe rows with its build rows, handing the output to `emit`.
     pub fn finish_into(&self, emit: &mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<()> {
         let probe = self.probe.lock().expect("probe spill lock").take();
+        if let Some(spill) = &probe {
+            self.probe_bytes.store(spill.bytes(), Ordering::Relaxed);
+        }
         let probe = probe.map(PartitionedSpill::finish).transpose()?;
         let probe = probe.unwrap_or_default();
         let build = std::mem::take(&mut *self.build.lock().expect("build spill lock"));

@@ -452,7 +452,7 @@ fn run_pipeline_into<'p>(
                 }
             };
             let recorder = match &repeat {
-                Repeat::Keep { .. } => Some(ScanRecorder::new(morsels.len())),
+                Repeat::Keep { .. } => Some(ScanRecorder::new(morsels.len(), &ctx.memory)),
                 _ => None,
             };
             let source = Source {

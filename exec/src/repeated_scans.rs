@@ -19,6 +19,7 @@ use pondra_planner::{Expr, ExternalTable, PhysicalPlan};
 
 use crate::Result;
 use crate::join::HashJoin;
+use crate::memory::{MemoryPool, Reservation};
 use crate::scan_filter::ScanFilter;
 use crate::shared::for_each_node;
 
@@ -56,6 +57,8 @@ pub struct KeptScan {
     joins: Vec<KeptJoin>,
     /// The rows of each morsel, in scan order.
     pub morsels: Vec<Vec<RecordBatch>>,
+    /// What those rows hold, reserved from the memory pool until the query ends.
+    _memory: Reservation,
 }
 
 /// A join whose keys a kept scan checked: over the scan's columns `keys`, at the join's key
@@ -164,7 +167,7 @@ impl RepeatedScans {
         scan: &PhysicalPlan,
         filter: &ScanFilter<'_>,
         joins: &[&Arc<HashJoin>],
-        morsels: Vec<Vec<RecordBatch>>,
+        (morsels, memory): (Vec<Vec<RecordBatch>>, Reservation),
     ) {
         let PhysicalPlan::ParquetScan { columns, .. } = scan else {
             return;
@@ -187,6 +190,7 @@ impl RepeatedScans {
             columns: columns.clone(),
             joins: kept_joins,
             morsels,
+            _memory: memory,
         };
         let mut kept = self.kept.lock().expect("kept scans lock");
         kept.entry(table).or_default().push(Arc::new(scan));
@@ -228,22 +232,25 @@ impl KeptScan {
     }
 }
 
-/// The rows a scan keeps for a later one, morsel by morsel, until they pass `KEPT_BYTES`.
+/// The rows a scan keeps for a later one, morsel by morsel, until they pass `KEPT_BYTES` or
+/// the memory pool refuses them.
 pub struct ScanRecorder {
     morsels: Vec<Mutex<Vec<RecordBatch>>>,
     /// How many morsels were read: a scan a LIMIT stops early keeps nothing.
     read: AtomicUsize,
     bytes: AtomicUsize,
     too_many: AtomicBool,
+    memory: Mutex<Reservation>,
 }
 
 impl ScanRecorder {
-    pub fn new(morsels: usize) -> ScanRecorder {
+    pub fn new(morsels: usize, memory: &Arc<MemoryPool>) -> ScanRecorder {
         ScanRecorder {
             morsels: (0..morsels).map(|_| Mutex::default()).collect(),
             read: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
             too_many: AtomicBool::new(false),
+            memory: Mutex::new(memory.reservation()),
         }
     }
 
@@ -254,24 +261,39 @@ impl ScanRecorder {
         }
         let batches: Vec<RecordBatch> = batches.iter().map(compacted).collect();
         let bytes: usize = batches.iter().map(RecordBatch::get_array_memory_size).sum();
-        if self.bytes.fetch_add(bytes, Relaxed) + bytes > KEPT_BYTES {
-            self.too_many.store(true, Relaxed);
+        let granted = self
+            .memory
+            .lock()
+            .expect("kept memory lock")
+            .try_grow(bytes);
+        if !granted || self.bytes.fetch_add(bytes, Relaxed) + bytes > KEPT_BYTES {
+            self.give_up();
             return;
         }
         *self.morsels[morsel].lock().expect("kept morsel lock") = batches;
     }
 
-    /// The rows of every morsel, unless they grew too many or some morsel was not read.
-    pub fn finish(self) -> Option<Vec<Vec<RecordBatch>>> {
+    /// Keeps nothing: lets go of the rows kept so far and of their memory.
+    fn give_up(&self) {
+        self.too_many.store(true, Relaxed);
+        for morsel in &self.morsels {
+            morsel.lock().expect("kept morsel lock").clear();
+        }
+        self.memory.lock().expect("kept memory lock").free();
+    }
+
+    /// The rows of every morsel, with the memory they hold, unless they grew too many or some
+    /// morsel was not read.
+    pub fn finish(self) -> Option<(Vec<Vec<RecordBatch>>, Reservation)> {
         if self.too_many.into_inner() || self.read.into_inner() < self.morsels.len() {
             return None;
         }
-        Some(
-            self.morsels
-                .into_iter()
-                .map(|m| m.into_inner().expect("kept morsel lock"))
-                .collect(),
-        )
+        let rows = self
+            .morsels
+            .into_iter()
+            .map(|m| m.into_inner().expect("kept morsel lock"))
+            .collect();
+        Some((rows, self.memory.into_inner().expect("kept memory lock")))
     }
 }
 

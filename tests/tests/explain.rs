@@ -411,6 +411,20 @@ fn a_repeated_scan_takes_the_rows_an_earlier_scan_kept() {
             file.display()
         );
         assert_eq!(rows(&query), [["5"], ["1"]]);
+
+        // Kept rows count against the memory limit: past it (though within it for the joins'
+        // build sides), the later scan reads again.
+        run_sql(node, runtime, "SET memory_limit = '1000 bytes'").unwrap();
+        let query = format!("{first} UNION ALL {}", second("within"));
+        assert_eq!(
+            scans(&query),
+            [
+                "ParquetScan: read_parquet (1 files)  [rows=10",
+                "ParquetScan: read_parquet (1 files)  [rows=5",
+            ]
+        );
+        assert_eq!(rows(&query), [["10", "5000090"], ["5", "20"]]);
+        run_sql(node, runtime, "SET memory_limit = DEFAULT").unwrap();
     });
 }
 
