@@ -10,12 +10,12 @@ use arrow::array::{ArrayRef, RecordBatch};
 use arrow::datatypes::{DataType, SchemaRef};
 use pondra_planner::{Expr, JoinKind};
 
-use crate::Result;
 use crate::expr::evaluate_all;
 use crate::join::HashJoin;
 use crate::keys::{KeyEncoder, NullKeys};
 use crate::memory::{MemoryPool, Reservation};
 use crate::spill::{PartitionedSpill, SpillFile};
+use crate::{ExecError, Result};
 
 /// log2 of the partitions a spilled join splits its rows over: each holds about 1/32 of the
 /// build side, so a build side up to about 32 times the limit joins within it. Each
@@ -208,7 +208,10 @@ impl SpilledJoin {
     }
 
     /// Joins each partition's probe rows with its build rows, handing the output to `emit`.
+    /// Partitions are joined on the thread pool, a few at a time; their rows reach `emit` on
+    /// the calling thread (one partition after another when that is one of the pool's).
     pub fn finish_into(&self, emit: &mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<()> {
+        use rayon::prelude::*;
         let probe = self.probe.lock().expect("probe spill lock").take();
         if let Some(spill) = &probe {
             self.probe_bytes.store(spill.bytes(), Ordering::Relaxed);
@@ -216,57 +219,95 @@ impl SpilledJoin {
         let probe = probe.map(PartitionedSpill::finish).transpose()?;
         let probe = probe.unwrap_or_default();
         let build = std::mem::take(&mut *self.build.lock().expect("build spill lock"));
-        let spec = &self.spec;
         let emits_unmatched_build = matches!(
-            spec.kind,
+            self.spec.kind,
             JoinKind::Full | JoinKind::Right | JoinKind::RightAnti
         );
         let emits_unmatched_probe = matches!(
-            spec.kind,
+            self.spec.kind,
             JoinKind::Left | JoinKind::Full | JoinKind::Single | JoinKind::Anti | JoinKind::Mark
         );
-        for (build, probe) in build.into_iter().zip(probe) {
-            let needed = match (&build, &probe) {
+        let partitions: Vec<(Option<SpillFile>, Option<SpillFile>)> = build
+            .into_iter()
+            .zip(probe)
+            .filter(|(build, probe)| match (build, probe) {
                 (None, None) => false,
                 (Some(_), None) => emits_unmatched_build,
                 (None, Some(_)) => emits_unmatched_probe,
                 (Some(_), Some(_)) => true,
-            };
-            if !needed {
-                continue;
+            })
+            .collect();
+        if rayon::current_thread_index().is_some() {
+            // On one of the pool's threads, waiting on the others could leave none to work.
+            for (build, probe) in partitions {
+                self.join_partition(build, probe, emit)?;
             }
-            let batches: Vec<RecordBatch> = match build {
-                Some(file) => file.read()?.collect::<Result<_>>()?,
-                None => Vec::new(),
-            };
-            // A partition must be built whole; it is held even past the limit.
-            let mut reservation = self.memory.reservation();
-            reservation.grow(
-                batches
-                    .iter()
-                    .map(|b| b.get_array_memory_size() * BUILD_OVERHEAD)
-                    .sum(),
-            );
-            let join = HashJoin::new(
-                spec.kind,
-                &spec.left_keys,
-                &spec.right_keys,
-                spec.filter.as_ref(),
-                spec.schema.clone(),
-                &spec.build_schema,
-                &batches,
-            )?;
-            drop(batches);
-            if let Some(probe) = probe {
-                for batch in probe.read()? {
-                    for out in join.probe(&batch?)? {
-                        emit(out)?;
-                    }
+            return Ok(());
+        }
+        // A few batches in flight: the pool's threads wait while the caller catches up.
+        let (sender, receiver) = std::sync::mpsc::sync_channel::<Result<RecordBatch>>(4);
+        std::thread::scope(|scope| {
+            scope.spawn(move || {
+                partitions
+                    .into_par_iter()
+                    .for_each_with(sender, |sender, (build, probe)| {
+                        let mut send = |batch: RecordBatch| {
+                            // A closed channel: the caller stopped on an error.
+                            sender
+                                .send(Ok(batch))
+                                .map_err(|_| ExecError::Execution("join stopped".into()))
+                        };
+                        if let Err(error) = self.join_partition(build, probe, &mut send) {
+                            let _ = sender.send(Err(error));
+                        }
+                    });
+            });
+            for batch in receiver {
+                emit(batch?)?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Joins one partition's probe rows with its build rows.
+    fn join_partition(
+        &self,
+        build: Option<SpillFile>,
+        probe: Option<SpillFile>,
+        emit: &mut dyn FnMut(RecordBatch) -> Result<()>,
+    ) -> Result<()> {
+        let spec = &self.spec;
+        let batches: Vec<RecordBatch> = match build {
+            Some(file) => file.read()?.collect::<Result<_>>()?,
+            None => Vec::new(),
+        };
+        // A partition must be built whole; it is held even past the limit.
+        let mut reservation = self.memory.reservation();
+        reservation.grow(
+            batches
+                .iter()
+                .map(|b| b.get_array_memory_size() * BUILD_OVERHEAD)
+                .sum(),
+        );
+        let join = HashJoin::new(
+            spec.kind,
+            &spec.left_keys,
+            &spec.right_keys,
+            spec.filter.as_ref(),
+            spec.schema.clone(),
+            &spec.build_schema,
+            &batches,
+        )?;
+        drop(batches);
+        if let Some(probe) = probe {
+            for batch in probe.read()? {
+                for out in join.probe(&batch?)? {
+                    emit(out)?;
                 }
             }
-            for out in join.finish()? {
-                emit(out)?;
-            }
+        }
+        for out in join.finish()? {
+            emit(out)?;
         }
         Ok(())
     }
