@@ -6,8 +6,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use arrow::array::{ArrayRef, RecordBatch};
-use arrow::datatypes::{DataType, SchemaRef};
+use arrow::array::{ArrayRef, NullArray, RecordBatch, RecordBatchOptions};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use pondra_planner::{Expr, JoinKind};
 
 use crate::expr::evaluate_all;
@@ -56,6 +56,9 @@ pub struct BuildSink {
     batches: Vec<RecordBatch>,
     reservation: Reservation,
     spill: Option<PartitionedSpill>,
+    /// Once spilling, the build rows' key columns (the others NULL), while the pool grants
+    /// them: the scan below the probe side drops the rows whose keys they lack.
+    key_rows: Option<Vec<RecordBatch>>,
 }
 
 /// A join's build side, once its pipeline has run.
@@ -69,6 +72,8 @@ pub enum Built {
         encoder: KeyEncoder,
         partitions: Vec<Option<SpillFile>>,
         bytes: usize,
+        /// The build rows with only their key columns, and the memory they hold.
+        key_rows: Option<(Vec<RecordBatch>, Reservation)>,
     },
 }
 
@@ -87,13 +92,46 @@ impl BuildSink {
             batches: Vec::new(),
             reservation: memory.reservation(),
             spill: None,
+            key_rows: None,
         })
+    }
+
+    /// Keeps `batch`'s key columns, if the pool grants them; else lets go of all kept.
+    fn keep_keys(&mut self, batch: &RecordBatch) -> Result<()> {
+        let Some(kept) = &mut self.key_rows else {
+            return Ok(());
+        };
+        let key_columns: Vec<usize> = self.keys.iter().flat_map(Expr::column_indices).collect();
+        let schema = batch.schema();
+        let mut fields = Vec::with_capacity(schema.fields().len());
+        let mut columns = Vec::with_capacity(schema.fields().len());
+        for (i, field) in schema.fields().iter().enumerate() {
+            if key_columns.contains(&i) {
+                fields.push(field.as_ref().clone());
+                columns.push(batch.column(i).clone());
+            } else {
+                fields.push(Field::new(field.name(), DataType::Null, true));
+                columns.push(Arc::new(NullArray::new(batch.num_rows())) as ArrayRef);
+            }
+        }
+        let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+        let keys =
+            RecordBatch::try_new_with_options(Arc::new(Schema::new(fields)), columns, &options)?;
+        let bytes = keys.get_array_memory_size() * BUILD_OVERHEAD;
+        if self.reservation.try_grow(bytes) {
+            kept.push(keys);
+        } else {
+            self.key_rows = None;
+            self.reservation.free();
+        }
+        Ok(())
     }
 
     pub fn sink(&mut self, batch: RecordBatch) -> Result<()> {
         if let (Some(spill), Some(encoder)) = (&self.spill, &self.encoder) {
             let keys = evaluate_all(&self.keys, &batch)?;
-            return spill.add_rows(&batch, &partitions(encoder, &keys)?);
+            spill.add_rows(&batch, &partitions(encoder, &keys)?)?;
+            return self.keep_keys(&batch);
         }
         let bytes = batch.get_array_memory_size() * BUILD_OVERHEAD;
         if !self.reservation.try_grow(bytes) {
@@ -115,12 +153,17 @@ impl BuildSink {
             1 << SPILL_PARTITION_BITS,
         );
         let encoder = self.encoder.as_ref().expect("a join that can spill");
-        for batch in std::mem::take(&mut self.batches) {
-            let keys = evaluate_all(&self.keys, &batch)?;
-            spill.add_rows(&batch, &partitions(encoder, &keys)?)?;
+        let batches = std::mem::take(&mut self.batches);
+        for batch in &batches {
+            let keys = evaluate_all(&self.keys, batch)?;
+            spill.add_rows(batch, &partitions(encoder, &keys)?)?;
         }
         self.reservation.free();
         self.spill = Some(spill);
+        self.key_rows = Some(Vec::new());
+        for batch in &batches {
+            self.keep_keys(batch)?;
+        }
         Ok(())
     }
 
@@ -132,6 +175,7 @@ impl BuildSink {
                     encoder,
                     partitions: spill.finish()?,
                     bytes,
+                    key_rows: self.key_rows.map(|rows| (rows, self.reservation)),
                 })
             }
             _ => Ok(Built::InMemory {
@@ -163,18 +207,41 @@ pub struct SpilledJoin {
     build_bytes: usize,
     /// The probe rows' bytes, once their spill is finished.
     probe_bytes: AtomicUsize,
+    /// A join of the same keys over the build rows' key columns alone, which the scan below
+    /// the probe side checks keys against as it reads (ADR 0020), and the memory it holds.
+    keys: Option<(HashJoin, Reservation)>,
 }
 
 impl SpilledJoin {
     pub fn new(
         spec: JoinSpec,
         encoder: KeyEncoder,
-        build: Vec<Option<SpillFile>>,
-        build_bytes: usize,
+        (build, build_bytes): (Vec<Option<SpillFile>>, usize),
+        key_rows: Option<(Vec<RecordBatch>, Reservation)>,
         memory: &Arc<MemoryPool>,
-    ) -> SpilledJoin {
+    ) -> Result<SpilledJoin> {
         let probe = PartitionedSpill::new(memory.spill_dir(), build.len());
-        SpilledJoin {
+        let keys = match key_rows {
+            Some((rows, reservation)) => {
+                let schema = match rows.first() {
+                    Some(first) => first.schema(),
+                    None => spec.build_schema.clone(),
+                };
+                let join = HashJoin::new(
+                    spec.kind,
+                    &spec.left_keys,
+                    &spec.right_keys,
+                    None,
+                    spec.schema.clone(),
+                    &schema,
+                    &rows,
+                )?;
+                Some((join, reservation))
+            }
+            None => None,
+        };
+        Ok(SpilledJoin {
+            keys,
             spec,
             encoder,
             build: Mutex::new(build),
@@ -182,7 +249,12 @@ impl SpilledJoin {
             memory: memory.clone(),
             build_bytes,
             probe_bytes: AtomicUsize::new(0),
-        }
+        })
+    }
+
+    /// The join of the build rows' keys alone, for the scan below to check keys against.
+    pub fn key_filter(&self) -> Option<&HashJoin> {
+        self.keys.as_ref().map(|(join, _)| join)
     }
 
     /// Writes a probe batch's rows to their partitions; they are joined in `finish_into`.

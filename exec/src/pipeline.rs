@@ -332,6 +332,7 @@ fn run_pipeline_into<'p>(
                         encoder,
                         partitions,
                         bytes,
+                        key_rows,
                     } => {
                         let spec = JoinSpec {
                             kind: *kind,
@@ -341,7 +342,13 @@ fn run_pipeline_into<'p>(
                             schema: schema.clone(),
                             build_schema: right.schema(),
                         };
-                        let join = SpilledJoin::new(spec, encoder, partitions, bytes, &ctx.memory);
+                        let join = SpilledJoin::new(
+                            spec,
+                            encoder,
+                            (partitions, bytes),
+                            key_rows,
+                            &ctx.memory,
+                        )?;
                         Operator::SpilledJoin(Arc::new(join))
                     }
                 };
@@ -383,7 +390,11 @@ fn run_pipeline_into<'p>(
                 Operator::Filter(_) | Operator::Applied => Above::RowFilter,
                 Operator::Projection(exprs, _) => Above::Projection(exprs),
                 Operator::HashJoin(join) => Above::Join(join),
-                Operator::SpilledJoin(_) | Operator::Unnest(..) => Above::Other,
+                Operator::SpilledJoin(join) => match join.key_filter() {
+                    Some(keys) => Above::Join(keys),
+                    None => Above::Other,
+                },
+                Operator::Unnest(..) => Above::Other,
             });
             let joins = join_keys_over_scan(above, node.schema().fields().len());
             ScanFilter::new(filtered, joins, node)

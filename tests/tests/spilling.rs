@@ -114,3 +114,48 @@ fn a_limit_too_small_for_a_sort_with_a_limit_keeps_only_its_first_rows() {
     assert!(!plan[0][0].contains("spilled="), "{}", plan[0][0]);
     runtime.block_on(node.close()).unwrap();
 }
+
+/// A join whose build side spills keeps its build keys while the pool grants them: the Parquet
+/// scan below its probe side still drops, as it reads, the rows whose keys they lack.
+#[test]
+fn a_spilled_join_still_filters_its_probe_scan_by_key() {
+    let runtime = Arc::new(tokio::runtime::Runtime::new().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let memory = MemoryPool::new(usize::MAX / 2);
+    let options = NodeOptions {
+        memory: memory.clone(),
+        ..NodeOptions::default()
+    };
+    let node = runtime
+        .block_on(Node::open_folder(dir.path(), options))
+        .unwrap();
+    let file = dir.path().join("probe.parquet");
+    let setup = format!(
+        "CREATE TABLE probe AS SELECT i AS k, i % 10 AS v FROM generate_series(1, 300000) AS s(i);
+        COPY probe TO '{}';
+        CREATE TABLE build AS SELECT i * 3 AS k, repeat('x', 100) || i AS payload
+            FROM generate_series(1, 20000) AS s(i)",
+        file.display()
+    );
+    run_sql(&node, &runtime, &setup).unwrap();
+    let sql = format!(
+        "SELECT count(*), sum(p.v), max(length(b.payload)) FROM read_parquet('{}') p
+        JOIN build b ON p.k = b.k",
+        file.display()
+    );
+    assert_eq!(answer(&node, &runtime, &sql), [["20000", "90000", "105"]]);
+    // The build rows (2 MB) do not fit; their keys do.
+    memory.set_limit(1 << 20);
+    assert_eq!(answer(&node, &runtime, &sql), [["20000", "90000", "105"]]);
+    let plan = answer(&node, &runtime, &format!("EXPLAIN ANALYZE {sql}"));
+    let plan = &plan[0][0];
+    let line = |operator: &str| {
+        plan.lines()
+            .find(|l| l.trim_start().starts_with(operator))
+            .unwrap_or_else(|| panic!("no {operator} in:\n{plan}"))
+    };
+    assert!(line("HashJoin Inner").contains("spilled="), "{plan}");
+    assert!(line("ParquetScan").contains("[rows=20000 "), "{plan}");
+    assert_eq!(memory.used(), 0);
+    runtime.block_on(node.close()).unwrap();
+}
