@@ -902,7 +902,7 @@ impl HashAggregateSink {
         }
         if self.spill.is_some() || !can_split {
             // Nothing more to let go of: the memory is held over the limit.
-            reservation.grow((groups + self.passed_bytes).saturating_sub(reservation.bytes()));
+            reservation.resize(groups + self.passed_bytes);
             return Ok(());
         }
         let spill = PartitionedSpill::new(reservation.pool().spill_dir(), GROUP_PARTITIONS);
@@ -914,8 +914,7 @@ impl HashAggregateSink {
         }
         self.passed_bytes = 0;
         self.spill = Some(spill);
-        reservation.shrink_to(groups);
-        reservation.grow(groups.saturating_sub(reservation.bytes()));
+        reservation.resize(groups);
         Ok(())
     }
 

@@ -128,6 +128,14 @@ impl Reservation {
         }
     }
 
+    /// Makes the reservation `bytes` whether or not the pool has what that adds.
+    pub fn resize(&mut self, bytes: usize) {
+        match bytes.checked_sub(self.bytes) {
+            Some(more) => self.grow(more),
+            None => self.shrink_to(bytes),
+        }
+    }
+
     /// Gives back all but `bytes`.
     pub fn shrink_to(&mut self, bytes: usize) {
         if bytes < self.bytes {
@@ -230,6 +238,10 @@ mod tests {
         assert_eq!(pool.used(), 50);
         b.grow(100);
         assert_eq!(pool.used(), 150);
+        b.resize(10);
+        assert_eq!(pool.used(), 20);
+        b.resize(200);
+        assert_eq!(pool.used(), 210);
         drop(b);
         drop(a);
         assert_eq!(pool.used(), 0);

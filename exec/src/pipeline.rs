@@ -14,7 +14,7 @@ use crate::aggregate::HashAggregateSink;
 use crate::expr::{evaluate, evaluate_all};
 use crate::join::HashJoin;
 use crate::join_spill::{BuildSink, Built, JoinSpec, SpilledJoin};
-use crate::memory::MemoryPool;
+use crate::memory::{MemoryPool, Reservation};
 use crate::morsel::{Morsels, PagePruning, read_unit, scan_units};
 use crate::profile::{NodeStats, Profile};
 use crate::repeated_scans::{Repeat, RepeatedScans, ScanRecorder};
@@ -312,46 +312,15 @@ fn run_pipeline_into<'p>(
                     _ => unreachable!("a build side's sink stays one"),
                 };
                 let started = Instant::now();
-                let operator = match built {
-                    Built::InMemory {
-                        batches,
-                        reservation,
-                    } => {
-                        held.push(reservation);
-                        Operator::HashJoin(Arc::new(HashJoin::new(
-                            *kind,
-                            left_keys,
-                            right_keys,
-                            filter.as_ref(),
-                            schema.clone(),
-                            &right.schema(),
-                            &batches,
-                        )?))
-                    }
-                    Built::Spilled {
-                        encoder,
-                        partitions,
-                        bytes,
-                        key_rows,
-                    } => {
-                        let spec = JoinSpec {
-                            kind: *kind,
-                            left_keys: left_keys.clone(),
-                            right_keys: right_keys.clone(),
-                            filter: filter.clone(),
-                            schema: schema.clone(),
-                            build_schema: right.schema(),
-                        };
-                        let join = SpilledJoin::new(
-                            spec,
-                            encoder,
-                            (partitions, bytes),
-                            key_rows,
-                            &ctx.memory,
-                        )?;
-                        Operator::SpilledJoin(Arc::new(join))
-                    }
+                let spec = JoinSpec {
+                    kind: *kind,
+                    left_keys: left_keys.clone(),
+                    right_keys: right_keys.clone(),
+                    filter: filter.clone(),
+                    schema: schema.clone(),
+                    build_schema: right.schema(),
                 };
+                let operator = join_operator(spec, built, &mut held, ctx)?;
                 if let Some(stats) = &stats {
                     stats.add_time(started.elapsed());
                 }
@@ -667,6 +636,42 @@ fn run_pipeline_into<'p>(
     }
     drop(held);
     Ok(sink)
+}
+
+/// The probe side of a join whose build side ran: a hash table in memory (whose reservation
+/// joins `held`), or partitions on disk (`join_spill`).
+fn join_operator<'p>(
+    spec: JoinSpec,
+    built: Built,
+    held: &mut Vec<Reservation>,
+    ctx: &ExecContext,
+) -> Result<Operator<'p>> {
+    Ok(match built {
+        Built::InMemory {
+            batches,
+            reservation,
+        } => {
+            held.push(reservation);
+            Operator::HashJoin(Arc::new(HashJoin::new(
+                spec.kind,
+                &spec.left_keys,
+                &spec.right_keys,
+                spec.filter.as_ref(),
+                spec.schema.clone(),
+                &spec.build_schema,
+                &batches,
+            )?))
+        }
+        Built::Spilled {
+            encoder,
+            partitions,
+            bytes,
+            key_rows,
+        } => {
+            let join = SpilledJoin::new(spec, encoder, (partitions, bytes), key_rows, &ctx.memory)?;
+            Operator::SpilledJoin(Arc::new(join))
+        }
+    })
 }
 
 /// Runs the pipeline with the scan's morsels spread over the thread pool: each worker takes

@@ -37,6 +37,22 @@ fn answer(node: &Node, runtime: &tokio::runtime::Runtime, sql: &str) -> Vec<Vec<
     map_cells(&batches, |_, _, _, text| text)
 }
 
+/// A node of a new lake whose queries reserve from `memory`, with its runtime and folder.
+fn node_within(
+    memory: &Arc<MemoryPool>,
+) -> (Arc<tokio::runtime::Runtime>, tempfile::TempDir, Arc<Node>) {
+    let runtime = Arc::new(tokio::runtime::Runtime::new().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let options = NodeOptions {
+        memory: memory.clone(),
+        ..NodeOptions::default()
+    };
+    let node = runtime
+        .block_on(Node::open_folder(dir.path(), options))
+        .unwrap();
+    (runtime, dir, node)
+}
+
 fn spill_files(dir: &std::path::Path) -> usize {
     std::fs::read_dir(dir)
         .unwrap()
@@ -49,17 +65,9 @@ fn spill_files(dir: &std::path::Path) -> usize {
 
 #[test]
 fn operators_past_the_memory_limit_spill_and_answer_as_in_memory() {
-    let runtime = Arc::new(tokio::runtime::Runtime::new().unwrap());
-    let dir = tempfile::tempdir().unwrap();
     let spill_dir = tempfile::tempdir().unwrap();
     let memory = MemoryPool::spilling_into(usize::MAX / 2, spill_dir.path().to_path_buf());
-    let options = NodeOptions {
-        memory: memory.clone(),
-        ..NodeOptions::default()
-    };
-    let node = runtime
-        .block_on(Node::open_folder(dir.path(), options))
-        .unwrap();
+    let (runtime, _dir, node) = node_within(&memory);
     run_sql(&node, &runtime, SETUP).unwrap();
     let in_memory: Vec<_> = QUERIES
         .iter()
@@ -90,15 +98,7 @@ fn operators_past_the_memory_limit_spill_and_answer_as_in_memory() {
 
 #[test]
 fn a_limit_too_small_for_a_sort_with_a_limit_keeps_only_its_first_rows() {
-    let runtime = Arc::new(tokio::runtime::Runtime::new().unwrap());
-    let dir = tempfile::tempdir().unwrap();
-    let options = NodeOptions {
-        memory: MemoryPool::new(64 << 10),
-        ..NodeOptions::default()
-    };
-    let node = runtime
-        .block_on(Node::open_folder(dir.path(), options))
-        .unwrap();
+    let (runtime, _dir, node) = node_within(&MemoryPool::new(64 << 10));
     run_sql(&node, &runtime, SETUP).unwrap();
     let top = answer(
         &node,
@@ -119,16 +119,8 @@ fn a_limit_too_small_for_a_sort_with_a_limit_keeps_only_its_first_rows() {
 /// scan below its probe side still drops, as it reads, the rows whose keys they lack.
 #[test]
 fn a_spilled_join_still_filters_its_probe_scan_by_key() {
-    let runtime = Arc::new(tokio::runtime::Runtime::new().unwrap());
-    let dir = tempfile::tempdir().unwrap();
     let memory = MemoryPool::new(usize::MAX / 2);
-    let options = NodeOptions {
-        memory: memory.clone(),
-        ..NodeOptions::default()
-    };
-    let node = runtime
-        .block_on(Node::open_folder(dir.path(), options))
-        .unwrap();
+    let (runtime, dir, node) = node_within(&memory);
     let file = dir.path().join("probe.parquet");
     let setup = format!(
         "CREATE TABLE probe AS SELECT i AS k, i % 10 AS v FROM generate_series(1, 300000) AS s(i);
