@@ -196,6 +196,21 @@ pub struct JoinSpec {
     pub build_schema: SchemaRef,
 }
 
+impl JoinSpec {
+    /// The in-memory join of these build rows.
+    pub fn build(&self, batches: &[RecordBatch]) -> Result<HashJoin> {
+        HashJoin::new(
+            self.kind,
+            &self.left_keys,
+            &self.right_keys,
+            self.filter.as_ref(),
+            self.schema.clone(),
+            &self.build_schema,
+            batches,
+        )
+    }
+}
+
 /// A join whose build side is on disk by partition: probe rows are written beside it, and
 /// joined partition by partition once they have all come.
 pub struct SpilledJoin {
@@ -361,15 +376,7 @@ impl SpilledJoin {
                 .map(|b| b.get_array_memory_size() * BUILD_OVERHEAD)
                 .sum(),
         );
-        let join = HashJoin::new(
-            spec.kind,
-            &spec.left_keys,
-            &spec.right_keys,
-            spec.filter.as_ref(),
-            spec.schema.clone(),
-            &spec.build_schema,
-            &batches,
-        )?;
+        let join = spec.build(&batches)?;
         drop(batches);
         if let Some(probe) = probe {
             for batch in probe.read()? {

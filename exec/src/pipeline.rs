@@ -652,15 +652,7 @@ fn join_operator<'p>(
             reservation,
         } => {
             held.push(reservation);
-            Operator::HashJoin(Arc::new(HashJoin::new(
-                spec.kind,
-                &spec.left_keys,
-                &spec.right_keys,
-                spec.filter.as_ref(),
-                spec.schema.clone(),
-                &spec.build_schema,
-                &batches,
-            )?))
+            Operator::HashJoin(Arc::new(spec.build(&batches)?))
         }
         Built::Spilled {
             encoder,
