@@ -36,6 +36,12 @@ impl Statement {
             return StatementKind::Write;
         };
         match statement.as_ref() {
+            // The memory limit is the whole process's: an administrator's to change.
+            ast::Statement::Set(ast::Set::SingleAssignment { variable, .. })
+                if variable.to_string().eq_ignore_ascii_case("memory_limit") =>
+            {
+                StatementKind::Schema
+            }
             ast::Statement::Query(_)
             | ast::Statement::Explain { .. }
             | ast::Statement::ExplainTable { .. }
@@ -218,6 +224,24 @@ mod tests {
             panic!("a query")
         };
         assert_eq!(statement.to_string(), "SELECT 'a\nb', '\\', 'c\\n'");
+    }
+
+    #[test]
+    fn setting_the_memory_limit_is_an_administrators() {
+        let kinds: Vec<StatementKind> =
+            parse_sql("SET memory_limit = '1GB'; SET search_path = public; SHOW memory_limit")
+                .unwrap()
+                .iter()
+                .map(|p| p.statement.kind())
+                .collect();
+        assert_eq!(
+            kinds,
+            [
+                StatementKind::Schema,
+                StatementKind::Read,
+                StatementKind::Read
+            ]
+        );
     }
 
     #[test]
