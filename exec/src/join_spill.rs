@@ -4,7 +4,7 @@
 //! by an in-memory `HashJoin`: equal keys hash alike, so every match is within a partition.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use arrow::array::{ArrayRef, NullArray, RecordBatch, RecordBatchOptions};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -51,6 +51,8 @@ fn partitions(encoder: &KeyEncoder, keys: &[ArrayRef]) -> Result<Vec<u8>> {
 /// over partitions on disk once it does not (when the join can be split).
 pub struct BuildSink {
     keys: Vec<Expr>,
+    /// The build columns the keys read.
+    key_columns: Vec<usize>,
     /// Encodes the build keys, when the join can spill.
     encoder: Option<KeyEncoder>,
     batches: Vec<RecordBatch>,
@@ -88,6 +90,7 @@ impl BuildSink {
         };
         Ok(BuildSink {
             keys: keys.to_vec(),
+            key_columns: keys.iter().flat_map(Expr::column_indices).collect(),
             encoder,
             batches: Vec::new(),
             reservation: memory.reservation(),
@@ -101,12 +104,11 @@ impl BuildSink {
         let Some(kept) = &mut self.key_rows else {
             return Ok(());
         };
-        let key_columns: Vec<usize> = self.keys.iter().flat_map(Expr::column_indices).collect();
         let schema = batch.schema();
         let mut fields = Vec::with_capacity(schema.fields().len());
         let mut columns = Vec::with_capacity(schema.fields().len());
         for (i, field) in schema.fields().iter().enumerate() {
-            if key_columns.contains(&i) {
+            if self.key_columns.contains(&i) {
                 fields.push(field.as_ref().clone());
                 columns.push(batch.column(i).clone());
             } else {
@@ -217,7 +219,9 @@ pub struct SpilledJoin {
     spec: JoinSpec,
     encoder: KeyEncoder,
     build: Mutex<Vec<Option<SpillFile>>>,
-    probe: Mutex<Option<PartitionedSpill>>,
+    /// Read-locked by the workers writing probe rows (each partition has its own lock),
+    /// write-locked once to finish.
+    probe: RwLock<Option<PartitionedSpill>>,
     memory: Arc<MemoryPool>,
     build_bytes: usize,
     /// The probe rows' bytes, once their spill is finished.
@@ -260,7 +264,7 @@ impl SpilledJoin {
             spec,
             encoder,
             build: Mutex::new(build),
-            probe: Mutex::new(Some(probe)),
+            probe: RwLock::new(Some(probe)),
             memory: memory.clone(),
             build_bytes,
             probe_bytes: AtomicUsize::new(0),
@@ -276,7 +280,7 @@ impl SpilledJoin {
     pub fn probe(&self, batch: &RecordBatch) -> Result<Vec<RecordBatch>> {
         let keys = evaluate_all(&self.spec.left_keys, batch)?;
         let partitions = partitions(&self.encoder, &keys)?;
-        let probe = self.probe.lock().expect("probe spill lock");
+        let probe = self.probe.read().expect("probe spill lock");
         probe
             .as_ref()
             .expect("probe rows come before the join finishes")
@@ -286,7 +290,7 @@ impl SpilledJoin {
 
     /// The bytes of build and probe rows written to disk.
     pub fn spilled_bytes(&self) -> usize {
-        let probe = self.probe.lock().expect("probe spill lock");
+        let probe = self.probe.read().expect("probe spill lock");
         let probe_bytes = match probe.as_ref() {
             Some(spill) => spill.bytes(),
             None => self.probe_bytes.load(Ordering::Relaxed),
@@ -299,7 +303,7 @@ impl SpilledJoin {
     /// the calling thread (one partition after another when that is one of the pool's).
     pub fn finish_into(&self, emit: &mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<()> {
         use rayon::prelude::*;
-        let probe = self.probe.lock().expect("probe spill lock").take();
+        let probe = self.probe.write().expect("probe spill lock").take();
         if let Some(spill) = &probe {
             self.probe_bytes.store(spill.bytes(), Ordering::Relaxed);
         }

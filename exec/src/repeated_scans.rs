@@ -238,7 +238,6 @@ pub struct ScanRecorder {
     morsels: Vec<Mutex<Vec<RecordBatch>>>,
     /// How many morsels were read: a scan a LIMIT stops early keeps nothing.
     read: AtomicUsize,
-    bytes: AtomicUsize,
     too_many: AtomicBool,
     memory: Mutex<Reservation>,
 }
@@ -248,7 +247,6 @@ impl ScanRecorder {
         ScanRecorder {
             morsels: (0..morsels).map(|_| Mutex::default()).collect(),
             read: AtomicUsize::new(0),
-            bytes: AtomicUsize::new(0),
             too_many: AtomicBool::new(false),
             memory: Mutex::new(memory.reservation()),
         }
@@ -261,12 +259,11 @@ impl ScanRecorder {
         }
         let batches: Vec<RecordBatch> = batches.iter().map(compacted).collect();
         let bytes: usize = batches.iter().map(RecordBatch::get_array_memory_size).sum();
-        let granted = self
-            .memory
-            .lock()
-            .expect("kept memory lock")
-            .try_grow(bytes);
-        if !granted || self.bytes.fetch_add(bytes, Relaxed) + bytes > KEPT_BYTES {
+        let kept = {
+            let mut memory = self.memory.lock().expect("kept memory lock");
+            memory.bytes() + bytes <= KEPT_BYTES && memory.try_grow(bytes)
+        };
+        if !kept {
             self.give_up();
             return;
         }

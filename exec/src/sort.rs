@@ -93,7 +93,7 @@ impl<'p> SortSink<'p> {
     /// Sorts the rows held and writes them to disk as a run.
     fn spill_run(&mut self) -> Result<()> {
         let all = concat_batches(&self.schema, &std::mem::take(&mut self.batches))?;
-        let indices = lexsort_to_indices(&self.sort_columns(&all)?, None)?;
+        let indices = lexsort_to_indices(&sort_columns(self.keys, &all)?, None)?;
         let mut writer = SpillWriter::new(self.reservation.pool().spill_dir(), &self.schema)?;
         let mut start = 0;
         while start < indices.len() {
@@ -109,15 +109,11 @@ impl<'p> SortSink<'p> {
         Ok(())
     }
 
-    fn sort_columns(&self, batch: &RecordBatch) -> Result<Vec<SortColumn>> {
-        sort_columns(self.keys, batch)
-    }
-
-    /// The sorted rows, each batch handed to `emit` as it is ready.
-    pub fn finish_into(self, emit: &mut dyn FnMut(RecordBatch) -> Result<()>) -> Result<()> {
+    /// The sorted rows.
+    pub fn finish(self) -> Result<Vec<RecordBatch>> {
         let held = sort_batches(&self.schema, &self.batches, self.keys, self.fetch)?;
         if self.runs.is_empty() {
-            return held.into_iter().try_for_each(emit);
+            return Ok(held);
         }
         let mut runs: Vec<Box<dyn Iterator<Item = Result<RecordBatch>>>> = Vec::new();
         for run in self.runs {
@@ -135,12 +131,8 @@ impl<'p> SortSink<'p> {
             })
             .collect();
         runs.push(Box::new(held_slices.into_iter()));
-        merge_runs(self.keys, runs, self.fetch, emit)
-    }
-
-    pub fn finish(self) -> Result<Vec<RecordBatch>> {
         let mut out = Vec::new();
-        self.finish_into(&mut |batch| {
+        merge_runs(self.keys, runs, self.fetch, &mut |batch| {
             out.push(batch);
             Ok(())
         })?;

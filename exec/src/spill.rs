@@ -182,11 +182,11 @@ impl PartitionWriter {
         let Some(first) = self.buffered.first() else {
             return Ok(());
         };
-        let schema = first.schema();
         let writer = match &mut self.writer {
             Some(writer) => writer,
-            None => self.writer.insert(SpillWriter::new(dir, &schema)?),
+            None => self.writer.insert(SpillWriter::new(dir, &first.schema())?),
         };
+        let schema = writer.schema.clone();
         let batches: Vec<RecordBatch> = self
             .buffered
             .drain(..)

@@ -363,13 +363,10 @@ impl ParquetFooter {
     /// The least and greatest value of integer or date column `column` in one row group, when
     /// its statistics give them (dates in days; decimals and timestamps as stored).
     pub fn row_group_range(&self, row_group: usize, column: usize) -> Option<(i64, i64)> {
-        let metadata = self.plain.metadata();
-        // Column chunks are leaves: the field's position names its chunk only when no field
-        // has several (lists, structs).
-        let leaves = metadata.file_metadata().schema_descr().num_columns();
-        if leaves != self.plain.schema().fields().len() {
+        if !self.is_flat() {
             return None;
         }
+        let metadata = self.plain.metadata();
         let chunk = metadata
             .row_groups()
             .get(row_group)?
@@ -383,11 +380,10 @@ impl ParquetFooter {
     /// has no page index for the column.
     pub fn page_ranges(&self, row_group: usize, column: usize) -> Option<Vec<PageRange>> {
         use parquet::file::page_index::column_index::ColumnIndexMetaData;
-        let metadata = self.paged.metadata();
-        let leaves = metadata.file_metadata().schema_descr().num_columns();
-        if leaves != self.paged.schema().fields().len() {
+        if !self.is_flat() {
             return None;
         }
+        let metadata = self.paged.metadata();
         let rows = metadata.row_groups().get(row_group)?.num_rows().max(0) as usize;
         let index = metadata.page_index_for_row_group(row_group);
         let locations = index.offset_index(column)?.page_locations();
@@ -416,6 +412,18 @@ impl ParquetFooter {
                 })
                 .collect(),
         )
+    }
+
+    /// Whether each field is one column chunk. Chunks are leaves: a field's position names
+    /// its chunk only when no field has several (lists, structs).
+    fn is_flat(&self) -> bool {
+        let leaves = self
+            .plain
+            .metadata()
+            .file_metadata()
+            .schema_descr()
+            .num_columns();
+        leaves == self.plain.schema().fields().len()
     }
 
     /// The rows of one row group.
@@ -783,6 +791,20 @@ mod tests {
         path
     }
 
+    /// Row `row` of a batch of `numbered_file`'s three columns, checked whole: its `a`.
+    fn numbered_row(batch: &RecordBatch, row: usize) -> i64 {
+        let a = batch.column(0).as_primitive::<Int64Type>().value(row);
+        assert_eq!(
+            batch.column(1).as_string::<i32>().value(row),
+            format!("s{a}")
+        );
+        assert_eq!(
+            batch.column(2).as_primitive::<Int64Type>().value(row),
+            2 * a
+        );
+        a
+    }
+
     #[test]
     fn pages_are_skipped_by_row_ranges_and_filtered_within_them() {
         let path = numbered_file("pages", 100_000);
@@ -825,16 +847,7 @@ mod tests {
             let mut expected = (0..100_000).filter(|&a| in_ranges(a) && a % every == 0);
             for batch in &read {
                 for row in 0..batch.num_rows() {
-                    let a = batch.column(0).as_primitive::<Int64Type>().value(row);
-                    assert_eq!(Some(a), expected.next());
-                    assert_eq!(
-                        batch.column(1).as_string::<i32>().value(row),
-                        format!("s{a}")
-                    );
-                    assert_eq!(
-                        batch.column(2).as_primitive::<Int64Type>().value(row),
-                        2 * a
-                    );
+                    assert_eq!(Some(numbered_row(batch, row)), expected.next());
                 }
             }
             assert_eq!(expected.next(), None);
@@ -872,18 +885,11 @@ mod tests {
             for batch in &read {
                 assert_eq!(batch.num_columns(), columns.len());
                 for row in 0..batch.num_rows() {
-                    let a = batch.column(0).as_primitive::<Int64Type>().value(row);
+                    let a = match columns.len() {
+                        3 => numbered_row(batch, row),
+                        _ => batch.column(0).as_primitive::<Int64Type>().value(row),
+                    };
                     assert_eq!(a, next);
-                    if columns.len() == 3 {
-                        assert_eq!(
-                            batch.column(1).as_string::<i32>().value(row),
-                            format!("s{a}")
-                        );
-                        assert_eq!(
-                            batch.column(2).as_primitive::<Int64Type>().value(row),
-                            2 * a
-                        );
-                    }
                     next += 1;
                 }
             }
