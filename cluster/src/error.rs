@@ -15,6 +15,9 @@ pub enum NodeError {
     Storage(#[from] pondra_storage::StorageError),
     #[error("{0}")]
     Other(String),
+    /// A fault of Pondra's own (a panic) caught at the statement's boundary.
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl From<arrow::error::ArrowError> for NodeError {

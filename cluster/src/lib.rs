@@ -9,6 +9,7 @@ mod keyed;
 mod leader;
 mod node;
 mod rewrite;
+mod session;
 mod settings;
 mod tiering;
 mod write;
@@ -17,10 +18,15 @@ pub use append::AppendOutcome;
 pub use error::{NodeError, Result};
 pub use leader::{Term, take_lead};
 pub use node::{Node, NodeOptions, StatementResult};
-pub use pondra_exec::{MemoryPool, default_memory_limit, parse_memory_size};
+pub use pondra_exec::control::{running as running_statements, shut_down as stop_all_statements};
+pub use pondra_exec::{
+    MemoryPool, STATEMENT_STACK_BYTES, StatementControl, StopReason, default_memory_limit,
+    parse_memory_size,
+};
 pub use pondra_parser::{
     ParsedStatement, Statement, StatementKind, parse_sql, placeholder_count, split_statements,
     substitute_placeholders,
 };
 pub use pondra_planner::{SERVER_VERSION, push_array_item};
+pub use session::{Session, is_session_setting, parse_timeout};
 pub use settings::is_process_setting;

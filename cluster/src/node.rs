@@ -6,13 +6,19 @@ use std::time::{Duration, Instant};
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use pondra_catalog::{Catalog, Snapshot};
-use pondra_exec::{ExecContext, MemoryPool};
+use pondra_exec::{ExecContext, MemoryPool, StatementControl, StopReason};
 use pondra_parser::ParsedStatement;
 use pondra_planner::{Binder, ExternalTable, LogicalPlan, Plan, create_physical_plan};
 use pondra_storage::Lake;
 
 use crate::leader::{Term, take_lead};
+use crate::session::Session;
 use crate::{NodeError, Result};
+
+tokio::task_local! {
+    /// The control of the statement the current task runs (`Node::execute_in`).
+    static CONTROL: Arc<StatementControl>;
+}
 
 /// How a node tiers and cleans up.
 #[derive(Clone, Debug)]
@@ -134,13 +140,57 @@ impl Node {
         }
     }
 
-    /// Runs every statement in `sql`, stopping at the first error.
-    pub async fn execute(&self, sql: &str) -> Result<Vec<StatementResult>> {
+    /// Runs every statement in `sql` in a session of its own, stopping at the first error.
+    pub async fn execute(self: &Arc<Self>, sql: &str) -> Result<Vec<StatementResult>> {
+        let session = Session::new(None);
         let mut results = Vec::new();
         for statement in pondra_parser::parse_sql(sql)? {
-            results.push(self.execute_statement(&statement).await?);
+            results.push(self.execute_in(&session, statement).await?);
         }
         Ok(results)
+    }
+
+    /// Runs one statement for a client's session: under the session's timeout, stoppable
+    /// through the session, in a task of its own. Dropping the returned future (the client
+    /// went away) stops the statement at its next check; a write whose commit has begun
+    /// still completes, so that the lake never holds half a statement. A panic while running
+    /// comes back as an internal error and is logged with the statement.
+    pub async fn execute_in(
+        self: &Arc<Self>,
+        session: &Session,
+        statement: ParsedStatement,
+    ) -> Result<StatementResult> {
+        if let pondra_parser::Statement::Sql(sql) = &statement.statement
+            && let Some(result) = session.run_setting(sql)
+        {
+            return result;
+        }
+        let control = session.begin(self.options.memory.clone());
+        let running = Running {
+            session,
+            control: control.clone(),
+            finished: false,
+        };
+        let node = self.clone();
+        let text = statement.text.clone();
+        let run = async move { node.execute_statement(&statement).await };
+        let outcome = tokio::spawn(CONTROL.scope(control, run)).await;
+        running.finish();
+        match outcome {
+            Ok(result) => result,
+            Err(e) if e.is_panic() => Err(internal_error(&text, e.into_panic())),
+            Err(e) => Err(NodeError::Other(format!(
+                "the statement's task failed: {e}"
+            ))),
+        }
+    }
+
+    /// The control of the statement the current task runs; one nothing stops for work that
+    /// no client asked for (tiering, a node's own queries).
+    pub(crate) fn control(&self) -> Arc<StatementControl> {
+        CONTROL
+            .try_with(Arc::clone)
+            .unwrap_or_else(|_| StatementControl::unbounded(self.options.memory.clone()))
     }
 
     /// The columns the rows of `sql`'s last statement would have, found by binding it without
@@ -211,17 +261,19 @@ impl Node {
         input: Vec<RecordBatch>,
     ) -> Result<Vec<RecordBatch>> {
         let physical = create_physical_plan(&plan);
+        let control = self.control();
         let ctx = ExecContext::new(
             self.lake.clone(),
             snapshot,
             tokio::runtime::Handle::current(),
             input,
-            self.options.memory.clone(),
+            control.clone(),
         );
-        let batches = tokio::task::spawn_blocking(move || pondra_exec::execute(&physical, &ctx))
-            .await
-            .map_err(|e| NodeError::Other(format!("query thread failed: {e}")))??;
-        Ok(batches)
+        let run = move || {
+            let _entered = control.enter();
+            pondra_exec::execute(&physical, &ctx)
+        };
+        Ok(on_query_thread(run).await??)
     }
 
     /// Runs a query plan with a profile; returns its rows and the plan with each operator's
@@ -232,18 +284,20 @@ impl Node {
         snapshot: Arc<Snapshot>,
     ) -> Result<(Vec<RecordBatch>, String)> {
         let physical = create_physical_plan(&plan);
+        let control = self.control();
         let mut ctx = ExecContext::new(
             self.lake.clone(),
             snapshot,
             tokio::runtime::Handle::current(),
             Vec::new(),
-            self.options.memory.clone(),
+            control.clone(),
         );
         ctx.profile = Some(pondra_exec::Profile::default());
-        let run = move || pondra_exec::execute_profiled(&physical, &ctx);
-        Ok(tokio::task::spawn_blocking(run)
-            .await
-            .map_err(|e| NodeError::Other(format!("query thread failed: {e}")))??)
+        let run = move || {
+            let _entered = control.enter();
+            pondra_exec::execute_profiled(&physical, &ctx)
+        };
+        Ok(on_query_thread(run).await??)
     }
 
     /// Moves every row waiting in the log tail into Parquet now, and deletes expired objects.
@@ -277,6 +331,54 @@ impl Node {
         self.catalog.close().await?;
         Ok(())
     }
+}
+
+/// Runs `work` on a blocking thread; a panic there becomes the panic of the awaiting task,
+/// which `Node::execute_in` turns into an error.
+async fn on_query_thread<T: Send + 'static>(
+    work: impl FnOnce() -> T + Send + 'static,
+) -> Result<T> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(value) => Ok(value),
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(NodeError::Other(format!("query thread failed: {e}"))),
+    }
+}
+
+/// A statement running for a session. Dropped before it finished (its caller stopped waiting:
+/// the client went away), it stops the statement; either way the session forgets it.
+struct Running<'s> {
+    session: &'s Session,
+    control: Arc<StatementControl>,
+    finished: bool,
+}
+
+impl Running<'_> {
+    /// The caller saw the statement end.
+    fn finish(mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        if !self.finished {
+            self.control.stop(StopReason::ClientGone);
+        }
+        self.session.end(&self.control);
+    }
+}
+
+/// The error a panic inside a statement becomes; the panic is logged with the statement.
+fn internal_error(statement: &str, panic: Box<dyn std::any::Any + Send>) -> NodeError {
+    let message = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with no message".into());
+    let shown: String = statement.chars().take(500).collect();
+    eprintln!("internal error: a statement panicked: {message}; statement: {shown}");
+    NodeError::Internal(message)
 }
 
 pub(crate) fn done(tag: impl Into<String>) -> StatementResult {

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use arrow::array::{RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
-use pondra_exec::{MemoryPool, default_memory_limit, parse_memory_size};
+use pondra_exec::{MemoryPool, default_memory_limit, format_size, parse_memory_size};
 use pondra_parser::ast;
 
 use crate::node::{StatementResult, done};
@@ -71,32 +71,5 @@ pub fn run_setting(statement: &ast::Statement, memory: &MemoryPool) -> Result<St
                 batches: vec![batch],
             })
         }
-    }
-}
-
-/// A size in the largest unit that keeps it at least 1, as `SET` reads it back.
-fn format_size(bytes: usize) -> String {
-    let units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < units.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    match unit {
-        0 => format!("{bytes} bytes"),
-        _ => format!("{value:.1} {}", units[unit]),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sizes_print_in_their_largest_unit() {
-        assert_eq!(format_size(512), "512 bytes");
-        assert_eq!(format_size(1536), "1.5 KiB");
-        assert_eq!(format_size(4 << 30), "4.0 GiB");
     }
 }

@@ -258,33 +258,41 @@ impl Accumulator {
         batch: &RecordBatch,
         groups: Option<&[usize]>,
         by_group: Option<&RowsByGroup>,
-    ) -> Result<()> {
+    ) -> Result<usize> {
         let value = call.arg.as_ref().map(|a| evaluate(a, batch)).transpose()?;
+        // What a collecting state keeps of this batch: its values.
+        let kept = match (&value, self.collects()) {
+            (Some(value), true) => crate::memory::array_bytes(value),
+            _ => 0,
+        };
         if let Some(by_group) = by_group.filter(|_| self.takes_rows_by_group()) {
-            return self.update_by_group(value.as_ref(), by_group);
+            self.update_by_group(value.as_ref(), by_group)?;
+            return Ok(kept);
         }
         let zeros;
         let groups = match groups {
             Some(groups) => groups,
             None => {
                 if self.update_first_group(value.as_ref(), batch.num_rows())? {
-                    return Ok(());
+                    return Ok(kept);
                 }
                 zeros = vec![0; batch.num_rows()];
                 &zeros
             }
         };
         let Accumulator::Ordered { input, .. } = self else {
-            return self.update(value.as_ref(), groups);
+            self.update(value.as_ref(), groups)?;
+            return Ok(kept);
         };
         let keys = call
             .order
             .iter()
             .map(|k| evaluate(&k.expr, batch))
             .collect::<Result<Vec<_>>>()?;
+        let kept = kept + keys.iter().map(crate::memory::array_bytes).sum::<usize>();
         let value = value.expect("an aggregate with ORDER BY has an argument");
         input.update(&value, keys, groups);
-        Ok(())
+        Ok(kept)
     }
 
     /// Folds in a batch of `rows` rows all in group 0, when this accumulator has a way that
@@ -319,6 +327,14 @@ impl Accumulator {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+
+    /// Whether the state keeps the values it is given, growing with its input.
+    fn collects(&self) -> bool {
+        matches!(
+            self,
+            Accumulator::StringAgg { .. } | Accumulator::ArrayAgg(_) | Accumulator::Ordered { .. }
+        )
     }
 
     /// Whether `update_by_group` can fold in a batch's rows sorted by group.
@@ -391,11 +407,13 @@ impl Accumulator {
                 let value = value
                     .expect("string_agg has an argument")
                     .as_string::<i32>();
+                let mut made = crate::functions::StringSize::default();
                 for (row, &g) in groups.iter().enumerate() {
                     if value.is_null(row) {
                         continue;
                     }
                     let text = value.value(row);
+                    made.add(text.len() + separator.len())?;
                     if let Some(seen) = seen
                         && !seen.insert((g, text.to_string()))
                     {
@@ -701,7 +719,11 @@ impl Accumulator {
                 Arc::new(Int64Array::from(counts))
             }
             Accumulator::SumInt { sums } => Arc::new(sums.into_array::<Int64Type>()),
-            Accumulator::StringAgg { joined, .. } => Arc::new(StringArray::from(joined)),
+            Accumulator::StringAgg { joined, .. } => {
+                let bytes: usize = joined.iter().flatten().map(String::len).sum();
+                crate::functions::check_string_bytes(bytes as u128)?;
+                Arc::new(StringArray::from(joined))
+            }
             Accumulator::Zero { groups } => Arc::new(Int64Array::from(vec![0; groups])),
             Accumulator::SumFloat { sums } => Arc::new(sums.into_array::<Float64Type>()),
             Accumulator::SumDecimal { sums, data_type } => {
@@ -808,6 +830,9 @@ pub struct HashAggregateSink {
     /// Bytes of the group keys taken so far, and of the rows passed on in memory.
     key_bytes: usize,
     passed_bytes: usize,
+    /// Bytes of the rows collecting aggregates (`string_agg`, `array_agg`, ORDER BY inside the
+    /// call) have kept.
+    collected_bytes: usize,
     /// Once the pool refused more memory: later rows, by their key's partition, on disk.
     spill: Option<PartitionedSpill>,
 }
@@ -866,6 +891,7 @@ impl HashAggregateSink {
             memory: None,
             key_bytes: 0,
             passed_bytes: 0,
+            collected_bytes: 0,
             spill: None,
         })
     }
@@ -896,14 +922,23 @@ impl HashAggregateSink {
             return Ok(());
         };
         let per_group = GROUP_BYTES + ACCUMULATOR_BYTES * self.accumulators.len();
-        let groups = self.key_bytes + self.groups * per_group;
+        let groups = self.key_bytes + self.groups * per_group + self.collected_bytes;
         if reservation.try_resize(groups + self.passed_bytes) {
             return Ok(());
         }
-        if self.spill.is_some() || !can_split {
-            // Nothing more to let go of: the memory is held over the limit.
+        if self.spill.is_some() {
+            // Later rows go to disk: the groups held stop growing, a little over the limit.
             reservation.resize(groups + self.passed_bytes);
             return Ok(());
+        }
+        if !can_split {
+            // Nothing can go to disk: the groups may grow a little past the limit, no more.
+            if reservation.try_resize_unspillable(groups + self.passed_bytes) {
+                return Ok(());
+            }
+            return Err(ExecError::OutOfMemory {
+                limit: reservation.pool().limit(),
+            });
         }
         let spill = PartitionedSpill::new(reservation.pool().spill_dir(), GROUP_PARTITIONS);
         let passed = self.passed.replace(vec![Vec::new(); GROUP_PARTITIONS]);
@@ -931,7 +966,8 @@ impl HashAggregateSink {
     fn sink_hashed(&mut self, batch: &RecordBatch) -> Result<()> {
         // Without GROUP BY every row is in group 0, which needs no id per row.
         let Some(index) = &self.index else {
-            return self.update(batch, None);
+            self.update(batch, None)?;
+            return self.account();
         };
         let keys = evaluate_all(&self.group, batch)?;
         if let Some(spill) = &self.spill {
@@ -989,7 +1025,7 @@ impl HashAggregateSink {
         };
         for (call, accumulator) in self.aggregates.iter().zip(&mut self.accumulators) {
             accumulator.resize(self.groups);
-            match &call.filter {
+            self.collected_bytes += match &call.filter {
                 None => accumulator.update_from(call, batch, group_ids, by_group.as_ref())?,
                 Some(condition) => {
                     let keep = evaluate(condition, batch)?;
@@ -1001,9 +1037,9 @@ impl HashAggregateSink {
                             .filter_map(|(g, k)| k.then_some(*g))
                             .collect()
                     });
-                    accumulator.update_from(call, &kept, groups.as_deref(), None)?;
+                    accumulator.update_from(call, &kept, groups.as_deref(), None)?
                 }
-            }
+            };
         }
         Ok(())
     }
@@ -1114,7 +1150,8 @@ impl HashAggregateSink {
             theirs.resize(other.groups);
             mine.merge(theirs, &map)?;
         }
-        Ok(())
+        self.collected_bytes += other.collected_bytes;
+        self.account()
     }
 
     /// Each group key column, in group id order.
@@ -1323,9 +1360,15 @@ fn finish_by_partition(
         }
         keep(filter, &merged.finish_one()?)
     };
+    // The pool's threads work for this statement too: they enter its control.
+    let control = crate::control::current();
     let batches = (0..GROUP_PARTITIONS)
         .into_par_iter()
-        .map(merge_partition)
+        .map(|partition| {
+            let _entered = control.as_ref().map(|c| c.enter());
+            crate::control::check_current()?;
+            merge_partition(partition)
+        })
         .collect::<Result<Vec<_>>>()?;
     Ok(batches.into_iter().filter(|b| b.num_rows() > 0).collect())
 }

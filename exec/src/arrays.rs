@@ -334,6 +334,7 @@ pub fn series(args: &[ArrayRef], inclusive: bool) -> Result<ArrayRef> {
                 i32::MAX
             )));
         }
+        crate::control::check_allocation((values.len() + count as usize) * 8)?;
         values.extend((0..count as i64).map(|i| from + i * by));
         offsets.push(values.len() as i32);
         valid.push(true);

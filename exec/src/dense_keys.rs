@@ -191,21 +191,27 @@ impl DenseKeys {
     }
 
     /// Appends every pair of a probe row and a build row with equal keys, probe row by probe
-    /// row and each probe row's build rows in build order.
+    /// row and each probe row's build rows in build order. Stops after the first probe row
+    /// that takes the pairs past `max_pairs`; returns how many probe rows it went through.
     pub fn matches(
         &self,
         key: &ArrayRef,
+        max_pairs: usize,
         probe: &mut Vec<u32>,
         build: &mut Vec<u32>,
-    ) -> Result<()> {
+    ) -> Result<usize> {
         let values = self.range.probe_values(key)?;
         let offsets = values
             .iter()
             .enumerate()
-            .filter_map(|(row, v)| Some((row as u32, self.range.offset(v?)?)));
+            .map(|(row, v)| (row as u32, v.and_then(|v| self.range.offset(v))));
         match &self.slots {
             Slots::Unique(slots) => {
                 for (row, offset) in offsets {
+                    if probe.len() >= max_pairs {
+                        return Ok(row as usize);
+                    }
+                    let Some(offset) = offset else { continue };
                     let slot = slots[offset];
                     if slot != 0 {
                         probe.push(row);
@@ -215,13 +221,17 @@ impl DenseKeys {
             }
             Slots::Grouped { starts, rows } => {
                 for (row, offset) in offsets {
+                    if probe.len() >= max_pairs {
+                        return Ok(row as usize);
+                    }
+                    let Some(offset) = offset else { continue };
                     let found = &rows[starts[offset] as usize..starts[offset + 1] as usize];
                     probe.extend(std::iter::repeat_n(row, found.len()));
                     build.extend_from_slice(found);
                 }
             }
         }
-        Ok(())
+        Ok(values.len())
     }
 
     #[cfg(test)]
@@ -312,7 +322,10 @@ mod tests {
 
     fn matches(table: &DenseKeys, key: &ArrayRef) -> (Vec<u32>, Vec<u32>) {
         let (mut probe, mut build) = (Vec::new(), Vec::new());
-        table.matches(key, &mut probe, &mut build).unwrap();
+        let rows = table
+            .matches(key, usize::MAX, &mut probe, &mut build)
+            .unwrap();
+        assert_eq!(rows, key.len());
         (probe, build)
     }
 

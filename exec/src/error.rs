@@ -9,6 +9,13 @@ pub enum ExecError {
     Storage(#[from] pondra_storage::StorageError),
     #[error("{0}")]
     Execution(String),
+    /// The statement was stopped before it finished: cancelled, timed out, its client gone,
+    /// or the server shutting down.
+    #[error("{}", .0.message())]
+    Stopped(crate::control::StopReason),
+    /// An allocation the statement needed would pass the memory limit.
+    #[error("out of memory: the statement needed more than {}", crate::memory::format_size(*.limit))]
+    OutOfMemory { limit: usize },
 }
 
 impl From<arrow::error::ArrowError> for ExecError {

@@ -36,7 +36,16 @@ impl Value {
         match self {
             Value::Column(array) => Ok(array),
             Value::Constant(one) if rows == 1 => Ok(one),
-            Value::Constant(one) => Ok(take(&one, &UInt32Array::from_value(0, rows), None)?),
+            Value::Constant(one) => {
+                // A wide constant (a long string) repeated on every row may be large.
+                let bytes = crate::memory::array_bytes(&one) as u128 * rows as u128;
+                if matches!(one.data_type(), DataType::Utf8) {
+                    functions::check_string_bytes(bytes)?;
+                } else {
+                    crate::control::check_allocation(bytes.min(usize::MAX as u128) as usize)?;
+                }
+                Ok(take(&one, &UInt32Array::from_value(0, rows), None)?)
+            }
         }
     }
 
@@ -307,7 +316,18 @@ fn binary(op: BinaryOp, l: &ArrayRef, r: &ArrayRef) -> Result<ArrayRef> {
     Ok(match op {
         BinaryOp::And => Arc::new(boolean::and_kleene(l.as_boolean(), r.as_boolean())?),
         BinaryOp::Or => Arc::new(boolean::or_kleene(l.as_boolean(), r.as_boolean())?),
-        BinaryOp::Concat => arrow::compute::kernels::concat_elements::concat_elements_dyn(l, r)?,
+        BinaryOp::Concat => {
+            if let (Some(a), Some(b)) = (l.as_string_opt::<i32>(), r.as_string_opt::<i32>()) {
+                // A constant side is repeated on every row.
+                let rows = a.len().max(b.len()) as u128;
+                let side = |s: &StringArray| {
+                    functions::string_bytes(s) as u128 * rows / (s.len().max(1) as u128)
+                };
+                let bytes = side(a) + side(b);
+                functions::check_string_bytes(bytes)?;
+            }
+            arrow::compute::kernels::concat_elements::concat_elements_dyn(l, r)?
+        }
         _ => arithmetic(op, &l, &r)?,
     })
 }
@@ -489,6 +509,13 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::Quantified { op, all } => arrays::quantified(op, all, &args[0], &args[1]),
         ScalarFunction::Series { inclusive } => arrays::series(args, inclusive),
         ScalarFunction::ExpandArray => arrays::expand(&args[0]),
+        ScalarFunction::InjectedPanic => {
+            let text = args[0].as_string::<i32>();
+            let message = (0..text.len())
+                .find(|&r| text.is_valid(r))
+                .map(|r| text.value(r));
+            panic!("pondra_panic: {}", message.unwrap_or("NULL"));
+        }
         ScalarFunction::Field(index) => arrays::field(&args[0], index),
         ScalarFunction::Round => {
             let values = args[0].as_primitive::<Float64Type>();

@@ -81,7 +81,7 @@ pub fn round_to_whole(value: &ArrayRef, up: bool) -> Result<ArrayRef> {
 /// A string function of the strings in `args[0]` and, per row, the other arguments.
 fn strings_map(
     args: &[ArrayRef],
-    f: impl Fn(&str, &[Option<&str>], &[Option<i64>]) -> Option<String>,
+    f: impl Fn(&str, &[Option<&str>], &[Option<i64>]) -> Result<Option<String>>,
 ) -> Result<ArrayRef> {
     let first = args[0].as_string::<i32>();
     let texts: Vec<_> = args[1..]
@@ -94,10 +94,11 @@ fn strings_map(
         .filter(|a| a.data_type() == &DataType::Int64)
         .map(|a| a.as_primitive::<Int64Type>())
         .collect();
-    let out: StringArray = (0..first.len())
+    let mut made = StringSize::default();
+    let out = (0..first.len())
         .map(|row| {
             if first.is_null(row) {
-                return None;
+                return Ok(None);
             }
             let t: Vec<Option<&str>> = texts
                 .iter()
@@ -107,10 +108,50 @@ fn strings_map(
                 .iter()
                 .map(|a| a.is_valid(row).then(|| a.value(row)))
                 .collect();
-            f(first.value(row), &t, &n)
+            let value = f(first.value(row), &t, &n)?;
+            if let Some(value) = &value {
+                made.add(value.len())?;
+            }
+            Ok(value)
         })
-        .collect();
+        .collect::<Result<StringArray>>()?;
     Ok(Arc::new(out))
+}
+
+/// The bytes of strings a function has made so far, checked as they grow: within the memory
+/// limit, and within what one Arrow string array can hold.
+#[derive(Default)]
+pub struct StringSize {
+    bytes: usize,
+    checked: usize,
+}
+
+/// A string function's output is checked against the memory limit each time it grows by this.
+const CHECK_EVERY: usize = 16 << 20;
+
+impl StringSize {
+    pub fn add(&mut self, bytes: usize) -> Result<()> {
+        self.bytes += bytes;
+        if self.bytes >= self.checked + CHECK_EVERY {
+            crate::control::check_current()?;
+            check_string_bytes(self.bytes as u128)?;
+            self.checked = self.bytes;
+        }
+        Ok(())
+    }
+}
+
+/// An error unless strings of `bytes` in all may be made now: one Arrow string array holds
+/// at most 2 GiB, and the statement's memory limit must have room.
+pub fn check_string_bytes(bytes: u128) -> Result<()> {
+    if bytes > i32::MAX as u128 {
+        return Err(fail(format!(
+            "the strings would take {bytes} bytes; a column's strings in one batch may take \
+             at most {} bytes",
+            i32::MAX
+        )));
+    }
+    crate::control::check_allocation(bytes as usize)
 }
 
 /// Removes the characters of the second argument (spaces without one) from either end.
@@ -118,51 +159,76 @@ pub fn trim(args: &[ArrayRef], leading: bool, trailing: bool) -> Result<ArrayRef
     strings_map(args, |s, t, _| {
         let characters = match t.first() {
             None => " ",
-            Some(characters) => (*characters)?,
+            Some(None) => return Ok(None),
+            Some(Some(characters)) => characters,
         };
         let trimmed = |c: char| characters.contains(c);
-        Some(match (leading, trailing) {
+        Ok(Some(match (leading, trailing) {
             (true, true) => s.trim_matches(trimmed).to_string(),
             (true, false) => s.trim_start_matches(trimmed).to_string(),
             _ => s.trim_end_matches(trimmed).to_string(),
-        })
+        }))
     })
 }
 
 pub fn replace(args: &[ArrayRef]) -> Result<ArrayRef> {
     strings_map(args, |s, t, _| match (t[0], t[1]) {
-        (Some(""), Some(_)) => Some(s.to_string()),
-        (Some(from), Some(to)) => Some(s.replace(from, to)),
-        _ => None,
+        (Some(""), Some(_)) => Ok(Some(s.to_string())),
+        (Some(from), Some(to)) => {
+            // At most every `from` replaced: check before making it.
+            let most = (s.len() / from.len()) as u128 * to.len() as u128 + s.len() as u128;
+            if to.len() > from.len() {
+                check_string_bytes(most)?;
+            }
+            Ok(Some(s.replace(from, to)))
+        }
+        _ => Ok(None),
     })
 }
 
 pub fn left_right(args: &[ArrayRef], left: bool) -> Result<ArrayRef> {
     strings_map(args, |s, _, n| {
-        let n = n[0]?;
+        let Some(n) = n[0] else { return Ok(None) };
         let chars: Vec<char> = s.chars().collect();
         let len = chars.len() as i64;
         let take = if n >= 0 { n.min(len) } else { (len + n).max(0) } as usize;
-        Some(if left {
+        Ok(Some(if left {
             chars[..take].iter().collect()
         } else {
             chars[chars.len() - take..].iter().collect()
-        })
+        }))
     })
 }
 
 pub fn reverse(args: &[ArrayRef]) -> Result<ArrayRef> {
-    strings_map(args, |s, _, _| Some(s.chars().rev().collect()))
+    strings_map(args, |s, _, _| Ok(Some(s.chars().rev().collect())))
 }
 
 pub fn repeat(args: &[ArrayRef]) -> Result<ArrayRef> {
-    strings_map(args, |s, _, n| Some(s.repeat(n[0]?.max(0) as usize)))
+    // The whole result's size is known before any of it is made.
+    let (strings, counts) = (
+        args[0].as_string::<i32>(),
+        args[1].as_primitive::<Int64Type>(),
+    );
+    let total: u128 = (0..strings.len())
+        .filter(|&row| strings.is_valid(row) && counts.is_valid(row))
+        .map(|row| strings.value(row).len() as u128 * counts.value(row).max(0) as u128)
+        .sum();
+    check_string_bytes(total)?;
+    strings_map(args, |s, _, n| {
+        let Some(count) = n[0] else { return Ok(None) };
+        let count = count.max(0) as usize;
+        check_string_bytes(s.len() as u128 * count as u128)?;
+        Ok(Some(s.repeat(count)))
+    })
 }
 
 /// `concat`: NULLs count as empty strings.
 pub fn concat(args: &[ArrayRef]) -> Result<ArrayRef> {
     let rows = args.first().map_or(0, |a| a.len());
     let strings: Vec<_> = args.iter().map(|a| a.as_string::<i32>()).collect();
+    let bytes: usize = strings.iter().map(|s| string_bytes(s)).sum();
+    check_string_bytes(bytes as u128)?;
     let out: StringArray = (0..rows)
         .map(|row| {
             Some(
@@ -175,6 +241,12 @@ pub fn concat(args: &[ArrayRef]) -> Result<ArrayRef> {
         })
         .collect();
     Ok(Arc::new(out))
+}
+
+/// The bytes of the strings of `strings`, slice or not.
+pub fn string_bytes(strings: &arrow::array::StringArray) -> usize {
+    let offsets = strings.value_offsets();
+    (offsets[offsets.len() - 1] - offsets[0]) as usize
 }
 
 /// 1-based position of `args[1]` in `args[0]`, in characters; 0 when absent.

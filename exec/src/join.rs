@@ -17,11 +17,15 @@ use pondra_planner::{Expr, JoinKind};
 use crate::expr::{evaluate, evaluate_all};
 use crate::join_rows::BuildRows;
 use crate::join_table::JoinTable;
+use crate::sink::Flow;
 use crate::{ExecError, Result};
 
 /// Output batches are cut at about this many rows, so a join that multiplies rows does not
 /// build one huge batch.
 const OUTPUT_ROWS: usize = 8192;
+
+/// A probe batch is joined in windows of rows whose pairs make about this many.
+const MAX_PAIRS: usize = 32 * OUTPUT_ROWS;
 
 /// The built side of a hash join and what the probe side has matched of it.
 pub struct HashJoin {
@@ -42,6 +46,8 @@ pub struct HashJoin {
     /// identical (integers, dates, decimals, strings): matched pairs take it from the probe
     /// rows, in probe order, instead of gathering it from the build rows.
     equal_probe_column: Vec<Option<usize>>,
+    /// The average bytes of a build row, for sizing output batches.
+    build_row_bytes: usize,
 }
 
 impl HashJoin {
@@ -77,6 +83,8 @@ impl HashJoin {
             Vec::new()
         };
         let equal_probe_column = equal_probe_columns(&build_schema, left_keys, right_keys, &schema);
+        let build_bytes: usize = build_batches.iter().map(crate::memory::batch_bytes).sum();
+        let build_row_bytes = build_bytes / build.num_rows().max(1);
         Ok(HashJoin {
             kind,
             left_keys: left_keys.to_vec(),
@@ -87,6 +95,7 @@ impl HashJoin {
             table,
             matched,
             equal_probe_column,
+            build_row_bytes,
         })
     }
 
@@ -195,31 +204,48 @@ impl HashJoin {
         Ok(true)
     }
 
-    /// Joins one probe batch.
-    pub fn probe(&self, batch: &RecordBatch) -> Result<Vec<RecordBatch>> {
+    /// Joins one probe batch, handing each output batch to `emit` until it says it needs no
+    /// more. The batch is joined a window of rows at a time, each window's pairs at most about
+    /// `MAX_PAIRS`, so that a join that multiplies rows (a cross join, a key on many rows)
+    /// never holds more than one window's output.
+    pub fn probe(
+        &self,
+        batch: &RecordBatch,
+        emit: &mut dyn FnMut(RecordBatch) -> Result<Flow>,
+    ) -> Result<Flow> {
         let rows = batch.num_rows();
-        let (probe_index, build_index) = self.candidates(batch)?;
-        // Pairs that pass the join filter.
-        let (probe_index, build_index) = match &self.filter {
-            None => (probe_index, build_index),
-            Some(filter) if !probe_index.is_empty() => {
-                let joined = self.pairs(batch, &probe_index, &build_index)?;
-                let keep = evaluate(filter, &joined)?;
-                let keep = keep
-                    .as_any()
-                    .downcast_ref::<BooleanArray>()
-                    .ok_or_else(|| ExecError::Execution("join filter is not boolean".into()))?;
-                let mut p = Vec::new();
-                let mut b = Vec::new();
-                for i in 0..keep.len() {
-                    if keep.is_valid(i) && keep.value(i) {
-                        p.push(probe_index[i]);
-                        b.push(build_index[i]);
-                    }
-                }
-                (p, b)
+        let mut start = 0;
+        while start < rows {
+            crate::control::check_current()?;
+            let window = batch.slice(start, rows - start);
+            let (probe_index, build_index, taken) = self.candidates(&window)?;
+            debug_assert!(taken > 0, "each window takes a probe row");
+            let window = window.slice(0, taken);
+            if self.join_window(&window, probe_index, build_index, emit)? == Flow::Done {
+                return Ok(Flow::Done);
             }
-            Some(_) => (probe_index, build_index),
+            start += taken;
+        }
+        Ok(Flow::More)
+    }
+
+    /// Joins the rows of `batch` whose candidate pairs are `probe_index` and `build_index`,
+    /// handing the output to `emit` in batches of a bounded size.
+    fn join_window(
+        &self,
+        batch: &RecordBatch,
+        probe_index: Vec<u32>,
+        build_index: Vec<u32>,
+        emit: &mut dyn FnMut(RecordBatch) -> Result<Flow>,
+    ) -> Result<Flow> {
+        let rows = batch.num_rows();
+        let probe_row_bytes = crate::memory::batch_bytes(batch) / rows.max(1);
+        let chunk = crate::unnest::rows_per_batch(probe_row_bytes + self.build_row_bytes);
+        let (probe_index, build_index) = match &self.filter {
+            Some(filter) if !probe_index.is_empty() => {
+                self.passing_pairs(filter, batch, &probe_index, &build_index, chunk)?
+            }
+            _ => (probe_index, build_index),
         };
         let mut probe_matched = vec![false; rows];
         for &p in &probe_index {
@@ -241,7 +267,9 @@ impl HashJoin {
             }
         }
         match self.kind {
-            JoinKind::Inner | JoinKind::Right => self.emit_pairs(batch, &probe_index, &build_index),
+            JoinKind::Inner | JoinKind::Right => {
+                self.emit_pairs(batch, &probe_index, &build_index, chunk, emit)
+            }
             JoinKind::Left | JoinKind::Full | JoinKind::Single => {
                 let mut p = probe_index;
                 let mut b: Vec<Option<u32>> = build_index.into_iter().map(Some).collect();
@@ -251,9 +279,9 @@ impl HashJoin {
                         b.push(None);
                     }
                 }
-                self.emit_outer(batch, &p, &b)
+                self.emit_outer(batch, &p, &b, chunk, emit)
             }
-            JoinKind::Semi => self.emit_left(batch, |row| probe_matched[row]),
+            JoinKind::Semi => emit(self.left_rows(batch, |row| probe_matched[row])?),
             JoinKind::Mark | JoinKind::MarkIn => {
                 let null_aware = self.kind == JoinKind::MarkIn;
                 let keys = self.probe_keys(batch)?;
@@ -275,21 +303,21 @@ impl HashJoin {
                     .collect();
                 let mut columns = batch.columns().to_vec();
                 columns.push(Arc::new(marks));
-                Ok(vec![self.output(columns, rows)?])
+                emit(self.output(columns, rows)?)
             }
-            JoinKind::Anti => self.emit_left(batch, |row| !probe_matched[row]),
+            JoinKind::Anti => emit(self.left_rows(batch, |row| !probe_matched[row])?),
             // Their rows are the build side's, known once every probe row has been seen.
-            JoinKind::RightSemi | JoinKind::RightAnti => Ok(vec![]),
+            JoinKind::RightSemi | JoinKind::RightAnti => Ok(Flow::More),
             JoinKind::NullAwareAnti => {
                 if self.build.num_rows() == 0 {
-                    return self.emit_left(batch, |_| true);
+                    return emit(self.left_rows(batch, |_| true)?);
                 }
                 if self.build_has_null_key() {
-                    return Ok(vec![]);
+                    return Ok(Flow::More);
                 }
                 let keys = self.probe_keys(batch)?;
                 let null_key = |row: usize| keys.iter().any(|k| k.is_null(row));
-                self.emit_left(batch, |row| !probe_matched[row] && !null_key(row))
+                emit(self.left_rows(batch, |row| !probe_matched[row] && !null_key(row))?)
             }
         }
     }
@@ -331,23 +359,28 @@ impl HashJoin {
         evaluate_all(&self.left_keys, batch)
     }
 
-    /// Every (probe row, build row) pair with equal keys; all pairs when there are no keys.
-    fn candidates(&self, batch: &RecordBatch) -> Result<(Vec<u32>, Vec<u32>)> {
+    /// Every (probe row, build row) pair with equal keys (all pairs when there are no keys) of
+    /// the first rows of `batch` whose pairs make about `MAX_PAIRS`; returns them with how
+    /// many probe rows they cover (at least one).
+    fn candidates(&self, batch: &RecordBatch) -> Result<(Vec<u32>, Vec<u32>, usize)> {
         let mut probe = Vec::new();
         let mut build = Vec::new();
-        match &self.table {
+        let taken = match &self.table {
             None => {
-                let build_rows = self.build.num_rows() as u32;
-                for row in 0..batch.num_rows() as u32 {
-                    for b in 0..build_rows {
-                        probe.push(row);
-                        build.push(b);
-                    }
+                let build_rows = self.build.num_rows();
+                let taken = (MAX_PAIRS / build_rows.max(1)).clamp(1, batch.num_rows());
+                for row in 0..taken as u32 {
+                    probe.extend(std::iter::repeat_n(row, build_rows));
+                    build.extend(0..build_rows as u32);
                 }
+                taken
             }
-            Some(table) => table.matches(&self.probe_keys(batch)?, &mut probe, &mut build)?,
-        }
-        Ok((probe, build))
+            Some(table) => {
+                let keys = self.probe_keys(batch)?;
+                table.matches(&keys, MAX_PAIRS, &mut probe, &mut build)?
+            }
+        };
+        Ok((probe, build, taken.max(1).min(batch.num_rows())))
     }
 
     /// The joined rows of the given pairs: probe columns, then build columns. A probe column
@@ -411,19 +444,52 @@ impl HashJoin {
         )?)
     }
 
+    /// The pairs that pass the join's filter, evaluated `chunk` pairs at a time.
+    fn passing_pairs(
+        &self,
+        filter: &Expr,
+        batch: &RecordBatch,
+        probe_index: &[u32],
+        build_index: &[u32],
+        chunk: usize,
+    ) -> Result<(Vec<u32>, Vec<u32>)> {
+        let mut p = Vec::new();
+        let mut b = Vec::new();
+        for start in (0..probe_index.len()).step_by(chunk) {
+            let end = (start + chunk).min(probe_index.len());
+            let (probe, build) = (&probe_index[start..end], &build_index[start..end]);
+            let joined = self.pairs(batch, probe, build)?;
+            let keep = evaluate(filter, &joined)?;
+            let keep = keep
+                .as_any()
+                .downcast_ref::<BooleanArray>()
+                .ok_or_else(|| ExecError::Execution("join filter is not boolean".into()))?;
+            for i in 0..keep.len() {
+                if keep.is_valid(i) && keep.value(i) {
+                    p.push(probe[i]);
+                    b.push(build[i]);
+                }
+            }
+        }
+        Ok((p, b))
+    }
+
     fn emit_pairs(
         &self,
         batch: &RecordBatch,
         probe: &[u32],
         build: &[u32],
-    ) -> Result<Vec<RecordBatch>> {
-        let mut out = Vec::new();
-        for start in (0..probe.len()).step_by(OUTPUT_ROWS) {
-            let end = (start + OUTPUT_ROWS).min(probe.len());
+        chunk: usize,
+        emit: &mut dyn FnMut(RecordBatch) -> Result<Flow>,
+    ) -> Result<Flow> {
+        for start in (0..probe.len()).step_by(chunk) {
+            let end = (start + chunk).min(probe.len());
             let joined = self.pairs(batch, &probe[start..end], &build[start..end])?;
-            out.push(self.with_schema(joined)?);
+            if emit(self.with_schema(joined)?)? == Flow::Done {
+                return Ok(Flow::Done);
+            }
         }
-        Ok(out)
+        Ok(Flow::More)
     }
 
     fn emit_outer(
@@ -431,10 +497,11 @@ impl HashJoin {
         batch: &RecordBatch,
         probe: &[u32],
         build: &[Option<u32>],
-    ) -> Result<Vec<RecordBatch>> {
-        let mut out = Vec::new();
-        for start in (0..probe.len()).step_by(OUTPUT_ROWS) {
-            let end = (start + OUTPUT_ROWS).min(probe.len());
+        chunk: usize,
+        emit: &mut dyn FnMut(RecordBatch) -> Result<Flow>,
+    ) -> Result<Flow> {
+        for start in (0..probe.len()).step_by(chunk) {
+            let end = (start + chunk).min(probe.len());
             let probe_index = UInt32Array::from(probe[start..end].to_vec());
             let mut columns = Vec::new();
             for (column, field) in batch.columns().iter().zip(self.schema.fields()) {
@@ -444,19 +511,18 @@ impl HashJoin {
                 });
             }
             columns.extend(self.build.take(&build[start..end])?);
-            out.push(self.output(columns, end - start)?);
+            if emit(self.output(columns, end - start)?)? == Flow::Done {
+                return Ok(Flow::Done);
+            }
         }
-        Ok(out)
+        Ok(Flow::More)
     }
 
-    fn emit_left(
-        &self,
-        batch: &RecordBatch,
-        keep: impl Fn(usize) -> bool,
-    ) -> Result<Vec<RecordBatch>> {
+    /// The rows of `batch` (the probe side's columns alone) for which `keep` holds.
+    fn left_rows(&self, batch: &RecordBatch, keep: impl Fn(usize) -> bool) -> Result<RecordBatch> {
         let mask: BooleanArray = (0..batch.num_rows()).map(|row| Some(keep(row))).collect();
         let kept = crate::select::filter_batch(batch, &mask)?;
-        Ok(vec![self.with_schema(kept)?])
+        self.with_schema(kept)
     }
 
     fn with_schema(&self, batch: RecordBatch) -> Result<RecordBatch> {
@@ -694,7 +760,13 @@ mod tests {
             .map(|start| {
                 let keys = Int64Array::from_iter((start..start + 1_000).map(probe_key));
                 let batch = RecordBatch::try_new(schema(&["p_key"]), vec![Arc::new(keys)]).unwrap();
-                join.probe(&batch).unwrap()
+                let mut out = Vec::new();
+                join.probe(&batch, &mut |b| {
+                    out.push(b);
+                    Ok(Flow::More)
+                })
+                .unwrap();
+                out
             })
             .flatten()
             .collect();

@@ -14,6 +14,7 @@ use crate::expr::evaluate_all;
 use crate::join::HashJoin;
 use crate::keys::{KeyEncoder, NullKeys};
 use crate::memory::{MemoryPool, Reservation};
+use crate::sink::Flow;
 use crate::spill::{PartitionedSpill, SpillFile};
 use crate::{ExecError, Result};
 
@@ -138,8 +139,13 @@ impl BuildSink {
         let bytes = batch.get_array_memory_size() * BUILD_OVERHEAD;
         if !self.reservation.try_grow(bytes) {
             if self.encoder.is_none() {
-                // A join that cannot be split holds its build side over the limit.
-                self.reservation.grow(bytes);
+                // A join that cannot be split holds its build side a little past the limit,
+                // and fails beyond.
+                if !self.reservation.try_grow_unspillable(bytes) {
+                    return Err(crate::ExecError::OutOfMemory {
+                        limit: self.reservation.pool().limit(),
+                    });
+                }
             } else {
                 self.start_spilling()?;
                 return self.sink(batch);
@@ -337,11 +343,13 @@ impl SpilledJoin {
         }
         // A few batches in flight: the pool's threads wait while the caller catches up.
         let (sender, receiver) = std::sync::mpsc::sync_channel::<Result<RecordBatch>>(4);
+        let control = crate::control::current();
         std::thread::scope(|scope| {
             scope.spawn(move || {
                 partitions
                     .into_par_iter()
                     .for_each_with(sender, |sender, (build, probe)| {
+                        let _entered = control.as_ref().map(|c| c.enter());
                         let mut send = |batch: RecordBatch| {
                             // A closed channel: the caller stopped on an error.
                             sender
@@ -384,9 +392,11 @@ impl SpilledJoin {
         drop(batches);
         if let Some(probe) = probe {
             for batch in probe.read()? {
-                for out in join.probe(&batch?)? {
+                crate::control::check_current()?;
+                join.probe(&batch?, &mut |out| {
                     emit(out)?;
-                }
+                    Ok(Flow::More)
+                })?;
             }
         }
         for out in join.finish()? {

@@ -271,18 +271,26 @@ impl JoinTable {
     /// Appends every pair of a probe row and a build row with equal keys, probe row by probe
     /// row and each probe row's build rows in build order. `keys` are the probe batch's key
     /// columns.
+    ///
+    /// Stops after the first probe row that takes the pairs past `max_pairs`, so that a key
+    /// many build rows share cannot make one batch's pairs unbounded; returns how many probe
+    /// rows it went through, all of whose pairs it appended.
     pub fn matches(
         &self,
         keys: &[ArrayRef],
+        max_pairs: usize,
         probe: &mut Vec<u32>,
         build: &mut Vec<u32>,
-    ) -> Result<()> {
+    ) -> Result<usize> {
         let hashed = match &self.keys {
-            Keys::Dense(dense) => return dense.matches(&keys[0], probe, build),
+            Keys::Dense(dense) => return dense.matches(&keys[0], max_pairs, probe, build),
             Keys::Hashed(hashed) => hashed,
         };
         let keys = hashed.encoder.encode(keys, NullKeys::Skip)?;
         for row in 0..keys.len() {
+            if probe.len() >= max_pairs {
+                return Ok(row);
+            }
             hashed.prefetch_ahead(&keys, row);
             let rows = hashed.partition(keys.hash(row)).rows_matching(&keys, row);
             if rows.is_empty() {
@@ -291,7 +299,7 @@ impl JoinTable {
             probe.extend(std::iter::repeat_n(row as u32, rows.len()));
             build.extend_from_slice(rows);
         }
-        Ok(())
+        Ok(keys.len())
     }
 }
 
@@ -325,9 +333,13 @@ impl HashedKeys {
 
 /// Each batch's key columns, evaluated on every thread.
 fn evaluate_keys(key_exprs: &[Expr], batches: &[RecordBatch]) -> Result<Vec<Vec<ArrayRef>>> {
+    let control = crate::control::current();
     batches
         .par_iter()
-        .map(|batch| evaluate_all(key_exprs, batch))
+        .map(|batch| {
+            let _entered = control.as_ref().map(|c| c.enter());
+            evaluate_all(key_exprs, batch)
+        })
         .collect()
 }
 
@@ -551,7 +563,10 @@ mod tests {
 
     fn matches(table: &JoinTable, probe_keys: &[ArrayRef]) -> (Vec<u32>, Vec<u32>) {
         let (mut probe, mut build) = (Vec::new(), Vec::new());
-        table.matches(probe_keys, &mut probe, &mut build).unwrap();
+        let rows = table
+            .matches(probe_keys, usize::MAX, &mut probe, &mut build)
+            .unwrap();
+        assert_eq!(rows, probe_keys[0].len());
         (probe, build)
     }
 

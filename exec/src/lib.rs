@@ -11,6 +11,7 @@
 mod aggregate;
 mod arrays;
 mod collected;
+pub mod control;
 mod decimal;
 mod dense_keys;
 mod dictionary_filter;
@@ -26,6 +27,7 @@ mod keys;
 mod like;
 mod memory;
 mod morsel;
+mod ordered;
 mod pipeline;
 mod profile;
 mod prune;
@@ -43,9 +45,10 @@ mod unnest;
 mod window;
 mod word_slots;
 
+pub use control::{STATEMENT_STACK_BYTES, StatementControl, StopReason};
 pub use error::{ExecError, Result};
 pub use expr::evaluate;
-pub use memory::{MemoryPool, Reservation, default_memory_limit, parse_memory_size};
+pub use memory::{MemoryPool, Reservation, default_memory_limit, format_size, parse_memory_size};
 pub use pipeline::{ExecContext, execute, execute_profiled};
 pub use profile::Profile;
 pub use scan::{Morsel, read_morsel, read_table, table_morsels};

@@ -67,11 +67,22 @@ impl MemoryPool {
         }
     }
 
-    fn try_grow(&self, bytes: usize) -> bool {
+    /// Past the limit, operators spill; past this, what cannot spill fails: the limit and a
+    /// quarter more, at least 64 MiB more.
+    pub fn hard_limit(&self) -> usize {
         let limit = self.limit();
+        limit.saturating_add((limit / 4).max(64 << 20))
+    }
+
+    fn try_grow(&self, bytes: usize) -> bool {
+        self.try_grow_to(bytes, self.limit())
+    }
+
+    fn try_grow_to(&self, bytes: usize, limit: usize) -> bool {
         self.used
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
-                (used + bytes <= limit).then_some(used + bytes)
+                let wanted = used.checked_add(bytes)?;
+                (wanted <= limit).then_some(wanted)
             })
             .is_ok()
     }
@@ -108,6 +119,29 @@ impl Reservation {
             self.bytes += bytes;
         }
         granted
+    }
+
+    /// Reserves `bytes` more for memory that cannot spill (collected rows, an aggregation
+    /// that cannot be split): granted up to the pool's hard limit, a margin past its limit,
+    /// so that what holds little still runs beside spilled work; false (and nothing reserved)
+    /// past it, where the statement must fail.
+    pub fn try_grow_unspillable(&mut self, bytes: usize) -> bool {
+        let granted = self.pool.try_grow_to(bytes, self.pool.hard_limit());
+        if granted {
+            self.bytes += bytes;
+        }
+        granted
+    }
+
+    /// As `try_resize`, up to the hard limit (see `try_grow_unspillable`).
+    pub fn try_resize_unspillable(&mut self, bytes: usize) -> bool {
+        match bytes.checked_sub(self.bytes) {
+            Some(more) => self.try_grow_unspillable(more),
+            None => {
+                self.shrink_to(bytes);
+                true
+            }
+        }
     }
 
     /// Reserves `bytes` more whether or not the pool has them: for memory a holder cannot
@@ -208,9 +242,46 @@ pub fn parse_memory_size(text: &str) -> Result<usize> {
     Ok(bytes as usize)
 }
 
+/// The bytes the rows of `batch` occupy: for a slice of larger arrays, its share of them, so
+/// that the slices of one batch are not each counted whole.
+pub fn batch_bytes(batch: &arrow::array::RecordBatch) -> usize {
+    batch.columns().iter().map(array_bytes).sum()
+}
+
+/// The bytes of `array`'s values: for a slice, its share of the arrays it slices.
+pub fn array_bytes(array: &arrow::array::ArrayRef) -> usize {
+    array
+        .to_data()
+        .get_slice_memory_size()
+        .unwrap_or_else(|_| array.get_array_memory_size())
+}
+
+/// A size in the largest unit that keeps it at least 1, as `SHOW memory_limit` and errors
+/// print it.
+pub fn format_size(bytes: usize) -> String {
+    let units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < units.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    match unit {
+        0 => format!("{bytes} bytes"),
+        _ => format!("{value:.1} {}", units[unit]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_print_in_their_largest_unit() {
+        assert_eq!(format_size(512), "512 bytes");
+        assert_eq!(format_size(1536), "1.5 KiB");
+        assert_eq!(format_size(4 << 30), "4.0 GiB");
+    }
 
     #[test]
     fn sizes_read_with_units_powers_of_1024() {

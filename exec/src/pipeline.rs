@@ -11,17 +11,19 @@ use pondra_planner::{Expr, PhysicalPlan};
 use pondra_storage::Lake;
 
 use crate::aggregate::HashAggregateSink;
+use crate::control::StatementControl;
 use crate::expr::{evaluate, evaluate_all};
 use crate::join::HashJoin;
 use crate::join_spill::{BuildSink, Built, JoinSpec, SpilledJoin};
 use crate::memory::{MemoryPool, Reservation};
 use crate::morsel::{Morsels, PagePruning, read_unit, scan_units};
+use crate::ordered::{ANOTHER_WORKER_FAILED, OrderedDelivery};
 use crate::profile::{NodeStats, Profile};
 use crate::repeated_scans::{Repeat, RepeatedScans, ScanRecorder};
 use crate::scan::as_schema;
 use crate::scan_filter::{Above, ScanFilter, join_keys_over_scan, through_projection};
 use crate::shared::SharedAggregates;
-use crate::sink::{Sink, Split};
+use crate::sink::{BatchSink, Collected, Flow, Sink, Split};
 use crate::sort::SortSink;
 use crate::{ExecError, Result};
 
@@ -39,6 +41,8 @@ pub struct ExecContext {
     pub profile: Option<Profile>,
     /// The memory operators that can spill reserve what they hold from.
     pub memory: Arc<MemoryPool>,
+    /// What stops the statement (a cancel, a timeout), checked once per batch or morsel.
+    pub control: Arc<StatementControl>,
     /// Aggregations the query computes more than once, with their rows once computed.
     shared: SharedAggregates,
     /// Tables the query scans more than once, with the rows kept by the scans that ran.
@@ -51,8 +55,9 @@ impl ExecContext {
         snapshot: Arc<Snapshot>,
         runtime: tokio::runtime::Handle,
         input: Vec<RecordBatch>,
-        memory: Arc<MemoryPool>,
+        control: Arc<StatementControl>,
     ) -> ExecContext {
+        crate::control::size_thread_pool();
         ExecContext {
             lake,
             snapshot,
@@ -60,7 +65,8 @@ impl ExecContext {
             input,
             working_tables: Default::default(),
             profile: None,
-            memory,
+            memory: control.memory().clone(),
+            control,
             shared: SharedAggregates::default(),
             repeated: RepeatedScans::default(),
         }
@@ -90,13 +96,27 @@ enum Operator<'p> {
 }
 
 impl Operator<'_> {
-    fn execute(&self, batch: RecordBatch) -> Result<Vec<RecordBatch>> {
-        match self {
-            Operator::HashJoin(join) => join.probe(&batch),
-            Operator::SpilledJoin(join) => join.probe(&batch),
-            Operator::Unnest(array, schema) => crate::unnest::unnest(&batch, array, schema),
-            other => Ok(vec![other.execute_one(batch)?]),
+    /// Runs the operator on one batch, handing each output batch to `emit` until it says no
+    /// more are needed.
+    fn execute(
+        &self,
+        batch: RecordBatch,
+        emit: &mut dyn FnMut(RecordBatch) -> Result<Flow>,
+    ) -> Result<Flow> {
+        let outs = match self {
+            Operator::HashJoin(join) => return join.probe(&batch, emit),
+            Operator::Unnest(array, schema) => {
+                return crate::unnest::unnest(&batch, array, schema, emit);
+            }
+            Operator::SpilledJoin(join) => join.probe(&batch)?,
+            other => vec![other.execute_one(batch)?],
+        };
+        for out in outs {
+            if emit(out)? == Flow::Done {
+                return Ok(Flow::Done);
+            }
         }
+        Ok(Flow::More)
     }
 
     /// Rows an operator still holds once its input is exhausted, each handed to `emit`.
@@ -134,36 +154,54 @@ struct Stage<'p> {
     stats: Option<Arc<NodeStats>>,
 }
 
-/// Pushes a batch through `stages` (in order) into `sink`.
+/// Pushes a batch through `stages` (in order) into `sink`; `Done` once the sink needs no more
+/// rows. Every batch checks first whether the statement must stop.
 fn push(
     stages: &[Stage<'_>],
     batch: RecordBatch,
-    sink: &mut Sink<'_>,
+    sink: &mut dyn BatchSink,
     sink_stats: Option<&NodeStats>,
-) -> Result<()> {
+) -> Result<Flow> {
+    crate::control::check_current()?;
     let Some((first, rest)) = stages.split_first() else {
         let started = sink_stats.map(|_| Instant::now());
         sink.sink(batch)?;
         if let (Some(stats), Some(started)) = (sink_stats, started) {
             stats.add_time(started.elapsed());
         }
-        return Ok(());
+        return Ok(if sink.is_full() {
+            Flow::Done
+        } else {
+            Flow::More
+        });
     };
-    let started = first.stats.as_ref().map(|_| Instant::now());
-    let outs = first.operator.execute(batch)?;
-    if let (Some(stats), Some(started)) = (&first.stats, started) {
-        stats.add(outs.iter().map(|b| b.num_rows()).sum(), started.elapsed());
-    }
-    for out in outs {
-        if out.num_rows() > 0 || rest.is_empty() {
-            push(rest, out, sink, sink_stats)?;
+    let profiled = first.stats.is_some();
+    let started = profiled.then(Instant::now);
+    let (mut rows, mut downstream) = (0, Duration::ZERO);
+    let flow = first.operator.execute(batch, &mut |out| {
+        rows += out.num_rows();
+        if out.num_rows() == 0 && !rest.is_empty() {
+            return Ok(Flow::More);
         }
+        let pushing = profiled.then(Instant::now);
+        let flow = push(rest, out, sink, sink_stats);
+        if let Some(pushing) = pushing {
+            downstream += pushing.elapsed();
+        }
+        flow
+    })?;
+    if let (Some(stats), Some(started)) = (&first.stats, started) {
+        stats.add(rows, started.elapsed().saturating_sub(downstream));
     }
-    Ok(())
+    Ok(flow)
 }
 
 /// Drains what operators hold at the end of their input, first to last.
-fn finish(stages: &[Stage<'_>], sink: &mut Sink<'_>, sink_stats: Option<&NodeStats>) -> Result<()> {
+fn finish(
+    stages: &[Stage<'_>],
+    sink: &mut dyn BatchSink,
+    sink_stats: Option<&NodeStats>,
+) -> Result<()> {
     for i in 0..stages.len() {
         let (head, rest) = stages.split_at(i + 1);
         let started = Instant::now();
@@ -196,7 +234,7 @@ struct Output<'o, 'p> {
 }
 
 impl Output<'_, '_> {
-    fn emit(&mut self, batch: RecordBatch) -> Result<()> {
+    fn emit(&mut self, batch: RecordBatch) -> Result<Flow> {
         let sink_stats = self.sink_stats.as_deref();
         // Timed only when profiled: this runs for every batch.
         let Some(stats) = &self.source_stats else {
@@ -204,9 +242,19 @@ impl Output<'_, '_> {
         };
         stats.add(batch.num_rows(), Duration::ZERO);
         let started = Instant::now();
-        push(self.stages, batch, &mut self.sink, sink_stats)?;
+        let flow = push(self.stages, batch, &mut self.sink, sink_stats)?;
         self.downstream += started.elapsed();
-        Ok(())
+        Ok(flow)
+    }
+
+    /// Emits each batch until the sink needs no more.
+    fn emit_all(&mut self, batches: impl IntoIterator<Item = RecordBatch>) -> Result<Flow> {
+        for batch in batches {
+            if self.emit(batch)? == Flow::Done {
+                return Ok(Flow::Done);
+            }
+        }
+        Ok(Flow::More)
     }
 
     fn is_full(&self) -> bool {
@@ -214,12 +262,17 @@ impl Output<'_, '_> {
     }
 }
 
+/// A sink collecting rows within the statement's memory limit.
+fn collect<'p>(ctx: &ExecContext) -> Sink<'p> {
+    Sink::Collect(Collected::within(&ctx.memory))
+}
+
 /// Runs a physical plan to completion and returns its rows.
 pub fn execute(plan: &PhysicalPlan, ctx: &ExecContext) -> Result<Vec<RecordBatch>> {
     ctx.shared.find_repeated(plan)?;
     ctx.repeated.find_repeated(plan)?;
     let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
-    run_pipeline(&plan, Sink::Collect(Vec::new()), None, ctx)
+    run_pipeline(&plan, collect(ctx), None, ctx)
 }
 
 /// Runs a physical plan and returns its rows with the plan as run, each operator with the
@@ -238,7 +291,7 @@ pub fn execute_profiled(
     // The subqueries ran on plans now freed, whose nodes' addresses the resolved plan's nodes
     // may have taken: their stats are not this plan's.
     profile.clear();
-    let rows = run_pipeline(&plan, Sink::Collect(Vec::new()), None, ctx)?;
+    let rows = run_pipeline(&plan, collect(ctx), None, ctx)?;
     Ok((rows, profile.render(&plan)))
 }
 
@@ -465,11 +518,9 @@ fn run_pipeline_into<'p>(
                 }
                 _ => {
                     for morsel in 0..morsels.len() {
-                        if out.is_full() {
+                        ctx.control.check()?;
+                        if out.is_full() || out.emit_all(source.read(morsel, ctx)?)? == Flow::Done {
                             break;
-                        }
-                        for batch in source.read(morsel, ctx)? {
-                            out.emit(batch)?;
                         }
                     }
                 }
@@ -496,7 +547,7 @@ fn run_pipeline_into<'p>(
             exprs,
             schema,
         } => {
-            let rows = run_pipeline(input, Sink::Collect(Vec::new()), None, ctx)?;
+            let rows = run_pipeline(input, collect(ctx), None, ctx)?;
             let computing = Instant::now();
             let windows = crate::window::compute_windows(&input.schema(), &rows, exprs, schema)?;
             if let Some(stats) = &out.source_stats {
@@ -508,22 +559,33 @@ fn run_pipeline_into<'p>(
         PhysicalPlan::Union { inputs, .. } => {
             leaf = false;
             for input in inputs {
-                for batch in run_pipeline(input, Sink::Collect(Vec::new()), None, ctx)? {
-                    out.emit(as_schema(&batch, &plan_schema)?)?;
+                let rows = run_pipeline(input, collect(ctx), None, ctx)?;
+                let rows = rows
+                    .iter()
+                    .map(|batch| as_schema(batch, &plan_schema))
+                    .collect::<Result<Vec<_>>>()?;
+                if out.emit_all(rows)? == Flow::Done {
+                    break;
                 }
             }
         }
         PhysicalPlan::Input { schema } => {
             for batch in &ctx.input {
                 let batch = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?;
-                out.emit(batch)?;
+                if out.emit(batch)? == Flow::Done {
+                    break;
+                }
             }
         }
-        PhysicalPlan::Values { schema, rows } => out.emit(values(schema, rows)?)?,
+        PhysicalPlan::Values { schema, rows } => {
+            out.emit(values(schema, rows)?)?;
+        }
         PhysicalPlan::WorkingTable { id, schema } => {
             for batch in ctx.working_table(*id).iter() {
                 let batch = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?;
-                out.emit(batch)?;
+                if out.emit(batch)? == Flow::Done {
+                    break;
+                }
             }
         }
         PhysicalPlan::RecursiveCte {
@@ -534,27 +596,27 @@ fn run_pipeline_into<'p>(
         } => {
             leaf = false;
             let mut seen = distinct.then(|| NewRows::new(&plan_schema)).transpose()?;
-            let mut added = run_pipeline(anchor, Sink::Collect(Vec::new()), None, ctx)?;
+            let mut added = run_pipeline(anchor, collect(ctx), None, ctx)?;
             loop {
+                ctx.control.check()?;
                 if let Some(seen) = &mut seen {
                     added = seen.keep_new(added)?;
                 }
                 if added.iter().all(|b| b.num_rows() == 0) {
                     break;
                 }
-                for batch in &added {
-                    let batch =
-                        RecordBatch::try_new(plan_schema.clone(), batch.columns().to_vec())?;
-                    out.emit(batch)?;
-                }
-                if out.is_full() {
+                let batches = added
+                    .iter()
+                    .map(|b| RecordBatch::try_new(plan_schema.clone(), b.columns().to_vec()))
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
+                if out.emit_all(batches)? == Flow::Done {
                     break;
                 }
                 ctx.working_tables
                     .lock()
                     .expect("working tables lock")
                     .insert(*id, Arc::new(added));
-                added = run_pipeline(step, Sink::Collect(Vec::new()), None, ctx)?;
+                added = run_pipeline(step, collect(ctx), None, ctx)?;
             }
             ctx.working_tables
                 .lock()
@@ -585,9 +647,7 @@ fn run_pipeline_into<'p>(
                     rows
                 }
             };
-            for batch in rows.iter() {
-                out.emit(batch.clone())?;
-            }
+            out.emit_all(rows.iter().cloned())?;
         }
         PhysicalPlan::Sort { input, keys, fetch } => {
             leaf = false;
@@ -597,9 +657,7 @@ fn run_pipeline_into<'p>(
                 *fetch,
                 &ctx.memory,
             )));
-            for batch in run_pipeline(input, child, Some(node), ctx)? {
-                out.emit(batch)?;
-            }
+            out.emit_all(run_pipeline(input, child, Some(node), ctx)?)?;
         }
         PhysicalPlan::Limit { input, skip, fetch } => {
             leaf = false;
@@ -609,9 +667,7 @@ fn run_pipeline_into<'p>(
                 seen: 0,
                 batches: Vec::new(),
             };
-            for batch in run_pipeline(input, child, Some(node), ctx)? {
-                out.emit(batch)?;
-            }
+            out.emit_all(run_pipeline(input, child, Some(node), ctx)?)?;
         }
         PhysicalPlan::Filter { .. }
         | PhysicalPlan::Projection { .. }
@@ -680,26 +736,26 @@ fn run_parallel<'p>(
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let errors: Mutex<Vec<ExecError>> = Mutex::new(Vec::new());
-    let in_order = matches!(split, Split::InOrder);
-    let mut partials: Vec<Sink<'p>> = match split {
-        Split::InOrder => (0..rayon::current_num_threads().min(source.morsels.len()))
-            .map(|_| Sink::Collect(Vec::new()))
-            .collect(),
-        Split::Partial(partials) => partials,
+    let workers = rayon::current_num_threads().min(source.morsels.len());
+    let (mut partials, in_order) = match split {
+        Split::InOrder => ((0..workers).map(|_| None).collect::<Vec<_>>(), true),
+        Split::Partial(partials) => (partials.into_iter().map(Some).collect(), false),
     };
     let (stages, sink_stats) = (out.stages, out.sink_stats.as_deref());
     let source_stats = out.source_stats.as_deref();
-    // Morsels' rows reach an in-order sink as soon as every earlier morsel's have, so that a
-    // sort can count them against the memory limit (and spill) as they come.
-    let delivery = Mutex::new(Delivery {
-        next: 0,
-        ready: (0..source.morsels.len()).map(|_| None).collect(),
-        sink: &mut out.sink,
-    });
+    // Morsels' rows reach an in-order sink in morsel order, each as soon as its morsel's turn
+    // has come, so that a sort counts them against the memory limit (and spills) as they come.
+    let delivery = OrderedDelivery::new(
+        &mut out.sink,
+        source.morsels.len(),
+        ctx.memory.clone(),
+        &failed,
+    );
     rayon::scope(|scope| {
         for local in partials.iter_mut() {
             let (next, failed, errors, delivery) = (&next, &failed, &errors, &delivery);
             scope.spawn(move |_| {
+                let _entered = ctx.control.enter();
                 while !failed.load(Ordering::Relaxed) {
                     let unit = next.fetch_add(1, Ordering::Relaxed);
                     if unit >= source.morsels.len() {
@@ -714,61 +770,46 @@ fn run_parallel<'p>(
                                 started.elapsed(),
                             );
                         }
-                        for batch in batches {
-                            push(stages, batch, local, sink_stats)?;
+                        match local {
+                            Some(partial) => {
+                                for batch in batches {
+                                    push(stages, batch, partial, sink_stats)?;
+                                }
+                                partial.end_of_morsel()
+                            }
+                            None => {
+                                let mut output = delivery.output(unit);
+                                for batch in batches {
+                                    push(stages, batch, &mut output, sink_stats)?;
+                                }
+                                output.finish()
+                            }
                         }
-                        local.end_of_morsel()?;
-                        if let Sink::Collect(collected) = local
-                            && in_order
-                        {
-                            let rows = std::mem::take(collected);
-                            delivery
-                                .lock()
-                                .expect("delivery lock")
-                                .deliver(unit, rows)?;
-                        }
-                        Ok(())
                     };
                     if let Err(error) = run() {
                         failed.store(true, Ordering::Relaxed);
-                        errors.lock().expect("errors lock").push(error);
+                        errors.lock().unwrap_or_else(|e| e.into_inner()).push(error);
                     }
                 }
             });
         }
     });
     drop(delivery);
-    if let Some(error) = errors.into_inner().expect("errors lock").into_iter().next() {
+    let errors = errors.into_inner().unwrap_or_else(|e| e.into_inner());
+    // A worker that stopped because another failed reports the other's error.
+    let first = errors
+        .iter()
+        .position(|e| !e.to_string().starts_with(ANOTHER_WORKER_FAILED))
+        .unwrap_or(0);
+    if let Some(error) = errors.into_iter().nth(first) {
         return Err(error);
     }
     if !in_order {
-        for partial in partials {
+        for partial in partials.into_iter().flatten() {
             out.sink.absorb(partial)?;
         }
     }
     Ok(())
-}
-
-/// Morsels' rows on their way to an in-order sink.
-struct Delivery<'s, 'p> {
-    /// The first morsel whose rows the sink has not had.
-    next: usize,
-    /// Rows of later morsels that arrived first.
-    ready: Vec<Option<Vec<RecordBatch>>>,
-    sink: &'s mut Sink<'p>,
-}
-
-impl Delivery<'_, '_> {
-    fn deliver(&mut self, morsel: usize, rows: Vec<RecordBatch>) -> Result<()> {
-        self.ready[morsel] = Some(rows);
-        while let Some(Some(rows)) = self.ready.get_mut(self.next).map(Option::take) {
-            for batch in rows {
-                self.sink.sink(batch)?;
-            }
-            self.next += 1;
-        }
-        Ok(())
-    }
 }
 
 /// Where a scan's pipeline gets its rows: the scan's morsels, read through its filter (and

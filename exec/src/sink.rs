@@ -1,13 +1,24 @@
 //! Where a pipeline's batches end up. A breaker's sink finishes before its output flows on.
 
-use crate::Result;
+use std::sync::Arc;
+
 use crate::aggregate::HashAggregateSink;
 use crate::join_spill::BuildSink;
+use crate::memory::{MemoryPool, Reservation};
 use crate::sort::SortSink;
+use crate::{ExecError, Result};
 use arrow::array::RecordBatch;
 
+/// Whether a sink takes more rows: `Done` once a LIMIT has its rows, so the work below it
+/// stops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    More,
+    Done,
+}
+
 pub enum Sink<'p> {
-    Collect(Vec<RecordBatch>),
+    Collect(Collected),
     /// A hash join's build side (`join_spill`).
     Build(Box<BuildSink>),
     Aggregate(Box<HashAggregateSink>),
@@ -18,6 +29,61 @@ pub enum Sink<'p> {
         seen: usize,
         batches: Vec<RecordBatch>,
     },
+}
+
+/// Rows collected whole (a query's result, a union's input, a window's partition), counted
+/// against the memory limit as they arrive: past it the statement fails, rather than the
+/// process.
+#[derive(Default)]
+pub struct Collected {
+    pub batches: Vec<RecordBatch>,
+    /// What the rows hold, while they are collected; `None` where they are counted elsewhere
+    /// (a worker's rows on their way to the collecting sink).
+    reservation: Option<Reservation>,
+}
+
+impl Collected {
+    /// Rows collected within `memory`'s limit.
+    pub fn within(memory: &Arc<MemoryPool>) -> Collected {
+        Collected {
+            batches: Vec::new(),
+            reservation: Some(memory.reservation()),
+        }
+    }
+
+    fn push(&mut self, batch: RecordBatch) -> Result<()> {
+        if let Some(reservation) = &mut self.reservation {
+            let bytes = crate::memory::batch_bytes(&batch);
+            if !reservation.try_grow_unspillable(bytes) {
+                return Err(ExecError::OutOfMemory {
+                    limit: reservation.pool().limit(),
+                });
+            }
+        }
+        self.batches.push(batch);
+        Ok(())
+    }
+}
+
+/// What a pipeline's last stage hands its batches to: a pipeline's sink, or a worker's share
+/// of it.
+pub trait BatchSink {
+    fn sink(&mut self, batch: RecordBatch) -> Result<()>;
+
+    /// True once no more rows are needed.
+    fn is_full(&self) -> bool {
+        false
+    }
+}
+
+impl BatchSink for Sink<'_> {
+    fn sink(&mut self, batch: RecordBatch) -> Result<()> {
+        Sink::sink(self, batch)
+    }
+
+    fn is_full(&self) -> bool {
+        Sink::is_full(self)
+    }
 }
 
 /// How worker threads feed a sink when a pipeline runs in parallel.
@@ -31,7 +97,7 @@ pub enum Split<'p> {
 impl<'p> Sink<'p> {
     pub fn sink(&mut self, batch: RecordBatch) -> Result<()> {
         match self {
-            Sink::Collect(batches) => batches.push(batch),
+            Sink::Collect(collected) => collected.push(batch)?,
             Sink::Build(build) => build.sink(batch)?,
             Sink::Sort(sort) => sort.sink(batch)?,
             Sink::Aggregate(aggregate) => aggregate.sink(&batch)?,
@@ -114,7 +180,8 @@ impl<'p> Sink<'p> {
 
     pub fn finish(self) -> Result<Vec<RecordBatch>> {
         match self {
-            Sink::Collect(batches) | Sink::Limit { batches, .. } => Ok(batches),
+            Sink::Collect(collected) => Ok(collected.batches),
+            Sink::Limit { batches, .. } => Ok(batches),
             Sink::Aggregate(aggregate) => aggregate.finish(),
             Sink::Sort(sort) => sort.finish(),
             Sink::Build(_) => unreachable!("a build side finishes as `Built`"),

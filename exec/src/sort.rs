@@ -259,6 +259,7 @@ fn merge_runs(
             }
         }
         if picked.len() == SPILL_BATCH_ROWS {
+            crate::control::check_current()?;
             flush(&mut picked, &mut sources, &mut cursors, emit)?;
         }
     }

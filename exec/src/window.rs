@@ -101,6 +101,7 @@ fn compute(all: &RecordBatch, window: &WindowExpr) -> Result<ArrayRef> {
     let mut pieces: Vec<ArrayRef> = Vec::new();
     let mut start = 0;
     while start < n {
+        crate::control::check_current()?;
         let mut end = start + 1;
         while end < n && same(&partition_rows, start, end) {
             end += 1;
@@ -181,6 +182,10 @@ fn partition_values(
             let mut values = Vec::with_capacity(len);
             let mut last: Option<((usize, usize), ArrayRef)> = None;
             for p in start..end {
+                // Frames are recomputed per row: a long partition is a long loop.
+                if (p - start) % 1024 == 1023 {
+                    crate::control::check_current()?;
+                }
                 let frame = frame_of(
                     window,
                     p,

@@ -1,12 +1,16 @@
 //! SQL text to statements: sqlparser's AST for standard SQL, plus Pondra's own statements.
 
+mod depth;
 mod split;
+
+pub use depth::{MAX_DEPTH, too_deep_message};
 
 pub use split::{SplitResult, split_statements};
 pub use sqlparser::ast;
 
 use sqlparser::dialect::DuckDbDialect;
-use sqlparser::parser::Parser;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::{Token, TokenWithSpan, Tokenizer};
 
 /// One statement, as Pondra will run it.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,8 +74,13 @@ pub struct ParsedStatement {
 
 /// A statement that could not be parsed, with the reason.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("syntax error: {0}")]
-pub struct ParseError(pub String);
+pub enum ParseError {
+    #[error("syntax error: {0}")]
+    Syntax(String),
+    /// Nested deeper than [`MAX_DEPTH`]: refused before anything recursed over it.
+    #[error("{}", too_deep_message())]
+    TooDeep,
+}
 
 /// Parses `;`-separated SQL text into statements.
 pub fn parse_sql(sql: &str) -> Result<Vec<ParsedStatement>, ParseError> {
@@ -92,47 +101,72 @@ pub fn parse_sql(sql: &str) -> Result<Vec<ParsedStatement>, ParseError> {
 }
 
 fn parse_one(text: &str) -> Result<Statement, ParseError> {
-    let words: Vec<String> = text
-        .split_whitespace()
-        .map(|w| w.trim_end_matches(';').to_ascii_uppercase())
-        .filter(|w| !w.is_empty())
-        .collect();
-    if words == ["CHECKPOINT"] {
+    if text
+        .trim()
+        .trim_end_matches(';')
+        .trim()
+        .eq_ignore_ascii_case("checkpoint")
+    {
         return Ok(Statement::Checkpoint);
     }
-    let upper = text.to_ascii_uppercase();
-    let mut statements = if upper.contains("OPERATOR") || upper.contains("E'") {
-        let tokens = postgres_tokens(text)?;
-        Parser::new(&DuckDbDialect {})
-            .with_tokens(tokens)
-            .parse_statements()
-    } else {
-        Parser::parse_sql(&DuckDbDialect {}, text)
+    let tokens = tokenize(text)?;
+    let bound = depth::depth_bound(tokens.iter().map(|t| &t.token));
+    if bound > depth::HARD_BOUND {
+        return Err(ParseError::TooDeep);
     }
-    .map_err(|e| ParseError(clean(e.to_string())))?;
-    match statements.len() {
-        1 => Ok(Statement::Sql(Box::new(statements.remove(0)))),
-        0 => Err(ParseError("empty statement".into())),
-        _ => Err(ParseError("expected one statement".into())),
+    if bound <= depth::INLINE_BOUND {
+        return parse_tokens(tokens);
     }
+    // The tree may be deep: build, measure and drop it where the stack has room for it.
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .name("pondra-parse".into())
+            .stack_size(depth::parse_stack_bytes(bound))
+            .spawn_scoped(scope, move || parse_tokens(tokens))
+            .map_err(|e| ParseError::Syntax(format!("cannot start a thread to parse: {e}")))?
+            .join()
+            .unwrap_or_else(|_| Err(ParseError::Syntax("the parser failed".into())))
+    })
 }
 
-/// The tokens of `text` with two Postgres forms psql writes in its catalog queries read as
+/// Parses one statement from its tokens, refusing one nested past the limits.
+fn parse_tokens(tokens: Vec<TokenWithSpan>) -> Result<Statement, ParseError> {
+    let mut statements = Parser::new(&DuckDbDialect {})
+        .with_recursion_limit(depth::NESTING_LIMIT)
+        .with_tokens_with_locations(tokens)
+        .parse_statements()
+        .map_err(|e| match e {
+            ParserError::RecursionLimitExceeded => ParseError::TooDeep,
+            e => ParseError::Syntax(clean(e.to_string())),
+        })?;
+    if statements.len() != 1 {
+        return Err(ParseError::Syntax(match statements.len() {
+            0 => "empty statement".into(),
+            _ => "expected one statement".into(),
+        }));
+    }
+    let statement = statements.remove(0);
+    if depth::exceeds_max_depth(&statement) {
+        return Err(ParseError::TooDeep);
+    }
+    Ok(Statement::Sql(Box::new(statement)))
+}
+
+/// The tokens of `text`, with two Postgres forms psql writes in its catalog queries read as
 /// Postgres reads them: `OPERATOR(schema.op)` as the bare operator, and `E'...'` as a string
 /// with backslash escapes.
-fn postgres_tokens(text: &str) -> Result<Vec<sqlparser::tokenizer::Token>, ParseError> {
-    use sqlparser::tokenizer::{Token, Tokenizer};
+fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
     let tokens = Tokenizer::new(&DuckDbDialect {}, text)
-        .tokenize()
-        .map_err(|e| ParseError(e.to_string()))?;
+        .tokenize_with_location()
+        .map_err(|e| ParseError::Syntax(e.to_string()))?;
     let mut out = Vec::with_capacity(tokens.len());
     let mut i = 0;
     while i < tokens.len() {
-        let is_operator = matches!(&tokens[i], Token::Word(w) if w.value.eq_ignore_ascii_case("operator"))
-            && tokens.get(i + 1) == Some(&Token::LParen);
+        let is_operator = matches!(&tokens[i].token, Token::Word(w) if w.value.eq_ignore_ascii_case("operator"))
+            && tokens.get(i + 1).map(|t| &t.token) == Some(&Token::LParen);
         if is_operator {
             // OPERATOR ( [schema .] op ): keep the op, the last token before the ).
-            if let Some(close) = tokens[i..].iter().position(|t| *t == Token::RParen)
+            if let Some(close) = tokens[i..].iter().position(|t| t.token == Token::RParen)
                 && close >= 3
             {
                 out.push(tokens[i + close - 1].clone());
@@ -141,11 +175,15 @@ fn postgres_tokens(text: &str) -> Result<Vec<sqlparser::tokenizer::Token>, Parse
             }
         }
         if let (Token::Word(w), Some(Token::SingleQuotedString(escaped))) =
-            (&tokens[i], tokens.get(i + 1))
+            (&tokens[i].token, tokens.get(i + 1).map(|t| &t.token))
             && w.quote_style.is_none()
             && w.value.eq_ignore_ascii_case("e")
         {
-            out.push(Token::SingleQuotedString(unescape(escaped)));
+            let span = tokens[i].span.union(&tokens[i + 1].span);
+            out.push(TokenWithSpan::new(
+                Token::SingleQuotedString(unescape(escaped)),
+                span,
+            ));
             i += 2;
             continue;
         }
@@ -258,18 +296,18 @@ pub fn substitute_placeholders(sql: &str, values: &[String]) -> Result<String, P
     use sqlparser::tokenizer::{Token, Tokenizer};
     let tokens = Tokenizer::new(&DuckDbDialect {}, sql)
         .tokenize()
-        .map_err(|e| ParseError(e.to_string()))?;
+        .map_err(|e| ParseError::Syntax(e.to_string()))?;
     let mut out = String::with_capacity(sql.len());
     for token in tokens {
         match &token {
             Token::Placeholder(name) if name.starts_with('$') => {
                 let index: usize = name[1..]
                     .parse()
-                    .map_err(|_| ParseError(format!("invalid placeholder {name}")))?;
+                    .map_err(|_| ParseError::Syntax(format!("invalid placeholder {name}")))?;
                 let value = index
                     .checked_sub(1)
                     .and_then(|i| values.get(i))
-                    .ok_or_else(|| ParseError(format!("no value was given for {name}")))?;
+                    .ok_or_else(|| ParseError::Syntax(format!("no value was given for {name}")))?;
                 out.push_str(value);
             }
             other => out.push_str(&other.to_string()),

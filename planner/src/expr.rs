@@ -252,6 +252,9 @@ pub enum ScalarFunction {
     ExpandArray,
     /// `(record).field`: the field at this position of a record.
     Field(usize),
+    /// `pondra_panic(text)`: a panic on purpose, to show that one is caught at the statement's
+    /// boundary. Only builds with the `fault-injection` feature bind the name.
+    InjectedPanic,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -329,6 +332,7 @@ impl ScalarFunction {
             ScalarFunction::Series { inclusive: false } => "range",
             ScalarFunction::ExpandArray => "_pg_expandarray",
             ScalarFunction::Field(_) => "field",
+            ScalarFunction::InjectedPanic => "pondra_panic",
         }
     }
 }

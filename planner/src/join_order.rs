@@ -292,29 +292,51 @@ fn apply_ready(group: &mut Group, pending: &mut Vec<Predicate>) {
 
 /// The two groups to join next: of the pairs connected by an equality, the one whose join is
 /// estimated smallest; when no pair is connected, the two smallest groups (a cross join).
+///
+/// Only the pairs some pending predicate connects are weighed, found from the predicates, so a
+/// step costs in proportion to the predicates rather than to the square of the groups.
 fn next_pair(groups: &[Group], pending: &[Predicate]) -> (usize, usize) {
+    let mut group_of: HashMap<usize, usize> = HashMap::new();
+    for (index, group) in groups.iter().enumerate() {
+        for relation in &group.shape.relations {
+            group_of.insert(*relation, index);
+        }
+    }
+    // Each pair of groups a pending predicate spans, with those predicates, in pair order.
+    let mut connected: std::collections::BTreeMap<(usize, usize), Vec<&Predicate>> =
+        Default::default();
+    for predicate in pending {
+        let spanned: BTreeSet<usize> = predicate
+            .relations
+            .iter()
+            .filter_map(|r| group_of.get(r).copied())
+            .collect();
+        if let [a, b] = spanned.into_iter().collect::<Vec<_>>()[..] {
+            connected.entry((a, b)).or_default().push(predicate);
+        }
+    }
     let mut best: Option<(f64, usize, usize)> = None;
-    for a in 0..groups.len() {
-        for b in a + 1..groups.len() {
-            let (g1, g2) = (&groups[a].shape, &groups[b].shape);
-            let joined: BTreeSet<usize> = g1.relations.union(&g2.relations).copied().collect();
-            let keys: Vec<(Expr, Expr)> = pending
-                .iter()
-                .filter(|p| p.relations.is_subset(&joined))
-                .filter_map(|p| equi_key(&p.expr, g1, g2))
-                .collect();
-            if keys.is_empty() {
-                continue;
-            }
-            let rows = join_estimate(&g1.estimate, &g2.estimate, &keys).rows;
-            if best.is_none_or(|(least, _, _)| rows < least) {
-                best = Some((rows, a, b));
-            }
+    for ((a, b), predicates) in connected {
+        let (g1, g2) = (&groups[a].shape, &groups[b].shape);
+        let keys: Vec<(Expr, Expr)> = predicates
+            .iter()
+            .filter_map(|p| equi_key(&p.expr, g1, g2))
+            .collect();
+        if keys.is_empty() {
+            continue;
+        }
+        let rows = join_estimate(&g1.estimate, &g2.estimate, &keys).rows;
+        if best.is_none_or(|(least, _, _)| rows < least) {
+            best = Some((rows, a, b));
         }
     }
     if let Some((_, a, b)) = best {
         return (a, b);
     }
+    // A cross join's output is the product whatever the order; what the order decides is what
+    // each join builds. The largest group takes the smallest one each time, so the chain is
+    // left-deep, every build side is one small group, and a LIMIT above gets its first rows
+    // at once instead of after building a product.
     let mut by_size: Vec<usize> = (0..groups.len()).collect();
     by_size.sort_by(|a, b| {
         groups[*a]
@@ -323,7 +345,7 @@ fn next_pair(groups: &[Group], pending: &[Predicate]) -> (usize, usize) {
             .rows
             .total_cmp(&groups[*b].shape.estimate.rows)
     });
-    (by_size[0], by_size[1])
+    (by_size[by_size.len() - 1], by_size[0])
 }
 
 /// `probe_expr = build_expr` when the predicate is an equality with one side in each group.
@@ -429,6 +451,10 @@ fn implied_filters(pending: &[Predicate], owner: &dyn Fn(usize) -> usize) -> Vec
     implied
 }
 
+/// The most columns a class of equal columns may have for the equalities between all its
+/// pairs to be implied.
+const IMPLIED_CLASS_LIMIT: usize = 16;
+
 /// Equalities between columns of two relations implied by equalities through others: from
 /// `c.x = s.y` and `s.y = n.z`, `c.x = n.z` (TPC-H q5's customers and nations, joined through
 /// suppliers). Join order may then join the two directly, before the relation between. A join
@@ -462,7 +488,10 @@ fn implied_equalities(pending: &[Predicate], owner: &dyn Fn(usize) -> usize) -> 
             .push(column);
     }
     let mut implied = Vec::new();
-    for class in by_class.values().filter(|c| c.len() > 2) {
+    // A class of many columns (a chain of joins on one key) would imply the square of its
+    // size; join order needs the direct equalities only where it has few relations to weigh.
+    let within_reach = |class: &&Vec<usize>| class.len() > 2 && class.len() <= IMPLIED_CLASS_LIMIT;
+    for class in by_class.values().filter(within_reach) {
         for (i, &a) in class.iter().enumerate() {
             for &b in &class[i + 1..] {
                 if owner(a) == owner(b) || equal.contains(&(a, b)) || equal.contains(&(b, a)) {

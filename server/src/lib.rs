@@ -7,6 +7,7 @@ mod shell;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
@@ -77,6 +78,10 @@ enum Command {
         /// A file of `<role> <token>` lines (roles: read, write, admin).
         #[arg(long)]
         tokens_file: Option<PathBuf>,
+        /// Stop statements that run longer than this (such as 30s, 500ms or 5min), unless a
+        /// session sets its own `statement_timeout`. No limit by default.
+        #[arg(long, value_parser = parse_statement_timeout)]
+        statement_timeout: Option<Duration>,
     },
     /// TPC-H: generate the tables, or run the 22 queries.
     Tpch {
@@ -111,6 +116,14 @@ enum TpchCommand {
     },
 }
 
+fn parse_statement_timeout(text: &str) -> Result<Duration, String> {
+    match pondra_cluster::parse_timeout(text) {
+        Ok(Some(timeout)) => Ok(timeout),
+        Ok(None) => Err("a statement timeout must be more than 0".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 fn parse_memory_limit(text: &str) -> Result<usize, String> {
     pondra_cluster::parse_memory_size(text).map_err(|e| e.to_string())
 }
@@ -118,8 +131,11 @@ fn parse_memory_limit(text: &str) -> Result<usize, String> {
 /// Parses the command line and runs what it asks; the `pondra` binary is this function.
 pub fn run_cli() -> ExitCode {
     let cli = Cli::parse();
+    // Statements are planned on the runtime's threads and run on its blocking threads: their
+    // stacks must hold the deepest statement the parser lets through.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .thread_stack_size(pondra_cluster::STATEMENT_STACK_BYTES)
         .build()
     {
         Ok(runtime) => runtime,
@@ -147,6 +163,7 @@ pub fn run_cli() -> ExitCode {
         token_write,
         token_admin,
         tokens_file,
+        statement_timeout,
     }) = cli.command
     {
         let mut tokens = serve::auth::Tokens::new(token_read, token_write, token_admin);
@@ -165,8 +182,13 @@ pub fn run_cli() -> ExitCode {
             flight_port,
             tokens,
             node: options,
+            statement_timeout,
         };
-        return match runtime.block_on(serve::serve(options)) {
+        let served = runtime.block_on(serve::serve(options));
+        // Every statement was stopped at the signal; whatever still holds a thread after this
+        // is not waited for.
+        runtime.shutdown_timeout(Duration::from_secs(5));
+        return match served {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("Error: {e}");
@@ -228,7 +250,7 @@ pub fn run_cli() -> ExitCode {
     })
 }
 
-async fn run_tpch(node: &Node, command: TpchCommand) -> ExitCode {
+async fn run_tpch(node: &Arc<Node>, command: TpchCommand) -> ExitCode {
     match command {
         TpchCommand::Gen { sf } => {
             let started = std::time::Instant::now();
@@ -328,7 +350,7 @@ async fn run_tpch(node: &Node, command: TpchCommand) -> ExitCode {
 }
 
 /// `pondra sql`: every statement in turn; the first error ends the run with a failure.
-async fn run_sql(node: &Node, sql: &str, format: Format) -> ExitCode {
+async fn run_sql(node: &Arc<Node>, sql: &str, format: Format) -> ExitCode {
     let statements = match pondra_cluster::parse_sql(sql) {
         Ok(statements) => statements,
         Err(e) => {
@@ -336,8 +358,9 @@ async fn run_sql(node: &Node, sql: &str, format: Format) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    for statement in &statements {
-        match node.execute_statement(statement).await {
+    let session = pondra_cluster::Session::new(None);
+    for statement in statements {
+        match node.execute_in(&session, statement).await {
             Ok(result) => {
                 if let Err(e) = output::print_result(&result, format) {
                     eprintln!("Error: {e}");

@@ -2,22 +2,26 @@
 
 use std::io::{BufRead, IsTerminal};
 use std::process::ExitCode;
+use std::sync::Arc;
 
-use pondra_cluster::{Node, split_statements};
+use pondra_cluster::{Node, Session, StopReason, split_statements};
 use rustyline::error::ReadlineError;
 
 use crate::output::{Format, print_result};
 
 /// Runs the shell until end of input. Errors are printed and the shell goes on.
-pub async fn run(node: &Node) -> ExitCode {
+pub async fn run(node: &Arc<Node>) -> ExitCode {
+    let session = Session::new(None);
     if std::io::stdin().is_terminal() {
-        interactive(node).await
+        interactive(node, &session).await
     } else {
-        piped(node).await
+        piped(node, &session).await
     }
 }
 
-async fn run_text(node: &Node, sql: &str) {
+/// Runs the statements of `sql` in the shell's session, printing each result. On a terminal,
+/// Ctrl-C stops the statement running (as in psql), not the shell.
+async fn run_text(node: &Arc<Node>, session: &Session, sql: &str) {
     let statements = match pondra_cluster::parse_sql(sql) {
         Ok(statements) => statements,
         Err(e) => {
@@ -25,8 +29,19 @@ async fn run_text(node: &Node, sql: &str) {
             return;
         }
     };
-    for statement in &statements {
-        match node.execute_statement(statement).await {
+    let terminal = std::io::stdin().is_terminal();
+    for statement in statements {
+        let run = node.execute_in(session, statement);
+        tokio::pin!(run);
+        let outcome = loop {
+            tokio::select! {
+                outcome = &mut run => break outcome,
+                Ok(()) = tokio::signal::ctrl_c(), if terminal => {
+                    session.stop_running(StopReason::Cancelled);
+                }
+            }
+        };
+        match outcome {
             Ok(result) => {
                 if let Err(e) = print_result(&result, Format::Table) {
                     eprintln!("Error: {e}");
@@ -38,7 +53,7 @@ async fn run_text(node: &Node, sql: &str) {
 }
 
 /// Reads stdin line by line and runs each statement as soon as its `;` arrives.
-async fn piped(node: &Node) -> ExitCode {
+async fn piped(node: &Arc<Node>, session: &Session) -> ExitCode {
     let (lines_tx, mut lines_rx) = tokio::sync::mpsc::channel::<String>(16);
     // stdin blocks, so it is read on a thread of its own.
     std::thread::spawn(move || {
@@ -55,22 +70,22 @@ async fn piped(node: &Node) -> ExitCode {
         buffer.push('\n');
         let split = split_statements(&buffer);
         for statement in &split.complete {
-            run_text(node, statement).await;
+            run_text(node, session, statement).await;
         }
         buffer = split.rest;
     }
     if !buffer.trim().is_empty() {
-        run_text(node, &buffer).await;
+        run_text(node, session, &buffer).await;
     }
     ExitCode::SUCCESS
 }
 
-async fn interactive(node: &Node) -> ExitCode {
+async fn interactive(node: &Arc<Node>, session: &Session) -> ExitCode {
     let mut editor = match rustyline::DefaultEditor::new() {
         Ok(editor) => editor,
         Err(e) => {
             eprintln!("Error: cannot start line editing: {e}");
-            return piped(node).await;
+            return piped(node, session).await;
         }
     };
     let history =
@@ -97,7 +112,7 @@ async fn interactive(node: &Node) -> ExitCode {
                 if !split.complete.is_empty() {
                     let _ = editor.add_history_entry(buffer.trim());
                     for statement in &split.complete {
-                        run_text(node, statement).await;
+                        run_text(node, session, statement).await;
                     }
                     buffer = split.rest;
                 }

@@ -1,9 +1,12 @@
 //! End-to-end tests of Pondra across crates; the tests live in `tests/`. What the sqllogictest
-//! harnesses share is here.
+//! harnesses share is here, and the SQL fuzzer (`fuzz`).
+
+pub mod fuzz;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
 use pondra_cluster::{Node, StatementResult};
+use std::sync::Arc;
 
 /// A failed statement, as the sqllogictest runner reports it.
 #[derive(Debug)]
@@ -20,7 +23,7 @@ impl std::error::Error for SqlError {}
 /// Runs `sql` on `node`: the schema and rows of its last statement, or `None` when that
 /// statement returns no rows.
 pub fn run_sql(
-    node: &Node,
+    node: &Arc<Node>,
     runtime: &tokio::runtime::Runtime,
     sql: &str,
 ) -> Result<Option<(SchemaRef, Vec<RecordBatch>)>, SqlError> {

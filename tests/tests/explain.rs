@@ -5,7 +5,7 @@ use std::sync::Arc;
 use pondra_cluster::{Node, NodeOptions};
 use pondra_tests::{map_cells, run_sql};
 
-fn plan_lines(node: &Node, runtime: &tokio::runtime::Runtime, sql: &str) -> Vec<String> {
+fn plan_lines(node: &Arc<Node>, runtime: &tokio::runtime::Runtime, sql: &str) -> Vec<String> {
     let (_, batches) = run_sql(node, runtime, sql).unwrap().expect("a plan");
     let cells = map_cells(&batches, |_, _, _, text| text);
     cells[0][0].lines().map(str::to_string).collect()
@@ -21,7 +21,7 @@ fn line<'a>(lines: &'a [String], operator: &str) -> &'a str {
 }
 
 /// Runs `test` on a node of a new lake in which `setup` ran.
-fn with_lake(setup: &str, test: impl FnOnce(&Node, &tokio::runtime::Runtime)) {
+fn with_lake(setup: &str, test: impl FnOnce(&Arc<Node>, &tokio::runtime::Runtime)) {
     let runtime = Arc::new(tokio::runtime::Runtime::new().unwrap());
     let dir = tempfile::tempdir().unwrap();
     let node = runtime
@@ -68,7 +68,7 @@ fn explain_analyze_counts_rows_per_operator() {
 /// Runs `query` with EXPLAIN ANALYZE and checks its semi join's line, then runs it and checks
 /// its one value.
 fn check_semi_join(
-    node: &Node,
+    node: &Arc<Node>,
     runtime: &tokio::runtime::Runtime,
     query: &str,
     semi: &str,

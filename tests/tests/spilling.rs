@@ -32,7 +32,7 @@ const QUERIES: [(&str, &str); 4] = [
     ),
 ];
 
-fn answer(node: &Node, runtime: &tokio::runtime::Runtime, sql: &str) -> Vec<Vec<String>> {
+fn answer(node: &Arc<Node>, runtime: &tokio::runtime::Runtime, sql: &str) -> Vec<Vec<String>> {
     let (_, batches) = run_sql(node, runtime, sql).unwrap().expect("rows");
     map_cells(&batches, |_, _, _, text| text)
 }

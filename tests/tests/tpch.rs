@@ -2,6 +2,7 @@
 //! (`tpch/answers/sf<N>/q<N>.csv`: decimals exact, doubles rounded to 6 places).
 
 use std::path::Path;
+use std::sync::Arc;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::DataType;
@@ -100,7 +101,7 @@ fn run_scale_within(
     answers: &str,
     source: Source,
     options: NodeOptions,
-    after: impl FnOnce(&Node, &tokio::runtime::Runtime),
+    after: impl FnOnce(&Arc<Node>, &tokio::runtime::Runtime),
 ) {
     let answers = Path::new(env!("CARGO_MANIFEST_DIR")).join(answers);
     let runtime = tokio::runtime::Runtime::new().unwrap();

@@ -5,6 +5,7 @@ use arrow::array::RecordBatch;
 use arrow::datatypes::{DataType, SchemaRef};
 use arrow::error::ArrowError;
 use pondra_cluster::{Node, NodeError};
+use std::sync::Arc;
 use tpchgen::generators::{
     CustomerGenerator, LineItemGenerator, NationGenerator, OrderGenerator, PartGenerator,
     PartSuppGenerator, RegionGenerator, SupplierGenerator,
@@ -102,7 +103,7 @@ pub struct Progress<'a> {
 /// Creates the eight tables in the lake behind `node` and fills them at scale factor `sf`.
 /// `progress` is told of every batch written and of each table's end.
 pub async fn generate(
-    node: &Node,
+    node: &Arc<Node>,
     sf: f64,
     mut progress: impl FnMut(Progress<'_>),
 ) -> Result<(), NodeError> {

@@ -1,5 +1,6 @@
 //! `pondra tpch run`: one warm-up pass, then the best of N timed passes per query.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
@@ -16,7 +17,7 @@ pub struct QueryTiming {
 
 /// Runs `queries` (numbers 1 to 22) once to warm up, then `runs` timed passes.
 pub async fn run_queries(
-    node: &Node,
+    node: &Arc<Node>,
     queries: &[usize],
     runs: usize,
 ) -> Result<Vec<QueryTiming>, NodeError> {
@@ -39,7 +40,7 @@ pub async fn run_queries(
     Ok(timings)
 }
 
-async fn run_one(node: &Node, text: &str) -> Result<Vec<RecordBatch>, NodeError> {
+async fn run_one(node: &Arc<Node>, text: &str) -> Result<Vec<RecordBatch>, NodeError> {
     let mut rows = Vec::new();
     for result in node.execute(text).await? {
         if let StatementResult::Rows { batches, .. } = result {
@@ -50,7 +51,7 @@ async fn run_one(node: &Node, text: &str) -> Result<Vec<RecordBatch>, NodeError>
 }
 
 /// EXPLAIN ANALYZE of query `n`: its physical plan with each operator's rows and time.
-pub async fn explain_query(node: &Node, n: usize) -> Result<String, NodeError> {
+pub async fn explain_query(node: &Arc<Node>, n: usize) -> Result<String, NodeError> {
     let text = query(n).ok_or_else(|| NodeError::Other(format!("no TPC-H query {n}")))?;
     let rows = run_one(node, &format!("EXPLAIN ANALYZE {text}")).await?;
     let mut plan = String::new();

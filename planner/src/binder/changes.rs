@@ -240,9 +240,17 @@ impl Binder<'_> {
         let TableKind::View { sql, column_names } = &view.kind else {
             unreachable!("not a view");
         };
+        if self.view_depth >= super::MAX_VIEW_DEPTH {
+            return Err(bind_err!(
+                "views read views more than {} deep at {} (does a view read itself?)",
+                super::MAX_VIEW_DEPTH,
+                view.name
+            ));
+        }
         let query = parse_query(sql)?;
         let binder = Binder {
             external: self.external,
+            view_depth: self.view_depth + 1,
             ..Binder::new(self.snapshot)
         };
         let plan = binder.bind_query(&query)?;

@@ -149,6 +149,11 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             arity(2)?;
             (ScalarFunction::StartsWith, strings(args), DataType::Boolean)
         }
+        #[cfg(feature = "fault-injection")]
+        "pondra_panic" => {
+            arity(1)?;
+            (ScalarFunction::InjectedPanic, strings(args), DataType::Utf8)
+        }
         "left" | "right" | "repeat" => {
             arity(2)?;
             let mut args = args;

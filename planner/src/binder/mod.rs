@@ -40,7 +40,7 @@ use crate::plan::Plan;
 use crate::scalar::ScalarValue;
 use crate::types::common_numeric_type;
 use crate::view::plan_view;
-use crate::{Result, bind_err, unsupported};
+use crate::{PlanError, Result, bind_err, unsupported};
 
 /// Binds statements against one catalog snapshot.
 pub struct Binder<'a> {
@@ -60,7 +60,13 @@ pub struct Binder<'a> {
     set_functions: RefCell<Vec<Vec<Expr>>>,
     /// The name the client knows the lake by (`current_database()`, `pg_database`).
     database: &'a str,
+    /// How many views this binder's query is inside: each is bound by a binder of its own.
+    view_depth: usize,
 }
+
+/// How deep views may read views. A view that comes to read itself (a table it read dropped
+/// and made again as a view of it) reaches this instead of recursing without end.
+const MAX_VIEW_DEPTH: usize = 64;
 
 impl<'a> Binder<'a> {
     /// The table or view of the snapshot named `name`.
@@ -135,6 +141,7 @@ impl<'a> Binder<'a> {
             windows: RefCell::new(Vec::new()),
             set_functions: RefCell::new(Vec::new()),
             database: crate::system_tables::CATALOG,
+            view_depth: 0,
         }
     }
 
@@ -487,6 +494,11 @@ impl<'a> Binder<'a> {
             };
             relations.push(Relation { plan, offset: 0 });
             return Ok((relations, predicates, scope));
+        }
+        // Each joined relation is a level of the plan, which every later step walks.
+        let joined: usize = from.iter().map(|item| 1 + item.joins.len()).sum();
+        if joined > pondra_parser::MAX_DEPTH {
+            return Err(PlanError::Parse(pondra_parser::ParseError::TooDeep));
         }
         for item in from {
             // Relations of this item not yet fixed by an outer join.

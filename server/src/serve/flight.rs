@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::{DataType, Schema, SchemaRef};
@@ -13,18 +13,19 @@ use arrow_flight::flight_service_server::{FlightService, FlightServiceServer};
 use arrow_flight::sql::metadata::{SqlInfoData, SqlInfoDataBuilder};
 use arrow_flight::sql::server::{FlightSqlService, PeekableFlightDataStream};
 use arrow_flight::sql::{
-    ActionClosePreparedStatementRequest, ActionCreatePreparedStatementRequest,
-    ActionCreatePreparedStatementResult, Any, CommandGetCatalogs, CommandGetDbSchemas,
-    CommandGetSqlInfo, CommandGetTableTypes, CommandGetTables, CommandPreparedStatementQuery,
-    CommandPreparedStatementUpdate, CommandStatementIngest, CommandStatementQuery,
-    CommandStatementUpdate, DoPutPreparedStatementResult, ProstMessageExt, SqlInfo,
-    TicketStatementQuery,
+    ActionCancelQueryRequest, ActionCancelQueryResult, ActionClosePreparedStatementRequest,
+    ActionCreatePreparedStatementRequest, ActionCreatePreparedStatementResult, Any,
+    CommandGetCatalogs, CommandGetDbSchemas, CommandGetSqlInfo, CommandGetTableTypes,
+    CommandGetTables, CommandPreparedStatementQuery, CommandPreparedStatementUpdate,
+    CommandStatementIngest, CommandStatementQuery, CommandStatementUpdate,
+    DoPutPreparedStatementResult, ProstMessageExt, SqlInfo, TicketStatementQuery,
 };
 use arrow_flight::{
-    Action, FlightDescriptor, FlightEndpoint, FlightInfo, IpcMessage, SchemaAsIpc, Ticket,
+    Action, CancelFlightInfoRequest, CancelFlightInfoResult, CancelStatus, FlightDescriptor,
+    FlightEndpoint, FlightInfo, IpcMessage, SchemaAsIpc, Ticket,
 };
 use futures::{Stream, TryStreamExt};
-use pondra_cluster::{Node, StatementResult};
+use pondra_cluster::{Node, Session, StatementResult, StopReason};
 use prost::Message;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -48,6 +49,7 @@ pub async fn run(
         server,
         prepared: Default::default(),
         next_handle: Default::default(),
+        running: Default::default(),
     };
     let incoming = tonic::transport::server::TcpIncoming::from(listener);
     tonic::transport::Server::builder()
@@ -70,6 +72,58 @@ pub struct FlightDoor {
     server: Arc<Server>,
     prepared: Mutex<HashMap<String, Prepared>>,
     next_handle: std::sync::atomic::AtomicU64,
+    /// The session of each statement running for a ticket, by the ticket's handle, for a
+    /// CancelFlightInfo to reach.
+    running: Mutex<HashMap<String, Weak<Session>>>,
+}
+
+impl FlightDoor {
+    /// Stops the statements running for the tickets of `info`; false when none was running.
+    fn cancel(&self, info: &FlightInfo) -> bool {
+        let mut cancelled = false;
+        for endpoint in &info.endpoint {
+            let Some(ticket) = &endpoint.ticket else {
+                continue;
+            };
+            let Ok(any) = Any::decode(ticket.ticket.as_ref()) else {
+                continue;
+            };
+            let name = if let Ok(Some(query)) = any.unpack::<TicketStatementQuery>() {
+                split_statement_handle(&query.statement_handle)
+                    .ok()
+                    .map(|(name, _)| name)
+            } else if let Ok(Some(query)) = any.unpack::<CommandPreparedStatementQuery>() {
+                Some(String::from_utf8_lossy(&query.prepared_statement_handle).into_owned())
+            } else {
+                None
+            };
+            let session = name.and_then(|name| lock(&self.running).get(&name).cloned());
+            if let Some(session) = session.and_then(|s| s.upgrade()) {
+                cancelled |= session.stop_running(StopReason::Cancelled);
+            }
+        }
+        cancelled
+    }
+}
+
+/// A lock of the door's maps, whose holders cannot leave them half changed.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A statement ticket's handle: a number naming this FlightInfo's run, and the SQL.
+fn statement_handle(id: u64, sql: &str) -> String {
+    format!("s{id}:{sql}")
+}
+
+/// The name and SQL of a statement ticket's handle.
+fn split_statement_handle(handle: &[u8]) -> Result<(String, String), Status> {
+    let text = std::str::from_utf8(handle).map_err(failed)?;
+    let (name, sql) = text
+        .split_once(':')
+        .filter(|(name, _)| name.starts_with('s'))
+        .ok_or_else(|| Status::invalid_argument("not a statement ticket of this server"))?;
+    Ok((name.to_string(), sql.to_string()))
 }
 
 type DoGetStream = Pin<Box<dyn Stream<Item = Result<arrow_flight::FlightData, Status>> + Send>>;
@@ -179,7 +233,8 @@ impl FlightDoor {
     /// A query's FlightInfo, whose ticket runs it; any other statement runs now (clients may
     /// never fetch a result they expect to be empty) and its FlightInfo has no endpoint.
     async fn plan_or_run(
-        node: &Node,
+        &self,
+        node: &Arc<Node>,
         sql: &str,
         ticket: Any,
         request: Request<FlightDescriptor>,
@@ -187,7 +242,7 @@ impl FlightDoor {
         match node.result_schema(sql).map_err(failed)? {
             Some(schema) => Self::info(&schema, ticket, request.into_inner()),
             None => {
-                let changed = Self::run_update(node, sql).await?;
+                let changed = self.run_update(node, sql).await?;
                 Ok(FlightInfo::new()
                     .try_with_schema(&Schema::empty())
                     .map_err(failed)?
@@ -197,9 +252,44 @@ impl FlightDoor {
         }
     }
 
+    /// Runs the statements of `sql` in a session of their own, registered under `ticket` (when
+    /// one names them) for a cancel to reach.
+    async fn run(
+        &self,
+        node: &Arc<Node>,
+        sql: &str,
+        ticket: Option<&str>,
+    ) -> Result<Vec<StatementResult>, Status> {
+        let statements = pondra_cluster::parse_sql(sql).map_err(failed)?;
+        let session = self.server.session();
+        if let Some(ticket) = ticket {
+            lock(&self.running).insert(ticket.to_string(), Arc::downgrade(&session));
+        }
+        let mut results = Vec::with_capacity(statements.len());
+        let mut outcome = Ok(());
+        for statement in statements {
+            match node.execute_in(&session, statement).await {
+                Ok(result) => results.push(result),
+                Err(e) => {
+                    outcome = Err(failed(e));
+                    break;
+                }
+            }
+        }
+        if let Some(ticket) = ticket {
+            lock(&self.running).remove(ticket);
+        }
+        outcome.map(|()| results)
+    }
+
     /// Runs `sql` and streams its last statement's rows.
-    async fn run_to_stream(node: &Node, sql: &str) -> Result<DoGetStream, Status> {
-        let results = node.execute(sql).await.map_err(failed)?;
+    async fn run_to_stream(
+        &self,
+        node: &Arc<Node>,
+        sql: &str,
+        ticket: Option<&str>,
+    ) -> Result<DoGetStream, Status> {
+        let results = self.run(node, sql, ticket).await?;
         let (schema, batches) = match results.into_iter().last() {
             Some(StatementResult::Rows { schema, batches }) => (schema, batches),
             _ => (Arc::new(Schema::empty()), Vec::new()),
@@ -208,8 +298,8 @@ impl FlightDoor {
     }
 
     /// Runs a statement that returns no rows; returns the rows it changed.
-    async fn run_update(node: &Node, sql: &str) -> Result<i64, Status> {
-        let results = node.execute(sql).await.map_err(failed)?;
+    async fn run_update(&self, node: &Arc<Node>, sql: &str) -> Result<i64, Status> {
+        let results = self.run(node, sql, None).await?;
         Ok(match results.into_iter().last() {
             Some(StatementResult::Done { tag }) => tag
                 .rsplit(' ')
@@ -290,7 +380,7 @@ fn sql_info() -> SqlInfoData {
     builder.append(SqlInfo::FlightSqlServerSql, true);
     builder.append(SqlInfo::FlightSqlServerSubstrait, false);
     builder.append(SqlInfo::FlightSqlServerTransaction, 0i32);
-    builder.append(SqlInfo::FlightSqlServerCancel, false);
+    builder.append(SqlInfo::FlightSqlServerCancel, true);
     builder.append(SqlInfo::FlightSqlServerStatementTimeout, 0i32);
     builder.append(SqlInfo::FlightSqlServerTransactionTimeout, 0i32);
     builder.build().expect("SQL info")
@@ -307,10 +397,15 @@ impl FlightSqlService for FlightDoor {
     ) -> Result<Response<FlightInfo>, Status> {
         self.authorize(&request, &query.query)?;
         let node = self.node(&request).await?;
+        let id = self
+            .next_handle
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let ticket = TicketStatementQuery {
-            statement_handle: query.query.clone().into_bytes().into(),
+            statement_handle: statement_handle(id, &query.query).into_bytes().into(),
         };
-        let info = Self::plan_or_run(&node, &query.query, ticket.as_any(), request).await?;
+        let info = self
+            .plan_or_run(&node, &query.query, ticket.as_any(), request)
+            .await?;
         Ok(Response::new(info))
     }
 
@@ -319,10 +414,12 @@ impl FlightSqlService for FlightDoor {
         ticket: TicketStatementQuery,
         request: Request<Ticket>,
     ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
-        let sql = String::from_utf8(ticket.statement_handle.to_vec()).map_err(failed)?;
+        let (name, sql) = split_statement_handle(&ticket.statement_handle)?;
         self.authorize(&request, &sql)?;
         let node = self.node(&request).await?;
-        Ok(Response::new(Self::run_to_stream(&node, &sql).await?))
+        Ok(Response::new(
+            self.run_to_stream(&node, &sql, Some(&name)).await?,
+        ))
     }
 
     async fn do_put_statement_update(
@@ -332,7 +429,7 @@ impl FlightSqlService for FlightDoor {
     ) -> Result<i64, Status> {
         self.authorize(&request, &command.query)?;
         let node = self.node(&request).await?;
-        Self::run_update(&node, &command.query).await
+        self.run_update(&node, &command.query).await
     }
 
     async fn do_action_create_prepared_statement(
@@ -402,7 +499,9 @@ impl FlightSqlService for FlightDoor {
         let sql = Self::bound(&prepared)?;
         self.authorize(&request, &sql)?;
         let node = self.node(&request).await?;
-        let info = Self::plan_or_run(&node, &sql, command.as_any(), request).await?;
+        let info = self
+            .plan_or_run(&node, &sql, command.as_any(), request)
+            .await?;
         Ok(Response::new(info))
     }
 
@@ -415,7 +514,10 @@ impl FlightSqlService for FlightDoor {
         let sql = Self::bound(&prepared)?;
         self.authorize(&request, &sql)?;
         let node = self.node(&request).await?;
-        Ok(Response::new(Self::run_to_stream(&node, &sql).await?))
+        let handle = String::from_utf8_lossy(&command.prepared_statement_handle).into_owned();
+        Ok(Response::new(
+            self.run_to_stream(&node, &sql, Some(&handle)).await?,
+        ))
     }
 
     async fn do_put_prepared_statement_update(
@@ -444,9 +546,54 @@ impl FlightSqlService for FlightDoor {
                 eprintln!("refused: flight: {reason}");
                 Status::permission_denied(reason)
             })?;
-            changed += Self::run_update(&node, &sql).await?;
+            changed += self.run_update(&node, &sql).await?;
         }
         Ok(changed)
+    }
+
+    async fn do_action_cancel_query(
+        &self,
+        query: ActionCancelQueryRequest,
+        request: Request<Action>,
+    ) -> Result<ActionCancelQueryResult, Status> {
+        self.role(&request)?;
+        let info = FlightInfo::decode(query.info.as_ref()).map_err(failed)?;
+        // CancelQuery's results share CancelFlightInfo's numbers.
+        let status = match self.cancel(&info) {
+            true => CancelStatus::Cancelled,
+            false => CancelStatus::NotCancellable,
+        };
+        Ok(ActionCancelQueryResult {
+            result: status as i32,
+        })
+    }
+
+    /// `CancelFlightInfo`, the action that took the place of `CancelQuery`.
+    async fn do_action_fallback(
+        &self,
+        request: Request<Action>,
+    ) -> Result<Response<<Self as FlightService>::DoActionStream>, Status> {
+        if request.get_ref().r#type != "CancelFlightInfo" {
+            return Err(Status::unimplemented(format!(
+                "the action {} is not supported",
+                request.get_ref().r#type
+            )));
+        }
+        self.role(&request)?;
+        let cancel =
+            CancelFlightInfoRequest::decode(request.get_ref().body.as_ref()).map_err(failed)?;
+        let info = cancel
+            .info
+            .ok_or_else(|| Status::invalid_argument("CancelFlightInfo names no FlightInfo"))?;
+        let status = match self.cancel(&info) {
+            true => CancelStatus::Cancelled,
+            false => CancelStatus::NotCancellable,
+        };
+        let result = CancelFlightInfoResult::new(status);
+        let body = arrow_flight::Result {
+            body: result.encode_to_vec().into(),
+        };
+        Ok(Response::new(Box::pin(futures::stream::iter([Ok(body)]))))
     }
 
     async fn do_action_close_prepared_statement(

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use arrow::array::RecordBatch;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{Path, Query, State};
+use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -15,6 +15,7 @@ use pondra_cluster::{AppendOutcome, StatementResult};
 
 use super::Server;
 use super::auth::{Role, authorize};
+use super::client::{ClientSocket, watched};
 use super::encode::{self, JsonRows, quote};
 
 const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
@@ -69,6 +70,7 @@ fn needs(role: Role, needed: Role, what: &str) -> Result<(), Failure> {
 
 async fn sql(
     State(server): State<Arc<Server>>,
+    ConnectInfo(socket): ConnectInfo<ClientSocket>,
     headers: HeaderMap,
     Query(params): Query<HashMap<String, String>>,
     body: Bytes,
@@ -88,7 +90,17 @@ async fn sql(
         .node(params.get("db").map(String::as_str))
         .await
         .map_err(bad_request)?;
-    let results = node.execute(sql).await.map_err(bad_request)?;
+    let statements = pondra_cluster::parse_sql(sql).map_err(bad_request)?;
+    let session = server.session();
+    let mut results = Vec::with_capacity(statements.len());
+    for statement in statements {
+        let run = node.execute_in(&session, statement);
+        results.push(
+            watched(run, &session, Some(socket))
+                .await
+                .map_err(bad_request)?,
+        );
+    }
     let accept = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -175,6 +187,7 @@ fn decode_rows(
 ) -> Result<Vec<RecordBatch>, String> {
     let failed = |e: arrow::error::ArrowError| format!("cannot read the rows: {e}");
     if content_type.starts_with(ARROW_STREAM) {
+        check_ipc_framing(body)?;
         let reader =
             arrow::ipc::reader::StreamReader::try_new(Cursor::new(body), None).map_err(failed)?;
         return reader.collect::<Result<Vec<_>, _>>().map_err(failed);
@@ -217,6 +230,47 @@ fn decode_rows(
     ))
 }
 
+/// Checks that each message of an Arrow IPC stream lies within `body`, before the reader,
+/// which allocates whatever lengths the messages claim, sees it: a truncated or made-up
+/// stream gets an error, not an allocation of the size it names.
+fn check_ipc_framing(body: &[u8]) -> Result<(), String> {
+    const CONTINUATION: [u8; 4] = [0xff; 4];
+    let broken =
+        |what: &str| format!("cannot read the rows: the Arrow IPC stream is broken: {what}");
+    let mut at = 0;
+    while at < body.len() {
+        let word = |at: &mut usize| -> Result<[u8; 4], String> {
+            let bytes = body
+                .get(*at..*at + 4)
+                .ok_or_else(|| broken("it ends inside a length"))?;
+            *at += 4;
+            Ok(bytes.try_into().expect("four bytes"))
+        };
+        let mut length = word(&mut at)?;
+        if length == CONTINUATION {
+            length = word(&mut at)?;
+        }
+        let length = i32::from_le_bytes(length);
+        if length == 0 {
+            return Ok(()); // the end-of-stream marker
+        }
+        let length = usize::try_from(length).map_err(|_| broken("a negative length"))?;
+        let metadata = body
+            .get(at..at + length)
+            .ok_or_else(|| broken("a message is longer than the body"))?;
+        let message = arrow::ipc::root_as_message(metadata)
+            .map_err(|e| broken(&format!("a message's metadata is invalid ({e})")))?;
+        at += length;
+        let body_length =
+            usize::try_from(message.bodyLength()).map_err(|_| broken("a negative body length"))?;
+        if body.len() - at < body_length {
+            return Err(broken("a message's body is longer than what was sent"));
+        }
+        at += body_length;
+    }
+    Ok(())
+}
+
 async fn stats(State(server): State<Arc<Server>>, headers: HeaderMap) -> Result<Response, Failure> {
     role(&server, &headers, "stats")?;
     let mut untiered = 0;
@@ -236,8 +290,9 @@ async fn stats(State(server): State<Arc<Server>>, headers: HeaderMap) -> Result<
         }
     }
     let body = format!(
-        "{{\"untiered_rows\":{untiered},\"commits\":{commits},\"uptime_secs\":{:.3},\"tables\":[{}]}}",
+        "{{\"untiered_rows\":{untiered},\"commits\":{commits},\"uptime_secs\":{:.3},\"statements_running\":{},\"tables\":[{}]}}",
         server.started.elapsed().as_secs_f64(),
+        pondra_cluster::running_statements(),
         tables.join(",")
     );
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())

@@ -2,6 +2,7 @@
 //! Postgres wire protocol and Arrow Flight SQL, with tokens on every door.
 
 pub mod auth;
+mod client;
 mod encode;
 mod flight;
 mod http;
@@ -12,9 +13,9 @@ mod pg;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use pondra_cluster::NodeOptions;
+use pondra_cluster::{NodeOptions, Session};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -26,6 +27,15 @@ pub struct Server {
     pub lakes: Lakes,
     pub tokens: Tokens,
     pub started: Instant,
+    /// The `statement_timeout` sessions start with (`--statement-timeout`).
+    pub statement_timeout: Option<Duration>,
+}
+
+impl Server {
+    /// A session with the server's defaults.
+    pub fn session(&self) -> Arc<Session> {
+        Session::new(self.statement_timeout)
+    }
 }
 
 /// Where `pondra serve` listens and what it holds.
@@ -39,6 +49,8 @@ pub struct ServeOptions {
     pub flight_port: u16,
     pub tokens: Tokens,
     pub node: NodeOptions,
+    /// Statements running longer than this are stopped, unless a session sets its own.
+    pub statement_timeout: Option<Duration>,
 }
 
 /// Runs the server until SIGINT or SIGTERM, then stops taking requests and closes the lakes.
@@ -51,11 +63,13 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         lakes,
         tokens: options.tokens.clone(),
         started: Instant::now(),
+        statement_timeout: options.statement_timeout,
     });
     let (stop, stopped) = watch::channel(false);
 
     let http = bind(&options.host, options.http_port, "http").await?;
-    let app = http::router(server.clone());
+    let app =
+        http::router(server.clone()).into_make_service_with_connect_info::<client::ClientSocket>();
     let mut http_stop = stopped.clone();
     let http_task = tokio::spawn(async move {
         axum::serve(http, app)
@@ -73,7 +87,9 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
 
     println!("ready");
     wait_for_signal().await;
-    eprintln!("shutting down");
+    // Running statements end at their next check, so the doors can close within a second.
+    let running = stop_running_statements();
+    eprintln!("shutting down ({running} running statements stopped)");
     let _ = stop.send(true);
     if let Ok(Err(e)) = http_task.await {
         eprintln!("http: {e}");
@@ -84,6 +100,11 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     }
     server.lakes.close().await;
     Ok(())
+}
+
+/// Stops every running statement of the process; returns how many there were.
+fn stop_running_statements() -> usize {
+    pondra_cluster::stop_all_statements()
 }
 
 /// Binds a door's port (0 picks a free one) and says where it listens on stdout.

@@ -73,8 +73,15 @@ pub struct Served {
 impl Served {
     /// Starts `pondra serve` on `lake` with extra arguments, and waits until it is ready.
     pub fn start(lake: &Path, args: &[&str]) -> Served {
+        Served::start_logging(lake, args, Stdio::inherit())
+    }
+
+    /// As `start`, with the server's stderr (its log) going to `log`, and the folder around
+    /// the lake as its working folder (where relative paths in statements lead).
+    pub fn start_logging(lake: &Path, args: &[&str], log: Stdio) -> Served {
         use std::io::BufRead;
         let mut child = pondra()
+            .current_dir(lake.parent().expect("a lake in a folder"))
             .arg("--dir")
             .arg(lake)
             .args([
@@ -88,7 +95,7 @@ impl Served {
             ])
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(log)
             .spawn()
             .expect("start pondra serve");
         let stdout = child.stdout.take().expect("stdout");
@@ -118,6 +125,49 @@ impl Served {
         self.terminate()
     }
 
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Whether the process is still running.
+    pub fn running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The address of the Postgres door, as `host=... port=...` for a client.
+    pub fn pg_config(&self) -> String {
+        let (host, port) = self.doors["pg"].rsplit_once(':').expect("host:port");
+        format!("host={host} port={port} user=pondra dbname=pondra")
+    }
+
+    /// The process's resident memory in bytes, from `/proc`.
+    pub fn resident_bytes(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    }
+
+    /// Sends SIGTERM and returns how long the process took to exit, if it did within
+    /// `patience`.
+    pub fn terminate_within(
+        &mut self,
+        patience: std::time::Duration,
+    ) -> Option<std::time::Duration> {
+        let started = std::time::Instant::now();
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        while started.elapsed() < patience {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return Some(started.elapsed());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        None
+    }
+
     fn terminate(&mut self) -> std::process::ExitStatus {
         // SAFETY: kill(2) on our own child's pid.
         unsafe {
@@ -133,6 +183,32 @@ impl Drop for Served {
             self.terminate();
         }
     }
+}
+
+/// Sends an HTTP/1.1 POST of `body` to `address` (host:port) and returns the status and the
+/// body of the answer.
+pub fn http_post(address: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, String) {
+    use std::io::Read;
+    let mut stream = std::net::TcpStream::connect(address).expect("connect to the HTTP door");
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {address}\r\nContent-Type: {content_type}\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream
+        .write_all(head.as_bytes())
+        .expect("send the request head");
+    stream.write_all(body).expect("send the request body");
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).expect("read the answer");
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no HTTP status in {answer:?}"));
+    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string());
+    (status, body.unwrap_or_default())
 }
 
 /// Runs curl with `args`; returns the body and the HTTP status.

@@ -4,8 +4,11 @@
 mod session;
 mod values;
 
+use std::collections::HashMap;
 use std::fmt::Debug;
-use std::sync::Arc;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex, Weak};
 
 use arrow::datatypes::SchemaRef;
 use async_trait::async_trait;
@@ -14,6 +17,7 @@ use pgwire::api::auth::{
     DefaultServerParameterProvider, StartupHandler, finish_authentication, protocol_negotiation,
     save_startup_parameters_to_metadata,
 };
+use pgwire::api::cancel::CancelHandler;
 use pgwire::api::copy::CopyHandler;
 use pgwire::api::portal::{Format, Portal};
 use pgwire::api::query::{ExtendedQueryHandler, SimpleQueryHandler};
@@ -24,18 +28,22 @@ use pgwire::api::results::{
 use pgwire::api::stmt::{QueryParser, StoredStatement};
 use pgwire::api::store::PortalStore;
 use pgwire::api::{
-    ClientInfo, ClientPortalStore, PgWireConnectionState, PgWireServerHandlers, Type,
+    ClientInfo, ClientPortalStore, PgWireConnectionState, PgWireServerHandlers,
+    PidSecretKeyGenerator, RandomPidSecretKeyGenerator, Type,
 };
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
+use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::copy::{CopyData, CopyDone};
 use pgwire::messages::startup::Authentication;
+use pgwire::messages::startup::SecretKey;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
-use pondra_cluster::{Node, ParsedStatement, StatementResult};
+use pondra_cluster::{Node, ParsedStatement, Session, StatementResult, StopReason};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use super::Server;
 use super::auth::{Role, authorize};
+use super::client::{ClientSocket, watched};
 use session::{CopyIn, SessionAnswer, session_answer};
 use values::{PgValue, parameter_literal, pg_type};
 
@@ -43,18 +51,24 @@ const ROLE_KEY: &str = "pondra.role";
 
 /// Accepts connections until `stop` turns true.
 pub async fn run(listener: TcpListener, server: Arc<Server>, mut stop: watch::Receiver<bool>) {
-    let handlers = Arc::new(Handlers {
-        door: Arc::new(PgDoor { server }),
+    let door = Arc::new(PgDoor {
+        server,
+        sessions: Default::default(),
+        sockets: Default::default(),
     });
+    let handlers = Arc::new(Handlers { door: door.clone() });
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((socket, _)) => {
+                Ok((socket, peer)) => {
                     let handlers = handlers.clone();
+                    let door = door.clone();
+                    lock(&door.sockets).insert(peer, ClientSocket::of(&socket));
                     tokio::spawn(async move {
                         if let Err(e) = pgwire::tokio::process_socket(socket, None, handlers).await {
                             eprintln!("pg connection: {e}");
                         }
+                        lock(&door.sockets).remove(&peer);
                     });
                 }
                 Err(e) => eprintln!("pg accept: {e}"),
@@ -62,6 +76,11 @@ pub async fn run(listener: TcpListener, server: Arc<Server>, mut stop: watch::Re
             _ = stop.wait_for(|s| *s) => break,
         }
     }
+}
+
+/// A lock of the door's maps, whose holders cannot leave them half changed.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 struct Handlers {
@@ -84,10 +103,36 @@ impl PgWireServerHandlers for Handlers {
     fn copy_handler(&self) -> Arc<impl CopyHandler> {
         self.door.clone()
     }
+
+    fn cancel_handler(&self) -> Arc<impl CancelHandler> {
+        self.door.clone()
+    }
 }
 
 pub struct PgDoor {
     server: Arc<Server>,
+    /// Each connection's session by the process id its client was given, with the secret key
+    /// a cancel request must bring.
+    sessions: Arc<Mutex<Sessions>>,
+    /// Each connection's socket by its client's address, to see a client hang up.
+    sockets: Mutex<HashMap<SocketAddr, ClientSocket>>,
+}
+
+/// Each connection's session by the process id its client was given, with its secret key.
+type Sessions = HashMap<i32, (SecretKey, Weak<Session>)>;
+
+/// A connection's session, in its client's extensions; leaves the door's map with the
+/// connection.
+struct PgSession {
+    session: Arc<Session>,
+    pid: i32,
+    sessions: Arc<Mutex<Sessions>>,
+}
+
+impl Drop for PgSession {
+    fn drop(&mut self) {
+        lock(&self.sessions).remove(&self.pid);
+    }
 }
 
 fn user_error(code: &str, message: impl Into<String>) -> PgWireError {
@@ -100,7 +145,15 @@ fn user_error(code: &str, message: impl Into<String>) -> PgWireError {
 
 /// The SQLSTATE of one of Pondra's errors, from its text.
 fn sqlstate(message: &str) -> &'static str {
-    if message.starts_with("syntax error") {
+    if message.starts_with("canceling statement") {
+        "57014"
+    } else if message.starts_with("out of memory") {
+        "53200"
+    } else if message.starts_with("statement too deeply nested") {
+        "54001"
+    } else if message.starts_with("internal error") {
+        "XX000"
+    } else if message.starts_with("syntax error") {
         "42601"
     } else if message.contains("does not exist") {
         if message.contains("column") {
@@ -134,6 +187,38 @@ impl PgDoor {
         }
     }
 
+    /// The connection's session (one is made for a client that skipped the startup).
+    fn session<C: ClientInfo>(&self, client: &C) -> Arc<Session> {
+        match client.session_extensions().get::<PgSession>() {
+            Some(pg) => pg.session.clone(),
+            None => {
+                let session = self.server.session();
+                client.session_extensions().insert(PgSession {
+                    session: session.clone(),
+                    pid: 0,
+                    sessions: Default::default(),
+                });
+                session
+            }
+        }
+    }
+
+    /// Gives the client the process id and secret key that its cancel requests will bring,
+    /// and registers its session under them.
+    fn register_session<C: ClientInfo>(&self, client: &mut C) {
+        static NEXT_PID: AtomicI32 = AtomicI32::new(1000);
+        let pid = NEXT_PID.fetch_add(1, Ordering::Relaxed);
+        let (_, secret) = RandomPidSecretKeyGenerator::default().generate(&*client);
+        client.set_pid_and_secret_key(pid, secret.clone());
+        let session = self.server.session();
+        lock(&self.sessions).insert(pid, (secret, Arc::downgrade(&session)));
+        client.session_extensions().insert(PgSession {
+            session,
+            pid,
+            sessions: self.sessions.clone(),
+        });
+    }
+
     async fn node<C: ClientInfo>(&self, client: &C) -> PgWireResult<Arc<Node>> {
         let database = client.metadata().get("database").map(String::as_str);
         self.server
@@ -155,7 +240,7 @@ impl PgDoor {
                 SessionAnswer::Tag(tag) => Response::Execution(Tag::new(tag)),
                 SessionAnswer::Begin => Response::TransactionStart(Tag::new("BEGIN")),
                 SessionAnswer::End(tag) => Response::TransactionEnd(Tag::new(tag)),
-                SessionAnswer::Rows(schema, batches) => rows_response(&schema, &batches, formats),
+                SessionAnswer::Rows(schema, batches) => rows_response(&schema, batches, formats),
             });
         }
         let role = self.role(client);
@@ -164,9 +249,12 @@ impl PgDoor {
             user_error(sqlstate(&reason), reason)
         })?;
         let node = self.node(client).await?;
-        match node.execute_statement(statement).await {
+        let session = self.session(client);
+        let socket = lock(&self.sockets).get(&client.socket_addr()).copied();
+        let run = node.execute_in(&session, statement.clone());
+        match watched(run, &session, socket).await {
             Ok(StatementResult::Rows { schema, batches }) => {
-                Ok(rows_response(&schema, &batches, formats))
+                Ok(rows_response(&schema, batches, formats))
             }
             Ok(StatementResult::Done { tag }) => Ok(Response::Execution(completion_tag(&tag))),
             Err(e) => Ok(Response::Error(Box::new(error_info(e.to_string())))),
@@ -206,24 +294,43 @@ fn fields(schema: &SchemaRef, formats: &Format) -> Vec<FieldInfo> {
         .collect()
 }
 
+/// The rows of `batches` as the protocol sends them, each encoded as it is sent, so that a
+/// large result is not held twice.
 fn rows_response(
     schema: &SchemaRef,
-    batches: &[arrow::array::RecordBatch],
+    batches: Vec<arrow::array::RecordBatch>,
     formats: &Format,
 ) -> Response {
     let fields = Arc::new(fields(schema, formats));
-    let mut rows = Vec::new();
-    let mut encoder = DataRowEncoder::new(fields.clone());
-    for batch in batches {
-        for row in 0..batch.num_rows() {
+    let row_fields = fields.clone();
+    let rows = batches.into_iter().flat_map(move |batch| {
+        let mut encoder = DataRowEncoder::new(row_fields.clone());
+        (0..batch.num_rows()).map(move |row| {
             let encoded = batch
                 .columns()
                 .iter()
                 .try_for_each(|column| encoder.encode_field(&PgValue::at(column, row)));
-            rows.push(encoded.map(|()| encoder.take_row()));
+            encoded.map(|()| encoder.take_row())
+        })
+    });
+    Response::Query(QueryResponse::new(fields, stream::iter(rows)))
+}
+
+#[async_trait]
+impl CancelHandler for PgDoor {
+    /// Stops the statement running in the session the request names, if its key matches.
+    async fn on_cancel_request(&self, request: CancelRequest) {
+        let session = match lock(&self.sessions).get(&request.pid) {
+            Some((secret, session)) if secret.eq_value(&request.secret_key) => session.upgrade(),
+            _ => None,
+        };
+        match session {
+            Some(session) => {
+                session.stop_running(StopReason::Cancelled);
+            }
+            None => eprintln!("refused: pg cancel request for an unknown session"),
         }
     }
-    Response::Query(QueryResponse::new(fields, stream::iter(rows)))
 }
 
 #[async_trait]
@@ -244,6 +351,7 @@ impl StartupHandler for PgDoor {
             PgWireFrontendMessage::Startup(ref startup) => {
                 protocol_negotiation(client, startup).await?;
                 save_startup_parameters_to_metadata(client, startup);
+                self.register_session(client);
                 client.set_state(PgWireConnectionState::AuthenticationInProgress);
                 if self.server.tokens.enabled() {
                     client

@@ -23,7 +23,9 @@ pub fn session_answer(statement: &ParsedStatement) -> Option<SessionAnswer> {
     let Statement::Sql(statement) = &statement.statement else {
         return None;
     };
-    if pondra_cluster::is_process_setting(statement) {
+    if pondra_cluster::is_process_setting(statement)
+        || pondra_cluster::is_session_setting(statement)
+    {
         return None;
     }
     Some(match statement.as_ref() {
@@ -144,7 +146,7 @@ impl CopyIn {
     }
 
     /// Appends the rows received; returns how many there were.
-    pub async fn finish(self, node: &Node) -> Result<usize, String> {
+    pub async fn finish(self, node: &Arc<Node>) -> Result<usize, String> {
         let columns = if self.columns.is_empty() {
             let snapshot = node.snapshot();
             let table = snapshot

@@ -1,0 +1,206 @@
+//! A client's session: the settings its statements run under (`statement_timeout`) and the
+//! statement it is running, for a cancel request to reach.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use arrow::array::{RecordBatch, StringArray};
+use arrow::datatypes::{DataType, Field, Schema};
+use pondra_exec::{MemoryPool, StatementControl, StopReason};
+use pondra_parser::ast;
+
+use crate::node::{StatementResult, done};
+use crate::{NodeError, Result};
+
+const STATEMENT_TIMEOUT: &str = "statement_timeout";
+
+/// One client's settings and running statement. Doors keep one per connection (the Postgres
+/// wire) or per request (HTTP, Flight SQL); the shell keeps one for its run.
+#[derive(Debug, Default)]
+pub struct Session {
+    /// Statements running longer than this are stopped; `None` for no limit.
+    statement_timeout: Mutex<Option<Duration>>,
+    /// The statement running now, if any.
+    running: Mutex<Option<Arc<StatementControl>>>,
+}
+
+impl Session {
+    /// A session whose statements stop after `statement_timeout` unless it sets another.
+    pub fn new(statement_timeout: Option<Duration>) -> Arc<Session> {
+        Arc::new(Session {
+            statement_timeout: Mutex::new(statement_timeout),
+            running: Mutex::new(None),
+        })
+    }
+
+    pub fn statement_timeout(&self) -> Option<Duration> {
+        *self
+            .statement_timeout
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Stops the statement running now, if any: a cancel request, or its client gone.
+    pub fn stop_running(&self, reason: StopReason) -> bool {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        match running.as_ref() {
+            Some(control) => {
+                control.stop(reason);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The control of a statement starting now in this session.
+    pub(crate) fn begin(&self, memory: Arc<MemoryPool>) -> Arc<StatementControl> {
+        let control = StatementControl::start(memory, self.statement_timeout());
+        *self.running.lock().unwrap_or_else(|e| e.into_inner()) = Some(control.clone());
+        control
+    }
+
+    /// The statement `control` ran has ended.
+    pub(crate) fn end(&self, control: &Arc<StatementControl>) {
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if running.as_ref().is_some_and(|r| Arc::ptr_eq(r, control)) {
+            *running = None;
+        }
+    }
+
+    /// Runs `SET statement_timeout` or `SHOW statement_timeout`; `None` for other statements.
+    pub(crate) fn run_setting(
+        &self,
+        statement: &ast::Statement,
+    ) -> Option<Result<StatementResult>> {
+        match statement {
+            ast::Statement::Set(ast::Set::SingleAssignment {
+                variable, values, ..
+            }) if is_statement_timeout(&variable.to_string()) => {
+                Some(self.set_timeout(values).map(|()| done("SET")))
+            }
+            ast::Statement::ShowVariable { variable }
+                if variable.len() == 1 && is_statement_timeout(&variable[0].value) =>
+            {
+                Some(Ok(self.show_timeout()))
+            }
+            _ => None,
+        }
+    }
+
+    fn set_timeout(&self, values: &[ast::Expr]) -> Result<()> {
+        let [value] = values else {
+            return Err(NodeError::Other(
+                "SET statement_timeout takes one value, such as '30s'".into(),
+            ));
+        };
+        let text = match value {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::SingleQuotedString(text) | ast::Value::Number(text, _) => text.clone(),
+                other => other.to_string(),
+            },
+            ast::Expr::Identifier(ident) if ident.value.eq_ignore_ascii_case("default") => {
+                "0".into()
+            }
+            other => other.to_string(),
+        };
+        let timeout = parse_timeout(&text)?;
+        *self
+            .statement_timeout
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = timeout;
+        Ok(())
+    }
+
+    fn show_timeout(&self) -> StatementResult {
+        let text = match self.statement_timeout() {
+            None => "0".to_string(),
+            Some(t) if t.as_millis() % 1000 == 0 => format!("{}s", t.as_secs()),
+            Some(t) => format!("{}ms", t.as_millis()),
+        };
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            STATEMENT_TIMEOUT,
+            DataType::Utf8,
+            false,
+        )]));
+        let column = StringArray::from(vec![text]);
+        let batch =
+            RecordBatch::try_new(schema.clone(), vec![Arc::new(column)]).expect("one text column");
+        StatementResult::Rows {
+            schema,
+            batches: vec![batch],
+        }
+    }
+}
+
+/// Whether `statement` is one a session answers itself (`SET statement_timeout`).
+pub fn is_session_setting(statement: &ast::Statement) -> bool {
+    match statement {
+        ast::Statement::Set(ast::Set::SingleAssignment { variable, .. }) => {
+            is_statement_timeout(&variable.to_string())
+        }
+        ast::Statement::ShowVariable { variable } => {
+            variable.len() == 1 && is_statement_timeout(&variable[0].value)
+        }
+        _ => false,
+    }
+}
+
+fn is_statement_timeout(name: &str) -> bool {
+    name.eq_ignore_ascii_case(STATEMENT_TIMEOUT)
+}
+
+/// Reads a timeout as Postgres does: a number of milliseconds, or a number with a unit (`ms`,
+/// `s`, `min`, `h`, `d`); 0 means none.
+pub fn parse_timeout(text: &str) -> Result<Option<Duration>> {
+    let invalid = || {
+        NodeError::Other(format!(
+            "invalid value for statement_timeout: '{text}' (expected a duration such as 500, \
+             '500ms', '30s' or '5min')"
+        ))
+    };
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let number: f64 = number.parse().map_err(|_| invalid())?;
+    let millis_per_unit = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "ms" => 1.0,
+        "s" => 1e3,
+        "min" => 60e3,
+        "h" => 3600e3,
+        "d" => 86400e3,
+        _ => return Err(invalid()),
+    };
+    let millis = number * millis_per_unit;
+    if !(0.0..=i32::MAX as f64).contains(&millis) {
+        return Err(invalid());
+    }
+    Ok((millis >= 1.0).then(|| Duration::from_millis(millis as u64)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_read_as_postgres_reads_them() {
+        assert_eq!(parse_timeout("0").unwrap(), None);
+        assert_eq!(
+            parse_timeout("1500").unwrap(),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(parse_timeout("30s").unwrap(), Some(Duration::from_secs(30)));
+        assert_eq!(
+            parse_timeout("5min").unwrap(),
+            Some(Duration::from_secs(300))
+        );
+        assert_eq!(
+            parse_timeout("250ms").unwrap(),
+            Some(Duration::from_millis(250))
+        );
+        for bad in ["", "-1", "5 parsecs", "1e99"] {
+            assert!(parse_timeout(bad).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,252 @@
+//! The SQL fuzzer against `pondra serve`: mutants of the project's SQL and pathological
+//! statements through the Postgres door, and garbage through the HTTP door, on a small TPC-H
+//! lake with a 256 MB memory limit and a 1 s statement timeout. It must end with no process
+//! death, no panic, no statement answered more than 2 s after its timeout, no 5xx answer,
+//! the server's memory within bounds, and a table written before the run holding exactly its
+//! rows.
+//!
+//! `cargo test -p pondra-tests --test fuzz` runs a short run (`PONDRA_FUZZ_STATEMENTS`, 3,000
+//! by default); `cargo test --release -p pondra-tests --test fuzz -- --ignored --nocapture`
+//! the long one (100,000). `PONDRA_FUZZ_SEED` replays a seed.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{Served, pondra};
+use pondra_tests::fuzz::{Fuzzer, corpus};
+use tokio_postgres::{Client, NoTls};
+
+/// How long each statement may run.
+const STATEMENT_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// How long after its timeout a statement may take to answer.
+const STOP_GRACE: Duration = Duration::from_secs(2);
+
+/// The server's resident memory may not pass this. Its memory limit is 256 MB: operators that
+/// cannot spill may hold 64 MB past it, and allocations checked against it are not held, so
+/// several may be in flight at once, and the allocator keeps some freed memory for a while.
+const RESIDENT_LIMIT: u64 = 2 << 30;
+
+/// The rows of the table written before the run, which nothing in the corpus names.
+const GUARD_ROWS: u64 = 1000;
+
+#[test]
+fn fuzzed_statements_cost_their_client_an_error_never_the_server() {
+    let statements = std::env::var("PONDRA_FUZZ_STATEMENTS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(3_000);
+    run(statements);
+}
+
+#[test]
+#[ignore = "long: 100,000 statements"]
+fn fuzzed_statements_long_run() {
+    run(100_000);
+}
+
+/// What the run counted.
+#[derive(Default, Debug)]
+struct Tally {
+    statements: u64,
+    ran: u64,
+    refused: u64,
+    bodies: u64,
+    reconnects: u64,
+    peak_resident: u64,
+}
+
+fn run(statements: u64) {
+    let seed: u64 = std::env::var("PONDRA_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| rand::random::<u32>() as u64);
+    println!("fuzz seed {seed} (PONDRA_FUZZ_SEED={seed} replays it)");
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let out = pondra()
+        .arg("--dir")
+        .arg(&lake)
+        .args(["tpch", "gen", "--sf", "0.01"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let guard = format!(
+        "CREATE TABLE fuzz_guard AS SELECT i AS id, 'row ' || i AS label \
+         FROM generate_series(1, {GUARD_ROWS}) AS g(i); \
+         CREATE TABLE fuzz_scratch (id BIGINT)"
+    );
+    let out = common::sql(&lake, &[&guard]);
+    assert!(out.status.success(), "{}", common::stderr(&out));
+
+    let log_path = dir.path().join("server.log");
+    let log = std::fs::File::create(&log_path).unwrap();
+    let mut served = Served::start_logging(
+        &lake,
+        &[
+            "--memory-limit",
+            "256MB",
+            "--statement-timeout",
+            "1s",
+            "--tier-secs",
+            "2",
+        ],
+        Stdio::from(log),
+    );
+    let corpus = corpus(std::path::Path::new(env!("CARGO_MANIFEST_DIR")));
+    println!("corpus of {} statements", corpus.len());
+    let mut fuzzer = Fuzzer::new(seed, corpus);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let started = Instant::now();
+    let mut tally = Tally::default();
+    let bodies = sample_bodies();
+    let mut client = runtime.block_on(connect(&served));
+    for index in 0..statements {
+        if index % 20 == 19 {
+            send_garbage(&served, &mut fuzzer, &bodies, seed, index);
+            tally.bodies += 1;
+        }
+        let sql = fuzzer.next_statement();
+        let shown: String = sql.chars().take(300).collect();
+        tally.statements += 1;
+        let answer = runtime.block_on(async {
+            tokio::time::timeout(STATEMENT_TIMEOUT + STOP_GRACE, client.simple_query(&sql)).await
+        });
+        match answer {
+            Err(_) => panic!(
+                "seed {seed}, statement {index}: no answer {:?} after its timeout: {shown}",
+                STOP_GRACE
+            ),
+            Ok(Ok(_)) => tally.ran += 1,
+            Ok(Err(e)) if e.as_db_error().is_some() => tally.refused += 1,
+            Ok(Err(e)) => {
+                assert!(
+                    served.running(),
+                    "seed {seed}, statement {index}: the server died ({e}): {shown}"
+                );
+                tally.reconnects += 1;
+                client = runtime.block_on(connect(&served));
+            }
+        }
+        if let Some(resident) = served.resident_bytes() {
+            if index % 500 == 0 {
+                println!("after {index} statements: resident {} MB", resident >> 20);
+            }
+            tally.peak_resident = tally.peak_resident.max(resident);
+            assert!(
+                resident < RESIDENT_LIMIT,
+                "seed {seed}, statement {index}: the server holds {resident} bytes: {shown}"
+            );
+        }
+    }
+    let guard = runtime.block_on(async {
+        client
+            .simple_query("SELECT count(*), sum(id), count(DISTINCT label) FROM fuzz_guard")
+            .await
+            .expect("the guard table reads")
+    });
+    let row = guard
+        .iter()
+        .find_map(|m| match m {
+            tokio_postgres::SimpleQueryMessage::Row(row) => Some(
+                (0..3)
+                    .map(|i| row.get(i).unwrap_or("NULL").to_string())
+                    .collect::<Vec<_>>(),
+            ),
+            _ => None,
+        })
+        .expect("a row");
+    let expected_sum = GUARD_ROWS * (GUARD_ROWS + 1) / 2;
+    assert_eq!(
+        row,
+        [
+            GUARD_ROWS.to_string(),
+            expected_sum.to_string(),
+            GUARD_ROWS.to_string()
+        ],
+        "seed {seed}: the guard table changed"
+    );
+    drop(client);
+    let stopped = served
+        .terminate_within(Duration::from_secs(10))
+        .unwrap_or_else(|| panic!("seed {seed}: the server did not stop after SIGTERM"));
+    let log = std::fs::read_to_string(&log_path).unwrap();
+    let panics: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("panicked") || l.starts_with("internal error"))
+        .collect();
+    println!(
+        "fuzz: {} statements ({} ran, {} refused, {} reconnects), {} HTTP bodies, in {:.1} s; \
+         peak resident {} MB; stopped {:?} after SIGTERM",
+        tally.statements,
+        tally.ran,
+        tally.refused,
+        tally.reconnects,
+        tally.bodies,
+        started.elapsed().as_secs_f64(),
+        tally.peak_resident >> 20,
+        stopped
+    );
+    assert!(
+        panics.is_empty(),
+        "seed {seed}: the server panicked:\n{}",
+        panics.join("\n")
+    );
+}
+
+async fn connect(served: &Served) -> Client {
+    let (client, connection) = tokio_postgres::connect(&served.pg_config(), NoTls)
+        .await
+        .expect("connect to the Postgres door");
+    tokio::spawn(connection);
+    client
+}
+
+/// Well-formed bodies for the append door, for the fuzzer to break.
+fn sample_bodies() -> Vec<Vec<u8>> {
+    use arrow::array::{Int64Array, RecordBatch};
+    use std::sync::Arc;
+    let batch =
+        RecordBatch::try_from_iter([("id", Arc::new(Int64Array::from(vec![1, 2, 3])) as _)])
+            .unwrap();
+    let mut arrow = Vec::new();
+    let mut writer =
+        arrow::ipc::writer::StreamWriter::try_new(&mut arrow, &batch.schema()).unwrap();
+    writer.write(&batch).unwrap();
+    writer.finish().unwrap();
+    drop(writer);
+    vec![
+        arrow,
+        b"{\"id\": 1}\n{\"id\": 2}\n".to_vec(),
+        b"id\n1\n2\n".to_vec(),
+    ]
+}
+
+/// Sends one garbage body to the HTTP door; any 5xx fails the run.
+fn send_garbage(served: &Served, fuzzer: &mut Fuzzer, bodies: &[Vec<u8>], seed: u64, index: u64) {
+    let body = fuzzer.next_body(bodies);
+    let content_type = *fuzzer.pick(&[
+        "application/vnd.apache.arrow.stream",
+        "application/x-ndjson",
+        "text/csv",
+        "application/json",
+        "text/plain",
+    ]);
+    let path = *fuzzer.pick(&[
+        "/sql",
+        "/tables/fuzz_scratch/append",
+        "/tables/missing/append",
+        "/tables/fuzz_scratch/append?producer=fuzz&seq=x",
+    ]);
+    let (status, answer) = common::http_post(&served.doors["http"], path, content_type, &body);
+    assert!(
+        status < 500,
+        "seed {seed}, body {index}: {status} from {path} ({content_type}): {answer}"
+    );
+}
