@@ -63,8 +63,14 @@ pub enum Change {
         files: Vec<String>,
         added: Vec<DataFile>,
     },
+    /// Makes `added` the whole content of a table: every log segment and file it holds when
+    /// the change applies is removed (UPDATE, DELETE, an upsert that replaced rows). Unlike a
+    /// `Replace` listed earlier, it stays right if tiering moved segments into files since.
+    ReplaceAll { table_id: u64, added: Vec<DataFile> },
     /// Replaces the definition of an existing table, keeping its id and rows (indexes).
     AlterTable { def: TableDef },
+    /// Gives a table or view another name, keeping its id, rows and files.
+    RenameTable { from: String, to: String },
     /// Records the sequence number a producer's append carried, in the commit of the append, so
     /// that a retry of it is recognized.
     ProducerSequence { producer: String, sequence: u64 },
@@ -128,8 +134,20 @@ impl Catalog {
     ///
     /// Returns only once the commit is durable in the lake.
     pub async fn commit(&self, changes: Vec<Change>) -> Result<u64> {
+        self.commit_with(|_| Ok::<_, CatalogError>(changes)).await
+    }
+
+    /// Commits the changes `prepare` returns for the latest snapshot, with no commit between
+    /// the two: `prepare` may check what the latest snapshot holds (a transaction's conflicts)
+    /// and fail, and then nothing is committed. Returns the new commit number.
+    pub async fn commit_with<E: From<CatalogError>>(
+        &self,
+        prepare: impl FnOnce(&Snapshot) -> std::result::Result<Vec<Change>, E>,
+    ) -> std::result::Result<u64, E> {
         let _guard = self.commit_lock.lock().await;
-        let mut next = (*self.snapshot()).clone();
+        let latest = self.snapshot();
+        let changes = prepare(&latest)?;
+        let mut next = (*latest).clone();
         next.commit += 1;
         let now = now_ms();
         let mut batch = WriteBatch::new();
@@ -146,6 +164,19 @@ impl Catalog {
         let commit = next.commit;
         *self.current.lock().expect("snapshot lock") = Arc::new(next);
         Ok(commit)
+    }
+
+    /// `snapshot` with `changes` applied in memory only: what a transaction reads (ADR 0045).
+    /// Nothing is written; tables created get the ids a commit right now would give them.
+    pub fn with_changes(&self, snapshot: &Snapshot, changes: Vec<Change>) -> Result<Snapshot> {
+        let mut next = snapshot.clone();
+        next.commit += 1;
+        let now = now_ms();
+        let mut discarded = WriteBatch::new();
+        for change in changes {
+            apply(&mut next, &mut discarded, change, now, self.retain)?;
+        }
+        Ok(next)
     }
 
     /// Closes the database, flushing what it holds in memory.
@@ -198,6 +229,8 @@ fn apply(
                 serde_json::to_vec(&def).expect("json"),
             );
             let table_id = def.id;
+            next.defined_at.insert(def.name.clone(), next.commit);
+            next.rows_changed_at.insert(table_id, next.commit);
             next.tables.insert(def.name.clone(), Arc::new(def));
             if let Some((rows, payload)) = initial {
                 let append = Change::AppendSegment {
@@ -214,6 +247,8 @@ fn apply(
                 .remove(&name)
                 .ok_or_else(|| CatalogError::TableNotFound(name.clone()))?;
             batch.delete(keys::table(&name));
+            next.defined_at.insert(name.clone(), next.commit);
+            next.rows_changed_at.remove(&def.id);
             for segment in next.segments.remove(&def.id).unwrap_or_default() {
                 batch.delete(keys::segment(def.id, segment.commit, segment.index));
                 if let SegmentPayload::Object(path) = segment.payload {
@@ -233,6 +268,7 @@ fn apply(
             if next.table_by_id(table_id).is_none() {
                 return Err(CatalogError::TableNotFound(format!("with id {table_id}")));
             }
+            next.rows_changed_at.insert(table_id, next.commit);
             let segments = next.segments.entry(table_id).or_default();
             let index = segments.iter().filter(|s| s.commit == next.commit).count() as u32;
             let segment = LogSegment {
@@ -299,11 +335,49 @@ fn apply(
                 schedule_delete(next, batch, deadline, path);
             }
         }
+        Change::ReplaceAll { table_id, added } => {
+            if next.table_by_id(table_id).is_none() {
+                return Err(CatalogError::TableNotFound(format!("with id {table_id}")));
+            }
+            let replace = Change::Replace {
+                table_id,
+                segments: next
+                    .segments(table_id)
+                    .iter()
+                    .map(|s| (s.commit, s.index))
+                    .collect(),
+                files: next
+                    .files(table_id)
+                    .iter()
+                    .map(|f| f.path.clone())
+                    .collect(),
+                added,
+            };
+            apply(next, batch, replace, now, retain)?;
+            next.rows_changed_at.insert(table_id, next.commit);
+        }
+        Change::RenameTable { from, to } => {
+            if next.tables.contains_key(&to) {
+                return Err(CatalogError::TableExists(to));
+            }
+            let def = next
+                .tables
+                .remove(&from)
+                .ok_or_else(|| CatalogError::TableNotFound(from.clone()))?;
+            let mut def = def.as_ref().clone();
+            def.name = to.clone();
+            batch.delete(keys::table(&from));
+            batch.put(keys::table(&to), serde_json::to_vec(&def).expect("json"));
+            next.defined_at.insert(from, next.commit);
+            next.defined_at.insert(to.clone(), next.commit);
+            next.tables.insert(to, Arc::new(def));
+        }
         Change::AlterTable { def } => {
             match next.tables.get(&def.name) {
                 Some(old) if old.id == def.id => {}
                 _ => return Err(CatalogError::TableNotFound(def.name)),
             }
+            next.defined_at.insert(def.name.clone(), next.commit);
             batch.put(
                 keys::table(&def.name),
                 serde_json::to_vec(&def).expect("json"),

@@ -20,9 +20,25 @@ pub struct Snapshot {
     pub garbage: Vec<(u64, String)>,
     /// The last sequence number each producer appended with (exactly-once appends).
     pub producers: HashMap<String, u64>,
+    /// Per table id, the last commit that changed its rows (appended or rewrote them), for
+    /// transactions to find what was committed after they began (ADR 0045). Not stored:
+    /// rebuilt as commits apply, from the loaded commit when the catalog opens.
+    pub rows_changed_at: HashMap<u64, u64>,
+    /// Per table name, the last commit that created, altered or dropped it.
+    pub defined_at: HashMap<String, u64>,
 }
 
 impl Snapshot {
+    /// The last commit that changed the rows of table `id` (0 when none since it was loaded).
+    pub fn rows_changed_at(&self, id: u64) -> u64 {
+        self.rows_changed_at.get(&id).copied().unwrap_or(0)
+    }
+
+    /// The last commit that created, altered or dropped the table named `name`.
+    pub fn defined_at(&self, name: &str) -> u64 {
+        self.defined_at.get(name).copied().unwrap_or(0)
+    }
+
     pub fn table(&self, name: &str) -> Option<&Arc<TableDef>> {
         self.tables.get(name)
     }

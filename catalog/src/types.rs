@@ -130,6 +130,9 @@ pub struct TableDef {
     /// UNIQUE constraints: no two rows may agree on all of these columns unless one is NULL.
     #[serde(default)]
     pub unique: Vec<Vec<String>>,
+    /// `COMMENT ON`: the table's comment under the empty name, each column's under its name.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub comments: std::collections::BTreeMap<String, String>,
 }
 
 impl TableDef {

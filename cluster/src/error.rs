@@ -18,6 +18,15 @@ pub enum NodeError {
     /// A fault of Pondra's own (a panic) caught at the statement's boundary.
     #[error("internal error: {0}")]
     Internal(String),
+    /// A transaction's commit lost to a concurrent one (SQLSTATE 40001).
+    #[error("{}", crate::transaction::SERIALIZATION_FAILURE)]
+    SerializationFailure,
+    /// A statement sent to a transaction that a failed statement aborted (SQLSTATE 25P02).
+    #[error("{}", crate::transaction::ABORTED)]
+    Aborted,
+    /// A savepoint statement outside a transaction (SQLSTATE 25P01).
+    #[error("{0} can only be used in transaction blocks")]
+    NoTransaction(&'static str),
 }
 
 impl From<arrow::error::ArrowError> for NodeError {

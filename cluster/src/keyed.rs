@@ -11,7 +11,7 @@ use std::sync::Arc;
 use arrow::array::{Array, BooleanArray, RecordBatch};
 use arrow::compute::filter_record_batch;
 use arrow::row::{RowConverter, Rows, SortField};
-use pondra_catalog::TableDef;
+use pondra_catalog::{Snapshot, TableDef};
 use pondra_planner::LogicalPlan;
 
 use crate::node::Node;
@@ -106,13 +106,17 @@ fn last_per_key(table: &TableDef, batch: &RecordBatch) -> Result<RecordBatch> {
 }
 
 impl Node {
-    /// Every row of a stored table, in its schema.
-    async fn read_table(&self, table: &Arc<TableDef>) -> Result<Vec<RecordBatch>> {
+    /// Every row of a stored table as `snapshot` holds it, in its schema.
+    async fn read_table(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        table: &Arc<TableDef>,
+    ) -> Result<Vec<RecordBatch>> {
         let scan = LogicalPlan::Scan {
             table: table.clone(),
             schema: table.arrow_schema(),
         };
-        self.run_query(scan, self.snapshot(), Vec::new())
+        self.run_query(scan, snapshot.clone(), Vec::new())
             .await?
             .into_iter()
             .map(|b| {
@@ -124,15 +128,16 @@ impl Node {
             .collect()
     }
 
-    /// Checks `batch` against the constraints of `table` and what it holds. Returns the rows to
-    /// append, and, when an upsert replaced rows, every row the table then holds (it must then
-    /// be rewritten). The caller holds the tiering lock.
+    /// Checks `batch` against the constraints of `table` and what it holds in `snapshot`.
+    /// Returns the rows to append, and, when an upsert replaced rows, every row the table then
+    /// holds (it must then be rewritten).
     pub(crate) async fn constrained_rows(
         &self,
+        snapshot: &Arc<Snapshot>,
         table: &Arc<TableDef>,
         batch: RecordBatch,
     ) -> Result<(RecordBatch, Option<Vec<RecordBatch>>)> {
-        let existing = self.read_table(table).await?;
+        let existing = self.read_table(snapshot, table).await?;
         if table.key.is_empty() {
             let mut all = existing;
             all.push(batch.clone());

@@ -11,7 +11,9 @@ mod node;
 mod rewrite;
 mod session;
 mod settings;
+mod temporary;
 mod tiering;
+mod transaction;
 mod write;
 
 pub use append::AppendOutcome;
@@ -28,5 +30,6 @@ pub use pondra_parser::{
     substitute_placeholders,
 };
 pub use pondra_planner::{SERVER_VERSION, push_array_item};
-pub use session::{Session, is_session_setting, parse_timeout};
+pub use session::{Session, TransactionStatus, is_session_setting, parse_timeout};
 pub use settings::is_process_setting;
+pub use transaction::TransactionControl;

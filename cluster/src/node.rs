@@ -13,6 +13,7 @@ use pondra_storage::Lake;
 
 use crate::leader::{Term, take_lead};
 use crate::session::Session;
+use crate::transaction::Transaction;
 use crate::{NodeError, Result};
 
 tokio::task_local! {
@@ -132,8 +133,9 @@ impl Node {
         &'a self,
         snapshot: &'a Snapshot,
         external: &'a HashMap<String, Arc<ExternalTable>>,
+        temporary: &'a [Arc<pondra_catalog::TableDef>],
     ) -> Binder<'a> {
-        let binder = Binder::with_external(snapshot, external);
+        let binder = Binder::with_external(snapshot, external).with_temporary(temporary);
         match &self.options.database {
             Some(name) => binder.in_database(name),
             None => binder,
@@ -157,14 +159,24 @@ impl Node {
     /// comes back as an internal error and is logged with the statement.
     pub async fn execute_in(
         self: &Arc<Self>,
-        session: &Session,
+        session: &Arc<Session>,
         statement: ParsedStatement,
     ) -> Result<StatementResult> {
-        if let pondra_parser::Statement::Sql(sql) = &statement.statement
-            && let Some(result) = session.run_setting(sql)
-        {
-            return result;
+        if let pondra_parser::Statement::Sql(sql) = &statement.statement {
+            if let Some(result) = session.run_setting(sql) {
+                return result;
+            }
+            if let Some(control) = crate::transaction::control_of(sql) {
+                return self.run_transaction_control(session, control).await;
+            }
         }
+        // The statement runs in the session's transaction, if one is open, and gives it back.
+        let transaction = session.take_transaction();
+        if transaction.as_ref().is_some_and(Transaction::is_aborted) {
+            session.put_transaction(transaction);
+            return Err(NodeError::Aborted);
+        }
+        let kept = transaction.clone();
         let control = session.begin(self.options.memory.clone());
         let running = Running {
             session,
@@ -173,16 +185,33 @@ impl Node {
         };
         let node = self.clone();
         let text = statement.text.clone();
-        let run = async move { node.execute_statement(&statement).await };
+        let task_session = session.clone();
+        let run = async move {
+            let mut transaction = transaction;
+            let result = node
+                .execute_statement_in(&statement, transaction.as_mut(), Some(&task_session))
+                .await;
+            (result, transaction)
+        };
         let outcome = tokio::spawn(CONTROL.scope(control, run)).await;
         running.finish();
-        match outcome {
-            Ok(result) => result,
-            Err(e) if e.is_panic() => Err(internal_error(&text, e.into_panic())),
-            Err(e) => Err(NodeError::Other(format!(
-                "the statement's task failed: {e}"
-            ))),
+        let (result, mut transaction) = match outcome {
+            Ok(outcome) => outcome,
+            Err(e) if e.is_panic() => (Err(internal_error(&text, e.into_panic())), kept),
+            Err(e) => (
+                Err(NodeError::Other(format!(
+                    "the statement's task failed: {e}"
+                ))),
+                kept,
+            ),
+        };
+        if result.is_err()
+            && let Some(transaction) = &mut transaction
+        {
+            transaction.abort();
         }
+        session.put_transaction(transaction);
+        result
     }
 
     /// The control of the statement the current task runs; one nothing stops for work that
@@ -196,14 +225,33 @@ impl Node {
     /// The columns the rows of `sql`'s last statement would have, found by binding it without
     /// running it; `None` when that statement returns no rows.
     pub fn result_schema(&self, sql: &str) -> Result<Option<SchemaRef>> {
+        self.result_schema_in(None, sql)
+    }
+
+    /// `result_schema` as `session` sees the lake: in its transaction's snapshot, when one is
+    /// open (a table created earlier in the transaction is there).
+    pub fn result_schema_in(
+        &self,
+        session: Option<&Session>,
+        sql: &str,
+    ) -> Result<Option<SchemaRef>> {
         let statements = pondra_parser::parse_sql(sql)?;
         let Some(statement) = statements.last() else {
             return Ok(None);
         };
-        let snapshot = self.snapshot();
-        let external = self.external.read().expect("external tables lock").clone();
+        let snapshot = session
+            .and_then(Session::transaction_view)
+            .unwrap_or_else(|| self.snapshot());
+        let mut external = self.external.read().expect("external tables lock").clone();
+        let temporary = match session {
+            Some(session) => session.with_temporary(|t| {
+                external.extend(t.tables());
+                t.definitions()
+            }),
+            None => Vec::new(),
+        };
         let plan = self
-            .binder(&snapshot, &external)
+            .binder(&snapshot, &external, &temporary)
             .bind_statement(statement)?;
         Ok(match plan {
             Plan::Query(plan) => Some(plan.schema()),
@@ -214,15 +262,42 @@ impl Node {
 
     /// Runs one parsed statement.
     pub async fn execute_statement(&self, statement: &ParsedStatement) -> Result<StatementResult> {
-        if let pondra_parser::Statement::Sql(sql) = &statement.statement
-            && crate::settings::is_process_setting(sql)
-        {
-            return crate::settings::run_setting(sql, &self.options.memory);
+        self.execute_statement_in(statement, None, None).await
+    }
+
+    /// Runs one parsed statement, in `transaction` when one is given: it then reads the
+    /// transaction's snapshot, and a write adds its changes to the transaction instead of
+    /// committing them.
+    async fn execute_statement_in(
+        &self,
+        statement: &ParsedStatement,
+        transaction: Option<&mut Transaction>,
+        session: Option<&Session>,
+    ) -> Result<StatementResult> {
+        if let pondra_parser::Statement::Sql(sql) = &statement.statement {
+            if crate::settings::is_process_setting(sql) {
+                return crate::settings::run_setting(sql, &self.options.memory);
+            }
+            if let Some(session) = session
+                && let Some(result) = crate::temporary::drop_temporary(session, sql)
+            {
+                return result;
+            }
         }
-        let snapshot = self.snapshot();
-        let external = self.external.read().expect("external tables lock").clone();
+        let snapshot = match &transaction {
+            Some(transaction) => transaction.view().clone(),
+            None => self.snapshot(),
+        };
+        let mut external = self.external.read().expect("external tables lock").clone();
+        let temporary = match session {
+            Some(session) => session.with_temporary(|t| {
+                external.extend(t.tables());
+                t.definitions()
+            }),
+            None => Vec::new(),
+        };
         let plan = self
-            .binder(&snapshot, &external)
+            .binder(&snapshot, &external, &temporary)
             .bind_statement(statement)?;
         match plan {
             Plan::Query(plan) => {
@@ -249,7 +324,31 @@ impl Node {
                 self.checkpoint().await?;
                 Ok(done("CHECKPOINT"))
             }
-            write => self.execute_write(write).await,
+            Plan::Nothing { tag } => Ok(done(tag)),
+            Plan::CreateTableAs {
+                name,
+                input,
+                if_not_exists,
+                temporary: true,
+                ..
+            } => {
+                let session = session.ok_or_else(|| {
+                    NodeError::Other("a temporary table needs a session to belong to".into())
+                })?;
+                self.create_temporary(session, name, input, if_not_exists, snapshot)
+                    .await
+            }
+            write => match transaction {
+                None => self.execute_write(write).await,
+                Some(transaction) => {
+                    let prepared = self.prepare_write(write, &snapshot).await?;
+                    let view = self
+                        .catalog
+                        .with_changes(&snapshot, prepared.changes.clone())?;
+                    transaction.add(prepared.changes, view);
+                    Ok(done(prepared.tag))
+                }
+            },
         }
     }
 

@@ -1,5 +1,6 @@
 //! UPDATE and DELETE: a table's rows are rewritten whole into one new Parquet file, replacing
-//! all of its files and log segments in one commit (copy on write; ADR 0005).
+//! all of its files and log segments in one commit (copy on write; ADR 0005). The change is a
+//! `ReplaceAll`, so tiering in between does not make it wrong.
 
 use std::sync::Arc;
 
@@ -13,17 +14,16 @@ use crate::node::Node;
 use crate::{NodeError, Result};
 
 impl Node {
-    /// Rewrites `table` from `input` (its rows as they will be, plus whether each was touched)
-    /// and recomputes the materialized views over it; returns the number of rows touched.
+    /// The changes that rewrite `table` of `snapshot` from `input` (its rows as they will be,
+    /// plus whether each was touched) and recompute the materialized views over it; and the
+    /// number of rows touched.
     pub(crate) async fn rewrite(
         &self,
+        snapshot: &Arc<Snapshot>,
         table: &Arc<TableDef>,
         input: LogicalPlan,
         kind: RewriteKind,
-    ) -> Result<usize> {
-        // Tiering replaces log segments by files; it must not replace what this replaces.
-        let _tiering = self.tier_lock.lock().await;
-        let snapshot = self.snapshot();
+    ) -> Result<(usize, Vec<Change>)> {
         if snapshot.table(&table.name).map(|t| t.id) != Some(table.id) {
             return Err(NodeError::Other(format!(
                 "table {} was dropped or replaced while the statement was planned",
@@ -45,57 +45,43 @@ impl Node {
             });
         }
         if touched == 0 {
-            return Ok(0);
+            return Ok((0, Vec::new()));
         }
         for batch in &rows {
             check_not_null(table, batch)?;
         }
         check_unique(table, &rows)?;
-        self.commit_rows(&snapshot, table, rows, Vec::new()).await?;
-        Ok(touched)
+        let changes = self
+            .rewrite_changes(snapshot, table, rows, Vec::new())
+            .await?;
+        Ok((touched, changes))
     }
 
-    /// Commits `rows` as the whole content of `table`, with the materialized views over it
-    /// computed again from them, and `extra` changes. The caller holds the tiering lock.
-    pub(crate) async fn commit_rows(
+    /// The changes that make `rows` the whole content of `table`, with the materialized views
+    /// over it computed again from them, after `extra` changes.
+    pub(crate) async fn rewrite_changes(
         &self,
         snapshot: &Arc<Snapshot>,
         table: &TableDef,
         rows: Vec<RecordBatch>,
         extra: Vec<Change>,
-    ) -> Result<()> {
+    ) -> Result<Vec<Change>> {
         let mut changes = extra;
-        changes.push(self.replace_rows(snapshot, table, &rows).await?);
+        changes.push(self.replace_rows(table, &rows).await?);
         for view in snapshot.views_over(&table.name) {
             let plan = load_view(snapshot, &view)?;
             let state = self
                 .run_query(plan.maintain, snapshot.clone(), rows.clone())
                 .await?;
-            changes.push(self.replace_rows(snapshot, &view, &state).await?);
+            changes.push(self.replace_rows(&view, &state).await?);
         }
-        self.catalog.commit(changes).await?;
-        Ok(())
+        Ok(changes)
     }
 
     /// The change that makes `rows` the whole content of `table`.
-    async fn replace_rows(
-        &self,
-        snapshot: &Snapshot,
-        table: &TableDef,
-        rows: &[RecordBatch],
-    ) -> Result<Change> {
-        Ok(Change::Replace {
+    async fn replace_rows(&self, table: &TableDef, rows: &[RecordBatch]) -> Result<Change> {
+        Ok(Change::ReplaceAll {
             table_id: table.id,
-            segments: snapshot
-                .segments(table.id)
-                .iter()
-                .map(|s| (s.commit, s.index))
-                .collect(),
-            files: snapshot
-                .files(table.id)
-                .iter()
-                .map(|f| f.path.clone())
-                .collect(),
             added: self.write_data_file(table, rows).await?,
         })
     }

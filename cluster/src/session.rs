@@ -10,6 +10,8 @@ use pondra_exec::{MemoryPool, StatementControl, StopReason};
 use pondra_parser::ast;
 
 use crate::node::{StatementResult, done};
+use crate::temporary::TemporaryTables;
+use crate::transaction::Transaction;
 use crate::{NodeError, Result};
 
 const STATEMENT_TIMEOUT: &str = "statement_timeout";
@@ -22,6 +24,19 @@ pub struct Session {
     statement_timeout: Mutex<Option<Duration>>,
     /// The statement running now, if any.
     running: Mutex<Option<Arc<StatementControl>>>,
+    /// The open transaction, if any. A statement takes it while it runs and gives it back.
+    transaction: Mutex<Option<Transaction>>,
+    /// Its temporary tables, deleted with it.
+    temporary: Mutex<TemporaryTables>,
+}
+
+/// Where a session stands, as Postgres's ReadyForQuery tells clients.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransactionStatus {
+    Idle,
+    InTransaction,
+    /// In a transaction a failed statement aborted.
+    Failed,
 }
 
 impl Session {
@@ -30,7 +45,42 @@ impl Session {
         Arc::new(Session {
             statement_timeout: Mutex::new(statement_timeout),
             running: Mutex::new(None),
+            transaction: Mutex::new(None),
+            temporary: Mutex::new(TemporaryTables::default()),
         })
+    }
+
+    /// Runs `f` on the session's temporary tables.
+    pub(crate) fn with_temporary<T>(&self, f: impl FnOnce(&mut TemporaryTables) -> T) -> T {
+        f(&mut self.temporary.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Whether the session is in a transaction, and whether that failed.
+    pub fn transaction_status(&self) -> TransactionStatus {
+        match self.lock_transaction().as_ref() {
+            None => TransactionStatus::Idle,
+            Some(t) if t.is_aborted() => TransactionStatus::Failed,
+            Some(_) => TransactionStatus::InTransaction,
+        }
+    }
+
+    fn lock_transaction(&self) -> std::sync::MutexGuard<'_, Option<Transaction>> {
+        self.transaction.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The snapshot the open transaction's statements read, if one is open.
+    pub fn transaction_view(&self) -> Option<Arc<pondra_catalog::Snapshot>> {
+        self.lock_transaction().as_ref().map(|t| t.view().clone())
+    }
+
+    /// Takes the open transaction out, for a statement to run in.
+    pub(crate) fn take_transaction(&self) -> Option<Transaction> {
+        self.lock_transaction().take()
+    }
+
+    /// Gives a statement's transaction back (or sets the session's, at BEGIN).
+    pub(crate) fn put_transaction(&self, transaction: Option<Transaction>) {
+        *self.lock_transaction() = transaction;
     }
 
     pub fn statement_timeout(&self) -> Option<Duration> {

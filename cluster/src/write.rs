@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
-use pondra_catalog::{Change, SegmentPayload, TableDef, TableKind};
+use pondra_catalog::{Change, SegmentPayload, Snapshot, TableDef, TableKind};
 use pondra_planner::{LogicalPlan, Plan, ViewPlan, load_view};
 use pondra_storage::encode_log_segment;
 
@@ -28,10 +28,40 @@ pub(crate) fn unique_name() -> String {
     format!("{nanos:x}-{:x}-{sequence:x}", std::process::id())
 }
 
+/// A writing statement made ready to commit: its catalog changes and its command tag. The
+/// objects its changes name (large log segments, data files) are already written.
+pub(crate) struct Prepared {
+    pub changes: Vec<Change>,
+    pub tag: String,
+}
+
+impl Prepared {
+    fn new(changes: Vec<Change>, tag: impl Into<String>) -> Prepared {
+        Prepared {
+            changes,
+            tag: tag.into(),
+        }
+    }
+}
+
 impl Node {
-    /// Runs a statement that writes; returns once its commit is durable.
+    /// Runs a statement that writes, outside a transaction: its changes are prepared against
+    /// the latest snapshot and committed, durably, before it returns.
     pub(crate) async fn execute_write(&self, plan: Plan) -> Result<StatementResult> {
         let _guard = self.write_lock.lock().await;
+        let snapshot = self.snapshot();
+        let prepared = self.prepare_write(plan, &snapshot).await?;
+        self.commit_changes(&snapshot, prepared.changes).await?;
+        Ok(done(prepared.tag))
+    }
+
+    /// The changes `plan` makes to `snapshot` (the latest, or a transaction's view), with the
+    /// objects they name written; nothing is committed.
+    pub(crate) async fn prepare_write(
+        &self,
+        plan: Plan,
+        snapshot: &Arc<Snapshot>,
+    ) -> Result<Prepared> {
         match plan {
             Plan::CreateTable {
                 name,
@@ -40,8 +70,8 @@ impl Node {
                 unique,
                 if_not_exists,
             } => {
-                if self.snapshot().table(&name).is_some() && if_not_exists {
-                    return Ok(done("CREATE TABLE"));
+                if snapshot.table(&name).is_some() && if_not_exists {
+                    return Ok(Prepared::new(Vec::new(), "CREATE TABLE"));
                 }
                 let def = TableDef {
                     id: 0,
@@ -51,17 +81,19 @@ impl Node {
                     indexes: Vec::new(),
                     key,
                     unique,
+                    comments: Default::default(),
                 };
-                self.catalog
-                    .commit(vec![Change::CreateTable { def, initial: None }])
-                    .await?;
-                Ok(done("CREATE TABLE"))
+                let create = Change::CreateTable { def, initial: None };
+                Ok(Prepared::new(vec![create], "CREATE TABLE"))
             }
-            Plan::DropTable { name, if_exists } => {
-                let snapshot = self.snapshot();
+            Plan::DropTable {
+                name,
+                if_exists,
+                dependents,
+            } => {
                 let Some(table) = snapshot.table(&name) else {
                     if if_exists {
-                        return Ok(done("DROP TABLE"));
+                        return Ok(Prepared::new(Vec::new(), "DROP TABLE"));
                     }
                     return Err(pondra_catalog::CatalogError::TableNotFound(name).into());
                 };
@@ -70,14 +102,40 @@ impl Node {
                     TableKind::View { .. } => "DROP VIEW",
                     TableKind::MaterializedView { .. } => "DROP MATERIALIZED VIEW",
                 };
-                self.catalog
-                    .commit(vec![Change::DropTable { name }])
-                    .await?;
-                Ok(done(tag))
+                let mut drops: Vec<Change> = dependents
+                    .into_iter()
+                    .map(|name| Change::DropTable { name })
+                    .collect();
+                drops.push(Change::DropTable { name });
+                Ok(Prepared::new(drops, tag))
+            }
+            Plan::Comment { table } => {
+                let def = table;
+                Ok(Prepared::new(vec![Change::AlterTable { def }], "COMMENT"))
+            }
+            Plan::RenameTable {
+                from,
+                to,
+                if_exists,
+            } => {
+                let Some(table) = snapshot.table(&from) else {
+                    if if_exists {
+                        return Ok(Prepared::new(Vec::new(), "ALTER TABLE"));
+                    }
+                    return Err(pondra_catalog::CatalogError::TableNotFound(from).into());
+                };
+                let tag = match table.kind {
+                    TableKind::Table => "ALTER TABLE",
+                    _ => "ALTER VIEW",
+                };
+                Ok(Prepared::new(vec![Change::RenameTable { from, to }], tag))
             }
             Plan::Insert { table, input } => {
-                let rows = self.insert(&table, input).await?;
-                Ok(done(format!("INSERT 0 {rows}")))
+                let rows = self.run_query(input, snapshot.clone(), Vec::new()).await?;
+                let (count, changes) = self
+                    .insert_changes(snapshot, &table, &rows, Vec::new())
+                    .await?;
+                Ok(Prepared::new(changes, format!("INSERT 0 {count}")))
             }
             Plan::CreateMaterializedView {
                 name,
@@ -85,24 +143,29 @@ impl Node {
                 view,
                 if_not_exists,
             } => {
-                if self.snapshot().table(&name).is_some() {
+                if snapshot.table(&name).is_some() {
                     if if_not_exists {
-                        return Ok(done("CREATE MATERIALIZED VIEW"));
+                        return Ok(Prepared::new(Vec::new(), "CREATE MATERIALIZED VIEW"));
                     }
                     return Err(pondra_catalog::CatalogError::TableExists(name).into());
                 }
-                self.create_view(name, sql, &view).await?;
-                Ok(done("CREATE MATERIALIZED VIEW"))
+                let create = self.create_view(snapshot, name, sql, &view).await?;
+                Ok(Prepared::new(vec![create], "CREATE MATERIALIZED VIEW"))
             }
             Plan::CreateTableAs {
                 name,
                 columns,
                 input,
                 if_not_exists,
+                temporary,
             } => {
-                if self.snapshot().table(&name).is_some() {
+                debug_assert!(
+                    !temporary,
+                    "temporary tables are the session's, not the lake's"
+                );
+                if snapshot.table(&name).is_some() {
                     if if_not_exists {
-                        return Ok(done("CREATE TABLE"));
+                        return Ok(Prepared::new(Vec::new(), "CREATE TABLE"));
                     }
                     return Err(pondra_catalog::CatalogError::TableExists(name).into());
                 }
@@ -114,46 +177,42 @@ impl Node {
                     indexes: Vec::new(),
                     key: Vec::new(),
                     unique: Vec::new(),
+                    comments: Default::default(),
                 };
-                let rows = self.run_query(input, self.snapshot(), Vec::new()).await?;
+                let rows = self.run_query(input, snapshot.clone(), Vec::new()).await?;
                 let count: usize = rows.iter().map(|b| b.num_rows()).sum();
                 let initial = if count > 0 {
                     Some(self.segment(&def, &rows).await?)
                 } else {
                     None
                 };
-                self.catalog
-                    .commit(vec![Change::CreateTable { def, initial }])
-                    .await?;
-                Ok(done(format!("SELECT {count}")))
+                let create = Change::CreateTable { def, initial };
+                Ok(Prepared::new(vec![create], format!("SELECT {count}")))
             }
             Plan::CreateView {
                 view,
                 if_not_exists,
             } => {
-                if self.snapshot().table(&view.name).is_some() {
+                if snapshot.table(&view.name).is_some() {
                     if if_not_exists {
-                        return Ok(done("CREATE VIEW"));
+                        return Ok(Prepared::new(Vec::new(), "CREATE VIEW"));
                     }
                     return Err(pondra_catalog::CatalogError::TableExists(view.name).into());
                 }
-                self.catalog
-                    .commit(vec![Change::CreateTable {
-                        def: view,
-                        initial: None,
-                    }])
-                    .await?;
-                Ok(done("CREATE VIEW"))
+                let create = Change::CreateTable {
+                    def: view,
+                    initial: None,
+                };
+                Ok(Prepared::new(vec![create], "CREATE VIEW"))
             }
             Plan::CreateIndex {
                 table,
                 index,
                 if_not_exists,
             } => {
-                let snapshot = self.snapshot();
                 if snapshot.table_with_index(&index.name).is_some() {
                     if if_not_exists {
-                        return Ok(done("CREATE INDEX"));
+                        return Ok(Prepared::new(Vec::new(), "CREATE INDEX"));
                     }
                     return Err(NodeError::Other(format!(
                         "index {} already exists",
@@ -166,35 +225,35 @@ impl Node {
                     .as_ref()
                     .clone();
                 def.indexes.push(index);
-                self.catalog
-                    .commit(vec![Change::AlterTable { def }])
-                    .await?;
-                Ok(done("CREATE INDEX"))
+                Ok(Prepared::new(
+                    vec![Change::AlterTable { def }],
+                    "CREATE INDEX",
+                ))
             }
             Plan::DropIndex { name, if_exists } => {
-                let snapshot = self.snapshot();
                 let Some(table) = snapshot.table_with_index(&name) else {
                     if if_exists {
-                        return Ok(done("DROP INDEX"));
+                        return Ok(Prepared::new(Vec::new(), "DROP INDEX"));
                     }
                     return Err(NodeError::Other(format!("index {name} does not exist")));
                 };
                 let mut def = table.as_ref().clone();
                 def.indexes.retain(|i| i.name != name);
-                self.catalog
-                    .commit(vec![Change::AlterTable { def }])
-                    .await?;
-                Ok(done("DROP INDEX"))
+                Ok(Prepared::new(
+                    vec![Change::AlterTable { def }],
+                    "DROP INDEX",
+                ))
             }
             Plan::Rewrite { table, input, kind } => {
-                let rows = self.rewrite(&table, input, kind).await?;
+                let (rows, changes) = self.rewrite(snapshot, &table, input, kind).await?;
                 let verb = match kind {
                     pondra_planner::RewriteKind::Update => "UPDATE",
                     pondra_planner::RewriteKind::Delete => "DELETE",
                 };
-                Ok(done(format!("{verb} {rows}")))
+                Ok(Prepared::new(changes, format!("{verb} {rows}")))
             }
             Plan::Query(_)
+            | Plan::Nothing { .. }
             | Plan::Explain(_)
             | Plan::ExplainAnalyze(_)
             | Plan::Checkpoint
@@ -204,27 +263,46 @@ impl Node {
         }
     }
 
-    /// Appends the rows of `input` to `table` and to every view over it, in one commit.
-    async fn insert(&self, table: &Arc<TableDef>, input: LogicalPlan) -> Result<usize> {
-        let rows = self.run_query(input, self.snapshot(), Vec::new()).await?;
-        self.insert_batches(table, &rows, Vec::new()).await
+    /// Commits `changes`, prepared against `base`, if nothing committed since conflicts with
+    /// them (ADR 0045); returns the commit number. Changes that are never committed leave the
+    /// objects they name unreferenced: those are deleted.
+    pub(crate) async fn commit_changes(
+        &self,
+        base: &Snapshot,
+        changes: Vec<Change>,
+    ) -> Result<u64> {
+        if changes.is_empty() {
+            return Ok(base.commit);
+        }
+        let objects = crate::transaction::objects_named(&changes);
+        let committed = self
+            .catalog
+            .commit_with(|latest| crate::transaction::rebase(base, latest, changes))
+            .await;
+        if committed.is_err() {
+            self.delete_objects(objects).await;
+        }
+        committed
     }
 
-    /// Appends `batches` (in the table's columns) to `table` and to every view over it, with
-    /// `extra` changes, in one commit. The caller holds the write lock.
-    pub(crate) async fn insert_batches(
+    /// Deletes objects no commit names (a rolled-back transaction's), as far as it can.
+    pub(crate) async fn delete_objects(&self, paths: Vec<String>) {
+        for path in paths {
+            if let Err(e) = self.lake.delete(&path).await {
+                eprintln!("could not delete the unreferenced object {path}: {e}");
+            }
+        }
+    }
+
+    /// The changes that append `batches` (in the table's columns) to `table` of `snapshot`
+    /// and to every view over it, after `extra` changes; and the rows written.
+    pub(crate) async fn insert_changes(
         &self,
+        snapshot: &Arc<Snapshot>,
         table: &Arc<TableDef>,
         batches: &[RecordBatch],
         extra: Vec<Change>,
-    ) -> Result<usize> {
-        // An insert into a constrained table reads it; tiering must not change it before the commit.
-        let _tiering = if is_constrained(table) {
-            Some(self.tier_lock.lock().await)
-        } else {
-            None
-        };
-        let snapshot = self.snapshot();
+    ) -> Result<(usize, Vec<Change>)> {
         if snapshot.table(&table.name).map(|t| t.id) != Some(table.id) {
             return Err(NodeError::Other(format!(
                 "table {} was dropped or replaced while the INSERT was planned",
@@ -236,19 +314,18 @@ impl Node {
         let batch = RecordBatch::try_new(schema, batch.columns().to_vec())?;
         let rows = batch.num_rows();
         if rows == 0 {
-            if !extra.is_empty() {
-                self.catalog.commit(extra).await?;
-            }
-            return Ok(0);
+            return Ok((0, extra));
         }
         check_not_null(table, &batch)?;
         let batch = if !is_constrained(table) {
             batch
         } else {
-            match self.constrained_rows(table, batch).await? {
+            match self.constrained_rows(snapshot, table, batch).await? {
                 (_, Some(all_rows)) => {
-                    self.commit_rows(&snapshot, table, all_rows, extra).await?;
-                    return Ok(rows);
+                    let changes = self
+                        .rewrite_changes(snapshot, table, all_rows, extra)
+                        .await?;
+                    return Ok((rows, changes));
                 }
                 (batch, None) => batch,
             }
@@ -259,19 +336,24 @@ impl Node {
                 .await?,
         );
         for view in snapshot.views_over(&table.name) {
-            let plan = load_view(&snapshot, &view)?;
+            let plan = load_view(snapshot, &view)?;
             let state = self
                 .run_query(plan.maintain, snapshot.clone(), vec![batch.clone()])
                 .await?;
             changes.push(self.append_change(&view, &state).await?);
         }
-        self.catalog.commit(changes).await?;
-        Ok(rows)
+        Ok((rows, changes))
     }
 
-    /// Creates a view and fills it from the rows its table already holds, in one commit.
-    async fn create_view(&self, name: String, sql: String, view: &ViewPlan) -> Result<()> {
-        let snapshot = self.snapshot();
+    /// The change that creates a materialized view filled from the rows its table holds in
+    /// `snapshot`.
+    async fn create_view(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        name: String,
+        sql: String,
+        view: &ViewPlan,
+    ) -> Result<Change> {
         let base = &view.base_table;
         if snapshot.table(&base.name).map(|t| t.id) != Some(base.id) {
             return Err(NodeError::Other(format!(
@@ -297,9 +379,10 @@ impl Node {
             indexes: Vec::new(),
             key: Vec::new(),
             unique: Vec::new(),
+            comments: Default::default(),
         };
         let state = self
-            .run_query(view.maintain.clone(), snapshot, existing)
+            .run_query(view.maintain.clone(), snapshot.clone(), existing)
             .await?;
         let state_rows: usize = state.iter().map(|b| b.num_rows()).sum();
         let initial = if state_rows > 0 {
@@ -308,10 +391,7 @@ impl Node {
         } else {
             None
         };
-        self.catalog
-            .commit(vec![Change::CreateTable { def, initial }])
-            .await?;
-        Ok(())
+        Ok(Change::CreateTable { def, initial })
     }
 
     async fn append_change(&self, table: &TableDef, batches: &[RecordBatch]) -> Result<Change> {

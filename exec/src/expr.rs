@@ -509,6 +509,7 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::Quantified { op, all } => arrays::quantified(op, all, &args[0], &args[1]),
         ScalarFunction::Series { inclusive } => arrays::series(args, inclusive),
         ScalarFunction::ExpandArray => arrays::expand(&args[0]),
+        ScalarFunction::JsonBuildObject => functions::json_build_object(args),
         ScalarFunction::InjectedPanic => {
             let text = args[0].as_string::<i32>();
             let message = (0..text.len())

@@ -489,3 +489,74 @@ fn regex_group_references(text: &str) -> String {
     }
     out
 }
+
+/// `json_build_object(k1, v1, ...)`: per row, a JSON object of the pairs, as Postgres writes
+/// it: strings quoted, numbers and booleans bare, NULLs `null`.
+pub fn json_build_object(args: &[ArrayRef]) -> Result<ArrayRef> {
+    use arrow::util::display::{ArrayFormatter, FormatOptions};
+    let rows = args.first().map_or(1, |a| a.len());
+    let options = FormatOptions::default();
+    let formatters = args
+        .iter()
+        .map(|a| ArrayFormatter::try_new(a.as_ref(), &options))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    let mut made = StringSize::default();
+    let out = (0..rows)
+        .map(|row| {
+            let mut object = String::from("{");
+            for pair in 0..args.len() / 2 {
+                let (key, value) = (&args[2 * pair], &args[2 * pair + 1]);
+                if pair > 0 {
+                    object.push_str(", ");
+                }
+                let key_text = match key.is_null(row) {
+                    true => return Err(fail("a JSON object's key cannot be NULL")),
+                    false => formatters[2 * pair].value(row).to_string(),
+                };
+                object.push_str(&json_string(&key_text));
+                object.push_str(" : ");
+                let text = formatters[2 * pair + 1].value(row).to_string();
+                match value.data_type() {
+                    _ if value.is_null(row) => object.push_str("null"),
+                    DataType::Boolean
+                    | DataType::Int8
+                    | DataType::Int16
+                    | DataType::Int32
+                    | DataType::Int64
+                    | DataType::UInt8
+                    | DataType::UInt16
+                    | DataType::UInt32
+                    | DataType::UInt64
+                    | DataType::Float32
+                    | DataType::Float64
+                    | DataType::Decimal64(..)
+                    | DataType::Decimal128(..) => object.push_str(&text),
+                    _ => object.push_str(&json_string(&text)),
+                }
+            }
+            object.push('}');
+            made.add(object.len())?;
+            Ok(Some(object))
+        })
+        .collect::<Result<StringArray>>()?;
+    Ok(Arc::new(out))
+}
+
+/// `text` as a JSON string literal.
+fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}

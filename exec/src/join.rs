@@ -67,7 +67,11 @@ impl HashJoin {
         let table = (!right_keys.is_empty())
             .then(|| JoinTable::build(right_keys, build.batches()))
             .transpose()?;
-        if kind == JoinKind::Single && left_keys.is_empty() && build.num_rows() > 1 {
+        if kind == JoinKind::Single
+            && left_keys.is_empty()
+            && filter.is_none()
+            && build.num_rows() > 1
+        {
             return Err(ExecError::Execution(
                 "more than one row returned by a subquery used as an expression".into(),
             ));

@@ -129,9 +129,20 @@ fn parse_one(text: &str) -> Result<Statement, ParseError> {
     })
 }
 
+/// The first words of the statements DuckDB's dialect does not read and Postgres's does.
+const POSTGRES_ONLY: [&str; 4] = ["COMMENT", "LISTEN", "UNLISTEN", "NOTIFY"];
+
 /// Parses one statement from its tokens, refusing one nested past the limits.
 fn parse_tokens(tokens: Vec<TokenWithSpan>) -> Result<Statement, ParseError> {
-    let mut statements = Parser::new(&DuckDbDialect {})
+    // Statements only Postgres has (COMMENT ON, LISTEN) are read in its dialect.
+    let postgres_only = tokens.iter().find(|t| !matches!(t.token, Token::Whitespace(_))).is_some_and(
+        |t| matches!(&t.token, Token::Word(w) if POSTGRES_ONLY.contains(&w.value.to_ascii_uppercase().as_str())),
+    );
+    let parser = match postgres_only {
+        true => Parser::new(&sqlparser::dialect::PostgreSqlDialect {}),
+        false => Parser::new(&DuckDbDialect {}),
+    };
+    let mut statements = parser
         .with_recursion_limit(depth::NESTING_LIMIT)
         .with_tokens_with_locations(tokens)
         .parse_statements()

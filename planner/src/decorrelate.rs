@@ -336,7 +336,7 @@ fn to_left(expr: &Expr) -> Expr {
 }
 
 /// An expression over outer and subquery columns, as one over the joined row.
-fn to_joined(expr: &Expr, outer_width: usize) -> Expr {
+pub(crate) fn to_joined(expr: &Expr, outer_width: usize) -> Expr {
     match expr {
         Expr::OuterColumn {
             index,

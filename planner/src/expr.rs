@@ -252,6 +252,8 @@ pub enum ScalarFunction {
     ExpandArray,
     /// `(record).field`: the field at this position of a record.
     Field(usize),
+    /// `json_build_object(key, value, ...)`: a JSON object of the pairs, as text.
+    JsonBuildObject,
     /// `pondra_panic(text)`: a panic on purpose, to show that one is caught at the statement's
     /// boundary. Only builds with the `fault-injection` feature bind the name.
     InjectedPanic,
@@ -333,6 +335,7 @@ impl ScalarFunction {
             ScalarFunction::ExpandArray => "_pg_expandarray",
             ScalarFunction::Field(_) => "field",
             ScalarFunction::InjectedPanic => "pondra_panic",
+            ScalarFunction::JsonBuildObject => "json_build_object",
         }
     }
 }

@@ -20,7 +20,7 @@ mod system_tables;
 mod types;
 mod view;
 
-pub use binder::Binder;
+pub use binder::{Binder, object_name};
 pub use error::{PlanError, Result};
 pub use expr::{
     AggregateCall, AggregateFunction, BinaryOp, BitwiseOp, DatePart, Expr, Frame, FrameBound,

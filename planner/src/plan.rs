@@ -22,6 +22,22 @@ pub enum Plan {
     DropTable {
         name: String,
         if_exists: bool,
+        /// The materialized views over it, dropped with it (DROP ... CASCADE).
+        dependents: Vec<String>,
+    },
+    /// A statement with nothing to do (`CREATE SCHEMA IF NOT EXISTS public`), and its tag.
+    Nothing {
+        tag: &'static str,
+    },
+    /// `COMMENT ON TABLE | VIEW | COLUMN`: the table's definition with its comments changed.
+    Comment {
+        table: TableDef,
+    },
+    /// `ALTER TABLE | VIEW from RENAME TO to`.
+    RenameTable {
+        from: String,
+        to: String,
+        if_exists: bool,
     },
     /// Appends the rows of `input` (already in the table's column order and types).
     Insert {
@@ -34,6 +50,8 @@ pub enum Plan {
         columns: Vec<Column>,
         input: LogicalPlan,
         if_not_exists: bool,
+        /// `CREATE TEMPORARY TABLE`: the session's own, gone with it.
+        temporary: bool,
     },
     /// `COPY ... TO 'file'`: the rows of `input` written to a local Parquet or CSV file.
     CopyTo {

@@ -25,6 +25,9 @@ pub const CATALOG: &str = "pondra";
 /// those Pondra answers (ADR 0010).
 pub const SERVER_VERSION: &str = "14.0";
 
+/// `pg_class`'s own oid: the class of every relation's comment in `pg_description`.
+const PG_CLASS_OID: i32 = 1259;
+
 /// The oids Postgres gives its catalog tables, which clients name as `'pg_class'::regclass`.
 pub fn catalog_table_oid(name: &str) -> Option<i32> {
     Some(match name {
@@ -37,6 +40,19 @@ pub fn catalog_table_oid(name: &str) -> Option<i32> {
         "pg_description" => 2609,
         "pg_index" => 2610,
         "pg_database" => 1262,
+        "pg_am" => 2601,
+        "pg_attrdef" => 2604,
+        "pg_depend" => 2608,
+        "pg_inherits" => 2611,
+        "pg_rewrite" => 2618,
+        "pg_trigger" => 2620,
+        "pg_sequence" => 2224,
+        "pg_collation" => 3456,
+        "pg_enum" => 3501,
+        "pg_policy" => 3256,
+        "pg_statistic_ext" => 3381,
+        "pg_publication" => 6104,
+        "pg_auth_members" => 1261,
         _ => return None,
     })
 }
@@ -339,9 +355,10 @@ pub fn system_table(
     name: &str,
     snapshot: &Snapshot,
     database: &str,
+    temporary: &[Arc<TableDef>],
     columns_of: &dyn Fn(&TableDef) -> Vec<(String, DataType)>,
 ) -> Option<LogicalPlan> {
-    let tables: Vec<&Arc<TableDef>> = snapshot.tables.values().collect();
+    let tables: Vec<&Arc<TableDef>> = snapshot.tables.values().chain(temporary).collect();
     let (fields, rows): (Vec<(&str, DataType)>, Vec<Vec<Cell>>) = match (schema, name) {
         ("pg_catalog", "pg_namespace") => (
             vec![
@@ -533,7 +550,11 @@ pub fn system_table(
             Vec::new(),
         ),
         ("pg_catalog", "pg_collation") => (
-            vec![("oid", DataType::Int32), ("collname", DataType::Utf8)],
+            vec![
+                ("oid", DataType::Int32),
+                ("collname", DataType::Utf8),
+                ("collnamespace", DataType::Int32),
+            ],
             Vec::new(),
         ),
         ("pg_catalog", "pg_database") => (
@@ -765,7 +786,23 @@ pub fn system_table(
                 ("objsubid", DataType::Int32),
                 ("description", DataType::Utf8),
             ],
-            Vec::new(),
+            tables
+                .iter()
+                .flat_map(|table| {
+                    table.comments.iter().filter_map(move |(name, comment)| {
+                        let column = match name.is_empty() {
+                            true => 0,
+                            false => table.columns.iter().position(|c| &c.name == name)? as i32 + 1,
+                        };
+                        Some(vec![
+                            int(table_oid(table)),
+                            int(PG_CLASS_OID),
+                            int(column),
+                            text(comment.clone()),
+                        ])
+                    })
+                })
+                .collect(),
         ),
         ("pg_catalog", "pg_proc") => (
             vec![
@@ -839,20 +876,38 @@ pub fn system_table(
                 ("column_default", DataType::Utf8),
                 ("is_nullable", DataType::Utf8),
                 ("data_type", DataType::Utf8),
+                ("character_maximum_length", DataType::Int32),
+                ("character_octet_length", DataType::Int32),
                 ("numeric_precision", DataType::Int32),
+                ("numeric_precision_radix", DataType::Int32),
                 ("numeric_scale", DataType::Int32),
+                ("datetime_precision", DataType::Int32),
+                ("udt_catalog", DataType::Utf8),
+                ("udt_schema", DataType::Utf8),
+                ("udt_name", DataType::Utf8),
+                ("is_identity", DataType::Utf8),
+                ("is_generated", DataType::Utf8),
+                ("is_updatable", DataType::Utf8),
             ],
             every_column(&tables, columns_of)
                 .into_iter()
                 .map(|c| {
-                    let (precision, scale) = match c.data_type {
+                    let (precision, radix, scale) = match c.data_type {
                         DataType::Decimal64(p, s) | DataType::Decimal128(p, s) => {
-                            (int(p as i32), int(s as i32))
+                            (int(p as i32), int(10), int(s as i32))
                         }
-                        DataType::Int32 => (int(32), int(0)),
-                        DataType::Int64 => (int(64), int(0)),
-                        _ => (Cell::Null, Cell::Null),
+                        DataType::Int32 => (int(32), int(2), int(0)),
+                        DataType::Int64 => (int(64), int(2), int(0)),
+                        DataType::Float64 => (int(53), int(2), Cell::Null),
+                        _ => (Cell::Null, Cell::Null, Cell::Null),
                     };
+                    let datetime_precision = match c.data_type {
+                        DataType::Date32 => int(0),
+                        DataType::Timestamp(..) => int(6),
+                        _ => Cell::Null,
+                    };
+                    let oid = pg_type_of(&c.data_type).0;
+                    let udt_name = TYPES.iter().find(|t| t.0 == oid).map_or("", |t| t.1);
                     vec![
                         text(database),
                         text("public"),
@@ -862,9 +917,85 @@ pub fn system_table(
                         Cell::Null,
                         text(if c.not_null { "NO" } else { "YES" }),
                         text(pg_type_of(&c.data_type).1),
+                        // Text columns have no declared length.
+                        Cell::Null,
+                        Cell::Null,
                         precision,
+                        radix,
                         scale,
+                        datetime_precision,
+                        text(database),
+                        text("pg_catalog"),
+                        text(udt_name),
+                        text("NO"),
+                        text("NEVER"),
+                        text(if c.table.kind == TableKind::Table {
+                            "YES"
+                        } else {
+                            "NO"
+                        }),
                     ]
+                })
+                .collect(),
+        ),
+        ("pg_catalog", "pg_indexes") => (
+            vec![
+                ("schemaname", DataType::Utf8),
+                ("tablename", DataType::Utf8),
+                ("indexname", DataType::Utf8),
+                ("tablespace", DataType::Utf8),
+                ("indexdef", DataType::Utf8),
+            ],
+            tables
+                .iter()
+                .flat_map(|table| {
+                    table_indexes(table).into_iter().map(|index| {
+                        vec![
+                            text("public"),
+                            text(&table.name),
+                            text(&index.name),
+                            Cell::Null,
+                            text(index.definition(&table.name)),
+                        ]
+                    })
+                })
+                .collect(),
+        ),
+        ("information_schema", "table_constraints") => (
+            vec![
+                ("constraint_catalog", DataType::Utf8),
+                ("constraint_schema", DataType::Utf8),
+                ("constraint_name", DataType::Utf8),
+                ("table_catalog", DataType::Utf8),
+                ("table_schema", DataType::Utf8),
+                ("table_name", DataType::Utf8),
+                ("constraint_type", DataType::Utf8),
+                ("is_deferrable", DataType::Utf8),
+                ("initially_deferred", DataType::Utf8),
+                ("enforced", DataType::Utf8),
+            ],
+            tables
+                .iter()
+                .flat_map(|table| {
+                    table_indexes(table).into_iter().filter_map(|index| {
+                        let (_, kind) = index.constraint?;
+                        let kind = match kind {
+                            ConstraintKind::PrimaryKey => "PRIMARY KEY",
+                            ConstraintKind::Unique => "UNIQUE",
+                        };
+                        Some(vec![
+                            text(database),
+                            text("public"),
+                            text(&index.name),
+                            text(database),
+                            text("public"),
+                            text(&table.name),
+                            text(kind),
+                            text("NO"),
+                            text("NO"),
+                            text("YES"),
+                        ])
+                    })
                 })
                 .collect(),
         ),
@@ -907,9 +1038,9 @@ pub fn system_table(
 }
 
 /// The columns of catalog tables that list what Pondra has none of: row security policies,
-/// extended statistics, publications, inheritance, enum types, role memberships, triggers and
-/// rewrite rules. psql's `\d`
-/// reads them all.
+/// extended statistics, publications, inheritance, enum types, role memberships, triggers,
+/// rewrite rules, sequences and recorded dependencies. psql's `\d`, SQLAlchemy's inspection
+/// and dbt read them.
 fn empty_catalog_table(name: &str) -> Option<Vec<(&'static str, DataType)>> {
     use DataType::{Boolean, Int32, Utf8};
     let oids = || list_of(Int32);
@@ -980,6 +1111,65 @@ fn empty_catalog_table(name: &str) -> Option<Vec<(&'static str, DataType)>> {
             ("member", Int32),
             ("grantor", Int32),
             ("admin_option", Boolean),
+        ],
+        // Pondra keeps no access statistics: the views answer, with no rows.
+        "pg_stat_user_tables" | "pg_stat_all_tables" | "pg_statio_user_tables" => vec![
+            ("relid", Int32),
+            ("schemaname", Utf8),
+            ("relname", Utf8),
+            ("seq_scan", DataType::Int64),
+            ("idx_scan", DataType::Int64),
+            ("n_live_tup", DataType::Int64),
+            ("n_dead_tup", DataType::Int64),
+            (
+                "last_analyze",
+                DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None),
+            ),
+        ],
+        "pg_stat_user_indexes" | "pg_stat_all_indexes" => vec![
+            ("relid", Int32),
+            ("indexrelid", Int32),
+            ("schemaname", Utf8),
+            ("relname", Utf8),
+            ("indexrelname", Utf8),
+            ("idx_scan", DataType::Int64),
+        ],
+        "pg_stat_activity" => vec![
+            ("datid", Int32),
+            ("datname", Utf8),
+            ("pid", Int32),
+            ("usename", Utf8),
+            ("application_name", Utf8),
+            ("client_addr", Utf8),
+            ("state", Utf8),
+            ("query", Utf8),
+        ],
+        "pg_stat_database" => vec![
+            ("datid", Int32),
+            ("datname", Utf8),
+            ("numbackends", Int32),
+            ("xact_commit", DataType::Int64),
+            ("xact_rollback", DataType::Int64),
+        ],
+        "pg_sequence" => vec![
+            ("seqrelid", Int32),
+            ("seqtypid", Int32),
+            ("seqstart", DataType::Int64),
+            ("seqincrement", DataType::Int64),
+            ("seqmax", DataType::Int64),
+            ("seqmin", DataType::Int64),
+            ("seqcache", DataType::Int64),
+            ("seqcycle", Boolean),
+        ],
+        // Views are bound again on every read, so nothing records what depends on what.
+        "pg_depend" => vec![
+            ("classid", Int32),
+            ("objid", Int32),
+            ("objsubid", Int32),
+            ("refclassid", Int32),
+            ("refobjid", Int32),
+            ("refobjsubid", Int32),
+            ("deptype", Utf8),
         ],
         "pg_rewrite" => vec![
             ("oid", Int32),

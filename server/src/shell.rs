@@ -21,7 +21,7 @@ pub async fn run(node: &Arc<Node>) -> ExitCode {
 
 /// Runs the statements of `sql` in the shell's session, printing each result. On a terminal,
 /// Ctrl-C stops the statement running (as in psql), not the shell.
-async fn run_text(node: &Arc<Node>, session: &Session, sql: &str) {
+async fn run_text(node: &Arc<Node>, session: &Arc<Session>, sql: &str) {
     let statements = match pondra_cluster::parse_sql(sql) {
         Ok(statements) => statements,
         Err(e) => {
@@ -53,7 +53,7 @@ async fn run_text(node: &Arc<Node>, session: &Session, sql: &str) {
 }
 
 /// Reads stdin line by line and runs each statement as soon as its `;` arrives.
-async fn piped(node: &Arc<Node>, session: &Session) -> ExitCode {
+async fn piped(node: &Arc<Node>, session: &Arc<Session>) -> ExitCode {
     let (lines_tx, mut lines_rx) = tokio::sync::mpsc::channel::<String>(16);
     // stdin blocks, so it is read on a thread of its own.
     std::thread::spawn(move || {
@@ -80,7 +80,7 @@ async fn piped(node: &Arc<Node>, session: &Session) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-async fn interactive(node: &Arc<Node>, session: &Session) -> ExitCode {
+async fn interactive(node: &Arc<Node>, session: &Arc<Session>) -> ExitCode {
     let mut editor = match rustyline::DefaultEditor::new() {
         Ok(editor) => editor,
         Err(e) => {

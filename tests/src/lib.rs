@@ -5,7 +5,7 @@ pub mod fuzz;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
-use pondra_cluster::{Node, StatementResult};
+use pondra_cluster::{Node, Session, StatementResult};
 use std::sync::Arc;
 
 /// A failed statement, as the sqllogictest runner reports it.
@@ -27,8 +27,24 @@ pub fn run_sql(
     runtime: &tokio::runtime::Runtime,
     sql: &str,
 ) -> Result<Option<(SchemaRef, Vec<RecordBatch>)>, SqlError> {
+    run_sql_in(node, runtime, &Session::new(None), sql)
+}
+
+/// `run_sql` in `session`, whose transaction and temporary tables the statements share.
+pub fn run_sql_in(
+    node: &Arc<Node>,
+    runtime: &tokio::runtime::Runtime,
+    session: &Arc<Session>,
+    sql: &str,
+) -> Result<Option<(SchemaRef, Vec<RecordBatch>)>, SqlError> {
     let results = runtime
-        .block_on(node.execute(sql))
+        .block_on(async {
+            let mut results = Vec::new();
+            for statement in pondra_cluster::parse_sql(sql)? {
+                results.push(node.execute_in(session, statement).await?);
+            }
+            Ok::<_, pondra_cluster::NodeError>(results)
+        })
         .map_err(|e| SqlError(e.to_string()))?;
     Ok(match results.into_iter().last() {
         Some(StatementResult::Rows { schema, batches }) => Some((schema, batches)),

@@ -1,4 +1,5 @@
-//! Writers killed with SIGKILL at random moments lose nothing they acknowledged.
+//! Writers killed with SIGKILL at random moments lose nothing they acknowledged, and a
+//! transaction is there whole or not at all.
 
 mod common;
 
@@ -8,6 +9,9 @@ use std::time::{Duration, Instant};
 
 use common::{pondra, sql, stderr, stdout};
 use rand::{Rng, SeedableRng};
+
+/// A transaction's second row is its first value plus this.
+const PAIR_OFFSET: i64 = 1_000_000;
 
 #[test]
 fn acknowledged_inserts_survive_sigkill() {
@@ -34,6 +38,8 @@ fn acknowledged_inserts_survive_sigkill() {
     let mut typical = started.elapsed().max(Duration::from_millis(20));
 
     let mut acknowledged = BTreeSet::from([0i64]);
+    // The first values of the writers that ran a transaction.
+    let mut pairs = BTreeSet::new();
     let (mut killed, mut failed) = (0, 0);
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut value = 1i64;
@@ -42,6 +48,15 @@ fn acknowledged_inserts_survive_sigkill() {
         // land while objects are written and while rows are tiered.
         let pad = if rng.random_bool(0.2) { 70_000 } else { 8 };
         let mut statement = format!("INSERT INTO t VALUES ({value}, repeat_marker)");
+        // Some writers run a transaction of two inserts, killed before or during COMMIT.
+        let transaction = rng.random_bool(0.3);
+        if transaction {
+            statement = format!(
+                "BEGIN; {statement}; INSERT INTO t VALUES ({}, 'pair'); COMMIT",
+                value + PAIR_OFFSET
+            );
+            pairs.insert(value);
+        }
         statement = statement.replace("repeat_marker", &format!("'{}'", "p".repeat(pad)));
         if rng.random_bool(0.15) {
             statement.push_str("; CHECKPOINT");
@@ -119,8 +134,22 @@ fn acknowledged_inserts_survive_sigkill() {
         .skip(1)
         .map(|l| l.parse().unwrap())
         .collect();
+    for pair in &pairs {
+        if acknowledged.contains(pair) {
+            acknowledged.insert(pair + PAIR_OFFSET);
+        }
+    }
     let lost: Vec<_> = acknowledged.difference(&present).collect();
     assert!(lost.is_empty(), "acknowledged inserts lost: {lost:?}");
+    // A transaction's two rows are both there or neither is.
+    let halves: Vec<_> = pairs
+        .iter()
+        .filter(|v| present.contains(v) != present.contains(&(*v + PAIR_OFFSET)))
+        .collect();
+    assert!(
+        halves.is_empty(),
+        "transactions committed in part: {halves:?}"
+    );
 
     // The view saw exactly the rows that committed.
     let view = sql(&lake, &["--format", "csv", "SELECT n, s FROM c"]);

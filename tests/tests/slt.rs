@@ -4,13 +4,15 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow::array::RecordBatch;
-use pondra_cluster::{Node, NodeOptions};
-use pondra_tests::{SqlError, map_cells, run_sql};
+use pondra_cluster::{Node, NodeOptions, Session};
+use pondra_tests::{SqlError, map_cells, run_sql_in};
 use sqllogictest::{DBOutput, DefaultColumnType};
 
+/// A lake, and the one session a file's statements run in (as a client's connection).
 struct Lake {
     node: Arc<Node>,
     runtime: Arc<tokio::runtime::Runtime>,
+    session: Arc<Session>,
 }
 
 impl sqllogictest::DB for Lake {
@@ -18,7 +20,7 @@ impl sqllogictest::DB for Lake {
     type ColumnType = DefaultColumnType;
 
     fn run(&mut self, sql: &str) -> Result<DBOutput<DefaultColumnType>, SqlError> {
-        match run_sql(&self.node, &self.runtime, sql)? {
+        match run_sql_in(&self.node, &self.runtime, &self.session, sql)? {
             Some((schema, batches)) => Ok(DBOutput::Rows {
                 types: vec![DefaultColumnType::Any; schema.fields().len()],
                 rows: rows(&batches),
@@ -66,11 +68,13 @@ fn slt_files_pass() {
         let lake = Lake {
             node: node.clone(),
             runtime: runtime.clone(),
+            session: Session::new(None),
         };
         let mut runner = sqllogictest::Runner::new(move || {
             let lake = Lake {
                 node: lake.node.clone(),
                 runtime: lake.runtime.clone(),
+                session: lake.session.clone(),
             };
             async move { Ok(lake) }
         });

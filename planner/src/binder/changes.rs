@@ -217,6 +217,7 @@ impl Binder<'_> {
             indexes: Vec::new(),
             key: Vec::new(),
             unique: Vec::new(),
+            comments: Default::default(),
         };
         let plan = self.view_plan(&view)?;
         let mut seen = std::collections::HashSet::new();

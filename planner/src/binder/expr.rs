@@ -500,7 +500,11 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
     match expr {
         E::Identifier(ident) => resolve_column(ctx, None, ident),
         E::CompoundIdentifier(parts) => match parts.as_slice() {
-            [table, column] => resolve_column(ctx, Some(normalize(table)), column),
+            // `schema.table.column` and `database.schema.table.column` (SQLAlchemy's
+            // `pg_catalog.pg_class.relname`) name the column through its table.
+            [.., table, column] if parts.len() <= 4 => {
+                resolve_column(ctx, Some(normalize(table)), column)
+            }
             _ => Err(unsupported!("the name {expr}")),
         },
         E::Value(value) => Ok(Expr::Literal(literal(&value.value)?)),

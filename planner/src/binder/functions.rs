@@ -149,6 +149,27 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             arity(2)?;
             (ScalarFunction::StartsWith, strings(args), DataType::Boolean)
         }
+        "json_build_object" | "jsonb_build_object" => {
+            if args.len() % 2 != 0 {
+                return Err(bind_err!(
+                    "{name} takes pairs of a key and a value, not {} arguments",
+                    args.len()
+                ));
+            }
+            // Keys are text; values keep their types, which the JSON text shows.
+            let args = args
+                .into_iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    if i % 2 == 0 {
+                        a.cast(&DataType::Utf8)
+                    } else {
+                        a
+                    }
+                })
+                .collect();
+            (ScalarFunction::JsonBuildObject, args, DataType::Utf8)
+        }
         #[cfg(feature = "fault-injection")]
         "pondra_panic" => {
             arity(1)?;
@@ -281,6 +302,15 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
                         let column = Some(column.clone());
                         return Ok(binder.index_definitions(oid.clone(), column));
                     }
+                    ("obj_description", [oid, ..]) => {
+                        return Ok(binder.comments(oid.clone(), None));
+                    }
+                    ("col_description", [oid, column]) => {
+                        return Ok(binder.comments(oid.clone(), Some(column.clone())));
+                    }
+                    ("pg_get_viewdef", [oid, ..]) => {
+                        return Ok(binder.view_definitions(oid.clone()));
+                    }
                     ("pg_get_constraintdef", [oid, ..]) => {
                         return Ok(binder.constraint_definitions(oid.clone()));
                     }
@@ -353,6 +383,24 @@ pub(super) fn value_function(name: &str, database: &str) -> Option<Expr> {
     }
 }
 
+/// The value of a setting clients read with `current_setting`, as Pondra has it.
+fn setting(name: &str) -> Option<&'static str> {
+    Some(match name.to_ascii_lowercase().as_str() {
+        "search_path" => "public",
+        "server_version" => crate::system_tables::SERVER_VERSION,
+        "server_version_num" => "140000",
+        "server_encoding" | "client_encoding" => "UTF8",
+        "timezone" => "UTC",
+        "datestyle" => "ISO, MDY",
+        "standard_conforming_strings" => "on",
+        "integer_datetimes" => "on",
+        "transaction_isolation" | "default_transaction_isolation" => "repeatable read",
+        "max_identifier_length" => "63",
+        "is_superuser" => "on",
+        _ => return None,
+    })
+}
+
 /// What clients ask of the session and the catalog, answered as constants: Pondra has one
 /// schema, one owner and no search path to speak of.
 fn session_function(name: &str, args: &[Expr]) -> Option<Expr> {
@@ -372,9 +420,36 @@ fn session_function(name: &str, args: &[Expr]) -> Option<Expr> {
         }
         ("pg_get_userbyid", 1) => text(crate::system_tables::OWNER),
         ("pg_encoding_to_char", 1) => text("UTF8"),
-        ("pg_table_is_visible" | "pg_function_is_visible" | "pg_type_is_visible", 1) => {
-            Expr::Literal(ScalarValue::Boolean(true))
-        }
+        (
+            "pg_table_is_visible"
+            | "pg_function_is_visible"
+            | "pg_type_is_visible"
+            | "pg_collation_is_visible",
+            1,
+        ) => Expr::Literal(ScalarValue::Boolean(true)),
+        ("current_setting", 1 | 2) => match &args[0] {
+            Expr::Literal(ScalarValue::Utf8(name)) => match setting(name) {
+                Some(value) => text(value),
+                None if args.len() == 2 => Expr::Literal(ScalarValue::Null).cast(&DataType::Utf8),
+                None => return None,
+            },
+            _ => return None,
+        },
+        // Settings are the session's; Pondra's have one value whatever is set.
+        ("set_config", 3) => args[1].clone().cast(&DataType::Utf8),
+        // A type by name (`to_regtype('hstore')`): its oid, NULL for a type Pondra has not.
+        ("to_regtype", 1) => match &args[0] {
+            Expr::Literal(ScalarValue::Utf8(name)) => {
+                let bare = name.strip_prefix("pg_catalog.").unwrap_or(name);
+                match crate::system_tables::type_names().find(|(_, n)| n == bare) {
+                    Some((oid, _)) => Expr::Literal(ScalarValue::Int32(oid)),
+                    None => Expr::Literal(ScalarValue::Null).cast(&DataType::Int32),
+                }
+            }
+            _ => Expr::Literal(ScalarValue::Null).cast(&DataType::Int32),
+        },
+        // No column draws from a sequence.
+        ("pg_get_serial_sequence", 2) => Expr::Literal(ScalarValue::Null).cast(&DataType::Utf8),
         ("pg_get_expr", _) => Expr::Literal(ScalarValue::Null).cast(&DataType::Utf8),
         ("format_type", 2) => {
             let oid = args[0].clone().cast(&DataType::Int32);
@@ -399,9 +474,7 @@ fn session_function(name: &str, args: &[Expr]) -> Option<Expr> {
         // stored functions): only reached for rows of empty catalog tables. Indexes' and
         // constraints' are NULL here only outside a query over the catalog.
         (
-            "obj_description"
-            | "col_description"
-            | "shobj_description"
+            "shobj_description"
             | "pg_get_statisticsobjdef_columns"
             | "pg_get_triggerdef"
             | "pg_get_ruledef"

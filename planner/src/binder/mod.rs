@@ -62,6 +62,9 @@ pub struct Binder<'a> {
     database: &'a str,
     /// How many views this binder's query is inside: each is bound by a binder of its own.
     view_depth: usize,
+    /// The session's temporary tables, as the catalog tables list them (their rows are read
+    /// through `external`).
+    temporary: &'a [Arc<pondra_catalog::TableDef>],
 }
 
 /// How deep views may read views. A view that comes to read itself (a table it read dropped
@@ -91,6 +94,43 @@ impl<'a> Binder<'a> {
             )
         });
         by_oid(oid, sizes, DataType::Int64)
+    }
+
+    /// `obj_description(oid)` (no column) or `col_description(oid, column)`: the comment
+    /// `COMMENT ON` gave the table or its column numbered from 1; NULL where there is none.
+    pub(crate) fn comments(&self, oid: Expr, column: Option<Expr>) -> Expr {
+        let column = column.map(|c| c.cast(&DataType::Int32));
+        let mut branches = Vec::new();
+        for table in self.snapshot.tables.values().chain(self.temporary) {
+            let oid = crate::system_tables::table_oid(table);
+            for (name, text) in &table.comments {
+                let text = ScalarValue::Utf8(text.clone());
+                match (&column, name.is_empty()) {
+                    (None, true) => branches.push((oid, None, text)),
+                    (Some(column), false) => {
+                        if let Some(position) = table.columns.iter().position(|c| &c.name == name) {
+                            branches.push((oid, Some((column, position as i32 + 1)), text));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        by_oid(oid, branches, DataType::Utf8)
+    }
+
+    /// `pg_get_viewdef(oid)`: the defining query of the view whose oid `oid` is.
+    pub(crate) fn view_definitions(&self, oid: Expr) -> Expr {
+        let branches = self.snapshot.tables.values().filter_map(|table| {
+            let sql = match &table.kind {
+                TableKind::View { sql, .. } => sql.clone(),
+                TableKind::MaterializedView { sql, .. } => sql.clone(),
+                TableKind::Table => return None,
+            };
+            let oid = crate::system_tables::table_oid(table);
+            Some((oid, None, ScalarValue::Utf8(sql)))
+        });
+        by_oid(oid, branches, DataType::Utf8)
     }
 
     /// `pg_get_indexdef(oid [, column])`: the definition of the index whose oid `oid` is, or
@@ -142,7 +182,13 @@ impl<'a> Binder<'a> {
             set_functions: RefCell::new(Vec::new()),
             database: crate::system_tables::CATALOG,
             view_depth: 0,
+            temporary: &[],
         }
+    }
+
+    /// The same binder, listing a session's temporary tables in the catalog tables.
+    pub fn with_temporary(self, temporary: &'a [Arc<pondra_catalog::TableDef>]) -> Binder<'a> {
+        Binder { temporary, ..self }
     }
 
     /// The same binder, for a lake the client knows as `database`.
@@ -237,8 +283,37 @@ impl<'a> Binder<'a> {
                 object_type,
                 if_exists,
                 names,
+                cascade,
                 ..
-            } => self.bind_drop(*object_type, *if_exists, names),
+            } => self.bind_drop(*object_type, *if_exists, names, *cascade),
+            ast::Statement::AlterTable(alter) => self.bind_alter_table(alter),
+            ast::Statement::CreateSchema {
+                schema_name: ast::SchemaName::Simple(name),
+                if_not_exists,
+                ..
+            } => {
+                // One schema, `public`, holds every table until schemas are built.
+                let name = object_name(name)?;
+                match (name.as_str(), *if_not_exists) {
+                    ("public" | "pg_catalog" | "information_schema", true) => Ok(Plan::Nothing {
+                        tag: "CREATE SCHEMA",
+                    }),
+                    ("public" | "pg_catalog" | "information_schema", false) => {
+                        Err(bind_err!("schema \"{name}\" already exists"))
+                    }
+                    _ => Err(unsupported!("schemas other than public ({name})")),
+                }
+            }
+            ast::Statement::LISTEN { .. } | ast::Statement::NOTIFY { .. } => Err(unsupported!(
+                "LISTEN and NOTIFY (notifications are not built)"
+            )),
+            ast::Statement::Comment {
+                object_type,
+                object_name,
+                comment,
+                if_exists,
+            } => self.bind_comment(*object_type, object_name, comment.clone(), *if_exists),
+            ast::Statement::AlterView(alter) => self.bind_alter_view(alter),
             ast::Statement::Insert(insert) => self.bind_insert(insert),
             ast::Statement::Copy {
                 source, to, target, ..
@@ -464,7 +539,14 @@ impl<'a> Binder<'a> {
                 }
             }
         };
-        crate::system_tables::system_table(schema, name, self.snapshot, self.database, &columns_of)
+        crate::system_tables::system_table(
+            schema,
+            name,
+            self.snapshot,
+            self.database,
+            self.temporary,
+            &columns_of,
+        )
     }
 
     /// The plan that reads a table, or a materialized view through its read plan.
@@ -1362,7 +1444,9 @@ fn check_assignable(from: &DataType, to: &DataType, column: &str) -> Result<()> 
     }
 }
 
-/// A table name with its schema, if given (`pg_catalog.pg_class`), normalized.
+/// A table name with its schema, if given (`pg_catalog.pg_class`), normalized. A database
+/// name before them (`pondra.public.t`, as dbt writes) is the lake's own: a server opens one
+/// lake per connection.
 fn qualified_name(name: &ast::ObjectName) -> Result<(Option<String>, String)> {
     let part = |p: &ast::ObjectNamePart| {
         p.as_ident()
@@ -1371,19 +1455,29 @@ fn qualified_name(name: &ast::ObjectName) -> Result<(Option<String>, String)> {
     };
     match name.0.as_slice() {
         [table] => Ok((None, part(table)?)),
-        [schema, table] => Ok((Some(part(schema)?), part(table)?)),
-        _ => Err(unsupported!("names with a database, such as {name}")),
+        [schema, table] | [_, schema, table] => Ok((Some(part(schema)?), part(table)?)),
+        _ => Err(bind_err!("invalid name {name}")),
     }
 }
 
 /// A one-part object name, normalized.
+///
+/// Tables live in the one schema `public`, so `public.t` and `database.public.t` (dbt's form)
+/// name `t`.
 pub fn object_name(name: &ast::ObjectName) -> Result<String> {
-    match name.0.as_slice() {
-        [part] => part
-            .as_ident()
+    let part = |i: &ast::ObjectNamePart| {
+        i.as_ident()
             .map(normalize)
-            .ok_or_else(|| bind_err!("invalid name {name}")),
-        _ => Err(unsupported!("qualified names such as {name}")),
+            .ok_or_else(|| bind_err!("invalid name {name}"))
+    };
+    match name.0.as_slice() {
+        [table] => part(table),
+        [schema, table] | [_, schema, table] if part(schema)? == "public" => part(table),
+        [schema, _] | [_, schema, _] => Err(unsupported!(
+            "schemas other than public ({} in {name})",
+            part(schema)?
+        )),
+        _ => Err(bind_err!("invalid name {name}")),
     }
 }
 

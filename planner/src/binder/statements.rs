@@ -48,6 +48,7 @@ impl Binder<'_> {
                 columns,
                 input,
                 if_not_exists: create.if_not_exists,
+                temporary: create.temporary,
             });
         }
         let mut columns: Vec<Column> = Vec::new();
@@ -118,6 +119,27 @@ impl Binder<'_> {
         if columns.is_empty() {
             return Err(bind_err!("a table needs at least one column"));
         }
+        if create.temporary {
+            if !key.is_empty() || !unique.is_empty() {
+                return Err(unsupported!("constraints on a temporary table"));
+            }
+            // A temporary table starts as the empty result of its columns.
+            let fields: Vec<arrow::datatypes::Field> = columns
+                .iter()
+                .map(|c| arrow::datatypes::Field::new(&c.name, c.sql_type.to_arrow(), true))
+                .collect();
+            let input = LogicalPlan::Values {
+                schema: Arc::new(arrow::datatypes::Schema::new(fields)),
+                rows: Vec::new(),
+            };
+            return Ok(Plan::CreateTableAs {
+                name,
+                columns,
+                input,
+                if_not_exists: create.if_not_exists,
+                temporary: true,
+            });
+        }
         Ok(Plan::CreateTable {
             name,
             columns,
@@ -132,6 +154,7 @@ impl Binder<'_> {
         object_type: ast::ObjectType,
         if_exists: bool,
         names: &[ast::ObjectName],
+        cascade: bool,
     ) -> Result<Plan> {
         let [name] = names else {
             return Err(unsupported!("dropping several objects in one statement"));
@@ -166,16 +189,135 @@ impl Binder<'_> {
                 .iter()
                 .map(|v| v.name.clone())
                 .collect();
-            if !dependents.is_empty() {
+            if !dependents.is_empty() && !cascade {
                 return Err(bind_err!(
-                    "cannot drop {name}: the materialized view(s) {} depend on it; drop them first",
+                    "cannot drop {name}: the materialized view(s) {} depend on it; drop them \
+                     first, or use DROP ... CASCADE",
                     dependents.join(", ")
                 ));
             }
+            return Ok(Plan::DropTable {
+                name,
+                if_exists,
+                dependents,
+            });
         } else if !if_exists {
             return Err(bind_err!("{} {name} does not exist", wanted.to_lowercase()));
         }
-        Ok(Plan::DropTable { name, if_exists })
+        Ok(Plan::DropTable {
+            name,
+            if_exists,
+            dependents: Vec::new(),
+        })
+    }
+
+    /// `ALTER TABLE t RENAME TO u`; other changes of a table are not built yet.
+    pub(super) fn bind_alter_table(&self, alter: &ast::AlterTable) -> Result<Plan> {
+        match alter.operations.as_slice() {
+            [
+                ast::AlterTableOperation::RenameTable {
+                    table_name: ast::RenameTableNameKind::To(to) | ast::RenameTableNameKind::As(to),
+                },
+            ] => self.bind_rename(&alter.name, to, alter.if_exists),
+            _ => Err(unsupported!("ALTER TABLE other than RENAME TO")),
+        }
+    }
+
+    /// `COMMENT ON TABLE t | VIEW v | COLUMN t.c IS 'text' | NULL`.
+    pub(super) fn bind_comment(
+        &self,
+        object_type: ast::CommentObject,
+        name: &ast::ObjectName,
+        comment: Option<String>,
+        if_exists: bool,
+    ) -> Result<Plan> {
+        let (table_name, column) = match object_type {
+            ast::CommentObject::Table
+            | ast::CommentObject::View
+            | ast::CommentObject::MaterializedView => (object_name(name)?, None),
+            ast::CommentObject::Column => {
+                let (Some((column, table)), true) = (name.0.split_last(), name.0.len() >= 2) else {
+                    return Err(bind_err!(
+                        "COMMENT ON COLUMN names a column as table.column"
+                    ));
+                };
+                let table = ast::ObjectName(table.to_vec());
+                let column = column
+                    .as_ident()
+                    .map(normalize)
+                    .ok_or_else(|| bind_err!("invalid column name in {name}"))?;
+                (object_name(&table)?, Some(column))
+            }
+            other => return Err(unsupported!("COMMENT ON {other}")),
+        };
+        let Some(table) = self.snapshot.table(&table_name) else {
+            if if_exists {
+                return Ok(Plan::Query(LogicalPlan::Values {
+                    schema: Arc::new(Schema::empty()),
+                    rows: Vec::new(),
+                }));
+            }
+            return Err(bind_err!("relation \"{table_name}\" does not exist"));
+        };
+        let mut table = table.as_ref().clone();
+        let key = match column {
+            Some(column) => {
+                if !table.columns.iter().any(|c| c.name == column) {
+                    return Err(bind_err!(
+                        "column \"{column}\" of relation \"{table_name}\" does not exist"
+                    ));
+                }
+                column
+            }
+            None => String::new(),
+        };
+        match comment {
+            Some(text) => table.comments.insert(key, text),
+            None => table.comments.remove(&key),
+        };
+        Ok(Plan::Comment { table })
+    }
+
+    /// `ALTER VIEW v RENAME TO w`.
+    pub(super) fn bind_alter_view(&self, alter: &ast::AlterView) -> Result<Plan> {
+        match &alter.operation {
+            ast::AlterViewOperation::RenameTo { new_name } => {
+                self.bind_rename(&alter.name, new_name, alter.if_exists)
+            }
+            _ => Err(unsupported!("ALTER VIEW other than RENAME TO")),
+        }
+    }
+
+    fn bind_rename(
+        &self,
+        from: &ast::ObjectName,
+        to: &ast::ObjectName,
+        if_exists: bool,
+    ) -> Result<Plan> {
+        let (from, to) = (object_name(from)?, object_name(to)?);
+        if self.snapshot.table(&from).is_none() {
+            if if_exists {
+                return Ok(Plan::RenameTable {
+                    from,
+                    to,
+                    if_exists,
+                });
+            }
+            return Err(bind_err!("relation \"{from}\" does not exist"));
+        }
+        if self.snapshot.table(&to).is_some() {
+            return Err(bind_err!("relation \"{to}\" already exists"));
+        }
+        if !self.snapshot.views_over(&from).is_empty() {
+            return Err(unsupported!(
+                "renaming a table that materialized views read ({from})"
+            ));
+        }
+        Ok(Plan::RenameTable {
+            from,
+            to,
+            if_exists,
+        })
     }
 
     pub(super) fn bind_copy(

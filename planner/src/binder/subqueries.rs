@@ -69,15 +69,17 @@ pub(super) fn join_scalar(
     snapshot: &Snapshot,
 ) -> Result<LogicalPlan> {
     assert_eq!(plan.schema().fields().len(), position);
+    if let LogicalPlan::Project { exprs, .. } = &subquery
+        && exprs.iter().any(Expr::has_outer)
+        && !is_scalar_aggregate(&subquery)
+    {
+        return join_scalar_computed_after(plan, subquery, position);
+    }
     if !is_scalar_aggregate(&subquery) {
         // At most one row may match each outer row: a single join checks it as it joins.
         let (pulled_up, pulled) = pull_up(subquery, SubqueryUse::Scalar)?;
+        // Without an equality to join on, every pair is checked against the pulled predicates.
         let (keys, filter) = join_condition(position, pulled);
-        if keys.is_empty() {
-            return Err(unsupported!(
-                "a correlated scalar subquery without an aggregate or an equality to correlate by"
-            ));
-        }
         let joined = LogicalPlan::join(plan, pulled_up, JoinKind::Single, keys, filter);
         return Ok(keep_columns(joined, position + 1));
     }
@@ -92,6 +94,70 @@ pub(super) fn join_scalar(
     let pulled_up = crate::key_domain::restrict_to_outer_keys(&plan, pulled_up, &keys, snapshot);
     let joined = LogicalPlan::join(plan, pulled_up, JoinKind::Left, keys, None);
     Ok(keep_columns(joined, position + 1))
+}
+
+/// `join_scalar` for a subquery whose value reads outer columns (`SELECT f(s.x, outer.y) FROM
+/// s WHERE s.k = outer.k`): the subquery gives its input's columns and a marker, joined as
+/// usual, and the value is computed over the joined row; NULL where no row matched.
+fn join_scalar_computed_after(
+    plan: LogicalPlan,
+    subquery: LogicalPlan,
+    position: usize,
+) -> Result<LogicalPlan> {
+    use crate::scalar::ScalarValue;
+    let LogicalPlan::Project {
+        input,
+        exprs,
+        schema,
+    } = subquery
+    else {
+        unreachable!("a projection")
+    };
+    let [value] = exprs.as_slice() else {
+        return Err(unsupported!(
+            "a subquery used as an expression with several columns"
+        ));
+    };
+    let input_schema = input.schema();
+    let width = input_schema.fields().len();
+    let mut columns = Expr::columns_of(&input_schema);
+    columns.push(Expr::Literal(ScalarValue::Boolean(true)));
+    let mut names: Vec<String> = input_schema
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    names.push("matched".into());
+    let (pulled_up, pulled) = pull_up(input.project(columns, names), SubqueryUse::Scalar)?;
+    // Without an equality to join on, every pair is checked against the pulled predicates.
+    let (keys, filter) = join_condition(position, pulled);
+    let joined = LogicalPlan::join(plan, pulled_up, JoinKind::Single, keys, filter);
+    let joined_schema = joined.schema();
+    let matched = Expr::column(
+        position + width,
+        "matched",
+        arrow::datatypes::DataType::Boolean,
+    );
+    let value = crate::decorrelate::to_joined(value, position);
+    let data_type = value.data_type();
+    let result = Expr::Case {
+        branches: vec![(Expr::IsNotNull(Box::new(matched)), value)],
+        otherwise: None,
+        data_type,
+    };
+    let mut exprs: Vec<Expr> = (0..position)
+        .map(|i| {
+            let f = joined_schema.field(i);
+            Expr::column(i, f.name(), f.data_type().clone())
+        })
+        .collect();
+    exprs.push(result);
+    let mut names: Vec<String> = joined_schema.fields()[..position]
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    names.push(schema.field(0).name().clone());
+    Ok(joined.project(exprs, names))
 }
 
 /// The first `width` columns of `plan`.

@@ -1,6 +1,7 @@
 //! The Postgres wire door (pgwire): simple and extended queries with parameters, text and
 //! binary results, COPY FROM STDIN, and token checks at login (the password is the token).
 
+mod copy_out;
 mod session;
 mod values;
 
@@ -34,10 +35,17 @@ use pgwire::api::{
 use pgwire::error::{ErrorInfo, PgWireError, PgWireResult};
 use pgwire::messages::cancel::CancelRequest;
 use pgwire::messages::copy::{CopyData, CopyDone};
+use pgwire::messages::extendedquery::Sync as PgSync;
+use pgwire::messages::response::{
+    EmptyQueryResponse, ReadyForQuery, TransactionStatus as PgTransactionStatus,
+};
+use pgwire::messages::simplequery::Query;
 use pgwire::messages::startup::Authentication;
 use pgwire::messages::startup::SecretKey;
 use pgwire::messages::{PgWireBackendMessage, PgWireFrontendMessage};
-use pondra_cluster::{Node, ParsedStatement, Session, StatementResult, StopReason};
+use pondra_cluster::{
+    Node, ParsedStatement, Session, Statement, StatementResult, StopReason, TransactionStatus,
+};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -147,6 +155,14 @@ fn user_error(code: &str, message: impl Into<String>) -> PgWireError {
 fn sqlstate(message: &str) -> &'static str {
     if message.starts_with("canceling statement") {
         "57014"
+    } else if message.starts_with("could not serialize access") {
+        "40001"
+    } else if message.starts_with("current transaction is aborted") {
+        "25P02"
+    } else if message.ends_with("can only be used in transaction blocks") {
+        "25P01"
+    } else if message.starts_with("savepoint") && message.ends_with("does not exist") {
+        "3B001"
     } else if message.starts_with("out of memory") {
         "53200"
     } else if message.starts_with("statement too deeply nested") {
@@ -238,8 +254,6 @@ impl PgDoor {
         if let Some(answer) = session_answer(statement) {
             return Ok(match answer {
                 SessionAnswer::Tag(tag) => Response::Execution(Tag::new(tag)),
-                SessionAnswer::Begin => Response::TransactionStart(Tag::new("BEGIN")),
-                SessionAnswer::End(tag) => Response::TransactionEnd(Tag::new(tag)),
                 SessionAnswer::Rows(schema, batches) => rows_response(&schema, batches, formats),
             });
         }
@@ -251,14 +265,60 @@ impl PgDoor {
         let node = self.node(client).await?;
         let session = self.session(client);
         let socket = lock(&self.sockets).get(&client.socket_addr()).copied();
+        if let Statement::Sql(sql) = &statement.statement
+            && let Some(copy) = copy_out::CopyOut::from_statement(sql)
+        {
+            return self.copy_out(&node, &session, socket, copy).await;
+        }
         let run = node.execute_in(&session, statement.clone());
         match watched(run, &session, socket).await {
             Ok(StatementResult::Rows { schema, batches }) => {
                 Ok(rows_response(&schema, batches, formats))
             }
-            Ok(StatementResult::Done { tag }) => Ok(Response::Execution(completion_tag(&tag))),
+            Ok(StatementResult::Done { tag }) => Ok(match tag.as_str() {
+                "BEGIN" => Response::TransactionStart(Tag::new("BEGIN")),
+                "COMMIT" | "ROLLBACK"
+                    if session.transaction_status() == TransactionStatus::Idle =>
+                {
+                    Response::TransactionEnd(Tag::new(&tag))
+                }
+                _ => Response::Execution(completion_tag(&tag)),
+            }),
             Err(e) => Ok(Response::Error(Box::new(error_info(e.to_string())))),
         }
+    }
+}
+
+impl PgDoor {
+    /// Answers `COPY ... TO STDOUT`: the query's rows as CopyData messages.
+    async fn copy_out(
+        &self,
+        node: &Arc<Node>,
+        session: &Arc<Session>,
+        socket: Option<ClientSocket>,
+        copy: copy_out::CopyOut,
+    ) -> PgWireResult<Response> {
+        let statement = match pondra_cluster::parse_sql(&copy.query) {
+            Ok(mut statements) if statements.len() == 1 => statements.remove(0),
+            Ok(_) => return Err(user_error("42601", "COPY TO STDOUT copies one query")),
+            Err(e) => return Ok(Response::Error(Box::new(error_info(e.to_string())))),
+        };
+        let run = node.execute_in(session, statement);
+        let (schema, batches) = match watched(run, session, socket).await {
+            Ok(StatementResult::Rows { schema, batches }) => (schema, batches),
+            Ok(StatementResult::Done { .. }) => {
+                return Err(user_error("42601", "COPY TO STDOUT copies a query's rows"));
+            }
+            Err(e) => return Ok(Response::Error(Box::new(error_info(e.to_string())))),
+        };
+        let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+        let lines = copy.lines(&names, batches);
+        let data = lines.into_iter().map(|line| Ok(CopyData::new(line.into())));
+        Ok(Response::CopyOut(pgwire::api::results::CopyResponse::new(
+            0,
+            names.len(),
+            stream::iter(data),
+        )))
     }
 }
 
@@ -392,8 +452,80 @@ impl StartupHandler for PgDoor {
     }
 }
 
+/// The status a ReadyForQuery carries for a session.
+fn ready_status(session: &Session) -> PgTransactionStatus {
+    match session.transaction_status() {
+        TransactionStatus::Idle => PgTransactionStatus::Idle,
+        TransactionStatus::InTransaction => PgTransactionStatus::Transaction,
+        TransactionStatus::Failed => PgTransactionStatus::Error,
+    }
+}
+
 #[async_trait]
 impl SimpleQueryHandler for PgDoor {
+    /// A simple query as pgwire runs it, but for the transaction status its ReadyForQuery
+    /// carries, which is the session's (pgwire infers it from the responses, which cannot say
+    /// that a ROLLBACK TO leaves the aborted state).
+    async fn on_query<C>(&self, client: &mut C, query: Query) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        use pgwire::api::copy::{send_copy_in_response, send_copy_out_response};
+        use pgwire::api::query::{
+            send_execution_response, send_query_response, send_ready_for_query,
+        };
+        if !matches!(client.state(), PgWireConnectionState::ReadyForQuery) {
+            return Err(PgWireError::NotReadyForQuery);
+        }
+        client.set_state(PgWireConnectionState::QueryInProgress);
+        if query.query.chars().all(|c| c == ';' || c.is_whitespace()) {
+            client
+                .feed(PgWireBackendMessage::EmptyQueryResponse(
+                    EmptyQueryResponse::new(),
+                ))
+                .await?;
+        } else {
+            for response in SimpleQueryHandler::do_query(self, client, &query.query).await? {
+                match response {
+                    Response::EmptyQuery => {
+                        client
+                            .feed(PgWireBackendMessage::EmptyQueryResponse(
+                                EmptyQueryResponse::new(),
+                            ))
+                            .await?;
+                    }
+                    Response::Query(results) => send_query_response(client, results, true).await?,
+                    Response::Execution(tag)
+                    | Response::TransactionStart(tag)
+                    | Response::TransactionEnd(tag) => send_execution_response(client, tag).await?,
+                    Response::Error(e) => {
+                        client
+                            .feed(PgWireBackendMessage::ErrorResponse((*e).into()))
+                            .await?;
+                    }
+                    Response::CopyIn(result) => {
+                        send_copy_in_response(client, result).await?;
+                        client.set_state(PgWireConnectionState::CopyInProgress(false));
+                    }
+                    Response::CopyOut(result) => send_copy_out_response(client, result).await?,
+                    Response::CopyBoth(_) => {
+                        return Err(user_error("0A000", "COPY BOTH is not supported"));
+                    }
+                }
+            }
+        }
+        if !matches!(client.state(), PgWireConnectionState::CopyInProgress(_)) {
+            let status = ready_status(&self.session(client));
+            client.set_state(PgWireConnectionState::ReadyForQuery);
+            client.set_transaction_status(status);
+            send_ready_for_query(client, status).await?;
+        }
+        Ok(())
+    }
+
     async fn do_query<C>(&self, client: &mut C, query: &str) -> PgWireResult<Vec<Response>>
     where
         C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
@@ -492,7 +624,8 @@ impl PgDoor {
             return Ok(fields(&schema, formats));
         }
         let node = self.node(client).await?;
-        match node.result_schema(sql) {
+        let session = self.session(client);
+        match node.result_schema_in(Some(&session), sql) {
             Ok(Some(schema)) => Ok(fields(&schema, formats)),
             Ok(None) => Ok(Vec::new()),
             Err(e) => Err(PgWireError::UserError(Box::new(error_info(e.to_string())))),
@@ -507,6 +640,26 @@ impl ExtendedQueryHandler for PgDoor {
 
     fn query_parser(&self) -> Arc<NoTypes> {
         Arc::new(NoTypes)
+    }
+
+    /// A Sync's ReadyForQuery carries the session's transaction status.
+    async fn on_sync<C>(&self, client: &mut C, _message: PgSync) -> PgWireResult<()>
+    where
+        C: ClientInfo + ClientPortalStore + Sink<PgWireBackendMessage> + Unpin + Send + Sync,
+        C::PortalStore: PortalStore<Statement = Self::Statement>,
+        C::Error: Debug,
+        PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
+    {
+        client.portal_store().rm_portal("");
+        let status = ready_status(&self.session(client));
+        client.set_transaction_status(status);
+        client
+            .send(PgWireBackendMessage::ReadyForQuery(ReadyForQuery::new(
+                status,
+            )))
+            .await?;
+        client.flush().await?;
+        Ok(())
     }
 
     async fn do_describe_statement<C>(
@@ -619,8 +772,9 @@ impl CopyHandler for PgDoor {
             user_error("08P01", "COPY data arrived with no COPY FROM STDIN running")
         })?;
         let node = self.node(client).await?;
+        let session = self.session(client);
         let rows = copy
-            .finish(&node)
+            .finish(&node, &session)
             .await
             .map_err(|e| PgWireError::UserError(Box::new(error_info(e))))?;
         client

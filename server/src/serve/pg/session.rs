@@ -6,19 +6,17 @@ use std::sync::{Arc, Mutex};
 use arrow::array::{RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use pgwire::api::ClientInfo;
-use pondra_cluster::{Node, ParsedStatement, Statement};
+use pondra_cluster::{Node, ParsedStatement, Session, Statement};
 use pondra_parser::ast;
 
 pub enum SessionAnswer {
     /// A statement that changes nothing here, with its command tag.
     Tag(&'static str),
-    Begin,
-    End(&'static str),
     Rows(SchemaRef, Vec<RecordBatch>),
 }
 
-/// The answer to a session statement, or `None` for a statement the lake must run. Every
-/// statement commits on its own, so transaction control is accepted and changes nothing.
+/// The answer to a session statement, or `None` for a statement the lake or the session must
+/// run (transaction control among them).
 pub fn session_answer(statement: &ParsedStatement) -> Option<SessionAnswer> {
     let Statement::Sql(statement) = &statement.statement else {
         return None;
@@ -30,27 +28,21 @@ pub fn session_answer(statement: &ParsedStatement) -> Option<SessionAnswer> {
     }
     Some(match statement.as_ref() {
         ast::Statement::Set(_) => SessionAnswer::Tag("SET"),
-        ast::Statement::StartTransaction { .. } => SessionAnswer::Begin,
-        ast::Statement::Commit { .. } => SessionAnswer::End("COMMIT"),
-        ast::Statement::Rollback { .. } => SessionAnswer::End("ROLLBACK"),
+        // Connection pools reset sessions with these; prepared statements are named again
+        // by the next Parse, and nothing is listened to.
+        ast::Statement::Deallocate { .. } => SessionAnswer::Tag("DEALLOCATE"),
+        ast::Statement::Discard { .. } => SessionAnswer::Tag("DISCARD ALL"),
+        ast::Statement::UNLISTEN { .. } => SessionAnswer::Tag("UNLISTEN"),
         ast::Statement::ShowVariable { variable } => {
             let name = variable
                 .iter()
                 .map(|i| i.value.to_lowercase())
                 .collect::<Vec<_>>()
                 .join(" ");
-            let value = match name.as_str() {
-                "transaction isolation level" | "transaction_isolation" => "read committed",
-                "server_version" => pondra_cluster::SERVER_VERSION,
-                "server_encoding" | "client_encoding" => "UTF8",
-                "standard_conforming_strings" => "on",
-                "datestyle" => "ISO, MDY",
-                "timezone" => "UTC",
-                "search_path" => "public",
-                "max_identifier_length" => "63",
-                "integer_datetimes" => "on",
-                _ => return None,
-            };
+            if name == "all" {
+                return Some(show_all());
+            }
+            let value = SETTINGS.iter().find(|(n, _)| *n == name)?.1;
             let column = name.replace(' ', "_");
             let schema = Arc::new(Schema::new(vec![Field::new(column, DataType::Utf8, false)]));
             let batch = RecordBatch::try_new(
@@ -62,6 +54,41 @@ pub fn session_answer(statement: &ParsedStatement) -> Option<SessionAnswer> {
         }
         _ => return None,
     })
+}
+
+/// The settings a session shows, as Postgres names them.
+const SETTINGS: [(&str, &str); 11] = [
+    // Every transaction reads one snapshot (ADR 0045).
+    ("transaction isolation level", "repeatable read"),
+    ("transaction_isolation", "repeatable read"),
+    ("server_version", pondra_cluster::SERVER_VERSION),
+    ("server_encoding", "UTF8"),
+    ("client_encoding", "UTF8"),
+    ("standard_conforming_strings", "on"),
+    ("datestyle", "ISO, MDY"),
+    ("timezone", "UTC"),
+    ("search_path", "public"),
+    ("max_identifier_length", "63"),
+    ("integer_datetimes", "on"),
+];
+
+/// `SHOW ALL`: each setting with its value and a description, as Postgres lists them.
+fn show_all() -> SessionAnswer {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("name", DataType::Utf8, false),
+        Field::new("setting", DataType::Utf8, false),
+        Field::new("description", DataType::Utf8, false),
+    ]));
+    let rows = SETTINGS.iter().filter(|(name, _)| !name.contains(' '));
+    let names: StringArray = rows.clone().map(|(n, _)| Some(*n)).collect();
+    let values: StringArray = rows.clone().map(|(_, v)| Some(*v)).collect();
+    let descriptions: StringArray = rows.map(|_| Some("as Pondra has it")).collect();
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(names), Arc::new(values), Arc::new(descriptions)],
+    )
+    .expect("three text columns");
+    SessionAnswer::Rows(schema, vec![batch])
 }
 
 /// A `COPY t [(columns)] FROM STDIN` under way: its target and the bytes received so far.
@@ -146,7 +173,7 @@ impl CopyIn {
     }
 
     /// Appends the rows received; returns how many there were.
-    pub async fn finish(self, node: &Arc<Node>) -> Result<usize, String> {
+    pub async fn finish(self, node: &Arc<Node>, session: &Session) -> Result<usize, String> {
         let columns = if self.columns.is_empty() {
             let snapshot = node.snapshot();
             let table = snapshot
@@ -170,11 +197,9 @@ impl CopyIn {
             .collect();
         let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
             .map_err(|e| e.to_string())?;
-        match node.append(&self.table, &[batch], None).await {
-            Ok(pondra_cluster::AppendOutcome::Appended(n)) => Ok(n),
-            Ok(pondra_cluster::AppendOutcome::Duplicate) => Ok(0),
-            Err(e) => Err(e.to_string()),
-        }
+        node.append_in(session, &self.table, &[batch])
+            .await
+            .map_err(|e| e.to_string())
     }
 
     /// The rows of the data, each a value (or NULL) per column.

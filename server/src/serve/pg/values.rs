@@ -125,7 +125,7 @@ impl PgValue {
         }
     }
 
-    fn text(&self) -> Option<String> {
+    pub fn text(&self) -> Option<String> {
         Some(match self {
             PgValue::Null => return None,
             PgValue::Bool(b) => (if *b { "t" } else { "f" }).to_string(),
