@@ -1,3 +1,5 @@
+use std::collections::HashSet;
+use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -8,6 +10,7 @@ use slatedb::config::{
 };
 use slatedb::{Db, WriteBatch};
 
+use crate::committer::{Committer, Prepare, Refusal};
 use crate::error::{CatalogError, Result};
 use crate::keys;
 use crate::snapshot::Snapshot;
@@ -24,7 +27,7 @@ const STORE_TIMEOUT: Duration = Duration::from_secs(30);
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
 /// Runs a catalog store operation under [`STORE_TIMEOUT`].
-async fn bounded<T>(
+pub(crate) async fn bounded<T>(
     what: &str,
     operation: impl std::future::Future<Output = std::result::Result<T, slatedb::Error>>,
 ) -> Result<T> {
@@ -80,12 +83,14 @@ pub enum Change {
 
 /// The catalog of one lake: a SlateDB database plus the latest snapshot in memory.
 ///
-/// Commits are serialized here; the process that holds the catalog open is the lake's only
-/// writer (opening it fences any earlier writer).
+/// Commits are ordered here, by one committer that groups the commits waiting into rounds
+/// (ADR 0046); the process that holds the catalog open is the lake's only writer (opening it
+/// fences any earlier writer).
 pub struct Catalog {
     db: Db,
-    current: Mutex<Arc<Snapshot>>,
-    commit_lock: tokio::sync::Mutex<()>,
+    /// Shared with the committer, which publishes each round once it is durable.
+    current: Arc<Mutex<Arc<Snapshot>>>,
+    committer: Committer,
     retain: Duration,
 }
 
@@ -103,8 +108,9 @@ impl Catalog {
                 ..Default::default()
             }),
             garbage_collector_options: Some(GarbageCollectorOptions {
-                // A folder cannot do conditional overwrites, which boundary files need.
-                boundary_files_enabled: false,
+                // A folder cannot do conditional overwrites, which boundary files need; the
+                // stores of buckets can (ADR 0046).
+                boundary_files_enabled: !lake.is_folder(),
                 ..Default::default()
             }),
             ..Default::default()
@@ -117,10 +123,11 @@ impl Catalog {
         )
         .await?;
         let snapshot = load_snapshot(&db).await?;
+        let current = Arc::new(Mutex::new(Arc::new(snapshot)));
         Ok(Catalog {
+            committer: Committer::start(db.clone(), current.clone(), retain),
             db,
-            current: Mutex::new(Arc::new(snapshot)),
-            commit_lock: tokio::sync::Mutex::new(()),
+            current,
             retain,
         })
     }
@@ -130,40 +137,38 @@ impl Catalog {
         self.current.lock().expect("snapshot lock").clone()
     }
 
-    /// Applies `changes` atomically and durably; returns the new commit number.
+    /// Applies `changes` atomically and durably; returns the number of the commit that holds
+    /// them (which may hold other writers' changes too: ADR 0046).
     ///
     /// Returns only once the commit is durable in the lake.
     pub async fn commit(&self, changes: Vec<Change>) -> Result<u64> {
-        self.commit_with(|_| Ok::<_, CatalogError>(changes)).await
+        self.commit_with(move |_| Ok::<_, CatalogError>(changes))
+            .await
     }
 
     /// Commits the changes `prepare` returns for the latest snapshot, with no commit between
     /// the two: `prepare` may check what the latest snapshot holds (a transaction's conflicts)
-    /// and fail, and then nothing is committed. Returns the new commit number.
-    pub async fn commit_with<E: From<CatalogError>>(
-        &self,
-        prepare: impl FnOnce(&Snapshot) -> std::result::Result<Vec<Change>, E>,
-    ) -> std::result::Result<u64, E> {
-        let _guard = self.commit_lock.lock().await;
-        let latest = self.snapshot();
-        let changes = prepare(&latest)?;
-        let mut next = (*latest).clone();
-        next.commit += 1;
-        let now = now_ms();
-        let mut batch = WriteBatch::new();
-        for change in changes {
-            apply(&mut next, &mut batch, change, now, self.retain)?;
+    /// and fail, and then nothing of it is committed. Returns the commit number once durable.
+    ///
+    /// Commits waiting together are grouped into one round (ADR 0046): `prepare` then sees the
+    /// snapshot the earlier commits of the round make, whose `commit` is the round's, above
+    /// every commit made before. A refused commit leaves the others of its round unaffected.
+    pub async fn commit_with<E, F>(&self, prepare: F) -> std::result::Result<u64, E>
+    where
+        E: From<CatalogError> + Send + 'static,
+        F: FnOnce(&Snapshot) -> std::result::Result<Vec<Change>, E> + Send + 'static,
+    {
+        let prepare: Prepare = Box::new(move |snapshot| {
+            prepare(snapshot).map_err(|error| Refusal::Prepared(Box::new(error)))
+        });
+        match self.committer.submit(prepare).await {
+            Ok(commit) => Ok(commit),
+            Err(Refusal::Prepared(error)) => Err(*error
+                .downcast::<E>()
+                .expect("a prepare fails with its writer's error type")),
+            Err(Refusal::Catalog(error)) => Err(error.into()),
+            Err(Refusal::Panicked(panic)) => std::panic::resume_unwind(panic),
         }
-        batch.put(keys::LAST_COMMIT, next.commit.to_be_bytes());
-        batch.put(keys::NEXT_TABLE_ID, next.next_table_id.to_be_bytes());
-        bounded("a commit", async {
-            self.db.write(batch).await?;
-            self.db.flush().await
-        })
-        .await?;
-        let commit = next.commit;
-        *self.current.lock().expect("snapshot lock") = Arc::new(next);
-        Ok(commit)
     }
 
     /// `snapshot` with `changes` applied in memory only: what a transaction reads (ADR 0045).
@@ -209,7 +214,9 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-fn apply(
+/// Applies one change to `next` and records it in `batch`; on an error, both may hold part of
+/// the change, and the caller starts over.
+pub(crate) fn apply(
     next: &mut Snapshot,
     batch: &mut WriteBatch,
     change: Change,
@@ -249,15 +256,15 @@ fn apply(
             batch.delete(keys::table(&name));
             next.defined_at.insert(name.clone(), next.commit);
             next.rows_changed_at.remove(&def.id);
-            for segment in next.segments.remove(&def.id).unwrap_or_default() {
+            for segment in next.segments.remove(&def.id).unwrap_or_default().iter() {
                 batch.delete(keys::segment(def.id, segment.commit, segment.index));
-                if let SegmentPayload::Object(path) = segment.payload {
-                    schedule_delete(next, batch, deadline, path);
+                if let SegmentPayload::Object(path) = &segment.payload {
+                    schedule_delete(next, batch, deadline, path.clone());
                 }
             }
-            for file in next.files.remove(&def.id).unwrap_or_default() {
+            for file in next.files.remove(&def.id).unwrap_or_default().iter() {
                 batch.delete(keys::file(def.id, &file.path));
-                schedule_delete(next, batch, deadline, file.path);
+                schedule_delete(next, batch, deadline, file.path.clone());
             }
         }
         Change::AppendSegment {
@@ -270,7 +277,12 @@ fn apply(
             }
             next.rows_changed_at.insert(table_id, next.commit);
             let segments = next.segments.entry(table_id).or_default();
-            let index = segments.iter().filter(|s| s.commit == next.commit).count() as u32;
+            // Segments are in commit order: this commit's are at the end.
+            let index = segments
+                .iter()
+                .rev()
+                .take_while(|s| s.commit == next.commit)
+                .count() as u32;
             let segment = LogSegment {
                 table_id,
                 commit: next.commit,
@@ -295,34 +307,41 @@ fn apply(
                 return Err(CatalogError::TableNotFound(format!("with id {table_id}")));
             }
             let mut removed_objects = Vec::new();
-            let log = next.segments.entry(table_id).or_default();
-            for (commit, index) in segments {
-                let position = log
-                    .iter()
-                    .position(|s| s.commit == commit && s.index == index)
-                    .ok_or_else(|| CatalogError::Corrupt {
+            let listed: HashSet<(u64, u32)> = segments.into_iter().collect();
+            if !listed.is_empty() {
+                let log = next.segments.entry(table_id).or_default();
+                let removed = log.remove_where(|s| listed.contains(&(s.commit, s.index)));
+                if removed.len() < listed.len() {
+                    let (commit, index) =
+                        absent(&listed, removed.iter().map(|s| (s.commit, s.index)));
+                    return Err(CatalogError::Corrupt {
                         key: keys::segment(table_id, commit, index),
                         message: "replaced log segment is not in the catalog".into(),
-                    })?;
-                let segment = log.remove(position);
-                batch.delete(keys::segment(table_id, commit, index));
-                if let SegmentPayload::Object(path) = segment.payload {
-                    removed_objects.push(path);
+                    });
+                }
+                for segment in removed {
+                    batch.delete(keys::segment(table_id, segment.commit, segment.index));
+                    if let SegmentPayload::Object(path) = segment.payload {
+                        removed_objects.push(path);
+                    }
                 }
             }
-            let table_files = next.files.entry(table_id).or_default();
-            for path in files {
-                let position =
-                    table_files
-                        .iter()
-                        .position(|f| f.path == path)
-                        .ok_or_else(|| CatalogError::Corrupt {
-                            key: keys::file(table_id, &path),
-                            message: "replaced data file is not in the catalog".into(),
-                        })?;
-                table_files.remove(position);
-                batch.delete(keys::file(table_id, &path));
-                removed_objects.push(path);
+            let listed: HashSet<String> = files.into_iter().collect();
+            let table_files = Arc::make_mut(next.files.entry(table_id).or_default());
+            let (removed, kept): (Vec<DataFile>, Vec<DataFile>) = std::mem::take(table_files)
+                .into_iter()
+                .partition(|f| listed.contains(&f.path));
+            *table_files = kept;
+            if removed.len() < listed.len() {
+                let path = absent(&listed, removed.iter().map(|f| f.path.clone()));
+                return Err(CatalogError::Corrupt {
+                    key: keys::file(table_id, &path),
+                    message: "replaced data file is not in the catalog".into(),
+                });
+            }
+            for file in removed {
+                batch.delete(keys::file(table_id, &file.path));
+                removed_objects.push(file.path);
             }
             for file in added {
                 batch.put(
@@ -396,6 +415,14 @@ fn apply(
         }
     }
     Ok(())
+}
+
+/// A key `listed` that none of `found` has, when fewer were found than listed: what a
+/// `Replace` named that the catalog lacks.
+fn absent<K: Eq + Hash + Clone>(listed: &HashSet<K>, found: impl Iterator<Item = K>) -> K {
+    let found: HashSet<K> = found.collect();
+    let absent = listed.iter().find(|key| !found.contains(*key));
+    absent.expect("fewer found than listed").clone()
 }
 
 fn schedule_delete(next: &mut Snapshot, batch: &mut WriteBatch, deadline: u64, path: String) {
@@ -482,7 +509,7 @@ async fn load_snapshot(db: &Db) -> Result<Snapshot> {
         } else if key.starts_with(keys::FILE_PREFIX) {
             let file: DataFile =
                 serde_json::from_slice(&kv.value).map_err(|e| corrupt(e.to_string()))?;
-            snapshot.files.entry(file.table_id).or_default().push(file);
+            Arc::make_mut(snapshot.files.entry(file.table_id).or_default()).push(file);
         } else if let Some(producer) = key.strip_prefix(keys::PRODUCER_PREFIX) {
             let sequence = decode_u64(&key, &kv.value)?;
             snapshot.producers.insert(producer.to_string(), sequence);

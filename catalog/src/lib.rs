@@ -2,8 +2,10 @@
 //! database under `catalog/` inside the lake, and mirrored in memory as immutable snapshots.
 
 mod catalog;
+mod committer;
 mod error;
 mod keys;
+mod segment_log;
 mod snapshot;
 mod statistics;
 mod types;
@@ -11,6 +13,7 @@ mod types;
 pub use catalog::{Catalog, Change, now_ms};
 pub use error::{CatalogError, Result};
 pub use pondra_storage::{DECIMAL64_MAX_PRECISION, decimal_parts, decimal_type};
+pub use segment_log::SegmentLog;
 pub use snapshot::{Snapshot, TableStatistics};
 pub use statistics::{ColumnStatistics, DistinctSketch, gather_statistics, is_exact_integer};
 pub use types::{

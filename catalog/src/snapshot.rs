@@ -1,8 +1,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use crate::segment_log::{self, SegmentLog};
 use crate::statistics::ColumnStatistics;
-use crate::types::{DataFile, LogSegment, TableDef};
+use crate::types::{DataFile, TableDef};
 
 /// The whole catalog as of one commit. Immutable: a reader holds one and sees a consistent lake
 /// (every table's files and log segments at that commit) however many commits follow.
@@ -13,9 +14,10 @@ pub struct Snapshot {
     pub next_table_id: u64,
     pub tables: BTreeMap<String, Arc<TableDef>>,
     /// Log segments per table id, in commit order.
-    pub segments: HashMap<u64, Vec<LogSegment>>,
-    /// Parquet files per table id.
-    pub files: HashMap<u64, Vec<DataFile>>,
+    pub segments: HashMap<u64, SegmentLog>,
+    /// Parquet files per table id; a commit that changes none of a table's shares its list
+    /// with the snapshot before.
+    pub files: HashMap<u64, Arc<Vec<DataFile>>>,
     /// Objects waiting to be deleted: (deadline in ms since the epoch, path).
     pub garbage: Vec<(u64, String)>,
     /// The last sequence number each producer appended with (exactly-once appends).
@@ -47,8 +49,8 @@ impl Snapshot {
         self.tables.values().find(|t| t.id == id)
     }
 
-    pub fn segments(&self, table_id: u64) -> &[LogSegment] {
-        self.segments.get(&table_id).map_or(&[], |s| s.as_slice())
+    pub fn segments(&self, table_id: u64) -> &SegmentLog {
+        self.segments.get(&table_id).unwrap_or(&segment_log::EMPTY)
     }
 
     pub fn files(&self, table_id: u64) -> &[DataFile] {
@@ -76,7 +78,11 @@ impl Snapshot {
 
     /// Rows committed but not yet in Parquet, over all tables.
     pub fn untiered_rows(&self) -> u64 {
-        self.segments.values().flatten().map(|s| s.rows).sum()
+        self.segments
+            .values()
+            .flat_map(SegmentLog::iter)
+            .map(|s| s.rows)
+            .sum()
     }
 
     /// The column statistics of a table's data files, merged; none when no file has them.

@@ -67,7 +67,7 @@ impl Node {
                 total += rows;
             }
         }
-        let _guard = self.write_lock.lock().await;
+        let _guard = self.write_lock.write().await;
         self.catalog
             .commit(vec![Change::Replace {
                 table_id: def.id,

@@ -30,6 +30,7 @@ pub use pondra_parser::{
     substitute_placeholders,
 };
 pub use pondra_planner::{SERVER_VERSION, push_array_item};
+pub use pondra_storage::{Location, ObjectCache, default_capacity as default_cache_capacity};
 pub use session::{Session, TransactionStatus, is_session_setting, parse_timeout};
 pub use settings::is_process_setting;
 pub use transaction::TransactionControl;

@@ -9,7 +9,7 @@ use pondra_catalog::{Catalog, Snapshot};
 use pondra_exec::{ExecContext, MemoryPool, StatementControl, StopReason};
 use pondra_parser::ParsedStatement;
 use pondra_planner::{Binder, ExternalTable, LogicalPlan, Plan, create_physical_plan};
-use pondra_storage::Lake;
+use pondra_storage::{Lake, ObjectCache};
 
 use crate::leader::{Term, take_lead};
 use crate::session::Session;
@@ -34,6 +34,8 @@ pub struct NodeOptions {
     /// The memory queries may hold before sorts, joins and aggregations spill to disk. Nodes
     /// of one process share it.
     pub memory: Arc<MemoryPool>,
+    /// Local copies of a remote lake's immutable objects (ADR 0046); none for a folder.
+    pub cache: Option<Arc<ObjectCache>>,
 }
 
 impl Default for NodeOptions {
@@ -43,6 +45,7 @@ impl Default for NodeOptions {
             retain: Duration::from_secs(60),
             database: None,
             memory: MemoryPool::with_default_limit(),
+            cache: None,
         }
     }
 }
@@ -66,8 +69,11 @@ pub struct Node {
     pub(crate) options: NodeOptions,
     term: Term,
     started: Instant,
-    /// Serializes writes, so that each one plans against the commit it follows.
-    pub(crate) write_lock: tokio::sync::Mutex<()>,
+    /// Held by every write until its commit is durable (`write.rs` `lock_for_append`): shared
+    /// by appends to plain tables, which prepare in parallel and are grouped into one catalog
+    /// commit (ADR 0046); exclusive for every other write, which plans against the commit it
+    /// follows.
+    pub(crate) write_lock: tokio::sync::RwLock<()>,
     /// Serializes tiering passes.
     pub(crate) tier_lock: tokio::sync::Mutex<()>,
     /// Parquet files registered as tables for this process, read in place.
@@ -78,6 +84,13 @@ impl Node {
     /// Opens the lake in a folder (created if missing) and takes its lead.
     pub async fn open_folder(dir: &Path, options: NodeOptions) -> Result<Arc<Node>> {
         let lake = Lake::open_folder(dir)?;
+        Node::open(lake, options).await
+    }
+
+    /// Opens the lake at a path or a URL (`s3://bucket/prefix`, `gs://`, `az://`, `file://`)
+    /// and takes its lead.
+    pub async fn open_at(location: &str, options: NodeOptions) -> Result<Arc<Node>> {
+        let lake = Lake::open(location, options.cache.clone()).await?;
         Node::open(lake, options).await
     }
 
@@ -99,7 +112,7 @@ impl Node {
             options,
             term,
             started: Instant::now(),
-            write_lock: tokio::sync::Mutex::new(()),
+            write_lock: tokio::sync::RwLock::new(()),
             tier_lock: tokio::sync::Mutex::new(()),
             external: std::sync::RwLock::new(HashMap::new()),
         }))

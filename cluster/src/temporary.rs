@@ -105,7 +105,9 @@ impl TemporaryTables {
         };
         self.definitions.remove(name);
         for file in &table.files {
-            let _ = std::fs::remove_file(&file.path);
+            if let pondra_storage::FileSource::Local(path) = &file.source {
+                let _ = std::fs::remove_file(path);
+            }
         }
         true
     }

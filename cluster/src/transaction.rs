@@ -303,7 +303,7 @@ impl crate::node::Node {
                 let changes = open.take_changes();
                 let base = open.base().clone();
                 transaction = None;
-                let _guard = self.write_lock.lock().await;
+                let _guard = self.write_lock.write().await;
                 self.commit_changes(&base, changes)
                     .await
                     .map(|_| done("COMMIT"))

@@ -28,6 +28,26 @@ pub(crate) fn unique_name() -> String {
     format!("{nanos:x}-{:x}-{sequence:x}", std::process::id())
 }
 
+/// `Node::write_lock` as a write holds it until its commit is durable.
+pub(crate) enum WriteGuard<'a> {
+    /// With other appends to plain tables.
+    Shared {
+        _held: tokio::sync::RwLockReadGuard<'a, ()>,
+    },
+    /// Alone.
+    Exclusive {
+        _held: tokio::sync::RwLockWriteGuard<'a, ()>,
+    },
+}
+
+/// Whether every write to the table `name` of `snapshot` that adds rows only appends them: a
+/// table (not a view) with no key and no UNIQUE column, whose writes never read its rows.
+fn appends_only(snapshot: &Snapshot, name: &str) -> bool {
+    snapshot
+        .table(name)
+        .is_some_and(|table| matches!(table.kind, TableKind::Table) && !is_constrained(table))
+}
+
 /// A writing statement made ready to commit: its catalog changes and its command tag. The
 /// objects its changes name (large log segments, data files) are already written.
 pub(crate) struct Prepared {
@@ -48,11 +68,40 @@ impl Node {
     /// Runs a statement that writes, outside a transaction: its changes are prepared against
     /// the latest snapshot and committed, durably, before it returns.
     pub(crate) async fn execute_write(&self, plan: Plan) -> Result<StatementResult> {
-        let _guard = self.write_lock.lock().await;
-        let snapshot = self.snapshot();
+        let (_guard, snapshot) = match &plan {
+            Plan::Insert { table, .. } => self.lock_for_append(&table.name).await,
+            _ => self.lock_exclusive().await,
+        };
         let prepared = self.prepare_write(plan, &snapshot).await?;
         self.commit_changes(&snapshot, prepared.changes).await?;
         Ok(done(prepared.tag))
+    }
+
+    /// Takes the write lock for a write that appends rows to the table named `table`, and the
+    /// latest snapshot under it. The lock is shared when the table is plain (no key, no UNIQUE
+    /// column: appends to it never read its rows), so that appends prepare in parallel and the
+    /// catalog groups their commits (ADR 0046); else it is exclusive.
+    ///
+    /// A plain table's materialized views are kept with it: each append adds the views' state
+    /// for its own rows, which reads are built to merge.
+    pub(crate) async fn lock_for_append(&self, table: &str) -> (WriteGuard<'_>, Arc<Snapshot>) {
+        if appends_only(&self.snapshot(), table) {
+            let guard = self.write_lock.read().await;
+            let snapshot = self.snapshot();
+            // An exclusive writer may have redefined the table before the lock was taken; no
+            // one can while it is held.
+            if appends_only(&snapshot, table) {
+                return (WriteGuard::Shared { _held: guard }, snapshot);
+            }
+        }
+        self.lock_exclusive().await
+    }
+
+    /// Takes the write lock alone, and the latest snapshot under it: nothing else commits a
+    /// write until it is released.
+    pub(crate) async fn lock_exclusive(&self) -> (WriteGuard<'_>, Arc<Snapshot>) {
+        let guard = self.write_lock.write().await;
+        (WriteGuard::Exclusive { _held: guard }, self.snapshot())
     }
 
     /// The changes `plan` makes to `snapshot` (the latest, or a transaction's view), with the
@@ -268,17 +317,31 @@ impl Node {
     /// objects they name unreferenced: those are deleted.
     pub(crate) async fn commit_changes(
         &self,
-        base: &Snapshot,
+        base: &Arc<Snapshot>,
         changes: Vec<Change>,
     ) -> Result<u64> {
         if changes.is_empty() {
             return Ok(base.commit);
         }
         let objects = crate::transaction::objects_named(&changes);
-        let committed = self
-            .catalog
-            .commit_with(|latest| crate::transaction::rebase(base, latest, changes))
-            .await;
+        let base = base.clone();
+        self.commit_or_delete(objects, move |latest| {
+            crate::transaction::rebase(&base, latest, changes)
+        })
+        .await
+    }
+
+    /// Commits the changes `prepare` makes for the latest snapshot (`Catalog::commit_with`);
+    /// when it refuses or the commit fails, deletes `objects`, which only those changes name.
+    pub(crate) async fn commit_or_delete<E>(
+        &self,
+        objects: Vec<String>,
+        prepare: impl FnOnce(&Snapshot) -> Result<Vec<Change>, E> + Send + 'static,
+    ) -> Result<u64, E>
+    where
+        E: From<pondra_catalog::CatalogError> + Send + 'static,
+    {
+        let committed = self.catalog.commit_with(prepare).await;
         if committed.is_err() {
             self.delete_objects(objects).await;
         }

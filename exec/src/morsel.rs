@@ -3,7 +3,9 @@
 
 use arrow::array::{BooleanArray, RecordBatch};
 use pondra_planner::{ExternalFile, FileFormat, PhysicalPlan};
-use pondra_storage::{read_csv_file, read_parquet_row_group, read_parquet_row_group_where};
+use pondra_storage::{
+    read_csv_file, read_json_file, read_parquet_row_group, read_parquet_row_group_where,
+};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -37,7 +39,7 @@ pub enum ScanUnit<'p> {
         file: &'p ExternalFile,
         row_group: usize,
     },
-    CsvFile(&'p ExternalFile),
+    TextFile(&'p ExternalFile),
 }
 
 /// Given how to find a column's least and greatest value in one morsel, whether the morsel
@@ -76,8 +78,8 @@ pub fn scan_units<'p>(
         }
         PhysicalPlan::ParquetScan { table, .. } => {
             for file in &table.files {
-                if table.format == FileFormat::Csv {
-                    units.push(ScanUnit::CsvFile(file));
+                if table.format != FileFormat::Parquet {
+                    units.push(ScanUnit::TextFile(file));
                     continue;
                 }
                 let footer = file.footer.as_ref().expect("a Parquet file has a footer");
@@ -130,8 +132,12 @@ pub fn read_unit(
                 schema, columns, ..
             },
         ) => read_morsel(&ctx.lake, &ctx.runtime, morsel, schema, columns.as_deref())?,
-        (ScanUnit::CsvFile(file), PhysicalPlan::ParquetScan { table, schema, .. }) => {
-            read_csv_file(&file.path, &table.schema)?
+        (ScanUnit::TextFile(file), PhysicalPlan::ParquetScan { table, schema, .. }) => {
+            let batches = match table.format {
+                FileFormat::Json => read_json_file(&file.source, &table.schema)?,
+                _ => read_csv_file(&file.source, &table.schema)?,
+            };
+            batches
                 .iter()
                 .map(|batch| as_schema(batch, schema))
                 .collect::<Result<_>>()?
@@ -166,7 +172,7 @@ pub fn read_unit(
                     filter.mask_read(batch, schema, &mut answers)
                 };
                 let read = read_parquet_row_group_where(
-                    &file.path,
+                    &file.source,
                     footer,
                     (*row_group, ranges),
                     (columns, filter.columns()),
@@ -181,7 +187,7 @@ pub fn read_unit(
                 return filter.apply_deferred(read);
             }
             let read = read_parquet_row_group(
-                &file.path,
+                &file.source,
                 footer,
                 (*row_group, ranges),
                 columns.as_deref(),

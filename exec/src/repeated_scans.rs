@@ -343,10 +343,6 @@ fn add_columns(read: &mut Option<Vec<usize>>, columns: Option<&[usize]>) {
 
 /// A scan of a table read in place (named by its files) with a predicate right above it.
 fn scan_key(table: &ExternalTable, predicate: Option<&Expr>) -> String {
-    let paths: Vec<_> = table
-        .files
-        .iter()
-        .map(|f| f.path.to_string_lossy())
-        .collect();
+    let paths: Vec<_> = table.files.iter().map(|f| f.source.name()).collect();
     format!("{}\n{predicate:?}", paths.join("\n"))
 }

@@ -19,9 +19,19 @@ use output::Format;
 #[derive(Parser)]
 #[command(name = "pondra", version, about)]
 struct Cli {
-    /// The lake's folder.
+    /// The lake: a folder, or a bucket's URL (s3://bucket/prefix, gs://..., az://...,
+    /// abfss://..., file://...). Buckets take credentials and endpoints from the variables
+    /// their cloud's own tools read (AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL, GOOGLE_*, AZURE_*).
     #[arg(long, global = true, default_value = "lake", alias = "lake")]
-    dir: PathBuf,
+    dir: String,
+    /// Where local copies of a bucket's immutable objects are kept (a folder of the
+    /// process's own is made under it and removed at exit).
+    #[arg(long, global = true)]
+    cache_dir: Option<PathBuf>,
+    /// The most the cache may hold, such as 20GB; by default a tenth of the free space of
+    /// its disk, at least 1GB.
+    #[arg(long, global = true, value_parser = parse_cache_size)]
+    cache_size: Option<u64>,
     /// Seconds rows wait in the log tail before they move into Parquet.
     #[arg(long, global = true, default_value_t = 10)]
     tier_secs: u64,
@@ -50,10 +60,10 @@ enum Command {
     /// Serves the lake to clients over HTTP, the Postgres wire protocol and Arrow Flight SQL
     /// until SIGINT or SIGTERM.
     Serve {
-        /// A folder of lakes: each database name a client connects to is a lake under it
-        /// (instead of the one lake of --dir).
+        /// A folder or bucket URL of lakes: each database name a client connects to is a
+        /// lake under it (instead of the one lake of --dir).
         #[arg(long)]
-        lakes: Option<PathBuf>,
+        lakes: Option<String>,
         /// The address to listen on.
         #[arg(long, default_value = "127.0.0.1")]
         host: String,
@@ -124,6 +134,36 @@ fn parse_statement_timeout(text: &str) -> Result<Duration, String> {
     }
 }
 
+fn parse_cache_size(text: &str) -> Result<u64, String> {
+    match pondra_cluster::parse_memory_size(text) {
+        Ok(size) if size > 0 => Ok(size as u64),
+        Ok(_) => Err("a cache size must be more than 0".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// The cache of a process whose lakes are in buckets; none when every lake is a folder.
+fn object_cache(
+    lakes: &[&str],
+    folder: Option<PathBuf>,
+    size: Option<u64>,
+) -> Result<Option<Arc<pondra_cluster::ObjectCache>>, String> {
+    if !lakes.iter().any(|l| pondra_cluster::Location::is_remote(l)) {
+        return Ok(None);
+    }
+    let folder = folder.unwrap_or_else(|| match std::env::var_os("XDG_CACHE_HOME") {
+        Some(cache) => PathBuf::from(cache).join("pondra"),
+        None => match std::env::var_os("HOME") {
+            Some(home) => PathBuf::from(home).join(".cache").join("pondra"),
+            None => std::env::temp_dir().join("pondra-cache"),
+        },
+    });
+    let size = size.unwrap_or_else(|| pondra_cluster::default_cache_capacity(&folder));
+    pondra_cluster::ObjectCache::new(folder, size)
+        .map(|cache| Some(Arc::new(cache)))
+        .map_err(|e| format!("cannot make the object cache: {e}"))
+}
+
 fn parse_memory_limit(text: &str) -> Result<usize, String> {
     pondra_cluster::parse_memory_size(text).map_err(|e| e.to_string())
 }
@@ -147,11 +187,25 @@ pub fn run_cli() -> ExitCode {
     let memory_limit = cli
         .memory_limit
         .unwrap_or_else(pondra_cluster::default_memory_limit);
+    let serving = match &cli.command {
+        Some(Command::Serve {
+            lakes: Some(root), ..
+        }) => root.as_str(),
+        _ => cli.dir.as_str(),
+    };
+    let cache = match object_cache(&[serving], cli.cache_dir.clone(), cli.cache_size) {
+        Ok(cache) => cache,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let options = NodeOptions {
         tier_after: Duration::from_secs(cli.tier_secs),
         retain: Duration::from_secs(cli.retain_secs),
         database: None,
         memory: pondra_cluster::MemoryPool::new(memory_limit),
+        cache,
     };
     if let Some(Command::Serve {
         lakes,
@@ -211,12 +265,12 @@ pub fn run_cli() -> ExitCode {
         let opened = if in_memory {
             Node::open_in_memory(options).await
         } else {
-            Node::open_folder(&cli.dir, options).await
+            Node::open_at(&cli.dir, options).await
         };
         let node = match opened {
             Ok(node) => node,
             Err(e) => {
-                eprintln!("Error: cannot open the lake at {}: {e}", cli.dir.display());
+                eprintln!("Error: cannot open the lake at {}: {e}", cli.dir);
                 return ExitCode::FAILURE;
             }
         };

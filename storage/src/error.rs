@@ -13,6 +13,12 @@ pub enum StorageError {
     Parquet(#[from] parquet::errors::ParquetError),
     #[error("cannot open lake folder {path}: {message}")]
     Folder { path: String, message: String },
+    #[error("cannot open {location}: {message}")]
+    Location { location: String, message: String },
+    #[error("no file matches {0}")]
+    NoFileMatches(String),
+    #[error("{0} is not supported yet")]
+    Unsupported(String),
 }
 
 pub type Result<T, E = StorageError> = std::result::Result<T, E>;

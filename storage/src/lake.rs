@@ -5,20 +5,94 @@ use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
+use object_store::prefix::PrefixStore;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
+use crate::cache::ObjectCache;
+use crate::location::Location;
 use crate::{Result, StorageError};
 
-/// The lake: one object store (a folder today, a bucket prefix later) holding every byte of state.
+/// A suffix no other probe of this process has.
+fn unique_suffix() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The lake: one object store (a folder, or a prefix of a bucket) holding every byte of state.
 ///
 /// Paths are relative to the lake's root: `catalog/`, `log/`, `data/<table>/`, `cluster/term/N`.
 #[derive(Clone, Debug)]
 pub struct Lake {
     store: Arc<dyn ObjectStore>,
     description: String,
+    /// Whether the store is a local folder (no `PutMode::Update`, and nothing to cache).
+    folder: bool,
+    /// Local copies of a remote lake's immutable objects.
+    cache: Option<Arc<ObjectCache>>,
 }
 
 impl Lake {
+    /// Opens the lake at a path or a URL (ADR 0046), with `cache` for a remote one's
+    /// immutable objects. A remote store that cannot create an object only if it is absent is
+    /// refused: the lake's election and the catalog's fencing stand on it.
+    pub async fn open(location: &str, cache: Option<Arc<ObjectCache>>) -> Result<Lake> {
+        match Location::parse(location)? {
+            Location::Folder(path) => Lake::open_folder(&path),
+            Location::Remote { store, prefix, url } => {
+                let store: Arc<dyn ObjectStore> = match prefix.as_ref().is_empty() {
+                    true => store,
+                    false => Arc::new(PrefixStore::new(store, prefix)),
+                };
+                Lake::open_store(store, url, cache).await
+            }
+        }
+    }
+
+    /// Opens the lake in a remote store, refused when the store lacks conditional writes.
+    async fn open_store(
+        store: Arc<dyn ObjectStore>,
+        description: String,
+        cache: Option<Arc<ObjectCache>>,
+    ) -> Result<Lake> {
+        let lake = Lake {
+            store,
+            description,
+            folder: false,
+            cache,
+        };
+        lake.check_conditional_writes().await?;
+        Ok(lake)
+    }
+
+    /// Creates a probe object twice with `PutMode::Create`; the second must fail.
+    async fn check_conditional_writes(&self) -> Result<()> {
+        let path = format!("cluster/probe/{}-{}", std::process::id(), unique_suffix());
+        let body = Bytes::from_static(b"probe");
+        self.put_if_absent(&path, body.clone()).await?;
+        let second = self.put_if_absent(&path, body).await;
+        let _ = self.delete(&path).await;
+        match second {
+            Err(StorageError::AlreadyExists(_)) => Ok(()),
+            Err(e) => Err(e),
+            Ok(()) => Err(StorageError::Location {
+                location: self.description.clone(),
+                message: "this store does not create objects only if they are absent, which \
+                          the lake's election and the catalog's fencing need: use a store that \
+                          does (S3, GCS, Azure, R2 and MinIO do)"
+                    .into(),
+            }),
+        }
+    }
+
+    /// Whether the lake is a local folder.
+    pub fn is_folder(&self) -> bool {
+        self.folder
+    }
+
     /// Opens (creating if missing) a lake in a local folder.
     ///
     /// The store fsyncs every object it writes: an acknowledged write must survive a power cut.
@@ -37,6 +111,8 @@ impl Lake {
         Ok(Lake {
             store: Arc::new(store),
             description: dir.display().to_string(),
+            folder: true,
+            cache: None,
         })
     }
 
@@ -45,7 +121,15 @@ impl Lake {
         Lake {
             store,
             description: description.into(),
+            folder: false,
+            cache: None,
         }
+    }
+
+    /// The lake with local copies of its immutable objects kept in `cache`.
+    pub fn with_cache(mut self, cache: Option<Arc<ObjectCache>>) -> Lake {
+        self.cache = cache;
+        self
     }
 
     /// The underlying object store, for components (the catalog's SlateDB) that speak to it directly.
@@ -58,9 +142,20 @@ impl Lake {
         &self.description
     }
 
+    /// An object's bytes; a remote lake's immutable objects through the local cache.
     pub async fn get(&self, path: &str) -> Result<Bytes> {
+        let cache = self.cache.as_ref().filter(|_| ObjectCache::holds(path));
+        // Lakes of one process share its cache, so a copy is named by its lake too.
+        let key = || format!("{}/{path}", self.description);
+        if let Some(bytes) = cache.and_then(|c| c.get(&key())) {
+            return Ok(bytes);
+        }
         let result = self.store.get(&Path::from(path)).await?;
-        Ok(result.bytes().await?)
+        let bytes = result.bytes().await?;
+        if let Some(cache) = cache {
+            cache.put(&key(), &bytes);
+        }
+        Ok(bytes)
     }
 
     pub async fn put(&self, path: &str, bytes: Bytes) -> Result<()> {
@@ -105,5 +200,100 @@ impl Lake {
             .into_iter()
             .map(|o| o.location.to_string())
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::StreamExt;
+    use futures::stream::BoxStream;
+    use object_store::memory::InMemory;
+    use object_store::{
+        CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta,
+        PutMultipartOptions, PutResult,
+    };
+
+    /// A store that overwrites where it was asked to create only if absent, as some
+    /// S3-compatible servers do.
+    #[derive(Debug)]
+    struct WithoutConditionalWrites(InMemory);
+
+    impl std::fmt::Display for WithoutConditionalWrites {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("without conditional writes")
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl ObjectStore for WithoutConditionalWrites {
+        async fn put_opts(
+            &self,
+            location: &Path,
+            payload: PutPayload,
+            _: PutOptions,
+        ) -> object_store::Result<PutResult> {
+            self.0
+                .put_opts(location, payload, PutOptions::default())
+                .await
+        }
+        async fn put_multipart_opts(
+            &self,
+            location: &Path,
+            opts: PutMultipartOptions,
+        ) -> object_store::Result<Box<dyn MultipartUpload>> {
+            self.0.put_multipart_opts(location, opts).await
+        }
+        async fn get_opts(
+            &self,
+            location: &Path,
+            options: GetOptions,
+        ) -> object_store::Result<GetResult> {
+            self.0.get_opts(location, options).await
+        }
+        fn delete_stream(
+            &self,
+            locations: BoxStream<'static, object_store::Result<Path>>,
+        ) -> BoxStream<'static, object_store::Result<Path>> {
+            self.0.delete_stream(locations)
+        }
+        fn list(
+            &self,
+            prefix: Option<&Path>,
+        ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+            self.0.list(prefix)
+        }
+        async fn list_with_delimiter(
+            &self,
+            prefix: Option<&Path>,
+        ) -> object_store::Result<ListResult> {
+            self.0.list_with_delimiter(prefix).await
+        }
+        async fn copy_opts(
+            &self,
+            from: &Path,
+            to: &Path,
+            options: CopyOptions,
+        ) -> object_store::Result<()> {
+            self.0.copy_opts(from, to, options).await
+        }
+    }
+
+    #[tokio::test]
+    async fn a_store_without_conditional_writes_is_refused_and_one_with_them_opens() {
+        let lacking = Arc::new(WithoutConditionalWrites(InMemory::new()));
+        let refused = Lake::open_store(lacking.clone(), "s3://lacking".into(), None).await;
+        let message = refused.unwrap_err().to_string();
+        assert!(
+            message.contains("does not create objects only if they are absent"),
+            "{message}"
+        );
+        // The probe leaves nothing behind.
+        assert!(lacking.list(None).next().await.is_none());
+        let able = Arc::new(InMemory::new());
+        let lake = Lake::open_store(able, "s3://able".into(), None)
+            .await
+            .unwrap();
+        assert!(lake.list("cluster/").await.unwrap().is_empty());
     }
 }

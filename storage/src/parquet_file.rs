@@ -19,6 +19,7 @@ use parquet::file::metadata::PageIndexPolicy;
 use parquet::file::properties::WriterProperties;
 
 use crate::Result;
+use crate::file_source::{FileChunks, FileSource};
 
 /// Rows per batch read.
 const BATCH_ROWS: usize = 8192;
@@ -166,11 +167,12 @@ fn read_columns<T: parquet::file::reader::ChunkReader + 'static>(
 
 /// The schema Pondra reads a Parquet file with, and the file's row count and row groups.
 /// String columns of any Arrow layout are read as plain UTF-8 strings.
-pub fn parquet_file_info(path: &std::path::Path) -> Result<ParquetFileInfo> {
-    let file = open_file(path)?;
+pub fn parquet_file_info(source: &FileSource) -> Result<ParquetFileInfo> {
+    let file = source.chunks()?;
+    file.prefetch_footer()?;
     // The page index (each page's rows and value range) lets a read skip pages (ADR 0043).
     let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
-    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file, options)?;
+    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file.clone(), options)?;
     let fields: Vec<arrow::datatypes::Field> = builder
         .schema()
         .fields()
@@ -195,7 +197,7 @@ pub fn parquet_file_info(path: &std::path::Path) -> Result<ParquetFileInfo> {
     let metadata = builder.metadata();
     // Leaf columns match the fields one to one only in a flat schema.
     let flat = metadata.file_metadata().schema_descr().num_columns() == fields.len();
-    let samples = distinct_samples(path, &footer, fields.len())?;
+    let samples = distinct_samples(&file, &footer, fields.len())?;
     let columns = (0..fields.len())
         .map(|column| match flat {
             true => ColumnFooterStats {
@@ -238,15 +240,19 @@ const SAMPLE_ROWS: usize = 8192;
 
 /// Per column, the distinct values among the file's first `SAMPLE_ROWS` rows.
 fn distinct_samples(
-    path: &std::path::Path,
+    file: &FileChunks,
     footer: &ParquetFooter,
     columns: usize,
 ) -> Result<Vec<Option<DistinctSample>>> {
-    let file = open_file(path)?;
-    let mut reader = ParquetRecordBatchReaderBuilder::new_with_metadata(file, footer.plain.clone())
-        .with_batch_size(SAMPLE_ROWS)
-        .with_limit(SAMPLE_ROWS)
-        .build()?;
+    let metadata = footer.plain.metadata();
+    if metadata.num_row_groups() > 0 {
+        file.prefetch_columns(metadata, 0, |_| true)?;
+    }
+    let mut reader =
+        ParquetRecordBatchReaderBuilder::new_with_metadata(file.clone(), footer.plain.clone())
+            .with_batch_size(SAMPLE_ROWS)
+            .with_limit(SAMPLE_ROWS)
+            .build()?;
     let Some(batch) = reader.next().transpose()? else {
         return Ok(vec![None; columns]);
     };
@@ -511,17 +517,18 @@ impl ParquetFooter {
     }
 }
 
-/// Reads one row group of a local Parquet file with its parsed footer, as batches of the
+/// Reads one row group of a Parquet file with its parsed footer, as batches of the
 /// footer's schema (which may name plain strings where the file stores another layout). The
 /// string columns at `dictionaries` come as dictionaries ([`string_dictionary_type`]).
 pub fn read_parquet_row_group(
-    path: &std::path::Path,
+    source: &FileSource,
     footer: &ParquetFooter,
     (row_group, ranges): (usize, RowRanges<'_>),
     columns: Option<&[usize]>,
     dictionaries: &[usize],
 ) -> Result<Vec<RecordBatch>> {
-    let file = map_file(path)?;
+    let file = source.chunks()?;
+    prefetch_roots(&file, footer, row_group, columns)?;
     let metadata = footer.with_dictionaries(dictionaries)?;
     let Some(ranges) = ranges else {
         return read_columns(row_group_reader(&file, &metadata, row_group), columns);
@@ -531,40 +538,33 @@ pub fn read_parquet_row_group(
     read_columns(reader, columns)
 }
 
-/// A reader of one row group of a mapped Parquet file, with a footer parsed for some schema.
+/// Fetches, at once, the column chunks of a remote file's row group that reading the
+/// top-level `columns` (all when `None`) needs.
+fn prefetch_roots(
+    file: &FileChunks,
+    footer: &ParquetFooter,
+    row_group: usize,
+    columns: Option<&[usize]>,
+) -> Result<()> {
+    let metadata = footer.plain.metadata();
+    let schema = metadata.file_metadata().schema_descr();
+    file.prefetch_columns(metadata, row_group, |leaf| {
+        columns.is_none_or(|roots| roots.contains(&schema.get_column_root_idx(leaf)))
+    })
+}
+
+/// A reader of one row group of a Parquet file, with a footer parsed for some schema.
 fn row_group_reader(
-    file: &Bytes,
+    file: &FileChunks,
     metadata: &ArrowReaderMetadata,
     row_group: usize,
-) -> ParquetRecordBatchReaderBuilder<Bytes> {
+) -> ParquetRecordBatchReaderBuilder<FileChunks> {
     ParquetRecordBatchReaderBuilder::new_with_metadata(file.clone(), metadata.clone())
         .with_row_groups(vec![row_group])
         .with_batch_size(BATCH_ROWS)
 }
 
-/// A local file's bytes, mapped into memory rather than read (ADR 0031): pages are
-/// decompressed straight from the page cache, with no copy into fresh buffers.
-fn map_file(path: &std::path::Path) -> Result<Bytes> {
-    let file = open_file(path)?;
-    // SAFETY: Parquet files are never changed in place: the lake writes each object once,
-    // and a file read in place that is truncated while mapped is the one hazard, the same
-    // as for any engine that maps its input.
-    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| folder_error(path, e))?;
-    Ok(Bytes::from_owner(map))
-}
-
-fn open_file(path: &std::path::Path) -> Result<std::fs::File> {
-    std::fs::File::open(path).map_err(|e| folder_error(path, e))
-}
-
-fn folder_error(path: &std::path::Path, error: std::io::Error) -> crate::StorageError {
-    crate::StorageError::Folder {
-        path: path.display().to_string(),
-        message: error.to_string(),
-    }
-}
-
-/// Reads the rows of one row group of a local Parquet file that `keep` is true for (NULL is
+/// Reads the rows of one row group of a Parquet file that `keep` is true for (NULL is
 /// false), as batches of the top-level `columns` in file order. `keep` sees batches of the
 /// `filter_columns` (a subset of `columns`, in file order), which are read first; the other
 /// columns are then read only for the rows kept, skipping the others when few are kept
@@ -572,14 +572,15 @@ fn folder_error(path: &std::path::Path, error: std::io::Error) -> crate::Storage
 /// ([`string_dictionary_type`]). The batches returned hold plain strings but in the columns
 /// at `kept_dictionaries`, which come as dictionaries.
 pub fn read_parquet_row_group_where<E: From<crate::StorageError>>(
-    path: &std::path::Path,
+    source: &FileSource,
     footer: &ParquetFooter,
     (row_group, ranges): (usize, RowRanges<'_>),
     (columns, filter_columns): (&[usize], &[usize]),
     (dictionaries, kept_dictionaries): (bool, &[usize]),
     mut keep: impl FnMut(&RecordBatch) -> std::result::Result<BooleanArray, E>,
 ) -> std::result::Result<Vec<RecordBatch>, E> {
-    let file = map_file(path)?;
+    let file = source.chunks()?;
+    prefetch_roots(&file, footer, row_group, Some(columns))?;
     let kept_as_dictionary =
         |position: usize| kept_dictionaries.contains(&filter_columns[position]);
     let pages = ranges.map(|r| selection(r, footer.row_group_rows(row_group)));
@@ -728,9 +729,9 @@ fn without_nulls(mask: &BooleanArray) -> BooleanArray {
 /// The columns of a CSV file with a header row, their types inferred from its first rows:
 /// whole numbers BIGINT, other numbers DOUBLE, true/false BOOLEAN, dates DATE, timestamps
 /// TIMESTAMP, anything else VARCHAR.
-pub fn csv_file_schema(path: &std::path::Path) -> Result<SchemaRef> {
+pub fn csv_file_schema(source: &FileSource) -> Result<SchemaRef> {
     use arrow::datatypes::{DataType, Field, Schema, TimeUnit};
-    let file = open_file(path)?;
+    let file = std::io::Cursor::new(source.read_all()?);
     let (schema, _) = arrow::csv::reader::Format::default()
         .with_header(true)
         .infer_schema(file, Some(10_000))?;
@@ -752,12 +753,46 @@ pub fn csv_file_schema(path: &std::path::Path) -> Result<SchemaRef> {
 }
 
 /// Every row of a CSV file with a header row, as batches of `schema`.
-pub fn read_csv_file(path: &std::path::Path, schema: &SchemaRef) -> Result<Vec<RecordBatch>> {
-    let file = open_file(path)?;
+pub fn read_csv_file(source: &FileSource, schema: &SchemaRef) -> Result<Vec<RecordBatch>> {
+    let file = std::io::Cursor::new(source.read_all()?);
     let reader = arrow::csv::ReaderBuilder::new(schema.clone())
         .with_header(true)
         .with_batch_size(8192)
         .build(file)?;
+    Ok(reader.collect::<std::result::Result<Vec<_>, _>>()?)
+}
+
+/// The columns of a file of JSON objects, one per line, their types inferred from its first
+/// objects: whole numbers BIGINT, other numbers DOUBLE, true/false BOOLEAN, anything else
+/// VARCHAR. Objects and arrays as values are not read yet, and say so.
+pub fn json_file_schema(source: &FileSource) -> Result<SchemaRef> {
+    use arrow::datatypes::{DataType, Field, Schema};
+    let bytes = source.read_all()?;
+    let (schema, _) = arrow::json::reader::infer_json_schema(&bytes[..], Some(10_000))?;
+    let mut fields = Vec::with_capacity(schema.fields().len());
+    for field in schema.fields() {
+        let data_type = match field.data_type() {
+            DataType::Int64 | DataType::Float64 | DataType::Boolean => field.data_type().clone(),
+            DataType::List(_) | DataType::Struct(_) => {
+                return Err(crate::StorageError::Unsupported(format!(
+                    "reading JSON objects and arrays as column values (column {} of {})",
+                    field.name(),
+                    source.name()
+                )));
+            }
+            _ => DataType::Utf8,
+        };
+        fields.push(Field::new(field.name(), data_type, true));
+    }
+    Ok(std::sync::Arc::new(Schema::new(fields)))
+}
+
+/// Every object of a file of JSON objects, one per line, as batches of `schema`.
+pub fn read_json_file(source: &FileSource, schema: &SchemaRef) -> Result<Vec<RecordBatch>> {
+    let bytes = source.read_all()?;
+    let reader = arrow::json::ReaderBuilder::new(schema.clone())
+        .with_batch_size(8192)
+        .build(&bytes[..])?;
     Ok(reader.collect::<std::result::Result<Vec<_>, _>>()?)
 }
 
@@ -808,7 +843,9 @@ mod tests {
     #[test]
     fn pages_are_skipped_by_row_ranges_and_filtered_within_them() {
         let path = numbered_file("pages", 100_000);
-        let footer = parquet_file_info(&path).unwrap().footer;
+        let footer = parquet_file_info(&FileSource::Local(path.clone()))
+            .unwrap()
+            .footer;
         let pages = footer.page_ranges(0, 0).unwrap();
         assert_eq!(pages.len(), 5);
         assert_eq!(pages[1].rows, 20_000..40_000);
@@ -819,7 +856,14 @@ mod tests {
         );
         let ranges = [20_000..40_000, 80_000..100_000];
         let in_ranges = |a: i64| ranges.iter().any(|r| r.contains(&(a as usize)));
-        let whole = read_parquet_row_group(&path, &footer, (0, Some(&ranges)), None, &[]).unwrap();
+        let whole = read_parquet_row_group(
+            &FileSource::Local(path.clone()),
+            &footer,
+            (0, Some(&ranges)),
+            None,
+            &[],
+        )
+        .unwrap();
         let values: Vec<i64> = whole
             .iter()
             .flat_map(|b| b.column(0).as_primitive::<Int64Type>().values().to_vec())
@@ -831,7 +875,7 @@ mod tests {
         // Few rows kept (the rest read for them alone) and most rows kept.
         for every in [1_000, 1] {
             let read = read_parquet_row_group_where(
-                &path,
+                &FileSource::Local(path.clone()),
                 &footer,
                 (0, Some(&ranges)),
                 (&[0, 1, 2], &[0]),
@@ -858,7 +902,9 @@ mod tests {
     #[test]
     fn a_filtered_row_group_reads_every_column_of_the_kept_rows() {
         let path = numbered_file("filtered", 20_000);
-        let footer = parquet_file_info(&path).unwrap().footer;
+        let footer = parquet_file_info(&FileSource::Local(path.clone()))
+            .unwrap()
+            .footer;
         // Few rows kept (skipped while reading), most kept (filtered after), none, and the
         // filter's columns only.
         for (below, columns) in [
@@ -868,7 +914,7 @@ mod tests {
             (100, vec![0]),
         ] {
             let read = read_parquet_row_group_where(
-                &path,
+                &FileSource::Local(path.clone()),
                 &footer,
                 (0, None),
                 (&columns, &[0]),
@@ -917,9 +963,11 @@ mod tests {
         let path =
             std::env::temp_dir().join(format!("pondra-{}-dictionary.parquet", std::process::id()));
         std::fs::write(&path, write_parquet_bytes(&schema, &[batch]).unwrap()).unwrap();
-        let footer = parquet_file_info(&path).unwrap().footer;
+        let footer = parquet_file_info(&FileSource::Local(path.clone()))
+            .unwrap()
+            .footer;
         let read = read_parquet_row_group_where(
-            &path,
+            &FileSource::Local(path.clone()),
             &footer,
             (0, None),
             (&[0, 1], &[1]),

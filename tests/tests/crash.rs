@@ -1,5 +1,5 @@
 //! Writers killed with SIGKILL at random moments lose nothing they acknowledged, and a
-//! transaction is there whole or not at all.
+//! transaction is there whole or not at all: on a folder, and on a bucket of a real S3 API.
 
 mod common;
 
@@ -7,7 +7,8 @@ use std::collections::BTreeSet;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use common::{pondra, sql, stderr, stdout};
+use common::s3::S3;
+use common::{pondra, stderr, stdout};
 use rand::{Rng, SeedableRng};
 
 /// A transaction's second row is its first value plus this.
@@ -15,16 +16,72 @@ const PAIR_OFFSET: i64 = 1_000_000;
 
 #[test]
 fn acknowledged_inserts_survive_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    writers_killed_at_random(&Lake::folder(&lake), 120);
+}
+
+/// The same on a lake in a bucket of a real S3 API, where every commit is a network round trip.
+#[test]
+fn acknowledged_inserts_to_a_bucket_survive_sigkill() {
+    let s3 = S3::start();
+    let bucket = s3.bucket("crash");
+    let dir = tempfile::tempdir().unwrap();
+    let lake = Lake {
+        location: format!("s3://{bucket}/lake"),
+        env: s3.env(),
+        cache: Some(dir.path().join("cache").to_str().unwrap().to_string()),
+    };
+    writers_killed_at_random(&lake, 40);
+}
+
+/// Where the writers write, and what they need to reach it.
+struct Lake {
+    location: String,
+    env: Vec<(&'static str, String)>,
+    cache: Option<String>,
+}
+
+impl Lake {
+    fn folder(path: &std::path::Path) -> Lake {
+        Lake {
+            location: path.to_str().unwrap().to_string(),
+            env: Vec::new(),
+            cache: None,
+        }
+    }
+
+    /// `pondra [global args] sql --dir <lake> ...`
+    fn command(&self, global: &[&str]) -> std::process::Command {
+        let mut command = pondra();
+        command
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .args(global);
+        if let Some(cache) = &self.cache {
+            command.args(["--cache-dir", cache]);
+        }
+        command.args(["sql", "--dir", &self.location]);
+        command
+    }
+
+    fn sql(&self, args: &[&str]) -> std::process::Output {
+        self.command(&[])
+            .args(args)
+            .output()
+            .expect("run pondra sql")
+    }
+}
+
+/// Runs up to `writers` writers one after another, killing about half of them at a random
+/// moment, then checks that every acknowledged insert is there.
+fn writers_killed_at_random(lake: &Lake, writers: i64) {
     let seed: u64 = std::env::var("PONDRA_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(rand::random);
     eprintln!("crash test seed: {seed} (rerun with PONDRA_CRASH_SEED={seed})");
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let dir = tempfile::tempdir().unwrap();
-    let lake = dir.path().join("lake");
-    let created = sql(
-        &lake,
+    let created = lake.sql(
         &[
             "CREATE TABLE t (v BIGINT, pad VARCHAR); CREATE MATERIALIZED VIEW c AS SELECT count(*) AS n, sum(v) AS s FROM t",
         ],
@@ -33,7 +90,7 @@ fn acknowledged_inserts_survive_sigkill() {
 
     // Measure how long one insert takes, so kills land all through a writer's life.
     let started = Instant::now();
-    let first = sql(&lake, &["INSERT INTO t VALUES (0, 'x')"]);
+    let first = lake.sql(&["INSERT INTO t VALUES (0, 'x')"]);
     assert!(first.status.success(), "{}", stderr(&first));
     let mut typical = started.elapsed().max(Duration::from_millis(20));
 
@@ -43,7 +100,7 @@ fn acknowledged_inserts_survive_sigkill() {
     let (mut killed, mut failed) = (0, 0);
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut value = 1i64;
-    while value <= 120 && Instant::now() < deadline {
+    while value <= writers && Instant::now() < deadline {
         // Some inserts are large (a log object, not inline) and some checkpoint, so kills also
         // land while objects are written and while rows are tiered.
         let pad = if rng.random_bool(0.2) { 70_000 } else { 8 };
@@ -61,9 +118,8 @@ fn acknowledged_inserts_survive_sigkill() {
         if rng.random_bool(0.15) {
             statement.push_str("; CHECKPOINT");
         }
-        let mut child = pondra()
-            .args(["--retain-secs", "0", "sql", "--dir"])
-            .arg(&lake)
+        let mut child = lake
+            .command(&["--retain-secs", "0"])
             .arg(&statement)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -123,7 +179,7 @@ fn acknowledged_inserts_survive_sigkill() {
     assert!(killed > 0, "no writer was killed: the test proved nothing");
     assert!(acknowledged.len() > 1, "no insert was acknowledged");
 
-    let read = sql(&lake, &["--format", "csv", "SELECT v FROM t ORDER BY v"]);
+    let read = lake.sql(&["--format", "csv", "SELECT v FROM t ORDER BY v"]);
     assert!(
         read.status.success(),
         "the lake no longer opens: {}",
@@ -152,7 +208,7 @@ fn acknowledged_inserts_survive_sigkill() {
     );
 
     // The view saw exactly the rows that committed.
-    let view = sql(&lake, &["--format", "csv", "SELECT n, s FROM c"]);
+    let view = lake.sql(&["--format", "csv", "SELECT n, s FROM c"]);
     let expected = format!("n,s\n{},{}\n", present.len(), present.iter().sum::<i64>());
     assert_eq!(stdout(&view), expected, "{}", stderr(&view));
 }

@@ -1,6 +1,8 @@
 //! The 22 TPC-H queries over a generated lake, checked against the reference answers
 //! (`tpch/answers/sf<N>/q<N>.csv`: decimals exact, doubles rounded to 6 places).
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -89,6 +91,27 @@ enum Source {
     Lake,
     /// Generated as `<table>.parquet` files and read in place.
     ParquetFiles,
+    /// Generated into a lake in a bucket of a real S3 API (moto's server), read through the
+    /// object cache.
+    Bucket,
+}
+
+/// A lake under `lake/` of a new bucket of `s3`, with an object cache in `cache`.
+fn bucket_lake(s3: &common::s3::S3, cache: &Path) -> pondra_storage::Lake {
+    let bucket = s3.bucket("tpch");
+    let store = object_store::aws::AmazonS3Builder::new()
+        .with_endpoint(&s3.endpoint)
+        .with_allow_http(true)
+        .with_bucket_name(&bucket)
+        .with_access_key_id("test")
+        .with_secret_access_key("test")
+        .with_region("us-east-1")
+        .build()
+        .unwrap();
+    let store = object_store::prefix::PrefixStore::new(store, "lake");
+    let cache = pondra_storage::ObjectCache::new(cache.to_path_buf(), 1 << 30).unwrap();
+    pondra_storage::Lake::from_store(Arc::new(store), format!("s3://{bucket}/lake"))
+        .with_cache(Some(Arc::new(cache)))
 }
 
 fn run_scale(sf: f64, answers: &str, source: Source) {
@@ -107,6 +130,14 @@ fn run_scale_within(
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let node = match source {
+        Source::Bucket => {
+            let lake = bucket_lake(common::s3::S3::start(), dir.path());
+            let node = runtime.block_on(Node::open(lake, options)).unwrap();
+            runtime
+                .block_on(pondra_tpch::generate(&node, sf, |_| {}))
+                .unwrap();
+            node
+        }
         Source::Lake => {
             let node = runtime
                 .block_on(Node::open_folder(dir.path(), options))
@@ -146,6 +177,11 @@ fn run_scale_within(
 #[test]
 fn tpch_sf0_1_answers_over_a_lake() {
     run_scale(0.1, "tpch/answers/sf0.1", Source::Lake);
+}
+
+#[test]
+fn tpch_sf0_1_answers_over_a_lake_in_a_bucket() {
+    run_scale(0.1, "tpch/answers/sf0.1", Source::Bucket);
 }
 
 #[test]
@@ -192,6 +228,12 @@ fn tpch_sf0_1_answers_over_parquet_files_within_4_mb() {
 #[ignore]
 fn tpch_sf1_answers_over_a_lake() {
     run_scale(1.0, "tpch/answers/sf1", Source::Lake);
+}
+
+#[test]
+#[ignore]
+fn tpch_sf1_answers_over_a_lake_in_a_bucket() {
+    run_scale(1.0, "tpch/answers/sf1", Source::Bucket);
 }
 
 #[test]

@@ -762,7 +762,7 @@ impl<'a> Binder<'a> {
                     let scope = Scope::from_schema(&plan.schema(), Some(&qualifier));
                     return Ok((plan, scope));
                 }
-                if function != "read_parquet" && function != "read_csv" {
+                if !matches!(function.as_str(), "read_parquet" | "read_csv" | "read_json") {
                     return Err(unsupported!("the table function {function}"));
                 }
                 let path = match args.args.as_slice() {
@@ -770,14 +770,14 @@ impl<'a> Binder<'a> {
                         ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(v))),
                     ] => match &v.value {
                         ast::Value::SingleQuotedString(s) => s.clone(),
-                        other => return Err(bind_err!("read_parquet needs a path, not {other}")),
+                        other => return Err(bind_err!("{function} needs a path, not {other}")),
                     },
-                    _ => return Err(bind_err!("read_parquet takes one path or glob")),
+                    _ => return Err(bind_err!("{function} takes one path, URL or glob")),
                 };
-                let table = if function == "read_csv" {
-                    ExternalTable::open_csv(&function, &path)?
-                } else {
-                    ExternalTable::open(&function, &path)?
+                let table = match function.as_str() {
+                    "read_csv" => ExternalTable::open_csv(&function, &path)?,
+                    "read_json" => ExternalTable::open_json(&function, &path)?,
+                    _ => ExternalTable::open(&function, &path)?,
                 };
                 let plan = rename_columns(LogicalPlan::ParquetScan { table }, alias.as_ref())?;
                 let qualifier = alias.as_ref().map(|a| normalize(&a.name));

@@ -359,9 +359,11 @@ impl Binder<'_> {
             ExternalTable::open("copy", filename)?
         } else if filename.ends_with(".csv") {
             ExternalTable::open_csv("copy", filename)?
+        } else if pondra_storage::is_json_file(filename) {
+            ExternalTable::open_json("copy", filename)?
         } else {
             return Err(unsupported!(
-                "COPY FROM {filename} (the file name must end in .parquet or .csv)"
+                "COPY FROM {filename} (the file name must end in .parquet, .csv or .json)"
             ));
         };
         let columns: Vec<ast::ObjectName> = columns

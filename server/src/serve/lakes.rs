@@ -2,18 +2,17 @@
 //! (`--lakes`), opened on first use.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pondra_cluster::{Node, NodeOptions};
+use pondra_cluster::{Location, Node, NodeOptions};
 use tokio::sync::Mutex;
 
 pub struct Lakes {
     /// The one lake every database name opens, with `--dir`.
     single: Option<Arc<Node>>,
-    /// The folder whose subfolders are lakes, with `--lakes`.
-    root: Option<PathBuf>,
+    /// The folder or URL under which each database name is a lake, with `--lakes`.
+    root: Option<String>,
     open: Mutex<HashMap<String, Arc<Node>>>,
     options: NodeOptions,
     /// Background tiering and cleanup of each open lake.
@@ -21,10 +20,10 @@ pub struct Lakes {
 }
 
 impl Lakes {
-    pub async fn single(dir: PathBuf, options: NodeOptions) -> Result<Lakes, String> {
-        let node = Node::open_folder(&dir, options.clone())
+    pub async fn single(dir: String, options: NodeOptions) -> Result<Lakes, String> {
+        let node = Node::open_at(&dir, options.clone())
             .await
-            .map_err(|e| format!("cannot open the lake at {}: {e}", dir.display()))?;
+            .map_err(|e| format!("cannot open the lake at {dir}: {e}"))?;
         let lakes = Lakes {
             single: Some(node.clone()),
             root: None,
@@ -36,9 +35,13 @@ impl Lakes {
         Ok(lakes)
     }
 
-    pub fn under(root: PathBuf, options: NodeOptions) -> Result<Lakes, String> {
-        std::fs::create_dir_all(&root)
-            .map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+    pub fn under(root: String, options: NodeOptions) -> Result<Lakes, String> {
+        // A URL with a scheme no store knows is refused here, before any client arrives.
+        match Location::parse(&root).map_err(|e| e.to_string())? {
+            Location::Folder(path) => std::fs::create_dir_all(&path)
+                .map_err(|e| format!("cannot create {}: {e}", path.display()))?,
+            Location::Remote { .. } => {}
+        }
         Ok(Lakes {
             single: None,
             root: Some(root),
@@ -81,12 +84,12 @@ impl Lakes {
         if let Some(node) = open.get(name) {
             return Ok(node.clone());
         }
-        let dir = root.join(name);
+        let dir = format!("{}/{name}", root.trim_end_matches('/'));
         let options = NodeOptions {
             database: Some(name.to_string()),
             ..self.options.clone()
         };
-        let node = Node::open_folder(&dir, options)
+        let node = Node::open_at(&dir, options)
             .await
             .map_err(|e| format!("cannot open the lake of database {name}: {e}"))?;
         self.start_background(&node);

@@ -11,7 +11,6 @@ mod literal;
 mod pg;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -40,9 +39,10 @@ impl Server {
 
 /// Where `pondra serve` listens and what it holds.
 pub struct ServeOptions {
-    pub dir: PathBuf,
-    /// With a folder, each database name is a lake under it.
-    pub lakes: Option<PathBuf>,
+    /// The lake's folder or URL.
+    pub dir: String,
+    /// A folder or URL under which each database name is a lake.
+    pub lakes: Option<String>,
     pub host: String,
     pub http_port: u16,
     pub pg_port: u16,

@@ -2,6 +2,8 @@
 
 #![allow(dead_code)]
 
+pub mod s3;
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -79,11 +81,28 @@ impl Served {
     /// As `start`, with the server's stderr (its log) going to `log`, and the folder around
     /// the lake as its working folder (where relative paths in statements lead).
     pub fn start_logging(lake: &Path, args: &[&str], log: Stdio) -> Served {
-        use std::io::BufRead;
-        let mut child = pondra()
+        let mut command = pondra();
+        command
             .current_dir(lake.parent().expect("a lake in a folder"))
             .arg("--dir")
-            .arg(lake)
+            .arg(lake);
+        Served::launch(command, args, log)
+    }
+
+    /// Starts `pondra serve` on the lake at a URL, with the variables `env` (a bucket's
+    /// endpoint and keys).
+    pub fn start_at(location: &str, env: &[(&str, String)], args: &[&str]) -> Served {
+        let mut command = pondra();
+        command
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .arg("--dir")
+            .arg(location);
+        Served::launch(command, args, Stdio::inherit())
+    }
+
+    fn launch(mut command: Command, args: &[&str], log: Stdio) -> Served {
+        use std::io::BufRead;
+        let mut child = command
             .args([
                 "serve",
                 "--http-port",

@@ -1,0 +1,283 @@
+//! Lakes and files in a bucket (ADR 0046), on a real S3 API (moto's server on loopback): a
+//! lake made and read at an `s3://` URL holds every object in the bucket, a lake folder copied
+//! to a bucket opens there as it was and back, files in a bucket are read and written in
+//! place, a server on a bucket keeps what it acknowledged, and an unknown scheme is an error.
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::s3::S3;
+use common::{http_post, pondra, sql, stderr, stdout};
+
+/// Runs `pondra sql` on the lake at `location`, in `cwd`, with the S3 server's variables and
+/// a cache under `cwd`.
+fn sql_at(s3: &S3, cwd: &Path, location: &str, statements: &str) -> Output {
+    pondra()
+        .current_dir(cwd)
+        .envs(s3.env())
+        .args(["sql", "--format", "csv", "--dir", location, "--cache-dir"])
+        .arg(cwd.join("cache"))
+        .arg(statements)
+        .output()
+        .expect("run pondra sql")
+}
+
+/// `sql_at` that must succeed; returns its stdout.
+fn answer(s3: &S3, cwd: &Path, location: &str, statements: &str) -> String {
+    let output = sql_at(s3, cwd, location, statements);
+    assert!(output.status.success(), "{statements}: {}", stderr(&output));
+    stdout(&output)
+}
+
+#[test]
+fn a_lake_in_a_bucket_keeps_every_object_there() {
+    let s3 = S3::start();
+    let bucket = s3.bucket("lake");
+    let cwd = tempfile::tempdir().unwrap();
+    let lake = format!("s3://{bucket}/lakes/first");
+    answer(
+        s3,
+        cwd.path(),
+        &lake,
+        "CREATE TABLE t (a BIGINT, b VARCHAR); INSERT INTO t VALUES (1, 'x'), (2, 'y'), (3, 'z'); \
+         CHECKPOINT",
+    );
+    answer(s3, cwd.path(), &lake, "INSERT INTO t VALUES (4, 'w')");
+    let counted = answer(
+        s3,
+        cwd.path(),
+        &lake,
+        "SELECT count(*), sum(a), max(b) FROM t",
+    );
+    assert_eq!(counted, "count(*),sum(a),max(b)\n4,10,z\n");
+
+    let keys = s3.keys(&bucket, "");
+    let has = |prefix: &str| keys.iter().any(|k| k.starts_with(prefix));
+    assert!(has("lakes/first/catalog/"), "{keys:?}");
+    assert!(has("lakes/first/cluster/term/"), "{keys:?}");
+    assert!(
+        keys.iter()
+            .any(|k| k.starts_with("lakes/first/data/t/") && k.ends_with(".parquet")),
+        "{keys:?}"
+    );
+    assert!(
+        keys.iter().all(|k| k.starts_with("lakes/first/")),
+        "{keys:?}"
+    );
+    // Nothing of the lake was written locally: the working folder holds the cache alone.
+    let local: Vec<_> = std::fs::read_dir(cwd.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(local, ["cache"]);
+}
+
+#[test]
+fn a_lake_folder_copied_to_a_bucket_opens_there_as_it_was_and_back() {
+    let s3 = S3::start();
+    let bucket = s3.bucket("copied");
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("lake");
+    // Rows tiered into Parquet, rows still in the log tail, and a view kept current.
+    let made = sql(
+        &folder,
+        &[
+            "CREATE TABLE orders (id BIGINT, city VARCHAR, amount DOUBLE); \
+           CREATE MATERIALIZED VIEW by_city AS SELECT city, count(*) AS n, sum(amount) AS total FROM orders GROUP BY city; \
+           INSERT INTO orders SELECT i, 'c' || (i % 7), i * 0.5 FROM generate_series(1, 5000) AS g(i); \
+           CHECKPOINT; \
+           INSERT INTO orders VALUES (5001, 'c1', 10), (5002, 'new', 1)",
+        ],
+    );
+    assert!(made.status.success(), "{}", stderr(&made));
+    let query = "SELECT city, n, total FROM by_city ORDER BY city; \
+                 SELECT count(*), sum(id), sum(amount) FROM orders";
+    let in_folder = stdout(&sql(&folder, &["--format", "csv", query]));
+    assert!(in_folder.contains("new,1,1"), "{in_folder}");
+
+    s3.upload(&folder, &bucket, "lake");
+    let lake = format!("s3://{bucket}/lake");
+    assert_eq!(answer(s3, dir.path(), &lake, query), in_folder);
+
+    // Written to in the bucket, then copied back to a folder.
+    answer(
+        s3,
+        dir.path(),
+        &lake,
+        "INSERT INTO orders VALUES (6000, 'back', 2)",
+    );
+    let in_bucket = answer(s3, dir.path(), &lake, query);
+    assert!(in_bucket.contains("back,1,2"), "{in_bucket}");
+    let back = dir.path().join("back");
+    s3.download(&bucket, "lake", &back);
+    assert_eq!(stdout(&sql(&back, &["--format", "csv", query])), in_bucket);
+}
+
+#[test]
+fn files_in_a_bucket_are_read_and_written_in_place() {
+    let s3 = S3::start();
+    let bucket = s3.bucket("files");
+    // Parquet parts of several row groups, a CSV file and JSON lines, put by another tool.
+    s3.boto3(&format!(
+        "import io, pyarrow as pa, pyarrow.parquet as pq\n\
+         for part in range(3):\n    \
+             ids = list(range(part * 1000, part * 1000 + 1000))\n    \
+             table = pa.table({{'id': ids, 'name': ['n%d' % (i % 10) for i in ids], 'pad': ['x' * 50] * 1000}})\n    \
+             body = io.BytesIO(); pq.write_table(table, body, row_group_size=250)\n    \
+             s3.put_object(Bucket={bucket:?}, Key='in/part-%d.parquet' % part, Body=body.getvalue())\n\
+         s3.put_object(Bucket={bucket:?}, Key='in/other.txt', Body=b'not parquet')\n\
+         s3.put_object(Bucket={bucket:?}, Key='in/cities.csv', Body=b'city,people\\nOslo,709000\\nLima,10000000\\n')\n\
+         s3.put_object(Bucket={bucket:?}, Key='in/events.ndjson', Body=b'{{\"kind\": \"a\", \"n\": 1}}\\n{{\"kind\": \"b\", \"n\": 2, \"x\": 0.5}}\\n')"
+    ));
+    let cwd = tempfile::tempdir().unwrap();
+    let lake = cwd.path().join("lake");
+    let lake = lake.to_str().unwrap();
+    let url = |key: &str| format!("s3://{bucket}/{key}");
+    let read = |statements: String| answer(s3, cwd.path(), lake, &statements);
+
+    let parts = url("in/part-*.parquet");
+    assert_eq!(
+        read(format!(
+            "SELECT count(*), sum(id), count(DISTINCT name) FROM read_parquet('{parts}')"
+        )),
+        "count(*),sum(id),count(DISTINCT name)\n3000,4498500,10\n"
+    );
+    assert_eq!(
+        read(format!(
+            "SELECT id, name FROM read_parquet('{}') WHERE id = 1733",
+            url("in/part-1.parquet")
+        )),
+        "id,name\n1733,n3\n"
+    );
+    assert_eq!(
+        read(format!(
+            "SELECT city FROM read_csv('{}') WHERE people > 1000000",
+            url("in/cities.csv")
+        )),
+        "city\nLima\n"
+    );
+    assert_eq!(
+        read(format!(
+            "SELECT kind, n, x FROM read_json('{}') ORDER BY n",
+            url("in/events.ndjson")
+        )),
+        "kind,n,x\na,1,\nb,2,0.5\n"
+    );
+    let missing = sql_at(
+        s3,
+        cwd.path(),
+        lake,
+        &format!(
+            "SELECT * FROM read_parquet('{}')",
+            url("in/nothing-*.parquet")
+        ),
+    );
+    assert!(
+        stderr(&missing).contains("no file matches"),
+        "{}",
+        stderr(&missing)
+    );
+
+    // COPY TO a bucket in each format, and back in with COPY FROM and the readers.
+    let written = url("out/small.parquet");
+    read(format!(
+        "COPY (SELECT id, name FROM read_parquet('{parts}') WHERE id % 100 = 0) TO '{written}'; \
+         COPY (SELECT 1 AS a, 'q' AS b) TO '{}'; \
+         COPY (SELECT 2 AS a, 'r' AS b) TO '{}'",
+        url("out/one.csv"),
+        url("out/one.json")
+    ));
+    assert_eq!(
+        read(format!(
+            "CREATE TABLE t (id BIGINT, name VARCHAR); COPY t FROM '{written}'; \
+             SELECT count(*), sum(id) FROM t"
+        )),
+        "count(*),sum(id)\n30,43500\n"
+    );
+    assert_eq!(
+        read(format!(
+            "SELECT a, b FROM read_csv('{}') UNION ALL SELECT a, b FROM read_json('{}')",
+            url("out/one.csv"),
+            url("out/one.json")
+        )),
+        "a,b\n1,q\n2,r\n"
+    );
+    // What Pondra wrote, another tool reads.
+    let rows = s3.boto3(&format!(
+        "import io, pyarrow.parquet as pq\n\
+         body = s3.get_object(Bucket={bucket:?}, Key='out/small.parquet')['Body'].read()\n\
+         print(pq.read_table(io.BytesIO(body)).num_rows)"
+    ));
+    assert_eq!(rows.trim(), "30");
+}
+
+#[test]
+fn an_unknown_scheme_is_an_error_and_creates_nothing() {
+    let cwd = tempfile::tempdir().unwrap();
+    for location in ["ftp://x/lake", "s4://bucket/lake"] {
+        let output = pondra()
+            .current_dir(cwd.path())
+            .args(["sql", "--dir", location, "SELECT 1"])
+            .output()
+            .unwrap();
+        assert!(!output.status.success());
+        let scheme = location.split("://").next().unwrap();
+        assert!(
+            stderr(&output).contains(&format!("the scheme {scheme}:// is not known")),
+            "{}",
+            stderr(&output)
+        );
+    }
+    assert_eq!(std::fs::read_dir(cwd.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn a_server_on_a_bucket_appends_exactly_once_and_keeps_what_it_acknowledged() {
+    let s3 = S3::start();
+    let bucket = s3.bucket("served");
+    let cwd = tempfile::tempdir().unwrap();
+    let lake = format!("s3://{bucket}/lake");
+    answer(
+        s3,
+        cwd.path(),
+        &lake,
+        "CREATE TABLE events (id BIGINT, kind VARCHAR)",
+    );
+    let cache = cwd.path().join("cache");
+    let cache = cache.to_str().unwrap();
+    let served = common::Served::start_at(&lake, &s3.env(), &["--cache-dir", cache]);
+    let address = served.doors["http"].clone();
+    let mut acknowledged = 0;
+    for sequence in 1..=20u64 {
+        let body: String = (0..10)
+            .map(|i| format!("{{\"id\":{},\"kind\":\"k{i}\"}}\n", sequence * 100 + i))
+            .collect();
+        let path = format!("/tables/events/append?producer=p1&seq={sequence}");
+        let (status, answer) = http_post(&address, &path, "application/x-ndjson", body.as_bytes());
+        assert_eq!(
+            (status, answer.as_str()),
+            (200, r#"{"rows":10,"duplicate":false}"#)
+        );
+        acknowledged += 10;
+        // Every third batch is sent again, as a producer that lost the answer would.
+        if sequence % 3 == 0 {
+            let (_, again) = http_post(&address, &path, "application/x-ndjson", body.as_bytes());
+            assert_eq!(again, r#"{"rows":0,"duplicate":true}"#);
+        }
+    }
+    // SIGKILL: nothing is flushed at exit; what was acknowledged must already be in the bucket.
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(served.pid() as i32, libc::SIGKILL) };
+    drop(served);
+    assert_eq!(
+        answer(
+            s3,
+            cwd.path(),
+            &lake,
+            "SELECT count(*), count(DISTINCT id) FROM events"
+        ),
+        format!("count(*),count(DISTINCT id)\n{acknowledged},{acknowledged}\n")
+    );
+}
