@@ -232,16 +232,7 @@ mod tests {
 
     fn table(name: &str) -> Change {
         Change::CreateTable {
-            def: TableDef {
-                id: 0,
-                name: name.into(),
-                columns: Vec::new(),
-                kind: TableKind::Table,
-                indexes: Vec::new(),
-                key: Vec::new(),
-                unique: Vec::new(),
-                comments: Default::default(),
-            },
+            def: TableDef::new(name.into(), Vec::new(), TableKind::Table),
             initial: None,
         }
     }

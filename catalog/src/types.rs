@@ -136,6 +136,21 @@ pub struct TableDef {
 }
 
 impl TableDef {
+    /// A definition with no index, key, constraint or comment; the commit that creates it
+    /// gives it its id.
+    pub fn new(name: String, columns: Vec<Column>, kind: TableKind) -> TableDef {
+        TableDef {
+            id: 0,
+            name,
+            columns,
+            kind,
+            indexes: Vec::new(),
+            key: Vec::new(),
+            unique: Vec::new(),
+            comments: Default::default(),
+        }
+    }
+
     /// The Arrow schema of the stored rows; every column is nullable.
     pub fn arrow_schema(&self) -> SchemaRef {
         let fields: Vec<Field> = self

@@ -255,6 +255,22 @@ impl Node {
         let snapshot = session
             .and_then(Session::transaction_view)
             .unwrap_or_else(|| self.snapshot());
+        let plan = self.bind_in(&snapshot, session, statement)?;
+        Ok(match plan {
+            Plan::Query(plan) => Some(plan.schema()),
+            Plan::Explain(_) | Plan::ExplainAnalyze(_) => Some(plan_schema()),
+            _ => None,
+        })
+    }
+
+    /// Binds `statement` over `snapshot`, seeing the process's external tables and the
+    /// session's temporary ones.
+    fn bind_in(
+        &self,
+        snapshot: &Snapshot,
+        session: Option<&Session>,
+        statement: &ParsedStatement,
+    ) -> Result<Plan> {
         let mut external = self.external.read().expect("external tables lock").clone();
         let temporary = match session {
             Some(session) => session.with_temporary(|t| {
@@ -263,14 +279,9 @@ impl Node {
             }),
             None => Vec::new(),
         };
-        let plan = self
-            .binder(&snapshot, &external, &temporary)
-            .bind_statement(statement)?;
-        Ok(match plan {
-            Plan::Query(plan) => Some(plan.schema()),
-            Plan::Explain(_) | Plan::ExplainAnalyze(_) => Some(plan_schema()),
-            _ => None,
-        })
+        Ok(self
+            .binder(snapshot, &external, &temporary)
+            .bind_statement(statement)?)
     }
 
     /// Runs one parsed statement.
@@ -301,17 +312,7 @@ impl Node {
             Some(transaction) => transaction.view().clone(),
             None => self.snapshot(),
         };
-        let mut external = self.external.read().expect("external tables lock").clone();
-        let temporary = match session {
-            Some(session) => session.with_temporary(|t| {
-                external.extend(t.tables());
-                t.definitions()
-            }),
-            None => Vec::new(),
-        };
-        let plan = self
-            .binder(&snapshot, &external, &temporary)
-            .bind_statement(statement)?;
+        let plan = self.bind_in(&snapshot, session, statement)?;
         match plan {
             Plan::Query(plan) => {
                 let schema = plan.schema();

@@ -85,13 +85,7 @@ impl TemporaryTables {
             .collect::<Result<Vec<_>>>()?;
         let definition = TableDef {
             id: FIRST_ID + self.next_id,
-            name: name.clone(),
-            columns,
-            kind: TableKind::Table,
-            indexes: Vec::new(),
-            key: Vec::new(),
-            unique: Vec::new(),
-            comments: Default::default(),
+            ..TableDef::new(name.clone(), columns, TableKind::Table)
         };
         self.definitions.insert(name.clone(), Arc::new(definition));
         self.tables.insert(name, table);

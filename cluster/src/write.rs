@@ -123,14 +123,9 @@ impl Node {
                     return Ok(Prepared::new(Vec::new(), "CREATE TABLE"));
                 }
                 let def = TableDef {
-                    id: 0,
-                    name,
-                    columns,
-                    kind: TableKind::Table,
-                    indexes: Vec::new(),
                     key,
                     unique,
-                    comments: Default::default(),
+                    ..TableDef::new(name, columns, TableKind::Table)
                 };
                 let create = Change::CreateTable { def, initial: None };
                 Ok(Prepared::new(vec![create], "CREATE TABLE"))
@@ -218,16 +213,7 @@ impl Node {
                     }
                     return Err(pondra_catalog::CatalogError::TableExists(name).into());
                 }
-                let def = TableDef {
-                    id: 0,
-                    name,
-                    columns,
-                    kind: TableKind::Table,
-                    indexes: Vec::new(),
-                    key: Vec::new(),
-                    unique: Vec::new(),
-                    comments: Default::default(),
-                };
+                let def = TableDef::new(name, columns, TableKind::Table);
                 let rows = self.run_query(input, snapshot.clone(), Vec::new()).await?;
                 let count: usize = rows.iter().map(|b| b.num_rows()).sum();
                 let initial = if count > 0 {
@@ -431,19 +417,11 @@ impl Node {
             };
             self.run_query(scan, snapshot.clone(), Vec::new()).await?
         };
-        let def = TableDef {
-            id: 0,
-            name,
-            columns: view.state_columns.clone(),
-            kind: TableKind::MaterializedView {
-                sql,
-                base_table: base.name.clone(),
-            },
-            indexes: Vec::new(),
-            key: Vec::new(),
-            unique: Vec::new(),
-            comments: Default::default(),
+        let kind = TableKind::MaterializedView {
+            sql,
+            base_table: base.name.clone(),
         };
+        let def = TableDef::new(name, view.state_columns.clone(), kind);
         let state = self
             .run_query(view.maintain.clone(), snapshot.clone(), existing)
             .await?;

@@ -142,13 +142,13 @@ fn parse_cache_size(text: &str) -> Result<u64, String> {
     }
 }
 
-/// The cache of a process whose lakes are in buckets; none when every lake is a folder.
+/// The cache of a process whose lake (or folder of lakes) is in a bucket; none for a folder.
 fn object_cache(
-    lakes: &[&str],
+    lake: &str,
     folder: Option<PathBuf>,
     size: Option<u64>,
 ) -> Result<Option<Arc<pondra_cluster::ObjectCache>>, String> {
-    if !lakes.iter().any(|l| pondra_cluster::Location::is_remote(l)) {
+    if !pondra_cluster::Location::is_remote(lake) {
         return Ok(None);
     }
     let folder = folder.unwrap_or_else(|| match std::env::var_os("XDG_CACHE_HOME") {
@@ -193,7 +193,7 @@ pub fn run_cli() -> ExitCode {
         }) => root.as_str(),
         _ => cli.dir.as_str(),
     };
-    let cache = match object_cache(&[serving], cli.cache_dir.clone(), cli.cache_size) {
+    let cache = match object_cache(serving, cli.cache_dir.clone(), cli.cache_size) {
         Ok(cache) => cache,
         Err(e) => {
             eprintln!("Error: {e}");

@@ -213,52 +213,56 @@ fn resolve_remote(pattern: &str) -> Result<Vec<FileSource>> {
             message: "wildcards are read in the last part of a URL only".into(),
         });
     }
-    let Location::Remote { store, prefix, .. } = Location::parse(match has_wildcards(name) {
-        true => dir,
-        false => pattern,
-    })?
-    else {
+    let wildcards = has_wildcards(name);
+    let named = if wildcards { dir } else { pattern };
+    let Location::Remote { store, prefix, .. } = Location::parse(named)? else {
         unreachable!("a URL that is not file:// names a remote store");
     };
-    let scheme_end = pattern.find("://").map_or(0, |i| i + 3);
-    let base = &pattern[..scheme_end.max(pattern.len() - name.len())];
-    let (pattern_owned, name_owned) = (pattern.to_string(), name.to_string());
-    let (base_owned, wildcards) = (base.to_string(), has_wildcards(name));
-    block_on_io(async move {
-        let remote = |path: Path, size: u64, url: String| {
-            FileSource::Remote(Arc::new(RemoteFile {
-                store: store.clone(),
-                path,
-                size,
-                url,
-            }))
-        };
-        if !wildcards {
-            return match store.head(&prefix).await {
-                Ok(meta) => Ok(vec![remote(prefix, meta.size, pattern_owned)]),
-                Err(object_store::Error::NotFound { .. }) => Ok(Vec::new()),
-                Err(e) => Err(e.into()),
-            };
-        }
-        let under = (!prefix.as_ref().is_empty()).then_some(&prefix);
-        let listing = store.list_with_delimiter(under).await?;
-        let mut files: Vec<_> = listing
-            .objects
+    let remote = |meta: object_store::ObjectMeta, url: String| {
+        FileSource::Remote(Arc::new(RemoteFile {
+            store: store.clone(),
+            path: meta.location,
+            size: meta.size,
+            url,
+        }))
+    };
+    if !wildcards {
+        let found = block_on_io(head(store.clone(), prefix))?;
+        return Ok(found
+            .map(|meta| remote(meta, pattern.to_string()))
+            .into_iter()
+            .collect());
+    }
+    let base = &pattern[..pattern.len() - name.len()];
+    let mut files: Vec<(String, object_store::ObjectMeta)> =
+        block_on_io(list(store.clone(), prefix))?
             .into_iter()
             .filter_map(|meta| {
                 let file = meta.location.filename()?.to_string();
-                glob_matches(name_owned.as_bytes(), file.as_bytes()).then(|| {
-                    let url = format!("{base_owned}{file}");
-                    (url, meta)
-                })
+                glob_matches(name.as_bytes(), file.as_bytes())
+                    .then(|| (format!("{base}{file}"), meta))
             })
             .collect();
-        files.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(files
-            .into_iter()
-            .map(|(url, meta)| remote(meta.location, meta.size, url))
-            .collect())
-    })
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(files
+        .into_iter()
+        .map(|(url, meta)| remote(meta, url))
+        .collect())
+}
+
+/// The object at `path`, if there is one.
+async fn head(store: Arc<dyn ObjectStore>, path: Path) -> Result<Option<object_store::ObjectMeta>> {
+    match store.head(&path).await {
+        Ok(meta) => Ok(Some(meta)),
+        Err(object_store::Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The objects right under `prefix` (the whole store when it is empty).
+async fn list(store: Arc<dyn ObjectStore>, prefix: Path) -> Result<Vec<object_store::ObjectMeta>> {
+    let under = (!prefix.as_ref().is_empty()).then_some(&prefix);
+    Ok(store.list_with_delimiter(under).await?.objects)
 }
 
 /// A Parquet file for the reader: a local file's mapped bytes, or a remote file read by ranges.

@@ -244,10 +244,8 @@ fn distinct_samples(
     footer: &ParquetFooter,
     columns: usize,
 ) -> Result<Vec<Option<DistinctSample>>> {
-    let metadata = footer.plain.metadata();
-    if metadata.num_row_groups() > 0 {
-        file.prefetch_columns(metadata, 0, |_| true)?;
-    }
+    // No prefetch: the sample is the first pages of each column, read as the reader asks for
+    // them, never a remote file's whole first row group.
     let mut reader =
         ParquetRecordBatchReaderBuilder::new_with_metadata(file.clone(), footer.plain.clone())
             .with_batch_size(SAMPLE_ROWS)

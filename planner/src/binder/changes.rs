@@ -209,16 +209,11 @@ impl Binder<'_> {
         let name = object_name(&create.name)?;
         let column_names: Vec<String> = create.columns.iter().map(|c| normalize(&c.name)).collect();
         let sql = create.query.to_string();
-        let view = TableDef {
-            id: 0,
-            name: name.clone(),
-            columns: Vec::new(),
-            kind: TableKind::View { sql, column_names },
-            indexes: Vec::new(),
-            key: Vec::new(),
-            unique: Vec::new(),
-            comments: Default::default(),
-        };
+        let view = TableDef::new(
+            name.clone(),
+            Vec::new(),
+            TableKind::View { sql, column_names },
+        );
         let plan = self.view_plan(&view)?;
         let mut seen = std::collections::HashSet::new();
         for field in plan.schema().fields() {

@@ -101,8 +101,13 @@ impl S3 {
     }
 
     pub fn boto3_with(&self, script: &str, args: &[&str]) -> String {
-        let program =
-            format!("import sys, boto3\ns3 = boto3.client('s3')\nargs = sys.argv[1:]\n{script}");
+        // The script ends with `os._exit` after flushing: pyarrow's threads sometimes abort
+        // the interpreter's own shutdown ("terminate called without an active exception")
+        // when the machine is loaded, failing a script whose work succeeded.
+        let program = format!(
+            "import os, sys, boto3\ns3 = boto3.client('s3')\nargs = sys.argv[1:]\n{script}\n\
+             sys.stdout.flush()\nos._exit(0)\n"
+        );
         let output = self
             .with_env(&mut python())
             .arg("-c")
