@@ -6,7 +6,7 @@
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use slatedb::{Db, WriteBatch};
 use tokio::sync::{mpsc, oneshot};
@@ -61,32 +61,44 @@ impl Committer {
     }
 }
 
+/// The longest a round waits for the writers the round before it answered.
+const MAX_LINGER: Duration = Duration::from_millis(2);
+/// How long a round waiting for writers waits for the next one before it starts without the
+/// rest.
+const ARRIVAL_GAP: Duration = Duration::from_micros(500);
+
 /// The committer's loop: every request waiting when a round starts joins it, and those that
-/// arrive while it is flushing form the next.
+/// arrive while it is flushing form the next. A round also waits, briefly, for the writers the
+/// previous round answered: a writer that commits again at once (a producer of batches) then
+/// joins the next round instead of the one after it, so that busy writers share one flush
+/// rather than alternating between two (ADR 0046).
 async fn commit_rounds(
     db: Db,
     current: Arc<Mutex<Arc<Snapshot>>>,
     retain: Duration,
     mut receiver: mpsc::UnboundedReceiver<Request>,
 ) {
+    let mut returning = Returning::none();
     while let Some(first) = receiver.recv().await {
-        let mut requests = vec![first];
-        while let Ok(request) = receiver.try_recv() {
-            requests.push(request);
-        }
+        let requests = returning.take_round(first, &mut receiver).await;
+        let answered = requests.len();
         let latest = current.lock().expect("snapshot lock").clone();
         let (round, accepted) = gather(latest, retain, requests);
         if accepted.is_empty() {
+            returning = Returning::none();
             continue;
         }
         let (next, batch) = round.finish();
         let commit = next.commit;
-        match bounded("a commit", async {
+        let flush_started = Instant::now();
+        let flushed = bounded("a commit", async {
             db.write(batch).await?;
             db.flush().await
         })
-        .await
-        {
+        .await;
+        // Those who queued during the flush are counted as well: they are answered next.
+        returning = Returning::after(answered + receiver.len(), flush_started.elapsed());
+        match flushed {
             Ok(()) => {
                 // Published before anyone is answered: a writer reads its own commit.
                 *current.lock().expect("snapshot lock") = Arc::new(next);
@@ -98,6 +110,63 @@ async fn commit_rounds(
                 for answer in accepted {
                     let _ = answer.send(Err(Refusal::Catalog(copy_of(&error))));
                 }
+            }
+        }
+    }
+}
+
+/// How many writers the next round expects, until when it waits for them, and how long it
+/// waits for the next one of them.
+struct Returning {
+    expected: usize,
+    until: Instant,
+    gap: Duration,
+}
+
+impl Returning {
+    /// Expects no one: a round takes what is waiting and starts.
+    fn none() -> Returning {
+        Returning {
+            expected: 0,
+            until: Instant::now(),
+            gap: ARRIVAL_GAP,
+        }
+    }
+
+    /// Expects `writers` back within half a flush (at most `MAX_LINGER`) from now: a writer
+    /// that commits in a loop comes back within a round trip, and waiting longer than a
+    /// fraction of a flush would cost more than a shared flush saves.
+    fn after(writers: usize, flush: Duration) -> Returning {
+        Returning {
+            expected: writers,
+            until: Instant::now() + (flush / 2).min(MAX_LINGER),
+            gap: ARRIVAL_GAP,
+        }
+    }
+
+    /// The requests of the next round: `first`, every one waiting, and those that arrive
+    /// until the expected number are in, the wait is over, or none came for a gap.
+    async fn take_round(
+        &self,
+        first: Request,
+        receiver: &mut mpsc::UnboundedReceiver<Request>,
+    ) -> Vec<Request> {
+        let mut requests = vec![first];
+        loop {
+            while let Ok(request) = receiver.try_recv() {
+                requests.push(request);
+            }
+            if requests.len() >= self.expected {
+                return requests;
+            }
+            // Writers coming back arrive close together; a gap means the rest are not coming
+            // soon, and waiting on would only delay the ones already here.
+            let deadline = self.until.min(Instant::now() + self.gap);
+            let deadline = tokio::time::Instant::from_std(deadline);
+            match tokio::time::timeout_at(deadline, receiver.recv()).await {
+                Ok(Some(request)) => requests.push(request),
+                // The wait is over, or every handle is gone: the round starts with these.
+                Ok(None) | Err(_) => return requests,
             }
         }
     }
@@ -377,5 +446,63 @@ mod tests {
         let commit = catalog.commit(vec![table("after")]).await.unwrap();
         assert_eq!(catalog.snapshot().commit, commit);
         catalog.close().await.unwrap();
+    }
+
+    /// A request whose prepare changes nothing, and the receiver its answer comes to.
+    fn request() -> (Request, oneshot::Receiver<Result<u64, Refusal>>) {
+        let (answer, answered) = oneshot::channel();
+        let prepare: Prepare = Box::new(|_| Ok(Vec::new()));
+        (Request { prepare, answer }, answered)
+    }
+
+    #[tokio::test]
+    async fn a_round_waits_for_the_writers_it_expects_and_no_longer() {
+        let (sender, mut receiver) = mpsc::unbounded_channel();
+        let (first, _a) = request();
+        let (waiting, _b) = request();
+        sender.send(waiting).unwrap();
+        // Two expected back within a long wait: the late one arrives after 20 ms and joins.
+        let returning = Returning {
+            expected: 3,
+            until: Instant::now() + Duration::from_secs(30),
+            gap: Duration::from_secs(30),
+        };
+        let late = {
+            let sender = sender.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                let (late, _answered) = request();
+                sender.send(late).unwrap();
+            })
+        };
+        let round = returning.take_round(first, &mut receiver).await;
+        assert_eq!(round.len(), 3);
+        late.await.unwrap();
+
+        // Once the wait is over, or no one came for a gap, a round starts with what is there.
+        let started = Instant::now();
+        let (first, _c) = request();
+        assert_eq!(
+            Returning::none()
+                .take_round(first, &mut receiver)
+                .await
+                .len(),
+            1
+        );
+        let expired = Returning {
+            expected: 5,
+            until: Instant::now(),
+            gap: Duration::from_secs(30),
+        };
+        let (first, _d) = request();
+        assert_eq!(expired.take_round(first, &mut receiver).await.len(), 1);
+        let gap = Returning {
+            expected: 5,
+            until: Instant::now() + Duration::from_secs(30),
+            gap: Duration::from_millis(10),
+        };
+        let (first, _e) = request();
+        assert_eq!(gap.take_round(first, &mut receiver).await.len(), 1);
+        assert!(started.elapsed() < Duration::from_secs(30));
     }
 }

@@ -2,9 +2,9 @@
 //! row is there afterwards, after a restart too, and printing throughput and latency:
 //!
 //! - 8 clients mixing appends and small queries (commits per second);
-//! - 32 producers posting 100-row batches with sequence numbers, which group commit (ADR 0046)
+//! - 32 producers posting 100-row Arrow batches with sequence numbers, which group commit (ADR 0046)
 //!   gathers into shared catalog commits (batches per second; the target is 5,000 on a folder
-//!   in a release build).
+//!   in a release build), on a folder and on a bucket of moto's S3 server.
 //!
 //! CI runs each for a few seconds; set `PONDRA_LOAD_SECS` for longer runs. The figures in
 //! docs/status.md come from `PONDRA_LOAD_SECS=60 cargo test --release -p pondra-tests --test
@@ -14,16 +14,22 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use arrow::array::{ArrayRef, Float64Array, Int32Array, Int64Array};
+use arrow::datatypes::{DataType, Field, Schema};
+use arrow::ipc::writer::StreamWriter;
+use arrow::record_batch::RecordBatch;
 use common::Served;
+use common::s3::S3;
 
 const CLIENTS: usize = 8;
 const ROWS_PER_APPEND: usize = 10;
 
 const PRODUCERS: usize = 32;
 const ROWS_PER_BATCH: usize = 100;
+const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
 /// Every this-many-th batch of a producer is sent again, as a client retrying after a lost
 /// answer would; the server must drop it.
 const RETRY_EVERY: u64 = 50;
@@ -45,18 +51,18 @@ fn request(
     method: &str,
     path: &str,
     content_type: &str,
-    body: &str,
+    body: impl AsRef<[u8]>,
 ) -> (u16, String) {
+    let body = body.as_ref();
     let head = format!(
         "{method} {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n\r\n",
         body.len()
     );
     // One write: a body sent after its head would wait for the head's acknowledgement, which
     // the server delays (Nagle's algorithm against delayed ACKs, 40 ms a request).
-    stream
-        .get_mut()
-        .write_all((head + body).as_bytes())
-        .unwrap();
+    let mut message = head.into_bytes();
+    message.extend_from_slice(body);
+    stream.get_mut().write_all(&message).unwrap();
     let mut status_line = String::new();
     stream.read_line(&mut status_line).unwrap();
     let status = status_line.split(' ').nth(1).unwrap().parse().unwrap();
@@ -190,11 +196,25 @@ fn concurrent_appends_and_queries_lose_nothing() {
     check(&served);
 }
 
-/// `ROWS_PER_BATCH` rows of `producer`'s batch `seq`, as JSON lines.
-fn batch_rows(producer: usize, seq: u64) -> String {
-    (0..ROWS_PER_BATCH)
-        .map(|i| format!("{{\"producer\":{producer},\"seq\":{seq},\"value\":{i}.25}}\n"))
-        .collect()
+/// `ROWS_PER_BATCH` rows of `producer`'s batch `seq`, as an Arrow IPC stream: what a
+/// producer of batches sends.
+fn batch_rows(producer: usize, seq: u64) -> Vec<u8> {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("producer", DataType::Int32, true),
+        Field::new("seq", DataType::Int64, true),
+        Field::new("value", DataType::Float64, true),
+    ]));
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int32Array::from(vec![producer as i32; ROWS_PER_BATCH])),
+        Arc::new(Int64Array::from(vec![seq as i64; ROWS_PER_BATCH])),
+        Arc::new(Float64Array::from_iter_values(
+            (0..ROWS_PER_BATCH).map(|i| i as f64 + 0.25),
+        )),
+    ];
+    let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
+    let mut writer = StreamWriter::try_new(Vec::new(), &schema).unwrap();
+    writer.write(&batch).unwrap();
+    writer.into_inner().unwrap()
 }
 
 /// What one producer saw: the batches acknowledged (numbered 1 up) and each one's latency.
@@ -214,12 +234,12 @@ fn produce(address: &str, producer: usize, deadline: Instant) -> Produced {
         let rows = batch_rows(producer, seq);
         let path = format!("/tables/readings/append?producer=p{producer}&seq={seq}");
         let sent = Instant::now();
-        let (status, body) = request(&mut stream, "POST", &path, "application/x-ndjson", &rows);
+        let (status, body) = request(&mut stream, "POST", &path, ARROW_STREAM, &rows);
         latencies.push(sent.elapsed());
         assert_eq!(status, 200, "{body}");
         assert!(body.contains("\"duplicate\":false"), "{body}");
         if seq % RETRY_EVERY == 0 {
-            let (status, body) = request(&mut stream, "POST", &path, "application/x-ndjson", &rows);
+            let (status, body) = request(&mut stream, "POST", &path, ARROW_STREAM, &rows);
             assert_eq!(status, 200, "{body}");
             assert!(
                 body.contains("\"duplicate\":true"),
@@ -236,9 +256,30 @@ fn produce(address: &str, producer: usize, deadline: Instant) -> Produced {
 #[test]
 fn producers_posting_batches_in_parallel_lose_nothing() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let seconds = load_seconds(3);
     let dir = tempfile::tempdir().unwrap();
-    let served = Served::start(dir.path(), &[]);
+    let lake = dir.path().join("lake");
+    producers_lose_nothing("a folder", || Served::start(&lake, &[]));
+}
+
+/// The same producers on a lake in a bucket of moto's S3 server: every commit is a WAL object
+/// put over HTTP, so the figures say what group commit gathers when a flush is slow.
+#[test]
+fn producers_posting_batches_to_a_bucket_lose_nothing() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let s3 = S3::start();
+    let lake = format!("s3://{}/lake", s3.bucket("load"));
+    let cache = tempfile::tempdir().unwrap();
+    let cache = cache.path().to_str().unwrap();
+    producers_lose_nothing("moto's S3 server", || {
+        Served::start_at(&lake, &s3.env(), &["--cache-dir", cache])
+    });
+}
+
+/// Runs `PRODUCERS` producers against the server `start` makes, prints the figures, and checks
+/// that every acknowledged batch is there once, before and after a restart.
+fn producers_lose_nothing(place: &str, start: impl Fn() -> Served) {
+    let seconds = load_seconds(3);
+    let served = start();
     let address = served.doors["http"].clone();
     let mut setup = BufReader::new(TcpStream::connect(&address).unwrap());
     let create = "CREATE TABLE readings (producer INT, seq BIGINT, value DOUBLE)";
@@ -264,9 +305,9 @@ fn producers_posting_batches_in_parallel_lose_nothing() {
         .and_then(|(_, rest)| rest.split(',').next()?.parse().ok())
         .unwrap_or_else(|| panic!("no commit count in {stats}"));
     println!(
-        "group commit: {PRODUCERS} producers, {elapsed:.1} s: {batches} batches of {ROWS_PER_BATCH} rows \
-         ({:.0} batches/s, {:.0} rows/s) in {commits} commits ({:.1} batches each); \
-         latency p50 {:.2} ms p99 {:.2} ms",
+        "group commit on {place}: {PRODUCERS} producers, {elapsed:.1} s: {batches} batches of \
+         {ROWS_PER_BATCH} rows ({:.0} batches/s, {:.0} rows/s) in {commits} commits \
+         ({:.1} batches each); latency p50 {:.2} ms p99 {:.2} ms",
         batches as f64 / elapsed,
         (batches * ROWS_PER_BATCH) as f64 / elapsed,
         batches as f64 / commits as f64,
@@ -292,6 +333,6 @@ fn producers_posting_batches_in_parallel_lose_nothing() {
     };
     check(&served);
     assert!(served.stop().success());
-    let served = Served::start(dir.path(), &[]);
+    let served = start();
     check(&served);
 }
