@@ -269,7 +269,7 @@ fn collect<'p>(ctx: &ExecContext) -> Sink<'p> {
 
 /// Runs a physical plan to completion and returns its rows.
 pub fn execute(plan: &PhysicalPlan, ctx: &ExecContext) -> Result<Vec<RecordBatch>> {
-    ctx.shared.find_repeated(plan)?;
+    ctx.shared.find_repeated(plan);
     ctx.repeated.find_repeated(plan)?;
     let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
     run_pipeline(&plan, collect(ctx), None, ctx)
@@ -285,7 +285,7 @@ pub fn execute_profiled(
         .profile
         .as_ref()
         .expect("a profiled run needs a profile");
-    ctx.shared.find_repeated(plan)?;
+    ctx.shared.find_repeated(plan);
     ctx.repeated.find_repeated(plan)?;
     let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
     // The subqueries ran on plans now freed, whose nodes' addresses the resolved plan's nodes

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pondra_planner::PhysicalPlan;
+use pondra_planner::{PhysicalPlan, TreeNode};
 
 /// What one plan node did: rows it produced and time spent in its own work (its inputs' time
 /// is theirs).
@@ -113,7 +113,7 @@ impl Profile {
             "  ".repeat(depth),
             describe(plan)
         );
-        for child in plan.inputs() {
+        for child in plan.children() {
             self.render_node(child, depth + 1, out);
         }
     }

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow::array::{MutableArrayData, RecordBatch, RecordBatchOptions, make_array};
-use pondra_planner::{Expr, ExternalTable, PhysicalPlan};
+use pondra_planner::{Expr, ExternalTable, PhysicalPlan, TreeNode};
 
 use crate::Result;
 use crate::join::HashJoin;
@@ -100,10 +100,10 @@ impl RepeatedScans {
                 PhysicalPlan::Filter { predicate, .. } => Some(predicate),
                 _ => None,
             };
-            for input in node.inputs() {
+            for input in node.children() {
                 add(input, predicate);
             }
-        })?;
+        });
         // An unfiltered scan of a table that filtered scans read too reads their columns.
         for (table, (count, columns)) in filtered {
             if let Some((unfiltered, read)) = scans.get_mut(&table) {

@@ -3,14 +3,11 @@
 //! subquery that takes the view's maximum. An aggregation whose plan occurs more than once in
 //! the query and its subqueries keeps its rows for the other occurrences.
 
-use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow::array::RecordBatch;
-use pondra_planner::{Expr, PhysicalPlan, Subquery, create_physical_plan};
-
-use crate::Result;
+use pondra_planner::{Expr, PhysicalPlan, PlanNode, Subquery, TreeNode, create_physical_plan};
 
 #[derive(Default)]
 pub struct SharedAggregates {
@@ -23,19 +20,18 @@ pub struct SharedAggregates {
 impl SharedAggregates {
     /// Finds the aggregations that `plan` and its subqueries compute more than once. Only the
     /// first plan counts: the others are its subqueries.
-    pub fn find_repeated(&self, plan: &PhysicalPlan) -> Result<()> {
+    pub fn find_repeated(&self, plan: &PhysicalPlan) {
         if self.repeated.get().is_some() {
-            return Ok(());
+            return;
         }
         let mut counts = HashMap::new();
-        count_aggregates(plan, &mut counts)?;
+        count_aggregates(plan, &mut counts);
         let repeated = counts
             .into_iter()
             .filter(|(_, count)| *count > 1)
             .map(|(text, _)| text)
             .collect();
         let _ = self.repeated.set(repeated);
-        Ok(())
     }
 
     /// The key under which an aggregation's rows are kept, when it occurs more than once.
@@ -64,49 +60,34 @@ impl SharedAggregates {
 /// Counts each aggregation of `plan` and of the scalar subqueries in its expressions by its
 /// plan text. An aggregation that reads a recursive CTE's working table is left out: it is
 /// computed again on every step, over other rows.
-fn count_aggregates(plan: &PhysicalPlan, counts: &mut HashMap<String, usize>) -> Result<()> {
+fn count_aggregates(plan: &PhysicalPlan, counts: &mut HashMap<String, usize>) {
     for_each_node(plan, &mut |node| {
         if matches!(node, PhysicalPlan::HashAggregate { .. }) && !reads_working_table(node) {
             *counts.entry(format!("{node:?}")).or_default() += 1;
         }
-    })
+    });
 }
 
 /// Calls `visit` on every node of `plan` and of the plans of the scalar subqueries in its
 /// expressions, nested ones too.
-pub fn for_each_node(plan: &PhysicalPlan, visit: &mut dyn FnMut(&PhysicalPlan)) -> Result<()> {
-    visit_nodes(plan, visit);
-    for subquery in subqueries(plan)? {
-        for_each_node(&create_physical_plan(&subquery.0), visit)?;
-    }
-    Ok(())
-}
-
-/// Calls `visit` on every node of `plan` itself, not of its subqueries.
-fn visit_nodes(plan: &PhysicalPlan, visit: &mut dyn FnMut(&PhysicalPlan)) {
-    visit(plan);
-    for input in plan.inputs() {
-        visit_nodes(input, visit);
+pub fn for_each_node(plan: &PhysicalPlan, visit: &mut dyn FnMut(&PhysicalPlan)) {
+    plan.visit(visit);
+    for subquery in subqueries(plan) {
+        for_each_node(&create_physical_plan(&subquery.0), visit);
     }
 }
 
 fn reads_working_table(plan: &PhysicalPlan) -> bool {
-    matches!(plan, PhysicalPlan::WorkingTable { .. })
-        || plan.inputs().into_iter().any(reads_working_table)
+    plan.exists(&mut |node| matches!(node, PhysicalPlan::WorkingTable { .. }))
 }
 
 /// The scalar subqueries in the expressions of `plan` (not those nested in them).
-fn subqueries(plan: &PhysicalPlan) -> Result<Vec<Subquery>> {
-    let found = RefCell::new(Vec::new());
-    let mut collect = |expr: &Expr| {
-        expr.any(&|e| {
-            if let Expr::ScalarSubquery(subquery) = e {
-                found.borrow_mut().push(subquery.clone());
-            }
-            false
-        });
-        Ok(expr.clone())
-    };
-    crate::subquery::map_plan(plan, &mut collect)?;
-    Ok(found.into_inner())
+fn subqueries(plan: &PhysicalPlan) -> Vec<Subquery> {
+    let mut found = Vec::new();
+    plan.visit_exprs(&mut |expr| {
+        if let Expr::ScalarSubquery(subquery) = expr {
+            found.push(subquery.clone());
+        }
+    });
+    found
 }

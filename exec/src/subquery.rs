@@ -2,15 +2,16 @@
 //! become constants in its expressions.
 
 use arrow::array::Array;
-use pondra_planner::{Expr, PhysicalPlan, ScalarValue, create_physical_plan};
+use pondra_planner::{Expr, PhysicalPlan, PlanNode, ScalarValue, create_physical_plan};
 
 use crate::pipeline::{ExecContext, execute};
 use crate::{ExecError, Result};
 
 /// The plan with every scalar subquery in its expressions replaced by its value.
 pub fn resolve_subqueries(plan: &PhysicalPlan, ctx: &ExecContext) -> Result<PhysicalPlan> {
-    let mut resolve = |e: &Expr| resolve_expr(e, ctx);
-    map_plan(plan, &mut resolve)
+    let mut resolved = plan.clone();
+    resolved.map_exprs(&mut |e| resolve_expr(e, ctx))?;
+    Ok(resolved)
 }
 
 fn resolve_expr(expr: &Expr, ctx: &ExecContext) -> Result<Expr> {
@@ -75,145 +76,5 @@ fn scalar_at(array: &dyn Array, row: usize) -> Result<ScalarValue> {
             array.as_primitive::<TimestampMicrosecondType>().value(row),
         ),
         _ => ScalarValue::Single(array.slice(row, 1)),
-    })
-}
-
-/// The plan with `f` applied to every expression in it (including inputs).
-pub(crate) fn map_plan(
-    plan: &PhysicalPlan,
-    f: &mut dyn FnMut(&Expr) -> Result<Expr>,
-) -> Result<PhysicalPlan> {
-    let exprs = |list: &[Expr], f: &mut dyn FnMut(&Expr) -> Result<Expr>| {
-        list.iter().map(&mut *f).collect::<Result<Vec<_>>>()
-    };
-    Ok(match plan {
-        PhysicalPlan::TableScan { .. }
-        | PhysicalPlan::ParquetScan { .. }
-        | PhysicalPlan::WorkingTable { .. }
-        | PhysicalPlan::Input { .. } => plan.clone(),
-        PhysicalPlan::RecursiveCte {
-            anchor,
-            step,
-            id,
-            distinct,
-        } => PhysicalPlan::RecursiveCte {
-            anchor: Box::new(map_plan(anchor, f)?),
-            step: Box::new(map_plan(step, f)?),
-            id: *id,
-            distinct: *distinct,
-        },
-        PhysicalPlan::Values { schema, rows } => PhysicalPlan::Values {
-            schema: schema.clone(),
-            rows: rows
-                .iter()
-                .map(|r| exprs(r, f))
-                .collect::<Result<Vec<_>>>()?,
-        },
-        PhysicalPlan::Filter { input, predicate } => PhysicalPlan::Filter {
-            input: Box::new(map_plan(input, f)?),
-            predicate: f(predicate)?,
-        },
-        PhysicalPlan::Unnest {
-            input,
-            array,
-            schema,
-        } => PhysicalPlan::Unnest {
-            input: Box::new(map_plan(input, f)?),
-            array: f(array)?,
-            schema: schema.clone(),
-        },
-        PhysicalPlan::Projection {
-            input,
-            exprs: list,
-            schema,
-        } => PhysicalPlan::Projection {
-            input: Box::new(map_plan(input, f)?),
-            exprs: exprs(list, f)?,
-            schema: schema.clone(),
-        },
-        PhysicalPlan::HashAggregate {
-            input,
-            group,
-            aggregates,
-            schema,
-        } => {
-            let mut aggregates = aggregates.clone();
-            for a in &mut aggregates {
-                if let Some(arg) = &a.arg {
-                    a.arg = Some(f(arg)?);
-                }
-                for key in &mut a.order {
-                    key.expr = f(&key.expr)?;
-                }
-            }
-            PhysicalPlan::HashAggregate {
-                input: Box::new(map_plan(input, f)?),
-                group: exprs(group, f)?,
-                aggregates,
-                schema: schema.clone(),
-            }
-        }
-        PhysicalPlan::Sort { input, keys, fetch } => {
-            let mut keys = keys.clone();
-            for k in &mut keys {
-                k.expr = f(&k.expr)?;
-            }
-            PhysicalPlan::Sort {
-                input: Box::new(map_plan(input, f)?),
-                keys,
-                fetch: *fetch,
-            }
-        }
-        PhysicalPlan::Window {
-            input,
-            exprs,
-            schema,
-        } => {
-            let mut exprs = exprs.clone();
-            for w in &mut exprs {
-                for e in w.args.iter_mut().chain(w.partition_by.iter_mut()) {
-                    *e = f(e)?;
-                }
-                for k in &mut w.order_by {
-                    k.expr = f(&k.expr)?;
-                }
-            }
-            PhysicalPlan::Window {
-                input: Box::new(map_plan(input, f)?),
-                exprs,
-                schema: schema.clone(),
-            }
-        }
-        PhysicalPlan::Union { inputs, schema } => PhysicalPlan::Union {
-            inputs: inputs
-                .iter()
-                .map(|i| map_plan(i, f))
-                .collect::<Result<Vec<_>>>()?,
-            schema: schema.clone(),
-        },
-        PhysicalPlan::Limit { input, skip, fetch } => PhysicalPlan::Limit {
-            input: Box::new(map_plan(input, f)?),
-            skip: *skip,
-            fetch: *fetch,
-        },
-        PhysicalPlan::HashJoin {
-            left,
-            right,
-            kind,
-            left_keys,
-            right_keys,
-            filter,
-            schema,
-            estimate,
-        } => PhysicalPlan::HashJoin {
-            left: Box::new(map_plan(left, f)?),
-            right: Box::new(map_plan(right, f)?),
-            kind: *kind,
-            left_keys: exprs(left_keys, f)?,
-            right_keys: exprs(right_keys, f)?,
-            filter: filter.as_ref().map(&mut *f).transpose()?,
-            schema: schema.clone(),
-            estimate: *estimate,
-        },
     })
 }

@@ -3,6 +3,7 @@ use std::fmt;
 use arrow::datatypes::DataType;
 
 use crate::scalar::ScalarValue;
+use crate::tree::TreeNode;
 
 /// A bound, typed scalar expression over the columns of its input.
 #[derive(Clone, Debug, PartialEq)]
@@ -431,15 +432,7 @@ impl Expr {
 
     /// True when `pred` holds for this expression or any expression inside it.
     pub fn any(&self, pred: &dyn Fn(&Expr) -> bool) -> bool {
-        if pred(self) {
-            return true;
-        }
-        let mut found = false;
-        self.map_children(&mut |e| {
-            found = found || e.any(pred);
-            e.clone()
-        });
-        found
+        self.exists(&mut |e| pred(e))
     }
 
     /// True when the expression reads a column of an enclosing query.
@@ -457,13 +450,10 @@ impl Expr {
     }
 
     fn collect_columns(&self, out: &mut Vec<usize>) {
-        if let Expr::Column { index, .. } = self {
-            out.push(*index);
-            return;
-        }
-        self.map_children(&mut |e| {
-            e.collect_columns(out);
-            e.clone()
+        self.visit(&mut |e| {
+            if let Expr::Column { index, .. } = e {
+                out.push(*index);
+            }
         });
     }
 

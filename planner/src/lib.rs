@@ -17,6 +17,7 @@ mod plan;
 mod scalar;
 mod semi_pushdown;
 mod system_tables;
+mod tree;
 mod types;
 mod view;
 
@@ -32,6 +33,7 @@ pub use physical::{PhysicalPlan, create_physical_plan};
 pub use plan::{Plan, RewriteKind};
 pub use scalar::ScalarValue;
 pub use system_tables::SERVER_VERSION;
+pub use tree::{PlanNode, TreeNode};
 pub use types::{common_numeric_type, is_numeric, sql_type_from_ast};
 pub use types::{expanded_array_type, push_array_item};
 pub use view::{ViewPlan, load_view, plan_view};

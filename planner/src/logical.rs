@@ -6,6 +6,7 @@ use pondra_catalog::TableDef;
 
 use crate::cardinality::JoinEstimate;
 use crate::external::ExternalTable;
+use crate::tree::{PlanNode, TreeNode};
 
 use crate::expr::{AggregateCall, Expr, JoinKind, SortKey, WindowExpr};
 
@@ -115,69 +116,9 @@ impl LogicalPlan {
         }
     }
 
-    /// The plans this node reads.
-    pub fn children(&self) -> Vec<&LogicalPlan> {
-        match self {
-            LogicalPlan::Union { inputs, .. } => inputs.iter().collect(),
-            LogicalPlan::Join { left, right, .. } => vec![left, right],
-            LogicalPlan::RecursiveCte { anchor, step, .. } => vec![anchor, step],
-            other => other.input().into_iter().collect(),
-        }
-    }
-
-    /// True when `pred` holds for this node or any node under it.
-    pub fn any_node(&self, pred: &dyn Fn(&LogicalPlan) -> bool) -> bool {
-        pred(self) || self.children().iter().any(|c| c.any_node(pred))
-    }
-
-    /// True when `pred` holds for any expression anywhere in the plan.
-    pub fn any_expr(&self, pred: &dyn Fn(&Expr) -> bool) -> bool {
-        let here = match self {
-            LogicalPlan::Scan { .. }
-            | LogicalPlan::ParquetScan { .. }
-            | LogicalPlan::Input { .. }
-            | LogicalPlan::WorkingTable { .. }
-            | LogicalPlan::Limit { .. } => false,
-            LogicalPlan::RecursiveCte { anchor, step, .. } => {
-                return anchor.any_expr(pred) || step.any_expr(pred);
-            }
-            LogicalPlan::Values { rows, .. } => rows.iter().flatten().any(|e| e.any(pred)),
-            LogicalPlan::Filter { predicate, .. } => predicate.any(pred),
-            LogicalPlan::Unnest { array, .. } => array.any(pred),
-            LogicalPlan::Project { exprs, .. } => exprs.iter().any(|e| e.any(pred)),
-            LogicalPlan::Aggregate {
-                group, aggregates, ..
-            } => {
-                group.iter().any(|e| e.any(pred))
-                    || aggregates.iter().any(|a| a.exprs().any(|e| e.any(pred)))
-            }
-            LogicalPlan::Sort { keys, .. } => keys.iter().any(|k| k.expr.any(pred)),
-            LogicalPlan::Window { exprs, .. } => exprs.iter().any(|w| {
-                w.args.iter().chain(&w.partition_by).any(|e| e.any(pred))
-                    || w.order_by.iter().any(|k| k.expr.any(pred))
-            }),
-            LogicalPlan::Union { inputs, .. } => {
-                return inputs.iter().any(|i| i.any_expr(pred));
-            }
-            LogicalPlan::Join {
-                left,
-                right,
-                on,
-                filter,
-                ..
-            } => {
-                return on.iter().any(|(l, r)| l.any(pred) || r.any(pred))
-                    || filter.as_ref().is_some_and(|f| f.any(pred))
-                    || left.any_expr(pred)
-                    || right.any_expr(pred);
-            }
-        };
-        here || self.input().is_some_and(|i| i.any_expr(pred))
-    }
-
     /// True when the plan reads columns of an enclosing query (a correlated subquery).
     pub fn has_outer(&self) -> bool {
-        self.any_expr(&|e| matches!(e, Expr::OuterColumn { .. }))
+        self.any_expr(&mut |e| matches!(e, Expr::OuterColumn { .. }))
     }
 
     /// A projection of `exprs` named `names`.
@@ -373,24 +314,13 @@ impl LogicalPlan {
             .fmt_indent(f, depth + 1)
     }
 
-    /// The single input of a non-leaf node.
+    /// The single input of a node that reads one (not a join, a union or a recursive CTE).
     pub fn input(&self) -> Option<&LogicalPlan> {
         match self {
-            LogicalPlan::Scan { .. }
-            | LogicalPlan::ParquetScan { .. }
-            | LogicalPlan::Input { .. }
-            | LogicalPlan::WorkingTable { .. }
-            | LogicalPlan::Values { .. } => None,
-            LogicalPlan::Filter { input, .. }
-            | LogicalPlan::Project { input, .. }
-            | LogicalPlan::Aggregate { input, .. }
-            | LogicalPlan::Sort { input, .. }
-            | LogicalPlan::Window { input, .. }
-            | LogicalPlan::Unnest { input, .. }
-            | LogicalPlan::Limit { input, .. } => Some(input),
             LogicalPlan::Join { .. }
             | LogicalPlan::Union { .. }
             | LogicalPlan::RecursiveCte { .. } => None,
+            _ => self.children().first().copied(),
         }
     }
 }

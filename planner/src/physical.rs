@@ -8,6 +8,7 @@ use crate::expr::{AggregateCall, AggregateFunction, Expr, JoinKind, SortKey, Win
 use crate::external::ExternalTable;
 use crate::logical::LogicalPlan;
 use crate::scalar::ScalarValue;
+use crate::tree::TreeNode;
 
 /// The plan `exec` runs: operators chosen for each logical node.
 #[derive(Clone, Debug)]
@@ -130,27 +131,6 @@ impl PhysicalPlan {
             PhysicalPlan::RecursiveCte { anchor, .. } => anchor.schema(),
         }
     }
-
-    /// The plans whose rows this one reads.
-    pub fn inputs(&self) -> Vec<&PhysicalPlan> {
-        match self {
-            PhysicalPlan::TableScan { .. }
-            | PhysicalPlan::Input { .. }
-            | PhysicalPlan::ParquetScan { .. }
-            | PhysicalPlan::Values { .. }
-            | PhysicalPlan::WorkingTable { .. } => vec![],
-            PhysicalPlan::Window { input, .. }
-            | PhysicalPlan::Filter { input, .. }
-            | PhysicalPlan::Unnest { input, .. }
-            | PhysicalPlan::Projection { input, .. }
-            | PhysicalPlan::HashAggregate { input, .. }
-            | PhysicalPlan::Sort { input, .. }
-            | PhysicalPlan::Limit { input, .. } => vec![input],
-            PhysicalPlan::Union { inputs, .. } => inputs.iter().collect(),
-            PhysicalPlan::RecursiveCte { anchor, step, .. } => vec![anchor, step],
-            PhysicalPlan::HashJoin { left, right, .. } => vec![left, right],
-        }
-    }
 }
 
 /// Chooses the physical operators for a logical plan. Scans read only the columns the plan
@@ -162,14 +142,12 @@ pub fn create_physical_plan(plan: &LogicalPlan) -> PhysicalPlan {
 
 /// The columns of `expr`'s input it reads, marked in `used`.
 fn mark_columns(expr: &Expr, used: &mut [bool]) {
-    let cell = std::cell::RefCell::new(used);
-    expr.any(&|e| {
+    expr.visit(&mut |e| {
         if let Expr::Column { index, .. } = e
-            && let Some(slot) = cell.borrow_mut().get_mut(*index)
+            && let Some(slot) = used.get_mut(*index)
         {
             *slot = true;
         }
-        false
     });
 }
 

@@ -9,6 +9,7 @@ use super::from::rename_columns;
 use super::scope::normalize;
 use crate::expr::Expr;
 use crate::logical::LogicalPlan;
+use crate::tree::TreeNode;
 use crate::{Result, bind_err};
 
 /// Numbers recursive CTEs, so that each step reads its own working table.
@@ -48,7 +49,7 @@ impl Binder<'_> {
         let step = self.bind_query(&part(right));
         self.ctes.borrow_mut().pop();
         let step = step?;
-        if !step.any_node(&|n| matches!(n, LogicalPlan::WorkingTable { id: i, .. } if *i == id)) {
+        if !step.exists(&mut |n| matches!(n, LogicalPlan::WorkingTable { id: i, .. } if *i == id)) {
             return Ok(None);
         }
         let step_schema = step.schema();
