@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow::array::RecordBatch;
-use pondra_planner::{Expr, PhysicalPlan, PlanNode, Subquery, TreeNode, create_physical_plan};
+use pondra_planner::{Expr, PhysicalPlan, PlanNode, Subquery, TreeNode};
 
 #[derive(Default)]
 pub struct SharedAggregates {
@@ -73,7 +73,9 @@ fn count_aggregates(plan: &PhysicalPlan, counts: &mut HashMap<String, usize>) {
 pub fn for_each_node(plan: &PhysicalPlan, visit: &mut dyn FnMut(&PhysicalPlan)) {
     plan.visit(visit);
     for subquery in subqueries(plan) {
-        for_each_node(&create_physical_plan(&subquery.0), visit);
+        if let Some(physical) = &subquery.physical {
+            for_each_node(physical, visit);
+        }
     }
 }
 

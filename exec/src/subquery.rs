@@ -1,8 +1,8 @@
 //! Uncorrelated scalar subqueries are computed once, before the plan that uses them runs, and
-//! become constants in its expressions.
+//! become constants in its expressions. Their plans were made with the plan holding them.
 
 use arrow::array::Array;
-use pondra_planner::{Expr, PhysicalPlan, PlanNode, ScalarValue, create_physical_plan};
+use pondra_planner::{Expr, PhysicalPlan, PlanNode, ScalarValue};
 
 use crate::pipeline::{ExecContext, execute};
 use crate::{ExecError, Result};
@@ -19,8 +19,10 @@ fn resolve_expr(expr: &Expr, ctx: &ExecContext) -> Result<Expr> {
         return Ok(expr.clone());
     }
     if let Expr::ScalarSubquery(subquery) = expr {
-        let physical = create_physical_plan(&subquery.0);
-        let batches = execute(&physical, ctx)?;
+        let physical = subquery.physical.as_deref().ok_or_else(|| {
+            ExecError::Execution("internal error: a subquery reached execution unplanned".into())
+        })?;
+        let batches = execute(physical, ctx)?;
         let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
         if rows > 1 {
             return Err(ExecError::Execution(

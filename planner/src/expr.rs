@@ -64,11 +64,26 @@ pub enum Expr {
 /// A subquery's plan inside an expression. Two subqueries are the same only if they are the
 /// same object.
 #[derive(Clone, Debug)]
-pub struct Subquery(pub std::sync::Arc<crate::logical::LogicalPlan>);
+pub struct Subquery {
+    pub plan: std::sync::Arc<crate::logical::LogicalPlan>,
+    /// The plan that computes it, made when the plan holding the expression is planned
+    /// (`create_physical_plan`), so that running a query plans nothing; `None` in a logical plan.
+    pub physical: Option<std::sync::Arc<crate::physical::PhysicalPlan>>,
+}
+
+impl Subquery {
+    /// A subquery not planned yet.
+    pub fn new(plan: crate::logical::LogicalPlan) -> Subquery {
+        Subquery {
+            plan: std::sync::Arc::new(plan),
+            physical: None,
+        }
+    }
+}
 
 impl PartialEq for Subquery {
     fn eq(&self, other: &Self) -> bool {
-        std::sync::Arc::ptr_eq(&self.0, &other.0)
+        std::sync::Arc::ptr_eq(&self.plan, &other.plan)
     }
 }
 
@@ -488,7 +503,7 @@ impl Expr {
             Expr::Column { data_type, .. } | Expr::OuterColumn { data_type, .. } => {
                 data_type.clone()
             }
-            Expr::ScalarSubquery(subquery) => subquery.0.schema().field(0).data_type().clone(),
+            Expr::ScalarSubquery(subquery) => subquery.plan.schema().field(0).data_type().clone(),
             Expr::Literal(value) => value.data_type(),
             Expr::Binary { op, left, .. } => {
                 if op.is_comparison() || matches!(op, BinaryOp::And | BinaryOp::Or) {

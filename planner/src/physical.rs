@@ -8,7 +8,7 @@ use crate::expr::{AggregateCall, AggregateFunction, Expr, JoinKind, SortKey, Win
 use crate::external::ExternalTable;
 use crate::logical::LogicalPlan;
 use crate::scalar::ScalarValue;
-use crate::tree::TreeNode;
+use crate::tree::{PlanNode, TreeNode};
 
 /// The plan `exec` runs: operators chosen for each logical node.
 #[derive(Clone, Debug)]
@@ -137,7 +137,27 @@ impl PhysicalPlan {
 /// above them uses.
 pub fn create_physical_plan(plan: &LogicalPlan) -> PhysicalPlan {
     let all = vec![true; plan.schema().fields().len()];
-    build(plan, &all)
+    let mut physical = build(plan, &all);
+    plan_subqueries(&mut physical);
+    physical
+}
+
+/// Plans the scalar subqueries in the expressions of `plan` (and theirs, in turn), so that
+/// running it plans nothing.
+fn plan_subqueries(plan: &mut PhysicalPlan) {
+    let Ok(()) = plan.transform_up(&mut |node| {
+        for expr in node.exprs_mut() {
+            expr.transform_up(&mut |e| {
+                if let Expr::ScalarSubquery(subquery) = e
+                    && subquery.physical.is_none()
+                {
+                    subquery.physical = Some(Arc::new(create_physical_plan(&subquery.plan)));
+                }
+                Ok::<_, std::convert::Infallible>(())
+            })?;
+        }
+        Ok::<_, std::convert::Infallible>(())
+    });
 }
 
 /// The columns of `expr`'s input it reads, marked in `used`.
@@ -625,4 +645,43 @@ fn join_side_columns(
         }
     }
     needed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::Subquery;
+    use crate::tree::PlanNode;
+
+    /// `SELECT (SELECT <value>)`: one row, one column, the subquery's value.
+    fn select_of(value: Expr) -> LogicalPlan {
+        let one_row = LogicalPlan::Values {
+            schema: Arc::new(Schema::empty()),
+            rows: vec![vec![]],
+        };
+        one_row.project(vec![value], vec!["value".into()])
+    }
+
+    #[test]
+    fn scalar_subqueries_are_planned_with_the_plan_that_holds_them() {
+        let innermost = select_of(Expr::Literal(ScalarValue::Int64(7)));
+        let inner = select_of(Expr::ScalarSubquery(Subquery::new(innermost)));
+        let outer = select_of(Expr::ScalarSubquery(Subquery::new(inner)));
+        let physical = create_physical_plan(&outer);
+        let subqueries_of = |plan: &PhysicalPlan| {
+            let mut planned = Vec::new();
+            plan.visit_exprs(&mut |e| {
+                if let Expr::ScalarSubquery(subquery) = e {
+                    planned.push(subquery.physical.clone());
+                }
+            });
+            planned
+        };
+        let planned = subqueries_of(&physical);
+        assert_eq!(planned.len(), 1);
+        let inner = planned[0].clone().expect("the subquery was planned");
+        let planned = subqueries_of(&inner);
+        assert_eq!(planned.len(), 1);
+        assert!(planned[0].is_some(), "the nested subquery was planned too");
+    }
 }

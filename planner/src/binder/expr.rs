@@ -887,9 +887,7 @@ pub(super) fn single_column(plan: &crate::logical::LogicalPlan) -> Result<DataTy
 
 pub(super) fn scalar_value(plan: crate::logical::LogicalPlan) -> Result<Expr> {
     single_column(&plan)?;
-    Ok(Expr::ScalarSubquery(crate::expr::Subquery(
-        std::sync::Arc::new(plan),
-    )))
+    Ok(Expr::ScalarSubquery(crate::expr::Subquery::new(plan)))
 }
 
 pub(super) fn resolve_column(
