@@ -288,8 +288,7 @@ pub fn execute_profiled(
     ctx.shared.find_repeated(plan);
     ctx.repeated.find_repeated(plan)?;
     let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
-    // The subqueries ran on plans now freed, whose nodes' addresses the resolved plan's nodes
-    // may have taken: their stats are not this plan's.
+    // The subqueries' nodes were profiled as they ran; only this plan's nodes are shown.
     profile.clear();
     let rows = run_pipeline(&plan, collect(ctx), None, ctx)?;
     Ok((rows, profile.render(&plan)))

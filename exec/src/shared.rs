@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow::array::RecordBatch;
-use pondra_planner::{Expr, PhysicalPlan, PlanNode, Subquery, TreeNode};
+use pondra_planner::{Expr, PhysicalPlan, PlanNode, TreeNode};
 
 #[derive(Default)]
 pub struct SharedAggregates {
@@ -72,10 +72,8 @@ fn count_aggregates(plan: &PhysicalPlan, counts: &mut HashMap<String, usize>) {
 /// expressions, nested ones too.
 pub fn for_each_node(plan: &PhysicalPlan, visit: &mut dyn FnMut(&PhysicalPlan)) {
     plan.visit(visit);
-    for subquery in subqueries(plan) {
-        if let Some(physical) = &subquery.physical {
-            for_each_node(physical, visit);
-        }
+    for subquery in subquery_plans(plan) {
+        for_each_node(&subquery, visit);
     }
 }
 
@@ -83,12 +81,12 @@ fn reads_working_table(plan: &PhysicalPlan) -> bool {
     plan.exists(&mut |node| matches!(node, PhysicalPlan::WorkingTable { .. }))
 }
 
-/// The scalar subqueries in the expressions of `plan` (not those nested in them).
-fn subqueries(plan: &PhysicalPlan) -> Vec<Subquery> {
+/// The plans of the scalar subqueries in the expressions of `plan` (not those nested in them).
+fn subquery_plans(plan: &PhysicalPlan) -> Vec<Arc<PhysicalPlan>> {
     let mut found = Vec::new();
     plan.visit_exprs(&mut |expr| {
         if let Expr::ScalarSubquery(subquery) = expr {
-            found.push(subquery.clone());
+            found.extend(subquery.physical.clone());
         }
     });
     found
