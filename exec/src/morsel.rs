@@ -1,19 +1,24 @@
-//! The morsels of a scan: the units of rows worker threads take one at a time. A lake table's
-//! are its Parquet files and log segments; Parquet files read in place are split by row group.
+//! The morsels of a scan: the units of rows worker threads take one at a time. One scan reads
+//! lake tables and files in place alike: Parquet files row group by row group (a lake
+//! table's data files and Parquet files read in place), then a lake table's log tail segment by
+//! segment; CSV and JSON files are read whole.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arrow::array::{BooleanArray, RecordBatch};
+use arrow::datatypes::SchemaRef;
 use pondra_planner::{ExternalFile, FileFormat, PhysicalPlan};
 use pondra_storage::{
-    read_csv_file, read_json_file, read_parquet_row_group, read_parquet_row_group_where,
+    ColumnFooterStats, DistinctSample, FileSource, ParquetFooter, read_csv_file, read_json_file,
+    read_parquet_row_group, read_parquet_row_group_where,
 };
-
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::Result;
 use crate::dictionary_filter::AnswerCache;
 use crate::pipeline::ExecContext;
 use crate::prune::pages_kept;
-use crate::scan::{Morsel, as_schema, read_morsel, table_morsels_where, widen};
+use crate::scan::{Morsel, as_schema, read_morsel, widen};
 use crate::scan_filter::ScanFilter;
 
 /// The morsels of a scan: units to read, or the rows an earlier scan of the same table kept
@@ -32,11 +37,19 @@ impl Morsels<'_> {
     }
 }
 
+/// A Parquet file a scan reads row group by row group, with its parsed footer.
+pub struct ScanFile {
+    pub source: FileSource,
+    pub footer: ParquetFooter,
+}
+
 /// One morsel of a scan.
 pub enum ScanUnit<'p> {
+    /// A log segment of a lake table; or one of its data files read whole, when the file's
+    /// columns are not the table's.
     Table(Morsel),
     RowGroup {
-        file: &'p ExternalFile,
+        file: Arc<ScanFile>,
         row_group: usize,
     },
     TextFile(&'p ExternalFile),
@@ -54,47 +67,126 @@ pub struct PagePruning<'a> {
     pub skipped: AtomicUsize,
 }
 
+/// Whether `node` is a scan: of a lake table or of files read in place.
+pub fn is_scan(node: &PhysicalPlan) -> bool {
+    matches!(
+        node,
+        PhysicalPlan::TableScan { .. } | PhysicalPlan::ParquetScan { .. }
+    )
+}
+
+/// What the files of scan `node` say of its rows and columns: the catalog's statistics of a
+/// lake table's data files (the log tail not counted), or the footers of files read in place.
+pub struct ScanStatistics {
+    pub rows: u64,
+    pub columns: Vec<ColumnFooterStats>,
+    /// Whether the rows come from Parquet files, whose string columns may be read as
+    /// dictionaries.
+    pub parquet: bool,
+}
+
+impl ScanStatistics {
+    pub fn of(node: &PhysicalPlan, ctx: &ExecContext) -> Option<ScanStatistics> {
+        match node {
+            PhysicalPlan::ParquetScan { table, .. } => Some(ScanStatistics {
+                rows: table.files.iter().map(|f| f.rows).sum(),
+                columns: table.columns.clone(),
+                parquet: table.format == FileFormat::Parquet,
+            }),
+            PhysicalPlan::TableScan { table, .. } => {
+                let statistics = ctx.snapshot.table_statistics(table.id)?;
+                let sampled = u32::try_from(statistics.rows).unwrap_or(u32::MAX);
+                let columns = statistics.columns.iter().map(|column| ColumnFooterStats {
+                    min: column.min,
+                    max: column.max,
+                    nulls: Some(column.nulls),
+                    // The sketch covers every row of the files: a sample of all of them.
+                    sample: Some(DistinctSample {
+                        rows: sampled,
+                        distinct: (column.distinct.estimate().round() as u32).min(sampled),
+                    }),
+                });
+                Some(ScanStatistics {
+                    rows: statistics.rows,
+                    columns: columns.collect(),
+                    parquet: true,
+                })
+            }
+            _ => None,
+        }
+    }
+
+    /// Of column `column`, how many distinct values how many rows held, when known.
+    pub fn sample(&self, column: usize) -> Option<DistinctSample> {
+        self.columns.get(column).and_then(|stats| stats.sample)
+    }
+}
+
 /// The morsels of a scan node, in the order a sequential scan reads them, without those whose
 /// statistics `may_hold` rules out; and how many were skipped. `None` if `node` is not a scan.
 pub fn scan_units<'p>(
     node: &'p PhysicalPlan,
     may_hold: &MayHold<'_>,
     ctx: &ExecContext,
-) -> Option<(Vec<ScanUnit<'p>>, usize)> {
+) -> Result<Option<(Vec<ScanUnit<'p>>, usize)>> {
     let mut skipped = 0;
     let mut units = Vec::new();
     match node {
         PhysicalPlan::TableScan { table, .. } => {
-            let morsels = table_morsels_where(&ctx.snapshot, table, |file| {
+            for file in ctx.snapshot.files(table.id) {
                 let range = |column: usize| {
                     let statistics = file.columns.get(column)?;
                     statistics.min.zip(statistics.max)
                 };
-                let keep = may_hold(&range);
-                skipped += usize::from(!keep);
-                keep
-            });
-            units.extend(morsels.into_iter().map(ScanUnit::Table));
+                if !may_hold(&range) {
+                    skipped += 1;
+                    continue;
+                }
+                let (source, footer) = ctx.runtime.block_on(ctx.lake.data_file(&file.path))?;
+                match footer.fields() == table.columns.len() {
+                    true => {
+                        let file = ScanFile { source, footer };
+                        skipped += add_row_groups(file, may_hold, &mut units);
+                    }
+                    false => units.push(ScanUnit::Table(Morsel::ParquetFile(file.path.clone()))),
+                }
+            }
+            let segments = ctx.snapshot.segments(table.id).iter();
+            units.extend(segments.map(|segment| ScanUnit::Table(Morsel::of_segment(segment))));
         }
         PhysicalPlan::ParquetScan { table, .. } => {
             for file in &table.files {
-                if table.format != FileFormat::Parquet {
+                let footer = file.footer.clone();
+                let Some(footer) = footer.filter(|_| table.format == FileFormat::Parquet) else {
                     units.push(ScanUnit::TextFile(file));
                     continue;
-                }
-                let footer = file.footer.as_ref().expect("a Parquet file has a footer");
-                for row_group in 0..file.row_groups {
-                    if may_hold(&|column| footer.row_group_range(row_group, column)) {
-                        units.push(ScanUnit::RowGroup { file, row_group });
-                    } else {
-                        skipped += 1;
-                    }
-                }
+                };
+                let file = ScanFile {
+                    source: file.source.clone(),
+                    footer,
+                };
+                skipped += add_row_groups(file, may_hold, &mut units);
             }
         }
-        _ => return None,
+        _ => return Ok(None),
     }
-    Some((units, skipped))
+    Ok(Some((units, skipped)))
+}
+
+/// Adds the row groups of `file` that `may_hold` keeps to `units`; returns how many it skipped.
+fn add_row_groups(file: ScanFile, may_hold: &MayHold<'_>, units: &mut Vec<ScanUnit<'_>>) -> usize {
+    let file = Arc::new(file);
+    let mut skipped = 0;
+    for row_group in 0..file.footer.row_groups() {
+        match may_hold(&|column| file.footer.row_group_range(row_group, column)) {
+            true => units.push(ScanUnit::RowGroup {
+                file: file.clone(),
+                row_group,
+            }),
+            false => skipped += 1,
+        }
+    }
+    skipped
 }
 
 /// Whether every unit's range of integer or date `column` is known, and no two overlap but at
@@ -105,8 +197,7 @@ pub fn units_clustered_on(units: &[ScanUnit<'_>], column: usize) -> bool {
         let ScanUnit::RowGroup { file, row_group } = unit else {
             return false;
         };
-        let footer = file.footer.as_ref();
-        match footer.and_then(|f| f.row_group_range(*row_group, column)) {
+        match file.footer.row_group_range(*row_group, column) {
             Some(range) => ranges.push(range),
             None => return false,
         }
@@ -117,7 +208,7 @@ pub fn units_clustered_on(units: &[ScanUnit<'_>], column: usize) -> bool {
 
 /// Reads one morsel of scan `node` as batches of the node's schema; with `filter`, only its
 /// rows the filter keeps. The string columns at `dictionaries` come as dictionaries from
-/// Parquet files read in place (ADR 0037), and plain from the other sources.
+/// Parquet files (ADR 0037), and plain from the other sources.
 pub fn read_unit(
     unit: &ScanUnit<'_>,
     node: &PhysicalPlan,
@@ -125,14 +216,13 @@ pub fn read_unit(
     dictionaries: &[usize],
     ctx: &ExecContext,
 ) -> Result<Vec<RecordBatch>> {
-    let read = match (unit, node) {
-        (
-            ScanUnit::Table(morsel),
-            PhysicalPlan::TableScan {
-                schema, columns, ..
-            },
-        ) => read_morsel(&ctx.lake, &ctx.runtime, morsel, schema, columns.as_deref())?,
-        (ScanUnit::TextFile(file), PhysicalPlan::ParquetScan { table, schema, .. }) => {
+    let (schema, columns) = scan_projection(node);
+    let read = match unit {
+        ScanUnit::Table(morsel) => read_morsel(&ctx.lake, &ctx.runtime, morsel, schema, columns)?,
+        ScanUnit::TextFile(file) => {
+            let PhysicalPlan::ParquetScan { table, .. } = node else {
+                unreachable!("text files are read by scans of files in place");
+            };
             let batches = match table.format {
                 FileFormat::Json => read_json_file(&file.source, &table.schema)?,
                 _ => read_csv_file(&file.source, &table.schema)?,
@@ -142,67 +232,96 @@ pub fn read_unit(
                 .map(|batch| as_schema(batch, schema))
                 .collect::<Result<_>>()?
         }
-        (
-            ScanUnit::RowGroup { file, row_group },
-            PhysicalPlan::ParquetScan {
-                schema, columns, ..
-            },
-        ) => {
-            let footer = file.footer.as_ref().expect("a Parquet file has a footer");
-            let ranges = match pages {
-                Some(pages) => {
-                    let (ranges, skipped) =
-                        pages_kept(footer, *row_group, &pages.columns, pages.may_hold);
-                    pages.skipped.fetch_add(skipped, Ordering::Relaxed);
-                    ranges
-                }
-                None => None,
-            };
-            if ranges.as_ref().is_some_and(Vec::is_empty) {
-                return Ok(Vec::new());
-            }
-            let ranges = ranges.as_deref();
-            if let (Some(filter), Some(columns)) = (filter, columns)
-                && filter.reads_first(columns)
-            {
-                let mut rows = 0;
-                let mut answers = AnswerCache::new();
-                let keep = |batch: &RecordBatch| -> Result<BooleanArray> {
-                    rows += batch.num_rows();
-                    filter.mask_read(batch, schema, &mut answers)
-                };
-                let read = read_parquet_row_group_where(
-                    &file.source,
-                    footer,
-                    (*row_group, ranges),
-                    (columns, filter.columns()),
-                    (filter.reads_dictionaries(), dictionaries),
-                    keep,
-                )?;
-                filter.count(rows, read.iter().map(RecordBatch::num_rows).sum());
-                let read = read
-                    .iter()
-                    .map(|batch| widen(batch, schema, columns))
-                    .collect::<Result<_>>()?;
-                return filter.apply_deferred(read);
-            }
-            let read = read_parquet_row_group(
-                &file.source,
-                footer,
-                (*row_group, ranges),
-                columns.as_deref(),
-                dictionaries,
-            )?;
-            match columns {
-                Some(columns) => read
-                    .iter()
-                    .map(|batch| widen(batch, schema, columns))
-                    .collect::<Result<_>>()?,
-                None => read,
-            }
+        ScanUnit::RowGroup { file, row_group } => {
+            let read = (file.as_ref(), *row_group);
+            return read_row_group(read, (schema, columns), (filter, pages), dictionaries);
         }
-        _ => unreachable!("a scan unit is read by the scan that made it"),
     };
+    match filter {
+        Some(filter) => filter.apply(read),
+        None => Ok(read),
+    }
+}
+
+/// A scan node's schema and the columns it reads, when not all.
+fn scan_projection(node: &PhysicalPlan) -> (&SchemaRef, Option<&[usize]>) {
+    match node {
+        PhysicalPlan::TableScan {
+            schema, columns, ..
+        }
+        | PhysicalPlan::ParquetScan {
+            schema, columns, ..
+        } => (schema, columns.as_deref()),
+        _ => unreachable!("a scan unit is read by the scan that made it"),
+    }
+}
+
+/// Reads one row group of a Parquet file as batches of `schema`, skipping the pages `pages`
+/// rules out; with `filter`, only the rows it keeps, reading its columns first when it can.
+fn read_row_group(
+    (file, row_group): (&ScanFile, usize),
+    (schema, columns): (&SchemaRef, Option<&[usize]>),
+    (filter, pages): (Option<&ScanFilter<'_>>, Option<&PagePruning<'_>>),
+    dictionaries: &[usize],
+) -> Result<Vec<RecordBatch>> {
+    let footer = &file.footer;
+    let ranges = match pages {
+        Some(pages) => {
+            let (ranges, skipped) = pages_kept(footer, row_group, &pages.columns, pages.may_hold);
+            pages.skipped.fetch_add(skipped, Ordering::Relaxed);
+            ranges
+        }
+        None => None,
+    };
+    if ranges.as_ref().is_some_and(Vec::is_empty) {
+        return Ok(Vec::new());
+    }
+    let ranges = ranges.as_deref();
+    if let (Some(filter), Some(columns)) = (filter, columns)
+        && filter.reads_first(columns)
+    {
+        let mut rows = 0;
+        let mut answers = AnswerCache::new();
+        let keep = |batch: &RecordBatch| -> Result<BooleanArray> {
+            rows += batch.num_rows();
+            filter.mask_read(batch, schema, &mut answers)
+        };
+        let read = read_parquet_row_group_where(
+            &file.source,
+            footer,
+            (row_group, ranges),
+            (columns, filter.columns()),
+            (filter.reads_dictionaries(), dictionaries),
+            keep,
+        )?;
+        filter.count(rows, read.iter().map(RecordBatch::num_rows).sum());
+        let read = read
+            .iter()
+            .map(|batch| widen(batch, schema, columns))
+            .collect::<Result<_>>()?;
+        return filter.apply_deferred(read);
+    }
+    let read = read_parquet_row_group(
+        &file.source,
+        footer,
+        (row_group, ranges),
+        columns,
+        dictionaries,
+    )?;
+    let every_column: Vec<usize>;
+    let columns = match columns {
+        Some(columns) => columns,
+        None => {
+            every_column = (0..schema.fields().len()).collect();
+            &every_column
+        }
+    };
+    // A lake file's batches carry its writer's field metadata, and may hold decimals wider
+    // than the table now declares: the plan's schema is the reader's truth.
+    let read = read
+        .iter()
+        .map(|batch| widen(batch, schema, columns))
+        .collect::<Result<Vec<_>>>()?;
     match filter {
         Some(filter) => filter.apply(read),
         None => Ok(read),

@@ -16,7 +16,7 @@ use crate::expr::{evaluate, evaluate_all};
 use crate::join::HashJoin;
 use crate::join_spill::{BuildSink, Built, JoinSpec, SpilledJoin};
 use crate::memory::{MemoryPool, Reservation};
-use crate::morsel::{Morsels, PagePruning, read_unit, scan_units};
+use crate::morsel::{Morsels, PagePruning, ScanStatistics, is_scan, read_unit, scan_units};
 use crate::ordered::{ANOTHER_WORKER_FAILED, OrderedDelivery};
 use crate::profile::{NodeStats, Profile};
 use crate::repeated_scans::{Repeat, RepeatedScans, ScanRecorder};
@@ -384,29 +384,28 @@ fn run_pipeline_into<'p>(
         stages.push(Stage { operator, stats });
     }
     stages.reverse();
-    // A filter right above a scan of Parquet files read in place is applied as they are read:
-    // the columns it reads first, the others only for the rows it keeps.
+    // A filter right above a scan is applied as its Parquet files are read: the columns it
+    // reads first, the others only for the rows it keeps.
     // Hash joins above such a scan drop, the same way, the rows whose keys their build sides
     // lack (`scan_filter`).
     // A filter right above an aggregation (HAVING) is applied to each part of its output as
     // the merge finishes it, so that the groups it drops are never all held at once.
     let mut filtered = None;
-    if let (PhysicalPlan::ParquetScan { .. } | PhysicalPlan::HashAggregate { .. }, Some(first)) =
-        (node, stages.first_mut())
-        && let Operator::Filter(predicate) = first.operator
+    let scan = is_scan(node);
+    if let (true, Some(first)) = (
+        scan || matches!(node, PhysicalPlan::HashAggregate { .. }),
+        stages.first_mut(),
+    ) && let Operator::Filter(predicate) = first.operator
     {
         filtered = Some(predicate);
         first.operator = Operator::Applied;
     }
     // Row groups and files whose statistics rule out the filter right above the scan, or the
     // keys of the joins it feeds, are not read (`prune`).
-    let pruning = match (node, stages.first().map(|s| &s.operator)) {
-        (PhysicalPlan::TableScan { .. }, Some(Operator::Filter(predicate))) => Some(*predicate),
-        (PhysicalPlan::ParquetScan { .. }, _) => filtered,
-        _ => None,
-    };
-    let scan_filter = match node {
-        PhysicalPlan::ParquetScan { .. } => {
+    let pruning = filtered.filter(|_| scan);
+    let statistics = ScanStatistics::of(node, ctx);
+    let scan_filter = match scan {
+        true => {
             let above = stages.iter().map(|stage| match &stage.operator {
                 Operator::Filter(_) | Operator::Applied => Above::RowFilter,
                 Operator::Projection(exprs, _) => Above::Projection(exprs),
@@ -418,9 +417,9 @@ fn run_pipeline_into<'p>(
                 Operator::Unnest(..) => Above::Other,
             });
             let joins = join_keys_over_scan(above, node.schema().fields().len());
-            ScanFilter::new(filtered, joins, node)
+            ScanFilter::new(filtered, joins, node, statistics.as_ref())
         }
-        _ => None,
+        false => None,
     };
     let scan_filter = scan_filter.as_ref();
     let plan_schema = node.schema();
@@ -447,7 +446,8 @@ fn run_pipeline_into<'p>(
             };
             let dictionaries = match (&repeat, &out.sink) {
                 (Repeat::Once, Sink::Aggregate(aggregate)) => {
-                    dictionary_key_columns(node, out.stages, filtered, aggregate)
+                    let read = (node, statistics.as_ref());
+                    dictionary_key_columns(read, out.stages, filtered, aggregate)
                 }
                 _ => Vec::new(),
             };
@@ -456,11 +456,11 @@ fn run_pipeline_into<'p>(
                 pruning.is_none_or(|p| crate::prune::may_match(p, &schema, range))
                     && scan_filter.is_none_or(|f| f.joins_may_match(&schema, range))
             };
-            let page_columns = match (node, &repeat) {
-                (PhysicalPlan::ParquetScan { .. }, Repeat::Once | Repeat::Keep { .. }) => {
+            let page_columns = match &repeat {
+                Repeat::Once | Repeat::Keep { .. } => {
                     crate::prune::ranged_columns(pruning, scan_filter, &schema)
                 }
-                _ => Vec::new(),
+                Repeat::Reuse { .. } => Vec::new(),
             };
             let pages = (!page_columns.is_empty()).then(|| PagePruning {
                 columns: page_columns,
@@ -476,7 +476,7 @@ fn run_pipeline_into<'p>(
                 }
                 _ => {
                     let (units, skipped) =
-                        scan_units(read, &may_hold, ctx).expect("a scan has morsels");
+                        scan_units(read, &may_hold, ctx)?.expect("a scan has morsels");
                     if let Some(stats) = &out.source_stats {
                         stats.add_skipped(skipped);
                     }
@@ -861,26 +861,20 @@ impl Source<'_, '_> {
     }
 }
 
-/// A string column of a Parquet file whose first rows held at most this many distinct values
+/// A string column of a Parquet scan whose sampled rows held at most this many distinct values
 /// is read as a dictionary when it is only a group key.
 const DICTIONARY_KEY_DISTINCT: u32 = 256;
 
-/// The string columns of Parquet scan `node` that pass up as dictionaries to `aggregate`
-/// (ADR 0037): group keys of few distinct values that only filters (`stages` and the one
-/// `applied` in the scan) come between, and that nothing but the grouping reads.
+/// The string columns of scan `node` that pass up as dictionaries to `aggregate` (ADR 0037):
+/// group keys of few distinct values that only filters (`stages` and the one `applied` in the
+/// scan) come between, and that nothing but the grouping reads.
 fn dictionary_key_columns(
-    node: &PhysicalPlan,
+    (node, statistics): (&PhysicalPlan, Option<&ScanStatistics>),
     stages: &[Stage<'_>],
     applied: Option<&Expr>,
     aggregate: &HashAggregateSink,
 ) -> Vec<usize> {
-    let PhysicalPlan::ParquetScan {
-        table,
-        columns,
-        schema,
-        ..
-    } = node
-    else {
+    let Some(statistics) = statistics.filter(|s| s.parquet) else {
         return Vec::new();
     };
     let mut read_by_filters: Vec<usize> = applied.map(Expr::column_indices).unwrap_or_default();
@@ -892,17 +886,15 @@ fn dictionary_key_columns(
         }
     }
     let few_distinct = |column: usize| {
-        let sample = table.columns.get(column).and_then(|stats| stats.sample);
+        let sample = statistics.sample(column);
         sample.is_some_and(|sample| sample.distinct <= DICTIONARY_KEY_DISTINCT)
     };
+    let schema = node.schema();
     aggregate
         .columns_read_only_as_keys()
         .into_iter()
         .filter(|&column| {
-            columns.as_ref().is_none_or(|read| read.contains(&column))
-                && !read_by_filters.contains(&column)
-                && schema.field(column).data_type() == &arrow::datatypes::DataType::Utf8
-                && table.format == pondra_planner::FileFormat::Parquet
+            schema.field(column).data_type() == &arrow::datatypes::DataType::Utf8
                 && few_distinct(column)
         })
         .collect()

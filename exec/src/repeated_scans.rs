@@ -1,4 +1,4 @@
-//! A Parquet scan that a query repeats reads its files once (ADR 0034). A decorrelated
+//! A scan that a query repeats reads its files once (ADR 0034). A decorrelated
 //! subquery often reads a table that the outer query reads too, narrowed by the same keys:
 //! TPC-H q2's subquery and outer query both read partsupp for the parts of one size and type,
 //! q17's both read lineitem for the parts of one brand and container, and q20 filters part by
@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow::array::{MutableArrayData, RecordBatch, RecordBatchOptions, make_array};
-use pondra_planner::{Expr, ExternalTable, PhysicalPlan, TreeNode};
+use pondra_planner::{Expr, PhysicalPlan, TreeNode};
 
 use crate::Result;
 use crate::join::HashJoin;
@@ -81,16 +81,14 @@ impl RepeatedScans {
         // Per table, the scans with a predicate: they may take an unfiltered scan's rows.
         let mut filtered: HashMap<String, (usize, Option<Vec<usize>>)> = HashMap::new();
         let mut add = |scan: &PhysicalPlan, predicate: Option<&Expr>| {
-            if let PhysicalPlan::ParquetScan { table, columns, .. } = scan {
-                let (count, read) = scans
-                    .entry(scan_key(table, predicate))
-                    .or_insert_with(|| (0, Some(Vec::new())));
-                add_scan(count, read, columns.as_deref());
+            if let Some((key, columns)) = scan_key(scan, predicate) {
+                let (count, read) = scans.entry(key).or_insert_with(|| (0, Some(Vec::new())));
+                add_scan(count, read, columns);
                 if predicate.is_some() {
                     let (count, read) = filtered
-                        .entry(scan_key(table, None))
+                        .entry(scan_key(scan, None).expect("a scan").0)
                         .or_insert_with(|| (0, Some(Vec::new())));
-                    add_scan(count, read, columns.as_deref());
+                    add_scan(count, read, columns);
                 }
             }
         };
@@ -122,17 +120,16 @@ impl RepeatedScans {
 
     /// How scan `node`, which drops the rows `filter` rejects, gets its rows.
     pub fn repeat(&self, node: &PhysicalPlan, filter: &ScanFilter<'_>) -> Result<Repeat> {
-        let PhysicalPlan::ParquetScan { table, columns, .. } = node else {
+        let Some((key, columns)) = scan_key(node, filter.predicate()) else {
             return Ok(Repeat::Once);
         };
         // Most queries repeat no scan: they name none of their scans.
         let Some(tables) = self.tables.get().filter(|tables| !tables.is_empty()) else {
             return Ok(Repeat::Once);
         };
-        let key = scan_key(table, filter.predicate());
         let kept = self.kept.lock().expect("kept scans lock");
         for scan in kept.get(&key).into_iter().flatten() {
-            if scan.covers(columns.as_deref(), filter)? {
+            if scan.covers(columns, filter)? {
                 return Ok(Repeat::Reuse {
                     kept: scan.clone(),
                     refilter: None,
@@ -140,9 +137,9 @@ impl RepeatedScans {
             }
         }
         if let Some(predicate) = filter.predicate() {
-            let unfiltered = kept.get(&scan_key(table, None));
+            let unfiltered = kept.get(&scan_key(node, None).expect("a scan").0);
             for scan in unfiltered.into_iter().flatten() {
-                if scan.covers(columns.as_deref(), filter)? {
+                if scan.covers(columns, filter)? {
                     return Ok(Repeat::Reuse {
                         kept: scan.clone(),
                         refilter: Some(predicate.clone()),
@@ -154,7 +151,7 @@ impl RepeatedScans {
             return Ok(Repeat::Once);
         };
         Ok(Repeat::Keep {
-            scan: PhysicalPlan::parquet_scan(table.clone(), all_columns.clone()),
+            scan: node.scan_reading(all_columns.clone()),
             table: key,
         })
     }
@@ -169,7 +166,7 @@ impl RepeatedScans {
         joins: &[&Arc<HashJoin>],
         (morsels, memory): (Vec<Vec<RecordBatch>>, Reservation),
     ) {
-        let PhysicalPlan::ParquetScan { columns, .. } = scan else {
+        let Some((_, columns)) = scan_key(scan, None) else {
             return;
         };
         let mut kept_joins = Vec::with_capacity(filter.joins().len());
@@ -187,7 +184,7 @@ impl RepeatedScans {
             });
         }
         let scan = KeptScan {
-            columns: columns.clone(),
+            columns: columns.map(<[usize]>::to_vec),
             joins: kept_joins,
             morsels,
             _memory: memory,
@@ -341,8 +338,19 @@ fn add_columns(read: &mut Option<Vec<usize>>, columns: Option<&[usize]>) {
     };
 }
 
-/// A scan of a table read in place (named by its files) with a predicate right above it.
-fn scan_key(table: &ExternalTable, predicate: Option<&Expr>) -> String {
-    let paths: Vec<_> = table.files.iter().map(|f| f.source.name()).collect();
-    format!("{}\n{predicate:?}", paths.join("\n"))
+/// What names a scan with a predicate right above it (a lake table by its id, a table read
+/// in place by its files), and the columns the scan reads; `None` if `node` is not a scan.
+fn scan_key<'n>(
+    node: &'n PhysicalPlan,
+    predicate: Option<&Expr>,
+) -> Option<(String, Option<&'n [usize]>)> {
+    let (table, columns) = match node {
+        PhysicalPlan::TableScan { table, columns, .. } => (format!("table {}", table.id), columns),
+        PhysicalPlan::ParquetScan { table, columns, .. } => {
+            let paths: Vec<_> = table.files.iter().map(|f| f.source.name()).collect();
+            (paths.join("\n"), columns)
+        }
+        _ => return None,
+    };
+    Some((format!("{table}\n{predicate:?}"), columns.as_deref()))
 }

@@ -3,7 +3,7 @@ use std::sync::Arc;
 use arrow::array::{ArrayRef, NullArray, RecordBatch};
 use arrow::datatypes::{DataType, SchemaRef};
 use bytes::Bytes;
-use pondra_catalog::{DataFile, LogSegment, SegmentPayload, Snapshot, TableDef};
+use pondra_catalog::{LogSegment, SegmentPayload, Snapshot, TableDef};
 use pondra_storage::{Lake, decode_log_segment, read_parquet_bytes};
 
 use crate::Result;
@@ -19,19 +19,9 @@ pub enum Morsel {
 /// The morsels holding every row of a table at one snapshot: its Parquet files, then its log
 /// tail in commit order.
 pub fn table_morsels(snapshot: &Snapshot, table: &TableDef) -> Vec<Morsel> {
-    table_morsels_where(snapshot, table, |_| true)
-}
-
-/// `table_morsels` without the Parquet files `keep` rejects; the log tail is always read.
-pub fn table_morsels_where(
-    snapshot: &Snapshot,
-    table: &TableDef,
-    mut keep: impl FnMut(&DataFile) -> bool,
-) -> Vec<Morsel> {
     let files = snapshot
         .files(table.id)
         .iter()
-        .filter(|f| keep(f))
         .map(|f| Morsel::ParquetFile(f.path.clone()));
     let segments = snapshot.segments(table.id).iter().map(Morsel::of_segment);
     files.chain(segments).collect()
@@ -39,7 +29,7 @@ pub fn table_morsels_where(
 
 impl Morsel {
     /// The morsel of one log segment.
-    fn of_segment(segment: &LogSegment) -> Morsel {
+    pub(crate) fn of_segment(segment: &LogSegment) -> Morsel {
         match &segment.payload {
             SegmentPayload::Inline(bytes) => Morsel::InlineSegment(bytes.clone()),
             SegmentPayload::Object(path) => Morsel::SegmentObject(path.clone()),

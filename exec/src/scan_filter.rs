@@ -22,6 +22,7 @@ use pondra_planner::{Expr, JoinKind, PhysicalPlan};
 use crate::Result;
 use crate::dictionary_filter::{AnswerCache, DictionaryFilter};
 use crate::join::HashJoin;
+use crate::morsel::ScanStatistics;
 use crate::prune::ranged_column;
 use crate::scan::widen;
 
@@ -88,6 +89,7 @@ impl<'p> ScanFilter<'p> {
         predicate: Option<&'p Expr>,
         joins: Vec<JoinKeys<'p>>,
         node: &PhysicalPlan,
+        statistics: Option<&ScanStatistics>,
     ) -> Option<ScanFilter<'p>> {
         if predicate.is_none() && joins.is_empty() {
             return None;
@@ -95,15 +97,16 @@ impl<'p> ScanFilter<'p> {
         // A column whose sampled rows repeat their values is likely dictionary-encoded in
         // every row group; one of mostly distinct values is stored plain, and reading it as a
         // dictionary would build one by hashing every string.
-        let few_values = |column: usize| match node {
-            PhysicalPlan::ParquetScan { table, .. } => table
-                .columns
-                .get(column)
-                .and_then(|stats| stats.sample)
-                .is_some_and(|sample| sample.distinct * 4 <= sample.rows),
-            _ => false,
+        let few_values = |column: usize| {
+            let sample = statistics
+                .filter(|s| s.parquet)
+                .and_then(|s| s.sample(column));
+            sample.is_some_and(|sample| sample.distinct * 4 <= sample.rows)
         };
-        let (joins, deferred) = narrowest_joins(joins, predicate, node);
+        let (joins, deferred) = match statistics {
+            Some(statistics) => narrowest_joins(joins, predicate, (&node.schema(), statistics)),
+            None => (joins, false),
+        };
         if predicate.is_none() && joins.is_empty() {
             return None;
         }
@@ -326,21 +329,18 @@ const DEFER_KEEP: f64 = 0.01;
 fn narrowest_joins<'p>(
     mut joins: Vec<JoinKeys<'p>>,
     predicate: Option<&Expr>,
-    node: &PhysicalPlan,
+    (schema, statistics): (&SchemaRef, &ScanStatistics),
 ) -> (Vec<JoinKeys<'p>>, bool) {
-    let PhysicalPlan::ParquetScan { table, schema, .. } = node else {
-        return (joins, false);
-    };
     // The share of rows a join's keys keep, about: its build rows over the distinct values of
-    // a key column, those of the file's first rows scaled up (order keys, which fill a quarter
-    // of their span), at most the values it spans.
-    let table_rows: u64 = table.files.iter().map(|f| f.rows).sum();
+    // a key column, those of the sampled rows scaled up (order keys, which fill a quarter of
+    // their span), at most the values it spans.
+    let table_rows = statistics.rows;
     let kept_share = |join: &JoinKeys| -> f64 {
         let build_rows = join.join.build_rows() as f64;
         join.keys
             .iter()
             .filter_map(|key| {
-                let stats = table.columns.get(ranged_column(key, schema)?)?;
+                let stats = statistics.columns.get(ranged_column(key, schema)?)?;
                 let span = stats.max?.checked_sub(stats.min?)?.checked_add(1)? as f64;
                 let distinct = match stats.sample {
                     Some(sample) if sample.rows > 0 => {

@@ -112,6 +112,21 @@ impl PhysicalPlan {
         }
     }
 
+    /// Scan `self` reading `columns` (all when `None`) instead.
+    pub fn scan_reading(&self, columns: Option<Vec<usize>>) -> PhysicalPlan {
+        match self {
+            PhysicalPlan::TableScan { table, .. } => PhysicalPlan::TableScan {
+                schema: read_schema(&table.arrow_schema(), columns.as_deref()),
+                table: table.clone(),
+                columns,
+            },
+            PhysicalPlan::ParquetScan { table, .. } => {
+                PhysicalPlan::parquet_scan(table.clone(), columns)
+            }
+            _ => panic!("only a scan reads other columns"),
+        }
+    }
+
     pub fn schema(&self) -> SchemaRef {
         match self {
             PhysicalPlan::TableScan { schema, .. }

@@ -21,6 +21,12 @@ use crate::{Result, StorageError};
 pub enum FileSource {
     Local(PathBuf),
     Remote(Arc<RemoteFile>),
+    /// A file already in memory (mapped from a cache, or held), named for messages: a
+    /// bucket lake's data files are read through its local cache this way.
+    Held {
+        name: String,
+        bytes: Bytes,
+    },
 }
 
 /// An object of a remote store, with its size (taken once, when it was named).
@@ -68,6 +74,20 @@ pub fn block_on_io<T: Send + 'static>(
 }
 
 impl FileSource {
+    /// An object of `store`, as `head` described it, named `url` in messages.
+    pub(crate) fn remote(
+        store: Arc<dyn ObjectStore>,
+        meta: object_store::ObjectMeta,
+        url: String,
+    ) -> FileSource {
+        FileSource::Remote(Arc::new(RemoteFile {
+            store,
+            path: meta.location,
+            size: meta.size,
+            url,
+        }))
+    }
+
     /// The files a path, a URL or a glob (`*` and `?` in the last part) names, in name order.
     pub fn resolve(pattern: &str) -> Result<Vec<FileSource>> {
         let files = match Location::is_remote(pattern) {
@@ -85,6 +105,7 @@ impl FileSource {
         match self {
             FileSource::Local(path) => path.display().to_string(),
             FileSource::Remote(file) => file.url.clone(),
+            FileSource::Held { name, .. } => name.clone(),
         }
     }
 
@@ -94,6 +115,7 @@ impl FileSource {
                 .map(|m| m.len())
                 .map_err(|e| local_error(path, e)),
             FileSource::Remote(file) => Ok(file.size),
+            FileSource::Held { bytes, .. } => Ok(bytes.len() as u64),
         }
     }
 
@@ -101,6 +123,7 @@ impl FileSource {
     pub fn read_all(&self) -> Result<Bytes> {
         match self {
             FileSource::Local(path) => map_local(path),
+            FileSource::Held { bytes, .. } => Ok(bytes.clone()),
             FileSource::Remote(file) => {
                 let file = file.clone();
                 block_on_io(async move {
@@ -115,6 +138,7 @@ impl FileSource {
     pub(crate) fn chunks(&self) -> Result<FileChunks> {
         match self {
             FileSource::Local(path) => Ok(FileChunks::Mapped(map_local(path)?)),
+            FileSource::Held { bytes, .. } => Ok(FileChunks::Mapped(bytes.clone())),
             FileSource::Remote(file) => Ok(FileChunks::Ranged(Arc::new(RangedFile {
                 file: file.clone(),
                 held: Mutex::new(Vec::new()),
@@ -218,14 +242,7 @@ fn resolve_remote(pattern: &str) -> Result<Vec<FileSource>> {
     let Location::Remote { store, prefix, .. } = Location::parse(named)? else {
         unreachable!("a URL that is not file:// names a remote store");
     };
-    let remote = |meta: object_store::ObjectMeta, url: String| {
-        FileSource::Remote(Arc::new(RemoteFile {
-            store: store.clone(),
-            path: meta.location,
-            size: meta.size,
-            url,
-        }))
-    };
+    let remote = |meta, url| FileSource::remote(store.clone(), meta, url);
     if !wildcards {
         let found = block_on_io(head(store.clone(), prefix))?;
         return Ok(found

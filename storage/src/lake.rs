@@ -1,4 +1,4 @@
-use std::path::Path as FsPath;
+use std::path::{Path as FsPath, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -9,7 +9,10 @@ use object_store::prefix::PrefixStore;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use crate::cache::ObjectCache;
+use crate::file_source::FileSource;
+use crate::footers::FooterCache;
 use crate::location::Location;
+use crate::parquet_file::{ParquetFooter, parquet_footer};
 use crate::{Result, StorageError};
 
 /// A suffix no other probe of this process has.
@@ -33,6 +36,9 @@ pub struct Lake {
     folder: bool,
     /// Local copies of a remote lake's immutable objects.
     cache: Option<Arc<ObjectCache>>,
+    /// The folder, for a lake in one: its data files are mapped, not read.
+    root: Option<PathBuf>,
+    footers: Arc<FooterCache>,
 }
 
 impl Lake {
@@ -59,10 +65,8 @@ impl Lake {
         cache: Option<Arc<ObjectCache>>,
     ) -> Result<Lake> {
         let lake = Lake {
-            store,
-            description,
-            folder: false,
             cache,
+            ..Lake::from_store(store, description)
         };
         lake.check_conditional_writes().await?;
         Ok(lake)
@@ -113,6 +117,8 @@ impl Lake {
             description: dir.display().to_string(),
             folder: true,
             cache: None,
+            root: Some(dir),
+            footers: Arc::default(),
         })
     }
 
@@ -123,6 +129,8 @@ impl Lake {
             description: description.into(),
             folder: false,
             cache: None,
+            root: None,
+            footers: Arc::default(),
         }
     }
 
@@ -158,6 +166,30 @@ impl Lake {
         Ok(bytes)
     }
 
+    /// A Parquet data file of the lake with its parsed footer, to read row group by row
+    /// group: mapped in a folder; through the local cache, or by ranged reads without one, in
+    /// a bucket.
+    pub async fn data_file(&self, path: &str) -> Result<(FileSource, ParquetFooter)> {
+        let source = match (&self.root, &self.cache) {
+            (Some(root), _) => FileSource::Local(root.join(path)),
+            (None, Some(_)) => FileSource::Held {
+                name: format!("{}/{path}", self.description),
+                bytes: self.get(path).await?,
+            },
+            (None, None) => {
+                let meta = self.store.head(&Path::from(path)).await?;
+                let url = format!("{}/{path}", self.description);
+                FileSource::remote(self.store.clone(), meta, url)
+            }
+        };
+        if let Some(footer) = self.footers.get(path) {
+            return Ok((source, footer));
+        }
+        let footer = parquet_footer(&source)?;
+        self.footers.put(path, footer.clone());
+        Ok((source, footer))
+    }
+
     pub async fn put(&self, path: &str, bytes: Bytes) -> Result<()> {
         self.store
             .put(&Path::from(path), PutPayload::from_bytes(bytes))
@@ -186,6 +218,7 @@ impl Lake {
 
     /// Deletes an object; deleting one that is already gone is not an error.
     pub async fn delete(&self, path: &str) -> Result<()> {
+        self.footers.remove(path);
         match self.store.delete(&Path::from(path)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(e.into()),

@@ -5,6 +5,7 @@ mod cache;
 mod decimal;
 mod error;
 mod file_source;
+mod footers;
 mod lake;
 mod location;
 mod log_segment;

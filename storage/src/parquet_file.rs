@@ -168,37 +168,14 @@ fn read_columns<T: parquet::file::reader::ChunkReader + 'static>(
 /// The schema Pondra reads a Parquet file with, and the file's row count and row groups.
 /// String columns of any Arrow layout are read as plain UTF-8 strings.
 pub fn parquet_file_info(source: &FileSource) -> Result<ParquetFileInfo> {
-    let file = source.chunks()?;
-    file.prefetch_footer()?;
-    // The page index (each page's rows and value range) lets a read skip pages (ADR 0043).
-    let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
-    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file.clone(), options)?;
-    let fields: Vec<arrow::datatypes::Field> = builder
-        .schema()
-        .fields()
-        .iter()
-        .map(|f| {
-            let data_type = match f.data_type() {
-                arrow::datatypes::DataType::Utf8View | arrow::datatypes::DataType::LargeUtf8 => {
-                    arrow::datatypes::DataType::Utf8
-                }
-                // Decimals take the width their precision gives them (ADR 0028); INT64
-                // decimals are then read without widening each value.
-                DataType::Decimal32(p, s)
-                | DataType::Decimal64(p, s)
-                | DataType::Decimal128(p, s) => crate::decimal_type(*p, *s),
-                other => other.clone(),
-            };
-            arrow::datatypes::Field::new(f.name(), data_type, f.is_nullable())
-        })
-        .collect();
-    let schema = std::sync::Arc::new(arrow::datatypes::Schema::new(fields.clone()));
+    let (file, builder) = open_footer(source)?;
+    let schema = reading_schema(builder.schema());
     let footer = ParquetFooter::new(builder.metadata(), &schema)?;
     let metadata = builder.metadata();
     // Leaf columns match the fields one to one only in a flat schema.
-    let flat = metadata.file_metadata().schema_descr().num_columns() == fields.len();
-    let samples = distinct_samples(&file, &footer, fields.len())?;
-    let columns = (0..fields.len())
+    let flat = metadata.file_metadata().schema_descr().num_columns() == schema.fields().len();
+    let samples = distinct_samples(&file, &footer, schema.fields().len())?;
+    let columns = (0..schema.fields().len())
         .map(|column| match flat {
             true => ColumnFooterStats {
                 sample: samples[column],
@@ -214,6 +191,45 @@ pub fn parquet_file_info(source: &FileSource) -> Result<ParquetFileInfo> {
         columns,
         footer,
     })
+}
+
+/// The parsed footer of a Parquet file, without the statistics [`parquet_file_info`] gathers
+/// for planning: what a scan of a lake's data file needs to read it row group by row group.
+pub fn parquet_footer(source: &FileSource) -> Result<ParquetFooter> {
+    let (_, builder) = open_footer(source)?;
+    ParquetFooter::new(builder.metadata(), &reading_schema(builder.schema()))
+}
+
+/// A file's footer parsed, with its page index when it has one (ADR 0043).
+fn open_footer(
+    source: &FileSource,
+) -> Result<(FileChunks, ParquetRecordBatchReaderBuilder<FileChunks>)> {
+    let file = source.chunks()?;
+    file.prefetch_footer()?;
+    let options = ArrowReaderOptions::new().with_page_index_policy(PageIndexPolicy::Optional);
+    let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(file.clone(), options)?;
+    Ok((file, builder))
+}
+
+/// The schema a file is read with: strings of any layout as plain UTF-8, and decimals at the
+/// width their precision gives them (ADR 0028), so INT64 decimals are read without widening
+/// each value.
+fn reading_schema(stored: &SchemaRef) -> SchemaRef {
+    let fields: Vec<Field> = stored
+        .fields()
+        .iter()
+        .map(|f| {
+            let data_type = match f.data_type() {
+                DataType::Utf8View | DataType::LargeUtf8 => DataType::Utf8,
+                DataType::Decimal32(p, s)
+                | DataType::Decimal64(p, s)
+                | DataType::Decimal128(p, s) => crate::decimal_type(*p, *s),
+                other => other.clone(),
+            };
+            Field::new(f.name(), data_type, f.is_nullable())
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
 }
 
 /// An integer-like column's range and a column's NULL count, over every row group of a file;
@@ -431,6 +447,16 @@ impl ParquetFooter {
     }
 
     /// The rows of one row group.
+    /// The file's row groups.
+    pub fn row_groups(&self) -> usize {
+        self.plain.metadata().num_row_groups()
+    }
+
+    /// The top-level columns the file is read as.
+    pub fn fields(&self) -> usize {
+        self.plain.schema().fields().len()
+    }
+
     pub fn row_group_rows(&self, row_group: usize) -> usize {
         let metadata = self.plain.metadata();
         metadata
