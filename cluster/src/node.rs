@@ -319,7 +319,7 @@ impl Node {
                 let batches = self.run_query(plan, snapshot, Vec::new()).await?;
                 Ok(StatementResult::Rows { schema, batches })
             }
-            Plan::Explain(plan) => Ok(explain_result(&plan.to_string())),
+            Plan::Explain(text) => Ok(explain_result(&text)),
             Plan::ExplainAnalyze(plan) => {
                 let started = Instant::now();
                 let (batches, profile) = self.run_profiled(plan, snapshot).await?;

@@ -269,7 +269,6 @@ fn collect<'p>(ctx: &ExecContext) -> Sink<'p> {
 
 /// Runs a physical plan to completion and returns its rows.
 pub fn execute(plan: &PhysicalPlan, ctx: &ExecContext) -> Result<Vec<RecordBatch>> {
-    ctx.shared.find_repeated(plan);
     ctx.repeated.find_repeated(plan)?;
     let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
     run_pipeline(&plan, collect(ctx), None, ctx)
@@ -285,7 +284,6 @@ pub fn execute_profiled(
         .profile
         .as_ref()
         .expect("a profiled run needs a profile");
-    ctx.shared.find_repeated(plan);
     ctx.repeated.find_repeated(plan)?;
     let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
     // The subqueries' nodes were profiled as they ran; only this plan's nodes are shown.
@@ -627,11 +625,12 @@ fn run_pipeline_into<'p>(
             group,
             aggregates,
             schema,
+            shared,
         } => {
             leaf = false;
             // A HAVING applied inside makes its rows differ from another occurrence's.
-            let shared_key = filtered.is_none().then(|| ctx.shared.key(node)).flatten();
-            let shared_rows = shared_key.as_deref().and_then(|key| ctx.shared.get(key));
+            let shared = shared.filter(|_| filtered.is_none());
+            let shared_rows = shared.and_then(|number| ctx.shared.get(number));
             let rows = match shared_rows {
                 Some(rows) => rows,
                 None => {
@@ -640,8 +639,8 @@ fn run_pipeline_into<'p>(
                         .with_memory(&ctx.memory);
                     let child = Sink::Aggregate(Box::new(aggregate));
                     let rows = Arc::new(run_pipeline(input, child, Some(node), ctx)?);
-                    if let Some(key) = shared_key {
-                        ctx.shared.put(key, rows.clone());
+                    if let Some(number) = shared {
+                        ctx.shared.put(number, rows.clone());
                     }
                     rows
                 }

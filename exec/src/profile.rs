@@ -141,12 +141,18 @@ fn describe(plan: &PhysicalPlan) -> String {
         PhysicalPlan::Unnest { array, .. } => format!("Unnest: {array}"),
         PhysicalPlan::Projection { exprs, .. } => format!("Projection: {}", list(exprs)),
         PhysicalPlan::HashAggregate {
-            group, aggregates, ..
-        } => format!(
-            "HashAggregate: group=[{}] aggregates=[{}]",
-            list(group),
-            list(aggregates)
-        ),
+            group,
+            aggregates,
+            shared,
+            ..
+        } => {
+            let shared = shared.map_or(String::new(), |number| format!(" shared={number}"));
+            format!(
+                "HashAggregate: group=[{}] aggregates=[{}]{shared}",
+                list(group),
+                list(aggregates)
+            )
+        }
         PhysicalPlan::Sort { keys, fetch, .. } => {
             let keys: Vec<String> = keys
                 .iter()

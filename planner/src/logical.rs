@@ -61,9 +61,12 @@ pub enum LogicalPlan {
         aggregates: Vec<AggregateCall>,
         schema: SchemaRef,
     },
+    /// The input's rows in the order of `keys`; with `fetch`, only the first `fetch` of them
+    /// (top-N, set by the optimizer's `top_n` pass).
     Sort {
         input: Box<LogicalPlan>,
         keys: Vec<SortKey>,
+        fetch: Option<usize>,
     },
     /// Joins two inputs on equal keys (`on`: left expression, right expression) and an optional
     /// filter over the joined row (left columns, then right columns).
@@ -96,6 +99,14 @@ pub enum LogicalPlan {
 }
 
 impl LogicalPlan {
+    /// No rows and no columns: what a rewrite leaves in a node's place while it moves the node.
+    pub fn empty() -> LogicalPlan {
+        LogicalPlan::Values {
+            schema: Arc::new(Schema::empty()),
+            rows: Vec::new(),
+        }
+    }
+
     pub fn schema(&self) -> SchemaRef {
         match self {
             LogicalPlan::Scan { schema, .. }
@@ -277,12 +288,15 @@ impl LogicalPlan {
             LogicalPlan::Window { exprs, .. } => {
                 writeln!(f, "{pad}Window: {} functions", exprs.len())?
             }
-            LogicalPlan::Sort { keys, .. } => {
+            LogicalPlan::Sort { keys, fetch, .. } => {
                 let keys: Vec<String> = keys
                     .iter()
                     .map(|k| format!("{}{}", k.expr, if k.descending { " DESC" } else { "" }))
                     .collect();
-                writeln!(f, "{pad}Sort: {}", keys.join(", "))?
+                match fetch {
+                    Some(fetch) => writeln!(f, "{pad}TopN {fetch}: {}", keys.join(", "))?,
+                    None => writeln!(f, "{pad}Sort: {}", keys.join(", "))?,
+                }
             }
             LogicalPlan::Limit { skip, fetch, .. } => {
                 writeln!(f, "{pad}Limit: skip={skip} fetch={fetch:?}")?

@@ -65,6 +65,10 @@ pub enum PhysicalPlan {
         group: Vec<Expr>,
         aggregates: Vec<AggregateCall>,
         schema: SchemaRef,
+        /// For an aggregation that the query computes more than once (a view read twice), the
+        /// number all its occurrences share: the first to run keeps its rows for the others
+        /// (ADR 0019).
+        shared: Option<usize>,
     },
     /// A full sort; with `fetch`, only the first `fetch` rows are kept (top-N).
     Sort {
@@ -151,6 +155,13 @@ impl PhysicalPlan {
 /// Chooses the physical operators for a logical plan. Scans read only the columns the plan
 /// above them uses.
 pub fn create_physical_plan(plan: &LogicalPlan) -> PhysicalPlan {
+    let mut physical = plan_with_subqueries(plan);
+    crate::shared_aggregates::number_repeated_aggregates(&mut physical);
+    physical
+}
+
+/// The physical plan of `plan` and of the scalar subqueries in it.
+fn plan_with_subqueries(plan: &LogicalPlan) -> PhysicalPlan {
     let all = vec![true; plan.schema().fields().len()];
     let mut physical = build(plan, &all);
     plan_subqueries(&mut physical);
@@ -166,7 +177,7 @@ fn plan_subqueries(plan: &mut PhysicalPlan) {
                 if let Expr::ScalarSubquery(subquery) = e
                     && subquery.physical.is_none()
                 {
-                    subquery.physical = Some(Arc::new(create_physical_plan(&subquery.plan)));
+                    subquery.physical = Some(Arc::new(plan_with_subqueries(&subquery.plan)));
                 }
                 Ok::<_, std::convert::Infallible>(())
             })?;
@@ -350,6 +361,7 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
                     group: group.clone(),
                     aggregates: aggregates.clone(),
                     schema: schema.clone(),
+                    shared: None,
                 },
             }
         }
@@ -415,32 +427,16 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
                 estimate: *estimate,
             }
         }
-        LogicalPlan::Sort { input, keys } => PhysicalPlan::Sort {
+        LogicalPlan::Sort { input, keys, fetch } => PhysicalPlan::Sort {
             input: child(input, &with_sort_keys(used, keys)),
             keys: keys.clone(),
-            fetch: None,
+            fetch: *fetch,
         },
-        LogicalPlan::Limit { input, skip, fetch } => {
-            let mut input = child(input, used);
-            if let Some(fetch) = fetch {
-                keep_first_sorted(&mut input, skip + fetch);
-            }
-            PhysicalPlan::Limit {
-                input,
-                skip: *skip,
-                fetch: *fetch,
-            }
-        }
-    }
-}
-
-/// A sort under a limit, or under projections under it, only has to keep the rows the limit
-/// lets through (top-N).
-fn keep_first_sorted(plan: &mut PhysicalPlan, rows: usize) {
-    match plan {
-        PhysicalPlan::Sort { fetch, .. } => *fetch = Some(fetch.map_or(rows, |f| f.min(rows))),
-        PhysicalPlan::Projection { input, .. } => keep_first_sorted(input, rows),
-        _ => {}
+        LogicalPlan::Limit { input, skip, fetch } => PhysicalPlan::Limit {
+            input: child(input, used),
+            skip: *skip,
+            fetch: *fetch,
+        },
     }
 }
 
@@ -487,6 +483,7 @@ fn count_distinct_in_two_steps(
         group: distinct_group,
         aggregates: Vec::new(),
         schema: Arc::new(Schema::new(fields)),
+        shared: None,
     };
     let keys = group
         .iter()
@@ -507,6 +504,7 @@ fn count_distinct_in_two_steps(
         group: keys,
         aggregates: counts,
         schema: schema.clone(),
+        shared: None,
     }
 }
 

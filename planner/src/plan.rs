@@ -88,10 +88,25 @@ pub enum Plan {
     },
     /// Moves every waiting row of the log tail into Parquet.
     Checkpoint,
-    /// Prints the plan of a query.
-    Explain(LogicalPlan),
+    /// Prints the plan of a query: the plan's text (with `EXPLAIN (VERBOSE)`, the plan as
+    /// bound and after each optimizer pass that changed it).
+    Explain(String),
     /// Runs a query and prints its plan with the rows and time of each operator.
     ExplainAnalyze(LogicalPlan),
+}
+
+impl Plan {
+    /// The logical plans the statement runs, to optimize.
+    pub(crate) fn logical_plans_mut(&mut self) -> Vec<&mut LogicalPlan> {
+        match self {
+            Plan::Query(plan) | Plan::ExplainAnalyze(plan) => vec![plan],
+            Plan::Insert { input, .. }
+            | Plan::CreateTableAs { input, .. }
+            | Plan::CopyTo { input, .. }
+            | Plan::Rewrite { input, .. } => vec![input],
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// What a rewrite does with the rows it touches.

@@ -224,12 +224,12 @@ pub(super) fn bind_array_subquery(query: &ast::Query, ctx: &mut Context<'_>) -> 
 fn into_array(plan: LogicalPlan) -> Result<LogicalPlan> {
     single_column(&plan)?;
     let (input, arg, order) = match plan {
-        LogicalPlan::Sort { input, keys } => {
+        LogicalPlan::Sort { input, keys, .. } => {
             let arg = first_column(&input);
             (*input, arg, keys)
         }
         LogicalPlan::Project { input, exprs, .. } if matches!(*input, LogicalPlan::Sort { .. }) => {
-            let LogicalPlan::Sort { input, keys } = *input else {
+            let LogicalPlan::Sort { input, keys, .. } = *input else {
                 unreachable!("matched a sort")
             };
             (*input, exprs[0].clone(), keys)

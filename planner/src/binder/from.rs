@@ -2,17 +2,14 @@
 
 use pondra_parser::ast;
 
-use pondra_catalog::Snapshot;
-
 use super::scope::normalize;
-use crate::cardinality::estimate;
 use crate::expr::{BinaryOp, Expr, JoinKind};
 use crate::logical::LogicalPlan;
 use crate::{Result, bind_err};
 
 /// An outer (or semi / anti) join of `left` (its columns first) and `right` on `on`, bound over
-/// left columns then right columns. `is_right` for RIGHT JOIN, bound as a left join (`kind`)
-/// from `right`.
+/// left columns then right columns. `is_right` for RIGHT JOIN (`kind` is then a left join
+/// from `right`).
 pub(super) fn outer_join(
     left: LogicalPlan,
     right: LogicalPlan,
@@ -20,7 +17,6 @@ pub(super) fn outer_join(
     on: Option<Expr>,
     left_width: usize,
     is_right: bool,
-    snapshot: &Snapshot,
 ) -> Result<LogicalPlan> {
     let conjuncts = on.map(Expr::conjuncts).unwrap_or_default();
     let in_left = |e: &Expr| {
@@ -53,64 +49,13 @@ pub(super) fn outer_join(
         rest.push(conjunct);
     }
     let filter = Expr::and_all(rest);
-    if kind != JoinKind::Left {
-        return Ok(LogicalPlan::join(left, right, kind, keys, filter));
-    }
-    // The input kept whole (the left one of LEFT JOIN, the right one of RIGHT JOIN) is built
-    // into the hash table when the other is much larger: a right join, which streams the
-    // larger input and emits the kept rows nothing matched at the end.
-    let (kept, other) = if is_right {
-        (&right, &left)
-    } else {
-        (&left, &right)
+    // RIGHT JOIN keeps its right input whole: a right join, which builds it. Which input an
+    // outer join builds is the optimizer's choice (`outer_join_sides`).
+    let kind = match (kind, is_right) {
+        (JoinKind::Left, true) => JoinKind::Right,
+        (kind, _) => kind,
     };
-    let build_kept = !keys.is_empty()
-        && estimate(other, snapshot).rows > BUILD_KEPT_RATIO * estimate(kept, snapshot).rows;
-    Ok(match (is_right, build_kept) {
-        (false, false) => LogicalPlan::join(left, right, JoinKind::Left, keys, filter),
-        (true, true) => LogicalPlan::join(left, right, JoinKind::Right, keys, filter),
-        (false, true) => swapped_join(left, right, JoinKind::Right, keys, filter, left_width),
-        (true, false) => swapped_join(left, right, JoinKind::Left, keys, filter, left_width),
-    })
-}
-
-/// How many times larger than the input an outer join keeps whole the other input must be
-/// estimated for the kept one to be built.
-const BUILD_KEPT_RATIO: f64 = 2.0;
-
-/// `left` joined to `right` as `kind` with the inputs swapped (`right` probes, `left` is
-/// built), then the columns back in order: left's, then right's.
-fn swapped_join(
-    left: LogicalPlan,
-    right: LogicalPlan,
-    kind: JoinKind,
-    keys: Vec<(Expr, Expr)>,
-    filter: Option<Expr>,
-    left_width: usize,
-) -> LogicalPlan {
-    let right_width = right.schema().fields().len();
-    let swap = |c: usize| {
-        if c < left_width {
-            c + right_width
-        } else {
-            c - left_width
-        }
-    };
-    let keys = keys.into_iter().map(|(l, r)| (r, l)).collect();
-    let filter = filter.map(|f| f.remap_columns(&swap));
-    let joined = LogicalPlan::join(right, left, kind, keys, filter);
-    let schema = joined.schema();
-    let (exprs, names): (Vec<Expr>, Vec<String>) = (0..left_width + right_width)
-        .map(|c| {
-            let position = swap(c);
-            let field = schema.field(position);
-            (
-                Expr::column(position, field.name(), field.data_type().clone()),
-                field.name().clone(),
-            )
-        })
-        .unzip();
-    joined.project(exprs, names)
+    Ok(LogicalPlan::join(left, right, kind, keys, filter))
 }
 
 /// Applies a table alias's column names (`AS t(a, b)`).

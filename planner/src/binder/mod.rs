@@ -34,8 +34,9 @@ use subqueries::{join_filter, join_pending, keep_columns, split_and};
 
 use crate::expr::{Expr, JoinKind, SortKey, WindowExpr};
 use crate::external::ExternalTable;
-use crate::join_order::{Relation, plan_join_block};
 use crate::logical::LogicalPlan;
+use crate::optimizer::join_order::{Relation, plan_join_block};
+use crate::optimizer::{optimize, optimize_traced};
 use crate::plan::Plan;
 use crate::scalar::ScalarValue;
 use crate::types::common_numeric_type;
@@ -270,8 +271,18 @@ impl<'a> Binder<'a> {
             .map(|(_, p)| p.clone())
     }
 
-    /// Binds one parsed statement.
+    /// Binds one parsed statement and optimizes the plans it runs.
     pub fn bind_statement(&self, parsed: &ParsedStatement) -> Result<Plan> {
+        let mut plan = self.bind_unoptimized(parsed)?;
+        for logical in plan.logical_plans_mut() {
+            let bound = std::mem::replace(logical, LogicalPlan::empty());
+            *logical = optimize(bound, self.snapshot);
+        }
+        Ok(plan)
+    }
+
+    /// Binds one parsed statement; the plans in it are as bound.
+    fn bind_unoptimized(&self, parsed: &ParsedStatement) -> Result<Plan> {
         let statement = match &parsed.statement {
             Statement::Checkpoint => return Ok(Plan::Checkpoint),
             Statement::Sql(statement) => statement.as_ref(),
@@ -339,14 +350,29 @@ impl<'a> Binder<'a> {
                 Ok(Plan::Query(self.describe(&object_name(table_name)?)?))
             }
             ast::Statement::Explain {
-                statement, analyze, ..
-            } => match statement.as_ref() {
-                ast::Statement::Query(query) if *analyze => {
-                    Ok(Plan::ExplainAnalyze(self.bind_query(query)?))
+                statement,
+                analyze,
+                verbose,
+                options,
+                ..
+            } => {
+                let ast::Statement::Query(query) = statement.as_ref() else {
+                    return Err(unsupported!("EXPLAIN of statements other than queries"));
+                };
+                let plan = self.bind_query(query)?;
+                if *analyze || explain_option(options.as_deref(), "ANALYZE") {
+                    return Ok(Plan::ExplainAnalyze(plan));
                 }
-                ast::Statement::Query(query) => Ok(Plan::Explain(self.bind_query(query)?)),
-                _ => Err(unsupported!("EXPLAIN of statements other than queries")),
-            },
+                if !*verbose && !explain_option(options.as_deref(), "VERBOSE") {
+                    return Ok(Plan::Explain(optimize(plan, self.snapshot).to_string()));
+                }
+                let (_, trace) = optimize_traced(plan, self.snapshot);
+                let steps: Vec<String> = trace
+                    .into_iter()
+                    .map(|(step, text)| format!("{step}:\n{text}"))
+                    .collect();
+                Ok(Plan::Explain(steps.join("\n")))
+            }
             other => Err(unsupported!("the statement {}", first_words(other))),
         }
     }
@@ -628,8 +654,7 @@ impl<'a> Binder<'a> {
                             base,
                         );
                         let on = on.map(|e| e.remap_columns(&|c| c - base));
-                        let plan =
-                            outer_join(left, right, kind, on, left_width, is_right, self.snapshot)?;
+                        let plan = outer_join(left, right, kind, on, left_width, is_right)?;
                         if !kind.left_only() {
                             scope = joined_scope;
                         }
@@ -866,7 +891,7 @@ impl<'a> Binder<'a> {
         // the rows that remain (and only for their keys: `key_domain`).
         for (kind, subquery, probe) in filters {
             plan = join_filter(plan, kind, subquery, probe, width)?;
-            plan = crate::semi_pushdown::push_down_semi_join(plan, self.snapshot);
+            plan = crate::optimizer::semi_pushdown::push_down_semi_join(plan, self.snapshot);
         }
         for (k, subquery) in correlated.into_iter().enumerate() {
             plan = join_pending(plan, subquery, width + k, self.snapshot)?;
@@ -1236,6 +1261,7 @@ impl<'a> Binder<'a> {
             plan = LogicalPlan::Sort {
                 input: Box::new(plan),
                 keys,
+                fetch: None,
             };
         }
         if names.len() > visible {
@@ -1413,6 +1439,7 @@ fn order_output(
     Ok(LogicalPlan::Sort {
         input: Box::new(plan),
         keys,
+        fetch: None,
     })
 }
 
@@ -1550,4 +1577,18 @@ fn first_words(statement: &ast::Statement) -> String {
         .take(2)
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// Whether Postgres-style EXPLAIN options (`EXPLAIN (VERBOSE, ANALYZE false)`) turn `name` on.
+fn explain_option(options: Option<&[ast::UtilityOption]>, name: &str) -> bool {
+    options.into_iter().flatten().any(|option| {
+        option.name.value.eq_ignore_ascii_case(name)
+            && match &option.arg {
+                None => true,
+                Some(arg) => !matches!(
+                    arg.to_string().to_ascii_lowercase().as_str(),
+                    "false" | "off" | "0"
+                ),
+            }
+    })
 }

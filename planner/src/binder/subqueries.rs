@@ -4,9 +4,9 @@ use pondra_catalog::Snapshot;
 use pondra_parser::ast;
 
 use super::expr;
-use crate::decorrelate::{SubqueryUse, join_condition, join_scalar_by_domain, pull_up};
 use crate::expr::{Expr, JoinKind};
 use crate::logical::LogicalPlan;
+use crate::optimizer::decorrelate::{SubqueryUse, join_condition, join_scalar_by_domain, pull_up};
 use crate::{Result, unsupported};
 
 /// The AND-ed parts of a condition, looking through parentheses.
@@ -91,7 +91,8 @@ pub(super) fn join_scalar(
     if keys.is_empty() || filter.is_some() {
         return join_scalar_by_domain(plan, subquery, position);
     }
-    let pulled_up = crate::key_domain::restrict_to_outer_keys(&plan, pulled_up, &keys, snapshot);
+    let pulled_up =
+        crate::optimizer::key_domain::restrict_to_outer_keys(&plan, pulled_up, &keys, snapshot);
     let joined = LogicalPlan::join(plan, pulled_up, JoinKind::Left, keys, None);
     Ok(keep_columns(joined, position + 1))
 }
@@ -138,7 +139,7 @@ fn join_scalar_computed_after(
         "matched",
         arrow::datatypes::DataType::Boolean,
     );
-    let value = crate::decorrelate::to_joined(value, position);
+    let value = crate::optimizer::decorrelate::to_joined(value, position);
     let data_type = value.data_type();
     let result = Expr::Case {
         branches: vec![(Expr::IsNotNull(Box::new(matched)), value)],

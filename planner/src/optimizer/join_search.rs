@@ -6,7 +6,7 @@
 //! tables (C_out, with builds counted again because a hash table costs more per row than a
 //! probe).
 
-use crate::join_order::{Predicate, Shape};
+use crate::optimizer::join_order::{Predicate, Shape};
 
 /// The most relations searched: 3^n splits are tried, 59,049 at ten.
 pub const MAX_RELATIONS: usize = 10;

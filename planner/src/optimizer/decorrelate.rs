@@ -146,7 +146,7 @@ pub fn pull_up(plan: LogicalPlan, usage: SubqueryUse) -> Result<(LogicalPlan, Ve
             }
             aggregate_with_keys(input, group, aggregates, pulled)
         }
-        LogicalPlan::Sort { input, keys } => {
+        LogicalPlan::Sort { input, keys, fetch } => {
             let (input, pulled) = pull_up(*input, usage)?;
             if !pulled.is_empty() {
                 return Err(unsupported!("ORDER BY in a correlated subquery"));
@@ -155,6 +155,7 @@ pub fn pull_up(plan: LogicalPlan, usage: SubqueryUse) -> Result<(LogicalPlan, Ve
                 LogicalPlan::Sort {
                     input: Box::new(input),
                     keys,
+                    fetch,
                 },
                 pulled,
             ))

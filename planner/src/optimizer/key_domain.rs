@@ -10,7 +10,7 @@ use pondra_catalog::Snapshot;
 use crate::cardinality::estimate;
 use crate::expr::{Expr, JoinKind};
 use crate::logical::LogicalPlan;
-use crate::semi_pushdown::push_down_semi_join;
+use crate::optimizer::semi_pushdown::push_down_semi_join;
 
 /// The restriction pays when the keys are this many times fewer than the groups.
 const MARGIN: f64 = 4.0;

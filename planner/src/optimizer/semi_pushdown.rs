@@ -12,8 +12,8 @@ use pondra_catalog::Snapshot;
 
 use crate::cardinality::{estimate, with_expected_join};
 use crate::expr::{Expr, JoinKind};
-use crate::key_domain::is_table;
 use crate::logical::LogicalPlan;
+use crate::optimizer::key_domain::is_table;
 
 /// A semi join whose subquery is estimated at least this many times smaller than a table read
 /// in the block is moved onto the table even when the table is larger than the block: right

@@ -8,14 +8,13 @@
 //! any join; a predicate over several relations is applied as soon as they meet.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
 
 use pondra_catalog::Snapshot;
 
 use crate::cardinality::{Estimate, JoinEstimate, estimate, join_estimate, selectivity};
 use crate::expr::{BinaryOp, Expr, JoinKind};
-use crate::join_search;
 use crate::logical::LogicalPlan;
+use crate::optimizer::join_search;
 
 /// One relation of a join block: its plan and its columns' positions in the block's scope.
 pub struct Relation {
@@ -278,13 +277,7 @@ fn apply_ready(group: &mut Group, pending: &mut Vec<Predicate>) {
         )
         .filtered(selectivity);
         group.plan = LogicalPlan::Filter {
-            input: Box::new(std::mem::replace(
-                &mut group.plan,
-                LogicalPlan::Values {
-                    schema: Arc::new(arrow::datatypes::Schema::empty()),
-                    rows: vec![],
-                },
-            )),
+            input: Box::new(std::mem::replace(&mut group.plan, LogicalPlan::empty())),
             predicate,
         };
     }

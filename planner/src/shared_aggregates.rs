@@ -1,0 +1,60 @@
+//! Aggregations that one query computes more than once (ADR 0019). A view or CTE read twice is
+//! planned twice: TPC-H q15 reads its revenue view in the main query and again in a scalar
+//! subquery that takes the view's maximum. Physical planning numbers the aggregations whose
+//! plans occur more than once in the query and its subqueries, the same number for each
+//! occurrence; the first to run keeps its rows for the others.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use crate::expr::Expr;
+use crate::physical::PhysicalPlan;
+use crate::tree::{PlanNode, TreeNode};
+
+/// Numbers the aggregations of `plan` (and of the plans of its scalar subqueries) that occur
+/// more than once. One that reads a recursive CTE's working table is left out: it is computed
+/// again on every step, over other rows.
+pub fn number_repeated_aggregates(plan: &mut PhysicalPlan) {
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for_each_aggregate(plan, &mut |aggregate| {
+        *counts.entry(format!("{aggregate:?}")).or_default() += 1;
+    });
+    let mut numbers: HashMap<String, usize> = HashMap::new();
+    for_each_aggregate(plan, &mut |aggregate| {
+        let text = format!("{aggregate:?}");
+        if counts.get(&text).is_some_and(|count| *count > 1) {
+            let next = numbers.len();
+            let number = *numbers.entry(text).or_insert(next);
+            let PhysicalPlan::HashAggregate { shared, .. } = aggregate else {
+                unreachable!("only aggregations are numbered");
+            };
+            *shared = Some(number);
+        }
+    });
+}
+
+/// Calls `f` on each aggregation that could be shared, in `plan` and in the plans of the scalar
+/// subqueries in its expressions, nested ones too, each before the nodes under it.
+fn for_each_aggregate(plan: &mut PhysicalPlan, f: &mut dyn FnMut(&mut PhysicalPlan)) {
+    let Ok(()) = plan.transform_down(&mut |node| {
+        if matches!(node, PhysicalPlan::HashAggregate { .. }) && !reads_working_table(node) {
+            f(node);
+        }
+        for expr in node.exprs_mut() {
+            expr.transform_up(&mut |e| {
+                if let Expr::ScalarSubquery(subquery) = e
+                    && let Some(physical) = &mut subquery.physical
+                {
+                    for_each_aggregate(Arc::make_mut(physical), f);
+                }
+                Ok::<_, Infallible>(())
+            })?;
+        }
+        Ok::<_, Infallible>(())
+    });
+}
+
+fn reads_working_table(plan: &PhysicalPlan) -> bool {
+    plan.exists(&mut |node| matches!(node, PhysicalPlan::WorkingTable { .. }))
+}
