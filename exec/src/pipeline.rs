@@ -382,24 +382,22 @@ fn run_pipeline_into<'p>(
         stages.push(Stage { operator, stats });
     }
     stages.reverse();
-    // A filter right above a scan is applied as its Parquet files are read: the columns it
-    // reads first, the others only for the rows it keeps.
-    // Hash joins above such a scan drop, the same way, the rows whose keys their build sides
-    // lack (`scan_filter`).
+    // A scan's filter (physical planning gave it the one right above it) is applied as its
+    // Parquet files are read: the columns it reads first, the others only for the rows it
+    // keeps. Hash joins above a scan drop, the same way, the rows whose keys their build
+    // sides lack (`scan_filter`).
     // A filter right above an aggregation (HAVING) is applied to each part of its output as
     // the merge finishes it, so that the groups it drops are never all held at once.
-    let mut filtered = None;
     let scan = is_scan(node);
-    if let (true, Some(first)) = (
-        scan || matches!(node, PhysicalPlan::HashAggregate { .. }),
-        stages.first_mut(),
-    ) && let Operator::Filter(predicate) = first.operator
+    let mut filtered = node.scan_filter();
+    if let (PhysicalPlan::HashAggregate { .. }, Some(first)) = (node, stages.first_mut())
+        && let Operator::Filter(predicate) = first.operator
     {
         filtered = Some(predicate);
         first.operator = Operator::Applied;
     }
-    // Row groups and files whose statistics rule out the filter right above the scan, or the
-    // keys of the joins it feeds, are not read (`prune`).
+    // Row groups and files whose statistics rule out the scan's filter, or the keys of the
+    // joins it feeds, are not read (`prune`).
     let pruning = filtered.filter(|_| scan);
     let statistics = ScanStatistics::of(node, ctx);
     let scan_filter = match scan {

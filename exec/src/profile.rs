@@ -111,85 +111,10 @@ impl Profile {
             out,
             "{}{}  [rows={rows} time={millis:.3} ms{skipped}]",
             "  ".repeat(depth),
-            describe(plan)
+            plan.describe()
         );
         for child in plan.children() {
             self.render_node(child, depth + 1, out);
-        }
-    }
-}
-
-fn list<T: std::fmt::Display>(items: &[T]) -> String {
-    items
-        .iter()
-        .map(|i| i.to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn describe(plan: &PhysicalPlan) -> String {
-    match plan {
-        PhysicalPlan::TableScan { table, .. } => format!("TableScan: {}", table.name),
-        PhysicalPlan::Input { .. } => "Input".into(),
-        PhysicalPlan::ParquetScan { table, .. } => {
-            format!("ParquetScan: {} ({} files)", table.name, table.files.len())
-        }
-        PhysicalPlan::Values { rows, .. } => format!("Values: {} rows", rows.len()),
-        PhysicalPlan::WorkingTable { id, .. } => format!("WorkingTable: {id}"),
-        PhysicalPlan::Window { exprs, .. } => format!("Window: {} functions", exprs.len()),
-        PhysicalPlan::Filter { predicate, .. } => format!("Filter: {predicate}"),
-        PhysicalPlan::Unnest { array, .. } => format!("Unnest: {array}"),
-        PhysicalPlan::Projection { exprs, .. } => format!("Projection: {}", list(exprs)),
-        PhysicalPlan::HashAggregate {
-            group,
-            aggregates,
-            shared,
-            ..
-        } => {
-            let shared = shared.map_or(String::new(), |number| format!(" shared={number}"));
-            format!(
-                "HashAggregate: group=[{}] aggregates=[{}]{shared}",
-                list(group),
-                list(aggregates)
-            )
-        }
-        PhysicalPlan::Sort { keys, fetch, .. } => {
-            let keys: Vec<String> = keys
-                .iter()
-                .map(|k| format!("{}{}", k.expr, if k.descending { " DESC" } else { "" }))
-                .collect();
-            match fetch {
-                Some(n) => format!("TopN {n}: {}", keys.join(", ")),
-                None => format!("Sort: {}", keys.join(", ")),
-            }
-        }
-        PhysicalPlan::Limit { skip, fetch, .. } => format!("Limit: skip={skip} fetch={fetch:?}"),
-        PhysicalPlan::Union { inputs, .. } => format!("Union: {} inputs", inputs.len()),
-        PhysicalPlan::HashJoin {
-            kind,
-            left_keys,
-            right_keys,
-            filter,
-            estimate,
-            ..
-        } => {
-            let keys: Vec<String> = left_keys
-                .iter()
-                .zip(right_keys)
-                .map(|(l, r)| format!("{l} = {r}"))
-                .collect();
-            let mut text = format!("HashJoin {kind:?}: on=[{}]", keys.join(", "));
-            if let Some(filter) = filter {
-                let _ = write!(text, " filter={filter}");
-            }
-            if let Some(estimate) = estimate {
-                let _ = write!(text, " {estimate}");
-            }
-            text
-        }
-        PhysicalPlan::RecursiveCte { id, distinct, .. } => {
-            let union = if *distinct { "UNION" } else { "UNION ALL" };
-            format!("RecursiveCte {id}: {union}")
         }
     }
 }

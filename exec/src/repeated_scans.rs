@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use arrow::array::{MutableArrayData, RecordBatch, RecordBatchOptions, make_array};
-use pondra_planner::{Expr, PhysicalPlan, TreeNode};
+use pondra_planner::{Expr, PhysicalPlan};
 
 use crate::Result;
 use crate::join::HashJoin;
@@ -70,8 +70,8 @@ struct KeptJoin {
 }
 
 impl RepeatedScans {
-    /// Finds the tables that `plan` and its subqueries read in more than one Parquet scan with
-    /// the same predicate.
+    /// Finds the tables that `plan` and its subqueries read in more than one scan with the
+    /// same filter.
     /// Only the first plan counts: the others are its subqueries.
     pub fn find_repeated(&self, plan: &PhysicalPlan) -> Result<()> {
         if self.tables.get().is_some() {
@@ -80,7 +80,8 @@ impl RepeatedScans {
         let mut scans: HashMap<String, (usize, Option<Vec<usize>>)> = HashMap::new();
         // Per table, the scans with a predicate: they may take an unfiltered scan's rows.
         let mut filtered: HashMap<String, (usize, Option<Vec<usize>>)> = HashMap::new();
-        let mut add = |scan: &PhysicalPlan, predicate: Option<&Expr>| {
+        for_each_node(plan, &mut |scan| {
+            let predicate = scan.scan_filter();
             if let Some((key, columns)) = scan_key(scan, predicate) {
                 let (count, read) = scans.entry(key).or_insert_with(|| (0, Some(Vec::new())));
                 add_scan(count, read, columns);
@@ -90,16 +91,6 @@ impl RepeatedScans {
                         .or_insert_with(|| (0, Some(Vec::new())));
                     add_scan(count, read, columns);
                 }
-            }
-        };
-        add(plan, None);
-        for_each_node(plan, &mut |node| {
-            let predicate = match node {
-                PhysicalPlan::Filter { predicate, .. } => Some(predicate),
-                _ => None,
-            };
-            for input in node.children() {
-                add(input, predicate);
             }
         });
         // An unfiltered scan of a table that filtered scans read too reads their columns.

@@ -5,6 +5,7 @@ mod binder;
 mod cardinality;
 pub use cardinality::{JoinEstimate, integer_constant};
 mod error;
+mod explain;
 mod expr;
 mod external;
 mod logical;

@@ -289,14 +289,7 @@ impl LogicalPlan {
                 writeln!(f, "{pad}Window: {} functions", exprs.len())?
             }
             LogicalPlan::Sort { keys, fetch, .. } => {
-                let keys: Vec<String> = keys
-                    .iter()
-                    .map(|k| format!("{}{}", k.expr, if k.descending { " DESC" } else { "" }))
-                    .collect();
-                match fetch {
-                    Some(fetch) => writeln!(f, "{pad}TopN {fetch}: {}", keys.join(", "))?,
-                    None => writeln!(f, "{pad}Sort: {}", keys.join(", "))?,
-                }
+                writeln!(f, "{pad}{}", crate::explain::sort_text(keys, *fetch))?
             }
             LogicalPlan::Limit { skip, fetch, .. } => {
                 writeln!(f, "{pad}Limit: skip={skip} fetch={fetch:?}")?

@@ -20,6 +20,10 @@ pub enum PhysicalPlan {
         /// The columns the plan reads, when not all: the others are NULL columns of type NULL
         /// in the scan's rows, which hold no buffers.
         columns: Option<Vec<usize>>,
+        /// The rows the scan keeps: a filter right above it, applied as its Parquet files are
+        /// read (its columns first, ADR 0020) and used to skip files, row groups and pages
+        /// (ADR 0025, 0043).
+        filter: Option<Expr>,
     },
     Input {
         schema: SchemaRef,
@@ -29,6 +33,7 @@ pub enum PhysicalPlan {
         /// As for `TableScan`.
         schema: SchemaRef,
         columns: Option<Vec<usize>>,
+        filter: Option<Expr>,
     },
     /// Computes window functions over all input rows.
     Window {
@@ -113,21 +118,47 @@ impl PhysicalPlan {
             schema: read_schema(&table.schema, columns.as_deref()),
             table,
             columns,
+            filter: None,
         }
     }
 
-    /// Scan `self` reading `columns` (all when `None`) instead.
+    /// Scan `self` reading `columns` (all when `None`) instead, with the same filter.
     pub fn scan_reading(&self, columns: Option<Vec<usize>>) -> PhysicalPlan {
-        match self {
+        let mut scan = match self {
             PhysicalPlan::TableScan { table, .. } => PhysicalPlan::TableScan {
                 schema: read_schema(&table.arrow_schema(), columns.as_deref()),
                 table: table.clone(),
                 columns,
+                filter: None,
             },
             PhysicalPlan::ParquetScan { table, .. } => {
                 PhysicalPlan::parquet_scan(table.clone(), columns)
             }
             _ => panic!("only a scan reads other columns"),
+        };
+        if let (Some(filter), Some(own)) = (scan.scan_filter_mut(), self.scan_filter()) {
+            *filter = Some(own.clone());
+        }
+        scan
+    }
+
+    /// The filter of a scan, if it has one.
+    pub fn scan_filter(&self) -> Option<&Expr> {
+        match self {
+            PhysicalPlan::TableScan { filter, .. } | PhysicalPlan::ParquetScan { filter, .. } => {
+                filter.as_ref()
+            }
+            _ => None,
+        }
+    }
+
+    /// The filter slot of a scan; `None` if `self` is not a scan.
+    fn scan_filter_mut(&mut self) -> Option<&mut Option<Expr>> {
+        match self {
+            PhysicalPlan::TableScan { filter, .. } | PhysicalPlan::ParquetScan { filter, .. } => {
+                Some(filter)
+            }
+            _ => None,
         }
     }
 
@@ -230,6 +261,7 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
                 table: table.clone(),
                 schema: read_schema(schema, columns.as_deref()),
                 columns,
+                filter: None,
             }
         }
         LogicalPlan::Window {
@@ -286,8 +318,14 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
         LogicalPlan::Filter { input, predicate } => {
             let mut needed = used.to_vec();
             mark_columns(predicate, &mut needed);
+            let mut input = child(input, &needed);
+            // A scan applies the filter right above it as it reads.
+            if let Some(slot @ None) = input.scan_filter_mut() {
+                *slot = Some(predicate.clone());
+                return *input;
+            }
             PhysicalPlan::Filter {
-                input: child(input, &needed),
+                input,
                 predicate: predicate.clone(),
             }
         }

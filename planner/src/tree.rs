@@ -262,13 +262,14 @@ macro_rules! physical_exprs {
     ($plan:expr $(, $mut:tt)?) => {{
         let mut out = Vec::new();
         match $plan {
-            PhysicalPlan::TableScan { .. }
-            | PhysicalPlan::Input { .. }
-            | PhysicalPlan::ParquetScan { .. }
+            PhysicalPlan::Input { .. }
             | PhysicalPlan::WorkingTable { .. }
             | PhysicalPlan::Limit { .. }
             | PhysicalPlan::Union { .. }
             | PhysicalPlan::RecursiveCte { .. } => {}
+            PhysicalPlan::TableScan { filter, .. } | PhysicalPlan::ParquetScan { filter, .. } => {
+                out.extend(filter)
+            }
             PhysicalPlan::Values { rows, .. } => out.extend(rows.into_iter().flatten()),
             PhysicalPlan::Filter { predicate, .. } => out.push(predicate),
             PhysicalPlan::Unnest { array, .. } => out.push(array),

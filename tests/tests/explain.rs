@@ -5,6 +5,9 @@ use std::sync::Arc;
 use pondra_cluster::{Node, NodeOptions};
 use pondra_tests::{map_cells, run_sql};
 
+/// How EXPLAIN ANALYZE shows a scan's filter `b % 2 = 0` (b is column 1, a BIGINT).
+const EVEN_B: &str = "filter=((b#1 % CAST(2 AS Int64)) = CAST(0 AS Int64))";
+
 fn plan_lines(node: &Arc<Node>, runtime: &tokio::runtime::Runtime, sql: &str) -> Vec<String> {
     let (_, batches) = run_sql(node, runtime, sql).unwrap().expect("a plan");
     let cells = map_cells(&batches, |_, _, _, text| text);
@@ -18,6 +21,18 @@ fn line<'a>(lines: &'a [String], operator: &str) -> &'a str {
         .find(|l| l.trim_start().starts_with(operator))
         .unwrap_or_else(|| panic!("no {operator} in:\n{}", lines.join("\n")));
     line.trim_start().split(" time=").next().unwrap()
+}
+
+/// The same rows twice, with how EXPLAIN ANALYZE names their scans: Parquet file `file` read
+/// in place, and lake table `table`.
+fn file_and_lake_table(file: &std::path::Path, table: &str) -> [(String, String); 2] {
+    [
+        (
+            format!("read_parquet('{}')", file.display()),
+            "ParquetScan: read_parquet (1 files)".to_string(),
+        ),
+        (table.to_string(), format!("TableScan: {table}")),
+    ]
 }
 
 /// Runs `test` on a node of a new lake in which `setup` ran.
@@ -49,8 +64,12 @@ fn explain_analyze_counts_rows_per_operator() {
         );
         assert!(lines[0].starts_with("Total: 2 rows in "), "{}", lines[0]);
         assert_eq!(line(&lines, "TableScan: a"), "TableScan: a  [rows=3");
-        assert_eq!(line(&lines, "TableScan: b"), "TableScan: b  [rows=4");
-        assert_eq!(line(&lines, "Filter"), "Filter: (n#1 > 5)  [rows=4");
+        // Physical planning gave the scan the filter right above it: applied as it reads.
+        assert_eq!(
+            line(&lines, "TableScan: b"),
+            "TableScan: b filter=(n#1 > 5)  [rows=4"
+        );
+        assert!(!lines.iter().any(|l| l.trim_start().starts_with("Filter")));
         assert_eq!(
             line(&lines, "HashJoin Inner"),
             "HashJoin Inner: on=[k#0 = k#0] estimated=[probe=4 build=3 rows=4]  [rows=4"
@@ -297,13 +316,7 @@ fn scans_check_the_keys_of_the_narrowest_join_first() {
     );
     with_lake(&setup, |node, runtime| {
         run_sql(node, runtime, "CHECKPOINT").unwrap();
-        let sources = [
-            (
-                format!("read_parquet('{}')", file.display()),
-                "ParquetScan: read_parquet (1 files)",
-            ),
-            ("big".to_string(), "TableScan: big"),
-        ];
+        let sources = file_and_lake_table(&file, "big");
         for (source, operator) in &sources {
             let query = format!(
                 "SELECT count(*) FROM {source} t JOIN ka ON t.a = ka.k JOIN kb ON t.b = kb.k"
@@ -317,7 +330,10 @@ fn scans_check_the_keys_of_the_narrowest_join_first() {
             // drops its rows at the scan.
             let query = format!("{query} WHERE t.b % 2 = 0");
             let lines = plan_lines(node, runtime, &format!("EXPLAIN ANALYZE {query}"));
-            assert_eq!(line(&lines, operator), format!("{operator}  [rows=5"));
+            assert_eq!(
+                line(&lines, operator),
+                format!("{operator} {EVEN_B}  [rows=5")
+            );
             let (_, batches) = run_sql(node, runtime, &query).unwrap().expect("rows");
             assert_eq!(map_cells(&batches, |_, _, _, text| text)[0][0], "3");
         }
@@ -348,13 +364,7 @@ fn a_repeated_scan_takes_the_rows_an_earlier_scan_kept() {
     );
     with_lake(&setup, |node, runtime| {
         run_sql(node, runtime, "CHECKPOINT").unwrap();
-        let sources = [
-            (
-                format!("read_parquet('{}')", file.display()),
-                "ParquetScan: read_parquet (1 files)",
-            ),
-            ("big".to_string(), "TableScan: big"),
-        ];
+        let sources = file_and_lake_table(&file, "big");
         for (source, operator) in &sources {
             check_repeated_scans(node, runtime, source, operator);
         }
@@ -427,7 +437,7 @@ fn check_repeated_scans(
         scans(&query),
         [
             format!("{operator}  [rows=10"),
-            format!("{operator}  [rows=5 reused"),
+            format!("{operator} {EVEN_B}  [rows=5 reused"),
         ]
     );
     assert_eq!(rows(&query), [["10", "5000090"], ["3", "1500024"]]);
@@ -611,30 +621,32 @@ fn explain_verbose_prints_the_plan_after_each_pass_that_changed_it() {
             .lines()
             .filter(|l| !l.starts_with(' ') && l.ends_with(':'))
             .collect();
-        assert_eq!(
-            sections,
-            ["bound:", "outer_join_sides:", "top_n:"],
-            "{text}"
-        );
+        let expected = ["bound:", "outer_join_sides:", "top_n:", "physical:"];
+        assert_eq!(sections, expected, "{text}");
         let (bound, optimized) = text.split_once("outer_join_sides:").unwrap();
         assert!(
             bound.contains("Join Left") && bound.contains("Sort: "),
             "{text}"
         );
-        let (turned, last) = optimized.split_once("top_n:").unwrap();
+        let (turned, optimized) = optimized.split_once("top_n:").unwrap();
         assert!(
             turned.contains("Join Right") && turned.contains("Sort: "),
             "{text}"
         );
+        let (last, physical) = optimized.split_once("physical:").unwrap();
         assert!(
             last.contains("Join Right") && last.contains("TopN 3: "),
             "{text}"
         );
         let plain = plan_lines(node, runtime, &format!("EXPLAIN {query}")).join("\n");
         assert_eq!(format!("\n{plain}"), last.trim_end_matches('\n'), "{text}");
-        // A plan no pass changes is printed once.
-        let text = plan_lines(node, runtime, "EXPLAIN VERBOSE SELECT k FROM few").join("\n");
-        assert_eq!(text, "bound:\nProject: k#0\n  Scan: few", "{text}");
+        assert!(physical.contains("HashJoin Right") && physical.contains("TopN 3: "));
+        // A plan no pass changes is printed once; the physical plan shows the scan's filter.
+        let query = "EXPLAIN VERBOSE SELECT k FROM few WHERE k > 1";
+        let text = plan_lines(node, runtime, query).join("\n");
+        let expected = "bound:\nProject: k#0\n  Filter: (k#0 > 1)\n    Scan: few\n\n\
+                        physical:\nProjection: k#0\n  TableScan: few filter=(k#0 > 1)";
+        assert_eq!(text, expected, "{text}");
     });
 }
 

@@ -366,11 +366,14 @@ impl<'a> Binder<'a> {
                 if !*verbose && !explain_option(options.as_deref(), "VERBOSE") {
                     return Ok(Plan::Explain(optimize(plan, self.snapshot).to_string()));
                 }
-                let (_, trace) = optimize_traced(plan, self.snapshot);
-                let steps: Vec<String> = trace
+                let (plan, trace) = optimize_traced(plan, self.snapshot);
+                let mut steps: Vec<String> = trace
                     .into_iter()
                     .map(|(step, text)| format!("{step}:\n{text}"))
                     .collect();
+                // What runs: the operators, and what physical planning decided for them.
+                let physical = crate::physical::create_physical_plan(&plan);
+                steps.push(format!("physical:\n{physical}"));
                 Ok(Plan::Explain(steps.join("\n")))
             }
             other => Err(unsupported!("the statement {}", first_words(other))),

@@ -1,0 +1,126 @@
+//! How physical plans print: each node on one line (EXPLAIN (VERBOSE), EXPLAIN ANALYZE),
+//! with what physical planning decided for it (a scan's filter, a top-N's rows, a shared
+//! aggregation's number).
+
+use std::fmt::{self, Write};
+
+use crate::expr::{Expr, SortKey};
+use crate::physical::PhysicalPlan;
+use crate::tree::TreeNode;
+
+impl fmt::Display for PhysicalPlan {
+    /// The plan as a tree, one node per line, inputs indented under it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut lines = Vec::new();
+        self.visit_with_depth(0, &mut |node, depth| {
+            lines.push(format!("{}{}", "  ".repeat(depth), node.describe()));
+        });
+        write!(f, "{}", lines.join("\n"))
+    }
+}
+
+/// A sort as EXPLAIN shows it, logical or physical: its keys, and the rows it keeps when a
+/// LIMIT cuts it short (top-N).
+pub(crate) fn sort_text(keys: &[SortKey], fetch: Option<usize>) -> String {
+    let keys: Vec<String> = keys
+        .iter()
+        .map(|k| format!("{}{}", k.expr, if k.descending { " DESC" } else { "" }))
+        .collect();
+    match fetch {
+        Some(rows) => format!("TopN {rows}: {}", keys.join(", ")),
+        None => format!("Sort: {}", keys.join(", ")),
+    }
+}
+
+impl PhysicalPlan {
+    /// Calls `f` on each node with its depth, each before its inputs.
+    fn visit_with_depth(&self, depth: usize, f: &mut dyn FnMut(&PhysicalPlan, usize)) {
+        f(self, depth);
+        for child in self.children() {
+            child.visit_with_depth(depth + 1, f);
+        }
+    }
+}
+
+fn list<T: std::fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A scan's filter as EXPLAIN ANALYZE shows it.
+fn filter_text(filter: &Option<Expr>) -> String {
+    filter
+        .as_ref()
+        .map_or(String::new(), |filter| format!(" filter={filter}"))
+}
+
+impl PhysicalPlan {
+    /// The node as one line of EXPLAIN: its operator and what it holds, not its inputs.
+    pub fn describe(&self) -> String {
+        match self {
+            PhysicalPlan::TableScan { table, filter, .. } => {
+                format!("TableScan: {}{}", table.name, filter_text(filter))
+            }
+            PhysicalPlan::Input { .. } => "Input".into(),
+            PhysicalPlan::ParquetScan { table, filter, .. } => format!(
+                "ParquetScan: {} ({} files){}",
+                table.name,
+                table.files.len(),
+                filter_text(filter)
+            ),
+            PhysicalPlan::Values { rows, .. } => format!("Values: {} rows", rows.len()),
+            PhysicalPlan::WorkingTable { id, .. } => format!("WorkingTable: {id}"),
+            PhysicalPlan::Window { exprs, .. } => format!("Window: {} functions", exprs.len()),
+            PhysicalPlan::Filter { predicate, .. } => format!("Filter: {predicate}"),
+            PhysicalPlan::Unnest { array, .. } => format!("Unnest: {array}"),
+            PhysicalPlan::Projection { exprs, .. } => format!("Projection: {}", list(exprs)),
+            PhysicalPlan::HashAggregate {
+                group,
+                aggregates,
+                shared,
+                ..
+            } => {
+                let shared = shared.map_or(String::new(), |number| format!(" shared={number}"));
+                format!(
+                    "HashAggregate: group=[{}] aggregates=[{}]{shared}",
+                    list(group),
+                    list(aggregates)
+                )
+            }
+            PhysicalPlan::Sort { keys, fetch, .. } => sort_text(keys, *fetch),
+            PhysicalPlan::Limit { skip, fetch, .. } => {
+                format!("Limit: skip={skip} fetch={fetch:?}")
+            }
+            PhysicalPlan::Union { inputs, .. } => format!("Union: {} inputs", inputs.len()),
+            PhysicalPlan::HashJoin {
+                kind,
+                left_keys,
+                right_keys,
+                filter,
+                estimate,
+                ..
+            } => {
+                let keys: Vec<String> = left_keys
+                    .iter()
+                    .zip(right_keys)
+                    .map(|(l, r)| format!("{l} = {r}"))
+                    .collect();
+                let mut text = format!("HashJoin {kind:?}: on=[{}]", keys.join(", "));
+                if let Some(filter) = filter {
+                    let _ = write!(text, " filter={filter}");
+                }
+                if let Some(estimate) = estimate {
+                    let _ = write!(text, " {estimate}");
+                }
+                text
+            }
+            PhysicalPlan::RecursiveCte { id, distinct, .. } => {
+                let union = if *distinct { "UNION" } else { "UNION ALL" };
+                format!("RecursiveCte {id}: {union}")
+            }
+        }
+    }
+}
