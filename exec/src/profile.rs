@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use pondra_planner::{PhysicalPlan, TreeNode};
+use pondra_planner::PhysicalPlan;
 
 /// What one plan node did: rows it produced and time spent in its own work (its inputs' time
 /// is theirs).
@@ -78,12 +78,11 @@ impl Profile {
 
     /// The plan as a tree, each node with its rows and time.
     pub fn render(&self, plan: &PhysicalPlan) -> String {
-        let mut out = String::new();
-        self.render_node(plan, 0, &mut out);
-        out
+        plan.render(&|node| self.annotation(node))
     }
 
-    fn render_node(&self, plan: &PhysicalPlan, depth: usize, out: &mut String) {
+    /// What EXPLAIN ANALYZE adds to a node's line: its rows, its own time, what it skipped.
+    fn annotation(&self, plan: &PhysicalPlan) -> String {
         let stats = self.stats(plan);
         let rows = stats.rows.load(Ordering::Relaxed);
         let millis = stats.nanos.load(Ordering::Relaxed) as f64 / 1e6;
@@ -107,14 +106,6 @@ impl Profile {
                 bytes as f64 / (1 << 20) as f64
             );
         }
-        let _ = writeln!(
-            out,
-            "{}{}  [rows={rows} time={millis:.3} ms{skipped}]",
-            "  ".repeat(depth),
-            plan.describe()
-        );
-        for child in plan.children() {
-            self.render_node(child, depth + 1, out);
-        }
+        format!("  [rows={rows} time={millis:.3} ms{skipped}]")
     }
 }

@@ -11,11 +11,8 @@ use crate::tree::TreeNode;
 impl fmt::Display for PhysicalPlan {
     /// The plan as a tree, one node per line, inputs indented under it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut lines = Vec::new();
-        self.visit_with_depth(0, &mut |node, depth| {
-            lines.push(format!("{}{}", "  ".repeat(depth), node.describe()));
-        });
-        write!(f, "{}", lines.join("\n"))
+        let text = self.render(&|_| String::new());
+        write!(f, "{}", text.trim_end_matches('\n'))
     }
 }
 
@@ -33,11 +30,24 @@ pub(crate) fn sort_text(keys: &[SortKey], fetch: Option<usize>) -> String {
 }
 
 impl PhysicalPlan {
-    /// Calls `f` on each node with its depth, each before its inputs.
-    fn visit_with_depth(&self, depth: usize, f: &mut dyn FnMut(&PhysicalPlan, usize)) {
-        f(self, depth);
+    /// The plan as a tree, one line per node (`describe`, then what `annotate` adds for it),
+    /// each node's inputs indented under it.
+    pub fn render(&self, annotate: &dyn Fn(&PhysicalPlan) -> String) -> String {
+        let mut out = String::new();
+        self.render_into(0, annotate, &mut out);
+        out
+    }
+
+    fn render_into(
+        &self,
+        depth: usize,
+        annotate: &dyn Fn(&PhysicalPlan) -> String,
+        out: &mut String,
+    ) {
+        let pad = "  ".repeat(depth);
+        let _ = writeln!(out, "{pad}{}{}", self.describe(), annotate(self));
         for child in self.children() {
-            child.visit_with_depth(depth + 1, f);
+            child.render_into(depth + 1, annotate, out);
         }
     }
 }

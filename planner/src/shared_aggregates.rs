@@ -16,14 +16,18 @@ use crate::tree::{PlanNode, TreeNode};
 /// more than once. One that reads a recursive CTE's working table is left out: it is computed
 /// again on every step, over other rows.
 pub fn number_repeated_aggregates(plan: &mut PhysicalPlan) {
-    let mut counts: HashMap<String, usize> = HashMap::new();
+    // Both walks meet the aggregations in the same order: the texts are made once.
+    let mut texts = Vec::new();
+    for_each_aggregate(plan, &mut |aggregate| texts.push(format!("{aggregate:?}")));
+    let mut counts: HashMap<&str, usize> = HashMap::new();
+    for text in &texts {
+        *counts.entry(text).or_default() += 1;
+    }
+    let mut numbers: HashMap<&str, usize> = HashMap::new();
+    let mut texts_in_order = texts.iter();
     for_each_aggregate(plan, &mut |aggregate| {
-        *counts.entry(format!("{aggregate:?}")).or_default() += 1;
-    });
-    let mut numbers: HashMap<String, usize> = HashMap::new();
-    for_each_aggregate(plan, &mut |aggregate| {
-        let text = format!("{aggregate:?}");
-        if counts.get(&text).is_some_and(|count| *count > 1) {
+        let text = texts_in_order.next().expect("the same aggregations");
+        if counts[text.as_str()] > 1 {
             let next = numbers.len();
             let number = *numbers.entry(text).or_insert(next);
             let PhysicalPlan::HashAggregate { shared, .. } = aggregate else {
