@@ -322,6 +322,22 @@ pub fn estimate(plan: &LogicalPlan, snapshot: &Snapshot) -> Estimate {
             let kept = fetch.map_or(1.0, |f| (f as f64 / input.rows).min(1.0));
             input.filtered(kept)
         }
+        // Not yet planned (estimates are asked of them only inside a relation of a join block
+        // that contains a correlated subquery): a block as its largest relation, a subquery as
+        // the join it becomes would be estimated without its keys.
+        LogicalPlan::JoinBlock { relations, .. } => {
+            let rows = relations
+                .iter()
+                .map(|r| estimate(r, snapshot).rows)
+                .fold(1.0, f64::max);
+            Estimate::unknown(rows, width)
+        }
+        LogicalPlan::Subquery { input, .. } => {
+            let mut input = estimate(input, snapshot);
+            let rows = input.rows;
+            input.columns.resize(width, ColumnEstimate::unknown(rows));
+            input
+        }
         LogicalPlan::Join {
             left,
             right,

@@ -26,7 +26,7 @@ pub use expr::{
     JoinKind, ScalarFunction, SortKey, Subquery, WindowExpr, WindowFunction,
 };
 pub use external::{ExternalFile, ExternalTable, FileFormat};
-pub use logical::LogicalPlan;
+pub use logical::{LogicalPlan, SubqueryKind};
 pub use physical::{PhysicalPlan, create_physical_plan};
 pub use plan::{Plan, RewriteKind};
 pub use scalar::ScalarValue;

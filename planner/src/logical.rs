@@ -96,6 +96,37 @@ pub enum LogicalPlan {
     },
     /// The rows the previous run of recursive CTE `id` added.
     WorkingTable { id: usize, schema: SchemaRef },
+    /// A block of inner joins as written: the relations (FROM items, the sides of INNER JOIN)
+    /// and the conditions over their concatenated columns (WHERE and ON), in no order. The
+    /// optimizer's `join_order` pass turns it into joins. Output: every relation's columns, in
+    /// order.
+    JoinBlock {
+        relations: Vec<LogicalPlan>,
+        predicates: Vec<Expr>,
+        schema: SchemaRef,
+    },
+    /// A subquery asked of every row of `input` (EXISTS, IN or a value, its conditions reading
+    /// the row's columns as outer columns). The optimizer's `decorrelate` pass turns it into a
+    /// join.
+    Subquery {
+        input: Box<LogicalPlan>,
+        subquery: Box<LogicalPlan>,
+        kind: SubqueryKind,
+        schema: SchemaRef,
+    },
+}
+
+/// What a `Subquery` node makes of its subquery for each input row.
+#[derive(Clone, Debug)]
+pub enum SubqueryKind {
+    /// Keeps the rows the subquery matches (`join` Semi: `EXISTS`, `IN`) or does not (Anti:
+    /// `NOT EXISTS`; NullAwareAnti: `NOT IN`). `probe` is IN's left side, over the input.
+    Filter { join: JoinKind, probe: Option<Expr> },
+    /// Adds whether the subquery matches as a last BOOLEAN column: `EXISTS` or, with a probe,
+    /// `IN` used as a value.
+    Mark { probe: Option<Expr> },
+    /// Adds the subquery's one value as a last column.
+    Scalar,
 }
 
 impl LogicalPlan {
@@ -118,6 +149,8 @@ impl LogicalPlan {
             | LogicalPlan::Join { schema, .. }
             | LogicalPlan::Union { schema, .. }
             | LogicalPlan::Unnest { schema, .. }
+            | LogicalPlan::JoinBlock { schema, .. }
+            | LogicalPlan::Subquery { schema, .. }
             | LogicalPlan::Window { schema, .. } => schema.clone(),
             LogicalPlan::ParquetScan { table } => table.schema.clone(),
             LogicalPlan::Filter { input, .. }
@@ -130,6 +163,67 @@ impl LogicalPlan {
     /// True when the plan reads columns of an enclosing query (a correlated subquery).
     pub fn has_outer(&self) -> bool {
         self.any_expr(&mut |e| matches!(e, Expr::OuterColumn { .. }))
+    }
+
+    /// A block of inner joins of `relations` under `predicates`; a lone relation without
+    /// conditions is itself.
+    pub fn join_block(mut relations: Vec<LogicalPlan>, predicates: Vec<Expr>) -> LogicalPlan {
+        assert!(!relations.is_empty(), "a join block has relations");
+        if relations.len() == 1 && predicates.is_empty() {
+            return relations.pop().expect("one relation");
+        }
+        let fields: Vec<Field> = relations
+            .iter()
+            .flat_map(|r| {
+                r.schema()
+                    .fields()
+                    .iter()
+                    .map(|f| f.as_ref().clone())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        LogicalPlan::JoinBlock {
+            relations,
+            predicates,
+            schema: Arc::new(Schema::new(fields)),
+        }
+    }
+
+    /// `subquery` asked of every row of `self`, as `kind` says.
+    pub fn subquery(self, subquery: LogicalPlan, kind: SubqueryKind) -> LogicalPlan {
+        let added = match &kind {
+            SubqueryKind::Filter { .. } => None,
+            SubqueryKind::Mark { .. } => Some(Field::new("mark", DataType::Boolean, true)),
+            SubqueryKind::Scalar => {
+                let value = subquery.schema().field(0).clone();
+                Some(value.with_nullable(true))
+            }
+        };
+        let schema = match added {
+            None => self.schema(),
+            Some(field) => crate::types::schema_with(&self.schema(), [field]),
+        };
+        LogicalPlan::Subquery {
+            input: Box::new(self),
+            subquery: Box::new(subquery),
+            kind,
+            schema,
+        }
+    }
+
+    /// The first `width` columns of this plan.
+    pub fn first_columns(self, width: usize) -> LogicalPlan {
+        let schema = self.schema();
+        let (exprs, names): (Vec<Expr>, Vec<String>) = (0..width)
+            .map(|i| {
+                let f = schema.field(i);
+                (
+                    Expr::column(i, f.name(), f.data_type().clone()),
+                    f.name().clone(),
+                )
+            })
+            .unzip();
+        self.project(exprs, names)
     }
 
     /// A projection of `exprs` named `names`.
@@ -294,6 +388,40 @@ impl LogicalPlan {
             LogicalPlan::Limit { skip, fetch, .. } => {
                 writeln!(f, "{pad}Limit: skip={skip} fetch={fetch:?}")?
             }
+            LogicalPlan::JoinBlock {
+                relations,
+                predicates,
+                ..
+            } => {
+                writeln!(f, "{pad}JoinBlock: where=[{}]", list(predicates))?;
+                for relation in relations {
+                    relation.fmt_indent(f, depth + 1)?;
+                }
+                return Ok(());
+            }
+            LogicalPlan::Subquery {
+                input,
+                subquery,
+                kind,
+                ..
+            } => {
+                match kind {
+                    SubqueryKind::Filter { join, probe: None } => {
+                        writeln!(f, "{pad}Subquery {join:?}")?
+                    }
+                    SubqueryKind::Filter {
+                        join,
+                        probe: Some(probe),
+                    } => writeln!(f, "{pad}Subquery {join:?}: {probe} IN")?,
+                    SubqueryKind::Mark { probe: None } => writeln!(f, "{pad}Subquery Mark")?,
+                    SubqueryKind::Mark { probe: Some(probe) } => {
+                        writeln!(f, "{pad}Subquery Mark: {probe} IN")?
+                    }
+                    SubqueryKind::Scalar => writeln!(f, "{pad}Subquery Scalar")?,
+                }
+                input.fmt_indent(f, depth + 1)?;
+                return subquery.fmt_indent(f, depth + 1);
+            }
             LogicalPlan::Join {
                 left,
                 right,
@@ -326,6 +454,8 @@ impl LogicalPlan {
         match self {
             LogicalPlan::Join { .. }
             | LogicalPlan::Union { .. }
+            | LogicalPlan::JoinBlock { .. }
+            | LogicalPlan::Subquery { .. }
             | LogicalPlan::RecursiveCte { .. } => None,
             _ => self.children().first().copied(),
         }

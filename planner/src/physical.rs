@@ -255,6 +255,9 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
     let all_of = |p: &LogicalPlan| vec![true; width(p)];
     let child = |input: &LogicalPlan, used: &[bool]| Box::new(build(input, used));
     match plan {
+        LogicalPlan::JoinBlock { .. } | LogicalPlan::Subquery { .. } => {
+            unreachable!("the optimizer plans every join block and subquery: {plan}")
+        }
         LogicalPlan::Scan { table, schema } => {
             let columns = scan_columns(used);
             PhysicalPlan::TableScan {

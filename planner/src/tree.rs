@@ -5,7 +5,7 @@
 //! `exprs_mut`); visiting, searching and rewriting follow from those.
 
 use crate::expr::Expr;
-use crate::logical::LogicalPlan;
+use crate::logical::{LogicalPlan, SubqueryKind};
 use crate::physical::PhysicalPlan;
 
 /// A node of a tree whose children are nodes of the same type.
@@ -173,6 +173,10 @@ macro_rules! logical_children {
             | LogicalPlan::Limit { input, .. } => vec![&$($mut)? **input],
             LogicalPlan::Union { inputs, .. } => inputs.into_iter().collect(),
             LogicalPlan::Join { left, right, .. } => vec![&$($mut)? **left, &$($mut)? **right],
+            LogicalPlan::JoinBlock { relations, .. } => relations.into_iter().collect(),
+            LogicalPlan::Subquery { input, subquery, .. } => {
+                vec![&$($mut)? **input, &$($mut)? **subquery]
+            }
             LogicalPlan::RecursiveCte { anchor, step, .. } => {
                 vec![&$($mut)? **anchor, &$($mut)? **step]
             }
@@ -209,6 +213,13 @@ macro_rules! logical_exprs {
                 }
                 out.extend(filter);
             }
+            LogicalPlan::JoinBlock { predicates, .. } => out.extend(predicates),
+            LogicalPlan::Subquery { kind, .. } => match kind {
+                SubqueryKind::Filter { probe, .. } | SubqueryKind::Mark { probe } => {
+                    out.extend(probe)
+                }
+                SubqueryKind::Scalar => {}
+            },
         }
         out
     }};

@@ -66,7 +66,7 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
             "ORDER BY or LIMIT in a materialized view (order the rows when you read it)"
         ));
     }
-    let plan = crate::optimizer::optimize(Binder::new(snapshot).bind_query(query)?, snapshot);
+    let plan = crate::optimizer::optimize(Binder::new(snapshot).bind_query(query)?, snapshot)?;
     let core = find_core(&plan);
     match core {
         LogicalPlan::Aggregate {

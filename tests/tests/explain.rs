@@ -641,12 +641,65 @@ fn explain_verbose_prints_the_plan_after_each_pass_that_changed_it() {
         let plain = plan_lines(node, runtime, &format!("EXPLAIN {query}")).join("\n");
         assert_eq!(format!("\n{plain}"), last.trim_end_matches('\n'), "{text}");
         assert!(physical.contains("HashJoin Right") && physical.contains("TopN 3: "));
-        // A plan no pass changes is printed once; the physical plan shows the scan's filter.
+        // WHERE binds into a join block, which join ordering plans (here as a filter of its
+        // one relation); the physical plan shows the scan's filter.
         let query = "EXPLAIN VERBOSE SELECT k FROM few WHERE k > 1";
         let text = plan_lines(node, runtime, query).join("\n");
-        let expected = "bound:\nProject: k#0\n  Filter: (k#0 > 1)\n    Scan: few\n\n\
+        let expected = "bound:\nProject: k#0\n  JoinBlock: where=[(k#0 > 1)]\n    Scan: few\n\n\
+                        join_order:\nProject: k#0\n  Filter: (k#0 > 1)\n    Scan: few\n\n\
                         physical:\nProjection: k#0\n  TableScan: few filter=(k#0 > 1)";
         assert_eq!(text, expected, "{text}");
+        // A plan no pass changes is printed once.
+        let text = plan_lines(node, runtime, "EXPLAIN VERBOSE SELECT k FROM few").join("\n");
+        let expected = "bound:\nProject: k#0\n  Scan: few\n\n\
+                        physical:\nProjection: k#0\n  TableScan: few";
+        assert_eq!(text, expected, "{text}");
+    });
+}
+
+/// The binder leaves EXISTS, IN and correlated scalar subqueries as subqueries asked of each
+/// row; the decorrelate pass makes each a join, the filters below the values, and leaves an
+/// uncorrelated scalar subquery as a value computed once.
+#[test]
+fn decorrelation_turns_each_subquery_into_a_join() {
+    let setup = "CREATE TABLE few (k INT, name VARCHAR);
+        INSERT INTO few VALUES (1, 'one'), (2, 'two'), (3, 'three');
+        CREATE TABLE many (k INT, v INT);
+        INSERT INTO many SELECT range % 5, range FROM range(1000)";
+    with_lake(setup, |node, runtime| {
+        let query = "SELECT name, (SELECT max(v) FROM many WHERE many.k = few.k) FROM few \
+                     WHERE EXISTS (SELECT 1 FROM many WHERE many.k = few.k AND v > 990) \
+                     AND k NOT IN (SELECT v FROM many WHERE v < 2) \
+                     AND k < (SELECT count(*) FROM many)";
+        let text = plan_lines(node, runtime, &format!("EXPLAIN (VERBOSE) {query}")).join("\n");
+        let (bound, rest) = text.split_once("join_order:").unwrap();
+        let subqueries: Vec<&str> = bound
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("Subquery"))
+            .collect();
+        assert_eq!(
+            subqueries,
+            [
+                "Subquery Scalar",
+                "Subquery NullAwareAnti: k#0 IN",
+                "Subquery Semi"
+            ],
+            "{text}"
+        );
+        assert!(!bound.contains("Join "), "{text}");
+        let (_, decorrelated) = rest.split_once("decorrelate:").unwrap();
+        let decorrelated = decorrelated.split("physical:").next().unwrap();
+        assert!(!decorrelated.contains("Subquery"), "{text}");
+        for join in ["Join Left", "Join NullAwareAnti", "Join Semi"] {
+            assert!(decorrelated.contains(join), "{join} in {text}");
+        }
+        // The uncorrelated count stays a value computed once, not a join.
+        assert!(decorrelated.contains("< (subquery)"), "{text}");
+        let sql = format!("{query} ORDER BY name");
+        let (_, batches) = run_sql(node, runtime, &sql).unwrap().expect("rows");
+        let rows = map_cells(&batches, |_, _, _, text| text);
+        assert_eq!(rows, [["three", "998"], ["two", "997"]]);
     });
 }
 

@@ -10,6 +10,7 @@ use super::scope::{Scope, normalize};
 use crate::expr::{
     AggregateCall, AggregateFunction, BinaryOp, BitwiseOp, DatePart, Expr, ScalarFunction, SortKey,
 };
+use crate::logical::SubqueryKind;
 use crate::scalar::ScalarValue;
 use crate::types::{common_numeric_type, integer_digits, is_numeric};
 use crate::{Result, bind_err, unsupported};
@@ -842,7 +843,7 @@ pub(super) fn scalar_subquery_of(
         return Err(unsupported!("correlated subqueries in {clause}"));
     }
     let data_type = single_column(&plan)?;
-    let index = binder.add_pending(super::PendingSubquery::Scalar(plan))?;
+    let index = binder.add_pending(plan, SubqueryKind::Scalar)?;
     Ok(Expr::column(base + index, "subquery", data_type))
 }
 
@@ -862,10 +863,14 @@ pub(super) fn bind_mark(
         return Err(unsupported!("EXISTS and IN (subquery) in {clause}"));
     }
     let plan = binder.bind_subquery(query, &scope)?;
-    if probe.is_some() && plan.schema().fields().len() != 1 {
-        return Err(bind_err!("a subquery after IN must return one column"));
-    }
-    let index = binder.add_pending(super::PendingSubquery::Mark { plan, probe })?;
+    let (probe, plan) = match probe {
+        Some(probe) => {
+            let (probe, plan) = super::subqueries::in_subquery(probe, plan)?;
+            (Some(probe), plan)
+        }
+        None => (None, plan),
+    };
+    let index = binder.add_pending(plan, SubqueryKind::Mark { probe })?;
     let mark = Expr::column(base + index, "mark", DataType::Boolean);
     Ok(if negated {
         Expr::Not(Box::new(mark))

@@ -29,19 +29,25 @@ use expr::{
 use from::{outer_join, rename_columns};
 use scope::{Scope, normalize};
 use set_ops::{distinct_rows, grouping_sets, set_operation, union_of_groupings};
-pub(crate) use subqueries::PendingSubquery;
-use subqueries::{join_filter, join_pending, keep_columns, split_and};
+use subqueries::{in_subquery, split_and};
 
 use crate::expr::{Expr, JoinKind, SortKey, WindowExpr};
 use crate::external::ExternalTable;
-use crate::logical::LogicalPlan;
-use crate::optimizer::join_order::{Relation, plan_join_block};
+use crate::logical::{LogicalPlan, SubqueryKind};
 use crate::optimizer::{optimize, optimize_traced};
 use crate::plan::Plan;
 use crate::scalar::ScalarValue;
 use crate::types::common_numeric_type;
 use crate::view::plan_view;
 use crate::{PlanError, Result, bind_err, unsupported};
+
+/// `plan` with `subqueries` asked of its rows, in order (each a filter, or a column after the
+/// plan's own).
+fn add_subqueries(plan: LogicalPlan, subqueries: Vec<(LogicalPlan, SubqueryKind)>) -> LogicalPlan {
+    subqueries
+        .into_iter()
+        .fold(plan, |plan, (subquery, kind)| plan.subquery(subquery, kind))
+}
 
 /// Binds statements against one catalog snapshot.
 pub struct Binder<'a> {
@@ -54,7 +60,7 @@ pub struct Binder<'a> {
     outer: RefCell<Vec<Scope>>,
     /// Per SELECT being bound, the subqueries in its expressions that become joins, in order of
     /// appearance; each adds one column.
-    correlated: RefCell<Vec<Vec<PendingSubquery>>>,
+    correlated: RefCell<Vec<Vec<(LogicalPlan, SubqueryKind)>>>,
     /// Per SELECT being bound, its window functions, in order of appearance.
     windows: RefCell<Vec<Vec<WindowExpr>>>,
     /// Per SELECT being bound, the arrays its select list's set-returning functions unnest.
@@ -253,12 +259,12 @@ impl<'a> Binder<'a> {
     }
 
     /// Records a subquery of the SELECT being bound that becomes a join; returns its number.
-    pub(crate) fn add_pending(&self, pending: PendingSubquery) -> Result<usize> {
+    pub(crate) fn add_pending(&self, subquery: LogicalPlan, kind: SubqueryKind) -> Result<usize> {
         let mut correlated = self.correlated.borrow_mut();
         let current = correlated
             .last_mut()
             .ok_or_else(|| unsupported!("a correlated subquery here"))?;
-        current.push(pending);
+        current.push((subquery, kind));
         Ok(current.len() - 1)
     }
 
@@ -276,7 +282,7 @@ impl<'a> Binder<'a> {
         let mut plan = self.bind_unoptimized(parsed)?;
         for logical in plan.logical_plans_mut() {
             let bound = std::mem::replace(logical, LogicalPlan::empty());
-            *logical = optimize(bound, self.snapshot);
+            *logical = optimize(bound, self.snapshot)?;
         }
         Ok(plan)
     }
@@ -364,9 +370,9 @@ impl<'a> Binder<'a> {
                     return Ok(Plan::ExplainAnalyze(plan));
                 }
                 if !*verbose && !explain_option(options.as_deref(), "VERBOSE") {
-                    return Ok(Plan::Explain(optimize(plan, self.snapshot).to_string()));
+                    return Ok(Plan::Explain(optimize(plan, self.snapshot)?.to_string()));
                 }
-                let (plan, trace) = optimize_traced(plan, self.snapshot);
+                let (plan, trace) = optimize_traced(plan, self.snapshot)?;
                 let mut steps: Vec<String> = trace
                     .into_iter()
                     .map(|(step, text)| format!("{step}:\n{text}"))
@@ -594,7 +600,10 @@ impl<'a> Binder<'a> {
 
     /// Binds a FROM clause into the relations of one inner-join block, the predicates of its
     /// INNER JOIN ... ON clauses, and the scope its columns are named in.
-    fn bind_from(&self, from: &[ast::TableWithJoins]) -> Result<(Vec<Relation>, Vec<Expr>, Scope)> {
+    fn bind_from(
+        &self,
+        from: &[ast::TableWithJoins],
+    ) -> Result<(Vec<LogicalPlan>, Vec<Expr>, Scope)> {
         let mut relations = Vec::new();
         let mut predicates = Vec::new();
         let mut scope = Scope::default();
@@ -603,7 +612,7 @@ impl<'a> Binder<'a> {
                 schema: Arc::new(Schema::empty()),
                 rows: vec![vec![]],
             };
-            relations.push(Relation { plan, offset: 0 });
+            relations.push(plan);
             return Ok((relations, predicates, scope));
         }
         // Each joined relation is a level of the plan, which every later step walks.
@@ -614,13 +623,10 @@ impl<'a> Binder<'a> {
         for item in from {
             // Relations of this item not yet fixed by an outer join.
             let base = scope.columns.len();
-            let mut item_relations: Vec<Relation> = Vec::new();
+            let mut item_relations: Vec<LogicalPlan> = Vec::new();
             let mut item_predicates: Vec<Expr> = Vec::new();
             let (plan, factor_scope) = self.bind_factor(&item.relation)?;
-            item_relations.push(Relation {
-                plan,
-                offset: scope.columns.len(),
-            });
+            item_relations.push(plan);
             scope.columns.extend(factor_scope.columns);
             for join in &item.joins {
                 let (right, right_scope) = self.bind_factor(&join.relation)?;
@@ -642,10 +648,7 @@ impl<'a> Binder<'a> {
                 let on = self.join_condition(constraint, &scope, &right_scope, &joined_scope)?;
                 match kind {
                     None => {
-                        item_relations.push(Relation {
-                            plan: right,
-                            offset: scope.columns.len(),
-                        });
+                        item_relations.push(right);
                         item_predicates.extend(on.into_iter().flat_map(Expr::conjuncts));
                         scope = joined_scope;
                     }
@@ -661,7 +664,7 @@ impl<'a> Binder<'a> {
                         if !kind.left_only() {
                             scope = joined_scope;
                         }
-                        item_relations.push(Relation { plan, offset: base });
+                        item_relations.push(plan);
                     }
                 }
             }
@@ -671,25 +674,18 @@ impl<'a> Binder<'a> {
         Ok((relations, predicates, scope))
     }
 
-    /// Joins the relations of a FROM item that starts at column `base` into one plan.
+    /// The relations of a FROM item that starts at column `base` as one join block.
     fn collapse(
         &self,
-        relations: Vec<Relation>,
+        relations: Vec<LogicalPlan>,
         predicates: Vec<Expr>,
         base: usize,
     ) -> LogicalPlan {
-        let relations = relations
-            .into_iter()
-            .map(|r| Relation {
-                plan: r.plan,
-                offset: r.offset - base,
-            })
-            .collect();
         let predicates = predicates
             .into_iter()
             .map(|p| p.remap_columns(&|c| c - base))
             .collect();
-        plan_join_block(relations, predicates, self.snapshot)
+        LogicalPlan::join_block(relations, predicates)
     }
 
     /// The condition of a join (`ON` or `USING`) over the joined scope.
@@ -827,35 +823,35 @@ impl<'a> Binder<'a> {
             } => {
                 let (relations, predicates, scope) =
                     self.bind_from(std::slice::from_ref(table_with_joins))?;
-                Ok((plan_join_block(relations, predicates, self.snapshot), scope))
+                Ok((LogicalPlan::join_block(relations, predicates), scope))
             }
             other => Err(unsupported!("FROM {other}")),
         }
     }
 
-    /// FROM and WHERE together: the join block with WHERE's conditions pushed into it, then the
-    /// joins that decorrelated subqueries need.
+    /// FROM and WHERE together: the join block with WHERE's conditions in it, then the
+    /// subqueries WHERE asks of its rows.
     fn bind_where(
         &self,
-        relations: Vec<Relation>,
+        relations: Vec<LogicalPlan>,
         mut predicates: Vec<Expr>,
         scope: &Scope,
         selection: Option<&ast::Expr>,
     ) -> Result<LogicalPlan> {
         let width = scope.columns.len();
-        let mut filters: Vec<(JoinKind, LogicalPlan, Option<Expr>)> = Vec::new();
+        let mut filters: Vec<(LogicalPlan, SubqueryKind)> = Vec::new();
         self.correlated.borrow_mut().push(Vec::new());
         let bound = (|| {
             for conjunct in selection.map(split_and).unwrap_or_default() {
                 match conjunct {
                     ast::Expr::Exists { subquery, negated } => {
                         let plan = self.bind_subquery(subquery, scope)?;
-                        let kind = if *negated {
+                        let join = if *negated {
                             JoinKind::Anti
                         } else {
                             JoinKind::Semi
                         };
-                        filters.push((kind, plan, None));
+                        filters.push((plan, SubqueryKind::Filter { join, probe: None }));
                     }
                     ast::Expr::In {
                         expr,
@@ -865,15 +861,14 @@ impl<'a> Binder<'a> {
                     } => {
                         let probe = self.bind_scalar(expr, scope, "WHERE")?;
                         let plan = self.bind_subquery(subquery, scope)?;
-                        if plan.schema().fields().len() != 1 {
-                            return Err(bind_err!("a subquery after IN must return one column"));
-                        }
-                        let kind = if *negated {
+                        let (probe, plan) = in_subquery(probe, plan)?;
+                        let join = if *negated {
                             JoinKind::NullAwareAnti
                         } else {
                             JoinKind::Semi
                         };
-                        filters.push((kind, plan, Some(probe)));
+                        let probe = Some(probe);
+                        filters.push((plan, SubqueryKind::Filter { join, probe }));
                     }
                     other => {
                         let predicate = self.bind_scalar(other, scope, "WHERE")?;
@@ -881,7 +876,7 @@ impl<'a> Binder<'a> {
                     }
                 }
             }
-            Ok(())
+            Ok::<_, PlanError>(())
         })();
         let correlated = self.correlated.borrow_mut().pop().unwrap_or_default();
         bound?;
@@ -889,16 +884,10 @@ impl<'a> Binder<'a> {
         let (late, early): (Vec<Expr>, Vec<Expr>) = predicates
             .into_iter()
             .partition(|p| p.column_indices().iter().any(|c| *c >= width));
-        let mut plan = plan_join_block(relations, early, self.snapshot);
         // EXISTS and IN filter first: the correlated subqueries' values are then computed for
         // the rows that remain (and only for their keys: `key_domain`).
-        for (kind, subquery, probe) in filters {
-            plan = join_filter(plan, kind, subquery, probe, width)?;
-            plan = crate::optimizer::semi_pushdown::push_down_semi_join(plan, self.snapshot);
-        }
-        for (k, subquery) in correlated.into_iter().enumerate() {
-            plan = join_pending(plan, subquery, width + k, self.snapshot)?;
-        }
+        let filtered = add_subqueries(LogicalPlan::join_block(relations, early), filters);
+        let mut plan = add_subqueries(filtered, correlated);
         if let Some(predicate) = Expr::and_all(late) {
             plan = LogicalPlan::Filter {
                 input: Box::new(plan),
@@ -906,7 +895,7 @@ impl<'a> Binder<'a> {
             };
         }
         if plan.schema().fields().len() > width {
-            plan = keep_columns(plan, width);
+            plan = plan.first_columns(width);
         }
         Ok(plan)
     }
@@ -1117,10 +1106,8 @@ impl<'a> Binder<'a> {
         let correlated = std::mem::take(self.correlated.borrow_mut().last_mut().expect("frame"));
         let mut having = having;
         if aggregation.is_none() {
-            let width = scope.columns.len();
-            for (k, subquery) in correlated.into_iter().enumerate() {
-                plan = join_pending(plan, subquery, width + k, self.snapshot)?;
-            }
+            assert_eq!(plan.schema().fields().len(), scope.columns.len());
+            plan = add_subqueries(plan, correlated);
         } else if !correlated.is_empty() {
             // Joined to the aggregation's output below; their values' placeholder numbers
             // become columns after it.
@@ -1181,13 +1168,7 @@ impl<'a> Binder<'a> {
                     union_of_groupings(plan, &agg.group, &agg.aggregates, &positions, schema)
                 }
             };
-            let width = plan.schema().fields().len();
-            for (k, subquery) in std::mem::take(&mut grouped_subqueries)
-                .into_iter()
-                .enumerate()
-            {
-                plan = join_pending(plan, subquery, width + k, self.snapshot)?;
-            }
+            plan = add_subqueries(plan, std::mem::take(&mut grouped_subqueries));
             if let Some(having) = having {
                 plan = filter(plan, having, "HAVING")?;
             }

@@ -15,6 +15,7 @@ use crate::cardinality::{Estimate, JoinEstimate, estimate, join_estimate, select
 use crate::expr::{BinaryOp, Expr, JoinKind};
 use crate::logical::LogicalPlan;
 use crate::optimizer::join_search;
+use crate::tree::TreeNode;
 
 /// One relation of a join block: its plan and its columns' positions in the block's scope.
 pub struct Relation {
@@ -112,6 +113,34 @@ struct Group {
 pub(crate) struct Predicate {
     pub expr: Expr,
     pub relations: BTreeSet<usize>,
+}
+
+/// The pass: every join block, from the leaves up, as joins in the order of least estimated
+/// cost.
+pub fn order_join_blocks(plan: &mut LogicalPlan, snapshot: &Snapshot) -> crate::Result<()> {
+    plan.transform_up(&mut |node| {
+        if let LogicalPlan::JoinBlock { .. } = node {
+            let LogicalPlan::JoinBlock {
+                relations,
+                predicates,
+                ..
+            } = std::mem::replace(node, LogicalPlan::empty())
+            else {
+                unreachable!("matched above")
+            };
+            let mut offset = 0;
+            let relations = relations
+                .into_iter()
+                .map(|plan| {
+                    let relation = Relation { offset, plan };
+                    offset += relation.plan.schema().fields().len();
+                    relation
+                })
+                .collect();
+            *node = plan_join_block(relations, predicates, snapshot);
+        }
+        Ok(())
+    })
 }
 
 /// Joins `relations` under `predicates` (over the block's concatenated columns); the output

@@ -1,18 +1,15 @@
 //! The optimizer: named passes over a bound logical plan, run in the order `PASSES` lists
 //! (ADR 0047). Each pass is a file of this module with its own tests; `EXPLAIN (VERBOSE)`
-//! prints the plan after each pass that changed it.
-//!
-//! Some decisions are still made while the binder closes each query block, by functions of
-//! this module it calls: a block of inner joins is ordered as it is bound (`join_order`,
-//! `join_search`), correlated subqueries become joins (`decorrelate`, restricted to the outer
-//! keys by `key_domain`), and semi joins are placed (`semi_pushdown`). They become passes here
-//! when the binder leaves join blocks and subqueries in the plan unplanned.
+//! prints the plan after each pass that changed it. The binder leaves blocks of inner joins
+//! unordered (`JoinBlock`) and subqueries asked of each row (`Subquery`); the first two passes
+//! plan them, and no later pass sees either.
 
-pub(crate) mod decorrelate;
+mod decorrelate;
 pub(crate) mod join_order;
 pub(crate) mod join_search;
 pub(crate) mod key_domain;
 mod outer_join_sides;
+pub(crate) mod pull_up;
 pub(crate) mod semi_pushdown;
 mod top_n;
 
@@ -20,6 +17,7 @@ use std::sync::Arc;
 
 use pondra_catalog::Snapshot;
 
+use crate::Result;
 use crate::expr::Expr;
 use crate::logical::LogicalPlan;
 use crate::tree::{PlanNode, TreeNode};
@@ -27,11 +25,19 @@ use crate::tree::{PlanNode, TreeNode};
 /// A pass: a rewrite of a whole plan, the plans of its subqueries included.
 struct Pass {
     name: &'static str,
-    run: fn(&mut LogicalPlan, &Snapshot),
+    run: fn(&mut LogicalPlan, &Snapshot) -> Result<()>,
 }
 
 /// The passes, in the order they run.
 const PASSES: &[Pass] = &[
+    Pass {
+        name: "join_order",
+        run: join_order::order_join_blocks,
+    },
+    Pass {
+        name: "decorrelate",
+        run: decorrelate::decorrelate,
+    },
     Pass {
         name: "outer_join_sides",
         run: outer_join_sides::choose_build_sides,
@@ -43,11 +49,11 @@ const PASSES: &[Pass] = &[
 ];
 
 /// `plan` after every pass.
-pub fn optimize(mut plan: LogicalPlan, snapshot: &Snapshot) -> LogicalPlan {
+pub fn optimize(mut plan: LogicalPlan, snapshot: &Snapshot) -> Result<LogicalPlan> {
     for pass in PASSES {
-        run_everywhere(pass, &mut plan, snapshot);
+        run_everywhere(pass, &mut plan, snapshot)?;
     }
-    plan
+    Ok(plan)
 }
 
 /// `plan` after every pass, and the text of the plan as bound and after each pass that changed
@@ -55,31 +61,31 @@ pub fn optimize(mut plan: LogicalPlan, snapshot: &Snapshot) -> LogicalPlan {
 pub fn optimize_traced(
     mut plan: LogicalPlan,
     snapshot: &Snapshot,
-) -> (LogicalPlan, Vec<(&'static str, String)>) {
+) -> Result<(LogicalPlan, Vec<(&'static str, String)>)> {
     let mut trace = vec![("bound", plan.to_string())];
     for pass in PASSES {
-        run_everywhere(pass, &mut plan, snapshot);
+        run_everywhere(pass, &mut plan, snapshot)?;
         let text = plan.to_string();
         if trace.last().is_none_or(|(_, last)| *last != text) {
             trace.push((pass.name, text));
         }
     }
-    (plan, trace)
+    Ok((plan, trace))
 }
 
 /// Runs `pass` over `plan` and over the plans of the scalar subqueries its expressions hold.
-fn run_everywhere(pass: &Pass, plan: &mut LogicalPlan, snapshot: &Snapshot) {
-    let Ok(()) = plan.transform_up(&mut |node| {
+fn run_everywhere(pass: &Pass, plan: &mut LogicalPlan, snapshot: &Snapshot) -> Result<()> {
+    plan.transform_up(&mut |node| {
         for expr in node.exprs_mut() {
             expr.transform_up(&mut |e| {
                 if let Expr::ScalarSubquery(subquery) = e {
                     let inner = Arc::make_mut(&mut subquery.plan);
-                    run_everywhere(pass, inner, snapshot);
+                    run_everywhere(pass, inner, snapshot)?;
                 }
-                Ok::<_, std::convert::Infallible>(())
+                Ok::<_, crate::PlanError>(())
             })?;
         }
-        Ok::<_, std::convert::Infallible>(())
-    });
-    (pass.run)(plan, snapshot);
+        Ok::<_, crate::PlanError>(())
+    })?;
+    (pass.run)(plan, snapshot)
 }

@@ -17,14 +17,14 @@ use crate::tree::TreeNode;
 const BUILD_KEPT_RATIO: f64 = 2.0;
 
 /// Turns every left and right join whose kept input should be on the other side.
-pub fn choose_build_sides(plan: &mut LogicalPlan, snapshot: &Snapshot) {
-    let Ok(()) = plan.transform_up(&mut |node| {
+pub fn choose_build_sides(plan: &mut LogicalPlan, snapshot: &Snapshot) -> crate::Result<()> {
+    plan.transform_up(&mut |node| {
         if let Some(kind) = turned_kind(node, snapshot) {
             let joined = std::mem::replace(node, LogicalPlan::empty());
             *node = swapped(joined, kind);
         }
-        Ok::<_, std::convert::Infallible>(())
-    });
+        Ok(())
+    })
 }
 
 /// The kind `node` becomes with its inputs swapped, when it is an outer join that should be.
@@ -112,7 +112,7 @@ mod tests {
     }
 
     fn optimized(mut plan: LogicalPlan) -> String {
-        choose_build_sides(&mut plan, &Snapshot::default());
+        choose_build_sides(&mut plan, &Snapshot::default()).unwrap();
         plan.to_string()
     }
 

@@ -7,8 +7,8 @@ use crate::logical::LogicalPlan;
 use crate::tree::TreeNode;
 
 /// Marks every sort that a limit above it cuts short.
-pub fn sort_only_what_limits_keep(plan: &mut LogicalPlan, _: &Snapshot) {
-    let Ok(()) = plan.transform_up(&mut |node| {
+pub fn sort_only_what_limits_keep(plan: &mut LogicalPlan, _: &Snapshot) -> crate::Result<()> {
+    plan.transform_up(&mut |node| {
         if let LogicalPlan::Limit {
             input,
             skip,
@@ -17,8 +17,8 @@ pub fn sort_only_what_limits_keep(plan: &mut LogicalPlan, _: &Snapshot) {
         {
             keep_first_sorted(input, *skip + *fetch);
         }
-        Ok::<_, std::convert::Infallible>(())
-    });
+        Ok(())
+    })
 }
 
 /// Makes the sort at the top of `plan` (under projections) keep only its first `rows` rows.
@@ -68,7 +68,7 @@ mod tests {
 
     fn optimized(mut plan: LogicalPlan) -> String {
         let snapshot = Snapshot::default();
-        sort_only_what_limits_keep(&mut plan, &snapshot);
+        sort_only_what_limits_keep(&mut plan, &snapshot).unwrap();
         plan.to_string()
     }
 
