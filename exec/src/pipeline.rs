@@ -269,7 +269,6 @@ fn collect<'p>(ctx: &ExecContext) -> Sink<'p> {
 
 /// Runs a physical plan to completion and returns its rows.
 pub fn execute(plan: &PhysicalPlan, ctx: &ExecContext) -> Result<Vec<RecordBatch>> {
-    ctx.repeated.find_repeated(plan)?;
     let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
     run_pipeline(&plan, collect(ctx), None, ctx)
 }
@@ -284,7 +283,6 @@ pub fn execute_profiled(
         .profile
         .as_ref()
         .expect("a profiled run needs a profile");
-    ctx.repeated.find_repeated(plan)?;
     let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
     // The subqueries' nodes were profiled as they ran; only this plan's nodes are shown.
     profile.clear();
@@ -523,7 +521,7 @@ fn run_pipeline_into<'p>(
             if let (Some(stats), Some(pages)) = (&out.source_stats, &pages) {
                 stats.add_skipped_pages(pages.skipped.load(Ordering::Relaxed));
             }
-            if let (Repeat::Keep { table, scan }, Some(recorder), Some(filter)) =
+            if let (Repeat::Keep { group, scan }, Some(recorder), Some(filter)) =
                 (repeat, recorder, scan_filter)
                 && let Some(rows) = recorder.finish()
             {
@@ -534,7 +532,7 @@ fn run_pipeline_into<'p>(
                         _ => None,
                     })
                     .collect();
-                ctx.repeated.keep(table, &scan, filter, &joins, rows);
+                ctx.repeated.keep(group, &scan, filter, &joins, rows);
             }
         }
         PhysicalPlan::Window {

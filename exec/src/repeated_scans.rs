@@ -8,11 +8,13 @@
 //! pass, takes those rows instead of reading the files: its joins drop what it does not need.
 //! A scan with a predicate may also take the rows of an unfiltered scan of its table, and
 //! apply its predicate to them (TPC-H q21 reads lineitem for the same orders twice, once with
-//! `l_receiptdate > l_commitdate`).
+//! `l_receiptdate > l_commitdate`). Physical planning groups the scans and says which keeps
+//! its rows (`repeat` on the plan's scans); this keeps the rows, and decides as each later
+//! scan starts whether they cover it.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use arrow::array::{MutableArrayData, RecordBatch, RecordBatchOptions, make_array};
 use pondra_planner::{Expr, PhysicalPlan};
@@ -21,28 +23,24 @@ use crate::Result;
 use crate::join::HashJoin;
 use crate::memory::{MemoryPool, Reservation};
 use crate::scan_filter::ScanFilter;
-use crate::shared::for_each_node;
 
 /// A scan keeps its rows for a later scan only up to this many bytes: beyond, they are not
 /// few, and holding them would cost more memory than reading again costs time.
 const KEPT_BYTES: usize = 256 << 20;
 
+/// The rows scans kept for later scans of their group (numbered by physical planning).
 #[derive(Default)]
 pub struct RepeatedScans {
-    /// For each table (by its files) and predicate right above that more than one Parquet
-    /// scan of the query reads with, the columns those scans read together (`None`: all).
-    /// Found from the outermost plan.
-    tables: OnceLock<HashMap<String, Option<Vec<usize>>>>,
-    kept: Mutex<HashMap<String, Vec<Arc<KeptScan>>>>,
+    kept: Mutex<HashMap<usize, Vec<Arc<KeptScan>>>>,
 }
 
 /// How a filtered Parquet scan gets its rows.
 pub enum Repeat {
     /// No other scan reads its table with its predicate: it reads as planned.
     Once,
-    /// It reads `scan` (the planned scan, with the columns every scan of the table reads) and
-    /// keeps its rows under `table`.
-    Keep { scan: PhysicalPlan, table: String },
+    /// It reads `scan` (the planned scan, with the columns every scan of its group reads) and
+    /// keeps its rows for the group.
+    Keep { scan: PhysicalPlan, group: usize },
     /// It takes the rows an earlier scan kept, and keeps those `refilter` passes (the scan's
     /// predicate, when the earlier scan had none).
     Reuse {
@@ -70,56 +68,15 @@ struct KeptJoin {
 }
 
 impl RepeatedScans {
-    /// Finds the tables that `plan` and its subqueries read in more than one scan with the
-    /// same filter.
-    /// Only the first plan counts: the others are its subqueries.
-    pub fn find_repeated(&self, plan: &PhysicalPlan) -> Result<()> {
-        if self.tables.get().is_some() {
-            return Ok(());
-        }
-        let mut scans: HashMap<String, (usize, Option<Vec<usize>>)> = HashMap::new();
-        // Per table, the scans with a predicate: they may take an unfiltered scan's rows.
-        let mut filtered: HashMap<String, (usize, Option<Vec<usize>>)> = HashMap::new();
-        for_each_node(plan, &mut |scan| {
-            let predicate = scan.scan_filter();
-            if let Some((key, columns)) = scan_key(scan, predicate) {
-                let (count, read) = scans.entry(key).or_insert_with(|| (0, Some(Vec::new())));
-                add_scan(count, read, columns);
-                if predicate.is_some() {
-                    let (count, read) = filtered
-                        .entry(scan_key(scan, None).expect("a scan").0)
-                        .or_insert_with(|| (0, Some(Vec::new())));
-                    add_scan(count, read, columns);
-                }
-            }
-        });
-        // An unfiltered scan of a table that filtered scans read too reads their columns.
-        for (table, (count, columns)) in filtered {
-            if let Some((unfiltered, read)) = scans.get_mut(&table) {
-                *unfiltered += count;
-                add_columns(read, columns.as_deref());
-            }
-        }
-        let repeated = scans
-            .into_iter()
-            .filter(|(_, (count, _))| *count > 1)
-            .map(|(table, (_, columns))| (table, columns))
-            .collect();
-        let _ = self.tables.set(repeated);
-        Ok(())
-    }
-
     /// How scan `node`, which drops the rows `filter` rejects, gets its rows.
     pub fn repeat(&self, node: &PhysicalPlan, filter: &ScanFilter<'_>) -> Result<Repeat> {
-        let Some((key, columns)) = scan_key(node, filter.predicate()) else {
+        // Most scans share nothing (physical planning left them no group).
+        let Some(repeat) = node.scan_repeat() else {
             return Ok(Repeat::Once);
         };
-        // Most queries repeat no scan: they name none of their scans.
-        let Some(tables) = self.tables.get().filter(|tables| !tables.is_empty()) else {
-            return Ok(Repeat::Once);
-        };
+        let columns = scan_columns(node);
         let kept = self.kept.lock().expect("kept scans lock");
-        for scan in kept.get(&key).into_iter().flatten() {
+        for scan in kept.get(&repeat.group).into_iter().flatten() {
             if scan.covers(columns, filter)? {
                 return Ok(Repeat::Reuse {
                     kept: scan.clone(),
@@ -127,9 +84,8 @@ impl RepeatedScans {
                 });
             }
         }
-        if let Some(predicate) = filter.predicate() {
-            let unfiltered = kept.get(&scan_key(node, None).expect("a scan").0);
-            for scan in unfiltered.into_iter().flatten() {
+        if let (Some(predicate), Some(unfiltered)) = (filter.predicate(), repeat.unfiltered) {
+            for scan in kept.get(&unfiltered).into_iter().flatten() {
                 if scan.covers(columns, filter)? {
                     return Ok(Repeat::Reuse {
                         kept: scan.clone(),
@@ -138,12 +94,12 @@ impl RepeatedScans {
                 }
             }
         }
-        let Some(all_columns) = tables.get(&key) else {
-            return Ok(Repeat::Once);
-        };
-        Ok(Repeat::Keep {
-            scan: node.scan_reading(all_columns.clone()),
-            table: key,
+        Ok(match &repeat.keep {
+            Some(all_columns) => Repeat::Keep {
+                scan: node.scan_reading(all_columns.clone()),
+                group: repeat.group,
+            },
+            None => Repeat::Once,
         })
     }
 
@@ -151,15 +107,13 @@ impl RepeatedScans {
     /// `joins` (among others, as `Arc`s).
     pub fn keep(
         &self,
-        table: String,
+        group: usize,
         scan: &PhysicalPlan,
         filter: &ScanFilter<'_>,
         joins: &[&Arc<HashJoin>],
         (morsels, memory): (Vec<Vec<RecordBatch>>, Reservation),
     ) {
-        let Some((_, columns)) = scan_key(scan, None) else {
-            return;
-        };
+        let columns = scan_columns(scan);
         let mut kept_joins = Vec::with_capacity(filter.joins().len());
         for checked in filter.joins() {
             let Some(join) = joins
@@ -181,7 +135,7 @@ impl RepeatedScans {
             _memory: memory,
         };
         let mut kept = self.kept.lock().expect("kept scans lock");
-        kept.entry(table).or_default().push(Arc::new(scan));
+        kept.entry(group).or_default().push(Arc::new(scan));
     }
 }
 
@@ -309,39 +263,12 @@ fn compacted(batch: &RecordBatch) -> RecordBatch {
     .expect("the same columns")
 }
 
-/// Counts one more scan of a group, which reads `columns` (all when `None`), into the group's
-/// count and the columns its scans read together.
-fn add_scan(count: &mut usize, read: &mut Option<Vec<usize>>, columns: Option<&[usize]>) {
-    *count += 1;
-    add_columns(read, columns);
-}
-
-/// Adds `columns` (all when `None`) to the columns a group's scans read together.
-fn add_columns(read: &mut Option<Vec<usize>>, columns: Option<&[usize]>) {
-    *read = match (read.take(), columns) {
-        (Some(mut read), Some(columns)) => {
-            read.extend(columns);
-            read.sort_unstable();
-            read.dedup();
-            Some(read)
+/// The columns scan `node` reads (all when `None`).
+fn scan_columns(node: &PhysicalPlan) -> Option<&[usize]> {
+    match node {
+        PhysicalPlan::TableScan { columns, .. } | PhysicalPlan::ParquetScan { columns, .. } => {
+            columns.as_deref()
         }
-        _ => None,
-    };
-}
-
-/// What names a scan with a predicate right above it (a lake table by its id, a table read
-/// in place by its files), and the columns the scan reads; `None` if `node` is not a scan.
-fn scan_key<'n>(
-    node: &'n PhysicalPlan,
-    predicate: Option<&Expr>,
-) -> Option<(String, Option<&'n [usize]>)> {
-    let (table, columns) = match node {
-        PhysicalPlan::TableScan { table, columns, .. } => (format!("table {}", table.id), columns),
-        PhysicalPlan::ParquetScan { table, columns, .. } => {
-            let paths: Vec<_> = table.files.iter().map(|f| f.source.name()).collect();
-            (paths.join("\n"), columns)
-        }
-        _ => return None,
-    };
-    Some((format!("{table}\n{predicate:?}"), columns.as_deref()))
+        _ => unreachable!("only scans repeat"),
+    }
 }

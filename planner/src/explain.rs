@@ -6,6 +6,7 @@ use std::fmt::{self, Write};
 
 use crate::expr::{Expr, SortKey};
 use crate::physical::PhysicalPlan;
+use crate::repeated_scans::RepeatedScan;
 use crate::tree::TreeNode;
 
 impl fmt::Display for PhysicalPlan {
@@ -67,19 +68,38 @@ fn filter_text(filter: &Option<Expr>) -> String {
         .map_or(String::new(), |filter| format!(" filter={filter}"))
 }
 
+/// What a scan shares with the query's other scans of its table, as EXPLAIN shows it: the
+/// group of scans whose rows the first to run keeps, and the unfiltered group whose kept rows
+/// it may filter again.
+fn repeat_text(repeat: Option<&RepeatedScan>) -> String {
+    let Some(repeat) = repeat else {
+        return String::new();
+    };
+    let mut text = String::new();
+    if repeat.keep.is_some() {
+        let _ = write!(text, " scan_group={}", repeat.group);
+    }
+    if let Some(unfiltered) = repeat.unfiltered {
+        let _ = write!(text, " refilters={unfiltered}");
+    }
+    text
+}
+
 impl PhysicalPlan {
     /// The node as one line of EXPLAIN: its operator and what it holds, not its inputs.
     pub fn describe(&self) -> String {
         match self {
             PhysicalPlan::TableScan { table, filter, .. } => {
-                format!("TableScan: {}{}", table.name, filter_text(filter))
+                let repeat = repeat_text(self.scan_repeat());
+                format!("TableScan: {}{}{repeat}", table.name, filter_text(filter))
             }
             PhysicalPlan::Input { .. } => "Input".into(),
             PhysicalPlan::ParquetScan { table, filter, .. } => format!(
-                "ParquetScan: {} ({} files){}",
+                "ParquetScan: {} ({} files){}{}",
                 table.name,
                 table.files.len(),
-                filter_text(filter)
+                filter_text(filter),
+                repeat_text(self.scan_repeat())
             ),
             PhysicalPlan::Values { rows, .. } => format!("Values: {} rows", rows.len()),
             PhysicalPlan::WorkingTable { id, .. } => format!("WorkingTable: {id}"),

@@ -7,6 +7,7 @@ use crate::cardinality::JoinEstimate;
 use crate::expr::{AggregateCall, AggregateFunction, Expr, JoinKind, SortKey, WindowExpr};
 use crate::external::ExternalTable;
 use crate::logical::LogicalPlan;
+use crate::repeated_scans::RepeatedScan;
 use crate::scalar::ScalarValue;
 use crate::tree::{PlanNode, TreeNode};
 
@@ -24,6 +25,8 @@ pub enum PhysicalPlan {
         /// read (its columns first, ADR 0020) and used to skip files, row groups and pages
         /// (ADR 0025, 0043).
         filter: Option<Expr>,
+        /// What the scan shares with the query's other scans of the table (ADR 0034).
+        repeat: Option<RepeatedScan>,
     },
     Input {
         schema: SchemaRef,
@@ -34,6 +37,7 @@ pub enum PhysicalPlan {
         schema: SchemaRef,
         columns: Option<Vec<usize>>,
         filter: Option<Expr>,
+        repeat: Option<RepeatedScan>,
     },
     /// Computes window functions over all input rows.
     Window {
@@ -119,6 +123,7 @@ impl PhysicalPlan {
             table,
             columns,
             filter: None,
+            repeat: None,
         }
     }
 
@@ -130,6 +135,7 @@ impl PhysicalPlan {
                 table: table.clone(),
                 columns,
                 filter: None,
+                repeat: None,
             },
             PhysicalPlan::ParquetScan { table, .. } => {
                 PhysicalPlan::parquet_scan(table.clone(), columns)
@@ -140,6 +146,36 @@ impl PhysicalPlan {
             *filter = Some(own.clone());
         }
         scan
+    }
+
+    /// What a scan shares with the query's other scans of its table, if anything.
+    pub fn scan_repeat(&self) -> Option<&RepeatedScan> {
+        match self {
+            PhysicalPlan::TableScan { repeat, .. } | PhysicalPlan::ParquetScan { repeat, .. } => {
+                repeat.as_ref()
+            }
+            _ => None,
+        }
+    }
+
+    /// Calls `f` on every node of the plan and of the plans of the scalar subqueries in its
+    /// expressions, nested ones too, each node before the nodes under it, in the same order
+    /// every time.
+    pub fn for_each_with_subqueries(&mut self, f: &mut dyn FnMut(&mut PhysicalPlan)) {
+        let Ok(()) = self.transform_down(&mut |node| {
+            f(node);
+            for expr in node.exprs_mut() {
+                expr.transform_up(&mut |e| {
+                    if let Expr::ScalarSubquery(subquery) = e
+                        && let Some(physical) = &mut subquery.physical
+                    {
+                        Arc::make_mut(physical).for_each_with_subqueries(f);
+                    }
+                    Ok::<_, std::convert::Infallible>(())
+                })?;
+            }
+            Ok::<_, std::convert::Infallible>(())
+        });
     }
 
     /// The filter of a scan, if it has one.
@@ -188,6 +224,7 @@ impl PhysicalPlan {
 pub fn create_physical_plan(plan: &LogicalPlan) -> PhysicalPlan {
     let mut physical = plan_with_subqueries(plan);
     crate::shared_aggregates::number_repeated_aggregates(&mut physical);
+    crate::repeated_scans::mark_repeated_scans(&mut physical);
     physical
 }
 
@@ -265,6 +302,7 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
                 schema: read_schema(schema, columns.as_deref()),
                 columns,
                 filter: None,
+                repeat: None,
             }
         }
         LogicalPlan::Window {

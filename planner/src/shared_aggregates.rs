@@ -5,12 +5,9 @@
 //! occurrence; the first to run keeps its rows for the others.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
-use std::sync::Arc;
 
-use crate::expr::Expr;
 use crate::physical::PhysicalPlan;
-use crate::tree::{PlanNode, TreeNode};
+use crate::tree::TreeNode;
 
 /// Numbers the aggregations of `plan` (and of the plans of its scalar subqueries) that occur
 /// more than once. One that reads a recursive CTE's working table is left out: it is computed
@@ -41,21 +38,10 @@ pub fn number_repeated_aggregates(plan: &mut PhysicalPlan) {
 /// Calls `f` on each aggregation that could be shared, in `plan` and in the plans of the scalar
 /// subqueries in its expressions, nested ones too, each before the nodes under it.
 fn for_each_aggregate(plan: &mut PhysicalPlan, f: &mut dyn FnMut(&mut PhysicalPlan)) {
-    let Ok(()) = plan.transform_down(&mut |node| {
+    plan.for_each_with_subqueries(&mut |node| {
         if matches!(node, PhysicalPlan::HashAggregate { .. }) && !reads_working_table(node) {
             f(node);
         }
-        for expr in node.exprs_mut() {
-            expr.transform_up(&mut |e| {
-                if let Expr::ScalarSubquery(subquery) = e
-                    && let Some(physical) = &mut subquery.physical
-                {
-                    for_each_aggregate(Arc::make_mut(physical), f);
-                }
-                Ok::<_, Infallible>(())
-            })?;
-        }
-        Ok::<_, Infallible>(())
     });
 }
 

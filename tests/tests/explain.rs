@@ -408,8 +408,8 @@ fn check_repeated_scans(
     assert_eq!(
         scans(&query),
         [
-            format!("{operator}  [rows=10"),
-            format!("{operator}  [rows=10 reused"),
+            format!("{operator} scan_group=0  [rows=10"),
+            format!("{operator} scan_group=0  [rows=10 reused"),
         ]
     );
     assert_eq!(rows(&query), [["10", "5000090"], ["5", "20"]]);
@@ -419,8 +419,8 @@ fn check_repeated_scans(
     assert_eq!(
         scans(&query),
         [
-            format!("{operator}  [rows=10"),
-            format!("{operator}  [rows=15"),
+            format!("{operator} scan_group=0  [rows=10"),
+            format!("{operator} scan_group=0  [rows=15"),
         ]
     );
     assert_eq!(rows(&query), [["10", "5000090"], ["15", "180"]]);
@@ -436,8 +436,8 @@ fn check_repeated_scans(
     assert_eq!(
         scans(&query),
         [
-            format!("{operator}  [rows=10"),
-            format!("{operator} {EVEN_B}  [rows=5 reused"),
+            format!("{operator} scan_group=0  [rows=10"),
+            format!("{operator} {EVEN_B} refilters=0  [rows=5 reused"),
         ]
     );
     assert_eq!(rows(&query), [["10", "5000090"], ["3", "1500024"]]);
@@ -459,8 +459,8 @@ fn check_repeated_scans(
     assert_eq!(
         scans(&query),
         [
-            format!("{operator}  [rows=10"),
-            format!("{operator}  [rows=5"),
+            format!("{operator} scan_group=0  [rows=10"),
+            format!("{operator} scan_group=0  [rows=5"),
         ]
     );
     assert_eq!(rows(&query), [["10", "5000090"], ["5", "20"]]);
@@ -717,7 +717,12 @@ fn an_aggregation_computed_twice_runs_once() {
         let aggregate = line(&lines, "HashAggregate: group=[k");
         assert!(aggregate.ends_with("shared=0  [rows=4"), "{lines:?}");
         // The subquery ran the aggregation first; the outer query's scan under it read nothing.
-        assert_eq!(line(&lines, "TableScan: t"), "TableScan: t  [rows=0");
+        // (Both scans of t are one group: had the aggregation run twice, the second would
+        // have taken the first's rows.)
+        assert_eq!(
+            line(&lines, "TableScan: t"),
+            "TableScan: t scan_group=0  [rows=0"
+        );
         let (_, batches) = run_sql(node, runtime, query).unwrap().expect("rows");
         assert_eq!(map_cells(&batches, |_, _, _, text| text), [["3", "1275"]]);
         // Aggregations that differ are not shared.
