@@ -1,4 +1,4 @@
-//! UPDATE and DELETE: a table's rows are rewritten whole into one new Parquet file, replacing
+//! UPDATE, DELETE and MERGE: a table's rows are rewritten whole into one new Parquet file, replacing
 //! all of its files and log segments in one commit (copy on write; ADR 0005). The change is a
 //! `ReplaceAll`, so tiering in between does not make it wrong.
 
@@ -34,14 +34,27 @@ impl Node {
         let width = table.columns.len();
         let mut rows = Vec::new();
         let mut touched = 0;
-        for batch in self.run_query(input, snapshot.clone(), Vec::new()).await? {
-            let flags = batch.column(width).as_boolean().clone();
-            touched += flags.true_count();
-            let columns = batch.columns()[..width].to_vec();
+        for result in self.run_query(input, snapshot.clone(), Vec::new()).await? {
+            let flag = |i: usize| result.column(width + i).as_boolean().clone();
+            touched += flag(0).true_count();
+            let columns = result.columns()[..width].to_vec();
             let batch = RecordBatch::try_new(schema.clone(), columns)?;
             rows.push(match kind {
                 RewriteKind::Update => batch,
-                RewriteKind::Delete => filter_record_batch(&batch, &not(&flags)?)?,
+                RewriteKind::Delete => filter_record_batch(&batch, &not(&flag(0))?)?,
+                RewriteKind::Merge | RewriteKind::Upsert => {
+                    if flag(2).true_count() > 0 {
+                        let statement = match kind {
+                            RewriteKind::Upsert => "ON CONFLICT DO UPDATE",
+                            _ => "MERGE",
+                        };
+                        return Err(NodeError::Other(format!(
+                            "{statement} command cannot affect row a second time: a target \
+                             row matched more than one source row"
+                        )));
+                    }
+                    filter_record_batch(&batch, &flag(1))?
+                }
             });
         }
         if touched == 0 {

@@ -284,6 +284,8 @@ impl Node {
                 let verb = match kind {
                     pondra_planner::RewriteKind::Update => "UPDATE",
                     pondra_planner::RewriteKind::Delete => "DELETE",
+                    pondra_planner::RewriteKind::Merge => "MERGE",
+                    pondra_planner::RewriteKind::Upsert => "INSERT 0",
                 };
                 Ok(Prepared::new(changes, format!("{verb} {rows}")))
             }

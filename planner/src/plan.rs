@@ -116,4 +116,10 @@ pub enum RewriteKind {
     Update,
     /// Touched rows are dropped.
     Delete,
+    /// MERGE INTO: `input` yields the target's rows and the source rows it inserts, each with
+    /// whether the statement touched it, whether it stays, and whether it is a target row that
+    /// several source rows matched with an action (an error).
+    Merge,
+    /// INSERT ... ON CONFLICT: a MERGE, reported as an INSERT.
+    Upsert,
 }

@@ -135,7 +135,7 @@ impl Binder<'_> {
     }
 
     /// The stored table an UPDATE or DELETE changes, and the name its columns are qualified by.
-    fn changed_table(
+    pub(super) fn changed_table(
         &self,
         relation: &ast::TableFactor,
         statement: &str,
@@ -275,7 +275,7 @@ fn matched_sql(selection: Option<&ast::Expr>) -> String {
     }
 }
 
-fn parse_query(sql: &str) -> Result<ast::Query> {
+pub(super) fn parse_query(sql: &str) -> Result<ast::Query> {
     let mut statements = pondra_parser::parse_sql(sql).map_err(|e| bind_err!("{e}"))?;
     match statements.pop().map(|s| s.statement) {
         Some(pondra_parser::Statement::Sql(statement)) => match *statement {

@@ -5,6 +5,7 @@ mod changes;
 mod expr;
 mod from;
 mod functions;
+mod merge;
 mod recursive;
 mod scope;
 mod set_ops;
@@ -351,6 +352,7 @@ impl<'a> Binder<'a> {
             ast::Statement::CreateIndex(create) => self.bind_create_index(create),
             ast::Statement::Update(update) => self.bind_update(update),
             ast::Statement::Delete(delete) => self.bind_delete(delete),
+            ast::Statement::Merge(merge) => self.bind_merge(merge),
             ast::Statement::ShowTables { .. } => Ok(Plan::Query(self.show_tables())),
             ast::Statement::ExplainTable { table_name, .. } => {
                 Ok(Plan::Query(self.describe(&object_name(table_name)?)?))

@@ -377,17 +377,26 @@ impl Binder<'_> {
         let ast::TableObject::TableName(name) = &insert.table else {
             return Err(unsupported!("INSERT into a table function"));
         };
-        if let Some(or) = &insert.or {
-            return Err(unsupported!(
-                "INSERT {or} (a table with a PRIMARY KEY replaces rows with the same key on INSERT)"
-            ));
-        }
-        if insert.on.is_some() {
-            return Err(unsupported!(
-                "INSERT ... ON CONFLICT (a table with a PRIMARY KEY replaces rows with the same key on INSERT)"
-            ));
-        }
         let table = self.table(&object_name(name)?)?.clone();
+        if insert.returning.is_some() {
+            return Err(unsupported!("INSERT ... RETURNING"));
+        }
+        match (&insert.or, &insert.on) {
+            (None, None) => {}
+            (None, Some(ast::OnInsert::OnConflict(on_conflict))) => {
+                return self.bind_on_conflict(insert, table, on_conflict);
+            }
+            (None, Some(_)) => return Err(unsupported!("INSERT ... ON DUPLICATE KEY UPDATE")),
+            // A keyed table's INSERT replaces the row of a key it holds, which is what SQLite
+            // and DuckDB's INSERT OR REPLACE do; a table without a UNIQUE constraint has
+            // nothing to replace.
+            (Some(ast::SqliteOnConflict::Replace), None) if table.unique.is_empty() => {}
+            (Some(or), _) => {
+                return Err(unsupported!(
+                    "INSERT {or} (on a table with a UNIQUE constraint, or with ON CONFLICT)"
+                ));
+            }
+        }
         let source = insert
             .source
             .as_ref()
