@@ -11,12 +11,15 @@
 
 use std::sync::Arc;
 
+use arrow::datatypes::DataType;
+
 use pondra_catalog::TableDef;
 use pondra_parser::ast;
 
 use super::scope::normalize;
 use super::{Binder, check_assignable};
 use crate::expr::{BinaryOp, Expr};
+use crate::logical::LogicalPlan;
 use crate::plan::{Plan, RewriteKind};
 use crate::scalar::ScalarValue;
 use crate::{Result, bind_err, unsupported};
@@ -36,157 +39,30 @@ enum Action {
     Nothing,
 }
 
+/// The clauses of a MERGE: the SQL of the number of the clause each joined row takes (0 for
+/// none), and what each clause (numbered from 1) does.
+struct Clauses {
+    chosen: String,
+    actions: Vec<Action>,
+}
+
+/// Where the values of the clauses are among the MERGE query's columns: for each, the clause's
+/// number and the target column it sets.
+type ValueColumns = Vec<(usize, usize)>;
+
 impl Binder<'_> {
     pub(super) fn bind_merge(&self, merge: &ast::Merge) -> Result<Plan> {
         if merge.output.is_some() {
             return Err(unsupported!("MERGE ... OUTPUT"));
         }
         let (table, qualifier) = self.changed_table(&merge.table, "MERGE")?;
-        let source_name = source_qualifier(&merge.source)?;
-        let column = |name: &str| -> Result<usize> {
-            let name = name.to_ascii_lowercase();
-            table
-                .columns
-                .iter()
-                .position(|c| c.name == name)
-                .ok_or_else(|| bind_err!("table {} has no column named {name}", table.name))
-        };
-        let matched = format!("({TARGET_ROW} IS NOT NULL AND {SOURCE_ROW} IS NOT NULL)");
-        let mut arms = Vec::new();
-        let mut actions = Vec::new();
-        for (n, clause) in merge.clauses.iter().enumerate() {
-            let matched_kind = matches!(clause.clause_kind, ast::MergeClauseKind::Matched);
-            let unreachable = merge.clauses[..n].iter().any(|earlier| {
-                earlier.predicate.is_none()
-                    && matches!(earlier.clause_kind, ast::MergeClauseKind::Matched) == matched_kind
-            });
-            if unreachable {
-                return Err(bind_err!(
-                    "unreachable WHEN clause specified after unconditional WHEN clause"
-                ));
-            }
-            let applies = match clause.clause_kind {
-                ast::MergeClauseKind::Matched => matched.clone(),
-                ast::MergeClauseKind::NotMatched | ast::MergeClauseKind::NotMatchedByTarget => {
-                    format!("{TARGET_ROW} IS NULL")
-                }
-                ast::MergeClauseKind::NotMatchedBySource => {
-                    return Err(unsupported!("MERGE ... WHEN NOT MATCHED BY SOURCE"));
-                }
-            };
-            let condition = match &clause.predicate {
-                Some(predicate) => format!("{applies} AND coalesce(({predicate}), false)"),
-                None => applies,
-            };
-            arms.push(format!("WHEN {condition} THEN {}", actions.len() + 1));
-            actions.push(action(&clause.clause_kind, &clause.action, &column)?);
-        }
-        let chosen = format!("(CASE {} ELSE 0 END)", arms.join(" "));
-
-        let mut select = format!("SELECT {qualifier}.*, {chosen}");
-        let mut value_columns = Vec::new();
-        for (number, action) in actions.iter().enumerate() {
-            if let Action::Update(values) | Action::Insert(values) = action {
-                for (position, value) in values {
-                    let number = number + 1;
-                    select.push_str(&format!(
-                        ", CASE WHEN {chosen} = {number} THEN ({value}) END"
-                    ));
-                    value_columns.push((number, *position));
-                }
-            }
-        }
-        // A target row that met several source rows may take no action, and is then kept once;
-        // if it takes one, the statement fails.
-        select.push_str(&format!(
-            ", {TARGET_ROW} IS NOT NULL AND count(*) OVER (PARTITION BY {TARGET_ROW}) > 1 \
-               AND max({chosen}) OVER (PARTITION BY {TARGET_ROW}) > 0, \
-             {TARGET_ROW} IS NULL OR row_number() OVER (PARTITION BY {TARGET_ROW}) = 1 \
-             FROM (SELECT *, row_number() OVER () AS {TARGET_ROW} FROM {name}) AS {qualifier} \
-             FULL JOIN (SELECT *, true AS {SOURCE_ROW} FROM {source}) AS {source_name} \
-             ON {on}",
-            name = table.name,
-            source = merge.source,
-            on = merge.on,
-        ));
-        let input = self.bind_query(&super::changes::parse_query(&select)?)?;
-        let schema = input.schema();
-        // The query's columns: the target's, its row number, the clause each row takes, the
-        // clauses' values, whether the row is a conflict, and whether it is its target row's
-        // first.
-        let width = table.columns.len();
-        let values = value_columns.len();
-        let field = |i: usize| {
-            let f = schema.field(i);
-            Expr::column(i, f.name(), f.data_type().clone())
-        };
-        let target_row = field(width);
-        let chosen = field(width + 1);
-        let is_clause = |number: usize| Expr::Binary {
-            op: BinaryOp::Eq,
-            left: Box::new(chosen.clone().cast(&arrow::datatypes::DataType::Int64)),
-            right: Box::new(Expr::Literal(ScalarValue::Int64(number as i64))),
-        };
-        let conflict = field(width + 2 + values);
-        let first_of_target = field(width + 3 + values);
-
-        let mut exprs = Vec::with_capacity(width + 3);
-        for (index, column) in table.columns.iter().enumerate() {
-            let target = column.sql_type.to_arrow();
-            let mut branches = Vec::new();
-            for (k, (number, position)) in value_columns.iter().enumerate() {
-                if *position == index {
-                    let value = field(width + 2 + k);
-                    check_assignable(&value.data_type(), &target, &column.name)?;
-                    branches.push((is_clause(*number), value.cast(&target)));
-                }
-            }
-            for (number, action) in actions.iter().enumerate() {
-                if matches!(action, Action::Insert(values) if !values.iter().any(|(p, _)| *p == index))
-                {
-                    let null = Expr::Literal(ScalarValue::Null).cast(&target);
-                    branches.push((is_clause(number + 1), null));
-                }
-            }
-            let old = field(index);
-            exprs.push(match branches.is_empty() {
-                true => old,
-                false => Expr::Case {
-                    branches,
-                    otherwise: Some(Box::new(old.cast(&target))),
-                    data_type: target,
-                },
-            });
-        }
-        let touched = numbers_of(&actions, |a| !matches!(a, Action::Nothing));
-        let removed = numbers_of(&actions, |a| matches!(a, Action::Delete));
-        let inserted = numbers_of(&actions, |a| matches!(a, Action::Insert(_)));
-        let any_of = |numbers: &[usize]| {
-            let clauses = numbers.iter().map(|n| is_clause(*n));
-            clauses
-                .reduce(|l, r| Expr::Binary {
-                    op: BinaryOp::Or,
-                    left: Box::new(l),
-                    right: Box::new(r),
-                })
-                .unwrap_or(Expr::Literal(ScalarValue::Boolean(false)))
-        };
-        // Target rows stay unless deleted (once each); source rows only when inserted.
-        let kept = Expr::Case {
-            branches: vec![(
-                Expr::IsNotNull(Box::new(target_row)),
-                Expr::and_all(vec![Expr::Not(Box::new(any_of(&removed))), first_of_target])
-                    .expect("two conditions"),
-            )],
-            otherwise: Some(Box::new(any_of(&inserted))),
-            data_type: arrow::datatypes::DataType::Boolean,
-        };
-        exprs.extend([any_of(&touched), kept, conflict]);
-        let mut names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
-        names.extend(["touched".into(), "kept".into(), "conflict".into()]);
+        let clauses = clauses(merge, &table)?;
+        let (sql, value_columns) = merge_query(merge, &table, &qualifier, &clauses)?;
+        let input = self.bind_query(&super::changes::parse_query(&sql)?)?;
+        let input = rows_as_they_will_be(&table, input, &clauses.actions, &value_columns)?;
         Ok(Plan::Rewrite {
             table,
-            input: input.project(exprs, names),
+            input,
             kind: RewriteKind::Merge,
         })
     }
@@ -229,9 +105,10 @@ impl Binder<'_> {
             Some(alias) => normalize(&alias.alias),
             None => table.name.clone(),
         };
+        let target = quoted(&qualifier);
         let on: Vec<String> = key
             .iter()
-            .map(|k| format!("{qualifier}.{k} = excluded.{k}"))
+            .map(|k| format!("{target}.{k} = excluded.{k}", k = quoted(k)))
             .collect();
         let matched = match &on_conflict.action {
             ast::OnConflictAction::DoNothing => String::new(),
@@ -248,11 +125,12 @@ impl Binder<'_> {
                 )
             }
         };
+        let columns: Vec<String> = columns.iter().map(|c| quoted(c)).collect();
         let values: Vec<String> = columns.iter().map(|c| format!("excluded.{c}")).collect();
         let sql = format!(
-            "MERGE INTO {name} AS {qualifier} USING ({source}) AS excluded({columns}) ON {on} \
+            "MERGE INTO {name} AS {target} USING ({source}) AS excluded({columns}) ON {on} \
              {matched} WHEN NOT MATCHED THEN INSERT ({columns}) VALUES ({values})",
-            name = table.name,
+            name = quoted(&table.name),
             columns = columns.join(", "),
             on = on.join(" AND "),
             values = values.join(", "),
@@ -316,11 +194,177 @@ fn conflict_key(table: &TableDef, on_conflict: &ast::OnConflict) -> Result<Vec<S
     ))
 }
 
-/// The numbers (from 1) of the clauses whose action `pred` holds for.
-fn numbers_of(actions: &[Action], pred: impl Fn(&Action) -> bool) -> Vec<usize> {
-    (1..=actions.len())
-        .filter(|n| pred(&actions[n - 1]))
-        .collect()
+/// Each clause's action, and the SQL that picks the first clause whose kind and condition
+/// hold for a joined row.
+fn clauses(merge: &ast::Merge, table: &TableDef) -> Result<Clauses> {
+    let column = |name: &str| -> Result<usize> {
+        let name = name.to_ascii_lowercase();
+        table
+            .columns
+            .iter()
+            .position(|c| c.name == name)
+            .ok_or_else(|| bind_err!("table {} has no column named {name}", table.name))
+    };
+    let matched = format!("({TARGET_ROW} IS NOT NULL AND {SOURCE_ROW} IS NOT NULL)");
+    let mut arms = Vec::new();
+    let mut actions = Vec::new();
+    for (n, clause) in merge.clauses.iter().enumerate() {
+        let is_matched =
+            |c: &ast::MergeClause| matches!(c.clause_kind, ast::MergeClauseKind::Matched);
+        let unreachable = merge.clauses[..n].iter().any(|earlier| {
+            earlier.predicate.is_none() && is_matched(earlier) == is_matched(clause)
+        });
+        if unreachable {
+            return Err(bind_err!(
+                "unreachable WHEN clause specified after unconditional WHEN clause"
+            ));
+        }
+        let applies = match clause.clause_kind {
+            ast::MergeClauseKind::Matched => matched.clone(),
+            ast::MergeClauseKind::NotMatched | ast::MergeClauseKind::NotMatchedByTarget => {
+                format!("{TARGET_ROW} IS NULL")
+            }
+            ast::MergeClauseKind::NotMatchedBySource => {
+                return Err(unsupported!("MERGE ... WHEN NOT MATCHED BY SOURCE"));
+            }
+        };
+        let condition = match &clause.predicate {
+            Some(predicate) => format!("{applies} AND coalesce(({predicate}), false)"),
+            None => applies,
+        };
+        arms.push(format!("WHEN {condition} THEN {}", actions.len() + 1));
+        actions.push(action(&clause.clause_kind, &clause.action, &column)?);
+    }
+    Ok(Clauses {
+        chosen: format!("(CASE {} ELSE 0 END)", arms.join(" ")),
+        actions,
+    })
+}
+
+/// The query a MERGE reads: the target's columns, its row number, the clause each joined row
+/// takes, each clause's values (where it is taken), whether the row is a conflict, and whether
+/// it is its target row's first; and where the values are.
+fn merge_query(
+    merge: &ast::Merge,
+    table: &TableDef,
+    qualifier: &str,
+    clauses: &Clauses,
+) -> Result<(String, ValueColumns)> {
+    // The target's qualifier is SQL text already, as the statement wrote it.
+    let (target, source_name) = (qualifier, quoted(&source_qualifier(&merge.source)?));
+    let chosen = &clauses.chosen;
+    let mut select = format!("SELECT {target}.*, {chosen}");
+    let mut value_columns = Vec::new();
+    for (number, action) in (1..).zip(&clauses.actions) {
+        if let Action::Update(values) | Action::Insert(values) = action {
+            for (position, value) in values {
+                select.push_str(&format!(
+                    ", CASE WHEN {chosen} = {number} THEN ({value}) END"
+                ));
+                value_columns.push((number, *position));
+            }
+        }
+    }
+    // A target row that met several source rows may take no action, and is then kept once;
+    // if it takes one, the statement fails.
+    select.push_str(&format!(
+        ", {TARGET_ROW} IS NOT NULL AND count(*) OVER (PARTITION BY {TARGET_ROW}) > 1 \
+           AND max({chosen}) OVER (PARTITION BY {TARGET_ROW}) > 0, \
+         {TARGET_ROW} IS NULL OR row_number() OVER (PARTITION BY {TARGET_ROW}) = 1 \
+         FROM (SELECT *, row_number() OVER () AS {TARGET_ROW} FROM {name}) AS {target} \
+         FULL JOIN (SELECT *, true AS {SOURCE_ROW} FROM {source}) AS {source_name} \
+         ON {on}",
+        name = quoted(&table.name),
+        source = merge.source,
+        on = merge.on,
+    ));
+    Ok((select, value_columns))
+}
+
+/// Over the MERGE query `input`: each target column as the clause the row took sets it, then
+/// whether the row was touched, whether it stays, and whether it is a conflict.
+fn rows_as_they_will_be(
+    table: &TableDef,
+    input: LogicalPlan,
+    actions: &[Action],
+    value_columns: &ValueColumns,
+) -> Result<LogicalPlan> {
+    let schema = input.schema();
+    let (width, values) = (table.columns.len(), value_columns.len());
+    let field = |i: usize| {
+        let f = schema.field(i);
+        Expr::column(i, f.name(), f.data_type().clone())
+    };
+    let chosen = field(width + 1);
+    let is_clause = |number: usize| Expr::Binary {
+        op: BinaryOp::Eq,
+        left: Box::new(chosen.clone().cast(&DataType::Int64)),
+        right: Box::new(Expr::Literal(ScalarValue::Int64(number as i64))),
+    };
+    let mut exprs = Vec::with_capacity(width + 3);
+    for (index, column) in table.columns.iter().enumerate() {
+        let target = column.sql_type.to_arrow();
+        let mut branches = Vec::new();
+        for (k, (number, position)) in value_columns.iter().enumerate() {
+            if *position == index {
+                let value = field(width + 2 + k);
+                check_assignable(&value.data_type(), &target, &column.name)?;
+                branches.push((is_clause(*number), value.cast(&target)));
+            }
+        }
+        for (number, action) in (1..).zip(actions) {
+            if matches!(action, Action::Insert(set) if !set.iter().any(|(p, _)| *p == index)) {
+                let null = Expr::Literal(ScalarValue::Null).cast(&target);
+                branches.push((is_clause(number), null));
+            }
+        }
+        let old = field(index);
+        exprs.push(match branches.is_empty() {
+            true => old,
+            false => Expr::Case {
+                branches,
+                otherwise: Some(Box::new(old.cast(&target))),
+                data_type: target,
+            },
+        });
+    }
+    let any_of = |pred: fn(&Action) -> bool| {
+        (1..)
+            .zip(actions)
+            .filter(|(_, action)| pred(action))
+            .map(|(number, _)| is_clause(number))
+            .reduce(|l, r| Expr::Binary {
+                op: BinaryOp::Or,
+                left: Box::new(l),
+                right: Box::new(r),
+            })
+            .unwrap_or(Expr::Literal(ScalarValue::Boolean(false)))
+    };
+    let removed = any_of(|a| matches!(a, Action::Delete));
+    // Target rows stay unless deleted (once each); source rows only when inserted.
+    let kept = Expr::Case {
+        branches: vec![(
+            Expr::IsNotNull(Box::new(field(width))),
+            Expr::and_all(vec![
+                Expr::Not(Box::new(removed)),
+                field(width + 3 + values),
+            ])
+            .expect("two conditions"),
+        )],
+        otherwise: Some(Box::new(any_of(|a| matches!(a, Action::Insert(_))))),
+        data_type: DataType::Boolean,
+    };
+    let touched = any_of(|a| !matches!(a, Action::Nothing));
+    exprs.extend([touched, kept, field(width + 2 + values)]);
+    let mut names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
+    names.extend(["touched".into(), "kept".into(), "conflict".into()]);
+    Ok(input.project(exprs, names))
+}
+
+/// `name` as a quoted identifier, so that the SQL a statement is rewritten into names exactly
+/// the table or alias the statement did.
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 /// The name the source's columns are qualified by: its alias, or its table's name.
