@@ -13,6 +13,7 @@ use pondra_storage::{Lake, ObjectCache};
 
 use crate::leader::{Term, take_lead};
 use crate::session::Session;
+use crate::temporary::TemporaryTables;
 use crate::transaction::Transaction;
 use crate::{NodeError, Result};
 
@@ -350,6 +351,13 @@ impl Node {
                     NodeError::Other("a temporary table needs a session to belong to".into())
                 })?;
                 self.create_temporary(session, name, input, if_not_exists, snapshot)
+                    .await
+            }
+            Plan::Insert { table, input } if TemporaryTables::is_temporary(table.id) => {
+                let session = session.ok_or_else(|| {
+                    NodeError::Other("a temporary table needs a session to belong to".into())
+                })?;
+                self.insert_temporary(session, &table.name, input, snapshot)
                     .await
             }
             write => match transaction {

@@ -92,18 +92,42 @@ impl TemporaryTables {
         Ok(())
     }
 
+    /// Whether `id` is a temporary table's (of any session).
+    pub fn is_temporary(id: u64) -> bool {
+        id >= FIRST_ID
+    }
+
+    /// The table named `name`, read in place.
+    pub fn table(&self, name: &str) -> Option<Arc<ExternalTable>> {
+        self.tables.get(name).cloned()
+    }
+
+    /// Makes `file` the whole content of table `name` (which keeps its definition), and deletes
+    /// the files it replaces.
+    pub fn replace(&mut self, name: &str, file: &std::path::Path) -> Result<()> {
+        let table = ExternalTable::open(name, &file.to_string_lossy())?;
+        let old = self.tables.insert(name.to_string(), table);
+        delete_files(old.iter().flat_map(|t| t.files.iter()));
+        Ok(())
+    }
+
     /// Drops a table and its file; false when there is none of that name.
     pub fn remove(&mut self, name: &str) -> bool {
         let Some(table) = self.tables.remove(name) else {
             return false;
         };
         self.definitions.remove(name);
-        for file in &table.files {
-            if let pondra_storage::FileSource::Local(path) = &file.source {
-                let _ = std::fs::remove_file(path);
-            }
-        }
+        delete_files(table.files.iter());
         true
+    }
+}
+
+/// Deletes a temporary table's files (they are the session's alone).
+fn delete_files<'a>(files: impl Iterator<Item = &'a pondra_planner::ExternalFile>) {
+    for file in files {
+        if let pondra_storage::FileSource::Local(path) = &file.source {
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
@@ -166,5 +190,40 @@ impl Node {
         })?;
         session.with_temporary(|t| t.add(name, &file))?;
         Ok(done(format!("SELECT {count}")))
+    }
+
+    /// `INSERT` into a temporary table: its rows and `input`'s written to a new file that
+    /// replaces its own (temporary tables are small, and the session's alone).
+    pub(crate) async fn insert_temporary(
+        &self,
+        session: &Session,
+        name: &str,
+        input: LogicalPlan,
+        snapshot: Arc<Snapshot>,
+    ) -> Result<StatementResult> {
+        let Some(table) = session.with_temporary(|t| t.table(name)) else {
+            return Err(NodeError::Other(format!("table {name} does not exist")));
+        };
+        let schema = table.schema.clone();
+        let scan = LogicalPlan::ParquetScan { table };
+        let mut rows = self.run_query(scan, snapshot.clone(), Vec::new()).await?;
+        let added = self.run_query(input, snapshot, Vec::new()).await?;
+        let count: usize = added.iter().map(|b| b.num_rows()).sum();
+        for batch in added {
+            let columns = batch
+                .columns()
+                .iter()
+                .zip(schema.fields())
+                .map(|(column, field)| arrow::compute::cast(column, field.data_type()))
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            rows.push(arrow::array::RecordBatch::try_new(schema.clone(), columns)?);
+        }
+        let bytes = pondra_storage::write_parquet_bytes(&schema, &rows)?;
+        let file = session.with_temporary(|t| t.new_file(name))?;
+        std::fs::write(&file, &bytes).map_err(|e| {
+            NodeError::Other(format!("cannot write the temporary table {name}: {e}"))
+        })?;
+        session.with_temporary(|t| t.replace(name, &file))?;
+        Ok(done(format!("INSERT 0 {count}")))
     }
 }

@@ -149,7 +149,11 @@ impl Binder<'_> {
         else {
             return Err(unsupported!("{statement} of anything but a table"));
         };
-        let table = self.table(&object_name(name)?)?.clone();
+        let table_name = object_name(name)?;
+        if self.temporary.iter().any(|t| t.name == table_name) {
+            return Err(unsupported!("{statement} of a temporary table"));
+        }
+        let table = self.table(&table_name)?.clone();
         if !matches!(table.kind, TableKind::Table) {
             return Err(bind_err!(
                 "cannot {statement} {}: it is a view, not a table",

@@ -377,7 +377,17 @@ impl Binder<'_> {
         let ast::TableObject::TableName(name) = &insert.table else {
             return Err(unsupported!("INSERT into a table function"));
         };
-        let table = self.table(&object_name(name)?)?.clone();
+        let name = object_name(name)?;
+        // A session's temporary table hides the lake's table of its name, as in Postgres.
+        let table = match self.temporary.iter().find(|t| t.name == name) {
+            Some(temporary) if insert.on.is_none() && insert.or.is_none() => temporary.clone(),
+            Some(_) => {
+                return Err(unsupported!(
+                    "INSERT OR ... and ON CONFLICT into a temporary table"
+                ));
+            }
+            None => self.table(&name)?.clone(),
+        };
         if insert.returning.is_some() {
             return Err(unsupported!("INSERT ... RETURNING"));
         }
