@@ -135,25 +135,24 @@ impl Binder<'_> {
             on = on.join(" AND "),
             values = values.join(", "),
         );
-        let merge = match pondra_parser::parse_sql(&sql)
-            .map_err(|e| bind_err!("{e}"))?
-            .pop()
-            .map(|s| s.statement)
-        {
-            Some(pondra_parser::Statement::Sql(statement)) => match *statement {
-                ast::Statement::Merge(merge) => merge,
-                _ => unreachable!("a MERGE statement"),
-            },
-            _ => unreachable!("a MERGE statement"),
+        let mut statements = pondra_parser::parse_sql(&sql).map_err(|e| bind_err!("{e}"))?;
+        let merge = match statements.pop().map(|s| s.statement) {
+            Some(pondra_parser::Statement::Sql(statement)) if statements.is_empty() => {
+                match *statement {
+                    ast::Statement::Merge(merge) => merge,
+                    _ => return Err(bind_err!("INSERT ... ON CONFLICT is not one MERGE")),
+                }
+            }
+            _ => return Err(bind_err!("INSERT ... ON CONFLICT is not one MERGE")),
         };
-        match self.bind_merge(&merge)? {
-            Plan::Rewrite { table, input, .. } => Ok(Plan::Rewrite {
-                table,
-                input,
-                kind: RewriteKind::Upsert,
-            }),
-            _ => unreachable!("MERGE binds to a rewrite"),
-        }
+        let Plan::Rewrite { table, input, .. } = self.bind_merge(&merge)? else {
+            return Err(bind_err!("INSERT ... ON CONFLICT is not one MERGE"));
+        };
+        Ok(Plan::Rewrite {
+            table,
+            input,
+            kind: RewriteKind::Upsert,
+        })
     }
 }
 
