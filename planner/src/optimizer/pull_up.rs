@@ -7,6 +7,7 @@
 
 use crate::expr::{AggregateFunction, BinaryOp, Expr, JoinKind};
 use crate::logical::LogicalPlan;
+use crate::tree::TreeNode;
 use crate::{Result, unsupported};
 
 /// How a subquery is used by the query around it.
@@ -149,33 +150,20 @@ pub fn pull_up(plan: LogicalPlan, usage: SubqueryUse) -> Result<(LogicalPlan, Ve
             }
             aggregate_with_keys(input, group, aggregates, pulled)
         }
-        LogicalPlan::Sort { input, keys, fetch } => {
-            let (input, pulled) = pull_up(*input, usage)?;
+        LogicalPlan::Sort { .. } | LogicalPlan::Limit { .. } => {
+            let clause = match plan {
+                LogicalPlan::Sort { .. } => "ORDER BY",
+                _ => "LIMIT",
+            };
+            let mut plan = plan;
+            let input = plan.children_mut().pop().expect("one input");
+            let (pulled_up, pulled) =
+                pull_up(std::mem::replace(input, LogicalPlan::empty()), usage)?;
             if !pulled.is_empty() {
-                return Err(unsupported!("ORDER BY in a correlated subquery"));
+                return Err(unsupported!("{clause} in a correlated subquery"));
             }
-            Ok((
-                LogicalPlan::Sort {
-                    input: Box::new(input),
-                    keys,
-                    fetch,
-                },
-                pulled,
-            ))
-        }
-        LogicalPlan::Limit { input, skip, fetch } => {
-            let (input, pulled) = pull_up(*input, usage)?;
-            if !pulled.is_empty() {
-                return Err(unsupported!("LIMIT in a correlated subquery"));
-            }
-            Ok((
-                LogicalPlan::Limit {
-                    input: Box::new(input),
-                    skip,
-                    fetch,
-                },
-                pulled,
-            ))
+            *input = pulled_up;
+            Ok((plan, pulled))
         }
     }
 }
