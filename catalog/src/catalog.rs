@@ -10,11 +10,16 @@ use slatedb::config::{
 };
 use slatedb::{Db, WriteBatch};
 
+use roaring::RoaringBitmap;
+
 use crate::committer::{Committer, Prepare, Refusal};
+use crate::deletions::Container;
 use crate::error::{CatalogError, Result};
 use crate::keys;
 use crate::snapshot::Snapshot;
 use crate::types::{DataFile, LogSegment, SegmentPayload, TableDef};
+
+mod deleting;
 
 /// The folder inside the lake that holds the SlateDB database.
 const CATALOG_PATH: &str = "catalog";
@@ -57,7 +62,7 @@ pub enum Change {
         payload: SegmentPayload,
     },
     /// Replaces log segments and files of a table with new files (tiering and compaction).
-    /// The replaced objects are deleted after the retention.
+    /// The replaced objects are deleted after the retention, with their deletion vectors.
     Replace {
         table_id: u64,
         /// (commit, index) of each log segment removed.
@@ -65,6 +70,18 @@ pub enum Change {
         /// Paths of the data files removed.
         files: Vec<String>,
         added: Vec<DataFile>,
+        /// How many rows of the removed containers were deleted when their rows were read
+        /// (and left out of `added`): if more are by now, the change is refused, as it would
+        /// bring deleted rows back.
+        deleted: u64,
+    },
+    /// Marks rows of one container of a table deleted (ADR 0048): refused if one of them
+    /// already is (a concurrent statement deleted it), or if the container is gone (tiering
+    /// moved its rows). A container whose every row is deleted is removed.
+    DeleteRows {
+        table_id: u64,
+        container: Container,
+        rows: RoaringBitmap,
     },
     /// Makes `added` the whole content of a table: every log segment and file it holds when
     /// the change applies is removed (UPDATE, DELETE, an upsert that replaced rows). Unlike a
@@ -173,9 +190,22 @@ impl Catalog {
 
     /// `snapshot` with `changes` applied in memory only: what a transaction reads (ADR 0045).
     /// Nothing is written; tables created get the ids a commit right now would give them.
-    pub fn with_changes(&self, snapshot: &Snapshot, changes: Vec<Change>) -> Result<Snapshot> {
+    ///
+    /// The changes take commit number `commit`: a transaction gives every statement's the one
+    /// past its base, so that the segments its statements add are named by the commit it will
+    /// be until it is (`rebase` renames them then).
+    pub fn with_changes(
+        &self,
+        snapshot: &Snapshot,
+        changes: Vec<Change>,
+        commit: u64,
+    ) -> Result<Snapshot> {
+        assert!(
+            commit >= snapshot.commit,
+            "changes come after what they change"
+        );
         let mut next = snapshot.clone();
-        next.commit += 1;
+        next.commit = commit;
         let now = now_ms();
         let mut discarded = WriteBatch::new();
         for change in changes {
@@ -266,6 +296,9 @@ pub(crate) fn apply(
                 batch.delete(keys::file(def.id, &file.path));
                 schedule_delete(next, batch, deadline, file.path.clone());
             }
+            for container in next.deletions.remove(&def.id).unwrap_or_default().keys() {
+                batch.delete(keys::deletion(def.id, container));
+            }
         }
         Change::AppendSegment {
             table_id,
@@ -277,12 +310,12 @@ pub(crate) fn apply(
             }
             next.rows_changed_at.insert(table_id, next.commit);
             let segments = next.segments.entry(table_id).or_default();
-            // Segments are in commit order: this commit's are at the end.
-            let index = segments
-                .iter()
-                .rev()
-                .take_while(|s| s.commit == next.commit)
-                .count() as u32;
+            // Segments are in commit order: this commit's are at the end. One past the last,
+            // not a count: a transaction may have removed one of its own (ADR 0048).
+            let index = match segments.last() {
+                Some(last) if last.commit == next.commit => last.index + 1,
+                _ => 0,
+            };
             let segment = LogSegment {
                 table_id,
                 commit: next.commit,
@@ -302,9 +335,22 @@ pub(crate) fn apply(
             segments,
             files,
             added,
+            deleted,
         } => {
-            if next.table_by_id(table_id).is_none() {
+            let Some(table) = next.table_by_id(table_id) else {
                 return Err(CatalogError::TableNotFound(format!("with id {table_id}")));
+            };
+            let name = table.name.clone();
+            let removed_containers = files
+                .iter()
+                .map(|path| Container::File(path.clone()))
+                .chain(
+                    segments
+                        .iter()
+                        .map(|&(commit, index)| Container::Segment { commit, index }),
+                );
+            if deleting::forget_vectors(next, batch, table_id, removed_containers) != deleted {
+                return Err(CatalogError::DeletedConcurrently(name));
             }
             let mut removed_objects = Vec::new();
             let listed: HashSet<(u64, u32)> = segments.into_iter().collect();
@@ -371,10 +417,16 @@ pub(crate) fn apply(
                     .map(|f| f.path.clone())
                     .collect(),
                 added,
+                deleted: next.deleted_rows(table_id),
             };
             apply(next, batch, replace, now, retain)?;
             next.rows_changed_at.insert(table_id, next.commit);
         }
+        Change::DeleteRows {
+            table_id,
+            container,
+            rows,
+        } => deleting::delete_rows(next, batch, (table_id, container, rows), deadline)?,
         Change::RenameTable { from, to } => {
             if next.tables.contains_key(&to) {
                 return Err(CatalogError::TableExists(to));
@@ -425,7 +477,12 @@ fn absent<K: Eq + Hash + Clone>(listed: &HashSet<K>, found: impl Iterator<Item =
     absent.expect("fewer found than listed").clone()
 }
 
-fn schedule_delete(next: &mut Snapshot, batch: &mut WriteBatch, deadline: u64, path: String) {
+pub(crate) fn schedule_delete(
+    next: &mut Snapshot,
+    batch: &mut WriteBatch,
+    deadline: u64,
+    path: String,
+) {
     batch.put(keys::garbage(deadline, &path), b"");
     next.garbage.push((deadline, path));
 }
@@ -513,6 +570,12 @@ async fn load_snapshot(db: &Db) -> Result<Snapshot> {
         } else if let Some(producer) = key.strip_prefix(keys::PRODUCER_PREFIX) {
             let sequence = decode_u64(&key, &kv.value)?;
             snapshot.producers.insert(producer.to_string(), sequence);
+        } else if key.starts_with(keys::DELETION_PREFIX) {
+            let (table_id, container) =
+                keys::parse_deletion(&key).ok_or_else(|| corrupt("bad key".into()))?;
+            let vector = crate::deletions::decode_deletion_vector(&kv.value).map_err(corrupt)?;
+            let vectors = snapshot.deletions.entry(table_id).or_default();
+            Arc::make_mut(vectors).insert(container, Arc::new(vector));
         } else if key.starts_with(keys::GARBAGE_PREFIX) {
             let entry = keys::parse_garbage(&key).ok_or_else(|| corrupt("bad key".into()))?;
             snapshot.garbage.push(entry);

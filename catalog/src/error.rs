@@ -11,6 +11,13 @@ pub enum CatalogError {
         "another process has opened this lake for writing; this process can no longer commit ({0})"
     )]
     Fenced(String),
+    /// Rows a commit deletes were deleted by a commit after the snapshot it read (ADR 0048).
+    #[error("rows of table {0} were deleted by a concurrent statement")]
+    DeletedConcurrently(String),
+    /// Rows a commit deletes were moved into another container (tiering, compaction) after
+    /// the snapshot it read: the statement must be planned again.
+    #[error("rows of table {0} were moved by tiering since the statement read them")]
+    RowsMoved(String),
     #[error("catalog store: {0}")]
     Store(String),
     #[error("catalog entry {key} is corrupt: {message}")]

@@ -8,6 +8,10 @@
 //! - `f/<table_id>/<path>`               a Parquet data file (JSON)
 //! - `g/<deadline_ms>/<path>`            an object to delete once the deadline has passed
 //! - `p/<producer>`                      a producer's last appended sequence number (u64, big-endian)
+//! - `d/<table_id>/f/<path>`             the deletion vector of a data file (ADR 0048)
+//! - `d/<table_id>/s/<commit>/<index>`   the deletion vector of a log segment
+
+use crate::deletions::Container;
 
 pub const LAST_COMMIT: &str = "m/commit";
 pub const NEXT_TABLE_ID: &str = "m/next_table_id";
@@ -16,6 +20,7 @@ pub const SEGMENT_PREFIX: &str = "s/";
 pub const FILE_PREFIX: &str = "f/";
 pub const GARBAGE_PREFIX: &str = "g/";
 pub const PRODUCER_PREFIX: &str = "p/";
+pub const DELETION_PREFIX: &str = "d/";
 
 pub fn producer(name: &str) -> String {
     format!("{PRODUCER_PREFIX}{name}")
@@ -35,6 +40,34 @@ pub fn file(table_id: u64, path: &str) -> String {
 
 pub fn garbage(deadline_ms: u64, path: &str) -> String {
     format!("{GARBAGE_PREFIX}{deadline_ms:016x}/{path}")
+}
+
+pub fn deletion(table_id: u64, container: &Container) -> String {
+    match container {
+        Container::File(path) => format!("{DELETION_PREFIX}{table_id:016x}/f/{path}"),
+        Container::Segment { commit, index } => {
+            format!("{DELETION_PREFIX}{table_id:016x}/s/{commit:016x}/{index:08x}")
+        }
+    }
+}
+
+/// Splits `d/<table_id>/f/<path>` or `d/<table_id>/s/<commit>/<index>` into the table id and
+/// the container.
+pub fn parse_deletion(key: &str) -> Option<(u64, Container)> {
+    let (table_id, rest) = key.strip_prefix(DELETION_PREFIX)?.split_once('/')?;
+    let table_id = u64::from_str_radix(table_id, 16).ok()?;
+    let container = match rest.split_once('/')? {
+        ("f", path) => Container::File(path.to_string()),
+        ("s", segment) => {
+            let (commit, index) = segment.split_once('/')?;
+            Container::Segment {
+                commit: u64::from_str_radix(commit, 16).ok()?,
+                index: u32::from_str_radix(index, 16).ok()?,
+            }
+        }
+        _ => return None,
+    };
+    Some((table_id, container))
 }
 
 /// Splits `s/<table_id>/<commit>/<index>` into its numbers.
@@ -66,5 +99,17 @@ mod tests {
             parse_garbage(&garbage(77, "log/a/b.arrow")),
             Some((77, "log/a/b.arrow".to_string()))
         );
+        for container in [
+            Container::File("data/t/a.parquet".into()),
+            Container::Segment {
+                commit: 12,
+                index: 3,
+            },
+        ] {
+            assert_eq!(
+                parse_deletion(&deletion(5, &container)),
+                Some((5, container))
+            );
+        }
     }
 }

@@ -3,6 +3,7 @@
 
 mod catalog;
 mod committer;
+mod deletions;
 mod error;
 mod keys;
 mod segment_log;
@@ -11,11 +12,16 @@ mod statistics;
 mod types;
 
 pub use catalog::{Catalog, Change, now_ms};
+pub use deletions::{
+    Container, DeletionVector, ROW_ADDRESS, decode_deletion_vector, encode_deletion_vector,
+    row_address, split_row_address,
+};
 pub use error::{CatalogError, Result};
 pub use pondra_storage::{DECIMAL64_MAX_PRECISION, decimal_parts, decimal_type};
 pub use segment_log::SegmentLog;
 pub use snapshot::{Snapshot, TableStatistics};
 pub use statistics::{ColumnStatistics, DistinctSketch, gather_statistics, is_exact_integer};
 pub use types::{
-    Column, DataFile, Index, LogSegment, SegmentPayload, SqlType, TableDef, TableKind,
+    Column, DataFile, HIDDEN_COLUMN, Index, LogSegment, SegmentPayload, SqlType, TableDef,
+    TableKind,
 };

@@ -1,6 +1,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
+use crate::deletions::{Container, DeletionVector};
 use crate::segment_log::{self, SegmentLog};
 use crate::statistics::ColumnStatistics;
 use crate::types::{DataFile, TableDef};
@@ -18,6 +19,8 @@ pub struct Snapshot {
     /// Parquet files per table id; a commit that changes none of a table's shares its list
     /// with the snapshot before.
     pub files: HashMap<u64, Arc<Vec<DataFile>>>,
+    /// Per table id, the deletion vector of each container that has deleted rows (ADR 0048).
+    pub deletions: HashMap<u64, Arc<BTreeMap<Container, DeletionVector>>>,
     /// Objects waiting to be deleted: (deadline in ms since the epoch, path).
     pub garbage: Vec<(u64, String)>,
     /// The last sequence number each producer appended with (exactly-once appends).
@@ -55,6 +58,31 @@ impl Snapshot {
 
     pub fn files(&self, table_id: u64) -> &[DataFile] {
         self.files.get(&table_id).map_or(&[], |f| f.as_slice())
+    }
+
+    /// The containers of a table's rows in the order scans read them, which row addresses
+    /// number them by: its data files, then its log segments in commit order.
+    pub fn containers(&self, table_id: u64) -> Vec<Container> {
+        let files = self.files(table_id).iter();
+        let files = files.map(|f| Container::File(f.path.clone()));
+        let segments = self.segments(table_id).iter();
+        let segments = segments.map(|s| Container::Segment {
+            commit: s.commit,
+            index: s.index,
+        });
+        files.chain(segments).collect()
+    }
+
+    /// The deleted rows of one container of a table, if it has any.
+    pub fn deletion_vector(&self, table_id: u64, container: &Container) -> Option<&DeletionVector> {
+        self.deletions.get(&table_id)?.get(container)
+    }
+
+    /// How many rows of a table its deletion vectors mark deleted.
+    pub fn deleted_rows(&self, table_id: u64) -> u64 {
+        self.deletions
+            .get(&table_id)
+            .map_or(0, |vectors| vectors.values().map(|v| v.len()).sum())
     }
 
     /// The table holding the index named `name`.
@@ -112,11 +140,11 @@ impl Snapshot {
         merged
     }
 
-    /// Rows of one table, Parquet and log tail together.
+    /// Live rows of one table, Parquet and log tail together.
     pub fn row_count(&self, table_id: u64) -> u64 {
         let in_files: u64 = self.files(table_id).iter().map(|f| f.rows).sum();
         let in_log: u64 = self.segments(table_id).iter().map(|s| s.rows).sum();
-        in_files + in_log
+        in_files + in_log - self.deleted_rows(table_id)
     }
 }
 

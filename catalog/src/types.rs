@@ -9,6 +9,9 @@ use pondra_storage::decimal_type;
 
 use crate::statistics::ColumnStatistics;
 
+/// The metadata key of a field that `SELECT *` leaves out (system columns: ADR 0048).
+pub const HIDDEN_COLUMN: &str = "pondra.hidden";
+
 /// A column type as SQL names it; each maps to one Arrow type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SqlType {
@@ -158,6 +161,20 @@ impl TableDef {
             .iter()
             .map(|c| Field::new(&c.name, c.sql_type.to_arrow(), true))
             .collect();
+        Arc::new(Schema::new(fields))
+    }
+
+    /// The schema of a scan of the table: its rows, and with `addressed` the hidden row
+    /// address after them (ADR 0048).
+    pub fn scan_schema(&self, addressed: bool) -> SchemaRef {
+        let schema = self.arrow_schema();
+        if !addressed {
+            return schema;
+        }
+        let mut fields = schema.fields().to_vec();
+        let hidden = std::collections::HashMap::from([(HIDDEN_COLUMN.into(), "true".into())]);
+        let address = Field::new(crate::ROW_ADDRESS, DataType::Int64, true).with_metadata(hidden);
+        fields.push(Arc::new(address));
         Arc::new(Schema::new(fields))
     }
 

@@ -117,7 +117,10 @@ impl Node {
         let (rows, changes) = self
             .insert_changes(&snapshot, &table, &conformed, Vec::new())
             .await?;
-        let view = self.catalog.with_changes(&snapshot, changes.clone())?;
+        let pending = transaction.base().commit + 1;
+        let view = self
+            .catalog
+            .with_changes(&snapshot, changes.clone(), pending)?;
         transaction.add(changes, view);
         Ok(rows)
     }

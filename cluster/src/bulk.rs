@@ -74,6 +74,7 @@ impl Node {
                 segments: vec![],
                 files: vec![],
                 added: files,
+                deleted: 0,
             }])
             .await?;
         Ok(total)

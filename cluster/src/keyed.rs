@@ -1,18 +1,19 @@
 //! Tables with constraints. A keyed table (a PRIMARY KEY) holds one row per key, and an INSERT
 //! of a key it holds replaces that row. UNIQUE columns may not repeat a non-NULL value.
 //!
-//! Until keyed tables get their merge tree, a write to a constrained table reads the table
-//! whole to check it, and an upsert that replaces rows rewrites the table, as UPDATE does
-//! (ADR 0005); a write that only adds rows is still an append.
+//! A write to a constrained table looks up the rows holding its keys and UNIQUE values: an
+//! upsert marks the rows it replaces deleted and appends their new versions (ADR 0048). The
+//! lookup reads only the row groups and pages whose range of the first column may hold them.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use arrow::array::{Array, BooleanArray, RecordBatch};
-use arrow::compute::filter_record_batch;
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch};
+use arrow::compute::{cast, concat_batches, filter_record_batch};
+use arrow::datatypes::{DataType, Int64Type};
 use arrow::row::{RowConverter, Rows, SortField};
-use pondra_catalog::{Snapshot, TableDef};
-use pondra_planner::LogicalPlan;
+use pondra_catalog::{ROW_ADDRESS, Snapshot, TableDef};
+use pondra_planner::{BinaryOp, Expr, LogicalPlan, ScalarValue};
 
 use crate::node::Node;
 use crate::{NodeError, Result};
@@ -107,7 +108,7 @@ fn last_per_key(table: &TableDef, batch: &RecordBatch) -> Result<RecordBatch> {
 
 impl Node {
     /// Every row of a stored table as `snapshot` holds it, in its schema.
-    async fn read_table(
+    pub(crate) async fn read_table(
         &self,
         snapshot: &Arc<Snapshot>,
         table: &Arc<TableDef>,
@@ -128,37 +129,203 @@ impl Node {
             .collect()
     }
 
+    /// Fails unless `appended` may join the rows `table` holds in `after` (which no longer
+    /// holds the rows the statement replaces): no key or UNIQUE value twice.
+    pub(crate) async fn check_constraints(
+        &self,
+        after: &Arc<Snapshot>,
+        table: &Arc<TableDef>,
+        appended: &[RecordBatch],
+    ) -> Result<()> {
+        check_unique(table, appended)?;
+        let batch = concat_batches(&table.arrow_schema(), appended)?;
+        let key = (!table.key.is_empty()).then_some(&table.key);
+        for columns in key.into_iter().chain(&table.unique) {
+            if !self
+                .rows_matching(after, table, columns, &batch)
+                .await?
+                .is_empty()
+            {
+                return Err(duplicate(table, columns));
+            }
+        }
+        Ok(())
+    }
+
     /// Checks `batch` against the constraints of `table` and what it holds in `snapshot`.
-    /// Returns the rows to append, and, when an upsert replaced rows, every row the table then
-    /// holds (it must then be rewritten).
+    /// Returns the rows to append (the last of each key) and the addresses of the rows they
+    /// replace: an INSERT into a keyed table replaces the rows of its keys (an upsert).
     pub(crate) async fn constrained_rows(
         &self,
         snapshot: &Arc<Snapshot>,
         table: &Arc<TableDef>,
         batch: RecordBatch,
-    ) -> Result<(RecordBatch, Option<Vec<RecordBatch>>)> {
-        let existing = self.read_table(snapshot, table).await?;
-        if table.key.is_empty() {
-            let mut all = existing;
-            all.push(batch.clone());
-            check_unique(table, &all)?;
-            return Ok((batch, None));
+    ) -> Result<(RecordBatch, Vec<i64>)> {
+        let (batch, replaced) = match table.key.is_empty() {
+            true => (batch, Vec::new()),
+            false => {
+                let batch = last_per_key(table, &batch)?;
+                let replaced = self
+                    .rows_matching(snapshot, table, &table.key, &batch)
+                    .await?;
+                (batch, replaced)
+            }
+        };
+        let changes = crate::rewrite::deletion_changes(snapshot, table, &replaced);
+        let after = self
+            .catalog
+            .with_changes(snapshot, changes, snapshot.commit + 1)?;
+        let after = Arc::new(after);
+        check_unique(table, std::slice::from_ref(&batch))?;
+        for columns in &table.unique {
+            if !self
+                .rows_matching(&after, table, columns, &batch)
+                .await?
+                .is_empty()
+            {
+                return Err(duplicate(table, columns));
+            }
         }
-        let batch = last_per_key(table, &batch)?;
-        let (new_keys, _) = values_of(table, &table.key, &batch)?;
-        let new_keys: HashSet<_> = (0..batch.num_rows()).map(|i| new_keys.row(i)).collect();
-        let mut all = Vec::new();
-        let mut replaced = false;
-        for rows in existing {
-            let (keys, _) = values_of(table, &table.key, &rows)?;
-            let keep: BooleanArray = (0..rows.num_rows())
-                .map(|i| Some(!new_keys.contains(&keys.row(i))))
-                .collect();
-            replaced |= keep.false_count() > 0;
-            all.push(filter_record_batch(&rows, &keep)?);
-        }
-        all.push(batch.clone());
-        check_unique(table, &all)?;
-        Ok((batch, replaced.then_some(all)))
+        Ok((batch, replaced))
     }
+
+    /// The addresses of the rows of `table` in `snapshot` whose `columns` equal those of a row
+    /// of `batch` (a row with a NULL among them equals none). The scan reads only rows whose
+    /// first column lies between the least and greatest of `batch`'s, so that a write of a few
+    /// keys reads only the row groups and pages that may hold them.
+    async fn rows_matching(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        table: &Arc<TableDef>,
+        columns: &[String],
+        batch: &RecordBatch,
+    ) -> Result<Vec<i64>> {
+        let (wanted, has_null) = values_of(table, columns, batch)?;
+        let wanted: HashSet<_> = (0..batch.num_rows())
+            .filter(|&i| !has_null[i])
+            .map(|i| wanted.row(i))
+            .collect();
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let indices = column_indices(table, columns);
+        let plan = matching_plan(table, &indices, batch)?;
+        let mut found = Vec::new();
+        for result in self.run_query(plan, snapshot.clone(), Vec::new()).await? {
+            let width = result.num_columns() - 1;
+            let arrays = (0..width)
+                .map(|i| {
+                    cast(
+                        result.column(i),
+                        &table.columns[indices[i]].sql_type.to_arrow(),
+                    )
+                })
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            let fields = arrays
+                .iter()
+                .map(|a| SortField::new(a.data_type().clone()))
+                .collect();
+            let values = RowConverter::new(fields)?.convert_columns(&arrays)?;
+            let addresses = result.column(width).as_primitive::<Int64Type>();
+            for i in 0..result.num_rows() {
+                if wanted.contains(&values.row(i)) {
+                    found.push(addresses.value(i));
+                }
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// The error for a second row of the same key or UNIQUE value.
+fn duplicate(table: &TableDef, columns: &[String]) -> NodeError {
+    let what = match columns == table.key.as_slice() {
+        true => "key",
+        false => "UNIQUE value",
+    };
+    NodeError::Other(format!(
+        "two rows of {} would have the same {what} ({})",
+        table.name,
+        columns.join(", ")
+    ))
+}
+
+/// The positions of `columns` among the columns of `table`.
+fn column_indices(table: &TableDef, columns: &[String]) -> Vec<usize> {
+    columns
+        .iter()
+        .map(|name| {
+            table
+                .columns
+                .iter()
+                .position(|c| &c.name == name)
+                .expect("constraint columns are columns of the table")
+        })
+        .collect()
+}
+
+/// The plan that reads the columns at `indices` of `table` and each row's address, from the
+/// rows whose first such column lies within the range `batch` holds (when it is an integer).
+fn matching_plan(
+    table: &Arc<TableDef>,
+    indices: &[usize],
+    batch: &RecordBatch,
+) -> Result<LogicalPlan> {
+    let schema = table.scan_schema(true);
+    let mut plan = LogicalPlan::Scan {
+        table: table.clone(),
+        schema: schema.clone(),
+    };
+    let first = indices[0];
+    if let Some((least, greatest)) = integer_range(batch.column(first))? {
+        let column = || {
+            Expr::column(
+                first,
+                &table.columns[first].name,
+                schema.field(first).data_type().clone(),
+            )
+        };
+        let bound = |op, value: i64| Expr::Binary {
+            op,
+            left: Box::new(column().cast(&DataType::Int64)),
+            right: Box::new(Expr::Literal(ScalarValue::Int64(value))),
+        };
+        let predicate = Expr::and_all(vec![
+            bound(BinaryOp::GtEq, least),
+            bound(BinaryOp::LtEq, greatest),
+        ]);
+        plan = LogicalPlan::Filter {
+            input: Box::new(plan),
+            predicate: predicate.expect("two bounds"),
+        };
+    }
+    let width = table.columns.len();
+    let mut exprs: Vec<Expr> = indices
+        .iter()
+        .map(|&i| {
+            Expr::column(
+                i,
+                &table.columns[i].name,
+                schema.field(i).data_type().clone(),
+            )
+        })
+        .collect();
+    exprs.push(Expr::column(width, ROW_ADDRESS, DataType::Int64));
+    let mut names: Vec<String> = indices
+        .iter()
+        .map(|&i| table.columns[i].name.clone())
+        .collect();
+    names.push(ROW_ADDRESS.into());
+    Ok(plan.project(exprs, names))
+}
+
+/// The least and greatest non-NULL value of an integer column; none for other types or when
+/// every value is NULL.
+fn integer_range(values: &ArrayRef) -> Result<Option<(i64, i64)>> {
+    let values = match values.data_type() {
+        DataType::Int32 | DataType::Int64 => cast(values, &DataType::Int64)?,
+        _ => return Ok(None),
+    };
+    let values = values.as_primitive::<Int64Type>();
+    Ok(arrow::compute::min(values).zip(arrow::compute::max(values)))
 }

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
-use pondra_catalog::{Catalog, Snapshot};
+use pondra_catalog::{Catalog, CatalogError, Snapshot};
 use pondra_exec::{ExecContext, MemoryPool, StatementControl, StopReason};
 use pondra_parser::ParsedStatement;
 use pondra_planner::{Binder, ExternalTable, LogicalPlan, Plan, create_physical_plan};
@@ -293,7 +293,38 @@ impl Node {
     /// Runs one parsed statement, in `transaction` when one is given: it then reads the
     /// transaction's snapshot, and a write adds its changes to the transaction instead of
     /// committing them.
+    ///
+    /// A statement outside a transaction whose rows tiering moved before it committed (ADR
+    /// 0048) is run again, a few times; one that loses to a concurrent change fails as a
+    /// serialization failure (SQLSTATE 40001).
     async fn execute_statement_in(
+        &self,
+        statement: &ParsedStatement,
+        mut transaction: Option<&mut Transaction>,
+        session: Option<&Session>,
+    ) -> Result<StatementResult> {
+        const ATTEMPTS: usize = 5;
+        let outside = transaction.is_none();
+        for attempt in 1.. {
+            let outcome = self
+                .execute_statement_once(statement, transaction.as_deref_mut(), session)
+                .await;
+            return match outcome {
+                Err(NodeError::Catalog(CatalogError::RowsMoved(_)))
+                    if outside && attempt < ATTEMPTS =>
+                {
+                    continue;
+                }
+                Err(NodeError::Catalog(
+                    CatalogError::RowsMoved(_) | CatalogError::DeletedConcurrently(_),
+                )) => Err(NodeError::SerializationFailure),
+                other => other,
+            };
+        }
+        unreachable!("the attempts end by returning")
+    }
+
+    async fn execute_statement_once(
         &self,
         statement: &ParsedStatement,
         transaction: Option<&mut Transaction>,
@@ -364,9 +395,10 @@ impl Node {
                 None => self.execute_write(write).await,
                 Some(transaction) => {
                     let prepared = self.prepare_write(write, &snapshot).await?;
-                    let view = self
-                        .catalog
-                        .with_changes(&snapshot, prepared.changes.clone())?;
+                    let pending = transaction.base().commit + 1;
+                    let view =
+                        self.catalog
+                            .with_changes(&snapshot, prepared.changes.clone(), pending)?;
                     transaction.add(prepared.changes, view);
                     Ok(done(prepared.tag))
                 }

@@ -1,22 +1,32 @@
-//! UPDATE, DELETE and MERGE: a table's rows are rewritten whole into one new Parquet file, replacing
-//! all of its files and log segments in one commit (copy on write; ADR 0005). The change is a
-//! `ReplaceAll`, so tiering in between does not make it wrong.
+//! UPDATE, DELETE, MERGE and INSERT ... ON CONFLICT (ADR 0048): the rows a statement changes
+//! are marked deleted in their containers' deletion vectors, by address, and their new
+//! versions are appended to the log tail, in one commit. No file is rewritten.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow::array::{AsArray, RecordBatch};
-use arrow::compute::{filter_record_batch, not};
-use pondra_catalog::{Change, Snapshot, TableDef};
+use arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
+use arrow::compute::{and, filter_record_batch};
+use arrow::datatypes::Int64Type;
+use pondra_catalog::{Change, Snapshot, TableDef, split_row_address};
 use pondra_planner::{LogicalPlan, RewriteKind, load_view};
+use roaring::RoaringBitmap;
 
-use crate::keyed::{check_not_null, check_unique};
+use crate::keyed::check_not_null;
 use crate::node::Node;
 use crate::{NodeError, Result};
 
+/// What a statement changes: the addresses of the rows it deletes, and the rows it appends.
+#[derive(Default)]
+struct Changed {
+    deleted: Vec<i64>,
+    appended: Vec<RecordBatch>,
+    touched: usize,
+}
+
 impl Node {
-    /// The changes that rewrite `table` of `snapshot` from `input` (its rows as they will be,
-    /// plus whether each was touched) and recompute the materialized views over it; and the
-    /// number of rows touched.
+    /// The changes that apply the rewrite `input` plans (see [`RewriteKind`]) to `table` of
+    /// `snapshot` and keep the materialized views over it; and the number of rows touched.
     pub(crate) async fn rewrite(
         &self,
         snapshot: &Arc<Snapshot>,
@@ -30,72 +40,136 @@ impl Node {
                 table.name
             )));
         }
-        let schema = table.arrow_schema();
-        let width = table.columns.len();
-        let mut rows = Vec::new();
-        let mut touched = 0;
+        let mut changed = Changed::default();
         for result in self.run_query(input, snapshot.clone(), Vec::new()).await? {
-            let flag = |i: usize| result.column(width + i).as_boolean().clone();
-            touched += flag(0).true_count();
-            let columns = result.columns()[..width].to_vec();
-            let batch = RecordBatch::try_new(schema.clone(), columns)?;
-            rows.push(match kind {
-                RewriteKind::Update => batch,
-                RewriteKind::Delete => filter_record_batch(&batch, &not(&flag(0))?)?,
-                RewriteKind::Merge | RewriteKind::Upsert => {
-                    if flag(2).true_count() > 0 {
-                        let statement = match kind {
-                            RewriteKind::Upsert => "ON CONFLICT DO UPDATE",
-                            _ => "MERGE",
-                        };
-                        return Err(NodeError::Other(format!(
-                            "{statement} command cannot affect row a second time: a target \
-                             row matched more than one source row"
-                        )));
-                    }
-                    filter_record_batch(&batch, &flag(1))?
-                }
-            });
+            changed.add(table, &result, kind)?;
         }
-        if touched == 0 {
+        if changed.touched == 0 {
             return Ok((0, Vec::new()));
         }
-        for batch in &rows {
-            check_not_null(table, batch)?;
+        let mut changes = deletion_changes(snapshot, table, &changed.deleted);
+        let appended = changed.appended;
+        if appended.iter().any(|b| b.num_rows() > 0) {
+            for batch in &appended {
+                check_not_null(table, batch)?;
+            }
+            if crate::keyed::is_constrained(table) {
+                let after =
+                    self.catalog
+                        .with_changes(snapshot, changes.clone(), snapshot.commit + 1)?;
+                self.check_constraints(&Arc::new(after), table, &appended)
+                    .await?;
+            }
+            changes.push(self.append_change(table, &appended).await?);
         }
-        check_unique(table, &rows)?;
-        let changes = self
-            .rewrite_changes(snapshot, table, rows, Vec::new())
-            .await?;
-        Ok((touched, changes))
+        let views = self.recompute_views(snapshot, table, &changes).await?;
+        changes.extend(views);
+        Ok((changed.touched, changes))
     }
 
-    /// The changes that make `rows` the whole content of `table`, with the materialized views
-    /// over it computed again from them, after `extra` changes.
-    pub(crate) async fn rewrite_changes(
+    /// The changes that compute the materialized views over `table` again from the rows it
+    /// holds once `changes` apply to `snapshot`.
+    pub(crate) async fn recompute_views(
         &self,
         snapshot: &Arc<Snapshot>,
-        table: &TableDef,
-        rows: Vec<RecordBatch>,
-        extra: Vec<Change>,
+        table: &Arc<TableDef>,
+        changes: &[Change],
     ) -> Result<Vec<Change>> {
-        let mut changes = extra;
-        changes.push(self.replace_rows(table, &rows).await?);
-        for view in snapshot.views_over(&table.name) {
+        let views = snapshot.views_over(&table.name);
+        if views.is_empty() {
+            return Ok(Vec::new());
+        }
+        let after = self
+            .catalog
+            .with_changes(snapshot, changes.to_vec(), snapshot.commit + 1)?;
+        let after = Arc::new(after);
+        let rows = self.read_table(&after, table).await?;
+        let mut view_changes = Vec::new();
+        for view in views {
             let plan = load_view(snapshot, &view)?;
             let state = self
                 .run_query(plan.maintain, snapshot.clone(), rows.clone())
                 .await?;
-            changes.push(self.replace_rows(&view, &state).await?);
+            view_changes.push(Change::ReplaceAll {
+                table_id: view.id,
+                added: self.write_data_file(&view, &state).await?,
+            });
         }
-        Ok(changes)
+        Ok(view_changes)
     }
+}
 
-    /// The change that makes `rows` the whole content of `table`.
-    async fn replace_rows(&self, table: &TableDef, rows: &[RecordBatch]) -> Result<Change> {
-        Ok(Change::ReplaceAll {
-            table_id: table.id,
-            added: self.write_data_file(table, rows).await?,
-        })
+impl Changed {
+    /// Adds what one batch of a rewrite's rows says.
+    fn add(&mut self, table: &TableDef, result: &RecordBatch, kind: RewriteKind) -> Result<()> {
+        let width = table.columns.len();
+        let rows_of = |keep: Option<&BooleanArray>| -> Result<RecordBatch> {
+            let columns = result.columns()[..width].to_vec();
+            let batch = RecordBatch::try_new(table.arrow_schema(), columns)?;
+            Ok(match keep {
+                Some(keep) => filter_record_batch(&batch, keep)?,
+                None => batch,
+            })
+        };
+        let addresses = |column: usize, keep: Option<&BooleanArray>| {
+            let addresses = result.column(column).as_primitive::<Int64Type>();
+            let kept = (0..addresses.len()).filter(move |&i| keep.is_none_or(|k| k.value(i)));
+            kept.filter(|&i| addresses.is_valid(i))
+                .map(|i| addresses.value(i))
+                .collect::<Vec<_>>()
+        };
+        match kind {
+            RewriteKind::Delete => {
+                self.touched += result.num_rows();
+                self.deleted.extend(addresses(0, None));
+            }
+            RewriteKind::Update => {
+                self.touched += result.num_rows();
+                self.deleted.extend(addresses(width, None));
+                self.appended.push(rows_of(None)?);
+            }
+            RewriteKind::Merge | RewriteKind::Upsert => {
+                let flag = |i: usize| result.column(width + i).as_boolean().clone();
+                if flag(2).true_count() > 0 {
+                    let statement = match kind {
+                        RewriteKind::Upsert => "ON CONFLICT DO UPDATE",
+                        _ => "MERGE",
+                    };
+                    return Err(NodeError::Other(format!(
+                        "{statement} command cannot affect row a second time: a target \
+                         row matched more than one source row"
+                    )));
+                }
+                let touched = flag(0);
+                self.touched += touched.true_count();
+                self.deleted.extend(addresses(width + 3, Some(&touched)));
+                self.appended
+                    .push(rows_of(Some(&and(&touched, &flag(1))?))?);
+            }
+        }
+        Ok(())
     }
+}
+
+/// The changes that mark the rows at `addresses` (of `table` in `snapshot`) deleted: one per
+/// container.
+pub(crate) fn deletion_changes(
+    snapshot: &Snapshot,
+    table: &TableDef,
+    addresses: &[i64],
+) -> Vec<Change> {
+    let containers = snapshot.containers(table.id);
+    let mut deleted: BTreeMap<usize, RoaringBitmap> = BTreeMap::new();
+    for &address in addresses {
+        let (position, ordinal) = split_row_address(address);
+        deleted.entry(position).or_default().insert(ordinal);
+    }
+    deleted
+        .into_iter()
+        .map(|(position, rows)| Change::DeleteRows {
+            table_id: table.id,
+            container: containers[position].clone(),
+            rows,
+        })
+        .collect()
 }

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arrow::array::RecordBatch;
+use arrow::compute::{SortColumn, concat_batches, lexsort_to_indices, take_record_batch};
 use pondra_catalog::{Change, DataFile, Snapshot, TableDef, TableKind, gather_statistics, now_ms};
-use pondra_exec::{read_morsel, table_morsels};
+use pondra_exec::{drop_deleted, read_morsel, table_morsels};
 use pondra_planner::load_view;
 use pondra_storage::write_parquet_bytes;
 
@@ -32,8 +33,12 @@ impl Node {
             }
             match self.tier_table(&snapshot, table, ready).await {
                 Ok(()) => {}
-                // A table dropped meanwhile has nothing left to tier.
-                Err(crate::NodeError::Catalog(pondra_catalog::CatalogError::TableNotFound(_))) => {}
+                // A table dropped meanwhile has nothing left to tier; rows deleted meanwhile
+                // are tiered without them next time.
+                Err(crate::NodeError::Catalog(
+                    pondra_catalog::CatalogError::TableNotFound(_)
+                    | pondra_catalog::CatalogError::DeletedConcurrently(_),
+                )) => {}
                 Err(e) => return Err(e),
             }
         }
@@ -60,7 +65,7 @@ impl Node {
                 .collect(),
             None => Vec::new(),
         };
-        let mut rows: Vec<RecordBatch> = {
+        let (mut rows, deleted) = {
             let lake = self.lake.clone();
             let snapshot = snapshot.clone();
             let table = table.clone();
@@ -68,11 +73,12 @@ impl Node {
             let segments = segments.clone();
             let whole = compact.is_some();
             let runtime = tokio::runtime::Handle::current();
-            tokio::task::spawn_blocking(move || -> Result<Vec<RecordBatch>> {
+            tokio::task::spawn_blocking(move || -> Result<(Vec<RecordBatch>, u64)> {
                 let files = snapshot.files(table.id).len();
                 let morsels = table_morsels(&snapshot, &table);
-                let mut out = Vec::new();
-                for (i, morsel) in morsels.iter().enumerate() {
+                let containers = snapshot.containers(table.id);
+                let (mut out, mut deleted) = (Vec::new(), 0);
+                for (i, (morsel, container)) in morsels.iter().zip(&containers).enumerate() {
                     let is_file = i < files;
                     let wanted = if is_file {
                         whole
@@ -81,16 +87,22 @@ impl Node {
                         segments.contains(&(s.commit, s.index))
                     };
                     if wanted {
-                        out.extend(read_morsel(&lake, &runtime, morsel, &schema, None)?);
+                        let read = read_morsel(&lake, &runtime, morsel, &schema, None)?;
+                        let vector = snapshot.deletion_vector(table.id, container);
+                        deleted += vector.map_or(0, |v| v.len());
+                        out.extend(drop_deleted(read, vector)?);
                     }
                 }
-                Ok(out)
+                Ok((out, deleted))
             })
             .await
             .map_err(|e| crate::NodeError::Other(format!("tiering thread failed: {e}")))??
         };
         if let Some(plan) = compact {
             rows = self.run_query(plan, snapshot.clone(), rows).await?;
+        }
+        if !table.key.is_empty() {
+            rows = sorted_by_key(table, &rows)?;
         }
         let added = self.write_data_file(table, &rows).await?;
         self.catalog
@@ -99,6 +111,7 @@ impl Node {
                 segments,
                 files: replaced_files,
                 added,
+                deleted,
             }])
             .await?;
         Ok(())
@@ -149,4 +162,27 @@ impl Node {
             .await?;
         Ok(())
     }
+}
+
+/// A keyed table's rows sorted by key: each file tiering writes is a sorted run (ADR 0048), so
+/// that its row groups and pages hold narrow ranges of keys, which lookups by key prune by.
+fn sorted_by_key(table: &TableDef, rows: &[RecordBatch]) -> Result<Vec<RecordBatch>> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
+    }
+    let batch = concat_batches(&rows[0].schema(), rows)?;
+    let keys: Vec<SortColumn> = table
+        .key
+        .iter()
+        .map(|name| {
+            let index = table.columns.iter().position(|c| &c.name == name);
+            let index = index.expect("key columns are columns of the table");
+            SortColumn {
+                values: batch.column(index).clone(),
+                options: None,
+            }
+        })
+        .collect();
+    let order = lexsort_to_indices(&keys, None)?;
+    Ok(vec![take_record_batch(&batch, &order)?])
 }

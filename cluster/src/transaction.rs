@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use pondra_catalog::{Change, SegmentPayload, Snapshot};
+use pondra_catalog::{Change, Container, SegmentPayload, Snapshot};
 
 use crate::{NodeError, Result};
 
@@ -149,6 +149,7 @@ pub fn rebase(base: &Snapshot, latest: &Snapshot, changes: Vec<Change>) -> Resul
             check_conflict(base, latest, change)?;
         }
     }
+    let changes = own_segments_renamed(base, latest, changes);
     let shift = latest.next_table_id - base.next_table_id;
     if shift == 0 {
         return Ok(changes);
@@ -165,6 +166,36 @@ pub fn rebase(base: &Snapshot, latest: &Snapshot, changes: Vec<Change>) -> Resul
         .into_iter()
         .map(|change| renumbered(change, &renumber))
         .collect())
+}
+
+/// `changes` with the log segments they add named as `latest` will name them. A transaction's
+/// statements see the segments its earlier ones appended under the commit one past its base
+/// (`Catalog::with_changes`), and may delete rows of them; committed, they take the commit
+/// `latest` makes, after the segments other writers of the same round appended to the table.
+fn own_segments_renamed(base: &Snapshot, latest: &Snapshot, changes: Vec<Change>) -> Vec<Change> {
+    let pending = base.commit + 1;
+    let first_index = |table_id: u64| match latest.segments(table_id).last() {
+        Some(last) if last.commit == latest.commit => last.index + 1,
+        _ => 0,
+    };
+    changes
+        .into_iter()
+        .map(|change| match change {
+            Change::DeleteRows {
+                table_id,
+                container: Container::Segment { commit, index },
+                rows,
+            } if commit == pending => Change::DeleteRows {
+                table_id,
+                container: Container::Segment {
+                    commit: latest.commit,
+                    index: first_index(table_id) + index,
+                },
+                rows,
+            },
+            other => other,
+        })
+        .collect()
 }
 
 fn renumbered(change: Change, renumber: &dyn Fn(u64) -> u64) -> Change {
@@ -196,16 +227,27 @@ fn renumbered(change: Change, renumber: &dyn Fn(u64) -> u64) -> Change {
             segments,
             files: removed,
             added,
+            deleted,
         } => Change::Replace {
             table_id: renumber(table_id),
             segments,
             files: removed,
             added: files(added),
+            deleted,
         },
         Change::AlterTable { mut def } => {
             def.id = renumber(def.id);
             Change::AlterTable { def }
         }
+        Change::DeleteRows {
+            table_id,
+            container,
+            rows,
+        } => Change::DeleteRows {
+            table_id: renumber(table_id),
+            container,
+            rows,
+        },
         other => other,
     }
 }
@@ -233,6 +275,10 @@ fn check_conflict(base: &Snapshot, latest: &Snapshot, change: &Change) -> Result
             Some(table) => redefined(&table.name),
             None => false,
         },
+        // The commit refuses rows deleted since by another, or moved (ADR 0048).
+        Change::DeleteRows { table_id, .. } => {
+            name_in_base(*table_id).is_some_and(|n| redefined(&n))
+        }
         Change::ReplaceAll { table_id, .. } | Change::Replace { table_id, .. } => {
             name_in_base(*table_id).is_some_and(|name| redefined(&name) || rewritten(*table_id))
         }
@@ -304,9 +350,15 @@ impl crate::node::Node {
                 let base = open.base().clone();
                 transaction = None;
                 let _guard = self.write_lock.write().await;
-                self.commit_changes(&base, changes)
-                    .await
-                    .map(|_| done("COMMIT"))
+                match self.commit_changes(&base, changes).await {
+                    Ok(_) => Ok(done("COMMIT")),
+                    // Rows it deleted were deleted or moved since it began (ADR 0048).
+                    Err(NodeError::Catalog(
+                        pondra_catalog::CatalogError::RowsMoved(_)
+                        | pondra_catalog::CatalogError::DeletedConcurrently(_),
+                    )) => Err(NodeError::SerializationFailure),
+                    Err(e) => Err(e),
+                }
             }
             (TransactionControl::Commit | TransactionControl::Rollback, Some(open)) => {
                 let objects = open.objects();

@@ -368,20 +368,23 @@ impl Node {
             return Ok((0, extra));
         }
         check_not_null(table, &batch)?;
-        let batch = if !is_constrained(table) {
-            batch
-        } else {
-            match self.constrained_rows(snapshot, table, batch).await? {
-                (_, Some(all_rows)) => {
-                    let changes = self
-                        .rewrite_changes(snapshot, table, all_rows, extra)
-                        .await?;
-                    return Ok((rows, changes));
-                }
-                (batch, None) => batch,
-            }
+        let (batch, replaced) = match is_constrained(table) {
+            false => (batch, Vec::new()),
+            true => self.constrained_rows(snapshot, table, batch).await?,
         };
         let mut changes = extra;
+        if !replaced.is_empty() {
+            // An upsert that replaced rows: the views over the table are computed again.
+            let mut own = crate::rewrite::deletion_changes(snapshot, table, &replaced);
+            own.push(
+                self.append_change(table, std::slice::from_ref(&batch))
+                    .await?,
+            );
+            let views = self.recompute_views(snapshot, table, &own).await?;
+            changes.extend(own);
+            changes.extend(views);
+            return Ok((rows, changes));
+        }
         changes.push(
             self.append_change(table, std::slice::from_ref(&batch))
                 .await?,
@@ -437,7 +440,11 @@ impl Node {
         Ok(Change::CreateTable { def, initial })
     }
 
-    async fn append_change(&self, table: &TableDef, batches: &[RecordBatch]) -> Result<Change> {
+    pub(crate) async fn append_change(
+        &self,
+        table: &TableDef,
+        batches: &[RecordBatch],
+    ) -> Result<Change> {
         let (rows, payload) = self.segment(table, batches).await?;
         Ok(Change::AppendSegment {
             table_id: table.id,

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arrow::array::{BooleanArray, RecordBatch};
 use arrow::datatypes::SchemaRef;
+use pondra_catalog::{Container, DeletionVector};
 use pondra_planner::{ExternalFile, FileFormat, PhysicalPlan};
 use pondra_storage::{
     ColumnFooterStats, DistinctSample, FileSource, ParquetFooter, read_csv_file, read_json_file,
@@ -37,17 +38,30 @@ impl Morsels<'_> {
     }
 }
 
-/// A Parquet file a scan reads row group by row group, with its parsed footer.
+/// A Parquet file a scan reads row group by row group, with its parsed footer; and, for a data
+/// file of a lake table, its place among the table's containers.
 pub struct ScanFile {
     pub source: FileSource,
     pub footer: ParquetFooter,
+    pub place: Option<Place>,
+}
+
+/// Where a container of a lake table's rows is among the table's containers (what row
+/// addresses number), and which of its rows are deleted (ADR 0048).
+#[derive(Clone, Debug)]
+pub struct Place {
+    pub position: usize,
+    pub deleted: Option<DeletionVector>,
 }
 
 /// One morsel of a scan.
 pub enum ScanUnit<'p> {
     /// A log segment of a lake table; or one of its data files read whole, when the file's
     /// columns are not the table's.
-    Table(Morsel),
+    Table {
+        morsel: Morsel,
+        place: Place,
+    },
     RowGroup {
         file: Arc<ScanFile>,
         row_group: usize,
@@ -133,7 +147,12 @@ pub fn scan_units<'p>(
     let mut units = Vec::new();
     match node {
         PhysicalPlan::TableScan { table, .. } => {
-            for file in ctx.snapshot.files(table.id) {
+            let place = |position: usize, container: Container| Place {
+                position,
+                deleted: ctx.snapshot.deletion_vector(table.id, &container).cloned(),
+            };
+            let files = ctx.snapshot.files(table.id);
+            for (position, file) in files.iter().enumerate() {
                 let range = |column: usize| {
                     let statistics = file.columns.get(column)?;
                     statistics.min.zip(statistics.max)
@@ -143,16 +162,34 @@ pub fn scan_units<'p>(
                     continue;
                 }
                 let (source, footer) = ctx.runtime.block_on(ctx.lake.data_file(&file.path))?;
+                let place = place(position, Container::File(file.path.clone()));
                 match footer.fields() == table.columns.len() {
                     true => {
-                        let file = ScanFile { source, footer };
+                        let place = Some(place);
+                        let file = ScanFile {
+                            source,
+                            footer,
+                            place,
+                        };
                         skipped += add_row_groups(file, may_hold, &mut units);
                     }
-                    false => units.push(ScanUnit::Table(Morsel::ParquetFile(file.path.clone()))),
+                    false => units.push(ScanUnit::Table {
+                        morsel: Morsel::ParquetFile(file.path.clone()),
+                        place,
+                    }),
                 }
             }
             let segments = ctx.snapshot.segments(table.id).iter();
-            units.extend(segments.map(|segment| ScanUnit::Table(Morsel::of_segment(segment))));
+            for (position, segment) in (files.len()..).zip(segments) {
+                let container = Container::Segment {
+                    commit: segment.commit,
+                    index: segment.index,
+                };
+                units.push(ScanUnit::Table {
+                    morsel: Morsel::of_segment(segment),
+                    place: place(position, container),
+                });
+            }
         }
         PhysicalPlan::ParquetScan { table, .. } => {
             for file in &table.files {
@@ -164,6 +201,7 @@ pub fn scan_units<'p>(
                 let file = ScanFile {
                     source: file.source.clone(),
                     footer,
+                    place: None,
                 };
                 skipped += add_row_groups(file, may_hold, &mut units);
             }
@@ -216,9 +254,20 @@ pub fn read_unit(
     dictionaries: &[usize],
     ctx: &ExecContext,
 ) -> Result<Vec<RecordBatch>> {
+    if let Some(place) = unit_place(unit)
+        && (place.deleted.is_some() || is_addressed(node))
+    {
+        let read = crate::lake_rows::read_live_rows(unit, place, node, pages, dictionaries, ctx)?;
+        return match filter {
+            Some(filter) => filter.apply(read),
+            None => Ok(read),
+        };
+    }
     let (schema, columns) = scan_projection(node);
     let read = match unit {
-        ScanUnit::Table(morsel) => read_morsel(&ctx.lake, &ctx.runtime, morsel, schema, columns)?,
+        ScanUnit::Table { morsel, .. } => {
+            read_morsel(&ctx.lake, &ctx.runtime, morsel, schema, columns)?
+        }
         ScanUnit::TextFile(file) => {
             let PhysicalPlan::ParquetScan { table, .. } = node else {
                 unreachable!("text files are read by scans of files in place");
@@ -243,8 +292,27 @@ pub fn read_unit(
     }
 }
 
+/// Where the container a unit reads is among its lake table's; none for files read in place.
+fn unit_place<'u>(unit: &'u ScanUnit<'_>) -> Option<&'u Place> {
+    match unit {
+        ScanUnit::Table { place, .. } => Some(place),
+        ScanUnit::RowGroup { file, .. } => file.place.as_ref(),
+        ScanUnit::TextFile(_) => None,
+    }
+}
+
+/// Whether `node` scans a lake table with the hidden row address column after its own.
+fn is_addressed(node: &PhysicalPlan) -> bool {
+    match node {
+        PhysicalPlan::TableScan { table, schema, .. } => {
+            schema.fields().len() > table.columns.len()
+        }
+        _ => false,
+    }
+}
+
 /// A scan node's schema and the columns it reads, when not all.
-fn scan_projection(node: &PhysicalPlan) -> (&SchemaRef, Option<&[usize]>) {
+pub(crate) fn scan_projection(node: &PhysicalPlan) -> (&SchemaRef, Option<&[usize]>) {
     match node {
         PhysicalPlan::TableScan {
             schema, columns, ..

@@ -130,8 +130,11 @@ impl PhysicalPlan {
     /// Scan `self` reading `columns` (all when `None`) instead, with the same filter.
     pub fn scan_reading(&self, columns: Option<Vec<usize>>) -> PhysicalPlan {
         let mut scan = match self {
-            PhysicalPlan::TableScan { table, .. } => PhysicalPlan::TableScan {
-                schema: read_schema(&table.arrow_schema(), columns.as_deref()),
+            PhysicalPlan::TableScan { table, schema, .. } => PhysicalPlan::TableScan {
+                schema: read_schema(
+                    &table.scan_schema(schema.fields().len() > table.columns.len()),
+                    columns.as_deref(),
+                ),
                 table: table.clone(),
                 columns,
                 filter: None,

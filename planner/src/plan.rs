@@ -79,8 +79,8 @@ pub enum Plan {
         view: TableDef,
         if_not_exists: bool,
     },
-    /// UPDATE or DELETE: `input` yields every row of `table` as it will be, in the table's
-    /// columns, plus a last boolean column saying whether the statement touched the row.
+    /// UPDATE, DELETE, MERGE and INSERT ... ON CONFLICT: `input` yields what changes (see
+    /// [`RewriteKind`]); each row it deletes is named by its address (ADR 0048).
     Rewrite {
         table: Arc<TableDef>,
         input: LogicalPlan,
@@ -112,13 +112,15 @@ impl Plan {
 /// What a rewrite does with the rows it touches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RewriteKind {
-    /// Touched rows are kept, with their new values.
+    /// `input` yields the new version of each row changed, in the table's columns, then the
+    /// address of the old version.
     Update,
-    /// Touched rows are dropped.
+    /// `input` yields the address of each row deleted.
     Delete,
-    /// MERGE INTO: `input` yields the target's rows and the source rows it inserts, each with
-    /// whether the statement touched it, whether it stays, and whether it is a target row that
-    /// several source rows matched with an action (an error).
+    /// MERGE INTO: `input` yields the target's rows and the source rows it inserts, in the
+    /// table's columns as they will be, then whether the statement touched the row, whether
+    /// it stays, whether it is a target row that several source rows matched with an action
+    /// (an error), and the target row's address (NULL for a source row).
     Merge,
     /// INSERT ... ON CONFLICT: a MERGE, reported as an INSERT.
     Upsert,

@@ -26,7 +26,9 @@ pub struct RepeatedScan {
 /// A scan's group: its table and its filter.
 #[derive(PartialEq)]
 enum Table {
-    Lake(u64),
+    /// A lake table by id, and the width of the scan's rows: a scan that adds the row
+    /// address (ADR 0048) reads other rows than one that does not.
+    Lake(u64, usize),
     Files(Vec<String>),
 }
 
@@ -131,10 +133,14 @@ fn scan_parts(scan: &PhysicalPlan) -> (Table, Option<&[usize]>, Option<&Expr>) {
     match scan {
         PhysicalPlan::TableScan {
             table,
+            schema,
             columns,
             filter,
             ..
-        } => (Table::Lake(table.id), columns.as_deref(), filter.as_ref()),
+        } => {
+            let table = Table::Lake(table.id, schema.fields().len());
+            (table, columns.as_deref(), filter.as_ref())
+        }
         PhysicalPlan::ParquetScan {
             table,
             columns,

@@ -87,6 +87,43 @@ except errors.SerializationFailure:
     pass
 assert b.execute("SELECT id, v FROM keyed").fetchall() == [(1, 10)]
 
+# UPDATE and DELETE mark rows deleted (ADR 0048): two sessions changing the same row conflict,
+# the first to commit wins; two changing different rows of one table both commit.
+a.execute("CREATE TABLE shared (id BIGINT, v BIGINT)")
+a.execute("INSERT INTO shared SELECT i, 0 FROM generate_series(1, 10) g(i)")
+a.commit()
+a.execute("UPDATE shared SET v = 1 WHERE id = 3")
+c.execute("DELETE FROM shared WHERE id = 3")
+a.commit()
+try:
+    c.commit()
+    raise AssertionError("two changes of one row committed")
+except errors.SerializationFailure:
+    pass
+a.execute("UPDATE shared SET v = 2 WHERE id = 4")
+c.execute("DELETE FROM shared WHERE id = 5")
+a.commit()
+c.commit()
+assert b.execute("SELECT id, v FROM shared WHERE id BETWEEN 3 AND 5 ORDER BY id").fetchall() == [
+    (3, 1),
+    (4, 2),
+], "changes of different rows both apply"
+
+# A transaction changes rows it inserted itself, while others commit in between.
+a.execute("INSERT INTO shared VALUES (11, 0), (12, 0)")
+b.execute("INSERT INTO shared VALUES (13, 0)")
+a.execute("UPDATE shared SET v = 11 WHERE id = 11")
+b.execute("INSERT INTO shared VALUES (14, 0)")
+a.execute("DELETE FROM shared WHERE id = 12")
+a.execute("INSERT INTO shared VALUES (15, 0)")
+a.execute("DELETE FROM shared WHERE id = 15")
+a.commit()
+assert b.execute("SELECT id, v FROM shared WHERE id > 10 ORDER BY id").fetchall() == [
+    (11, 11),
+    (13, 0),
+    (14, 0),
+]
+
 # DDL commits with its transaction, or not at all.
 a.execute("CREATE TABLE made_inside (x BIGINT)")
 a.execute("INSERT INTO made_inside VALUES (1)")

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use pondra_catalog::{Index, TableDef, TableKind};
+use arrow::datatypes::DataType;
+use pondra_catalog::{Index, ROW_ADDRESS, TableDef, TableKind};
 use pondra_parser::ast;
 
 use super::scope::normalize;
@@ -14,12 +15,12 @@ use crate::plan::{Plan, RewriteKind};
 use crate::{Result, bind_err, unsupported};
 
 impl Binder<'_> {
-    /// `UPDATE t SET c = e, ... [WHERE p]`: the table's new rows, each with whether it changed.
+    /// `UPDATE t SET c = e, ... [WHERE p]`: the new version of each row it changes, and the
+    /// address of the old one.
     ///
     /// The values are computed by a query the binder writes itself, so that the assignments and
     /// the condition may use anything a SELECT may (subqueries included):
-    /// `SELECT t.*, coalesce(p, false), CASE WHEN coalesce(p, false) THEN e END, ... FROM t`.
-    /// Each assignment is evaluated only for the rows it changes.
+    /// `SELECT t.*, t._row_address, e, ... FROM t WHERE p`.
     pub(super) fn bind_update(&self, update: &ast::Update) -> Result<Plan> {
         if update.from.is_some() {
             return Err(unsupported!("UPDATE ... FROM"));
@@ -55,43 +56,39 @@ impl Binder<'_> {
             }
             targets.push((index, &assignment.value));
         }
-        let matched = matched_sql(update.selection.as_ref());
-        let mut select = format!("SELECT {qualifier}.*, {matched}");
+        let mut select = format!("SELECT {qualifier}.*, {qualifier}.{ROW_ADDRESS}");
         for (_, value) in &targets {
-            select.push_str(&format!(", CASE WHEN {matched} THEN ({value}) END"));
+            select.push_str(&format!(", ({value})"));
         }
-        select.push_str(&format!(" FROM {}", update.table));
-        let input = self.bind_query(&parse_query(&select)?)?;
+        select.push_str(&format!(
+            " FROM {}{}",
+            update.table,
+            where_sql(&update.selection)
+        ));
+        let input = self.addressing(&table).bind_query(&parse_query(&select)?)?;
         let schema = input.schema();
         let width = table.columns.len();
-        let flag = Expr::column(width, "matched", schema.field(width).data_type().clone());
         let mut exprs = Vec::with_capacity(width + 1);
         for (index, column) in table.columns.iter().enumerate() {
             let target = column.sql_type.to_arrow();
-            let old = Expr::column(index, &column.name, target.clone());
             let expr = match targets.iter().position(|(i, _)| *i == index) {
                 Some(position) => {
                     let field = schema.field(width + 1 + position);
                     check_assignable(field.data_type(), &target, &column.name)?;
-                    let new = Expr::column(
+                    Expr::column(
                         width + 1 + position,
                         field.name(),
                         field.data_type().clone(),
                     )
-                    .cast(&target);
-                    Expr::Case {
-                        branches: vec![(flag.clone(), new)],
-                        otherwise: Some(Box::new(old)),
-                        data_type: target,
-                    }
+                    .cast(&target)
                 }
-                None => old,
+                None => Expr::column(index, &column.name, target),
             };
             exprs.push(expr);
         }
-        exprs.push(flag);
+        exprs.push(Expr::column(width, ROW_ADDRESS, DataType::Int64));
         let mut names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
-        names.push("matched".into());
+        names.push(ROW_ADDRESS.into());
         Ok(Plan::Rewrite {
             table,
             input: input.project(exprs, names),
@@ -99,7 +96,7 @@ impl Binder<'_> {
         })
     }
 
-    /// `DELETE FROM t [WHERE p]`: every row of the table, each with whether it goes.
+    /// `DELETE FROM t [WHERE p]`: the address of each row it deletes.
     pub(super) fn bind_delete(&self, delete: &ast::Delete) -> Result<Plan> {
         if delete.using.is_some() {
             return Err(unsupported!("DELETE ... USING"));
@@ -120,16 +117,12 @@ impl Binder<'_> {
             return Err(unsupported!("DELETE from a join"));
         }
         let (table, qualifier) = self.changed_table(&item.relation, "DELETE")?;
-        let matched = matched_sql(delete.selection.as_ref());
-        let select = format!("SELECT {qualifier}.*, {matched} FROM {item}");
-        let input = self.bind_query(&parse_query(&select)?)?;
-        let mut names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
-        names.push("matched".into());
-        let schema = input.schema();
-        let exprs = Expr::columns_of(&schema);
+        let selection = where_sql(&delete.selection);
+        let select = format!("SELECT {qualifier}.{ROW_ADDRESS} FROM {item}{selection}");
+        let input = self.addressing(&table).bind_query(&parse_query(&select)?)?;
         Ok(Plan::Rewrite {
             table,
-            input: input.project(exprs, names),
+            input,
             kind: RewriteKind::Delete,
         })
     }
@@ -271,11 +264,11 @@ impl Binder<'_> {
     }
 }
 
-/// `coalesce((p), false)`, or `true` with no condition.
-fn matched_sql(selection: Option<&ast::Expr>) -> String {
+/// ` WHERE p`, or nothing with no condition.
+fn where_sql(selection: &Option<ast::Expr>) -> String {
     match selection {
-        Some(predicate) => format!("coalesce(({predicate}), false)"),
-        None => "true".to_string(),
+        Some(predicate) => format!(" WHERE {predicate}"),
+        None => String::new(),
     }
 }
 

@@ -788,6 +788,7 @@ impl Aggregation {
                     qualifier: None,
                     name: String::new(),
                     data_type: other.data_type(),
+                    hidden: false,
                 },
             })
             .collect();

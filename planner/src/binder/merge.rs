@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use arrow::datatypes::DataType;
 
-use pondra_catalog::TableDef;
+use pondra_catalog::{ROW_ADDRESS, TableDef};
 use pondra_parser::ast;
 
 use super::scope::normalize;
@@ -24,7 +24,7 @@ use crate::plan::{Plan, RewriteKind};
 use crate::scalar::ScalarValue;
 use crate::{Result, bind_err, unsupported};
 
-/// The number of the target row each joined row carries; NULL for a source row that met none.
+/// The address of the target row each joined row carries; NULL for a source row that met none.
 const TARGET_ROW: &str = "__merge_target_row";
 /// TRUE in each joined row that carries a source row.
 const SOURCE_ROW: &str = "__merge_source_row";
@@ -58,7 +58,8 @@ impl Binder<'_> {
         let (table, qualifier) = self.changed_table(&merge.table, "MERGE")?;
         let clauses = clauses(merge, &table)?;
         let (sql, value_columns) = merge_query(merge, &table, &qualifier, &clauses)?;
-        let input = self.bind_query(&super::changes::parse_query(&sql)?)?;
+        let query = super::changes::parse_query(&sql)?;
+        let input = self.addressing(&table).bind_query(&query)?;
         let input = rows_as_they_will_be(&table, input, &clauses.actions, &value_columns)?;
         Ok(Plan::Rewrite {
             table,
@@ -270,7 +271,7 @@ fn merge_query(
         ", {TARGET_ROW} IS NOT NULL AND count(*) OVER (PARTITION BY {TARGET_ROW}) > 1 \
            AND max({chosen}) OVER (PARTITION BY {TARGET_ROW}) > 0, \
          {TARGET_ROW} IS NULL OR row_number() OVER (PARTITION BY {TARGET_ROW}) = 1 \
-         FROM (SELECT *, row_number() OVER () AS {TARGET_ROW} FROM {name}) AS {target} \
+         FROM (SELECT *, {ROW_ADDRESS} AS {TARGET_ROW} FROM {name}) AS {target} \
          FULL JOIN (SELECT *, true AS {SOURCE_ROW} FROM {source}) AS {source_name} \
          ON {on}",
         name = quoted(&table.name),
@@ -354,9 +355,10 @@ fn rows_as_they_will_be(
         data_type: DataType::Boolean,
     };
     let touched = any_of(|a| !matches!(a, Action::Nothing));
-    exprs.extend([touched, kept, field(width + 2 + values)]);
+    exprs.extend([touched, kept, field(width + 2 + values), field(width)]);
     let mut names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
-    names.extend(["touched".into(), "kept".into(), "conflict".into()]);
+    let flags = ["touched", "kept", "conflict", ROW_ADDRESS];
+    names.extend(flags.map(String::from));
     Ok(input.project(exprs, names))
 }
 

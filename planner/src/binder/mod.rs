@@ -73,6 +73,9 @@ pub struct Binder<'a> {
     /// The session's temporary tables, as the catalog tables list them (their rows are read
     /// through `external`).
     temporary: &'a [Arc<pondra_catalog::TableDef>],
+    /// The table whose scans carry the hidden row address: the one an UPDATE, DELETE or MERGE
+    /// being bound changes (ADR 0048).
+    addressed: Option<u64>,
 }
 
 /// How deep views may read views. A view that comes to read itself (a table it read dropped
@@ -191,6 +194,20 @@ impl<'a> Binder<'a> {
             database: crate::system_tables::CATALOG,
             view_depth: 0,
             temporary: &[],
+            addressed: None,
+        }
+    }
+
+    /// A binder for the query of a statement that changes `table`'s rows: its scans of the
+    /// table carry the hidden row address.
+    pub(super) fn addressing(&self, table: &pondra_catalog::TableDef) -> Binder<'a> {
+        Binder {
+            external: self.external,
+            database: self.database,
+            view_depth: self.view_depth,
+            temporary: self.temporary,
+            addressed: Some(table.id),
+            ..Binder::new(self.snapshot)
         }
     }
 
@@ -591,7 +608,7 @@ impl<'a> Binder<'a> {
         match &table.kind {
             TableKind::Table => Ok(LogicalPlan::Scan {
                 table: table.clone(),
-                schema: table.arrow_schema(),
+                schema: table.scan_schema(self.addressed == Some(table.id)),
             }),
             TableKind::MaterializedView { .. } => {
                 Ok(crate::view::load_view(self.snapshot, table)?.read_plan(table))
@@ -1026,7 +1043,7 @@ impl<'a> Binder<'a> {
                     };
                     let mut matched = false;
                     for (index, column) in scope.columns.iter().enumerate() {
-                        if qualifier.is_some() && column.qualifier != qualifier {
+                        if column.hidden || (qualifier.is_some() && column.qualifier != qualifier) {
                             continue;
                         }
                         matched = true;

@@ -9,6 +9,8 @@ pub struct ScopeColumn {
     pub qualifier: Option<String>,
     pub name: String,
     pub data_type: DataType,
+    /// A system column: named, it is found; `*` leaves it out.
+    pub hidden: bool,
 }
 
 /// The columns an expression can name: its input's, in order.
@@ -30,6 +32,7 @@ impl Scope {
                 qualifier: qualifier.map(str::to_string),
                 name: f.name().clone(),
                 data_type: f.data_type().clone(),
+                hidden: f.metadata().contains_key(pondra_catalog::HIDDEN_COLUMN),
             })
             .collect();
         Scope {

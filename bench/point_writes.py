@@ -1,0 +1,111 @@
+"""Point writes and reads on a keyed table through the Postgres door, small table against large.
+
+Usage: point_writes.py PONDRA [--small ROWS] [--large ROWS] [--ops N]
+
+Two `pondra serve` processes run side by side, one on a lake whose keyed table holds --small
+rows and one holding --large rows (loaded, then CHECKPOINTed into Parquet). One psycopg client
+per server, in autocommit, runs each statement kind --ops times on random keys, alternating
+between the two servers so that both see the same machine. It prints each kind's median latency
+on both and the ratio large / small: a point write that does not grow with the table keeps the
+ratio near 1. Last, it runs EXPLAIN ANALYZE of a point read on the large table and prints the
+engine's own time for it.
+"""
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import psycopg
+
+STATEMENTS = {
+    "upsert (ON CONFLICT DO UPDATE)": "INSERT INTO kv VALUES (%(k)s, %(v)s, 'u') "
+    "ON CONFLICT (k) DO UPDATE SET v = excluded.v, note = excluded.note",
+    "upsert (INSERT of a held key)": "INSERT INTO kv VALUES (%(k)s, %(v)s, 'i')",
+    "UPDATE by key": "UPDATE kv SET v = v + 1 WHERE k = %(k)s",
+    "DELETE by key": "DELETE FROM kv WHERE k = %(k)s",
+    "point read": "SELECT v, note FROM kv WHERE k = %(k)s",
+}
+
+
+def load(pondra, lake, rows):
+    sql = (
+        "CREATE TABLE kv (k BIGINT PRIMARY KEY, v BIGINT, note VARCHAR); "
+        f"INSERT INTO kv SELECT i, i, 'row ' || i FROM generate_series(1, {rows}) g(i); "
+        "CHECKPOINT"
+    )
+    subprocess.run([pondra, "--dir", lake, "sql", sql], check=True, stdout=subprocess.DEVNULL)
+
+
+def serve(pondra, lake):
+    command = [pondra, "--dir", lake, "serve", "--http-port", "0", "--pg-port", "0"]
+    command += ["--flight-port", "0"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    address = None
+    for line in process.stdout:
+        line = line.strip()
+        if line.startswith("pg listening on "):
+            address = line.removeprefix("pg listening on ")
+        if line == "ready":
+            break
+    host, port = address.rsplit(":", 1)
+    return process, f"host={host} port={port} user=bench dbname=lake"
+
+
+def timed(connection, sql, params):
+    started = time.perf_counter()
+    cursor = connection.execute(sql, params)
+    if cursor.description is not None:
+        cursor.fetchall()
+    return (time.perf_counter() - started) * 1e3
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("pondra")
+    parser.add_argument("--small", type=int, default=1_000)
+    parser.add_argument("--large", type=int, default=2_000_000)
+    parser.add_argument("--ops", type=int, default=200)
+    args = parser.parse_args()
+    random.seed(7)
+    with tempfile.TemporaryDirectory() as root:
+        sizes = {"small": args.small, "large": args.large}
+        servers, connections = {}, {}
+        for name, rows in sizes.items():
+            lake = os.path.join(root, name)
+            load(args.pondra, lake, rows)
+            servers[name], dsn = serve(args.pondra, lake)
+            connections[name] = psycopg.connect(dsn, autocommit=True)
+        try:
+            print(f"{'statement':32} {'small ms':>9} {'large ms':>9} {'ratio':>6}")
+            for kind, sql in STATEMENTS.items():
+                samples = {name: [] for name in sizes}
+                for op in range(args.ops + 20):
+                    for name, rows in sizes.items():
+                        params = {"k": random.randint(1, rows), "v": op}
+                        elapsed = timed(connections[name], sql, params)
+                        if op >= 20:
+                            samples[name].append(elapsed)
+                small = statistics.median(samples["small"])
+                large = statistics.median(samples["large"])
+                print(f"{kind:32} {small:9.3f} {large:9.3f} {large / small:6.2f}")
+            key = random.randint(1, args.large)
+            plan = connections["large"].execute(
+                f"EXPLAIN ANALYZE SELECT v, note FROM kv WHERE k = {key}"
+            ).fetchall()
+            total = next(row[0] for row in plan if row[0].startswith("Total:"))
+            print(f"point read on {args.large} rows, engine time: {total}")
+        finally:
+            for connection in connections.values():
+                connection.close()
+            for process in servers.values():
+                process.terminate()
+                process.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+//! Reading a container of a lake table's rows with what ADR 0048 adds: the rows its deletion
+//! vector marks are dropped, and each row kept can carry its address, for the statements that
+//! change rows. The rows are numbered as they are stored (a row group's first row plus the
+//! offset, across the pages read), so pages a filter rules out may still be skipped.
+
+use std::ops::Range;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use arrow::array::{ArrayRef, BooleanArray, Int64Array, NullArray, RecordBatch, new_null_array};
+use arrow::compute::filter_record_batch;
+use arrow::datatypes::{DataType, Schema, SchemaRef};
+use pondra_catalog::{DeletionVector, row_address};
+use pondra_planner::PhysicalPlan;
+use pondra_storage::read_parquet_row_group;
+
+use crate::Result;
+use crate::morsel::{PagePruning, Place, ScanFile, ScanUnit, scan_projection};
+use crate::pipeline::ExecContext;
+use crate::prune::pages_kept;
+use crate::scan::{read_morsel, widen};
+
+/// The live rows of one unit of a lake table scan, as batches of the scan's schema: its
+/// table's columns, then the row address when the scan has that column.
+pub fn read_live_rows(
+    unit: &ScanUnit<'_>,
+    place: &Place,
+    node: &PhysicalPlan,
+    pages: Option<&PagePruning<'_>>,
+    dictionaries: &[usize],
+    ctx: &ExecContext,
+) -> Result<Vec<RecordBatch>> {
+    let PhysicalPlan::TableScan { table, .. } = node else {
+        unreachable!("only lake tables have containers");
+    };
+    let (schema, columns) = scan_projection(node);
+    let width = table.columns.len();
+    let mut table_schema: SchemaRef = Arc::new(Schema::new(schema.fields()[..width].to_vec()));
+    let mut table_columns: Option<Vec<usize>> =
+        columns.map(|columns| columns.iter().copied().filter(|&c| c < width).collect());
+    // Reading only the address still needs the row count: the first column is read for it.
+    let reads_none = table_columns.as_ref().is_some_and(Vec::is_empty);
+    if reads_none {
+        table_columns = Some(vec![0]);
+        table_schema = table.arrow_schema();
+    }
+    let (read, ordinals) = match unit {
+        ScanUnit::Table { morsel, .. } => {
+            let read = read_morsel(
+                &ctx.lake,
+                &ctx.runtime,
+                morsel,
+                &table_schema,
+                table_columns.as_deref(),
+            )?;
+            let rows = read.iter().map(|b| b.num_rows() as u64).sum();
+            (read, std::iter::once(0..rows).collect())
+        }
+        ScanUnit::RowGroup { file, row_group } => {
+            let read = (file.as_ref(), *row_group);
+            read_row_group(
+                read,
+                (&table_schema, table_columns.as_deref()),
+                pages,
+                dictionaries,
+            )?
+        }
+        ScanUnit::TextFile(_) => unreachable!("text files are not lake tables"),
+    };
+    let address = schema.fields().get(width).cloned();
+    let mut ordinals = ordinals.into_iter().flatten();
+    let mut out = Vec::with_capacity(read.len());
+    for batch in read {
+        let ordinals: Vec<u64> = ordinals.by_ref().take(batch.num_rows()).collect();
+        assert_eq!(ordinals.len(), batch.num_rows(), "a row for every ordinal");
+        let (mut fields, mut arrays) = match reads_none {
+            false => (batch.schema().fields().to_vec(), batch.columns().to_vec()),
+            true => {
+                let fields = schema.fields()[..width].to_vec();
+                let rows = batch.num_rows();
+                let nulls: Vec<ArrayRef> = fields
+                    .iter()
+                    .map(|f| new_null_array(f.data_type(), rows))
+                    .collect();
+                (fields, nulls)
+            }
+        };
+        if let Some(field) = &address {
+            let column: ArrayRef = match field.data_type() {
+                DataType::Null => Arc::new(NullArray::new(ordinals.len())),
+                _ => Arc::new(Int64Array::from_iter_values(
+                    ordinals.iter().map(|&o| row_address(place.position, o)),
+                )),
+            };
+            fields.push(field.clone());
+            arrays.push(column);
+        }
+        let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?;
+        let batch = match &place.deleted {
+            Some(deleted) => {
+                let live: BooleanArray = ordinals
+                    .iter()
+                    .map(|&o| Some(!deleted.contains(o as u32)))
+                    .collect();
+                filter_record_batch(&batch, &live)?
+            }
+            None => batch,
+        };
+        if batch.num_rows() > 0 {
+            out.push(batch);
+        }
+    }
+    Ok(out)
+}
+
+/// Reads one row group of a lake table's data file, skipping the pages `pages` rules out;
+/// returns its batches and the ordinals in the file of the rows they hold.
+fn read_row_group(
+    (file, row_group): (&ScanFile, usize),
+    (schema, columns): (&SchemaRef, Option<&[usize]>),
+    pages: Option<&PagePruning<'_>>,
+    dictionaries: &[usize],
+) -> Result<(Vec<RecordBatch>, Vec<Range<u64>>)> {
+    let footer = &file.footer;
+    let ranges = pages.and_then(|pages| {
+        let (ranges, skipped) = pages_kept(footer, row_group, &pages.columns, pages.may_hold);
+        pages.skipped.fetch_add(skipped, Ordering::Relaxed);
+        ranges
+    });
+    let rows = footer.row_group_rows(row_group);
+    let first: u64 = (0..row_group)
+        .map(|r| footer.row_group_rows(r) as u64)
+        .sum();
+    let ordinals = match &ranges {
+        Some(ranges) => ranges
+            .iter()
+            .map(|r| first + r.start as u64..first + r.end as u64)
+            .collect(),
+        None => std::iter::once(first..first + rows as u64).collect(),
+    };
+    if ranges.as_ref().is_some_and(Vec::is_empty) {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let read = read_parquet_row_group(
+        &file.source,
+        footer,
+        (row_group, ranges.as_deref()),
+        columns,
+        dictionaries,
+    )?;
+    let every_column: Vec<usize>;
+    let columns = match columns {
+        Some(columns) => columns,
+        None => {
+            every_column = (0..schema.fields().len()).collect();
+            &every_column
+        }
+    };
+    let read = read
+        .iter()
+        .map(|batch| widen(batch, schema, columns))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((read, ordinals))
+}
+
+/// The rows of one container's `batches` (all of its rows, in order) that `deleted` does not
+/// mark.
+pub fn drop_deleted(
+    batches: Vec<RecordBatch>,
+    deleted: Option<&DeletionVector>,
+) -> Result<Vec<RecordBatch>> {
+    let Some(deleted) = deleted else {
+        return Ok(batches);
+    };
+    let mut ordinal = 0u32;
+    let mut out = Vec::with_capacity(batches.len());
+    for batch in batches {
+        let live: BooleanArray = (0..batch.num_rows())
+            .map(|i| Some(!deleted.contains(ordinal + i as u32)))
+            .collect();
+        ordinal += batch.num_rows() as u32;
+        out.push(filter_record_batch(&batch, &live)?);
+    }
+    Ok(out)
+}
