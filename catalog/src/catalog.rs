@@ -389,7 +389,9 @@ pub(crate) fn apply(
                 batch.delete(keys::file(table_id, &file.path));
                 removed_objects.push(file.path);
             }
-            for file in added {
+            for mut file in added {
+                file.commit = next.commit;
+                file.committed_at_ms = now;
                 batch.put(
                     keys::file(table_id, &file.path),
                     serde_json::to_vec(&file).expect("json"),

@@ -12,6 +12,23 @@ use crate::statistics::ColumnStatistics;
 /// The metadata key of a field that `SELECT *` leaves out (system columns: ADR 0048).
 pub const HIDDEN_COLUMN: &str = "pondra.hidden";
 
+/// The system column holding the commit that wrote a row.
+pub const COMMIT_VERSION: &str = "_commit_version";
+/// The system column holding when the commit that wrote a row was made (UTC).
+pub const COMMIT_TIMESTAMP: &str = "_commit_timestamp";
+
+/// The system columns every row of a table carries, in order.
+fn system_fields() -> [Field; 2] {
+    [
+        Field::new(COMMIT_VERSION, DataType::Int64, true),
+        Field::new(
+            COMMIT_TIMESTAMP,
+            DataType::Timestamp(TimeUnit::Microsecond, None),
+            true,
+        ),
+    ]
+}
+
 /// A column type as SQL names it; each maps to one Arrow type.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SqlType {
@@ -164,17 +181,29 @@ impl TableDef {
         Arc::new(Schema::new(fields))
     }
 
-    /// The schema of a scan of the table: its rows, and with `addressed` the hidden row
-    /// address after them (ADR 0048).
-    pub fn scan_schema(&self, addressed: bool) -> SchemaRef {
-        let schema = self.arrow_schema();
-        if !addressed {
-            return schema;
+    /// The schema of a scan of the table: its rows; with `system`, the hidden system columns
+    /// `_commit_version` and `_commit_timestamp` after them; with `addressed`, the hidden row
+    /// address last (ADR 0048).
+    pub fn scan_schema(&self, system: bool, addressed: bool) -> SchemaRef {
+        let mut fields = self.arrow_schema().fields().to_vec();
+        let hidden = |name: &str, data_type: DataType| {
+            let metadata = std::collections::HashMap::from([(HIDDEN_COLUMN.into(), "true".into())]);
+            Arc::new(Field::new(name, data_type, true).with_metadata(metadata))
+        };
+        if system {
+            fields.extend(system_fields().map(|f| hidden(f.name(), f.data_type().clone())));
         }
-        let mut fields = schema.fields().to_vec();
-        let hidden = std::collections::HashMap::from([(HIDDEN_COLUMN.into(), "true".into())]);
-        let address = Field::new(crate::ROW_ADDRESS, DataType::Int64, true).with_metadata(hidden);
-        fields.push(Arc::new(address));
+        if addressed {
+            fields.push(hidden(crate::ROW_ADDRESS, DataType::Int64));
+        }
+        Arc::new(Schema::new(fields))
+    }
+
+    /// The schema of the data files tiering writes for a table: its columns, then the commit
+    /// version and time of each row (ADR 0048).
+    pub fn stored_schema(&self) -> SchemaRef {
+        let mut fields = self.arrow_schema().fields().to_vec();
+        fields.extend(system_fields().map(Arc::new));
         Arc::new(Schema::new(fields))
     }
 
@@ -220,4 +249,14 @@ pub struct DataFile {
     /// Per column of the table, in order, as the file was written; empty when not gathered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub columns: Vec<ColumnStatistics>,
+    /// The commit that added the file, and its time in ms since the epoch: the commit version
+    /// of rows of a file that does not store theirs (0 in files added before it was kept).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub commit: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub committed_at_ms: u64,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }

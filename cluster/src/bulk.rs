@@ -63,6 +63,8 @@ impl Node {
                     rows,
                     size_bytes,
                     columns,
+                    commit: 0,
+                    committed_at_ms: 0,
                 });
                 total += rows;
             }

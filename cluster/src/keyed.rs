@@ -271,7 +271,7 @@ fn matching_plan(
     indices: &[usize],
     batch: &RecordBatch,
 ) -> Result<LogicalPlan> {
-    let schema = table.scan_schema(true);
+    let schema = table.scan_schema(false, true);
     let mut plan = LogicalPlan::Scan {
         table: table.clone(),
         schema: schema.clone(),

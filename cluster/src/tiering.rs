@@ -4,12 +4,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use arrow::array::RecordBatch;
+use arrow::array::{Int64Array, RecordBatch, TimestampMicrosecondArray};
 use arrow::compute::{SortColumn, concat_batches, lexsort_to_indices, take_record_batch};
-use pondra_catalog::{Change, DataFile, Snapshot, TableDef, TableKind, gather_statistics, now_ms};
+use pondra_catalog::{
+    Change, Container, DataFile, LogSegment, Snapshot, TableDef, TableKind, gather_statistics,
+    now_ms,
+};
 use pondra_exec::{drop_deleted, read_morsel, table_morsels};
 use pondra_planner::load_view;
-use pondra_storage::write_parquet_bytes;
+use pondra_storage::{write_parquet_bytes, write_sorted_run};
 
 use crate::Result;
 use crate::node::Node;
@@ -77,6 +80,7 @@ impl Node {
                 let files = snapshot.files(table.id).len();
                 let morsels = table_morsels(&snapshot, &table);
                 let containers = snapshot.containers(table.id);
+                let stamped = matches!(table.kind, TableKind::Table);
                 let (mut out, mut deleted) = (Vec::new(), 0);
                 for (i, (morsel, container)) in morsels.iter().zip(&containers).enumerate() {
                     let is_file = i < files;
@@ -90,7 +94,16 @@ impl Node {
                         let read = read_morsel(&lake, &runtime, morsel, &schema, None)?;
                         let vector = snapshot.deletion_vector(table.id, container);
                         deleted += vector.map_or(0, |v| v.len());
-                        out.extend(drop_deleted(read, vector)?);
+                        let live = drop_deleted(read, vector)?;
+                        match (stamped, container) {
+                            (true, Container::Segment { .. }) => {
+                                let segment = &snapshot.segments(table.id)[i - files];
+                                for batch in live {
+                                    out.push(with_commit_columns(&table, &batch, segment)?);
+                                }
+                            }
+                            _ => out.extend(live),
+                        }
                     }
                 }
                 Ok((out, deleted))
@@ -127,7 +140,20 @@ impl Node {
         if row_count == 0 {
             return Ok(Vec::new());
         }
-        let bytes = write_parquet_bytes(&table.arrow_schema(), rows)?;
+        // Rows tiered from the log tail carry their commit columns (ADR 0048).
+        let width = table.columns.len();
+        let schema = match rows[0].num_columns() == width {
+            true => table.arrow_schema(),
+            false => table.stored_schema(),
+        };
+        let rows: Vec<RecordBatch> = rows
+            .iter()
+            .map(|b| RecordBatch::try_new(schema.clone(), b.columns().to_vec()))
+            .collect::<Result<_, _>>()?;
+        let bytes = match table.key.is_empty() {
+            true => write_parquet_bytes(&schema, &rows)?,
+            false => write_sorted_run(&schema, &rows)?,
+        };
         let path = format!("data/{}/{}.parquet", table.name, unique_name());
         let size_bytes = bytes.len() as u64;
         self.lake.put(&path, bytes).await?;
@@ -136,7 +162,9 @@ impl Node {
             path,
             rows: row_count as u64,
             size_bytes,
-            columns: gather_statistics(rows),
+            columns: gather_statistics(&rows).into_iter().take(width).collect(),
+            commit: 0,
+            committed_at_ms: 0,
         }])
     }
 
@@ -185,4 +213,21 @@ fn sorted_by_key(table: &TableDef, rows: &[RecordBatch]) -> Result<Vec<RecordBat
         .collect();
     let order = lexsort_to_indices(&keys, None)?;
     Ok(vec![take_record_batch(&batch, &order)?])
+}
+
+/// `batch`, rows of log `segment`, with the commit columns a data file stores after the
+/// table's: the segment's commit and its time.
+fn with_commit_columns(
+    table: &TableDef,
+    batch: &RecordBatch,
+    segment: &LogSegment,
+) -> Result<RecordBatch> {
+    let rows = batch.num_rows();
+    let version = Int64Array::from_value(segment.commit as i64, rows);
+    let micros = segment.committed_at_ms as i64 * 1000;
+    let time = TimestampMicrosecondArray::from_value(micros, rows);
+    let mut columns = batch.columns().to_vec();
+    columns.push(Arc::new(version));
+    columns.push(Arc::new(time));
+    Ok(RecordBatch::try_new(table.stored_schema(), columns)?)
 }

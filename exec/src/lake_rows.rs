@@ -7,15 +7,18 @@ use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use arrow::array::{ArrayRef, BooleanArray, Int64Array, NullArray, RecordBatch, new_null_array};
-use arrow::compute::filter_record_batch;
+use arrow::array::{
+    Array, ArrayRef, BooleanArray, Int64Array, NullArray, RecordBatch, TimestampMicrosecondArray,
+    new_null_array,
+};
+use arrow::compute::{concat, filter_record_batch};
 use arrow::datatypes::{DataType, Schema, SchemaRef};
-use pondra_catalog::{DeletionVector, row_address};
+use pondra_catalog::{COMMIT_VERSION, DeletionVector, ROW_ADDRESS, row_address};
 use pondra_planner::PhysicalPlan;
 use pondra_storage::read_parquet_row_group;
 
 use crate::Result;
-use crate::morsel::{PagePruning, Place, ScanFile, ScanUnit, scan_projection};
+use crate::morsel::{Commits, PagePruning, Place, ScanFile, ScanUnit, scan_projection};
 use crate::pipeline::ExecContext;
 use crate::prune::pages_kept;
 use crate::scan::{read_morsel, widen};
@@ -67,17 +70,18 @@ pub fn read_live_rows(
         }
         ScanUnit::TextFile(_) => unreachable!("text files are not lake tables"),
     };
-    let address = schema.fields().get(width).cloned();
+    let stored = stored_commits(unit, place, &ordinals, schema, width)?;
     let mut ordinals = ordinals.into_iter().flatten();
+    let mut offset = 0;
     let mut out = Vec::with_capacity(read.len());
     for batch in read {
         let ordinals: Vec<u64> = ordinals.by_ref().take(batch.num_rows()).collect();
         assert_eq!(ordinals.len(), batch.num_rows(), "a row for every ordinal");
+        let rows = batch.num_rows();
         let (mut fields, mut arrays) = match reads_none {
             false => (batch.schema().fields().to_vec(), batch.columns().to_vec()),
             true => {
                 let fields = schema.fields()[..width].to_vec();
-                let rows = batch.num_rows();
                 let nulls: Vec<ArrayRef> = fields
                     .iter()
                     .map(|f| new_null_array(f.data_type(), rows))
@@ -85,16 +89,28 @@ pub fn read_live_rows(
                 (fields, nulls)
             }
         };
-        if let Some(field) = &address {
-            let column: ArrayRef = match field.data_type() {
-                DataType::Null => Arc::new(NullArray::new(ordinals.len())),
-                _ => Arc::new(Int64Array::from_iter_values(
+        for field in &schema.fields()[width..] {
+            let column: ArrayRef = match (field.data_type(), field.name().as_str()) {
+                (DataType::Null, _) => Arc::new(NullArray::new(rows)),
+                (_, ROW_ADDRESS) => Arc::new(Int64Array::from_iter_values(
                     ordinals.iter().map(|&o| row_address(place.position, o)),
                 )),
+                (_, name) => match (&place.commits, &stored) {
+                    (_, Some((version, time))) => match name {
+                        COMMIT_VERSION => version.slice(offset, rows),
+                        _ => time.slice(offset, rows),
+                    },
+                    (Commits::Constant { version, micros }, None) => match name {
+                        COMMIT_VERSION => Arc::new(Int64Array::from_value(*version as i64, rows)),
+                        _ => Arc::new(TimestampMicrosecondArray::from_value(*micros, rows)),
+                    },
+                    (Commits::Stored, None) => unreachable!("stored commits were read"),
+                },
             };
             fields.push(field.clone());
             arrays.push(column);
         }
+        offset += rows;
         let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?;
         let batch = match &place.deleted {
             Some(deleted) => {
@@ -113,6 +129,45 @@ pub fn read_live_rows(
     Ok(out)
 }
 
+/// The commit version and time columns a data file stores, for the rows at `ordinals`, when the
+/// scan reads them and the file has them.
+fn stored_commits(
+    unit: &ScanUnit<'_>,
+    place: &Place,
+    ordinals: &[Range<u64>],
+    schema: &SchemaRef,
+    width: usize,
+) -> Result<Option<(ArrayRef, ArrayRef)>> {
+    let wanted = schema.fields()[width..]
+        .iter()
+        .any(|f| f.name() != ROW_ADDRESS && f.data_type() != &DataType::Null);
+    let (true, Commits::Stored, ScanUnit::RowGroup { file, row_group }) =
+        (wanted, &place.commits, unit)
+    else {
+        return Ok(None);
+    };
+    let first: u64 = (0..*row_group)
+        .map(|r| file.footer.row_group_rows(r) as u64)
+        .sum();
+    let ranges: Vec<Range<usize>> = ordinals
+        .iter()
+        .map(|r| (r.start - first) as usize..(r.end - first) as usize)
+        .collect();
+    let columns = [width, width + 1];
+    let read = read_parquet_row_group(
+        &file.source,
+        &file.footer,
+        (*row_group, Some(&ranges)),
+        Some(&columns),
+        &[],
+    )?;
+    let column = |i: usize| -> Result<ArrayRef> {
+        let arrays: Vec<&dyn Array> = read.iter().map(|b| b.column(i).as_ref()).collect();
+        Ok(concat(&arrays)?)
+    };
+    Ok(Some((column(0)?, column(1)?)))
+}
+
 /// Reads one row group of a lake table's data file, skipping the pages `pages` rules out;
 /// returns its batches and the ordinals in the file of the rows they hold.
 fn read_row_group(
@@ -122,6 +177,9 @@ fn read_row_group(
     dictionaries: &[usize],
 ) -> Result<(Vec<RecordBatch>, Vec<Range<u64>>)> {
     let footer = &file.footer;
+    // A file storing commit columns after the table's is read for the table's alone.
+    let table_columns: Vec<usize> = (0..schema.fields().len()).collect();
+    let columns = columns.or((footer.fields() > table_columns.len()).then_some(&table_columns[..]));
     let ranges = pages.and_then(|pages| {
         let (ranges, skipped) = pages_kept(footer, row_group, &pages.columns, pages.may_hold);
         pages.skipped.fetch_add(skipped, Ordering::Relaxed);

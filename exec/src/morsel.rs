@@ -52,6 +52,16 @@ pub struct ScanFile {
 pub struct Place {
     pub position: usize,
     pub deleted: Option<DeletionVector>,
+    pub commits: Commits,
+}
+
+/// Where the commit version and time of a container's rows come from.
+#[derive(Clone, Debug)]
+pub enum Commits {
+    /// One commit wrote them all: a log segment, or a data file that stores none.
+    Constant { version: u64, micros: i64 },
+    /// A data file stores them per row, after the table's columns.
+    Stored,
 }
 
 /// One morsel of a scan.
@@ -147,9 +157,15 @@ pub fn scan_units<'p>(
     let mut units = Vec::new();
     match node {
         PhysicalPlan::TableScan { table, .. } => {
-            let place = |position: usize, container: Container| Place {
+            let width = table.columns.len();
+            let place = |position: usize, container: Container, commits| Place {
                 position,
                 deleted: ctx.snapshot.deletion_vector(table.id, &container).cloned(),
+                commits,
+            };
+            let constant = |version: u64, ms: u64| Commits::Constant {
+                version,
+                micros: ms as i64 * 1000,
             };
             let files = ctx.snapshot.files(table.id);
             for (position, file) in files.iter().enumerate() {
@@ -162,8 +178,13 @@ pub fn scan_units<'p>(
                     continue;
                 }
                 let (source, footer) = ctx.runtime.block_on(ctx.lake.data_file(&file.path))?;
-                let place = place(position, Container::File(file.path.clone()));
-                match footer.fields() == table.columns.len() {
+                // Tiered files store each row's commit after the table's columns (ADR 0048).
+                let commits = match footer.fields() == width + 2 {
+                    true => Commits::Stored,
+                    false => constant(file.commit, file.committed_at_ms),
+                };
+                let place = place(position, Container::File(file.path.clone()), commits);
+                match footer.fields() == width || footer.fields() == width + 2 {
                     true => {
                         let place = Some(place);
                         let file = ScanFile {
@@ -185,9 +206,10 @@ pub fn scan_units<'p>(
                     commit: segment.commit,
                     index: segment.index,
                 };
+                let commits = constant(segment.commit, segment.committed_at_ms);
                 units.push(ScanUnit::Table {
                     morsel: Morsel::of_segment(segment),
-                    place: place(position, container),
+                    place: place(position, container, commits),
                 });
             }
         }
@@ -255,7 +277,7 @@ pub fn read_unit(
     ctx: &ExecContext,
 ) -> Result<Vec<RecordBatch>> {
     if let Some(place) = unit_place(unit)
-        && (place.deleted.is_some() || is_addressed(node))
+        && (place.deleted.is_some() || has_hidden_columns(node))
     {
         let read = crate::lake_rows::read_live_rows(unit, place, node, pages, dictionaries, ctx)?;
         return match filter {
@@ -301,8 +323,9 @@ fn unit_place<'u>(unit: &'u ScanUnit<'_>) -> Option<&'u Place> {
     }
 }
 
-/// Whether `node` scans a lake table with the hidden row address column after its own.
-fn is_addressed(node: &PhysicalPlan) -> bool {
+/// Whether `node` scans a lake table with hidden columns (system columns, the row address)
+/// after its own.
+fn has_hidden_columns(node: &PhysicalPlan) -> bool {
     match node {
         PhysicalPlan::TableScan { table, schema, .. } => {
             schema.fields().len() > table.columns.len()
@@ -333,6 +356,9 @@ fn read_row_group(
     dictionaries: &[usize],
 ) -> Result<Vec<RecordBatch>> {
     let footer = &file.footer;
+    // A file storing commit columns after the table's is read for the table's alone.
+    let table_columns: Vec<usize> = (0..schema.fields().len()).collect();
+    let columns = columns.or((footer.fields() > table_columns.len()).then_some(&table_columns[..]));
     let ranges = match pages {
         Some(pages) => {
             let (ranges, skipped) = pages_kept(footer, row_group, &pages.columns, pages.may_hold);

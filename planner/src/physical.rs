@@ -131,10 +131,7 @@ impl PhysicalPlan {
     pub fn scan_reading(&self, columns: Option<Vec<usize>>) -> PhysicalPlan {
         let mut scan = match self {
             PhysicalPlan::TableScan { table, schema, .. } => PhysicalPlan::TableScan {
-                schema: read_schema(
-                    &table.scan_schema(schema.fields().len() > table.columns.len()),
-                    columns.as_deref(),
-                ),
+                schema: read_schema(&scan_schema_like(table, schema), columns.as_deref()),
                 table: table.clone(),
                 columns,
                 filter: None,
@@ -740,6 +737,14 @@ fn join_side_columns(
         }
     }
     needed
+}
+
+/// The full schema of a scan of `table` whose schema (some columns typed NULL) is `schema`: with
+/// the hidden columns it has.
+fn scan_schema_like(table: &pondra_catalog::TableDef, schema: &SchemaRef) -> SchemaRef {
+    let has = |name: &str| schema.fields().iter().any(|f| f.name() == name);
+    let system = has(pondra_catalog::COMMIT_VERSION);
+    table.scan_schema(system, has(pondra_catalog::ROW_ADDRESS))
 }
 
 #[cfg(test)]

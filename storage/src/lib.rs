@@ -22,5 +22,5 @@ pub use parquet_file::{
     ColumnFooterStats, DistinctSample, PageRange, ParquetFileInfo, ParquetFooter, RowRanges,
     csv_file_schema, json_file_schema, parquet_file_info, plain_strings, read_csv_file,
     read_json_file, read_parquet_bytes, read_parquet_row_group, read_parquet_row_group_where,
-    string_dictionary_type, write_parquet_bytes,
+    string_dictionary_type, write_parquet_bytes, write_sorted_run,
 };

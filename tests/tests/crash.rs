@@ -212,3 +212,171 @@ fn writers_killed_at_random(lake: &Lake, writers: i64) {
     let expected = format!("n,s\n{},{}\n", present.len(), present.iter().sum::<i64>());
     assert_eq!(stdout(&view), expected, "{}", stderr(&view));
 }
+
+#[test]
+fn acknowledged_changes_survive_sigkill_and_none_is_half_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    changers_killed_at_random(&Lake::folder(&dir.path().join("lake")), 80);
+}
+
+/// A keyed table as the test knows it: balance by id.
+type Accounts = std::collections::BTreeMap<i64, i64>;
+
+/// One random UPDATE, DELETE, MERGE or upsert of `accounts`, and what it makes of them.
+fn random_change(rng: &mut rand::rngs::StdRng, accounts: &Accounts) -> (String, Accounts) {
+    let mut after = accounts.clone();
+    let id = |rng: &mut rand::rngs::StdRng| rng.random_range(1..=400i64);
+    let statement = match rng.random_range(0..4) {
+        0 => {
+            let (a, b, amount) = (id(rng), id(rng), rng.random_range(1..50i64));
+            if a == b || !accounts.contains_key(&a) || !accounts.contains_key(&b) {
+                return random_change(rng, accounts);
+            }
+            *after.get_mut(&a).unwrap() -= amount;
+            *after.get_mut(&b).unwrap() += amount;
+            format!(
+                "UPDATE acct SET balance = balance + CASE WHEN id = {a} THEN -{amount} \
+                 ELSE {amount} END WHERE id IN ({a}, {b})"
+            )
+        }
+        1 => {
+            let low = id(rng);
+            let high = low + rng.random_range(0..6);
+            after.retain(|id, _| !(low..=high).contains(id));
+            format!("DELETE FROM acct WHERE id BETWEEN {low} AND {high}")
+        }
+        2 => {
+            let mut source = Accounts::new();
+            for _ in 0..rng.random_range(1..5) {
+                source.insert(id(rng), rng.random_range(-20..50i64));
+            }
+            for (id, amount) in &source {
+                match after.get(id) {
+                    Some(_) if *amount < 0 => {
+                        after.remove(id);
+                    }
+                    Some(balance) => {
+                        after.insert(*id, balance + amount);
+                    }
+                    None => {
+                        after.insert(*id, *amount);
+                    }
+                }
+            }
+            let rows: Vec<String> = source.iter().map(|(i, a)| format!("({i}, {a})")).collect();
+            format!(
+                "MERGE INTO acct USING (VALUES {}) AS s(id, amount) ON acct.id = s.id \
+                 WHEN MATCHED AND s.amount < 0 THEN DELETE \
+                 WHEN MATCHED THEN UPDATE SET balance = balance + s.amount \
+                 WHEN NOT MATCHED THEN INSERT VALUES (s.id, s.amount)",
+                rows.join(", ")
+            )
+        }
+        _ => {
+            let (a, balance) = (id(rng), rng.random_range(0..1000i64));
+            after.insert(a, balance);
+            format!("INSERT INTO acct VALUES ({a}, {balance})")
+        }
+    };
+    (statement, after)
+}
+
+/// Runs up to `changers` statements that change rows, one after another, killing about half of
+/// them at a random moment. After each, the table must hold what the test expects: the
+/// statement's result if it was acknowledged, and the result or the state before (never a
+/// part of it) if it was killed.
+fn changers_killed_at_random(lake: &Lake, changers: usize) {
+    let seed: u64 = std::env::var("PONDRA_CRASH_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    eprintln!("crash test seed: {seed} (rerun with PONDRA_CRASH_SEED={seed})");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let created = lake.sql(&[
+        "CREATE TABLE acct (id BIGINT PRIMARY KEY, balance BIGINT); \
+         INSERT INTO acct SELECT i, 100 FROM generate_series(1, 300) g(i); CHECKPOINT",
+    ]);
+    assert!(created.status.success(), "{}", stderr(&created));
+    let mut accounts: Accounts = (1..=300).map(|id| (id, 100)).collect();
+    let read = |lake: &Lake| -> Accounts {
+        let output = lake.sql(&["--format", "csv", "SELECT id, balance FROM acct"]);
+        assert!(output.status.success(), "{}", stderr(&output));
+        stdout(&output)
+            .lines()
+            .skip(1)
+            .map(|line| {
+                let (id, balance) = line.split_once(',').unwrap();
+                (id.parse().unwrap(), balance.parse().unwrap())
+            })
+            .collect()
+    };
+    let started = Instant::now();
+    let typical = {
+        let probe = lake.sql(&["SELECT count(*) FROM acct"]);
+        assert!(probe.status.success(), "{}", stderr(&probe));
+        started.elapsed().max(Duration::from_millis(20))
+    };
+    let (mut killed, mut landed) = (0, 0);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for number in 0..changers {
+        if Instant::now() >= deadline {
+            break;
+        }
+        let (mut statement, after) = random_change(&mut rng, &accounts);
+        if rng.random_bool(0.15) {
+            statement.push_str("; CHECKPOINT");
+        }
+        let mut child = lake
+            .command(&["--retain-secs", "0"])
+            .arg(&statement)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let kill_after = rng
+            .random_bool(0.5)
+            .then(|| typical.mul_f64(rng.random_range(0.0..1.5)));
+        let waited = Instant::now();
+        let finished = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break Some(status);
+            }
+            if kill_after.is_some_and(|k| waited.elapsed() >= k) {
+                break None;
+            }
+            assert!(
+                waited.elapsed() < Duration::from_secs(120),
+                "statement {number} hung: {statement}"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        let acknowledged = match finished {
+            Some(status) => {
+                let output = child.wait_with_output().unwrap();
+                assert!(status.success(), "{statement}: {}", stderr(&output));
+                true
+            }
+            None => {
+                unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+                child.wait().unwrap().success()
+            }
+        };
+        let present = read(lake);
+        if acknowledged {
+            assert_eq!(present, after, "acknowledged change lost: {statement}");
+        } else {
+            killed += 1;
+            assert!(
+                present == accounts || present == after,
+                "a killed statement is half applied: {statement}"
+            );
+            landed += usize::from(present == after && present != accounts);
+        }
+        accounts = present;
+    }
+    eprintln!("killed {killed}, of which {landed} had committed");
+    assert!(
+        killed > 0,
+        "no statement was killed: the test proved nothing"
+    );
+}

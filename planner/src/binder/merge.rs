@@ -1,13 +1,14 @@
-//! `MERGE INTO target USING source ON condition WHEN ...`: the target's rows as they will be;
-//! and `INSERT ... ON CONFLICT`, which is a MERGE.
+//! `MERGE INTO target USING source ON condition WHEN ...`: the rows it changes; and
+//! `INSERT ... ON CONFLICT`, which is a MERGE.
 //!
 //! As for UPDATE, the binder writes the query that computes them (so that conditions and
-//! values may use anything a SELECT may): the target, each row numbered, full-joined to the
-//! source under the condition. Each joined row takes the first clause whose kind (MATCHED for a
-//! target row that met a source row, NOT MATCHED for a source row that met none) and condition
-//! hold; its number picks the row's new values, and whether the row stays. A target row that
-//! met several source rows, one of which takes an action, is an error, as in Postgres; one
-//! that met several and takes none is kept once.
+//! values may use anything a SELECT may): the source right-joined to the target, each target
+//! row named by its address, under the condition. A target row no source row met is left as
+//! it is, so it need not be read (a join on the key reads only what may match). Each joined
+//! row takes the first clause whose kind (MATCHED for a target row that met a source row, NOT
+//! MATCHED for a source row that met none) and condition hold; its number picks the row's new
+//! values, and whether the row stays. A target row that met several source rows, one of which
+//! takes an action, is an error, as in Postgres.
 
 use std::sync::Arc;
 
@@ -272,7 +273,7 @@ fn merge_query(
            AND max({chosen}) OVER (PARTITION BY {TARGET_ROW}) > 0, \
          {TARGET_ROW} IS NULL OR row_number() OVER (PARTITION BY {TARGET_ROW}) = 1 \
          FROM (SELECT *, {ROW_ADDRESS} AS {TARGET_ROW} FROM {name}) AS {target} \
-         FULL JOIN (SELECT *, true AS {SOURCE_ROW} FROM {source}) AS {source_name} \
+         RIGHT JOIN (SELECT *, true AS {SOURCE_ROW} FROM {source}) AS {source_name} \
          ON {on}",
         name = quoted(&table.name),
         source = merge.source,

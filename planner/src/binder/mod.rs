@@ -76,6 +76,9 @@ pub struct Binder<'a> {
     /// The table whose scans carry the hidden row address: the one an UPDATE, DELETE or MERGE
     /// being bound changes (ADR 0048).
     addressed: Option<u64>,
+    /// Whether scans of tables carry the hidden system columns: only when the statement
+    /// names one, so that the plans of other statements stay as they were.
+    system_columns: bool,
 }
 
 /// How deep views may read views. A view that comes to read itself (a table it read dropped
@@ -195,6 +198,7 @@ impl<'a> Binder<'a> {
             view_depth: 0,
             temporary: &[],
             addressed: None,
+            system_columns: false,
         }
     }
 
@@ -207,6 +211,7 @@ impl<'a> Binder<'a> {
             view_depth: self.view_depth,
             temporary: self.temporary,
             addressed: Some(table.id),
+            system_columns: self.system_columns,
             ..Binder::new(self.snapshot)
         }
     }
@@ -297,7 +302,24 @@ impl<'a> Binder<'a> {
 
     /// Binds one parsed statement and optimizes the plans it runs.
     pub fn bind_statement(&self, parsed: &ParsedStatement) -> Result<Plan> {
-        let mut plan = self.bind_unoptimized(parsed)?;
+        let text = parsed.text.to_ascii_lowercase();
+        // Row addresses are positions in one snapshot's files, which only the statements that
+        // change rows read, in queries the binder writes itself (ADR 0048).
+        if text.contains(pondra_catalog::ROW_ADDRESS) {
+            return Err(bind_err!(
+                "column \"{}\" is internal to UPDATE, DELETE and MERGE",
+                pondra_catalog::ROW_ADDRESS
+            ));
+        }
+        let binder = Binder {
+            external: self.external,
+            database: self.database,
+            view_depth: self.view_depth,
+            temporary: self.temporary,
+            system_columns: text.contains("_commit_"),
+            ..Binder::new(self.snapshot)
+        };
+        let mut plan = binder.bind_unoptimized(parsed)?;
         for logical in plan.logical_plans_mut() {
             let bound = std::mem::replace(logical, LogicalPlan::empty());
             *logical = optimize(bound, self.snapshot)?;
@@ -608,7 +630,7 @@ impl<'a> Binder<'a> {
         match &table.kind {
             TableKind::Table => Ok(LogicalPlan::Scan {
                 table: table.clone(),
-                schema: table.scan_schema(self.addressed == Some(table.id)),
+                schema: table.scan_schema(self.system_columns, self.addressed == Some(table.id)),
             }),
             TableKind::MaterializedView { .. } => {
                 Ok(crate::view::load_view(self.snapshot, table)?.read_plan(table))
