@@ -75,6 +75,13 @@ pub enum Change {
         /// bring deleted rows back.
         deleted: u64,
     },
+    /// Records what a commit changed in a table's rows, for its change feed (ADR 0048): the
+    /// rows it removed and added, each with its change type.
+    RecordChanges {
+        table_id: u64,
+        rows: u64,
+        payload: SegmentPayload,
+    },
     /// Marks rows of one container of a table deleted (ADR 0048): refused if one of them
     /// already is (a concurrent statement deleted it), or if the container is gone (tiering
     /// moved its rows). A container whose every row is deleted is removed.
@@ -299,6 +306,17 @@ pub(crate) fn apply(
             for container in next.deletions.remove(&def.id).unwrap_or_default().keys() {
                 batch.delete(keys::deletion(def.id, container));
             }
+            for record in next
+                .change_records
+                .remove(&def.id)
+                .unwrap_or_default()
+                .iter()
+            {
+                batch.delete(keys::change_record(def.id, record.commit, record.index));
+                if let SegmentPayload::Object(path) = &record.payload {
+                    schedule_delete(next, batch, deadline, path.clone());
+                }
+            }
         }
         Change::AppendSegment {
             table_id,
@@ -423,6 +441,33 @@ pub(crate) fn apply(
             };
             apply(next, batch, replace, now, retain)?;
             next.rows_changed_at.insert(table_id, next.commit);
+        }
+        Change::RecordChanges {
+            table_id,
+            rows,
+            payload,
+        } => {
+            if next.table_by_id(table_id).is_none() {
+                return Err(CatalogError::TableNotFound(format!("with id {table_id}")));
+            }
+            let records = Arc::make_mut(next.change_records.entry(table_id).or_default());
+            let index = match records.last() {
+                Some(last) if last.commit == next.commit => last.index + 1,
+                _ => 0,
+            };
+            let record = LogSegment {
+                table_id,
+                commit: next.commit,
+                index,
+                rows,
+                committed_at_ms: now,
+                payload,
+            };
+            batch.put(
+                keys::change_record(table_id, record.commit, index),
+                encode_segment(&record),
+            );
+            records.push(record);
         }
         Change::DeleteRows {
             table_id,
@@ -572,6 +617,10 @@ async fn load_snapshot(db: &Db) -> Result<Snapshot> {
         } else if let Some(producer) = key.strip_prefix(keys::PRODUCER_PREFIX) {
             let sequence = decode_u64(&key, &kv.value)?;
             snapshot.producers.insert(producer.to_string(), sequence);
+        } else if key.starts_with(keys::CHANGE_PREFIX) {
+            let record = decode_segment(&key, kv.value)?;
+            let records = snapshot.change_records.entry(record.table_id).or_default();
+            Arc::make_mut(records).push(record);
         } else if key.starts_with(keys::DELETION_PREFIX) {
             let (table_id, container) =
                 keys::parse_deletion(&key).ok_or_else(|| corrupt("bad key".into()))?;

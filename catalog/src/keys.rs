@@ -10,6 +10,7 @@
 //! - `p/<producer>`                      a producer's last appended sequence number (u64, big-endian)
 //! - `d/<table_id>/f/<path>`             the deletion vector of a data file (ADR 0048)
 //! - `d/<table_id>/s/<commit>/<index>`   the deletion vector of a log segment
+//! - `x/<table_id>/<commit>/<index>`     a change record (encoded as a log segment is)
 
 use crate::deletions::Container;
 
@@ -21,6 +22,7 @@ pub const FILE_PREFIX: &str = "f/";
 pub const GARBAGE_PREFIX: &str = "g/";
 pub const PRODUCER_PREFIX: &str = "p/";
 pub const DELETION_PREFIX: &str = "d/";
+pub const CHANGE_PREFIX: &str = "x/";
 
 pub fn producer(name: &str) -> String {
     format!("{PRODUCER_PREFIX}{name}")
@@ -32,6 +34,10 @@ pub fn table(name: &str) -> String {
 
 pub fn segment(table_id: u64, commit: u64, index: u32) -> String {
     format!("{SEGMENT_PREFIX}{table_id:016x}/{commit:016x}/{index:08x}")
+}
+
+pub fn change_record(table_id: u64, commit: u64, index: u32) -> String {
+    format!("{CHANGE_PREFIX}{table_id:016x}/{commit:016x}/{index:08x}")
 }
 
 pub fn file(table_id: u64, path: &str) -> String {
@@ -70,9 +76,10 @@ pub fn parse_deletion(key: &str) -> Option<(u64, Container)> {
     Some((table_id, container))
 }
 
-/// Splits `s/<table_id>/<commit>/<index>` into its numbers.
+/// Splits `s/<table_id>/<commit>/<index>` (or a change record's `x/...`) into its numbers.
 pub fn parse_segment(key: &str) -> Option<(u64, u64, u32)> {
-    let mut parts = key.strip_prefix(SEGMENT_PREFIX)?.split('/');
+    let rest = key.strip_prefix(SEGMENT_PREFIX);
+    let mut parts = rest.or_else(|| key.strip_prefix(CHANGE_PREFIX))?.split('/');
     let table_id = u64::from_str_radix(parts.next()?, 16).ok()?;
     let commit = u64::from_str_radix(parts.next()?, 16).ok()?;
     let index = u32::from_str_radix(parts.next()?, 16).ok()?;

@@ -22,6 +22,6 @@ pub use segment_log::SegmentLog;
 pub use snapshot::{Snapshot, TableStatistics};
 pub use statistics::{ColumnStatistics, DistinctSketch, gather_statistics, is_exact_integer};
 pub use types::{
-    COMMIT_TIMESTAMP, COMMIT_VERSION, Column, DataFile, HIDDEN_COLUMN, Index, LogSegment,
-    SegmentPayload, SqlType, TableDef, TableKind,
+    CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, Column, DataFile, HIDDEN_COLUMN, Index,
+    LogSegment, SegmentPayload, SqlType, TableDef, TableKind,
 };

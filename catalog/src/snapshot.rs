@@ -4,7 +4,7 @@ use std::sync::Arc;
 use crate::deletions::{Container, DeletionVector};
 use crate::segment_log::{self, SegmentLog};
 use crate::statistics::ColumnStatistics;
-use crate::types::{DataFile, TableDef};
+use crate::types::{DataFile, LogSegment, TableDef};
 
 /// The whole catalog as of one commit. Immutable: a reader holds one and sees a consistent lake
 /// (every table's files and log segments at that commit) however many commits follow.
@@ -21,6 +21,9 @@ pub struct Snapshot {
     pub files: HashMap<u64, Arc<Vec<DataFile>>>,
     /// Per table id, the deletion vector of each container that has deleted rows (ADR 0048).
     pub deletions: HashMap<u64, Arc<BTreeMap<Container, DeletionVector>>>,
+    /// Per table id, the change records of the commits that updated or deleted its rows, in
+    /// commit order (ADR 0048): what `table_changes` reads.
+    pub change_records: HashMap<u64, Arc<Vec<LogSegment>>>,
     /// Objects waiting to be deleted: (deadline in ms since the epoch, path).
     pub garbage: Vec<(u64, String)>,
     /// The last sequence number each producer appended with (exactly-once appends).
@@ -71,6 +74,13 @@ impl Snapshot {
             index: s.index,
         });
         files.chain(segments).collect()
+    }
+
+    /// The change records of a table, in commit order.
+    pub fn change_records(&self, table_id: u64) -> &[LogSegment] {
+        self.change_records
+            .get(&table_id)
+            .map_or(&[], |r| r.as_slice())
     }
 
     /// The deleted rows of one container of a table, if it has any.

@@ -12,6 +12,8 @@ use crate::statistics::ColumnStatistics;
 /// The metadata key of a field that `SELECT *` leaves out (system columns: ADR 0048).
 pub const HIDDEN_COLUMN: &str = "pondra.hidden";
 
+/// The column of a change record and of `table_changes` naming each row's change.
+pub const CHANGE_TYPE: &str = "_change_type";
 /// The system column holding the commit that wrote a row.
 pub const COMMIT_VERSION: &str = "_commit_version";
 /// The system column holding when the commit that wrote a row was made (UTC).
@@ -196,6 +198,16 @@ impl TableDef {
         if addressed {
             fields.push(hidden(crate::ROW_ADDRESS, DataType::Int64));
         }
+        Arc::new(Schema::new(fields))
+    }
+
+    /// What a change record of the table holds (ADR 0048): its columns, the change type, and
+    /// for a row the commit removed, the version and time of the commit that had written it
+    /// (NULL for a row it added: that is the record's own commit).
+    pub fn change_record_schema(&self) -> SchemaRef {
+        let mut fields = self.arrow_schema().fields().to_vec();
+        fields.push(Arc::new(Field::new(CHANGE_TYPE, DataType::Utf8, false)));
+        fields.extend(system_fields().map(Arc::new));
         Arc::new(Schema::new(fields))
     }
 

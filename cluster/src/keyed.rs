@@ -12,7 +12,7 @@ use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch};
 use arrow::compute::{cast, concat_batches, filter_record_batch};
 use arrow::datatypes::{DataType, Int64Type};
 use arrow::row::{RowConverter, Rows, SortField};
-use pondra_catalog::{ROW_ADDRESS, Snapshot, TableDef};
+use pondra_catalog::{Snapshot, TableDef};
 use pondra_planner::{BinaryOp, Expr, LogicalPlan, ScalarValue};
 
 use crate::node::Node;
@@ -144,6 +144,7 @@ impl Node {
             if !self
                 .rows_matching(after, table, columns, &batch)
                 .await?
+                .addresses
                 .is_empty()
             {
                 return Err(duplicate(table, columns));
@@ -153,16 +154,16 @@ impl Node {
     }
 
     /// Checks `batch` against the constraints of `table` and what it holds in `snapshot`.
-    /// Returns the rows to append (the last of each key) and the addresses of the rows they
-    /// replace: an INSERT into a keyed table replaces the rows of its keys (an upsert).
+    /// Returns the rows to append (the last of each key) and the rows they replace: an INSERT
+    /// into a keyed table replaces the rows of its keys (an upsert).
     pub(crate) async fn constrained_rows(
         &self,
         snapshot: &Arc<Snapshot>,
         table: &Arc<TableDef>,
         batch: RecordBatch,
-    ) -> Result<(RecordBatch, Vec<i64>)> {
+    ) -> Result<(RecordBatch, Matched)> {
         let (batch, replaced) = match table.key.is_empty() {
-            true => (batch, Vec::new()),
+            true => (batch, Matched::default()),
             false => {
                 let batch = last_per_key(table, &batch)?;
                 let replaced = self
@@ -171,7 +172,7 @@ impl Node {
                 (batch, replaced)
             }
         };
-        let changes = crate::rewrite::deletion_changes(snapshot, table, &replaced);
+        let changes = crate::rewrite::deletion_changes(snapshot, table, &replaced.addresses);
         let after = self
             .catalog
             .with_changes(snapshot, changes, snapshot.commit + 1)?;
@@ -181,6 +182,7 @@ impl Node {
             if !self
                 .rows_matching(&after, table, columns, &batch)
                 .await?
+                .addresses
                 .is_empty()
             {
                 return Err(duplicate(table, columns));
@@ -189,8 +191,8 @@ impl Node {
         Ok((batch, replaced))
     }
 
-    /// The addresses of the rows of `table` in `snapshot` whose `columns` equal those of a row
-    /// of `batch` (a row with a NULL among them equals none). The scan reads only rows whose
+    /// The rows of `table` in `snapshot` whose `columns` equal those of a row of `batch` (a row
+    /// with a NULL among them equals none). The scan reads only rows whose
     /// first column lies between the least and greatest of `batch`'s, so that a write of a few
     /// keys reads only the row groups and pages that may hold them.
     async fn rows_matching(
@@ -199,42 +201,70 @@ impl Node {
         table: &Arc<TableDef>,
         columns: &[String],
         batch: &RecordBatch,
-    ) -> Result<Vec<i64>> {
+    ) -> Result<Matched> {
         let (wanted, has_null) = values_of(table, columns, batch)?;
         let wanted: HashSet<_> = (0..batch.num_rows())
             .filter(|&i| !has_null[i])
             .map(|i| wanted.row(i))
             .collect();
+        let mut matched = Matched::default();
         if wanted.is_empty() {
-            return Ok(Vec::new());
+            return Ok(matched);
         }
         let indices = column_indices(table, columns);
         let plan = matching_plan(table, &indices, batch)?;
-        let mut found = Vec::new();
+        let width = table.columns.len();
         for result in self.run_query(plan, snapshot.clone(), Vec::new()).await? {
-            let width = result.num_columns() - 1;
-            let arrays = (0..width)
-                .map(|i| {
-                    cast(
-                        result.column(i),
-                        &table.columns[indices[i]].sql_type.to_arrow(),
-                    )
-                })
+            let arrays = indices
+                .iter()
+                .map(|&i| cast(result.column(i), &table.columns[i].sql_type.to_arrow()))
                 .collect::<std::result::Result<Vec<_>, _>>()?;
             let fields = arrays
                 .iter()
                 .map(|a| SortField::new(a.data_type().clone()))
                 .collect();
             let values = RowConverter::new(fields)?.convert_columns(&arrays)?;
-            let addresses = result.column(width).as_primitive::<Int64Type>();
-            for i in 0..result.num_rows() {
-                if wanted.contains(&values.row(i)) {
-                    found.push(addresses.value(i));
-                }
-            }
+            let found: BooleanArray = (0..result.num_rows())
+                .map(|i| Some(wanted.contains(&values.row(i))))
+                .collect();
+            let result = filter_record_batch(&result, &found)?;
+            let addresses = result.column(width + 2).as_primitive::<Int64Type>();
+            matched.addresses.extend(addresses.values().iter().copied());
+            matched.rows.push(result.columns()[..width + 2].to_vec());
         }
-        Ok(found)
+        Ok(matched)
     }
+}
+
+impl Matched {
+    /// Whether each row of `batch` has the key of one of these rows (of a keyed table).
+    pub fn replaced_by(&self, table: &TableDef, batch: &RecordBatch) -> Result<BooleanArray> {
+        let width = table.columns.len();
+        let mut keys = HashSet::new();
+        let converted: Vec<Rows> = self
+            .rows
+            .iter()
+            .map(|columns| {
+                let batch = RecordBatch::try_new(table.arrow_schema(), columns[..width].to_vec())?;
+                Ok(values_of(table, &table.key, &batch)?.0)
+            })
+            .collect::<Result<_>>()?;
+        for rows in &converted {
+            keys.extend(rows.iter());
+        }
+        let (new_keys, _) = values_of(table, &table.key, batch)?;
+        Ok((0..batch.num_rows())
+            .map(|i| Some(keys.contains(&new_keys.row(i))))
+            .collect())
+    }
+}
+
+/// Rows a write found by their key or UNIQUE values: their addresses, and their columns with
+/// their commit version and time (for the change record).
+#[derive(Default)]
+pub(crate) struct Matched {
+    pub addresses: Vec<i64>,
+    pub rows: Vec<Vec<ArrayRef>>,
 }
 
 /// The error for a second row of the same key or UNIQUE value.
@@ -264,14 +294,14 @@ fn column_indices(table: &TableDef, columns: &[String]) -> Vec<usize> {
         .collect()
 }
 
-/// The plan that reads the columns at `indices` of `table` and each row's address, from the
-/// rows whose first such column lies within the range `batch` holds (when it is an integer).
+/// The plan that reads the rows of `table` with their commit and address, of only the rows whose
+/// column at `indices[0]` lies within the range `batch` holds (when it is an integer).
 fn matching_plan(
     table: &Arc<TableDef>,
     indices: &[usize],
     batch: &RecordBatch,
 ) -> Result<LogicalPlan> {
-    let schema = table.scan_schema(false, true);
+    let schema = table.scan_schema(true, true);
     let mut plan = LogicalPlan::Scan {
         table: table.clone(),
         schema: schema.clone(),
@@ -299,23 +329,9 @@ fn matching_plan(
             predicate: predicate.expect("two bounds"),
         };
     }
-    let width = table.columns.len();
-    let mut exprs: Vec<Expr> = indices
-        .iter()
-        .map(|&i| {
-            Expr::column(
-                i,
-                &table.columns[i].name,
-                schema.field(i).data_type().clone(),
-            )
-        })
-        .collect();
-    exprs.push(Expr::column(width, ROW_ADDRESS, DataType::Int64));
-    let mut names: Vec<String> = indices
-        .iter()
-        .map(|&i| table.columns[i].name.clone())
-        .collect();
-    names.push(ROW_ADDRESS.into());
+    // Every column, the commit version and time, and the address: the scan's own.
+    let exprs = Expr::columns_of(&schema);
+    let names = schema.fields().iter().map(|f| f.name().clone()).collect();
     Ok(plan.project(exprs, names))
 }
 

@@ -3,6 +3,7 @@
 
 mod append;
 mod bulk;
+mod change_records;
 mod copy;
 mod error;
 mod keyed;

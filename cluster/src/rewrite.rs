@@ -5,13 +5,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use arrow::array::{Array, AsArray, BooleanArray, RecordBatch};
-use arrow::compute::{and, filter_record_batch};
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch};
+use arrow::compute::{and, is_not_null, not};
 use arrow::datatypes::Int64Type;
 use pondra_catalog::{Change, Snapshot, TableDef, split_row_address};
 use pondra_planner::{LogicalPlan, RewriteKind, load_view};
 use roaring::RoaringBitmap;
 
+use crate::change_records::ChangedRows;
 use crate::keyed::check_not_null;
 use crate::node::Node;
 use crate::{NodeError, Result};
@@ -22,6 +23,8 @@ struct Changed {
     deleted: Vec<i64>,
     appended: Vec<RecordBatch>,
     touched: usize,
+    /// What the commit's change record says.
+    record: ChangedRows,
 }
 
 impl Node {
@@ -62,6 +65,7 @@ impl Node {
             }
             changes.push(self.append_change(table, &appended).await?);
         }
+        changes.extend(self.record_changes(table, changed.record).await?);
         let views = self.recompute_views(snapshot, table, &changes).await?;
         changes.extend(views);
         Ok((changed.touched, changes))
@@ -100,16 +104,17 @@ impl Node {
 }
 
 impl Changed {
-    /// Adds what one batch of a rewrite's rows says.
+    /// Adds what one batch of a rewrite's rows says (see [`RewriteKind`] for their columns).
     fn add(&mut self, table: &TableDef, result: &RecordBatch, kind: RewriteKind) -> Result<()> {
         let width = table.columns.len();
-        let rows_of = |keep: Option<&BooleanArray>| -> Result<RecordBatch> {
-            let columns = result.columns()[..width].to_vec();
-            let batch = RecordBatch::try_new(table.arrow_schema(), columns)?;
-            Ok(match keep {
-                Some(keep) => filter_record_batch(&batch, keep)?,
-                None => batch,
-            })
+        let columns = |from: usize, count: usize, keep: Option<&BooleanArray>| {
+            result.columns()[from..from + count]
+                .iter()
+                .map(|c| match keep {
+                    Some(keep) => Ok(arrow::compute::filter(c, keep)?),
+                    None => Ok(c.clone()),
+                })
+                .collect::<Result<Vec<ArrayRef>>>()
         };
         let addresses = |column: usize, keep: Option<&BooleanArray>| {
             let addresses = result.column(column).as_primitive::<Int64Type>();
@@ -121,12 +126,19 @@ impl Changed {
         match kind {
             RewriteKind::Delete => {
                 self.touched += result.num_rows();
-                self.deleted.extend(addresses(0, None));
+                self.deleted.extend(addresses(width + 2, None));
+                self.record
+                    .removed(table, &columns(0, width + 2, None)?, "delete")?;
             }
             RewriteKind::Update => {
                 self.touched += result.num_rows();
                 self.deleted.extend(addresses(width, None));
-                self.appended.push(rows_of(None)?);
+                let new = columns(0, width, None)?;
+                let old = columns(width + 1, width + 2, None)?;
+                self.record.removed(table, &old, "update_preimage")?;
+                self.record.added(table, &new, "update_postimage")?;
+                let batch = RecordBatch::try_new(table.arrow_schema(), new)?;
+                self.appended.push(batch);
             }
             RewriteKind::Merge | RewriteKind::Upsert => {
                 let flag = |i: usize| result.column(width + i).as_boolean().clone();
@@ -140,11 +152,24 @@ impl Changed {
                          row matched more than one source row"
                     )));
                 }
-                let touched = flag(0);
+                let (touched, kept) = (flag(0), flag(1));
+                let target = is_not_null(result.column(width + 3))?;
                 self.touched += touched.true_count();
                 self.deleted.extend(addresses(width + 3, Some(&touched)));
+                let updated = and(&and(&touched, &kept)?, &target)?;
+                let deleted = and(&and(&touched, &not(&kept)?)?, &target)?;
+                let inserted = and(&and(&touched, &kept)?, &not(&target)?)?;
+                let old = |keep| columns(width + 4, width + 2, Some(keep));
+                self.record
+                    .removed(table, &old(&updated)?, "update_preimage")?;
+                self.record.removed(table, &old(&deleted)?, "delete")?;
+                let new = |keep| columns(0, width, Some(keep));
+                self.record
+                    .added(table, &new(&updated)?, "update_postimage")?;
+                self.record.added(table, &new(&inserted)?, "insert")?;
+                let appended = new(&and(&touched, &kept)?)?;
                 self.appended
-                    .push(rows_of(Some(&and(&touched, &flag(1))?))?);
+                    .push(RecordBatch::try_new(table.arrow_schema(), appended)?);
             }
         }
         Ok(())

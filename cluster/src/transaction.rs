@@ -22,6 +22,9 @@ pub struct Transaction {
     /// What its statements read: `base` with `changes` applied.
     view: Arc<Snapshot>,
     changes: Vec<Change>,
+    /// Per change, whether its statement recorded changes to the table it appends to (ADR
+    /// 0048): a plain insert's append records nothing.
+    recorded: Vec<bool>,
     savepoints: Vec<Savepoint>,
     /// Set by a failed statement: until ROLLBACK, nothing else runs.
     aborted: bool,
@@ -41,6 +44,7 @@ impl Transaction {
             view: base.clone(),
             base,
             changes: Vec::new(),
+            recorded: Vec::new(),
             savepoints: Vec::new(),
             aborted: false,
         }
@@ -67,13 +71,49 @@ impl Transaction {
     /// Adds a statement's changes, and the view they make.
     pub fn add(&mut self, changes: Vec<Change>, view: Snapshot) {
         debug_assert!(!self.aborted, "an aborted transaction takes no changes");
+        let recorded_tables: Vec<u64> = changes
+            .iter()
+            .filter_map(|c| match c {
+                Change::RecordChanges { table_id, .. } => Some(*table_id),
+                _ => None,
+            })
+            .collect();
+        self.recorded.extend(changes.iter().map(|c| match c {
+            Change::AppendSegment { table_id, .. } => recorded_tables.contains(table_id),
+            _ => true,
+        }));
         self.changes.extend(changes);
         self.view = Arc::new(view);
     }
 
     /// Takes the changes to commit, leaving the transaction empty.
     pub fn take_changes(&mut self) -> Vec<Change> {
+        self.recorded.clear();
         std::mem::take(&mut self.changes)
+    }
+
+    /// The plain inserts of the transaction into tables another of its statements recorded
+    /// changes to: its commit records them too (see `Node::record_plain_inserts`).
+    pub fn plain_inserts_to_record(&self) -> Vec<Change> {
+        let recorded_tables: Vec<u64> = self
+            .changes
+            .iter()
+            .filter_map(|c| match c {
+                Change::RecordChanges { table_id, .. } => Some(*table_id),
+                _ => None,
+            })
+            .collect();
+        self.changes
+            .iter()
+            .zip(&self.recorded)
+            .filter(|(change, recorded)| match change {
+                Change::AppendSegment { table_id, .. } => {
+                    !**recorded && recorded_tables.contains(table_id)
+                }
+                _ => false,
+            })
+            .map(|(change, _)| change.clone())
+            .collect()
     }
 
     /// The objects the transaction's changes name, to delete when it is rolled back.
@@ -97,6 +137,7 @@ impl Transaction {
         self.savepoints.truncate(position + 1);
         let savepoint = &self.savepoints[position];
         let dropped = self.changes.split_off(savepoint.changes);
+        self.recorded.truncate(savepoint.changes);
         self.view = savepoint.view.clone();
         self.aborted = false;
         Ok(objects_named(&dropped))
@@ -128,6 +169,10 @@ pub fn objects_named(changes: &[Change]) -> Vec<String> {
                 ..
             }
             | Change::AppendSegment {
+                payload: SegmentPayload::Object(path),
+                ..
+            }
+            | Change::RecordChanges {
                 payload: SegmentPayload::Object(path),
                 ..
             } => objects.push(path.clone()),
@@ -248,6 +293,15 @@ fn renumbered(change: Change, renumber: &dyn Fn(u64) -> u64) -> Change {
             container,
             rows,
         },
+        Change::RecordChanges {
+            table_id,
+            rows,
+            payload,
+        } => Change::RecordChanges {
+            table_id: renumber(table_id),
+            rows,
+            payload,
+        },
         other => other,
     }
 }
@@ -276,7 +330,7 @@ fn check_conflict(base: &Snapshot, latest: &Snapshot, change: &Change) -> Result
             None => false,
         },
         // The commit refuses rows deleted since by another, or moved (ADR 0048).
-        Change::DeleteRows { table_id, .. } => {
+        Change::DeleteRows { table_id, .. } | Change::RecordChanges { table_id, .. } => {
             name_in_base(*table_id).is_some_and(|n| redefined(&n))
         }
         Change::ReplaceAll { table_id, .. } | Change::Replace { table_id, .. } => {
@@ -346,11 +400,22 @@ impl crate::node::Node {
                 }))
             }
             (TransactionControl::Commit, Some(open)) if !open.is_aborted() => {
-                let changes = open.take_changes();
+                let plain_inserts = open.plain_inserts_to_record();
+                let mut changes = open.take_changes();
                 let base = open.base().clone();
                 transaction = None;
                 let _guard = self.write_lock.write().await;
-                match self.commit_changes(&base, changes).await {
+                let committed = match self.record_plain_inserts(plain_inserts).await {
+                    Ok(records) => {
+                        changes.extend(records);
+                        self.commit_changes(&base, changes).await
+                    }
+                    Err(e) => {
+                        self.delete_objects(objects_named(&changes)).await;
+                        Err(e)
+                    }
+                };
+                match committed {
                     Ok(_) => Ok(done("COMMIT")),
                     // Rows it deleted were deleted or moved since it began (ADR 0048).
                     Err(NodeError::Catalog(

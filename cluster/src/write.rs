@@ -369,17 +369,30 @@ impl Node {
         }
         check_not_null(table, &batch)?;
         let (batch, replaced) = match is_constrained(table) {
-            false => (batch, Vec::new()),
+            false => (batch, Default::default()),
             true => self.constrained_rows(snapshot, table, batch).await?,
         };
         let mut changes = extra;
-        if !replaced.is_empty() {
-            // An upsert that replaced rows: the views over the table are computed again.
-            let mut own = crate::rewrite::deletion_changes(snapshot, table, &replaced);
+        if !replaced.addresses.is_empty() {
+            // An upsert that replaced rows: recorded for the change feed, and the views over
+            // the table are computed again.
+            let addresses = &replaced.addresses;
+            let mut own = crate::rewrite::deletion_changes(snapshot, table, addresses);
             own.push(
                 self.append_change(table, std::slice::from_ref(&batch))
                     .await?,
             );
+            let mut record = crate::change_records::ChangedRows::default();
+            for columns in &replaced.rows {
+                record.removed(table, columns, "update_preimage")?;
+            }
+            let updates = replaced.replaced_by(table, &batch)?;
+            let inserts = arrow::compute::not(&updates)?;
+            for (keep, kind) in [(&updates, "update_postimage"), (&inserts, "insert")] {
+                let rows = arrow::compute::filter_record_batch(&batch, keep)?;
+                record.added(table, rows.columns(), kind)?;
+            }
+            own.extend(self.record_changes(table, record).await?);
             let views = self.recompute_views(snapshot, table, &own).await?;
             changes.extend(own);
             changes.extend(views);

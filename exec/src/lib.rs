@@ -10,6 +10,7 @@
 
 mod aggregate;
 mod arrays;
+mod change_feed;
 mod collected;
 pub mod control;
 mod decimal;

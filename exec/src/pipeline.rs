@@ -573,6 +573,19 @@ fn run_pipeline_into<'p>(
         PhysicalPlan::Values { schema, rows } => {
             out.emit(values(schema, rows)?)?;
         }
+        PhysicalPlan::ChangeRecords {
+            table,
+            from,
+            to,
+            schema,
+        } => {
+            let rows = crate::change_feed::change_record_rows(table, (*from, *to), schema, ctx)?;
+            for batch in rows {
+                if out.emit(batch)? == Flow::Done {
+                    break;
+                }
+            }
+        }
         PhysicalPlan::WorkingTable { id, schema } => {
             for batch in ctx.working_table(*id).iter() {
                 let batch = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?;

@@ -252,9 +252,9 @@ pub fn estimate(plan: &LogicalPlan, snapshot: &Snapshot) -> Estimate {
             inputs.iter().map(|i| estimate(i, snapshot).rows).sum(),
             width,
         ),
-        LogicalPlan::Input { .. } | LogicalPlan::WorkingTable { .. } => {
-            Estimate::unknown(1000.0, width)
-        }
+        LogicalPlan::Input { .. }
+        | LogicalPlan::WorkingTable { .. }
+        | LogicalPlan::ChangeRecords { .. } => Estimate::unknown(1000.0, width),
         LogicalPlan::RecursiveCte { anchor, .. } => {
             Estimate::unknown(estimate(anchor, snapshot).rows * 10.0, width)
         }

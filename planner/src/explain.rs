@@ -103,6 +103,9 @@ impl PhysicalPlan {
             ),
             PhysicalPlan::Values { rows, .. } => format!("Values: {} rows", rows.len()),
             PhysicalPlan::WorkingTable { id, .. } => format!("WorkingTable: {id}"),
+            PhysicalPlan::ChangeRecords {
+                table, from, to, ..
+            } => format!("ChangeRecords: {} {from}..={to}", table.name),
             PhysicalPlan::Window { exprs, .. } => format!("Window: {} functions", exprs.len()),
             PhysicalPlan::Filter { predicate, .. } => format!("Filter: {predicate}"),
             PhysicalPlan::Unnest { array, .. } => format!("Unnest: {array}"),

@@ -96,6 +96,16 @@ pub enum LogicalPlan {
     },
     /// The rows the previous run of recursive CTE `id` added.
     WorkingTable { id: usize, schema: SchemaRef },
+    /// What the change records of `table` say of the commits `from..=to` (ADR 0048): the rows
+    /// they updated or deleted and their new versions, and the insertion of rows an earlier
+    /// commit in the range added that a record has kept since. The rest of `table_changes`
+    /// (rows inserted and not changed since) is a scan.
+    ChangeRecords {
+        table: Arc<TableDef>,
+        from: u64,
+        to: u64,
+        schema: SchemaRef,
+    },
     /// A block of inner joins as written: the relations (FROM items, the sides of INNER JOIN)
     /// and the conditions over their concatenated columns (WHERE and ON), in no order. The
     /// optimizer's `join_order` pass turns it into joins. Output: every relation's columns, in
@@ -143,6 +153,7 @@ impl LogicalPlan {
             LogicalPlan::Scan { schema, .. }
             | LogicalPlan::Input { schema }
             | LogicalPlan::WorkingTable { schema, .. }
+            | LogicalPlan::ChangeRecords { schema, .. }
             | LogicalPlan::Values { schema, .. }
             | LogicalPlan::Project { schema, .. }
             | LogicalPlan::Aggregate { schema, .. }
@@ -336,6 +347,9 @@ impl LogicalPlan {
             LogicalPlan::Scan { table, .. } => return writeln!(f, "{pad}Scan: {}", table.name),
             LogicalPlan::Input { .. } => return writeln!(f, "{pad}Input"),
             LogicalPlan::WorkingTable { id, .. } => return writeln!(f, "{pad}WorkingTable: {id}"),
+            LogicalPlan::ChangeRecords { table, .. } => {
+                return writeln!(f, "{pad}ChangeRecords: {}", table.name);
+            }
             LogicalPlan::RecursiveCte {
                 anchor,
                 step,

@@ -101,6 +101,13 @@ pub enum PhysicalPlan {
         id: usize,
         schema: SchemaRef,
     },
+    /// As `LogicalPlan::ChangeRecords`.
+    ChangeRecords {
+        table: Arc<TableDef>,
+        from: u64,
+        to: u64,
+        schema: SchemaRef,
+    },
     /// A hash join: `right` is built into a hash table first, `left` streams through it.
     HashJoin {
         left: Box<PhysicalPlan>,
@@ -203,6 +210,7 @@ impl PhysicalPlan {
             PhysicalPlan::TableScan { schema, .. }
             | PhysicalPlan::Input { schema }
             | PhysicalPlan::WorkingTable { schema, .. }
+            | PhysicalPlan::ChangeRecords { schema, .. }
             | PhysicalPlan::Values { schema, .. }
             | PhysicalPlan::Projection { schema, .. }
             | PhysicalPlan::HashAggregate { schema, .. }
@@ -335,6 +343,17 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
             PhysicalPlan::parquet_scan(table.clone(), scan_columns(used))
         }
         LogicalPlan::Input { schema } => PhysicalPlan::Input {
+            schema: schema.clone(),
+        },
+        LogicalPlan::ChangeRecords {
+            table,
+            from,
+            to,
+            schema,
+        } => PhysicalPlan::ChangeRecords {
+            table: table.clone(),
+            from: *from,
+            to: *to,
             schema: schema.clone(),
         },
         LogicalPlan::WorkingTable { id, schema } => PhysicalPlan::WorkingTable {

@@ -113,14 +113,15 @@ impl Plan {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RewriteKind {
     /// `input` yields the new version of each row changed, in the table's columns, then the
-    /// address of the old version.
+    /// address of the old version, the old version, and its commit version and time.
     Update,
-    /// `input` yields the address of each row deleted.
+    /// `input` yields each row deleted, its commit version and time, and its address.
     Delete,
     /// MERGE INTO: `input` yields the target's rows and the source rows it inserts, in the
     /// table's columns as they will be, then whether the statement touched the row, whether
     /// it stays, whether it is a target row that several source rows matched with an action
-    /// (an error), and the target row's address (NULL for a source row).
+    /// (an error), the target row's address (NULL for a source row), and the target row as it
+    /// was, with its commit version and time.
     Merge,
     /// INSERT ... ON CONFLICT: a MERGE, reported as an INSERT.
     Upsert,

@@ -163,6 +163,7 @@ macro_rules! logical_children {
             | LogicalPlan::ParquetScan { .. }
             | LogicalPlan::Input { .. }
             | LogicalPlan::WorkingTable { .. }
+            | LogicalPlan::ChangeRecords { .. }
             | LogicalPlan::Values { .. } => vec![],
             LogicalPlan::Filter { input, .. }
             | LogicalPlan::Project { input, .. }
@@ -192,6 +193,7 @@ macro_rules! logical_exprs {
             | LogicalPlan::ParquetScan { .. }
             | LogicalPlan::Input { .. }
             | LogicalPlan::WorkingTable { .. }
+            | LogicalPlan::ChangeRecords { .. }
             | LogicalPlan::Limit { .. }
             | LogicalPlan::Union { .. }
             | LogicalPlan::RecursiveCte { .. } => {}
@@ -252,7 +254,8 @@ macro_rules! physical_children {
             | PhysicalPlan::Input { .. }
             | PhysicalPlan::ParquetScan { .. }
             | PhysicalPlan::Values { .. }
-            | PhysicalPlan::WorkingTable { .. } => vec![],
+            | PhysicalPlan::WorkingTable { .. }
+            | PhysicalPlan::ChangeRecords { .. } => vec![],
             PhysicalPlan::Window { input, .. }
             | PhysicalPlan::Filter { input, .. }
             | PhysicalPlan::Unnest { input, .. }
@@ -275,6 +278,7 @@ macro_rules! physical_exprs {
         match $plan {
             PhysicalPlan::Input { .. }
             | PhysicalPlan::WorkingTable { .. }
+            | PhysicalPlan::ChangeRecords { .. }
             | PhysicalPlan::Limit { .. }
             | PhysicalPlan::Union { .. }
             | PhysicalPlan::RecursiveCte { .. } => {}

@@ -5,6 +5,8 @@
 //! (`tests/python/duckdb_oracle.py`); both must accept or refuse it, and every 50 statements
 //! both tables must hold the same rows.
 //!
+//! At each check, each table's change feed from the first commit must rebuild it too.
+//!
 //! `cargo test -p pondra-tests --test changes_oracle` runs 400 statements;
 //! `cargo test --release -p pondra-tests --test changes_oracle -- --ignored` runs 20,000.
 //! `PONDRA_ORACLE_SEED` replays a seed, `PONDRA_ORACLE_STATEMENTS` sets the length.
@@ -261,6 +263,39 @@ fn pondra_rows(node: &Arc<Node>, runtime: &tokio::runtime::Runtime) -> Vec<Vec<S
         .collect()
 }
 
+/// Each table's rows as its change feed from the first commit rebuilds them (ADR 0048): the
+/// rows inserted and the new versions of rows updated, less the rows deleted and the old
+/// versions of rows updated. Sorted as `pondra_rows` sorts them.
+fn replayed_rows(node: &Arc<Node>, runtime: &tokio::runtime::Runtime) -> Vec<Vec<String>> {
+    TABLES
+        .iter()
+        .map(|table| {
+            let sql = format!("SELECT k, v, s, _change_type FROM table_changes('{table}', 0)");
+            let (_, batches) = run_sql(node, runtime, &sql).unwrap().expect("rows");
+            let mut counts = std::collections::BTreeMap::<String, i64>::new();
+            for mut row in map_cells(&batches, |_, _, _, text| text) {
+                let change = row.pop().expect("a change type");
+                let weight = match change.as_str() {
+                    "insert" | "update_postimage" => 1,
+                    "delete" | "update_preimage" => -1,
+                    other => panic!("unknown change type {other}"),
+                };
+                *counts.entry(row.join("\t")).or_default() += weight;
+            }
+            let mut rows = Vec::new();
+            for (row, count) in counts {
+                assert!(
+                    count >= 0,
+                    "the feed of {table} removes {row} more than it adds it"
+                );
+                rows.extend(std::iter::repeat_n(row, count as usize));
+            }
+            rows.sort();
+            rows
+        })
+        .collect()
+}
+
 fn run(default_statements: usize, default_seed: u64) {
     let setting = |name: &str| std::env::var(name).ok().and_then(|s| s.parse().ok());
     let seed = setting("PONDRA_ORACLE_SEED").unwrap_or(default_seed);
@@ -299,10 +334,16 @@ fn run(default_statements: usize, default_seed: u64) {
                 run_sql(&node, &runtime, "CHECKPOINT").unwrap();
             }
             let recent = history[history.len().saturating_sub(CHECK_EVERY)..].join(";\n");
+            let rows = pondra_rows(&node, &runtime);
             assert_eq!(
-                pondra_rows(&node, &runtime),
+                rows,
                 oracle.rows(),
                 "seed {seed}, after statement {n}; the statements since the last check:\n{recent}"
+            );
+            assert_eq!(
+                replayed_rows(&node, &runtime),
+                rows,
+                "seed {seed}, after statement {n}: the change feed does not rebuild the tables"
             );
         }
     }

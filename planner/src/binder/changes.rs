@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use arrow::datatypes::DataType;
-use pondra_catalog::{Index, ROW_ADDRESS, TableDef, TableKind};
+use pondra_catalog::{COMMIT_TIMESTAMP, COMMIT_VERSION, Index, ROW_ADDRESS, TableDef, TableKind};
 use pondra_parser::ast;
 
 use super::scope::normalize;
@@ -15,12 +15,13 @@ use crate::plan::{Plan, RewriteKind};
 use crate::{Result, bind_err, unsupported};
 
 impl Binder<'_> {
-    /// `UPDATE t SET c = e, ... [WHERE p]`: the new version of each row it changes, and the
-    /// address of the old one.
+    /// `UPDATE t SET c = e, ... [WHERE p]`: the new version of each row it changes, the address
+    /// of the old one, and the old one with its commit.
     ///
     /// The values are computed by a query the binder writes itself, so that the assignments and
     /// the condition may use anything a SELECT may (subqueries included):
-    /// `SELECT t.*, t._row_address, e, ... FROM t WHERE p`.
+    /// `SELECT t.*, t._row_address, t._commit_version, t._commit_timestamp, e, ... FROM t
+    /// WHERE p`.
     pub(super) fn bind_update(&self, update: &ast::Update) -> Result<Plan> {
         if update.from.is_some() {
             return Err(unsupported!("UPDATE ... FROM"));
@@ -56,7 +57,10 @@ impl Binder<'_> {
             }
             targets.push((index, &assignment.value));
         }
-        let mut select = format!("SELECT {qualifier}.*, {qualifier}.{ROW_ADDRESS}");
+        let mut select = format!(
+            "SELECT {qualifier}.*, {qualifier}.{ROW_ADDRESS}, {qualifier}.{COMMIT_VERSION}, \
+             {qualifier}.{COMMIT_TIMESTAMP}"
+        );
         for (_, value) in &targets {
             select.push_str(&format!(", ({value})"));
         }
@@ -73,14 +77,10 @@ impl Binder<'_> {
             let target = column.sql_type.to_arrow();
             let expr = match targets.iter().position(|(i, _)| *i == index) {
                 Some(position) => {
-                    let field = schema.field(width + 1 + position);
+                    let at = width + 3 + position;
+                    let field = schema.field(at);
                     check_assignable(field.data_type(), &target, &column.name)?;
-                    Expr::column(
-                        width + 1 + position,
-                        field.name(),
-                        field.data_type().clone(),
-                    )
-                    .cast(&target)
+                    Expr::column(at, field.name(), field.data_type().clone()).cast(&target)
                 }
                 None => Expr::column(index, &column.name, target),
             };
@@ -89,6 +89,19 @@ impl Binder<'_> {
         exprs.push(Expr::column(width, ROW_ADDRESS, DataType::Int64));
         let mut names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
         names.push(ROW_ADDRESS.into());
+        // The old version and its commit, for the change record.
+        for (index, column) in table.columns.iter().enumerate() {
+            exprs.push(Expr::column(
+                index,
+                &column.name,
+                column.sql_type.to_arrow(),
+            ));
+            names.push(format!("old_{}", column.name));
+        }
+        for (at, name) in [(width + 1, COMMIT_VERSION), (width + 2, COMMIT_TIMESTAMP)] {
+            exprs.push(Expr::column(at, name, schema.field(at).data_type().clone()));
+            names.push(name.into());
+        }
         Ok(Plan::Rewrite {
             table,
             input: input.project(exprs, names),
@@ -96,7 +109,7 @@ impl Binder<'_> {
         })
     }
 
-    /// `DELETE FROM t [WHERE p]`: the address of each row it deletes.
+    /// `DELETE FROM t [WHERE p]`: each row it deletes, with its commit and address.
     pub(super) fn bind_delete(&self, delete: &ast::Delete) -> Result<Plan> {
         if delete.using.is_some() {
             return Err(unsupported!("DELETE ... USING"));
@@ -118,7 +131,10 @@ impl Binder<'_> {
         }
         let (table, qualifier) = self.changed_table(&item.relation, "DELETE")?;
         let selection = where_sql(&delete.selection);
-        let select = format!("SELECT {qualifier}.{ROW_ADDRESS} FROM {item}{selection}");
+        let select = format!(
+            "SELECT {qualifier}.*, {qualifier}.{COMMIT_VERSION}, {qualifier}.{COMMIT_TIMESTAMP}, \
+             {qualifier}.{ROW_ADDRESS} FROM {item}{selection}"
+        );
         let input = self.addressing(&table).bind_query(&parse_query(&select)?)?;
         Ok(Plan::Rewrite {
             table,

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use arrow::datatypes::DataType;
 
-use pondra_catalog::{ROW_ADDRESS, TableDef};
+use pondra_catalog::{COMMIT_TIMESTAMP, COMMIT_VERSION, ROW_ADDRESS, TableDef};
 use pondra_parser::ast;
 
 use super::scope::normalize;
@@ -27,6 +27,11 @@ use crate::{Result, bind_err, unsupported};
 
 /// The address of the target row each joined row carries; NULL for a source row that met none.
 const TARGET_ROW: &str = "__merge_target_row";
+/// The commit version and time of the target row each joined row carries.
+const TARGET_VERSION: &str = "__merge_target_version";
+const TARGET_TIME: &str = "__merge_target_time";
+/// How many columns the target brings after its own: its address, commit version and time.
+const TARGET_EXTRA: usize = 3;
 /// TRUE in each joined row that carries a source row.
 const SOURCE_ROW: &str = "__merge_source_row";
 
@@ -272,7 +277,8 @@ fn merge_query(
         ", {TARGET_ROW} IS NOT NULL AND count(*) OVER (PARTITION BY {TARGET_ROW}) > 1 \
            AND max({chosen}) OVER (PARTITION BY {TARGET_ROW}) > 0, \
          {TARGET_ROW} IS NULL OR row_number() OVER (PARTITION BY {TARGET_ROW}) = 1 \
-         FROM (SELECT *, {ROW_ADDRESS} AS {TARGET_ROW} FROM {name}) AS {target} \
+         FROM (SELECT *, {ROW_ADDRESS} AS {TARGET_ROW}, {COMMIT_VERSION} AS {TARGET_VERSION}, \
+               {COMMIT_TIMESTAMP} AS {TARGET_TIME} FROM {name}) AS {target} \
          RIGHT JOIN (SELECT *, true AS {SOURCE_ROW} FROM {source}) AS {source_name} \
          ON {on}",
         name = quoted(&table.name),
@@ -296,7 +302,7 @@ fn rows_as_they_will_be(
         let f = schema.field(i);
         Expr::column(i, f.name(), f.data_type().clone())
     };
-    let chosen = field(width + 1);
+    let chosen = field(width + TARGET_EXTRA);
     let is_clause = |number: usize| Expr::Binary {
         op: BinaryOp::Eq,
         left: Box::new(chosen.clone().cast(&DataType::Int64)),
@@ -308,7 +314,7 @@ fn rows_as_they_will_be(
         let mut branches = Vec::new();
         for (k, (number, position)) in value_columns.iter().enumerate() {
             if *position == index {
-                let value = field(width + 2 + k);
+                let value = field(width + TARGET_EXTRA + 1 + k);
                 check_assignable(&value.data_type(), &target, &column.name)?;
                 branches.push((is_clause(*number), value.cast(&target)));
             }
@@ -348,7 +354,7 @@ fn rows_as_they_will_be(
             Expr::IsNotNull(Box::new(field(width))),
             Expr::and_all(vec![
                 Expr::Not(Box::new(removed)),
-                field(width + 3 + values),
+                field(width + TARGET_EXTRA + 2 + values),
             ])
             .expect("two conditions"),
         )],
@@ -356,10 +362,16 @@ fn rows_as_they_will_be(
         data_type: DataType::Boolean,
     };
     let touched = any_of(|a| !matches!(a, Action::Nothing));
-    exprs.extend([touched, kept, field(width + 2 + values), field(width)]);
+    let conflict = field(width + TARGET_EXTRA + 1 + values);
+    exprs.extend([touched, kept, conflict, field(width)]);
     let mut names: Vec<String> = table.columns.iter().map(|c| c.name.clone()).collect();
     let flags = ["touched", "kept", "conflict", ROW_ADDRESS];
     names.extend(flags.map(String::from));
+    // The target row as it was, with its commit, for the change record.
+    for index in (0..width).chain([width + 1, width + 2]) {
+        exprs.push(field(index));
+        names.push(format!("old_{index}"));
+    }
     Ok(input.project(exprs, names))
 }
 

@@ -203,7 +203,7 @@ impl<'a> Binder<'a> {
     }
 
     /// A binder for the query of a statement that changes `table`'s rows: its scans of the
-    /// table carry the hidden row address.
+    /// table carry the hidden row address, and the system columns its change record keeps.
     pub(super) fn addressing(&self, table: &pondra_catalog::TableDef) -> Binder<'a> {
         Binder {
             external: self.external,
@@ -211,7 +211,7 @@ impl<'a> Binder<'a> {
             view_depth: self.view_depth,
             temporary: self.temporary,
             addressed: Some(table.id),
-            system_columns: self.system_columns,
+            system_columns: true,
             ..Binder::new(self.snapshot)
         }
     }
@@ -824,6 +824,16 @@ impl<'a> Binder<'a> {
                         .as_ref()
                         .map(|a| normalize(&a.name))
                         .unwrap_or(function);
+                    let scope = Scope::from_schema(&plan.schema(), Some(&qualifier));
+                    return Ok((plan, scope));
+                }
+                if function == "table_changes" {
+                    let (name, from, to) = table_functions::table_changes_arguments(&args.args)?;
+                    let table = self.table(&name)?.clone();
+                    let plan = table_functions::table_changes(self.snapshot, table, (from, to))?;
+                    let plan = rename_columns(plan, alias.as_ref())?;
+                    let qualifier = alias.as_ref().map(|a| normalize(&a.name));
+                    let qualifier = qualifier.unwrap_or(function);
                     let scope = Scope::from_schema(&plan.schema(), Some(&qualifier));
                     return Ok((plan, scope));
                 }

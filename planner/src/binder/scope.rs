@@ -43,14 +43,24 @@ impl Scope {
 
     /// Finds a column by name, optionally qualified by a table name or alias.
     pub fn resolve(&self, qualifier: Option<&str>, name: &str) -> Result<usize> {
-        let mut found = self.columns.iter().enumerate().filter(|(_, c)| {
+        let matches = |c: &&ScopeColumn| {
             c.name.eq_ignore_ascii_case(name)
                 && qualifier.is_none_or(|q| {
                     c.qualifier
                         .as_deref()
                         .is_some_and(|cq| cq.eq_ignore_ascii_case(q))
                 })
-        });
+        };
+        // A visible column hides a system column of its name: `_commit_version` of
+        // `table_changes` is found beside a table's hidden one.
+        let visible = |c: &ScopeColumn| !c.hidden;
+        let visible_matches = self.columns.iter().filter(matches).filter(|c| visible(c));
+        let prefer_visible = visible_matches.count() == 1;
+        let mut found = self
+            .columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| matches(c) && (!prefer_visible || visible(c)));
         let display = match qualifier {
             Some(q) => format!("{q}.{name}"),
             None => name.to_string(),

@@ -192,3 +192,113 @@ fn keywords() -> LogicalPlan {
         rows,
     }
 }
+
+/// `table_changes('t', from [, to])` (ADR 0048): every change the commits `from..=to` made to
+/// table `t`, as its columns plus `_change_type` (`insert`, `delete`, `update_preimage`,
+/// `update_postimage`), `_commit_version` and `_commit_timestamp`, as Delta's change data feed
+/// names them. Commits that updated or deleted rows recorded them; the rest of the range's
+/// insertions are the rows that still carry a commit of the range without a record.
+pub fn table_changes(
+    snapshot: &pondra_catalog::Snapshot,
+    table: Arc<pondra_catalog::TableDef>,
+    (from, to): (u64, Option<u64>),
+) -> Result<LogicalPlan> {
+    use pondra_catalog::{COMMIT_TIMESTAMP, COMMIT_VERSION, TableKind};
+    if !matches!(table.kind, TableKind::Table) {
+        return Err(bind_err!(
+            "table_changes reads a table's changes, and {} is a view",
+            table.name
+        ));
+    }
+    let latest = snapshot.commit;
+    let to = to.unwrap_or(latest);
+    if to > latest {
+        return Err(bind_err!(
+            "table_changes: version {to} is after the latest commit, {latest}"
+        ));
+    }
+    if from > to {
+        return Err(bind_err!(
+            "table_changes: the start version {from} is after the end version {to}"
+        ));
+    }
+    let schema = table.change_record_schema();
+    let records = LogicalPlan::ChangeRecords {
+        table: table.clone(),
+        from,
+        to,
+        schema: schema.clone(),
+    };
+    let scan_schema = table.scan_schema(true, false);
+    let width = table.columns.len();
+    let version = Expr::column(width, COMMIT_VERSION, DataType::Int64);
+    let bound = |op, value: u64| Expr::Binary {
+        op,
+        left: Box::new(version.clone()),
+        right: Box::new(Expr::Literal(ScalarValue::Int64(value as i64))),
+    };
+    let mut conditions = vec![
+        bound(crate::expr::BinaryOp::GtEq, from),
+        bound(crate::expr::BinaryOp::LtEq, to),
+    ];
+    let recorded: Vec<Expr> = snapshot
+        .change_records(table.id)
+        .iter()
+        .filter(|r| (from..=to).contains(&r.commit))
+        .map(|r| Expr::Literal(ScalarValue::Int64(r.commit as i64)))
+        .collect();
+    if !recorded.is_empty() {
+        conditions.push(Expr::InList {
+            expr: Box::new(version.clone()),
+            list: recorded,
+            negated: true,
+        });
+    }
+    let inserted = LogicalPlan::Filter {
+        input: Box::new(LogicalPlan::Scan {
+            table: table.clone(),
+            schema: scan_schema.clone(),
+        }),
+        predicate: Expr::and_all(conditions).expect("two bounds at least"),
+    };
+    let mut exprs = Expr::columns_of(&scan_schema);
+    exprs.insert(width, Expr::Literal(ScalarValue::Utf8("insert".into())));
+    let names = schema.fields().iter().map(|f| f.name().clone()).collect();
+    debug_assert_eq!(scan_schema.field(width + 1).name(), COMMIT_TIMESTAMP);
+    let inserted = inserted.project(exprs, names);
+    Ok(LogicalPlan::Union {
+        inputs: vec![records, inserted],
+        schema,
+    })
+}
+
+/// The arguments of `table_changes`: the table's name, the first version and the last.
+pub fn table_changes_arguments(args: &[ast::FunctionArg]) -> Result<(String, u64, Option<u64>)> {
+    let value = |arg: &ast::FunctionArg| match arg {
+        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(v))) => {
+            Some(v.value.clone())
+        }
+        _ => None,
+    };
+    let version = |arg: &ast::FunctionArg| match value(arg) {
+        Some(ast::Value::Number(n, _)) => n
+            .parse::<u64>()
+            .map_err(|_| bind_err!("table_changes: {n} is not a commit version")),
+        _ => Err(bind_err!(
+            "table_changes: versions are whole numbers, not {arg}"
+        )),
+    };
+    let name = |arg: &ast::FunctionArg| match value(arg) {
+        Some(ast::Value::SingleQuotedString(name)) => Ok(name),
+        _ => Err(bind_err!(
+            "table_changes: the table is named by a string, not {arg}"
+        )),
+    };
+    match args {
+        [table, from] => Ok((name(table)?, version(from)?, None)),
+        [table, from, to] => Ok((name(table)?, version(from)?, Some(version(to)?))),
+        _ => Err(bind_err!(
+            "table_changes takes a table's name, a first version and an optional last"
+        )),
+    }
+}

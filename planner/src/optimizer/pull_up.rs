@@ -39,7 +39,8 @@ pub fn pull_up(plan: LogicalPlan, usage: SubqueryUse) -> Result<(LogicalPlan, Ve
         | LogicalPlan::Union { .. }
         | LogicalPlan::RecursiveCte { .. }
         | LogicalPlan::Unnest { .. }
-        | LogicalPlan::WorkingTable { .. } => {
+        | LogicalPlan::WorkingTable { .. }
+        | LogicalPlan::ChangeRecords { .. } => {
             if plan.has_outer() {
                 return Err(unsupported!(
                     "set operations, windows, recursive CTEs and set-returning functions in a correlated subquery"
