@@ -3,7 +3,7 @@ use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use pondra_storage::Lake;
 use slatedb::config::{
     CompactorOptions, FlushOptions, FlushType, GarbageCollectorOptions, Settings,
@@ -55,11 +55,13 @@ pub enum Change {
     },
     /// Drops a table with its log segments and files; its objects are deleted after the retention.
     DropTable { name: String },
-    /// Appends rows to a table's log tail.
+    /// Appends rows to a table's log tail, with the ranges of their integer and date columns
+    /// (`column_ranges`; empty when not gathered).
     AppendSegment {
         table_id: u64,
         rows: u64,
         payload: SegmentPayload,
+        ranges: Vec<Option<(i64, i64)>>,
     },
     /// Replaces log segments and files of a table with new files (tiering and compaction).
     /// The replaced objects are deleted after the retention, with their deletion vectors.
@@ -281,6 +283,7 @@ pub(crate) fn apply(
                     table_id,
                     rows,
                     payload,
+                    ranges: Vec::new(),
                 };
                 apply(next, batch, append, now, retain)?;
             }
@@ -322,6 +325,7 @@ pub(crate) fn apply(
             table_id,
             rows,
             payload,
+            ranges,
         } => {
             if next.table_by_id(table_id).is_none() {
                 return Err(CatalogError::TableNotFound(format!("with id {table_id}")));
@@ -341,6 +345,7 @@ pub(crate) fn apply(
                 rows,
                 committed_at_ms: now,
                 payload,
+                ranges,
             };
             batch.put(
                 keys::segment(table_id, segment.commit, index),
@@ -462,6 +467,7 @@ pub(crate) fn apply(
                 rows,
                 committed_at_ms: now,
                 payload,
+                ranges: Vec::new(),
             };
             batch.put(
                 keys::change_record(table_id, record.commit, index),
@@ -534,17 +540,33 @@ pub(crate) fn schedule_delete(
     next.garbage.push((deadline, path));
 }
 
-/// A segment's value: a tag byte (0 inline, 1 object), rows and commit time (u64 big-endian),
-/// then the IPC bytes (inline) or the object's path (object).
+/// A segment's value: a tag byte (0 inline, 1 object; 2 and 3 the same with column ranges),
+/// rows and commit time (u64 big-endian), with tags 2 and 3 the column ranges (a u16 count,
+/// then per column a byte, 1 when a range follows as two i64), then the IPC bytes (inline) or
+/// the object's path (object).
 fn encode_segment(segment: &LogSegment) -> Bytes {
     let mut out = BytesMut::new();
     let (tag, body): (u8, &[u8]) = match &segment.payload {
         SegmentPayload::Inline(bytes) => (0, bytes.as_ref()),
         SegmentPayload::Object(path) => (1, path.as_bytes()),
     };
-    out.put_u8(tag);
+    let ranged = !segment.ranges.is_empty();
+    out.put_u8(tag + if ranged { 2 } else { 0 });
     out.put_u64(segment.rows);
     out.put_u64(segment.committed_at_ms);
+    if ranged {
+        out.put_u16(u16::try_from(segment.ranges.len()).expect("under 65,536 columns"));
+        for range in &segment.ranges {
+            match range {
+                Some((least, greatest)) => {
+                    out.put_u8(1);
+                    out.put_i64(*least);
+                    out.put_i64(*greatest);
+                }
+                None => out.put_u8(0),
+            }
+        }
+    }
     out.put_slice(body);
     out.freeze()
 }
@@ -560,10 +582,24 @@ fn decode_segment(key: &str, value: Bytes) -> Result<LogSegment> {
     }
     let rows = u64::from_be_bytes(value[1..9].try_into().expect("8 bytes"));
     let committed_at_ms = u64::from_be_bytes(value[9..17].try_into().expect("8 bytes"));
-    let body = value.slice(17..);
+    let mut body = value.slice(17..);
+    let mut ranges = Vec::new();
+    if matches!(value[0], 2 | 3) {
+        let short = || corrupt("column ranges cut short");
+        let count = body.try_get_u16().map_err(|_| short())?;
+        for _ in 0..count {
+            ranges.push(match body.try_get_u8().map_err(|_| short())? {
+                0 => None,
+                _ => {
+                    let least = body.try_get_i64().map_err(|_| short())?;
+                    Some((least, body.try_get_i64().map_err(|_| short())?))
+                }
+            });
+        }
+    }
     let payload = match value[0] {
-        0 => SegmentPayload::Inline(body),
-        1 => SegmentPayload::Object(
+        0 | 2 => SegmentPayload::Inline(body),
+        1 | 3 => SegmentPayload::Object(
             String::from_utf8(body.to_vec()).map_err(|_| corrupt("object path is not UTF-8"))?,
         ),
         _ => return Err(corrupt("unknown payload tag")),
@@ -575,6 +611,7 @@ fn decode_segment(key: &str, value: Bytes) -> Result<LogSegment> {
         rows,
         committed_at_ms,
         payload,
+        ranges,
     })
 }
 

@@ -311,6 +311,7 @@ mod tests {
             table_id,
             rows: 1,
             payload: SegmentPayload::Inline(Bytes::from_static(b"rows")),
+            ranges: vec![Some((1, 2)), None],
         }
     }
 
@@ -391,16 +392,20 @@ mod tests {
                     committed.push(i);
                 }
                 Err(e) => {
-                    let refused = i % REFUSED_EVERY == 0 || i == HALF_APPLIED || i == 2;
+                    // Of writers 1 and 2, whichever queued second loses the claimed number.
+                    let refused = i % REFUSED_EVERY == 0 || i == HALF_APPLIED || i == 1 || i == 2;
                     assert!(refused, "writer {i} failed: {e}");
                 }
             }
         }
+        let claimants = committed.iter().filter(|i| **i == 1 || **i == 2).count();
+        assert_eq!(claimants, 1, "one of two writers claiming a number commits");
         assert_eq!(rounds.len(), 1, "every writer queued behind one round");
         assert!(rounds.iter().all(|round| *round > held));
         let expected = (0..WRITERS)
             .filter(|i| i % REFUSED_EVERY != 0 && *i != HALF_APPLIED && *i != 2)
             .count();
+        // (Writer 1 or writer 2 stands for the claimant that committed.)
         assert_eq!(committed.len(), expected);
 
         // Reopened, the lake holds exactly the accepted commits.
@@ -411,6 +416,14 @@ mod tests {
         let snapshot = reopened.snapshot();
         assert_eq!(snapshot.commit, last);
         assert_eq!(snapshot.segments(table_id).len(), committed.len() + 1);
+        // Each segment's column ranges came back with it.
+        let ranges = vec![Some((1, 2)), None];
+        assert!(
+            snapshot
+                .segments(table_id)
+                .iter()
+                .all(|s| s.ranges == ranges)
+        );
         let round: Vec<u32> = snapshot
             .segments(table_id)
             .iter()

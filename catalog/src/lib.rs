@@ -20,7 +20,9 @@ pub use error::{CatalogError, Result};
 pub use pondra_storage::{DECIMAL64_MAX_PRECISION, decimal_parts, decimal_type};
 pub use segment_log::SegmentLog;
 pub use snapshot::{Snapshot, TableStatistics};
-pub use statistics::{ColumnStatistics, DistinctSketch, gather_statistics, is_exact_integer};
+pub use statistics::{
+    ColumnStatistics, DistinctSketch, column_ranges, gather_statistics, is_exact_integer,
+};
 pub use types::{
     CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, Column, DataFile, HIDDEN_COLUMN, Index,
     LogSegment, SegmentPayload, SqlType, TableDef, TableKind,

@@ -106,6 +106,7 @@ mod tests {
             rows: commit,
             committed_at_ms: 0,
             payload: SegmentPayload::Object(format!("log/t/{commit}")),
+            ranges: Vec::new(),
         }
     }
 

@@ -68,6 +68,33 @@ pub fn gather_statistics(batches: &[RecordBatch]) -> Vec<ColumnStatistics> {
         .collect()
 }
 
+/// Per column of `batches`, the least and greatest value of an integer or date column (dates
+/// in days); none for other columns and for columns of NULLs only. What a log segment keeps,
+/// so that scans skip segments without decoding them (ADR 0048).
+pub fn column_ranges(batches: &[RecordBatch]) -> Vec<Option<(i64, i64)>> {
+    let Some(first) = batches.first() else {
+        return Vec::new();
+    };
+    (0..first.num_columns())
+        .map(|column| {
+            if !is_exact_integer(first.schema().field(column).data_type()) {
+                return None;
+            }
+            let mut range: Option<(i64, i64)> = None;
+            for batch in batches {
+                match integer_range(batch.column(column)) {
+                    Ok(Some((lo, hi))) => {
+                        range = Some(range.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
+                    }
+                    Ok(None) => {}
+                    Err(()) => return None,
+                }
+            }
+            range
+        })
+        .collect()
+}
+
 /// Integer and date types, whose values an `i64` holds exactly (dates as days): the columns
 /// whose statistics keep a range, and the keys joins can address by value.
 pub fn is_exact_integer(data_type: &DataType) -> bool {

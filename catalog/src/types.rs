@@ -249,6 +249,9 @@ pub struct LogSegment {
     /// Wall-clock milliseconds at commit, so tiering can tell how long rows have waited.
     pub committed_at_ms: u64,
     pub payload: SegmentPayload,
+    /// Per column, the least and greatest value of an integer or date column, for scans to
+    /// skip the segment by; empty when not gathered.
+    pub ranges: Vec<Option<(i64, i64)>>,
 }
 
 /// One Parquet file of a table under `data/<table>/`.

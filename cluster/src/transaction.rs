@@ -258,10 +258,12 @@ fn renumbered(change: Change, renumber: &dyn Fn(u64) -> u64) -> Change {
             table_id,
             rows,
             payload,
+            ranges,
         } => Change::AppendSegment {
             table_id: renumber(table_id),
             rows,
             payload,
+            ranges,
         },
         Change::ReplaceAll { table_id, added } => Change::ReplaceAll {
             table_id: renumber(table_id),

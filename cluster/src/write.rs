@@ -463,6 +463,7 @@ impl Node {
             table_id: table.id,
             rows,
             payload,
+            ranges: pondra_catalog::column_ranges(batches),
         })
     }
 

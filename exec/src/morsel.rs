@@ -202,6 +202,11 @@ pub fn scan_units<'p>(
             }
             let segments = ctx.snapshot.segments(table.id).iter();
             for (position, segment) in (files.len()..).zip(segments) {
+                // A segment's column ranges skip it undecoded (ADR 0048).
+                if !may_hold(&|column| segment.ranges.get(column).copied().flatten()) {
+                    skipped += 1;
+                    continue;
+                }
                 let container = Container::Segment {
                     commit: segment.commit,
                     index: segment.index,

@@ -140,9 +140,13 @@ pub fn write_parquet_bytes(schema: &SchemaRef, batches: &[RecordBatch]) -> Resul
 /// column it needs, found through the page index, instead of a whole row group.
 const SORTED_RUN_PAGE_ROWS: usize = 4096;
 
+/// The largest dictionary page of a sorted run's column: a lookup decodes the dictionary of
+/// each column it reads whole, so a column of many values falls back to plain pages soon.
+const SORTED_RUN_DICTIONARY_BYTES: usize = 64 * 1024;
+
 /// Writes rows sorted by a key (a keyed table's sorted run, ADR 0048) as Parquet: as
 /// [`write_parquet_bytes`], with small pages, so that the page index narrows a key to a few
-/// thousand rows.
+/// thousand rows, and small dictionaries, so that reading a page does not decode a large one.
 pub fn write_sorted_run(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Bytes> {
     write_parquet_with_pages(schema, batches, Some(SORTED_RUN_PAGE_ROWS))
 }
@@ -158,7 +162,8 @@ fn write_parquet_with_pages(
     if let Some(rows) = page_rows {
         properties = properties
             .set_data_page_row_count_limit(rows)
-            .set_write_batch_size(rows.min(1024));
+            .set_write_batch_size(rows.min(1024))
+            .set_dictionary_page_size_limit(SORTED_RUN_DICTIONARY_BYTES);
     }
     let properties = properties.build();
     let empty = RecordBatch::new_empty(schema.clone());
