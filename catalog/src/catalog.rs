@@ -331,24 +331,14 @@ pub(crate) fn apply(
                 return Err(CatalogError::TableNotFound(format!("with id {table_id}")));
             }
             next.rows_changed_at.insert(table_id, next.commit);
+            let commit = next.commit;
             let segments = next.segments.entry(table_id).or_default();
-            // Segments are in commit order: this commit's are at the end. One past the last,
-            // not a count: a transaction may have removed one of its own (ADR 0048).
-            let index = match segments.last() {
-                Some(last) if last.commit == next.commit => last.index + 1,
-                _ => 0,
-            };
             let segment = LogSegment {
-                table_id,
-                commit: next.commit,
-                index,
-                rows,
-                committed_at_ms: now,
-                payload,
                 ranges,
+                ..next_segment(segments.last(), (table_id, commit, now), rows, payload)
             };
             batch.put(
-                keys::segment(table_id, segment.commit, index),
+                keys::segment(table_id, commit, segment.index),
                 encode_segment(&segment),
             );
             segments.push(segment);
@@ -455,22 +445,11 @@ pub(crate) fn apply(
             if next.table_by_id(table_id).is_none() {
                 return Err(CatalogError::TableNotFound(format!("with id {table_id}")));
             }
+            let commit = next.commit;
             let records = Arc::make_mut(next.change_records.entry(table_id).or_default());
-            let index = match records.last() {
-                Some(last) if last.commit == next.commit => last.index + 1,
-                _ => 0,
-            };
-            let record = LogSegment {
-                table_id,
-                commit: next.commit,
-                index,
-                rows,
-                committed_at_ms: now,
-                payload,
-                ranges: Vec::new(),
-            };
+            let record = next_segment(records.last(), (table_id, commit, now), rows, payload);
             batch.put(
-                keys::change_record(table_id, record.commit, index),
+                keys::change_record(table_id, commit, record.index),
                 encode_segment(&record),
             );
             records.push(record);
@@ -520,6 +499,30 @@ pub(crate) fn apply(
         }
     }
     Ok(())
+}
+
+/// The segment (or change record) a commit adds after `last`, the table's latest: the commit's
+/// first, or one past the last it added. One past, not a count: a transaction may have removed
+/// one of its own (ADR 0048).
+fn next_segment(
+    last: Option<&LogSegment>,
+    (table_id, commit, now): (u64, u64, u64),
+    rows: u64,
+    payload: SegmentPayload,
+) -> LogSegment {
+    let index = match last {
+        Some(last) if last.commit == commit => last.index + 1,
+        _ => 0,
+    };
+    LogSegment {
+        table_id,
+        commit,
+        index,
+        rows,
+        committed_at_ms: now,
+        payload,
+        ranges: Vec::new(),
+    }
 }
 
 /// A key `listed` that none of `found` has, when fewer were found than listed: what a

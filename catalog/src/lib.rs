@@ -25,5 +25,5 @@ pub use statistics::{
 };
 pub use types::{
     CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, Column, DataFile, HIDDEN_COLUMN, Index,
-    LogSegment, SegmentPayload, SqlType, TableDef, TableKind,
+    LogSegment, SegmentPayload, SqlType, TableDef, TableKind, Ttl,
 };

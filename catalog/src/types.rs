@@ -135,6 +135,29 @@ pub struct Index {
     pub columns: Vec<String>,
 }
 
+/// A table's time to live (ADR 0048): rows whose `column` (a TIMESTAMP or DATE) is older than
+/// `micros` before now are hidden from reads at once, and dropped when tiering rewrites them.
+/// Rows whose column is NULL never expire.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ttl {
+    pub column: String,
+    pub micros: i64,
+}
+
+impl Ttl {
+    /// The oldest value of the column a row keeps at `now_ms` (ms since the epoch), in
+    /// microseconds since the epoch.
+    pub fn cutoff_micros(&self, now_ms: u64) -> i64 {
+        now_ms as i64 * 1000 - self.micros
+    }
+
+    /// The same cutoff in days since the epoch, for a DATE column: a row of an earlier day
+    /// has expired.
+    pub fn cutoff_days(&self, now_ms: u64) -> i32 {
+        self.cutoff_micros(now_ms).div_euclid(86_400_000_000) as i32
+    }
+}
+
 /// A stored table or materialized view.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TableDef {
@@ -155,6 +178,9 @@ pub struct TableDef {
     /// `COMMENT ON`: the table's comment under the empty name, each column's under its name.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub comments: std::collections::BTreeMap<String, String>,
+    /// `WITH (ttl = ..., ttl_column = ...)`: when its rows expire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl: Option<Ttl>,
 }
 
 impl TableDef {
@@ -170,6 +196,7 @@ impl TableDef {
             key: Vec::new(),
             unique: Vec::new(),
             comments: Default::default(),
+            ttl: None,
         }
     }
 

@@ -4,11 +4,15 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use arrow::array::{Int64Array, RecordBatch, TimestampMicrosecondArray};
+use arrow::array::{
+    ArrayRef, Date32Array, Int64Array, RecordBatch, Scalar, TimestampMicrosecondArray,
+};
+use arrow::compute::kernels::cmp::gt_eq;
 use arrow::compute::{SortColumn, concat_batches, lexsort_to_indices, take_record_batch};
+use arrow::compute::{filter_record_batch, is_null, or_kleene};
 use pondra_catalog::{
-    Change, Container, DataFile, LogSegment, Snapshot, TableDef, TableKind, gather_statistics,
-    now_ms,
+    Change, Container, DataFile, LogSegment, Snapshot, SqlType, TableDef, TableKind, Ttl,
+    gather_statistics, now_ms,
 };
 use pondra_exec::{drop_deleted, read_morsel, table_morsels};
 use pondra_planner::load_view;
@@ -113,6 +117,9 @@ impl Node {
         };
         if let Some(plan) = compact {
             rows = self.run_query(plan, snapshot.clone(), rows).await?;
+        }
+        if let Some(ttl) = &table.ttl {
+            rows = unexpired_rows(table, ttl, rows)?;
         }
         if !table.key.is_empty() {
             rows = sorted_by_key(table, &rows)?;
@@ -230,4 +237,26 @@ fn with_commit_columns(
     columns.push(Arc::new(version));
     columns.push(Arc::new(time));
     Ok(RecordBatch::try_new(table.stored_schema(), columns)?)
+}
+
+/// The rows a TTL has not expired: expired rows are dropped as tiering writes them (reads hid
+/// them already).
+fn unexpired_rows(table: &TableDef, ttl: &Ttl, rows: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+    let index = table.columns.iter().position(|c| c.name == ttl.column);
+    let index = index.expect("a TTL column is a column of its table");
+    let now = now_ms();
+    let cutoff: ArrayRef = match table.columns[index].sql_type {
+        SqlType::Date => Arc::new(Date32Array::from(vec![ttl.cutoff_days(now)])),
+        _ => Arc::new(TimestampMicrosecondArray::from(vec![
+            ttl.cutoff_micros(now),
+        ])),
+    };
+    let mut kept = Vec::with_capacity(rows.len());
+    for batch in rows {
+        let column = batch.column(index);
+        let live = gt_eq(column, &Scalar::new(cutoff.clone()))?;
+        let live = or_kleene(&live, &is_null(column)?)?;
+        kept.push(filter_record_batch(&batch, &live)?);
+    }
+    Ok(kept)
 }

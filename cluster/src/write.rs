@@ -117,6 +117,7 @@ impl Node {
                 columns,
                 key,
                 unique,
+                ttl,
                 if_not_exists,
             } => {
                 if snapshot.table(&name).is_some() && if_not_exists {
@@ -125,6 +126,7 @@ impl Node {
                 let def = TableDef {
                     key,
                     unique,
+                    ttl,
                     ..TableDef::new(name, columns, TableKind::Table)
                 };
                 let create = Change::CreateTable { def, initial: None };

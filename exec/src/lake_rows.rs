@@ -5,7 +5,6 @@
 
 use std::ops::Range;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use arrow::array::{
     Array, ArrayRef, BooleanArray, Int64Array, NullArray, RecordBatch, TimestampMicrosecondArray,
@@ -18,10 +17,11 @@ use pondra_planner::PhysicalPlan;
 use pondra_storage::read_parquet_row_group;
 
 use crate::Result;
-use crate::morsel::{Commits, PagePruning, Place, ScanFile, ScanUnit, scan_projection};
+use crate::morsel::{
+    Commits, PagePruning, Place, ScanFile, ScanUnit, kept_ranges, read_pages, scan_projection,
+};
 use crate::pipeline::ExecContext;
-use crate::prune::pages_kept;
-use crate::scan::{read_morsel, widen};
+use crate::scan::read_morsel;
 
 /// The live rows of one unit of a lake table scan, as batches of the scan's schema: its
 /// table's columns, then the row address when the scan has that column.
@@ -177,14 +177,7 @@ fn read_row_group(
     dictionaries: &[usize],
 ) -> Result<(Vec<RecordBatch>, Vec<Range<u64>>)> {
     let footer = &file.footer;
-    // A file storing commit columns after the table's is read for the table's alone.
-    let table_columns: Vec<usize> = (0..schema.fields().len()).collect();
-    let columns = columns.or((footer.fields() > table_columns.len()).then_some(&table_columns[..]));
-    let ranges = pages.and_then(|pages| {
-        let (ranges, skipped) = pages_kept(footer, row_group, &pages.columns, pages.may_hold);
-        pages.skipped.fetch_add(skipped, Ordering::Relaxed);
-        ranges
-    });
+    let ranges = kept_ranges(footer, row_group, pages);
     let rows = footer.row_group_rows(row_group);
     let first: u64 = (0..row_group)
         .map(|r| footer.row_group_rows(r) as u64)
@@ -199,25 +192,8 @@ fn read_row_group(
     if ranges.as_ref().is_some_and(Vec::is_empty) {
         return Ok((Vec::new(), Vec::new()));
     }
-    let read = read_parquet_row_group(
-        &file.source,
-        footer,
-        (row_group, ranges.as_deref()),
-        columns,
-        dictionaries,
-    )?;
-    let every_column: Vec<usize>;
-    let columns = match columns {
-        Some(columns) => columns,
-        None => {
-            every_column = (0..schema.fields().len()).collect();
-            &every_column
-        }
-    };
-    let read = read
-        .iter()
-        .map(|batch| widen(batch, schema, columns))
-        .collect::<Result<Vec<_>>>()?;
+    let unit = (file, row_group, ranges.as_deref());
+    let read = read_pages(unit, (schema, columns), dictionaries)?;
     Ok((read, ordinals))
 }
 

@@ -3,6 +3,7 @@
 //! table's data files and Parquet files read in place), then a lake table's log tail segment by
 //! segment; CSV and JSON files are read whole.
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -361,17 +362,9 @@ fn read_row_group(
     dictionaries: &[usize],
 ) -> Result<Vec<RecordBatch>> {
     let footer = &file.footer;
-    // A file storing commit columns after the table's is read for the table's alone.
-    let table_columns: Vec<usize> = (0..schema.fields().len()).collect();
-    let columns = columns.or((footer.fields() > table_columns.len()).then_some(&table_columns[..]));
-    let ranges = match pages {
-        Some(pages) => {
-            let (ranges, skipped) = pages_kept(footer, row_group, &pages.columns, pages.may_hold);
-            pages.skipped.fetch_add(skipped, Ordering::Relaxed);
-            ranges
-        }
-        None => None,
-    };
+    let mut table_columns = Vec::new();
+    let columns = table_part(footer, schema, columns, &mut table_columns);
+    let ranges = kept_ranges(footer, row_group, pages);
     if ranges.as_ref().is_some_and(Vec::is_empty) {
         return Ok(Vec::new());
     }
@@ -400,9 +393,50 @@ fn read_row_group(
             .collect::<Result<_>>()?;
         return filter.apply_deferred(read);
     }
+    let read = read_pages((file, row_group, ranges), (schema, columns), dictionaries)?;
+    match filter {
+        Some(filter) => filter.apply(read),
+        None => Ok(read),
+    }
+}
+
+/// `columns`, or when the scan reads every column of a file that stores commit columns after
+/// the table's (ADR 0048), the table's alone, held in `table_columns`.
+fn table_part<'c>(
+    footer: &ParquetFooter,
+    schema: &SchemaRef,
+    columns: Option<&'c [usize]>,
+    table_columns: &'c mut Vec<usize>,
+) -> Option<&'c [usize]> {
+    *table_columns = (0..schema.fields().len()).collect();
+    columns.or((footer.fields() > table_columns.len()).then_some(&table_columns[..]))
+}
+
+/// The rows of `row_group` left once the pages `pages` rules out are skipped; `None` for all.
+pub(crate) fn kept_ranges(
+    footer: &ParquetFooter,
+    row_group: usize,
+    pages: Option<&PagePruning<'_>>,
+) -> Option<Vec<Range<usize>>> {
+    let pages = pages?;
+    let (ranges, skipped) = pages_kept(footer, row_group, &pages.columns, pages.may_hold);
+    pages.skipped.fetch_add(skipped, Ordering::Relaxed);
+    ranges
+}
+
+/// Reads the rows at `ranges` (all when `None`) of one row group of a Parquet file as batches
+/// of `schema`, the `columns` read (all when `None`) and the others NULL.
+pub(crate) fn read_pages(
+    (file, row_group, ranges): (&ScanFile, usize, Option<&[Range<usize>]>),
+    (schema, columns): (&SchemaRef, Option<&[usize]>),
+    dictionaries: &[usize],
+) -> Result<Vec<RecordBatch>> {
+    let mut table_columns = Vec::new();
+    let columns = table_part(&file.footer, schema, columns, &mut table_columns);
+    let source = &file.source;
     let read = read_parquet_row_group(
-        &file.source,
-        footer,
+        source,
+        &file.footer,
         (row_group, ranges),
         columns,
         dictionaries,
@@ -417,12 +451,7 @@ fn read_row_group(
     };
     // A lake file's batches carry its writer's field metadata, and may hold decimals wider
     // than the table now declares: the plan's schema is the reader's truth.
-    let read = read
-        .iter()
+    read.iter()
         .map(|batch| widen(batch, schema, columns))
-        .collect::<Result<Vec<_>>>()?;
-    match filter {
-        Some(filter) => filter.apply(read),
-        None => Ok(read),
-    }
+        .collect()
 }

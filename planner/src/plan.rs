@@ -17,6 +17,8 @@ pub enum Plan {
         key: Vec<String>,
         /// The column sets of its UNIQUE constraints.
         unique: Vec<Vec<String>>,
+        /// `WITH (ttl = ..., ttl_column = ...)`.
+        ttl: Option<pondra_catalog::Ttl>,
         if_not_exists: bool,
     },
     DropTable {

@@ -367,6 +367,9 @@ fn replace_core(plan: &LogicalPlan, replacement: LogicalPlan) -> LogicalPlan {
 fn base_table_of(plan: &LogicalPlan) -> Result<Arc<TableDef>> {
     match plan {
         LogicalPlan::Scan { table, .. } => match table.kind {
+            TableKind::Table if table.ttl.is_some() => {
+                Err(unsupported!("a materialized view over a table with a TTL"))
+            }
             TableKind::Table => Ok(table.clone()),
             TableKind::MaterializedView { .. } => Err(unsupported!(
                 "a materialized view over another materialized view"

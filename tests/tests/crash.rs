@@ -72,6 +72,49 @@ impl Lake {
     }
 }
 
+/// How a writer process ended.
+enum Ended {
+    /// It exited successfully on its own, after this long.
+    Succeeded(Duration),
+    /// It exited with an error, this one.
+    Failed(String),
+    /// It was killed with SIGKILL; `succeeded` if it had exited successfully just before.
+    Killed { succeeded: bool },
+}
+
+/// Runs `statement` in a `pondra sql` process on `lake`, killing it with SIGKILL after
+/// `kill_after` unless it ends first. A process that runs two minutes fails the test.
+fn run_or_kill(lake: &Lake, statement: &str, kill_after: Option<Duration>) -> Ended {
+    let mut child = lake
+        .command(&["--retain-secs", "0"])
+        .arg(statement)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            if status.success() {
+                return Ended::Succeeded(started.elapsed());
+            }
+            let output = child.wait_with_output().unwrap();
+            return Ended::Failed(String::from_utf8_lossy(&output.stderr).into_owned());
+        }
+        if kill_after.is_some_and(|k| started.elapsed() >= k) {
+            // SIGKILL: no chance to flush or clean up.
+            unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+            let succeeded = child.wait().unwrap().success();
+            return Ended::Killed { succeeded };
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "a writer hung: {statement}"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// Runs up to `writers` writers one after another, killing about half of them at a random
 /// moment, then checks that every acknowledged insert is there.
 fn writers_killed_at_random(lake: &Lake, writers: i64) {
@@ -118,57 +161,26 @@ fn writers_killed_at_random(lake: &Lake, writers: i64) {
         if rng.random_bool(0.15) {
             statement.push_str("; CHECKPOINT");
         }
-        let mut child = lake
-            .command(&["--retain-secs", "0"])
-            .arg(&statement)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
         // Half of the writers are left alone; they keep the measure of a writer's life current.
         let kill_after = rng
             .random_bool(0.5)
             .then(|| typical.mul_f64(rng.random_range(0.0..1.2)));
-        let waited = Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break Some(status);
-            }
-            if kill_after.is_some_and(|k| waited.elapsed() >= k) {
-                break None;
-            }
-            // A writer must finish or fail on its own; one that hangs fails the test.
-            assert!(
-                waited.elapsed() < Duration::from_secs(120),
-                "a writer hung (insert {value})"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        };
-        match status {
-            Some(status) if status.success() => {
+        match run_or_kill(lake, &statement, kill_after) {
+            Ended::Succeeded(took) => {
                 acknowledged.insert(value);
                 if kill_after.is_none() {
-                    typical = (typical + waited.elapsed()) / 2;
+                    typical = (typical + took) / 2;
                 }
             }
-            Some(_) => {
+            Ended::Failed(error) => {
                 failed += 1;
-                let output = child.wait_with_output().unwrap();
-                eprintln!(
-                    "insert {value} failed: {}",
-                    String::from_utf8_lossy(&output.stderr)
-                );
+                eprintln!("insert {value} failed: {error}");
             }
-            None => {
-                // SIGKILL: no chance to flush or clean up.
-                unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-                let status = child.wait().unwrap();
-                if status.success() {
-                    acknowledged.insert(value);
-                } else {
-                    killed += 1;
-                }
+            // Finished before the kill landed.
+            Ended::Killed { succeeded: true } => {
+                acknowledged.insert(value);
             }
+            Ended::Killed { succeeded: false } => killed += 1,
         }
         value += 1;
     }
@@ -318,7 +330,7 @@ fn changers_killed_at_random(lake: &Lake, changers: usize) {
     };
     let (mut killed, mut landed) = (0, 0);
     let deadline = Instant::now() + Duration::from_secs(60);
-    for number in 0..changers {
+    for _ in 0..changers {
         if Instant::now() >= deadline {
             break;
         }
@@ -326,40 +338,13 @@ fn changers_killed_at_random(lake: &Lake, changers: usize) {
         if rng.random_bool(0.15) {
             statement.push_str("; CHECKPOINT");
         }
-        let mut child = lake
-            .command(&["--retain-secs", "0"])
-            .arg(&statement)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
         let kill_after = rng
             .random_bool(0.5)
             .then(|| typical.mul_f64(rng.random_range(0.0..1.5)));
-        let waited = Instant::now();
-        let finished = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break Some(status);
-            }
-            if kill_after.is_some_and(|k| waited.elapsed() >= k) {
-                break None;
-            }
-            assert!(
-                waited.elapsed() < Duration::from_secs(120),
-                "statement {number} hung: {statement}"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        };
-        let acknowledged = match finished {
-            Some(status) => {
-                let output = child.wait_with_output().unwrap();
-                assert!(status.success(), "{statement}: {}", stderr(&output));
-                true
-            }
-            None => {
-                unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-                child.wait().unwrap().success()
-            }
+        let acknowledged = match run_or_kill(lake, &statement, kill_after) {
+            Ended::Succeeded(_) => true,
+            Ended::Failed(error) => panic!("{statement}: {error}"),
+            Ended::Killed { succeeded } => succeeded,
         };
         let present = read(lake);
         if acknowledged {

@@ -996,9 +996,17 @@ pub(super) fn interval_literal(interval: &ast::Interval) -> Result<ScalarValue> 
     if interval.last_field.is_some() {
         return Err(unsupported!("intervals with a range of fields"));
     }
+    interval_of_text(&text, interval.leading_field.as_ref())
+}
+
+/// The interval `text` says (`'1 year 2 days'`, or a number of `leading` units).
+pub(super) fn interval_of_text(
+    text: &str,
+    leading: Option<&ast::DateTimeField>,
+) -> Result<ScalarValue> {
     let mut parts: Vec<(i64, String)> = Vec::new();
     let words: Vec<&str> = text.split_whitespace().collect();
-    match (&interval.leading_field, words.as_slice()) {
+    match (leading, words.as_slice()) {
         (Some(field), [number]) => {
             let n = number
                 .parse::<i64>()

@@ -628,10 +628,21 @@ impl<'a> Binder<'a> {
     /// The plan that reads a table, or a materialized view through its read plan.
     fn scan(&self, table: &Arc<pondra_catalog::TableDef>) -> Result<LogicalPlan> {
         match &table.kind {
-            TableKind::Table => Ok(LogicalPlan::Scan {
-                table: table.clone(),
-                schema: table.scan_schema(self.system_columns, self.addressed == Some(table.id)),
-            }),
+            TableKind::Table => {
+                let scan = LogicalPlan::Scan {
+                    table: table.clone(),
+                    schema: table
+                        .scan_schema(self.system_columns, self.addressed == Some(table.id)),
+                };
+                Ok(match &table.ttl {
+                    None => scan,
+                    // Expired rows are hidden from every read at once (ADR 0048).
+                    Some(ttl) => LogicalPlan::Filter {
+                        input: Box::new(scan),
+                        predicate: unexpired(table, ttl),
+                    },
+                })
+            }
             TableKind::MaterializedView { .. } => {
                 Ok(crate::view::load_view(self.snapshot, table)?.read_plan(table))
             }
@@ -1626,4 +1637,30 @@ fn explain_option(options: Option<&[ast::UtilityOption]>, name: &str) -> bool {
                 ),
             }
     })
+}
+
+/// The condition a row of `table` meets until its TTL expires it: its TTL column is NULL or
+/// not older than the TTL before now.
+fn unexpired(table: &pondra_catalog::TableDef, ttl: &pondra_catalog::Ttl) -> Expr {
+    let index = table
+        .columns
+        .iter()
+        .position(|c| c.name == ttl.column)
+        .expect("a TTL column is a column of its table");
+    let column = &table.columns[index];
+    let value = Expr::column(index, &column.name, column.sql_type.to_arrow());
+    let now = pondra_catalog::now_ms();
+    let cutoff = match column.sql_type {
+        pondra_catalog::SqlType::Date => ScalarValue::Date32(ttl.cutoff_days(now)),
+        _ => ScalarValue::TimestampMicros(ttl.cutoff_micros(now)),
+    };
+    Expr::Binary {
+        op: crate::expr::BinaryOp::Or,
+        left: Box::new(Expr::IsNull(Box::new(value.clone()))),
+        right: Box::new(Expr::Binary {
+            op: crate::expr::BinaryOp::GtEq,
+            left: Box::new(value),
+            right: Box::new(Expr::Literal(cutoff)),
+        }),
+    }
 }

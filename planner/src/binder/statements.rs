@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema};
-use pondra_catalog::{Column, TableKind};
+use pondra_catalog::{Column, SqlType, TableKind, Ttl};
 use pondra_parser::ast;
 
 use super::scope::normalize;
@@ -19,6 +19,12 @@ use crate::{Result, bind_err, unsupported};
 impl Binder<'_> {
     pub(super) fn bind_create_table(&self, create: &ast::CreateTable) -> Result<Plan> {
         let name = object_name(&create.name)?;
+        let has_options = !matches!(create.table_options, ast::CreateTableOptions::None);
+        if has_options && (create.query.is_some() || create.temporary) {
+            return Err(unsupported!(
+                "table options on CREATE TABLE AS or a temporary table"
+            ));
+        }
         if let Some(query) = &create.query {
             if !create.columns.is_empty() {
                 return Err(unsupported!("column definitions with AS SELECT"));
@@ -140,11 +146,13 @@ impl Binder<'_> {
                 temporary: true,
             });
         }
+        let ttl = table_ttl(&create.table_options, &columns)?;
         Ok(Plan::CreateTable {
             name,
             columns,
             key,
             unique,
+            ttl,
             if_not_exists: create.if_not_exists,
         })
     }
@@ -520,4 +528,64 @@ impl Binder<'_> {
             rows,
         })
     }
+}
+
+/// The TTL `WITH (ttl = '7 days', ttl_column = 'ts')` gives a table (ADR 0048); none without
+/// options. Other options are refused, not ignored.
+fn table_ttl(options: &ast::CreateTableOptions, columns: &[Column]) -> Result<Option<Ttl>> {
+    let options = match options {
+        ast::CreateTableOptions::None => return Ok(None),
+        ast::CreateTableOptions::With(options) => options,
+        other => return Err(unsupported!("the table options {other}")),
+    };
+    let (mut ttl, mut column) = (None, None);
+    for option in options {
+        let ast::SqlOption::KeyValue { key, value } = option else {
+            return Err(unsupported!("the table option {option}"));
+        };
+        let text = match value {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::SingleQuotedString(s) => s.clone(),
+                _ => value.to_string(),
+            },
+            ast::Expr::Identifier(ident) => normalize(ident),
+            other => other.to_string(),
+        };
+        match object_name(key)?.as_str() {
+            "ttl" => ttl = Some(text),
+            "ttl_column" => column = Some(text),
+            other => return Err(unsupported!("the table option {other}")),
+        }
+    }
+    let (Some(ttl), Some(column)) = (ttl, column) else {
+        return Err(bind_err!(
+            "a TTL needs both ttl = '<interval>' and ttl_column = <column>"
+        ));
+    };
+    let Some(found) = columns.iter().find(|c| c.name == column) else {
+        return Err(bind_err!(
+            "ttl_column {column} is not a column of the table"
+        ));
+    };
+    if !matches!(found.sql_type, SqlType::Timestamp | SqlType::Date) {
+        return Err(bind_err!(
+            "ttl_column {column} must be a TIMESTAMP or DATE, not {}",
+            found.sql_type
+        ));
+    }
+    let ScalarValue::Interval {
+        months: 0,
+        days,
+        nanos,
+    } = super::expr::interval_of_text(&ttl, None)?
+    else {
+        return Err(bind_err!(
+            "a TTL is weeks, days, hours, minutes or seconds, not months ('{ttl}')"
+        ));
+    };
+    let micros = i64::from(days) * 86_400_000_000 + nanos / 1000;
+    if micros <= 0 {
+        return Err(bind_err!("a TTL must be longer than nothing ('{ttl}')"));
+    }
+    Ok(Some(Ttl { column, micros }))
 }
