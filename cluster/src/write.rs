@@ -159,6 +159,13 @@ impl Node {
                 let def = table;
                 Ok(Prepared::new(vec![Change::AlterTable { def }], "COMMENT"))
             }
+            Plan::RenameColumn { table } => {
+                let def = table;
+                Ok(Prepared::new(
+                    vec![Change::AlterTable { def }],
+                    "ALTER TABLE",
+                ))
+            }
             Plan::RenameTable {
                 from,
                 to,

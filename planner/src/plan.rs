@@ -35,6 +35,11 @@ pub enum Plan {
     Comment {
         table: TableDef,
     },
+    /// `ALTER TABLE t RENAME COLUMN a TO b`: the table's definition with the column renamed.
+    /// Data files and log segments map columns by position, so none is rewritten.
+    RenameColumn {
+        table: TableDef,
+    },
     /// `ALTER TABLE | VIEW from RENAME TO to`.
     RenameTable {
         from: String,

@@ -227,8 +227,66 @@ impl Binder<'_> {
                     table_name: ast::RenameTableNameKind::To(to) | ast::RenameTableNameKind::As(to),
                 },
             ] => self.bind_rename(&alter.name, to, alter.if_exists),
-            _ => Err(unsupported!("ALTER TABLE other than RENAME TO")),
+            [
+                ast::AlterTableOperation::RenameColumn {
+                    old_column_name,
+                    new_column_name,
+                },
+            ] => self.bind_rename_column(&alter.name, old_column_name, new_column_name),
+            _ => Err(unsupported!(
+                "ALTER TABLE other than RENAME TO and RENAME COLUMN"
+            )),
         }
+    }
+
+    /// `ALTER TABLE t RENAME COLUMN a TO b`: every name of the column in the table's
+    /// definition (key, UNIQUE constraints, indexes, TTL, comments) follows it.
+    fn bind_rename_column(
+        &self,
+        table: &ast::ObjectName,
+        from: &ast::Ident,
+        to: &ast::Ident,
+    ) -> Result<Plan> {
+        let name = object_name(table)?;
+        let (from, to) = (normalize(from), normalize(to));
+        let Some(table) = self.snapshot.table(&name) else {
+            return Err(bind_err!("relation \"{name}\" does not exist"));
+        };
+        if !matches!(table.kind, TableKind::Table) {
+            return Err(unsupported!("renaming a column of a view ({name})"));
+        }
+        if !self.snapshot.views_over(&name).is_empty() {
+            return Err(unsupported!(
+                "renaming a column of a table that materialized views read ({name})"
+            ));
+        }
+        if table.columns.iter().any(|c| c.name == to) {
+            return Err(bind_err!(
+                "column \"{to}\" of relation \"{name}\" already exists"
+            ));
+        }
+        let mut def = table.as_ref().clone();
+        let Some(column) = def.columns.iter_mut().find(|c| c.name == from) else {
+            return Err(bind_err!(
+                "column \"{from}\" of relation \"{name}\" does not exist"
+            ));
+        };
+        column.name = to.clone();
+        let rename = |names: &mut Vec<String>| {
+            for n in names.iter_mut().filter(|n| **n == from) {
+                *n = to.clone();
+            }
+        };
+        rename(&mut def.key);
+        def.unique.iter_mut().for_each(rename);
+        def.indexes.iter_mut().for_each(|i| rename(&mut i.columns));
+        if let Some(ttl) = def.ttl.as_mut().filter(|t| t.column == from) {
+            ttl.column = to.clone();
+        }
+        if let Some(comment) = def.comments.remove(&from) {
+            def.comments.insert(to, comment);
+        }
+        Ok(Plan::RenameColumn { table: def })
     }
 
     /// `COMMENT ON TABLE t | VIEW v | COLUMN t.c IS 'text' | NULL`.
