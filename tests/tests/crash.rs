@@ -115,15 +115,20 @@ fn run_or_kill(lake: &Lake, statement: &str, kill_after: Option<Duration>) -> En
     }
 }
 
-/// Runs up to `writers` writers one after another, killing about half of them at a random
-/// moment, then checks that every acknowledged insert is there.
-fn writers_killed_at_random(lake: &Lake, writers: i64) {
+/// The test's random numbers, from `PONDRA_CRASH_SEED` or a seed it prints.
+fn seeded_rng() -> rand::rngs::StdRng {
     let seed: u64 = std::env::var("PONDRA_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(rand::random);
     eprintln!("crash test seed: {seed} (rerun with PONDRA_CRASH_SEED={seed})");
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    rand::rngs::StdRng::seed_from_u64(seed)
+}
+
+/// Runs up to `writers` writers one after another, killing about half of them at a random
+/// moment, then checks that every acknowledged insert is there.
+fn writers_killed_at_random(lake: &Lake, writers: i64) {
+    let mut rng = seeded_rng();
     let created = lake.sql(
         &[
             "CREATE TABLE t (v BIGINT, pad VARCHAR); CREATE MATERIALIZED VIEW c AS SELECT count(*) AS n, sum(v) AS s FROM t",
@@ -298,12 +303,7 @@ fn random_change(rng: &mut rand::rngs::StdRng, accounts: &Accounts) -> (String, 
 /// statement's result if it was acknowledged, and the result or the state before (never a
 /// part of it) if it was killed.
 fn changers_killed_at_random(lake: &Lake, changers: usize) {
-    let seed: u64 = std::env::var("PONDRA_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(rand::random);
-    eprintln!("crash test seed: {seed} (rerun with PONDRA_CRASH_SEED={seed})");
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut rng = seeded_rng();
     let created = lake.sql(&[
         "CREATE TABLE acct (id BIGINT PRIMARY KEY, balance BIGINT); \
          INSERT INTO acct SELECT i, 100 FROM generate_series(1, 300) g(i); CHECKPOINT",

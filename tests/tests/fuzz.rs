@@ -109,7 +109,12 @@ fn run(statements: u64) {
     let mut client = runtime.block_on(connect(&served));
     for index in 0..statements {
         if index % 20 == 19 {
-            send_garbage(&served, &mut fuzzer, &bodies, seed, index);
+            send_garbage(
+                &mut served,
+                (&mut fuzzer, &bodies),
+                (seed, index),
+                &log_path,
+            );
             tally.bodies += 1;
         }
         let sql = fuzzer.next_statement();
@@ -228,8 +233,14 @@ fn sample_bodies() -> Vec<Vec<u8>> {
     ]
 }
 
-/// Sends one garbage body to the HTTP door; any 5xx fails the run.
-fn send_garbage(served: &Served, fuzzer: &mut Fuzzer, bodies: &[Vec<u8>], seed: u64, index: u64) {
+/// Sends one garbage body to the HTTP door; any 5xx, or a connection closed without an answer,
+/// fails the run (the latter with whether the server still runs and the end of its log).
+fn send_garbage(
+    served: &mut Served,
+    (fuzzer, bodies): (&mut Fuzzer, &[Vec<u8>]),
+    (seed, index): (u64, u64),
+    log_path: &std::path::Path,
+) {
     let body = fuzzer.next_body(bodies);
     let content_type = *fuzzer.pick(&[
         "application/vnd.apache.arrow.stream",
@@ -244,7 +255,18 @@ fn send_garbage(served: &Served, fuzzer: &mut Fuzzer, bodies: &[Vec<u8>], seed: 
         "/tables/missing/append",
         "/tables/fuzz_scratch/append?producer=fuzz&seq=x",
     ]);
-    let (status, answer) = common::http_post(&served.doors["http"], path, content_type, &body);
+    let posted = common::try_http_post(&served.doors["http"], path, content_type, &body);
+    let (status, answer) = posted.unwrap_or_else(|answer| {
+        let log = std::fs::read_to_string(log_path).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(40).collect();
+        panic!(
+            "seed {seed}, body {index}: no HTTP answer from {path} ({content_type}, {} bytes): \
+             {answer:?}; server running: {}; its log ends:\n{}",
+            body.len(),
+            served.running(),
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        )
+    });
     assert!(
         status < 500,
         "seed {seed}, body {index}: {status} from {path} ({content_type}): {answer}"

@@ -207,6 +207,18 @@ impl Drop for Served {
 /// Sends an HTTP/1.1 POST of `body` to `address` (host:port) and returns the status and the
 /// body of the answer.
 pub fn http_post(address: &str, path: &str, content_type: &str, body: &[u8]) -> (u16, String) {
+    try_http_post(address, path, content_type, body)
+        .unwrap_or_else(|answer| panic!("no HTTP status in {answer:?}"))
+}
+
+/// As [`http_post`], or the answer when it holds no HTTP status (the connection closed
+/// without one).
+pub fn try_http_post(
+    address: &str,
+    path: &str,
+    content_type: &str,
+    body: &[u8],
+) -> Result<(u16, String), String> {
     use std::io::Read;
     let mut stream = std::net::TcpStream::connect(address).expect("connect to the HTTP door");
     let head = format!(
@@ -221,13 +233,15 @@ pub fn http_post(address: &str, path: &str, content_type: &str, body: &[u8]) -> 
     let mut answer = Vec::new();
     stream.read_to_end(&mut answer).expect("read the answer");
     let answer = String::from_utf8_lossy(&answer).into_owned();
-    let status = answer
+    let Some(status) = answer
         .split_whitespace()
         .nth(1)
         .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| panic!("no HTTP status in {answer:?}"));
+    else {
+        return Err(answer);
+    };
     let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string());
-    (status, body.unwrap_or_default())
+    Ok((status, body.unwrap_or_default()))
 }
 
 /// Runs curl with `args`; returns the body and the HTTP status.
