@@ -327,9 +327,7 @@ pub(crate) fn apply(
             payload,
             ranges,
         } => {
-            if next.table_by_id(table_id).is_none() {
-                return Err(CatalogError::TableNotFound(format!("with id {table_id}")));
-            }
+            table_with_id(next, table_id)?;
             next.rows_changed_at.insert(table_id, next.commit);
             let commit = next.commit;
             let segments = next.segments.entry(table_id).or_default();
@@ -350,9 +348,7 @@ pub(crate) fn apply(
             added,
             deleted,
         } => {
-            let Some(table) = next.table_by_id(table_id) else {
-                return Err(CatalogError::TableNotFound(format!("with id {table_id}")));
-            };
+            let table = table_with_id(next, table_id)?;
             let name = table.name.clone();
             let removed_containers = files
                 .iter()
@@ -416,9 +412,7 @@ pub(crate) fn apply(
             }
         }
         Change::ReplaceAll { table_id, added } => {
-            if next.table_by_id(table_id).is_none() {
-                return Err(CatalogError::TableNotFound(format!("with id {table_id}")));
-            }
+            table_with_id(next, table_id)?;
             let replace = Change::Replace {
                 table_id,
                 segments: next
@@ -442,9 +436,7 @@ pub(crate) fn apply(
             rows,
             payload,
         } => {
-            if next.table_by_id(table_id).is_none() {
-                return Err(CatalogError::TableNotFound(format!("with id {table_id}")));
-            }
+            table_with_id(next, table_id)?;
             let commit = next.commit;
             let records = Arc::make_mut(next.change_records.entry(table_id).or_default());
             let record = next_segment(records.last(), (table_id, commit, now), rows, payload);
@@ -523,6 +515,12 @@ fn next_segment(
         payload,
         ranges: Vec::new(),
     }
+}
+
+/// The table of `next` with id `id`, or the error of a change naming a table that is gone.
+pub(crate) fn table_with_id(next: &Snapshot, id: u64) -> Result<&Arc<TableDef>> {
+    next.table_by_id(id)
+        .ok_or_else(|| CatalogError::TableNotFound(format!("with id {id}")))
 }
 
 /// A key `listed` that none of `found` has, when fewer were found than listed: what a

@@ -14,7 +14,7 @@ use arrow::compute::{concat, filter_record_batch};
 use arrow::datatypes::{DataType, Schema, SchemaRef};
 use pondra_catalog::{COMMIT_VERSION, DeletionVector, ROW_ADDRESS, row_address};
 use pondra_planner::PhysicalPlan;
-use pondra_storage::read_parquet_row_group;
+use pondra_storage::{ParquetFooter, read_parquet_row_group};
 
 use crate::Result;
 use crate::morsel::{
@@ -146,9 +146,7 @@ fn stored_commits(
     else {
         return Ok(None);
     };
-    let first: u64 = (0..*row_group)
-        .map(|r| file.footer.row_group_rows(r) as u64)
-        .sum();
+    let first = first_row(&file.footer, *row_group);
     let ranges: Vec<Range<usize>> = ordinals
         .iter()
         .map(|r| (r.start - first) as usize..(r.end - first) as usize)
@@ -179,9 +177,7 @@ fn read_row_group(
     let footer = &file.footer;
     let ranges = kept_ranges(footer, row_group, pages);
     let rows = footer.row_group_rows(row_group);
-    let first: u64 = (0..row_group)
-        .map(|r| footer.row_group_rows(r) as u64)
-        .sum();
+    let first = first_row(footer, row_group);
     let ordinals = match &ranges {
         Some(ranges) => ranges
             .iter()
@@ -195,6 +191,13 @@ fn read_row_group(
     let unit = (file, row_group, ranges.as_deref());
     let read = read_pages(unit, (schema, columns), dictionaries)?;
     Ok((read, ordinals))
+}
+
+/// The ordinal in its file of the first row of `row_group`.
+fn first_row(footer: &ParquetFooter, row_group: usize) -> u64 {
+    (0..row_group)
+        .map(|r| footer.row_group_rows(r) as u64)
+        .sum()
 }
 
 /// The rows of one container's `batches` (all of its rows, in order) that `deleted` does not

@@ -20,9 +20,7 @@ pub(super) fn delete_rows(
     (table_id, container, rows): (u64, Container, RoaringBitmap),
     deadline: u64,
 ) -> Result<()> {
-    let Some(table) = next.table_by_id(table_id) else {
-        return Err(CatalogError::TableNotFound(format!("with id {table_id}")));
-    };
+    let table = super::table_with_id(next, table_id)?;
     let name = table.name.clone();
     let Some(held) = rows_held(next, table_id, &container) else {
         return Err(CatalogError::RowsMoved(name));
