@@ -1,6 +1,6 @@
 """Point writes and reads on a keyed table through the Postgres door, small table against large.
 
-Usage: point_writes.py PONDRA [--small ROWS] [--large ROWS] [--ops N]
+Usage: point_writes.py PONDRA [--small ROWS] [--large ROWS] [--ops N] [--views]
 
 Two `pondra serve` processes run side by side, one on a lake whose keyed table holds --small
 rows and one holding --large rows (loaded, then CHECKPOINTed into Parquet). One psycopg client
@@ -9,6 +9,9 @@ between the two servers so that both see the same machine. It prints each kind's
 on both and the ratio large / small: a point write that does not grow with the table keeps the
 ratio near 1. Last, it runs EXPLAIN ANALYZE of a point read on the large table and prints the
 engine's own time for it.
+
+With --views, both tables carry two materialized views (by a bucket of the key with count,
+sum, min and max, and over the whole table), which every point write keeps current (ADR 0049).
 """
 
 import argparse
@@ -32,11 +35,20 @@ STATEMENTS = {
 }
 
 
-def load(pondra, lake, rows):
+VIEWS = (
+    "CREATE MATERIALIZED VIEW kv_buckets AS SELECT k % 100 AS bucket, count(*) AS n, "
+    "sum(v) AS total, min(v) AS lo, max(v) AS hi FROM kv GROUP BY k % 100; "
+    "CREATE MATERIALIZED VIEW kv_totals AS SELECT count(*) AS n, sum(v) AS total, "
+    "min(v) AS lo, max(v) AS hi FROM kv; "
+)
+
+
+def load(pondra, lake, rows, views):
     sql = (
         "CREATE TABLE kv (k BIGINT PRIMARY KEY, v BIGINT, note VARCHAR); "
         f"INSERT INTO kv SELECT i, i, 'row ' || i FROM generate_series(1, {rows}) g(i); "
-        "CHECKPOINT"
+        + (VIEWS if views else "")
+        + "CHECKPOINT"
     )
     subprocess.run([pondra, "--dir", lake, "sql", sql], check=True, stdout=subprocess.DEVNULL)
 
@@ -70,6 +82,7 @@ def main():
     parser.add_argument("--small", type=int, default=1_000)
     parser.add_argument("--large", type=int, default=2_000_000)
     parser.add_argument("--ops", type=int, default=200)
+    parser.add_argument("--views", action="store_true")
     args = parser.parse_args()
     random.seed(7)
     with tempfile.TemporaryDirectory() as root:
@@ -77,7 +90,7 @@ def main():
         servers, connections = {}, {}
         for name, rows in sizes.items():
             lake = os.path.join(root, name)
-            load(args.pondra, lake, rows)
+            load(args.pondra, lake, rows, args.views)
             servers[name], dsn = serve(args.pondra, lake)
             connections[name] = psycopg.connect(dsn, autocommit=True)
         try:

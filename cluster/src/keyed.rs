@@ -212,7 +212,7 @@ impl Node {
             return Ok(matched);
         }
         let indices = column_indices(table, columns);
-        let plan = matching_plan(table, &indices, batch)?;
+        let plan = matching_plan(table, &indices, batch, true)?;
         let width = table.columns.len();
         for result in self.run_query(plan, snapshot.clone(), Vec::new()).await? {
             let arrays = indices
@@ -294,14 +294,16 @@ fn column_indices(table: &TableDef, columns: &[String]) -> Vec<usize> {
         .collect()
 }
 
-/// The plan that reads the rows of `table` with their commit and address, of only the rows whose
-/// column at `indices[0]` lies within the range `batch` holds (when it is an integer).
-fn matching_plan(
+/// The plan that reads the rows of `table` with their address (after their commit version and
+/// time, with `system`), of only the rows whose column at `indices[0]` lies within the range
+/// `batch` holds (when it is an integer).
+pub(crate) fn matching_plan(
     table: &Arc<TableDef>,
     indices: &[usize],
     batch: &RecordBatch,
+    system: bool,
 ) -> Result<LogicalPlan> {
-    let schema = table.scan_schema(true, true);
+    let schema = table.scan_schema(system, true);
     let mut plan = LogicalPlan::Scan {
         table: table.clone(),
         schema: schema.clone(),
@@ -329,7 +331,7 @@ fn matching_plan(
             predicate: predicate.expect("two bounds"),
         };
     }
-    // Every column, the commit version and time, and the address: the scan's own.
+    // The scan's own columns.
     let exprs = Expr::columns_of(&schema);
     let names = schema.fields().iter().map(|f| f.name().clone()).collect();
     Ok(plan.project(exprs, names))

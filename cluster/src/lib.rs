@@ -15,6 +15,7 @@ mod settings;
 mod temporary;
 mod tiering;
 mod transaction;
+mod view_changes;
 mod write;
 
 pub use append::AppendOutcome;

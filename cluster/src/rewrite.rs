@@ -9,7 +9,7 @@ use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch};
 use arrow::compute::{and, is_not_null, not};
 use arrow::datatypes::Int64Type;
 use pondra_catalog::{Change, Snapshot, TableDef, split_row_address};
-use pondra_planner::{LogicalPlan, RewriteKind, load_view};
+use pondra_planner::{LogicalPlan, RewriteKind};
 use roaring::RoaringBitmap;
 
 use crate::change_records::ChangedRows;
@@ -21,6 +21,8 @@ use crate::{NodeError, Result};
 #[derive(Default)]
 struct Changed {
     deleted: Vec<i64>,
+    /// The rows deleted, in the table's columns (for the views over it).
+    removed: Vec<RecordBatch>,
     appended: Vec<RecordBatch>,
     touched: usize,
     /// What the commit's change record says.
@@ -52,6 +54,7 @@ impl Node {
         }
         let mut changes = deletion_changes(snapshot, table, &changed.deleted);
         let appended = changed.appended;
+        let removed = changed.removed;
         if appended.iter().any(|b| b.num_rows() > 0) {
             for batch in &appended {
                 check_not_null(table, batch)?;
@@ -66,40 +69,23 @@ impl Node {
             changes.push(self.append_change(table, &appended).await?);
         }
         changes.extend(self.record_changes(table, changed.record).await?);
-        let views = self.recompute_views(snapshot, table, &changes).await?;
+        let views = self
+            .maintain_views(snapshot, table, &appended, &removed, &changes)
+            .await?;
         changes.extend(views);
         Ok((changed.touched, changes))
     }
+}
 
-    /// The changes that compute the materialized views over `table` again from the rows it
-    /// holds once `changes` apply to `snapshot`.
-    pub(crate) async fn recompute_views(
-        &self,
-        snapshot: &Arc<Snapshot>,
-        table: &Arc<TableDef>,
-        changes: &[Change],
-    ) -> Result<Vec<Change>> {
-        let views = snapshot.views_over(&table.name);
-        if views.is_empty() {
-            return Ok(Vec::new());
+impl Changed {
+    /// Keeps the table's columns of rows the statement removes.
+    fn remove(&mut self, table: &TableDef, columns: &[ArrayRef]) -> Result<()> {
+        let width = table.columns.len();
+        let batch = RecordBatch::try_new(table.arrow_schema(), columns[..width].to_vec())?;
+        if batch.num_rows() > 0 {
+            self.removed.push(batch);
         }
-        let after = self
-            .catalog
-            .with_changes(snapshot, changes.to_vec(), snapshot.commit + 1)?;
-        let after = Arc::new(after);
-        let rows = self.read_table(&after, table).await?;
-        let mut view_changes = Vec::new();
-        for view in views {
-            let plan = load_view(snapshot, &view)?;
-            let state = self
-                .run_query(plan.maintain, snapshot.clone(), rows.clone())
-                .await?;
-            view_changes.push(Change::ReplaceAll {
-                table_id: view.id,
-                added: self.write_data_file(&view, &state).await?,
-            });
-        }
-        Ok(view_changes)
+        Ok(())
     }
 }
 
@@ -127,14 +113,16 @@ impl Changed {
             RewriteKind::Delete => {
                 self.touched += result.num_rows();
                 self.deleted.extend(addresses(width + 2, None));
-                self.record
-                    .removed(table, &columns(0, width + 2, None)?, "delete")?;
+                let old = columns(0, width + 2, None)?;
+                self.remove(table, &old)?;
+                self.record.removed(table, &old, "delete")?;
             }
             RewriteKind::Update => {
                 self.touched += result.num_rows();
                 self.deleted.extend(addresses(width, None));
                 let new = columns(0, width, None)?;
                 let old = columns(width + 1, width + 2, None)?;
+                self.remove(table, &old)?;
                 self.record.removed(table, &old, "update_preimage")?;
                 self.record.added(table, &new, "update_postimage")?;
                 let batch = RecordBatch::try_new(table.arrow_schema(), new)?;
@@ -160,9 +148,12 @@ impl Changed {
                 let deleted = and(&and(&touched, &not(&kept)?)?, &target)?;
                 let inserted = and(&and(&touched, &kept)?, &not(&target)?)?;
                 let old = |keep| columns(width + 4, width + 2, Some(keep));
+                let (updated_old, deleted_old) = (old(&updated)?, old(&deleted)?);
+                self.remove(table, &updated_old)?;
+                self.remove(table, &deleted_old)?;
                 self.record
-                    .removed(table, &old(&updated)?, "update_preimage")?;
-                self.record.removed(table, &old(&deleted)?, "delete")?;
+                    .removed(table, &updated_old, "update_preimage")?;
+                self.record.removed(table, &deleted_old, "delete")?;
                 let new = |keep| columns(0, width, Some(keep));
                 self.record
                     .added(table, &new(&updated)?, "update_postimage")?;

@@ -383,8 +383,8 @@ impl Node {
         };
         let mut changes = extra;
         if !replaced.addresses.is_empty() {
-            // An upsert that replaced rows: recorded for the change feed, and the views over
-            // the table are computed again.
+            // An upsert that replaced rows: recorded for the change feed, and retracted from
+            // the views over the table.
             let addresses = &replaced.addresses;
             let mut own = crate::rewrite::deletion_changes(snapshot, table, addresses);
             own.push(
@@ -402,7 +402,18 @@ impl Node {
                 record.added(table, rows.columns(), kind)?;
             }
             own.extend(self.record_changes(table, record).await?);
-            let views = self.recompute_views(snapshot, table, &own).await?;
+            let removed = replaced
+                .rows
+                .iter()
+                .map(|columns| {
+                    let width = table.columns.len();
+                    RecordBatch::try_new(table.arrow_schema(), columns[..width].to_vec())
+                })
+                .collect::<std::result::Result<Vec<_>, _>>()?;
+            let added = std::slice::from_ref(&batch);
+            let views = self
+                .maintain_views(snapshot, table, added, &removed, &own)
+                .await?;
             changes.extend(own);
             changes.extend(views);
             return Ok((rows, changes));

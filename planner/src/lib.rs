@@ -36,4 +36,4 @@ pub use system_tables::SERVER_VERSION;
 pub use tree::{PlanNode, TreeNode};
 pub use types::{common_numeric_type, is_numeric, sql_type_from_ast};
 pub use types::{expanded_array_type, push_array_item};
-pub use view::{ViewPlan, load_view, plan_view};
+pub use view::{StateRole, ViewPlan, load_view, plan_view};

@@ -2,8 +2,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, BooleanArray, Date32Array, Decimal64Array, Decimal128Array, Float64Array, Int32Array,
-    Int64Array, IntervalMonthDayNanoArray, NullArray, StringArray, TimestampMicrosecondArray,
+    Array, ArrayRef, BooleanArray, Date32Array, Decimal64Array, Decimal128Array, Float64Array,
+    Int32Array, Int64Array, IntervalMonthDayNanoArray, NullArray, StringArray,
+    TimestampMicrosecondArray,
 };
 use arrow::datatypes::{DataType, IntervalMonthDayNano};
 
@@ -54,6 +55,39 @@ impl ScalarValue {
                 DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano)
             }
             ScalarValue::Single(array) => array.data_type().clone(),
+        }
+    }
+
+    /// The value at `row` of an array.
+    pub fn at(array: &dyn Array, row: usize) -> ScalarValue {
+        use arrow::array::AsArray;
+        use arrow::datatypes::*;
+        if array.is_null(row) {
+            return ScalarValue::Null;
+        }
+        match array.data_type() {
+            DataType::Boolean => ScalarValue::Boolean(array.as_boolean().value(row)),
+            DataType::Int32 => ScalarValue::Int32(array.as_primitive::<Int32Type>().value(row)),
+            DataType::Int64 => ScalarValue::Int64(array.as_primitive::<Int64Type>().value(row)),
+            DataType::Float64 => {
+                ScalarValue::Float64(array.as_primitive::<Float64Type>().value(row))
+            }
+            DataType::Decimal64(precision, scale) => ScalarValue::Decimal {
+                value: array.as_primitive::<Decimal64Type>().value(row).into(),
+                precision: *precision,
+                scale: *scale,
+            },
+            DataType::Decimal128(precision, scale) => ScalarValue::Decimal {
+                value: array.as_primitive::<Decimal128Type>().value(row),
+                precision: *precision,
+                scale: *scale,
+            },
+            DataType::Utf8 => ScalarValue::Utf8(array.as_string::<i32>().value(row).to_string()),
+            DataType::Date32 => ScalarValue::Date32(array.as_primitive::<Date32Type>().value(row)),
+            DataType::Timestamp(TimeUnit::Microsecond, None) => ScalarValue::TimestampMicros(
+                array.as_primitive::<TimestampMicrosecondType>().value(row),
+            ),
+            _ => ScalarValue::Single(array.slice(row, 1)),
         }
     }
 

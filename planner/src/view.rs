@@ -1,12 +1,16 @@
 //! Materialized views kept current on every commit.
 //!
 //! A view stores *state*, not answers. A view without aggregates stores its rows. An aggregating
-//! view stores one partial aggregate per group per commit (count, sum, min, max; avg as a sum
-//! and a count): the commit that appends a batch to the base table appends that batch's partial
-//! aggregates to the view in the same catalog write. Reading the view merges the partials
-//! (sum of counts, sum of sums, min of mins...) and applies what the query does above its
-//! aggregate (HAVING, the select list); tiering merges them for good. The base table is never
-//! read again.
+//! view stores partial aggregates per group per commit: the number of rows, and per aggregate
+//! a count, a sum with the count of the values it summed, a min or a max (avg as a sum and a
+//! count). The commit that appends a batch to the base table appends that batch's partials to
+//! the view in the same catalog write; a commit that removes rows appends their partials with
+//! the counts and sums negated (their weight is -1). Reading the view merges the partials (sum
+//! of counts, sum of sums, min of mins...), drops the groups left with no rows, and applies
+//! what the query does above its aggregate (HAVING, the select list); tiering merges them for
+//! good. A min or max cannot be retracted by arithmetic: when a commit removes the least (or
+//! greatest) value of a group, that group's state is computed again from the base table
+//! ([`ViewPlan::regroup_plan`]), and only that group's.
 
 use std::sync::Arc;
 
@@ -17,6 +21,7 @@ use sqlparser::ast;
 use crate::binder::{Binder, type_name};
 use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, Expr, ScalarFunction};
 use crate::logical::LogicalPlan;
+use crate::optimizer::optimize;
 use crate::scalar::ScalarValue;
 use crate::{Result, bind_err, unsupported};
 
@@ -24,6 +29,7 @@ use crate::{Result, bind_err, unsupported};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum StateKind {
     Count,
+    /// A sum column and the count of the values summed (a sum of no values is NULL).
     Sum,
     Min,
     Max,
@@ -31,6 +37,19 @@ enum StateKind {
     Avg,
     /// Not kept incrementally yet: refused when the view is planned.
     Distinct,
+}
+
+/// What a column of an aggregating view's state holds, which says how a retraction treats it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StateRole {
+    /// A group key.
+    Group,
+    /// A count or a sum: a retraction negates it.
+    Additive,
+    /// A min: a retraction that removes it computes its group again.
+    Least,
+    /// A max, likewise.
+    Greatest,
 }
 
 /// The plans that keep a materialized view current and read it.
@@ -42,6 +61,9 @@ pub struct ViewPlan {
     pub state_columns: Vec<Column>,
     /// From a batch of base rows (the plan's `Input`) to the state rows to append.
     pub maintain: LogicalPlan,
+    /// For an aggregating view, what its aggregate reads, over the base table: the rows whose
+    /// groups [`ViewPlan::regroup_plan`] computes again.
+    source: Option<LogicalPlan>,
     /// What the view does with its state when read.
     read: ReadShape,
 }
@@ -82,7 +104,7 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
                     "count(DISTINCT ...), stddev, variance, string_agg, array_agg and GROUPING in a materialized view"
                 ));
             }
-            let mut partials = Vec::new();
+            let mut partials = vec![row_count_call()];
             for (call, kind) in aggregates.iter().zip(&kinds) {
                 partials.extend(partial_calls(call, *kind));
             }
@@ -91,8 +113,9 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
             for (i, g) in group.iter().enumerate() {
                 columns.push(state_column(format!("group_{i}"), &g.data_type())?);
             }
-            for (i, p) in partials.iter().enumerate() {
-                columns.push(state_column(format!("state_{i}"), &p.data_type)?);
+            columns.push(state_column(ROW_COUNT.into(), &DataType::Int64)?);
+            for (i, p) in partials.iter().enumerate().skip(1) {
+                columns.push(state_column(format!("state_{}", i - 1), &p.data_type)?);
             }
             for c in &columns {
                 fields.push(Field::new(&c.name, c.sql_type.to_arrow(), true));
@@ -107,6 +130,7 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
                 base_table,
                 state_columns: columns,
                 maintain,
+                source: Some(input.as_ref().clone()),
                 read: ReadShape::Merge {
                     group_count: group.len(),
                     kinds,
@@ -127,6 +151,7 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
                 base_table,
                 state_columns: columns,
                 maintain: with_input(&plan),
+                source: None,
                 read: ReadShape::Rows,
             })
         }
@@ -157,7 +182,7 @@ impl ViewPlan {
             Expr::column(i, f.name(), f.data_type().clone())
         };
         let mut finals: Vec<Expr> = (0..*group_count).map(merged_column).collect();
-        let mut position = *group_count;
+        let mut position = *group_count + 1;
         for kind in kinds {
             let value = merged_column(position);
             finals.push(match kind {
@@ -166,7 +191,21 @@ impl ViewPlan {
                     args: vec![value, Expr::Literal(ScalarValue::Int64(0))],
                     data_type: DataType::Int64,
                 },
-                StateKind::Sum | StateKind::Min | StateKind::Max => value,
+                StateKind::Sum => {
+                    position += 1;
+                    let summed = Expr::Binary {
+                        op: BinaryOp::Gt,
+                        left: Box::new(merged_column(position)),
+                        right: Box::new(Expr::Literal(ScalarValue::Int64(0))),
+                    };
+                    let data_type = value.data_type();
+                    Expr::Case {
+                        branches: vec![(summed, value)],
+                        otherwise: None,
+                        data_type,
+                    }
+                }
+                StateKind::Min | StateKind::Max => value,
                 StateKind::Distinct => unreachable!("refused when planned"),
                 StateKind::Avg => {
                     position += 1;
@@ -198,8 +237,102 @@ impl ViewPlan {
         replace_core(upper, finalized)
     }
 
+    /// Whether the view's state is partial aggregates (else it is the view's rows).
+    pub fn is_aggregating(&self) -> bool {
+        matches!(self.read, ReadShape::Merge { .. })
+    }
+
+    /// What each state column of an aggregating view holds; empty for a view of rows.
+    pub fn state_roles(&self) -> Vec<StateRole> {
+        let ReadShape::Merge {
+            group_count, kinds, ..
+        } = &self.read
+        else {
+            return Vec::new();
+        };
+        let mut roles = vec![StateRole::Group; *group_count];
+        roles.push(StateRole::Additive);
+        for kind in kinds {
+            match kind {
+                StateKind::Count => roles.push(StateRole::Additive),
+                StateKind::Sum | StateKind::Avg => roles.extend([StateRole::Additive; 2]),
+                StateKind::Min => roles.push(StateRole::Least),
+                StateKind::Max => roles.push(StateRole::Greatest),
+                StateKind::Distinct => unreachable!("refused when planned"),
+            }
+        }
+        assert_eq!(roles.len(), self.state_columns.len());
+        roles
+    }
+
+    /// The plan computing the state of the given groups (each a value per group key) from
+    /// the rows the base table holds in `snapshot`: one state row per group that has rows.
+    /// `None` when a group value cannot be written as a constant.
+    pub fn regroup_plan(
+        &self,
+        snapshot: &Snapshot,
+        groups: &[Vec<ScalarValue>],
+    ) -> Result<Option<LogicalPlan>> {
+        let (
+            Some(source),
+            LogicalPlan::Aggregate {
+                group,
+                aggregates,
+                schema,
+                ..
+            },
+        ) = (&self.source, &self.maintain)
+        else {
+            return Ok(None);
+        };
+        let Some(predicate) = groups_predicate(group, groups) else {
+            return Ok(None);
+        };
+        let plan = LogicalPlan::Aggregate {
+            input: Box::new(LogicalPlan::Filter {
+                input: Box::new(source.clone()),
+                predicate,
+            }),
+            group: group.clone(),
+            aggregates: aggregates.clone(),
+            schema: schema.clone(),
+        };
+        Ok(Some(optimize(plan, snapshot)?))
+    }
+
+    /// The plan reading the state rows of `view` that hold the given groups, with their row
+    /// addresses last. `None` when a group value cannot be written as a constant.
+    pub fn state_rows_plan(
+        &self,
+        view: &Arc<TableDef>,
+        groups: &[Vec<ScalarValue>],
+    ) -> Option<LogicalPlan> {
+        let ReadShape::Merge { group_count, .. } = &self.read else {
+            return None;
+        };
+        let schema = view.scan_schema(false, true);
+        let keys: Vec<Expr> = (0..*group_count)
+            .map(|i| {
+                let f = schema.field(i);
+                Expr::column(i, f.name(), f.data_type().clone())
+            })
+            .collect();
+        let scan = LogicalPlan::Scan {
+            table: view.clone(),
+            schema,
+        };
+        if keys.is_empty() {
+            return Some(scan);
+        }
+        Some(LogicalPlan::Filter {
+            input: Box::new(scan),
+            predicate: groups_predicate(&keys, groups)?,
+        })
+    }
+
     /// For an aggregating view, the plan that merges state rows (its `Input`) into one row per
-    /// group, with the same schema: what tiering stores. `None` when the state is plain rows.
+    /// group left with rows, with the same schema: what tiering stores. `None` when the state
+    /// is plain rows.
     pub fn compact_plan(&self, view: &TableDef) -> Option<LogicalPlan> {
         let ReadShape::Merge {
             group_count, kinds, ..
@@ -214,7 +347,8 @@ impl ViewPlan {
     }
 }
 
-/// Merges partial aggregates (state rows from `leaf`) per group; output has the state's schema.
+/// Merges partial aggregates (state rows from `leaf`) per group, dropping the groups whose rows
+/// were all retracted; output has the state's schema.
 fn merge(leaf: LogicalPlan, group_count: usize, kinds: &[StateKind]) -> LogicalPlan {
     let state = leaf.schema();
     let column = |i: usize| {
@@ -224,13 +358,17 @@ fn merge(leaf: LogicalPlan, group_count: usize, kinds: &[StateKind]) -> LogicalP
     let group: Vec<Expr> = (0..group_count).map(column).collect();
     let mut merges = Vec::new();
     let mut next = group_count;
-    for kind in kinds {
+    let row_count: &[AggregateFunction] = &[AggregateFunction::Sum];
+    for kind in std::iter::once(None).chain(kinds.iter().map(Some)) {
         let functions: &[AggregateFunction] = match kind {
-            StateKind::Count | StateKind::Sum => &[AggregateFunction::Sum],
-            StateKind::Min => &[AggregateFunction::Min],
-            StateKind::Max => &[AggregateFunction::Max],
-            StateKind::Avg => &[AggregateFunction::Sum, AggregateFunction::Sum],
-            StateKind::Distinct => unreachable!("refused when planned"),
+            None => row_count,
+            Some(StateKind::Count) => &[AggregateFunction::Sum],
+            Some(StateKind::Sum | StateKind::Avg) => {
+                &[AggregateFunction::Sum, AggregateFunction::Sum]
+            }
+            Some(StateKind::Min) => &[AggregateFunction::Min],
+            Some(StateKind::Max) => &[AggregateFunction::Max],
+            Some(StateKind::Distinct) => unreachable!("refused when planned"),
         };
         for func in functions {
             let arg = column(next);
@@ -245,11 +383,24 @@ fn merge(leaf: LogicalPlan, group_count: usize, kinds: &[StateKind]) -> LogicalP
             next += 1;
         }
     }
-    LogicalPlan::Aggregate {
+    let merged = LogicalPlan::Aggregate {
         input: Box::new(leaf),
         group,
         aggregates: merges,
-        schema: state,
+        schema: state.clone(),
+    };
+    if group_count == 0 {
+        // A query without GROUP BY answers one row even over no rows.
+        return merged;
+    }
+    let has_rows = Expr::Binary {
+        op: BinaryOp::Gt,
+        left: Box::new(Expr::column(group_count, ROW_COUNT, DataType::Int64)),
+        right: Box::new(Expr::Literal(ScalarValue::Int64(0))),
+    };
+    LogicalPlan::Filter {
+        input: Box::new(merged),
+        predicate: has_rows,
     }
 }
 
@@ -267,7 +418,24 @@ pub fn load_view(snapshot: &Snapshot, view: &TableDef) -> Result<ViewPlan> {
     let ast::Statement::CreateView(create) = statement.as_ref() else {
         return Err(corrupt());
     };
-    plan_view(snapshot, &create.query)
+    let plan = plan_view(snapshot, &create.query)?;
+    let stored: Vec<_> = view
+        .columns
+        .iter()
+        .map(|c| (&c.name, &c.sql_type))
+        .collect();
+    let planned: Vec<_> = plan
+        .state_columns
+        .iter()
+        .map(|c| (&c.name, &c.sql_type))
+        .collect();
+    if stored != planned {
+        return Err(bind_err!(
+            "materialized view {} keeps its state in an earlier form; drop it and create it again",
+            view.name
+        ));
+    }
+    Ok(plan)
 }
 
 fn state_kind(call: &AggregateCall) -> StateKind {
@@ -303,19 +471,72 @@ fn partial_calls(call: &AggregateCall, kind: StateKind) -> Vec<AggregateCall> {
                     data_type: DataType::Float64,
                     separator: None,
                     order: Vec::new(),
-                    filter: None,
+                    filter: call.filter.clone(),
                 },
-                AggregateCall {
-                    func: AggregateFunction::Count,
-                    arg: Some(arg),
-                    data_type: DataType::Int64,
-                    separator: None,
-                    order: Vec::new(),
-                    filter: None,
-                },
+                count_of(arg, call),
             ]
         }
+        StateKind::Sum => {
+            let arg = call.arg.clone().expect("sum has an argument");
+            vec![call.clone(), count_of(arg, call)]
+        }
         _ => vec![call.clone()],
+    }
+}
+
+/// True for the rows whose `keys` equal one of `groups` (NULL matching NULL); `None` when a
+/// value cannot be written as a constant, or when there are no groups to match.
+fn groups_predicate(keys: &[Expr], groups: &[Vec<ScalarValue>]) -> Option<Expr> {
+    if keys.is_empty() {
+        return Some(Expr::Literal(ScalarValue::Boolean(true)));
+    }
+    let mut alternatives = Vec::new();
+    for values in groups {
+        assert_eq!(values.len(), keys.len(), "a value per group key");
+        let mut parts = Vec::new();
+        for (key, value) in keys.iter().zip(values) {
+            parts.push(match value {
+                ScalarValue::Null => Expr::IsNull(Box::new(key.clone())),
+                ScalarValue::Single(_) | ScalarValue::Interval { .. } => return None,
+                value => Expr::Binary {
+                    op: BinaryOp::Eq,
+                    left: Box::new(key.clone()),
+                    right: Box::new(Expr::Literal(value.clone()).cast(&key.data_type())),
+                },
+            });
+        }
+        alternatives.push(Expr::and_all(parts).expect("a group has keys"));
+    }
+    alternatives.into_iter().reduce(|l, r| Expr::Binary {
+        op: BinaryOp::Or,
+        left: Box::new(l),
+        right: Box::new(r),
+    })
+}
+
+/// The state column counting a group's rows, which retractions bring to zero.
+const ROW_COUNT: &str = "row_count";
+
+fn row_count_call() -> AggregateCall {
+    AggregateCall {
+        func: AggregateFunction::CountStar,
+        arg: None,
+        data_type: DataType::Int64,
+        separator: None,
+        order: Vec::new(),
+        filter: None,
+    }
+}
+
+/// The count of the values `call` aggregates (under its FILTER).
+fn count_of(arg: Expr, call: &AggregateCall) -> AggregateCall {
+    AggregateCall {
+        func: AggregateFunction::Count,
+        arg: Some(arg),
+        data_type: DataType::Int64,
+        separator: None,
+        order: Vec::new(),
+        filter: call.filter.clone(),
     }
 }
 

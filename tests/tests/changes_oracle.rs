@@ -5,7 +5,9 @@
 //! (`tests/python/duckdb_oracle.py`); both must accept or refuse it, and every 50 statements
 //! both tables must hold the same rows.
 //!
-//! At each check, each table's change feed from the first commit must rebuild it too.
+//! At each check, each table's change feed from the first commit must rebuild it too. After
+//! every statement, each materialized view over the tables must equal its defining query
+//! (ADR 0049: views follow updates, deletes and upserts by retraction).
 //!
 //! `cargo test -p pondra-tests --test changes_oracle` runs 400 statements;
 //! `cargo test --release -p pondra-tests --test changes_oracle -- --ignored` runs 20,000.
@@ -27,6 +29,30 @@ const TABLES: [&str; 2] = ["appended", "keyed"];
 const SETUP: [&str; 2] = [
     "CREATE TABLE appended (k INT, v INT, s VARCHAR)",
     "CREATE TABLE keyed (k INT PRIMARY KEY, v INT, s VARCHAR)",
+];
+
+/// Materialized views over the tables, by name and defining query: every kind of state
+/// (counts, sums, averages, mins and maxes by group, a global aggregate, rows, DISTINCT).
+const VIEWS: [(&str, &str); 5] = [
+    (
+        "keyed_by_s",
+        "SELECT s, count(*) AS n, count(v) AS nv, sum(v) AS total, avg(v) AS mean, \
+         min(v) AS least, max(v) AS greatest FROM keyed GROUP BY s",
+    ),
+    (
+        "appended_buckets",
+        "SELECT k % 5 AS bucket, sum(v) AS total, min(s) AS least_s, max(v) AS most \
+         FROM appended WHERE v IS NOT NULL OR s IS NOT NULL GROUP BY k % 5 HAVING count(*) > 1",
+    ),
+    (
+        "keyed_totals",
+        "SELECT count(*) AS n, sum(v) AS total, min(k) AS least, max(v) AS most FROM keyed",
+    ),
+    (
+        "appended_rows",
+        "SELECT k, s, v * 2 AS doubled FROM appended WHERE k < 30",
+    ),
+    ("keyed_texts", "SELECT DISTINCT s FROM keyed"),
 ];
 
 /// One statement, as each engine spells it.
@@ -246,21 +272,35 @@ impl Drop for Oracle {
     }
 }
 
+/// The rows `sql` answers on `node`, sorted, as the oracle writes them.
+fn sorted_rows(node: &Arc<Node>, runtime: &tokio::runtime::Runtime, sql: &str) -> Vec<String> {
+    let (_, batches) = run_sql(node, runtime, sql).unwrap().expect("rows");
+    let mut rows: Vec<String> = map_cells(&batches, |_, _, _, text| text)
+        .into_iter()
+        .map(|row| row.join("\t"))
+        .collect();
+    rows.sort();
+    rows
+}
+
 /// Each table's rows on `node`, sorted, as the oracle writes them.
 fn pondra_rows(node: &Arc<Node>, runtime: &tokio::runtime::Runtime) -> Vec<Vec<String>> {
     TABLES
         .iter()
-        .map(|table| {
-            let sql = format!("SELECT * FROM {table}");
-            let (_, batches) = run_sql(node, runtime, &sql).unwrap().expect("rows");
-            let mut rows: Vec<String> = map_cells(&batches, |_, _, _, text| text)
-                .into_iter()
-                .map(|row| row.join("\t"))
-                .collect();
-            rows.sort();
-            rows
-        })
+        .map(|table| sorted_rows(node, runtime, &format!("SELECT * FROM {table}")))
         .collect()
+}
+
+/// Fails unless every view holds what its defining query answers.
+fn check_views(node: &Arc<Node>, runtime: &tokio::runtime::Runtime, context: &str) {
+    for (view, query) in VIEWS {
+        let held = sorted_rows(node, runtime, &format!("SELECT * FROM {view}"));
+        assert_eq!(
+            held,
+            sorted_rows(node, runtime, query),
+            "{context}: view {view} differs from its query"
+        );
+    }
 }
 
 /// Each table's rows as its change feed from the first commit rebuilds them (ADR 0048): the
@@ -311,6 +351,10 @@ fn run(default_statements: usize, default_seed: u64) {
         run_sql(&node, &runtime, sql).unwrap();
         oracle.run(sql).unwrap();
     }
+    for (view, query) in VIEWS {
+        let create = format!("CREATE MATERIALIZED VIEW {view} AS {query}");
+        run_sql(&node, &runtime, &create).unwrap();
+    }
     let mut generator = Generator {
         rng: StdRng::seed_from_u64(seed),
     };
@@ -328,6 +372,8 @@ fn run(default_statements: usize, default_seed: u64) {
             statement.pondra
         );
         refused += usize::from(ours.is_err());
+        let context = format!("seed {seed}, after statement {n}: {}", statement.pondra);
+        check_views(&node, &runtime, &context);
         if n % CHECK_EVERY == 0 || n == statements {
             if n % (CHECK_EVERY * 4) == 0 {
                 // Rows in Parquet as well as in the log tail.

@@ -1,0 +1,388 @@
+//! Materialized views through commits that remove rows (ADR 0049). The rows a commit removes
+//! from a table are retracted from the views over it; a point change never computes a view
+//! whole.
+//!
+//! - A view of rows loses, for each removed row, one stored row equal to the removed row's
+//!   image in the view, marked deleted in the view's deletion vectors.
+//! - An aggregating view gains the removed rows' partials with counts and sums negated (their
+//!   weight is -1). A group whose min (or max) a removed value equalled or beat has its state
+//!   computed again from the base table, alone: its stored rows are marked deleted and one
+//!   fresh row is appended.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, new_null_array};
+use arrow::compute::kernels::cmp::{gt_eq, lt_eq};
+use arrow::compute::kernels::numeric::neg;
+use arrow::compute::{cast, concat_batches, filter_record_batch};
+use arrow::datatypes::{Int64Type, SchemaRef};
+use arrow::row::{RowConverter, SortField};
+use pondra_catalog::{Change, Snapshot, TableDef};
+use pondra_planner::{LogicalPlan, ScalarValue, StateRole, ViewPlan, load_view};
+
+use crate::keyed::matching_plan;
+use crate::node::Node;
+use crate::rewrite::deletion_changes;
+use crate::{NodeError, Result};
+
+/// Above this many removed groups a commit computes the view whole: it is no point change,
+/// and a predicate per group would cost more than one pass over the table.
+const MOST_GROUPS_COMPUTED_AGAIN: usize = 256;
+
+/// What a commit does to one view: state rows appended, and addresses of state rows deleted.
+struct ViewDelta {
+    appended: RecordBatch,
+    deleted: Vec<i64>,
+}
+
+impl Node {
+    /// The changes that keep the materialized views over `table` current through a commit
+    /// that appends `added` rows and removes `removed` ones (both in the table's columns);
+    /// `own` are the commit's changes to the table.
+    pub(crate) async fn maintain_views(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        table: &Arc<TableDef>,
+        added: &[RecordBatch],
+        removed: &[RecordBatch],
+        own: &[Change],
+    ) -> Result<Vec<Change>> {
+        let views = snapshot.views_over(&table.name);
+        if views.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut changes = Vec::new();
+        for view in views {
+            let plan = load_view(snapshot, &view)?;
+            let gained = self.view_image(snapshot, &view, &plan, added).await?;
+            let lost = self.view_image(snapshot, &view, &plan, removed).await?;
+            let delta = match plan.is_aggregating() {
+                false => Some(ViewDelta {
+                    deleted: self.stored_rows_equal(snapshot, &view, &lost).await?,
+                    appended: gained,
+                }),
+                true => {
+                    self.retract_partials(snapshot, own, &view, &plan, gained, lost)
+                        .await?
+                }
+            };
+            let Some(delta) = delta else {
+                let after = self.after(snapshot, own)?;
+                changes.push(self.recompute_view(&after, table, &view, &plan).await?);
+                continue;
+            };
+            changes.extend(deletion_changes(snapshot, &view, &delta.deleted));
+            if delta.appended.num_rows() > 0 {
+                changes.push(self.append_change(&view, &[delta.appended]).await?);
+            }
+        }
+        Ok(changes)
+    }
+
+    /// `snapshot` with `own` changes applied: what the commit will leave.
+    fn after(&self, snapshot: &Snapshot, own: &[Change]) -> Result<Arc<Snapshot>> {
+        let after = self
+            .catalog
+            .with_changes(snapshot, own.to_vec(), snapshot.commit + 1)?;
+        Ok(Arc::new(after))
+    }
+
+    /// What `rows` of the base table make in `view`'s state: its rows, or their partials.
+    async fn view_image(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        view: &TableDef,
+        plan: &ViewPlan,
+        rows: &[RecordBatch],
+    ) -> Result<RecordBatch> {
+        let schema = view.arrow_schema();
+        if rows.iter().all(|b| b.num_rows() == 0) {
+            return Ok(RecordBatch::new_empty(schema));
+        }
+        let image = self
+            .run_query(plan.maintain.clone(), snapshot.clone(), rows.to_vec())
+            .await?;
+        conform(&schema, &image)
+    }
+
+    /// The change that computes `view` again, whole, from the rows `table` holds in `after`.
+    async fn recompute_view(
+        &self,
+        after: &Arc<Snapshot>,
+        table: &Arc<TableDef>,
+        view: &TableDef,
+        plan: &ViewPlan,
+    ) -> Result<Change> {
+        let rows = self.read_table(after, table).await?;
+        let state = self
+            .run_query(plan.maintain.clone(), after.clone(), rows)
+            .await?;
+        Ok(Change::ReplaceAll {
+            table_id: view.id,
+            added: self.write_data_file(view, &state).await?,
+        })
+    }
+
+    /// The addresses of stored rows of a view of rows equal to `lost`'s, one per row of `lost`
+    /// (equal rows are interchangeable).
+    async fn stored_rows_equal(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        view: &Arc<TableDef>,
+        lost: &RecordBatch,
+    ) -> Result<Vec<i64>> {
+        if lost.num_rows() == 0 {
+            return Ok(Vec::new());
+        }
+        let keys = RowKeys::new(&view.arrow_schema(), view.columns.len())?;
+        let mut wanted: HashMap<Vec<u8>, usize> = HashMap::new();
+        for key in keys.of(lost)? {
+            *wanted.entry(key).or_default() += 1;
+        }
+        // The range of the first column prunes the scan, unless a NULL must be found too.
+        let plan = match lost.column(0).null_count() {
+            0 => matching_plan(view, &[0], lost, false)?,
+            _ => LogicalPlan::Scan {
+                table: view.clone(),
+                schema: view.scan_schema(false, true),
+            },
+        };
+        let mut addresses = Vec::new();
+        for batch in self.run_query(plan, snapshot.clone(), Vec::new()).await? {
+            let stored = conform(&view.arrow_schema(), &[without_address(&batch)])?;
+            let found = address_column(&batch);
+            for (i, key) in keys.of(&stored)?.into_iter().enumerate() {
+                if let Some(count) = wanted.get_mut(&key).filter(|c| **c > 0) {
+                    *count -= 1;
+                    addresses.push(found.value(i));
+                }
+            }
+        }
+        if wanted.values().any(|&count| count > 0) {
+            return Err(lost_track(view));
+        }
+        Ok(addresses)
+    }
+
+    /// For an aggregating view, what the commit appends to and deletes from its state; `None`
+    /// when the view is better computed whole.
+    async fn retract_partials(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        own: &[Change],
+        view: &Arc<TableDef>,
+        plan: &ViewPlan,
+        gained: RecordBatch,
+        lost: RecordBatch,
+    ) -> Result<Option<ViewDelta>> {
+        let roles = plan.state_roles();
+        let groups = roles.iter().filter(|r| **r == StateRole::Group).count();
+        let keys = RowKeys::new(&view.arrow_schema(), groups)?;
+        let has_extremes = roles
+            .iter()
+            .any(|r| matches!(r, StateRole::Least | StateRole::Greatest));
+        let mut delta = ViewDelta {
+            appended: RecordBatch::new_empty(view.arrow_schema()),
+            deleted: Vec::new(),
+        };
+        let mut again = HashSet::new();
+        if has_extremes && lost.num_rows() > 0 {
+            if lost.num_rows() > MOST_GROUPS_COMPUTED_AGAIN {
+                return Ok(None);
+            }
+            let Some(stored_plan) = plan.state_rows_plan(view, &group_values(&lost, groups)) else {
+                return Ok(None);
+            };
+            let stored = self
+                .run_query(stored_plan, snapshot.clone(), Vec::new())
+                .await?;
+            let state: Vec<RecordBatch> = stored.iter().map(without_address).collect();
+            let state = conform(&view.arrow_schema(), &state)?;
+            let compact = plan.compact_plan(view).expect("an aggregating view merges");
+            let merged = self
+                .run_query(compact, snapshot.clone(), vec![state])
+                .await?;
+            let merged = conform(&view.arrow_schema(), &merged)?;
+            let redo = extremes_removed(&roles, &keys, &lost, &merged)?;
+            if !redo.is_empty() {
+                let redo_keys = keys.of(&lost)?;
+                let lost_groups = group_values(&lost, groups);
+                let redo_groups: Vec<Vec<ScalarValue>> =
+                    redo.iter().map(|&i| lost_groups[i].clone()).collect();
+                let after = self.after(snapshot, own)?;
+                let Some(regroup) = plan.regroup_plan(&after, &redo_groups)? else {
+                    return Ok(None);
+                };
+                again = redo.iter().map(|&i| redo_keys[i].clone()).collect();
+                let fresh = self.run_query(regroup, after.clone(), Vec::new()).await?;
+                delta.appended = conform(&view.arrow_schema(), &fresh)?;
+                for batch in &stored {
+                    let state = conform(&view.arrow_schema(), &[without_address(batch)])?;
+                    let found = address_column(batch);
+                    for (i, key) in keys.of(&state)?.iter().enumerate() {
+                        if again.contains(key) {
+                            delta.deleted.push(found.value(i));
+                        }
+                    }
+                }
+            }
+        }
+        let gained = keys.excluding(&gained, &again)?;
+        let lost = negated(&keys.excluding(&lost, &again)?, &roles)?;
+        let parts = [gained, lost, delta.appended];
+        delta.appended = concat_batches(&view.arrow_schema(), &parts)?;
+        Ok(Some(delta))
+    }
+}
+
+/// The rows of `lost` (removed partials, one per group) whose group's min or max they may have
+/// held: a removed value at least as small as the group's merged min (or as large as its max),
+/// or a group the merged state lacks.
+fn extremes_removed(
+    roles: &[StateRole],
+    keys: &RowKeys,
+    lost: &RecordBatch,
+    merged: &RecordBatch,
+) -> Result<Vec<usize>> {
+    let merged_rows: HashMap<Vec<u8>, usize> = keys
+        .of(merged)?
+        .into_iter()
+        .enumerate()
+        .map(|(i, key)| (key, i))
+        .collect();
+    let mut redo = Vec::new();
+    for (i, key) in keys.of(lost)?.iter().enumerate() {
+        let Some(&m) = merged_rows.get(key) else {
+            redo.push(i);
+            continue;
+        };
+        let removes_extreme = |(j, role): (usize, &StateRole)| -> Result<bool> {
+            let removed = lost.column(j).slice(i, 1);
+            let held = merged.column(j).slice(m, 1);
+            let reached = match role {
+                StateRole::Least => lt_eq(&removed, &held)?,
+                StateRole::Greatest => gt_eq(&removed, &held)?,
+                StateRole::Group | StateRole::Additive => return Ok(false),
+            };
+            Ok(removed.is_valid(0) && (held.is_null(0) || reached.value(0)))
+        };
+        let mut removes = false;
+        for role in roles.iter().enumerate() {
+            removes |= removes_extreme(role)?;
+        }
+        if removes {
+            redo.push(i);
+        }
+    }
+    Ok(redo)
+}
+
+/// Partials with weight -1: counts and sums negated; mins and maxes NULL, which merging skips.
+fn negated(partials: &RecordBatch, roles: &[StateRole]) -> Result<RecordBatch> {
+    let columns = partials
+        .columns()
+        .iter()
+        .zip(roles)
+        .map(|(column, role)| {
+            Ok(match role {
+                StateRole::Group => column.clone(),
+                StateRole::Additive => neg(column)?,
+                StateRole::Least | StateRole::Greatest => {
+                    new_null_array(column.data_type(), column.len())
+                }
+            })
+        })
+        .collect::<Result<Vec<ArrayRef>>>()?;
+    Ok(RecordBatch::try_new(partials.schema(), columns)?)
+}
+
+/// The group values of each row of a state batch.
+fn group_values(state: &RecordBatch, groups: usize) -> Vec<Vec<ScalarValue>> {
+    (0..state.num_rows())
+        .map(|i| {
+            (0..groups)
+                .map(|j| ScalarValue::at(state.column(j).as_ref(), i))
+                .collect()
+        })
+        .collect()
+}
+
+/// Comparable bytes of the first columns of a batch (NULL equal to NULL).
+struct RowKeys {
+    /// None when there are no columns to compare: every row has the same, empty key.
+    converter: Option<RowConverter>,
+    width: usize,
+}
+
+impl RowKeys {
+    fn new(schema: &SchemaRef, width: usize) -> Result<RowKeys> {
+        let fields: Vec<SortField> = schema.fields()[..width]
+            .iter()
+            .map(|f| SortField::new(f.data_type().clone()))
+            .collect();
+        let converter = match width {
+            0 => None,
+            _ => Some(RowConverter::new(fields)?),
+        };
+        Ok(RowKeys { converter, width })
+    }
+
+    fn of(&self, batch: &RecordBatch) -> Result<Vec<Vec<u8>>> {
+        let Some(converter) = &self.converter else {
+            return Ok(vec![Vec::new(); batch.num_rows()]);
+        };
+        let rows = converter.convert_columns(&batch.columns()[..self.width])?;
+        Ok(rows.iter().map(|row| row.as_ref().to_vec()).collect())
+    }
+
+    /// The rows of `batch` whose key is not in `keys`.
+    fn excluding(&self, batch: &RecordBatch, keys: &HashSet<Vec<u8>>) -> Result<RecordBatch> {
+        if keys.is_empty() {
+            return Ok(batch.clone());
+        }
+        let keep: BooleanArray = self
+            .of(batch)?
+            .iter()
+            .map(|key| Some(!keys.contains(key)))
+            .collect();
+        Ok(filter_record_batch(batch, &keep)?)
+    }
+}
+
+/// `batches` as one batch of `schema`, each column cast to its type.
+fn conform(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
+    let mut conformed = Vec::new();
+    for batch in batches {
+        assert_eq!(batch.num_columns(), schema.fields().len());
+        let columns = batch
+            .columns()
+            .iter()
+            .zip(schema.fields())
+            .map(|(c, f)| cast(c, f.data_type()))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        conformed.push(RecordBatch::try_new(schema.clone(), columns)?);
+    }
+    Ok(concat_batches(schema, &conformed)?)
+}
+
+/// A scanned batch without its last column, the row address.
+fn without_address(batch: &RecordBatch) -> RecordBatch {
+    batch
+        .project(&(0..batch.num_columns() - 1).collect::<Vec<_>>())
+        .expect("the columns exist")
+}
+
+fn address_column(batch: &RecordBatch) -> &arrow::array::PrimitiveArray<Int64Type> {
+    batch
+        .column(batch.num_columns() - 1)
+        .as_primitive::<Int64Type>()
+}
+
+fn lost_track(view: &TableDef) -> NodeError {
+    NodeError::Other(format!(
+        "materialized view {} does not hold the rows a change removes from its table; \
+         drop it and create it again",
+        view.name
+    ))
+}
