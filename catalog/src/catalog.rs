@@ -62,6 +62,8 @@ pub enum Change {
         rows: u64,
         payload: SegmentPayload,
         ranges: Vec<Option<(i64, i64)>>,
+        /// The ids of the columns the rows hold ([`TableDef::stored_column_ids`]).
+        column_ids: Vec<u32>,
     },
     /// Replaces log segments and files of a table with new files (tiering and compaction).
     /// The replaced objects are deleted after the retention, with their deletion vectors.
@@ -83,6 +85,8 @@ pub enum Change {
         table_id: u64,
         rows: u64,
         payload: SegmentPayload,
+        /// The ids of the table's columns the records hold ([`TableDef::stored_column_ids`]).
+        column_ids: Vec<u32>,
     },
     /// Marks rows of one container of a table deleted (ADR 0048): refused if one of them
     /// already is (a concurrent statement deleted it), or if the container is gone (tiering
@@ -284,6 +288,7 @@ pub(crate) fn apply(
                     rows,
                     payload,
                     ranges: Vec::new(),
+                    column_ids: Vec::new(),
                 };
                 apply(next, batch, append, now, retain)?;
             }
@@ -326,6 +331,7 @@ pub(crate) fn apply(
             rows,
             payload,
             ranges,
+            column_ids,
         } => {
             table_with_id(next, table_id)?;
             next.rows_changed_at.insert(table_id, next.commit);
@@ -333,6 +339,7 @@ pub(crate) fn apply(
             let segments = next.segments.entry(table_id).or_default();
             let segment = LogSegment {
                 ranges,
+                column_ids,
                 ..next_segment(segments.last(), (table_id, commit, now), rows, payload)
             };
             batch.put(
@@ -435,11 +442,15 @@ pub(crate) fn apply(
             table_id,
             rows,
             payload,
+            column_ids,
         } => {
             table_with_id(next, table_id)?;
             let commit = next.commit;
             let records = Arc::make_mut(next.change_records.entry(table_id).or_default());
-            let record = next_segment(records.last(), (table_id, commit, now), rows, payload);
+            let record = LogSegment {
+                column_ids,
+                ..next_segment(records.last(), (table_id, commit, now), rows, payload)
+            };
             batch.put(
                 keys::change_record(table_id, commit, record.index),
                 encode_segment(&record),
@@ -514,6 +525,7 @@ fn next_segment(
         committed_at_ms: now,
         payload,
         ranges: Vec::new(),
+        column_ids: Vec::new(),
     }
 }
 
@@ -541,10 +553,11 @@ pub(crate) fn schedule_delete(
     next.garbage.push((deadline, path));
 }
 
-/// A segment's value: a tag byte (0 inline, 1 object; 2 and 3 the same with column ranges),
-/// rows and commit time (u64 big-endian), with tags 2 and 3 the column ranges (a u16 count,
-/// then per column a byte, 1 when a range follows as two i64), then the IPC bytes (inline) or
-/// the object's path (object).
+/// A segment's value: a tag byte (bit 0: 0 inline, 1 object; bit 1: column ranges follow;
+/// bit 2: column ids follow), rows and commit time (u64 big-endian), with bit 1 the column
+/// ranges (a u16 count, then per column a byte, 1 when a range follows as two i64), with bit 2
+/// the column ids (a u16 count, then a u32 each), then the IPC bytes (inline) or the object's
+/// path (object).
 fn encode_segment(segment: &LogSegment) -> Bytes {
     let mut out = BytesMut::new();
     let (tag, body): (u8, &[u8]) = match &segment.payload {
@@ -552,7 +565,8 @@ fn encode_segment(segment: &LogSegment) -> Bytes {
         SegmentPayload::Object(path) => (1, path.as_bytes()),
     };
     let ranged = !segment.ranges.is_empty();
-    out.put_u8(tag + if ranged { 2 } else { 0 });
+    let identified = !segment.column_ids.is_empty();
+    out.put_u8(tag | if ranged { RANGED } else { 0 } | if identified { IDENTIFIED } else { 0 });
     out.put_u64(segment.rows);
     out.put_u64(segment.committed_at_ms);
     if ranged {
@@ -566,6 +580,12 @@ fn encode_segment(segment: &LogSegment) -> Bytes {
                 }
                 None => out.put_u8(0),
             }
+        }
+    }
+    if identified {
+        out.put_u16(u16::try_from(segment.column_ids.len()).expect("under 65,536 columns"));
+        for id in &segment.column_ids {
+            out.put_u32(*id);
         }
     }
     out.put_slice(body);
@@ -584,8 +604,12 @@ fn decode_segment(key: &str, value: Bytes) -> Result<LogSegment> {
     let rows = u64::from_be_bytes(value[1..9].try_into().expect("8 bytes"));
     let committed_at_ms = u64::from_be_bytes(value[9..17].try_into().expect("8 bytes"));
     let mut body = value.slice(17..);
+    let tag = value[0];
+    if tag > OBJECT | RANGED | IDENTIFIED {
+        return Err(corrupt("unknown payload tag"));
+    }
     let mut ranges = Vec::new();
-    if matches!(value[0], 2 | 3) {
+    if tag & RANGED != 0 {
         let short = || corrupt("column ranges cut short");
         let count = body.try_get_u16().map_err(|_| short())?;
         for _ in 0..count {
@@ -598,12 +622,19 @@ fn decode_segment(key: &str, value: Bytes) -> Result<LogSegment> {
             });
         }
     }
-    let payload = match value[0] {
-        0 | 2 => SegmentPayload::Inline(body),
-        1 | 3 => SegmentPayload::Object(
+    let mut column_ids = Vec::new();
+    if tag & IDENTIFIED != 0 {
+        let short = || corrupt("column ids cut short");
+        let count = body.try_get_u16().map_err(|_| short())?;
+        for _ in 0..count {
+            column_ids.push(body.try_get_u32().map_err(|_| short())?);
+        }
+    }
+    let payload = match tag & OBJECT {
+        0 => SegmentPayload::Inline(body),
+        _ => SegmentPayload::Object(
             String::from_utf8(body.to_vec()).map_err(|_| corrupt("object path is not UTF-8"))?,
         ),
-        _ => return Err(corrupt("unknown payload tag")),
     };
     Ok(LogSegment {
         table_id,
@@ -613,8 +644,14 @@ fn decode_segment(key: &str, value: Bytes) -> Result<LogSegment> {
         committed_at_ms,
         payload,
         ranges,
+        column_ids,
     })
 }
+
+/// Bits of a segment's tag byte (see `encode_segment`).
+const OBJECT: u8 = 1;
+const RANGED: u8 = 2;
+const IDENTIFIED: u8 = 4;
 
 fn decode_u64(key: &str, value: &[u8]) -> Result<u64> {
     let bytes: [u8; 8] = value.try_into().map_err(|_| CatalogError::Corrupt {
@@ -640,6 +677,7 @@ async fn load_snapshot(db: &Db) -> Result<Snapshot> {
         } else if key.starts_with(keys::TABLE_PREFIX) {
             let def: TableDef =
                 serde_json::from_slice(&kv.value).map_err(|e| corrupt(e.to_string()))?;
+            let def = def.with_column_ids();
             snapshot.tables.insert(def.name.clone(), Arc::new(def));
         } else if key.starts_with(keys::SEGMENT_PREFIX) {
             let segment = decode_segment(&key, kv.value)?;
@@ -671,4 +709,56 @@ async fn load_snapshot(db: &Db) -> Result<Snapshot> {
         }
     }
     Ok(snapshot)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segment(ranges: Vec<Option<(i64, i64)>>, column_ids: Vec<u32>) -> LogSegment {
+        LogSegment {
+            ranges,
+            column_ids,
+            ..next_segment(
+                None,
+                (7, 9, 1234),
+                3,
+                SegmentPayload::Object("log/t/a".into()),
+            )
+        }
+    }
+
+    #[test]
+    fn segments_round_trip_with_and_without_ranges_and_ids() {
+        let key = keys::segment(7, 9, 0);
+        for (ranges, ids) in [
+            (vec![], vec![]),
+            (vec![Some((-1, 5)), None], vec![]),
+            (vec![], vec![0, 3, 4]),
+            (vec![None, Some((2, 2))], vec![5, 1]),
+        ] {
+            let written = segment(ranges, ids);
+            let read = decode_segment(&key, encode_segment(&written)).unwrap();
+            assert_eq!(read, written);
+            let inline = LogSegment {
+                payload: SegmentPayload::Inline(Bytes::from_static(b"ipc")),
+                ..written
+            };
+            assert_eq!(
+                decode_segment(&key, encode_segment(&inline)).unwrap(),
+                inline
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_tags_and_short_ids_are_corrupt() {
+        let key = keys::segment(7, 9, 0);
+        let mut bytes = encode_segment(&segment(vec![], vec![1, 2])).to_vec();
+        bytes[0] = 8;
+        assert!(decode_segment(&key, Bytes::from(bytes.clone())).is_err());
+        bytes[0] = IDENTIFIED;
+        bytes.truncate(17 + 2 + 5);
+        assert!(decode_segment(&key, Bytes::from(bytes)).is_err());
+    }
 }

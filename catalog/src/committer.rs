@@ -312,6 +312,7 @@ mod tests {
             rows: 1,
             payload: SegmentPayload::Inline(Bytes::from_static(b"rows")),
             ranges: vec![Some((1, 2)), None],
+            column_ids: Vec::new(),
         }
     }
 

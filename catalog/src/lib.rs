@@ -24,6 +24,6 @@ pub use statistics::{
     ColumnStatistics, DistinctSketch, column_ranges, gather_statistics, is_exact_integer,
 };
 pub use types::{
-    CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, Column, DataFile, HIDDEN_COLUMN, Index,
-    LogSegment, SegmentPayload, SqlType, TableDef, TableKind, Ttl,
+    CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, Column, DataFile, Fold, HIDDEN_COLUMN, Index,
+    Layout, LogSegment, SegmentPayload, SqlType, TableDef, TableKind, Ttl, system_fields,
 };

@@ -107,6 +107,7 @@ mod tests {
             committed_at_ms: 0,
             payload: SegmentPayload::Object(format!("log/t/{commit}")),
             ranges: Vec::new(),
+            column_ids: Vec::new(),
         }
     }
 

@@ -124,11 +124,13 @@ impl Snapshot {
     }
 
     /// The column statistics of a table's data files, merged; none when no file has them.
-    /// Files written before statistics were kept, and the log tail, are not covered.
+    /// Files written before statistics were kept or before the table's last ADD or DROP
+    /// COLUMN, and the log tail, are not covered.
     pub fn table_statistics(&self, table_id: u64) -> Option<TableStatistics> {
+        let table = self.table_by_id(table_id)?;
         let mut merged: Option<TableStatistics> = None;
         for file in self.files(table_id) {
-            if file.columns.is_empty() {
+            if file.columns.is_empty() || table.layout_of(&file.column_ids).is_some() {
                 continue;
             }
             match &mut merged {

@@ -20,7 +20,7 @@ pub const COMMIT_VERSION: &str = "_commit_version";
 pub const COMMIT_TIMESTAMP: &str = "_commit_timestamp";
 
 /// The system columns every row of a table carries, in order.
-fn system_fields() -> [Field; 2] {
+pub fn system_fields() -> [Field; 2] {
     [
         Field::new(COMMIT_VERSION, DataType::Int64, true),
         Field::new(
@@ -99,6 +99,16 @@ impl fmt::Display for SqlType {
     }
 }
 
+/// How a merge table folds a column of two rows of one key (ADR 0050). NULL is no value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Fold {
+    Sum,
+    Min,
+    Max,
+    /// The newest row's value, NULL included.
+    Last,
+}
+
 /// One column of a stored table.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Column {
@@ -107,6 +117,22 @@ pub struct Column {
     /// Declared NOT NULL (key columns always are): a write that leaves it NULL fails.
     #[serde(default)]
     pub not_null: bool,
+    /// Never reused within the table: data files and log segments name their columns by id,
+    /// so that ADD and DROP COLUMN rewrite no file (ADR 0048). Given by
+    /// [`TableDef::with_column_ids`].
+    #[serde(default)]
+    pub id: u32,
+}
+
+/// How a container's columns map to its table's, when they differ (a container written before
+/// an ADD or DROP COLUMN): for each column of the table, its position in the container, or
+/// `None` when the container predates the column (its values are NULL); and how many of the
+/// table's columns the container stores (what it stores after them, commit columns or a change
+/// record's, follows).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub columns: Vec<Option<usize>>,
+    pub stored: usize,
 }
 
 /// What a stored table is.
@@ -181,6 +207,18 @@ pub struct TableDef {
     /// `WITH (ttl = ..., ttl_column = ...)`: when its rows expire.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<Ttl>,
+    /// A merge table's folds (ADR 0050): how an INSERT folds each named column with the row
+    /// the table holds for its key; a column not named takes the newest value. Empty for a
+    /// table that is not a merge table.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub folds: std::collections::BTreeMap<String, Fold>,
+    /// The id the next added column gets; 0 in a definition written before columns had ids.
+    #[serde(default)]
+    pub next_column_id: u32,
+    /// How many columns the table was created with: a container that lists no column ids
+    /// holds the columns with ids `0..positional_width`, in order.
+    #[serde(default)]
+    pub positional_width: u32,
 }
 
 impl TableDef {
@@ -197,7 +235,65 @@ impl TableDef {
             unique: Vec::new(),
             comments: Default::default(),
             ttl: None,
+            folds: Default::default(),
+            next_column_id: 0,
+            positional_width: 0,
         }
+        .with_column_ids()
+    }
+
+    /// The definition with column ids, if it was written before columns had them: each
+    /// column's position, which is how files written before then map them.
+    pub fn with_column_ids(mut self) -> TableDef {
+        if self.next_column_id == 0 {
+            let width = u32::try_from(self.columns.len()).expect("under 2^32 columns");
+            for (id, column) in (0..).zip(&mut self.columns) {
+                column.id = id;
+            }
+            self.next_column_id = width;
+            self.positional_width = width;
+        }
+        self
+    }
+
+    /// The ids of the table's columns, in order.
+    pub fn column_ids(&self) -> Vec<u32> {
+        self.columns.iter().map(|c| c.id).collect()
+    }
+
+    /// The column ids a container written now records: none while they are the ids the table
+    /// was created with, in order (as every container of a table never altered holds).
+    pub fn stored_column_ids(&self) -> Vec<u32> {
+        let ids = self.column_ids();
+        match ids.iter().copied().eq(0..self.positional_width) {
+            true => Vec::new(),
+            false => ids,
+        }
+    }
+
+    /// How a container whose columns have `ids` (none: the table's first columns) maps to the
+    /// table's columns; `None` when it holds exactly the table's columns, in order.
+    pub fn layout_of(&self, ids: &[u32]) -> Option<Layout> {
+        let implied: Vec<u32>;
+        let ids = match ids.is_empty() {
+            true => {
+                implied = (0..self.positional_width).collect();
+                &implied
+            }
+            false => ids,
+        };
+        if self.columns.iter().map(|c| c.id).eq(ids.iter().copied()) {
+            return None;
+        }
+        let columns = self
+            .columns
+            .iter()
+            .map(|c| ids.iter().position(|&id| id == c.id))
+            .collect();
+        Some(Layout {
+            columns,
+            stored: ids.len(),
+        })
     }
 
     /// The Arrow schema of the stored rows; every column is nullable.
@@ -279,6 +375,9 @@ pub struct LogSegment {
     /// Per column, the least and greatest value of an integer or date column, for scans to
     /// skip the segment by; empty when not gathered.
     pub ranges: Vec<Option<(i64, i64)>>,
+    /// The ids of the table's columns the segment holds, in order; empty for the columns the
+    /// table was created with ([`TableDef::stored_column_ids`]).
+    pub column_ids: Vec<u32>,
 }
 
 /// One Parquet file of a table under `data/<table>/`.
@@ -297,8 +396,62 @@ pub struct DataFile {
     pub commit: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub committed_at_ms: u64,
+    /// The ids of the table's columns the file holds, in order; empty for the columns the table
+    /// was created with ([`TableDef::stored_column_ids`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub column_ids: Vec<u32>,
 }
 
 fn is_zero(value: &u64) -> bool {
     *value == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn column(name: &str) -> Column {
+        Column {
+            name: name.into(),
+            sql_type: SqlType::BigInt,
+            not_null: false,
+            id: 0,
+        }
+    }
+
+    #[test]
+    fn containers_map_to_the_columns_by_id() {
+        let mut def = TableDef::new(
+            "t".into(),
+            vec![column("a"), column("b"), column("c")],
+            TableKind::Table,
+        );
+        assert_eq!(def.column_ids(), vec![0, 1, 2]);
+        assert_eq!(def.stored_column_ids(), Vec::<u32>::new());
+        assert_eq!(def.layout_of(&[]), None);
+        // DROP COLUMN b, then ADD COLUMN d.
+        def.columns.remove(1);
+        let mut d = column("d");
+        d.id = def.next_column_id;
+        def.next_column_id += 1;
+        def.columns.push(d);
+        assert_eq!(def.stored_column_ids(), vec![0, 2, 3]);
+        assert_eq!(def.layout_of(&[0, 2, 3]), None);
+        let old = def.layout_of(&[]).unwrap();
+        assert_eq!(old.columns, vec![Some(0), Some(2), None]);
+        assert_eq!(old.stored, 3);
+        let reordered = def.layout_of(&[3, 0]).unwrap();
+        assert_eq!(reordered.columns, vec![Some(1), None, Some(0)]);
+    }
+
+    #[test]
+    fn definitions_without_ids_get_their_positions() {
+        let json = r#"{"id":4,"name":"t","columns":[{"name":"a","sql_type":"BigInt"},
+            {"name":"b","sql_type":"BigInt"}],"kind":"Table"}"#;
+        let def: TableDef = serde_json::from_str(json).unwrap();
+        let def = def.with_column_ids();
+        assert_eq!(def.column_ids(), vec![0, 1]);
+        assert_eq!((def.next_column_id, def.positional_width), (2, 2));
+        assert_eq!(def.layout_of(&[]), None);
+    }
 }

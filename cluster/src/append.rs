@@ -57,7 +57,7 @@ impl Node {
         }
         let conformed = conform(&table, batches)?;
         let (rows, changes) = self
-            .insert_changes(&snapshot, &table, &conformed, extra)
+            .insert_changes(&snapshot, &table, &conformed, extra, false)
             .await?;
         if changes.is_empty() {
             return Ok(AppendOutcome::Appended(0));
@@ -115,7 +115,7 @@ impl Node {
         let table = appendable(&snapshot, table)?;
         let conformed = conform(&table, batches)?;
         let (rows, changes) = self
-            .insert_changes(&snapshot, &table, &conformed, Vec::new())
+            .insert_changes(&snapshot, &table, &conformed, Vec::new(), false)
             .await?;
         let pending = transaction.base().commit + 1;
         let view = self

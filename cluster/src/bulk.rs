@@ -65,6 +65,7 @@ impl Node {
                     columns,
                     commit: 0,
                     committed_at_ms: 0,
+                    column_ids: def.stored_column_ids(),
                 });
                 total += rows;
             }

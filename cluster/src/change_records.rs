@@ -93,6 +93,7 @@ impl Node {
             table_id: table.id,
             rows: rows as u64,
             payload,
+            column_ids: table.stored_column_ids(),
         }))
     }
 
@@ -103,7 +104,10 @@ impl Node {
         let mut records = Vec::new();
         for append in appends {
             let Change::AppendSegment {
-                table_id, payload, ..
+                table_id,
+                payload,
+                column_ids,
+                ..
             } = append
             else {
                 unreachable!("only appends are recorded as inserts");
@@ -111,6 +115,12 @@ impl Node {
             let Some(table) = self.snapshot().table_by_id(table_id).cloned() else {
                 continue;
             };
+            if column_ids != table.stored_column_ids() {
+                return Err(crate::NodeError::Other(format!(
+                    "table {} was altered while the transaction ran",
+                    table.name
+                )));
+            }
             let bytes = match payload {
                 SegmentPayload::Inline(bytes) => bytes,
                 SegmentPayload::Object(path) => self.lake.get(&path).await?,

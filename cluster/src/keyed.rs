@@ -38,7 +38,7 @@ pub(crate) fn is_constrained(table: &TableDef) -> bool {
 
 /// The values of `columns` in each row of `batch`, comparable as bytes, and whether each row
 /// has a NULL among them.
-fn values_of(
+pub(crate) fn values_of(
     table: &TableDef,
     columns: &[String],
     batch: &RecordBatch,
@@ -96,7 +96,7 @@ pub(crate) fn check_unique(table: &TableDef, batches: &[RecordBatch]) -> Result<
 }
 
 /// Keeps the last row of each key in `batch`.
-fn last_per_key(table: &TableDef, batch: &RecordBatch) -> Result<RecordBatch> {
+pub(crate) fn last_per_key(table: &TableDef, batch: &RecordBatch) -> Result<RecordBatch> {
     let (rows, _) = values_of(table, &table.key, batch)?;
     let mut seen = HashSet::new();
     let mut keep = vec![false; batch.num_rows()];
@@ -155,20 +155,30 @@ impl Node {
 
     /// Checks `batch` against the constraints of `table` and what it holds in `snapshot`.
     /// Returns the rows to append (the last of each key) and the rows they replace: an INSERT
-    /// into a keyed table replaces the rows of its keys (an upsert).
+    /// into a keyed table replaces the rows of its keys (an upsert). With `fold`, the rows of a
+    /// merge table's key are folded together and with the row it holds instead (ADR 0050).
     pub(crate) async fn constrained_rows(
         &self,
         snapshot: &Arc<Snapshot>,
         table: &Arc<TableDef>,
         batch: RecordBatch,
+        fold: bool,
     ) -> Result<(RecordBatch, Matched)> {
         let (batch, replaced) = match table.key.is_empty() {
             true => (batch, Matched::default()),
             false => {
-                let batch = last_per_key(table, &batch)?;
+                let last = last_per_key(table, &batch)?;
+                let batch = match fold && last.num_rows() < batch.num_rows() {
+                    true => self.folded_per_key(snapshot, table, &batch, last).await?,
+                    false => last,
+                };
                 let replaced = self
                     .rows_matching(snapshot, table, &table.key, &batch)
                     .await?;
+                let batch = match fold {
+                    true => crate::merge_table::folded_with_held(table, &batch, &replaced)?,
+                    false => batch,
+                };
                 (batch, replaced)
             }
         };

@@ -8,6 +8,7 @@ mod copy;
 mod error;
 mod keyed;
 mod leader;
+mod merge_table;
 mod node;
 mod rewrite;
 mod session;

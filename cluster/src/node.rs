@@ -384,7 +384,7 @@ impl Node {
                 self.create_temporary(session, name, input, if_not_exists, snapshot)
                     .await
             }
-            Plan::Insert { table, input } if TemporaryTables::is_temporary(table.id) => {
+            Plan::Insert { table, input, .. } if TemporaryTables::is_temporary(table.id) => {
                 let session = session.ok_or_else(|| {
                     NodeError::Other("a temporary table needs a session to belong to".into())
                 })?;

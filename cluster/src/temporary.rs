@@ -80,6 +80,7 @@ impl TemporaryTables {
                         NodeError::Other(format!("column {} cannot be stored", f.name()))
                     })?,
                     not_null: false,
+                    id: 0,
                 })
             })
             .collect::<Result<Vec<_>>>()?;

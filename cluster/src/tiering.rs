@@ -172,6 +172,7 @@ impl Node {
             columns: gather_statistics(&rows).into_iter().take(width).collect(),
             commit: 0,
             committed_at_ms: 0,
+            column_ids: table.stored_column_ids(),
         }])
     }
 

@@ -259,11 +259,13 @@ fn renumbered(change: Change, renumber: &dyn Fn(u64) -> u64) -> Change {
             rows,
             payload,
             ranges,
+            column_ids,
         } => Change::AppendSegment {
             table_id: renumber(table_id),
             rows,
             payload,
             ranges,
+            column_ids,
         },
         Change::ReplaceAll { table_id, added } => Change::ReplaceAll {
             table_id: renumber(table_id),
@@ -299,10 +301,12 @@ fn renumbered(change: Change, renumber: &dyn Fn(u64) -> u64) -> Change {
             table_id,
             rows,
             payload,
+            column_ids,
         } => Change::RecordChanges {
             table_id: renumber(table_id),
             rows,
             payload,
+            column_ids,
         },
         other => other,
     }

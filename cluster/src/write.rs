@@ -118,6 +118,7 @@ impl Node {
                 key,
                 unique,
                 ttl,
+                folds,
                 if_not_exists,
             } => {
                 if snapshot.table(&name).is_some() && if_not_exists {
@@ -127,6 +128,7 @@ impl Node {
                     key,
                     unique,
                     ttl,
+                    folds,
                     ..TableDef::new(name, columns, TableKind::Table)
                 };
                 let create = Change::CreateTable { def, initial: None };
@@ -159,7 +161,7 @@ impl Node {
                 let def = table;
                 Ok(Prepared::new(vec![Change::AlterTable { def }], "COMMENT"))
             }
-            Plan::RenameColumn { table } => {
+            Plan::AlterColumns { table } => {
                 let def = table;
                 Ok(Prepared::new(
                     vec![Change::AlterTable { def }],
@@ -183,10 +185,14 @@ impl Node {
                 };
                 Ok(Prepared::new(vec![Change::RenameTable { from, to }], tag))
             }
-            Plan::Insert { table, input } => {
+            Plan::Insert {
+                table,
+                input,
+                replace,
+            } => {
                 let rows = self.run_query(input, snapshot.clone(), Vec::new()).await?;
                 let (count, changes) = self
-                    .insert_changes(snapshot, &table, &rows, Vec::new())
+                    .insert_changes(snapshot, &table, &rows, Vec::new(), replace)
                     .await?;
                 Ok(Prepared::new(changes, format!("INSERT 0 {count}")))
             }
@@ -355,13 +361,15 @@ impl Node {
     }
 
     /// The changes that append `batches` (in the table's columns) to `table` of `snapshot`
-    /// and to every view over it, after `extra` changes; and the rows written.
+    /// and to every view over it, after `extra` changes; and the rows written. Rows of keys a
+    /// merge table holds are folded into its rows, unless `replace` (ADR 0050).
     pub(crate) async fn insert_changes(
         &self,
         snapshot: &Arc<Snapshot>,
         table: &Arc<TableDef>,
         batches: &[RecordBatch],
         extra: Vec<Change>,
+        replace: bool,
     ) -> Result<(usize, Vec<Change>)> {
         if snapshot.table(&table.name).map(|t| t.id) != Some(table.id) {
             return Err(NodeError::Other(format!(
@@ -379,7 +387,10 @@ impl Node {
         check_not_null(table, &batch)?;
         let (batch, replaced) = match is_constrained(table) {
             false => (batch, Default::default()),
-            true => self.constrained_rows(snapshot, table, batch).await?,
+            true => {
+                let fold = !replace && !table.folds.is_empty();
+                self.constrained_rows(snapshot, table, batch, fold).await?
+            }
         };
         let mut changes = extra;
         if !replaced.addresses.is_empty() {
@@ -484,6 +495,7 @@ impl Node {
             rows,
             payload,
             ranges: pondra_catalog::column_ranges(batches),
+            column_ids: table.stored_column_ids(),
         })
     }
 

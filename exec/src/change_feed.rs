@@ -31,7 +31,7 @@ pub fn change_record_rows(
     let in_range = |commit: u64| (from..=to).contains(&commit);
     let mut out = Vec::new();
     for record in records {
-        let morsel = Morsel::of_segment(record);
+        let morsel = Morsel::of_segment(record, table);
         for batch in read_morsel(&ctx.lake, &ctx.runtime, &morsel, schema, None)? {
             let rows = batch.num_rows();
             if in_range(record.commit) {

@@ -47,7 +47,15 @@ pub fn read_live_rows(
         table_columns = Some(vec![0]);
         table_schema = table.arrow_schema();
     }
+    let mut whole_commits = None;
     let (read, ordinals) = match unit {
+        ScanUnit::Table { morsel, .. } if matches!(place.commits, Commits::Stored) => {
+            // A data file read whole (its columns mapped by id) with its commit columns.
+            let (read, commits) = read_with_commits(morsel, &table_schema, ctx)?;
+            whole_commits = Some(commits);
+            let rows = read.iter().map(|b| b.num_rows() as u64).sum();
+            (read, std::iter::once(0..rows).collect())
+        }
         ScanUnit::Table { morsel, .. } => {
             let read = read_morsel(
                 &ctx.lake,
@@ -70,7 +78,10 @@ pub fn read_live_rows(
         }
         ScanUnit::TextFile(_) => unreachable!("text files are not lake tables"),
     };
-    let stored = stored_commits(unit, place, &ordinals, schema, width)?;
+    let stored = match whole_commits {
+        Some(commits) => Some(commits),
+        None => stored_commits(unit, place, &ordinals, schema, width)?,
+    };
     let mut ordinals = ordinals.into_iter().flatten();
     let mut offset = 0;
     let mut out = Vec::with_capacity(read.len());
@@ -127,6 +138,33 @@ pub fn read_live_rows(
         }
     }
     Ok(out)
+}
+
+/// A morsel's rows as batches of `table_schema`, and the commit version and time columns its
+/// data file stores after them, each as one array.
+fn read_with_commits(
+    morsel: &crate::scan::Morsel,
+    table_schema: &SchemaRef,
+    ctx: &ExecContext,
+) -> Result<(Vec<RecordBatch>, (ArrayRef, ArrayRef))> {
+    let mut fields = table_schema.fields().to_vec();
+    fields.extend(pondra_catalog::system_fields().map(Arc::new));
+    let with_commits = Arc::new(Schema::new(fields));
+    let read = read_morsel(&ctx.lake, &ctx.runtime, morsel, &with_commits, None)?;
+    let width = table_schema.fields().len();
+    let column = |i: usize| -> Result<ArrayRef> {
+        let parts: Vec<&dyn Array> = read.iter().map(|b| b.column(i).as_ref()).collect();
+        Ok(match parts.is_empty() {
+            true => new_null_array(with_commits.field(i).data_type(), 0),
+            false => concat(&parts)?,
+        })
+    };
+    let commits = (column(width)?, column(width + 1)?);
+    let read = read
+        .iter()
+        .map(|b| crate::scan::as_schema(&b.project(&(0..width).collect::<Vec<_>>())?, table_schema))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((read, commits))
 }
 
 /// The commit version and time columns a data file stores, for the rows at `ordinals`, when the

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arrow::array::{BooleanArray, RecordBatch};
 use arrow::datatypes::SchemaRef;
-use pondra_catalog::{Container, DeletionVector};
+use pondra_catalog::{Container, DeletionVector, Layout};
 use pondra_planner::{ExternalFile, FileFormat, PhysicalPlan};
 use pondra_storage::{
     ColumnFooterStats, DistinctSample, FileSource, ParquetFooter, read_csv_file, read_json_file,
@@ -61,14 +61,14 @@ pub struct Place {
 pub enum Commits {
     /// One commit wrote them all: a log segment, or a data file that stores none.
     Constant { version: u64, micros: i64 },
-    /// A data file stores them per row, after the table's columns.
+    /// A data file stores them per row, after its table columns.
     Stored,
 }
 
 /// One morsel of a scan.
 pub enum ScanUnit<'p> {
     /// A log segment of a lake table; or one of its data files read whole, when the file's
-    /// columns are not the table's.
+    /// columns are not the table's (its morsel maps them, `Morsel::Remapped`).
     Table {
         morsel: Morsel,
         place: Place,
@@ -170,8 +170,9 @@ pub fn scan_units<'p>(
             };
             let files = ctx.snapshot.files(table.id);
             for (position, file) in files.iter().enumerate() {
+                let layout = table.layout_of(&file.column_ids);
                 let range = |column: usize| {
-                    let statistics = file.columns.get(column)?;
+                    let statistics = file.columns.get(stored_position(&layout, column)?)?;
                     statistics.min.zip(statistics.max)
                 };
                 if !may_hold(&range) {
@@ -180,11 +181,18 @@ pub fn scan_units<'p>(
                 }
                 let (source, footer) = ctx.runtime.block_on(ctx.lake.data_file(&file.path))?;
                 // Tiered files store each row's commit after the table's columns (ADR 0048).
-                let commits = match footer.fields() == width + 2 {
+                let stored_width = layout.as_ref().map_or(width, |l| l.stored);
+                let commits = match footer.fields() == stored_width + 2 {
                     true => Commits::Stored,
                     false => constant(file.commit, file.committed_at_ms),
                 };
                 let place = place(position, Container::File(file.path.clone()), commits);
+                if layout.is_some() {
+                    // Written before an ADD or DROP COLUMN: read whole, mapped by column id.
+                    let morsel = Morsel::of_file(file, table);
+                    units.push(ScanUnit::Table { morsel, place });
+                    continue;
+                }
                 match footer.fields() == width || footer.fields() == width + 2 {
                     true => {
                         let place = Some(place);
@@ -204,7 +212,12 @@ pub fn scan_units<'p>(
             let segments = ctx.snapshot.segments(table.id).iter();
             for (position, segment) in (files.len()..).zip(segments) {
                 // A segment's column ranges skip it undecoded (ADR 0048).
-                if !may_hold(&|column| segment.ranges.get(column).copied().flatten()) {
+                let layout = table.layout_of(&segment.column_ids);
+                let range = |column: usize| {
+                    let stored = stored_position(&layout, column)?;
+                    segment.ranges.get(stored).copied().flatten()
+                };
+                if !may_hold(&range) {
                     skipped += 1;
                     continue;
                 }
@@ -214,7 +227,7 @@ pub fn scan_units<'p>(
                 };
                 let commits = constant(segment.commit, segment.committed_at_ms);
                 units.push(ScanUnit::Table {
-                    morsel: Morsel::of_segment(segment),
+                    morsel: Morsel::of_segment(segment, table),
                     place: place(position, container, commits),
                 });
             }
@@ -237,6 +250,15 @@ pub fn scan_units<'p>(
         _ => return Ok(None),
     }
     Ok(Some((units, skipped)))
+}
+
+/// Where a container of `layout` (none: the table's own) stores the table's `column`; none when
+/// it predates the column.
+fn stored_position(layout: &Option<Layout>, column: usize) -> Option<usize> {
+    match layout {
+        None => Some(column),
+        Some(layout) => layout.columns.get(column).copied().flatten(),
+    }
 }
 
 /// Adds the row groups of `file` that `may_hold` keeps to `units`; returns how many it skipped.

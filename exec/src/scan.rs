@@ -1,9 +1,9 @@
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, NullArray, RecordBatch};
+use arrow::array::{ArrayRef, NullArray, RecordBatch, new_null_array};
 use arrow::datatypes::{DataType, SchemaRef};
 use bytes::Bytes;
-use pondra_catalog::{LogSegment, SegmentPayload, Snapshot, TableDef};
+use pondra_catalog::{DataFile, Layout, LogSegment, SegmentPayload, Snapshot, TableDef};
 use pondra_storage::{Lake, decode_log_segment, read_parquet_bytes};
 
 use crate::Result;
@@ -14,6 +14,12 @@ pub enum Morsel {
     ParquetFile(String),
     InlineSegment(Bytes),
     SegmentObject(String),
+    /// A container whose columns are not its table's (written before an ADD or DROP COLUMN):
+    /// read whole, its columns mapped to the table's by id.
+    Remapped {
+        stored: Box<Morsel>,
+        layout: Arc<Layout>,
+    },
 }
 
 /// The morsels holding every row of a table at one snapshot: its Parquet files, then its log
@@ -22,17 +28,36 @@ pub fn table_morsels(snapshot: &Snapshot, table: &TableDef) -> Vec<Morsel> {
     let files = snapshot
         .files(table.id)
         .iter()
-        .map(|f| Morsel::ParquetFile(f.path.clone()));
-    let segments = snapshot.segments(table.id).iter().map(Morsel::of_segment);
+        .map(|f| Morsel::of_file(f, table));
+    let segments = snapshot
+        .segments(table.id)
+        .iter()
+        .map(|s| Morsel::of_segment(s, table));
     files.chain(segments).collect()
 }
 
 impl Morsel {
-    /// The morsel of one log segment.
-    pub(crate) fn of_segment(segment: &LogSegment) -> Morsel {
-        match &segment.payload {
+    /// The morsel of one data file of `table`.
+    pub fn of_file(file: &DataFile, table: &TableDef) -> Morsel {
+        Morsel::ParquetFile(file.path.clone()).in_layout(table.layout_of(&file.column_ids))
+    }
+
+    /// The morsel of one log segment (or change record) of `table`.
+    pub fn of_segment(segment: &LogSegment, table: &TableDef) -> Morsel {
+        let stored = match &segment.payload {
             SegmentPayload::Inline(bytes) => Morsel::InlineSegment(bytes.clone()),
             SegmentPayload::Object(path) => Morsel::SegmentObject(path.clone()),
+        };
+        stored.in_layout(table.layout_of(&segment.column_ids))
+    }
+
+    fn in_layout(self, layout: Option<Layout>) -> Morsel {
+        match layout {
+            None => self,
+            Some(layout) => Morsel::Remapped {
+                stored: Box::new(self),
+                layout: Arc::new(layout),
+            },
         }
     }
 }
@@ -63,8 +88,61 @@ pub fn read_morsel(
         }
         Morsel::InlineSegment(bytes) => decode_log_segment(bytes)?,
         Morsel::SegmentObject(path) => decode_log_segment(&runtime.block_on(lake.get(path))?)?,
+        Morsel::Remapped { stored, layout } => {
+            let batches = read_stored(lake, runtime, stored)?;
+            return batches
+                .iter()
+                .filter(|b| b.num_rows() > 0)
+                .map(|b| remap(b, layout, schema))
+                .collect();
+        }
     };
     conform(batches, schema)
+}
+
+/// Every column of a container as it was written.
+fn read_stored(
+    lake: &Lake,
+    runtime: &tokio::runtime::Handle,
+    morsel: &Morsel,
+) -> Result<Vec<RecordBatch>> {
+    Ok(match morsel {
+        Morsel::ParquetFile(path) => read_parquet_bytes(runtime.block_on(lake.get(path))?, None)?,
+        Morsel::InlineSegment(bytes) => decode_log_segment(bytes)?,
+        Morsel::SegmentObject(path) => decode_log_segment(&runtime.block_on(lake.get(path))?)?,
+        Morsel::Remapped { .. } => unreachable!("a container has one layout"),
+    })
+}
+
+/// A batch of a container whose columns are not its table's, as a batch of `schema`: the
+/// table's columns found by id (NULL where the container predates one), then what the
+/// container stores after its table columns (commit columns, a change record's), in order.
+fn remap(batch: &RecordBatch, layout: &Layout, schema: &SchemaRef) -> Result<RecordBatch> {
+    let rows = batch.num_rows();
+    let width = layout.columns.len();
+    let columns = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, field)| {
+            let position = match i < width {
+                true => layout.columns[i],
+                false => Some(layout.stored + i - width),
+            };
+            match position.filter(|&p| p < batch.num_columns()) {
+                Some(p) if field.data_type() != &DataType::Null => {
+                    as_stored_type(batch.column(p), field.data_type())
+                }
+                _ => Ok(new_null_array(field.data_type(), rows)),
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
+    Ok(RecordBatch::try_new_with_options(
+        schema.clone(),
+        columns,
+        &options,
+    )?)
 }
 
 /// Stored batches carry the writer's field metadata; the plan's schema is the reader's truth.

@@ -19,6 +19,8 @@ pub enum Plan {
         unique: Vec<Vec<String>>,
         /// `WITH (ttl = ..., ttl_column = ...)`.
         ttl: Option<pondra_catalog::Ttl>,
+        /// `WITH (merge = '...')`: a merge table's folds (ADR 0050).
+        folds: std::collections::BTreeMap<String, pondra_catalog::Fold>,
         if_not_exists: bool,
     },
     DropTable {
@@ -35,9 +37,9 @@ pub enum Plan {
     Comment {
         table: TableDef,
     },
-    /// `ALTER TABLE t RENAME COLUMN a TO b`: the table's definition with the column renamed.
-    /// Data files and log segments map columns by position, so none is rewritten.
-    RenameColumn {
+    /// `ALTER TABLE t RENAME COLUMN | ADD COLUMN | DROP COLUMN`: the table's definition with its
+    /// columns changed. Data files and log segments name columns by id, so none is rewritten.
+    AlterColumns {
         table: TableDef,
     },
     /// `ALTER TABLE | VIEW from RENAME TO to`.
@@ -50,6 +52,8 @@ pub enum Plan {
     Insert {
         table: Arc<TableDef>,
         input: LogicalPlan,
+        /// `INSERT OR REPLACE`: a merge table's rows are replaced, not folded.
+        replace: bool,
     },
     /// `CREATE TABLE ... AS SELECT`: the table and its first rows in one commit.
     CreateTableAs {

@@ -551,6 +551,7 @@ fn state_column(name: String, data_type: &DataType) -> Result<Column> {
         name,
         sql_type,
         not_null: false,
+        id: 0,
     })
 }
 

@@ -160,6 +160,26 @@ fn sql_appends_stats_and_errors_over_http() {
     let (body, status) = curl(&[&served.url("/health")]);
     assert_eq!((status, body.as_str()), (200, r#"{"status":"ok"}"#));
 
+    // Appends to a merge table fold into the rows of their keys (ADR 0050).
+    let create = "CREATE TABLE counters (k VARCHAR PRIMARY KEY, n BIGINT) WITH (merge = 'n sum')";
+    assert_eq!(sql(create, &[]).1, 200);
+    let counters = served.url("/tables/counters/append");
+    let counts = "{\"k\":\"a\",\"n\":1}\n{\"k\":\"a\",\"n\":2}\n{\"k\":\"b\",\"n\":5}\n";
+    for _ in 0..2 {
+        let (body, status) = curl(&[
+            "-X",
+            "POST",
+            &counters,
+            "-H",
+            json_type,
+            "--data-binary",
+            counts,
+        ]);
+        assert_eq!(status, 200, "{body}");
+    }
+    let (body, _) = sql("SELECT k, n FROM counters ORDER BY k", &[]);
+    assert!(body.ends_with(r#""rows":[["a",6],["b",10]]}"#), "{body}");
+
     assert!(served.stop().success());
     // Nothing acknowledged is lost across the shutdown.
     let served = Served::start(dir.path(), &[]);

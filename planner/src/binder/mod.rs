@@ -1,5 +1,6 @@
 //! The binder: parsed statements to bound plans over one catalog snapshot.
 
+mod alter;
 mod arrays;
 mod changes;
 mod expr;
@@ -12,6 +13,7 @@ mod set_ops;
 mod statements;
 mod subqueries;
 mod table_functions;
+mod table_options;
 mod window;
 
 use std::cell::RefCell;

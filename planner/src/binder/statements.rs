@@ -3,10 +3,11 @@
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema};
-use pondra_catalog::{Column, SqlType, TableKind, Ttl};
+use pondra_catalog::{Column, TableKind};
 use pondra_parser::ast;
 
 use super::scope::normalize;
+use super::table_options::table_options;
 use super::{Binder, check_assignable, object_name, type_name};
 use crate::expr::Expr;
 use crate::external::ExternalTable;
@@ -47,6 +48,7 @@ impl Binder<'_> {
                     name: field.name().clone(),
                     sql_type,
                     not_null: false,
+                    id: 0,
                 });
             }
             return Ok(Plan::CreateTableAs {
@@ -84,6 +86,7 @@ impl Binder<'_> {
                 name: column_name,
                 sql_type: sql_type_from_ast(&def.data_type)?,
                 not_null,
+                id: 0,
             });
         }
         for constraint in &create.constraints {
@@ -146,13 +149,14 @@ impl Binder<'_> {
                 temporary: true,
             });
         }
-        let ttl = table_ttl(&create.table_options, &columns)?;
+        let options = table_options(&create.table_options, &columns, &key)?;
         Ok(Plan::CreateTable {
             name,
             columns,
             key,
             unique,
-            ttl,
+            ttl: options.ttl,
+            folds: options.folds,
             if_not_exists: create.if_not_exists,
         })
     }
@@ -217,76 +221,6 @@ impl Binder<'_> {
             if_exists,
             dependents: Vec::new(),
         })
-    }
-
-    /// `ALTER TABLE t RENAME TO u`; other changes of a table are not built yet.
-    pub(super) fn bind_alter_table(&self, alter: &ast::AlterTable) -> Result<Plan> {
-        match alter.operations.as_slice() {
-            [
-                ast::AlterTableOperation::RenameTable {
-                    table_name: ast::RenameTableNameKind::To(to) | ast::RenameTableNameKind::As(to),
-                },
-            ] => self.bind_rename(&alter.name, to, alter.if_exists),
-            [
-                ast::AlterTableOperation::RenameColumn {
-                    old_column_name,
-                    new_column_name,
-                },
-            ] => self.bind_rename_column(&alter.name, old_column_name, new_column_name),
-            _ => Err(unsupported!(
-                "ALTER TABLE other than RENAME TO and RENAME COLUMN"
-            )),
-        }
-    }
-
-    /// `ALTER TABLE t RENAME COLUMN a TO b`: every name of the column in the table's
-    /// definition (key, UNIQUE constraints, indexes, TTL, comments) follows it.
-    fn bind_rename_column(
-        &self,
-        table: &ast::ObjectName,
-        from: &ast::Ident,
-        to: &ast::Ident,
-    ) -> Result<Plan> {
-        let name = object_name(table)?;
-        let (from, to) = (normalize(from), normalize(to));
-        let Some(table) = self.snapshot.table(&name) else {
-            return Err(bind_err!("relation \"{name}\" does not exist"));
-        };
-        if !matches!(table.kind, TableKind::Table) {
-            return Err(unsupported!("renaming a column of a view ({name})"));
-        }
-        if !self.snapshot.views_over(&name).is_empty() {
-            return Err(unsupported!(
-                "renaming a column of a table that materialized views read ({name})"
-            ));
-        }
-        if table.columns.iter().any(|c| c.name == to) {
-            return Err(bind_err!(
-                "column \"{to}\" of relation \"{name}\" already exists"
-            ));
-        }
-        let mut def = table.as_ref().clone();
-        let Some(column) = def.columns.iter_mut().find(|c| c.name == from) else {
-            return Err(bind_err!(
-                "column \"{from}\" of relation \"{name}\" does not exist"
-            ));
-        };
-        column.name = to.clone();
-        let rename = |names: &mut Vec<String>| {
-            for n in names.iter_mut().filter(|n| **n == from) {
-                *n = to.clone();
-            }
-        };
-        rename(&mut def.key);
-        def.unique.iter_mut().for_each(rename);
-        def.indexes.iter_mut().for_each(|i| rename(&mut i.columns));
-        if let Some(ttl) = def.ttl.as_mut().filter(|t| t.column == from) {
-            ttl.column = to.clone();
-        }
-        if let Some(comment) = def.comments.remove(&from) {
-            def.comments.insert(to, comment);
-        }
-        Ok(Plan::RenameColumn { table: def })
     }
 
     /// `COMMENT ON TABLE t | VIEW v | COLUMN t.c IS 'text' | NULL`.
@@ -354,7 +288,7 @@ impl Binder<'_> {
         }
     }
 
-    fn bind_rename(
+    pub(super) fn bind_rename(
         &self,
         from: &ast::ObjectName,
         to: &ast::ObjectName,
@@ -478,7 +412,15 @@ impl Binder<'_> {
             .as_ref()
             .ok_or_else(|| unsupported!("INSERT without VALUES or SELECT"))?;
         let input = self.bind_query(source)?;
-        self.insert_plan(table, input, &insert.columns)
+        let replace = insert.or.is_some();
+        match self.insert_plan(table, input, &insert.columns)? {
+            Plan::Insert { table, input, .. } => Ok(Plan::Insert {
+                table,
+                input,
+                replace,
+            }),
+            other => Ok(other),
+        }
     }
 
     /// Appends the rows of `input` to `table`, into `columns` (all of them when empty).
@@ -543,6 +485,7 @@ impl Binder<'_> {
         Ok(Plan::Insert {
             table,
             input: input.project(exprs, names),
+            replace: false,
         })
     }
 
@@ -586,64 +529,4 @@ impl Binder<'_> {
             rows,
         })
     }
-}
-
-/// The TTL `WITH (ttl = '7 days', ttl_column = 'ts')` gives a table (ADR 0048); none without
-/// options. Other options are refused, not ignored.
-fn table_ttl(options: &ast::CreateTableOptions, columns: &[Column]) -> Result<Option<Ttl>> {
-    let options = match options {
-        ast::CreateTableOptions::None => return Ok(None),
-        ast::CreateTableOptions::With(options) => options,
-        other => return Err(unsupported!("the table options {other}")),
-    };
-    let (mut ttl, mut column) = (None, None);
-    for option in options {
-        let ast::SqlOption::KeyValue { key, value } = option else {
-            return Err(unsupported!("the table option {option}"));
-        };
-        let text = match value {
-            ast::Expr::Value(v) => match &v.value {
-                ast::Value::SingleQuotedString(s) => s.clone(),
-                _ => value.to_string(),
-            },
-            ast::Expr::Identifier(ident) => normalize(ident),
-            other => other.to_string(),
-        };
-        match object_name(key)?.as_str() {
-            "ttl" => ttl = Some(text),
-            "ttl_column" => column = Some(text),
-            other => return Err(unsupported!("the table option {other}")),
-        }
-    }
-    let (Some(ttl), Some(column)) = (ttl, column) else {
-        return Err(bind_err!(
-            "a TTL needs both ttl = '<interval>' and ttl_column = <column>"
-        ));
-    };
-    let Some(found) = columns.iter().find(|c| c.name == column) else {
-        return Err(bind_err!(
-            "ttl_column {column} is not a column of the table"
-        ));
-    };
-    if !matches!(found.sql_type, SqlType::Timestamp | SqlType::Date) {
-        return Err(bind_err!(
-            "ttl_column {column} must be a TIMESTAMP or DATE, not {}",
-            found.sql_type
-        ));
-    }
-    let ScalarValue::Interval {
-        months: 0,
-        days,
-        nanos,
-    } = super::expr::interval_of_text(&ttl, None)?
-    else {
-        return Err(bind_err!(
-            "a TTL is weeks, days, hours, minutes or seconds, not months ('{ttl}')"
-        ));
-    };
-    let micros = i64::from(days) * 86_400_000_000 + nanos / 1000;
-    if micros <= 0 {
-        return Err(bind_err!("a TTL must be longer than nothing ('{ttl}')"));
-    }
-    Ok(Some(Ttl { column, micros }))
 }

@@ -1,0 +1,157 @@
+//! The options of `CREATE TABLE ... WITH (...)`: a TTL (ADR 0048) and a merge table's folds
+//! (ADR 0050). Options not known are refused, not ignored.
+
+use std::collections::BTreeMap;
+
+use pondra_catalog::{Column, Fold, SqlType, Ttl};
+use pondra_parser::ast;
+
+use super::object_name;
+use super::scope::normalize;
+use crate::scalar::ScalarValue;
+use crate::{Result, bind_err, unsupported};
+
+/// What a table's options give it.
+pub(super) struct TableOptions {
+    pub ttl: Option<Ttl>,
+    pub folds: BTreeMap<String, Fold>,
+}
+
+/// The options of a table with `columns` and primary `key`.
+pub(super) fn table_options(
+    options: &ast::CreateTableOptions,
+    columns: &[Column],
+    key: &[String],
+) -> Result<TableOptions> {
+    let options = match options {
+        ast::CreateTableOptions::None => &Vec::new(),
+        ast::CreateTableOptions::With(options) => options,
+        other => return Err(unsupported!("the table options {other}")),
+    };
+    let (mut ttl, mut ttl_column, mut merge) = (None, None, None);
+    for option in options {
+        let ast::SqlOption::KeyValue { key, value } = option else {
+            return Err(unsupported!("the table option {option}"));
+        };
+        let text = match value {
+            ast::Expr::Value(v) => match &v.value {
+                ast::Value::SingleQuotedString(s) => s.clone(),
+                _ => value.to_string(),
+            },
+            ast::Expr::Identifier(ident) => normalize(ident),
+            other => other.to_string(),
+        };
+        match object_name(key)?.as_str() {
+            "ttl" => ttl = Some(text),
+            "ttl_column" => ttl_column = Some(text),
+            "merge" => merge = Some(text),
+            other => return Err(unsupported!("the table option {other}")),
+        }
+    }
+    Ok(TableOptions {
+        ttl: table_ttl(ttl, ttl_column, columns)?,
+        folds: match merge {
+            Some(text) => merge_folds(&text, columns, key)?,
+            None => BTreeMap::new(),
+        },
+    })
+}
+
+/// The folds of `WITH (merge = 'views sum, first_seen min, last_seen max')` (ADR 0050).
+fn merge_folds(text: &str, columns: &[Column], key: &[String]) -> Result<BTreeMap<String, Fold>> {
+    if key.is_empty() {
+        return Err(bind_err!("a merge table needs a PRIMARY KEY"));
+    }
+    let mut folds = BTreeMap::new();
+    for entry in text.split(',').map(str::trim) {
+        let words: Vec<&str> = entry.split_whitespace().collect();
+        let [name, function] = words.as_slice() else {
+            return Err(bind_err!(
+                "merge = '{text}': each entry is a column and sum, min, max or last ('{entry}')"
+            ));
+        };
+        let name = name.to_lowercase();
+        let Some(column) = columns.iter().find(|c| c.name == name) else {
+            return Err(bind_err!(
+                "merge names {name}, which is not a column of the table"
+            ));
+        };
+        if key.contains(&name) {
+            return Err(bind_err!(
+                "merge names {name}, a column of the key: keys are not folded"
+            ));
+        }
+        let fold = match function.to_lowercase().as_str() {
+            "sum" => Fold::Sum,
+            "min" => Fold::Min,
+            "max" => Fold::Max,
+            "last" => Fold::Last,
+            other => {
+                return Err(bind_err!(
+                    "merge folds {name} by {other}: a merge table folds by sum, min, max or last"
+                ));
+            }
+        };
+        let numeric = matches!(
+            column.sql_type,
+            SqlType::Int | SqlType::BigInt | SqlType::Double | SqlType::Decimal { .. }
+        );
+        let refused = match fold {
+            Fold::Sum => !numeric,
+            Fold::Min | Fold::Max => column.sql_type == SqlType::Interval,
+            Fold::Last => false,
+        };
+        if refused {
+            return Err(bind_err!(
+                "merge cannot fold {name} ({}) by {function}",
+                column.sql_type
+            ));
+        }
+        if folds.insert(name.clone(), fold).is_some() {
+            return Err(bind_err!("merge names {name} twice"));
+        }
+    }
+    Ok(folds)
+}
+
+/// The TTL `WITH (ttl = '7 days', ttl_column = 'ts')` gives a table (ADR 0048).
+fn table_ttl(
+    ttl: Option<String>,
+    column: Option<String>,
+    columns: &[Column],
+) -> Result<Option<Ttl>> {
+    if ttl.is_none() && column.is_none() {
+        return Ok(None);
+    }
+    let (Some(ttl), Some(column)) = (ttl, column) else {
+        return Err(bind_err!(
+            "a TTL needs both ttl = '<interval>' and ttl_column = <column>"
+        ));
+    };
+    let Some(found) = columns.iter().find(|c| c.name == column) else {
+        return Err(bind_err!(
+            "ttl_column {column} is not a column of the table"
+        ));
+    };
+    if !matches!(found.sql_type, SqlType::Timestamp | SqlType::Date) {
+        return Err(bind_err!(
+            "ttl_column {column} must be a TIMESTAMP or DATE, not {}",
+            found.sql_type
+        ));
+    }
+    let ScalarValue::Interval {
+        months: 0,
+        days,
+        nanos,
+    } = super::expr::interval_of_text(&ttl, None)?
+    else {
+        return Err(bind_err!(
+            "a TTL is weeks, days, hours, minutes or seconds, not months ('{ttl}')"
+        ));
+    };
+    let micros = i64::from(days) * 86_400_000_000 + nanos / 1000;
+    if micros <= 0 {
+        return Err(bind_err!("a TTL must be longer than nothing ('{ttl}')"));
+    }
+    Ok(Some(Ttl { column, micros }))
+}
