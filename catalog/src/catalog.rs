@@ -55,6 +55,10 @@ pub enum Change {
     },
     /// Drops a table with its log segments and files; its objects are deleted after the retention.
     DropTable { name: String },
+    /// Creates a schema (`CREATE SCHEMA`); its id is assigned by the commit.
+    CreateSchema { name: String },
+    /// Drops a schema, which must hold no table by then.
+    DropSchema { name: String },
     /// Appends rows to a table's log tail, with the ranges of their integer and date columns
     /// (`column_ranges`; empty when not gathered).
     AppendSegment {
@@ -272,6 +276,7 @@ pub(crate) fn apply(
             if next.tables.contains_key(&def.name) {
                 return Err(CatalogError::TableExists(def.name));
             }
+            check_schema_of(next, &def.name)?;
             next.next_table_id += 1;
             def.id = next.next_table_id;
             batch.put(
@@ -462,10 +467,30 @@ pub(crate) fn apply(
             container,
             rows,
         } => deleting::delete_rows(next, batch, (table_id, container, rows), deadline)?,
+        Change::CreateSchema { name } => {
+            if next.schemas.contains_key(&name) {
+                return Err(CatalogError::SchemaExists(name));
+            }
+            next.next_table_id += 1;
+            let id = next.next_table_id;
+            batch.put(keys::schema(&name), id.to_be_bytes());
+            next.schemas.insert(name, id);
+        }
+        Change::DropSchema { name } => {
+            if next.schemas.remove(&name).is_none() {
+                return Err(CatalogError::SchemaNotFound(name));
+            }
+            let prefix = format!("{name}.");
+            if next.tables.keys().any(|t| t.starts_with(&prefix)) {
+                return Err(CatalogError::SchemaNotEmpty(name));
+            }
+            batch.delete(keys::schema(&name));
+        }
         Change::RenameTable { from, to } => {
             if next.tables.contains_key(&to) {
                 return Err(CatalogError::TableExists(to));
             }
+            check_schema_of(next, &to)?;
             let def = next
                 .tables
                 .remove(&from)
@@ -526,6 +551,16 @@ fn next_segment(
         payload,
         ranges: Vec::new(),
         column_ids: Vec::new(),
+    }
+}
+
+/// Fails unless the schema a table name names (`<schema>.<table>`) exists.
+fn check_schema_of(next: &Snapshot, table: &str) -> Result<()> {
+    match table.split_once('.') {
+        Some((schema, _)) if !next.schemas.contains_key(schema) => {
+            Err(CatalogError::SchemaNotFound(schema.to_string()))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -674,6 +709,9 @@ async fn load_snapshot(db: &Db) -> Result<Snapshot> {
             snapshot.commit = decode_u64(&key, &kv.value)?;
         } else if key == keys::NEXT_TABLE_ID {
             snapshot.next_table_id = decode_u64(&key, &kv.value)?;
+        } else if let Some(name) = key.strip_prefix(keys::SCHEMA_PREFIX) {
+            let id = decode_u64(&key, &kv.value)?;
+            snapshot.schemas.insert(name.to_string(), id);
         } else if key.starts_with(keys::TABLE_PREFIX) {
             let def: TableDef =
                 serde_json::from_slice(&kv.value).map_err(|e| corrupt(e.to_string()))?;

@@ -7,6 +7,12 @@ pub enum CatalogError {
     TableExists(String),
     #[error("table {0} does not exist")]
     TableNotFound(String),
+    #[error("schema \"{0}\" already exists")]
+    SchemaExists(String),
+    #[error("schema \"{0}\" does not exist")]
+    SchemaNotFound(String),
+    #[error("schema \"{0}\" is not empty")]
+    SchemaNotEmpty(String),
     #[error(
         "another process has opened this lake for writing; this process can no longer commit ({0})"
     )]

@@ -3,7 +3,8 @@
 //!
 //! - `m/commit`                          the last commit number (u64, big-endian)
 //! - `m/next_table_id`                   the next table id to hand out (u64, big-endian)
-//! - `t/<name>`                          a table or view definition (JSON)
+//! - `t/<name>`                          a table or view definition (JSON); `<schema>.<table>` names one of a schema
+//! - `n/<schema>`                        a schema other than `public`: its id (u64, big-endian; ADR 0051)
 //! - `s/<table_id>/<commit>/<index>`     a log segment (see [`crate::catalog`] for its encoding)
 //! - `f/<table_id>/<path>`               a Parquet data file (JSON)
 //! - `g/<deadline_ms>/<path>`            an object to delete once the deadline has passed
@@ -17,6 +18,7 @@ use crate::deletions::Container;
 pub const LAST_COMMIT: &str = "m/commit";
 pub const NEXT_TABLE_ID: &str = "m/next_table_id";
 pub const TABLE_PREFIX: &str = "t/";
+pub const SCHEMA_PREFIX: &str = "n/";
 pub const SEGMENT_PREFIX: &str = "s/";
 pub const FILE_PREFIX: &str = "f/";
 pub const GARBAGE_PREFIX: &str = "g/";
@@ -26,6 +28,10 @@ pub const CHANGE_PREFIX: &str = "x/";
 
 pub fn producer(name: &str) -> String {
     format!("{PRODUCER_PREFIX}{name}")
+}
+
+pub fn schema(name: &str) -> String {
+    format!("{SCHEMA_PREFIX}{name}")
 }
 
 pub fn table(name: &str) -> String {

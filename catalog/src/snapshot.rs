@@ -34,6 +34,9 @@ pub struct Snapshot {
     pub rows_changed_at: HashMap<u64, u64>,
     /// Per table name, the last commit that created, altered or dropped it.
     pub defined_at: HashMap<String, u64>,
+    /// The schemas other than `public`, by name, with their ids (from the table ids' counter).
+    /// A table of one is named `<schema>.<table>`.
+    pub schemas: std::collections::BTreeMap<String, u64>,
 }
 
 impl Snapshot {

@@ -327,6 +327,9 @@ fn check_conflict(base: &Snapshot, latest: &Snapshot, change: &Change) -> Result
         }
         Change::AlterTable { def } => redefined(&def.name),
         Change::RenameTable { from, to } => redefined(from) || redefined(to),
+        Change::CreateSchema { name } | Change::DropSchema { name } => {
+            latest.schemas.get(name) != base.schemas.get(name)
+        }
         // An append to a keyed or UNIQUE table was checked against the rows it read.
         Change::AppendSegment { table_id, .. } => match base.table_by_id(*table_id) {
             Some(table) if crate::keyed::is_constrained(table) => {

@@ -112,6 +112,18 @@ impl Node {
         snapshot: &Arc<Snapshot>,
     ) -> Result<Prepared> {
         match plan {
+            Plan::CreateSchema { name } => Ok(Prepared::new(
+                vec![Change::CreateSchema { name }],
+                "CREATE SCHEMA",
+            )),
+            Plan::DropSchema { name, tables } => {
+                let mut drops: Vec<Change> = tables
+                    .into_iter()
+                    .map(|name| Change::DropTable { name })
+                    .collect();
+                drops.push(Change::DropSchema { name });
+                Ok(Prepared::new(drops, "DROP SCHEMA"))
+            }
             Plan::CreateTable {
                 name,
                 columns,

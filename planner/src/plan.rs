@@ -29,6 +29,16 @@ pub enum Plan {
         /// The materialized views over it, dropped with it (DROP ... CASCADE).
         dependents: Vec<String>,
     },
+    /// `CREATE SCHEMA name`.
+    CreateSchema {
+        name: String,
+    },
+    /// `DROP SCHEMA name [CASCADE]`: its tables (and the materialized views reading them,
+    /// first) go with it.
+    DropSchema {
+        name: String,
+        tables: Vec<String>,
+    },
     /// A statement with nothing to do (`CREATE SCHEMA IF NOT EXISTS public`), and its tag.
     Nothing {
         tag: &'static str,

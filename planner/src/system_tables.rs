@@ -62,6 +62,20 @@ pub fn table_oid(table: &TableDef) -> i32 {
     16_384 + table.id as i32
 }
 
+/// The schema and the name of a table as clients see them: a table of a schema other than
+/// `public` is stored as `<schema>.<table>`.
+pub fn schema_and_name(stored: &str) -> (&str, &str) {
+    stored.split_once('.').unwrap_or(("public", stored))
+}
+
+/// The oid of the schema of a table stored as `stored`.
+fn namespace_oid(snapshot: &Snapshot, stored: &str) -> i32 {
+    match snapshot.schemas.get(schema_and_name(stored).0) {
+        Some(id) => 16_384 + *id as i32,
+        None => PUBLIC_OID,
+    }
+}
+
 /// An index as clients see one: a keyed table's primary key, a UNIQUE constraint, or an index
 /// made by CREATE INDEX. The first two are constraints too, as in Postgres.
 pub struct IndexEntry {
@@ -130,13 +144,17 @@ pub fn table_indexes(table: &TableDef) -> Vec<IndexEntry> {
     };
     if !table.key.is_empty() {
         add(
-            format!("{}_pkey", table.name),
+            format!("{}_pkey", schema_and_name(&table.name).1),
             &table.key,
             Some(ConstraintKind::PrimaryKey),
         );
     }
     for unique in &table.unique {
-        let name = format!("{}_{}_key", table.name, unique.join("_"));
+        let name = format!(
+            "{}_{}_key",
+            schema_and_name(&table.name).1,
+            unique.join("_")
+        );
         add(name, unique, Some(ConstraintKind::Unique));
     }
     for index in &table.indexes {
@@ -313,6 +331,7 @@ fn index_columns<'t>(tables: &[&'t Arc<TableDef>]) -> Vec<(i32, ColumnEntry<'t>)
 struct PgClassRow<'a> {
     oid: i32,
     name: &'a str,
+    namespace: i32,
     kind: &'a str,
     access_method: i32,
     rows: i32,
@@ -324,7 +343,7 @@ fn pg_class_row(row: PgClassRow<'_>) -> Vec<Cell> {
     vec![
         int(row.oid),
         text(row.name),
-        int(PUBLIC_OID),
+        int(row.namespace),
         text(row.kind),
         int(10),
         int(row.access_method),
@@ -366,7 +385,7 @@ pub fn system_table(
                 ("nspname", DataType::Utf8),
                 ("nspowner", DataType::Int32),
             ],
-            vec![
+            [
                 vec![int(PG_CATALOG_OID), text("pg_catalog"), int(10)],
                 vec![int(PUBLIC_OID), text("public"), int(10)],
                 vec![
@@ -374,7 +393,15 @@ pub fn system_table(
                     text("information_schema"),
                     int(10),
                 ],
-            ],
+            ]
+            .into_iter()
+            .chain(
+                snapshot
+                    .schemas
+                    .iter()
+                    .map(|(name, id)| vec![int(16_384 + *id as i32), text(name.as_str()), int(10)]),
+            )
+            .collect(),
         ),
         ("pg_catalog", "pg_am") => (
             vec![
@@ -419,7 +446,8 @@ pub fn system_table(
                     let rows = snapshot.row_count(t.id) as i32;
                     pg_class_row(PgClassRow {
                         oid: table_oid(t),
-                        name: &t.name,
+                        name: schema_and_name(&t.name).1,
+                        namespace: namespace_oid(snapshot, &t.name),
                         kind: relkind(t),
                         access_method: if t.is_view() { 0 } else { 2 },
                         rows,
@@ -432,6 +460,7 @@ pub fn system_table(
                         pg_class_row(PgClassRow {
                             oid: index.oid,
                             name: &index.name,
+                            namespace: namespace_oid(snapshot, &t.name),
                             kind: "i",
                             access_method: BTREE_OID,
                             rows: 0,
@@ -593,9 +622,10 @@ pub fn system_table(
                 .iter()
                 .filter(|t| matches!(t.kind, TableKind::Table))
                 .map(|t| {
+                    let (schema, name) = schema_and_name(&t.name);
                     vec![
-                        text("public"),
-                        text(&t.name),
+                        text(schema),
+                        text(name),
                         text(OWNER),
                         Cell::Bool(!table_indexes(t).is_empty()),
                     ]
@@ -626,8 +656,8 @@ pub fn system_table(
                     .filter_map(|t| match (&t.kind, materialized) {
                         (TableKind::View { sql, .. }, false)
                         | (TableKind::MaterializedView { sql, .. }, true) => Some(vec![
-                            text("public"),
-                            text(&t.name),
+                            text(schema_and_name(&t.name).0),
+                            text(schema_and_name(&t.name).1),
                             text(OWNER),
                             text(sql.clone()),
                         ]),
@@ -760,7 +790,7 @@ pub fn system_table(
                         Some(vec![
                             int(oid),
                             text(index.name),
-                            int(PUBLIC_OID),
+                            int(namespace_oid(snapshot, &t.name)),
                             text(contype),
                             Cell::Bool(false),
                             Cell::Bool(false),
@@ -827,8 +857,8 @@ pub fn system_table(
                     TableKind::View { sql, .. } | TableKind::MaterializedView { sql, .. } => {
                         Some(vec![
                             text(database),
-                            text("public"),
-                            text(&t.name),
+                            text(schema_and_name(&t.name).0),
+                            text(schema_and_name(&t.name).1),
                             text(sql.clone()),
                         ])
                     }
@@ -844,6 +874,7 @@ pub fn system_table(
             ],
             ["public", "pg_catalog", "information_schema"]
                 .into_iter()
+                .chain(snapshot.schemas.keys().map(String::as_str))
                 .map(|s| vec![text(database), text(s), text(OWNER)])
                 .collect(),
         ),
@@ -857,10 +888,11 @@ pub fn system_table(
             tables
                 .iter()
                 .map(|t| {
+                    let (schema, name) = schema_and_name(&t.name);
                     vec![
                         text(database),
-                        text("public"),
-                        text(&t.name),
+                        text(schema),
+                        text(name),
                         text(table_type(t)),
                     ]
                 })
@@ -908,10 +940,11 @@ pub fn system_table(
                     };
                     let oid = pg_type_of(&c.data_type).0;
                     let udt_name = TYPES.iter().find(|t| t.0 == oid).map_or("", |t| t.1);
+                    let (schema, table) = schema_and_name(&c.table.name);
                     vec![
                         text(database),
-                        text("public"),
-                        text(&c.table.name),
+                        text(schema),
+                        text(table),
                         text(c.name),
                         int(c.position),
                         Cell::Null,
@@ -950,9 +983,10 @@ pub fn system_table(
                 .iter()
                 .flat_map(|table| {
                     table_indexes(table).into_iter().map(|index| {
+                        let (schema, name) = schema_and_name(&table.name);
                         vec![
-                            text("public"),
-                            text(&table.name),
+                            text(schema),
+                            text(name),
                             text(&index.name),
                             Cell::Null,
                             text(index.definition(&table.name)),
@@ -983,13 +1017,14 @@ pub fn system_table(
                             ConstraintKind::PrimaryKey => "PRIMARY KEY",
                             ConstraintKind::Unique => "UNIQUE",
                         };
+                        let (schema, name) = schema_and_name(&table.name);
                         Some(vec![
                             text(database),
-                            text("public"),
+                            text(schema),
                             text(&index.name),
                             text(database),
-                            text("public"),
-                            text(&table.name),
+                            text(schema),
+                            text(name),
                             text(kind),
                             text("NO"),
                             text("NO"),

@@ -84,6 +84,19 @@ public class JdbcClient {
             List<String> views = column(md.getTables(null, "public", "%", new String[] {"VIEW"}), "TABLE_NAME");
             check(views.equals(List.of("v")), "views " + views);
             try (Statement s = c.createStatement()) {
+                s.execute("CREATE SCHEMA sales");
+                s.execute("CREATE TABLE sales.orders (id INT, amount BIGINT)");
+            }
+            schemas = column(md.getSchemas(), "TABLE_SCHEM");
+            check(schemas.contains("sales"), "schemas " + schemas);
+            List<String> sales = column(md.getTables(null, "sales", "%", new String[] {"TABLE"}), "TABLE_NAME");
+            check(sales.equals(List.of("orders")), "tables of sales " + sales);
+            List<String> salesColumns = column(md.getColumns(null, "sales", "orders", "%"), "COLUMN_NAME");
+            check(salesColumns.equals(List.of("id", "amount")), "columns of sales.orders " + salesColumns);
+            try (Statement s = c.createStatement()) {
+                s.execute("DROP SCHEMA sales CASCADE");
+            }
+            try (Statement s = c.createStatement()) {
                 s.execute("CREATE TABLE k (region TEXT, id INT, name TEXT, PRIMARY KEY (region, id))");
                 s.execute("CREATE INDEX k_name ON k (name)");
             }

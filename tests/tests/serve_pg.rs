@@ -163,6 +163,33 @@ fn psql_runs_statements_and_copy() {
     );
     assert!(out.contains("List of functions"), "{out}");
     assert!(out.contains(" public | pondra"), "{out}");
+    // Schemas: \dn lists them, \dt and \d show a schema's tables under it.
+    let (out, err, ok) = psql(
+        &served,
+        None,
+        &[
+            "-c",
+            "CREATE SCHEMA sales",
+            "-c",
+            "CREATE TABLE sales.orders (id INT PRIMARY KEY, amount BIGINT)",
+            "-c",
+            "\\dn",
+            "-c",
+            "\\dt sales.*",
+            "-c",
+            "\\d sales.orders",
+            "-c",
+            "DROP SCHEMA sales CASCADE",
+        ],
+    );
+    assert!(ok && err.is_empty(), "{err}");
+    assert!(out.contains(" sales  | pondra"), "{out}");
+    assert!(out.contains(" sales  | orders | table | pondra"), "{out}");
+    assert!(out.contains("Table \"sales.orders\""), "{out}");
+    assert!(
+        out.contains("\"orders_pkey\" PRIMARY KEY, btree (id)"),
+        "{out}"
+    );
     let (out, _, ok) = psql(
         &served,
         None,

@@ -169,9 +169,12 @@ impl Binder<'_> {
                 table.name
             ));
         }
-        let qualifier = match alias {
-            Some(alias) => alias.name.to_string(),
-            None => name.to_string(),
+        // What the query the binder writes qualifies the table's columns by: a FROM item's
+        // scope is named by its alias, or by its table's name without a schema.
+        let qualifier = match (alias, name.0.last()) {
+            (Some(alias), _) => alias.name.to_string(),
+            (None, Some(last)) => last.to_string(),
+            (None, None) => return Err(bind_err!("invalid name {name}")),
         };
         Ok((table, qualifier))
     }

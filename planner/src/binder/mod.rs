@@ -8,6 +8,7 @@ mod from;
 mod functions;
 mod merge;
 mod recursive;
+mod schemas;
 mod scope;
 mod set_ops;
 mod statements;
@@ -344,25 +345,18 @@ impl<'a> Binder<'a> {
                 names,
                 cascade,
                 ..
-            } => self.bind_drop(*object_type, *if_exists, names, *cascade),
+            } => match (object_type, names.as_slice()) {
+                (ast::ObjectType::Schema, [name]) => {
+                    self.bind_drop_schema(name, *if_exists, *cascade)
+                }
+                _ => self.bind_drop(*object_type, *if_exists, names, *cascade),
+            },
             ast::Statement::AlterTable(alter) => self.bind_alter_table(alter),
             ast::Statement::CreateSchema {
                 schema_name: ast::SchemaName::Simple(name),
                 if_not_exists,
                 ..
-            } => {
-                // One schema, `public`, holds every table until schemas are built.
-                let name = object_name(name)?;
-                match (name.as_str(), *if_not_exists) {
-                    ("public" | "pg_catalog" | "information_schema", true) => Ok(Plan::Nothing {
-                        tag: "CREATE SCHEMA",
-                    }),
-                    ("public" | "pg_catalog" | "information_schema", false) => {
-                        Err(bind_err!("schema \"{name}\" already exists"))
-                    }
-                    _ => Err(unsupported!("schemas other than public ({name})")),
-                }
-            }
+            } => self.bind_create_schema(name, *if_not_exists),
             ast::Statement::LISTEN { .. } | ast::Statement::NOTIFY { .. } => Err(unsupported!(
                 "LISTEN and NOTIFY (notifications are not built)"
             )),
@@ -800,6 +794,13 @@ impl<'a> Binder<'a> {
                                 .system_table("pg_catalog", &name)
                                 .ok_or_else(|| bind_err!("table {name} does not exist"))?,
                             (None, None) => self.scan(self.table(&name)?)?,
+                        }
+                    }
+                    Some(other) if self.snapshot.schemas.contains_key(other) => {
+                        let qualified = format!("{other}.{name}");
+                        match self.snapshot.table(&qualified) {
+                            Some(_) => self.scan(self.table(&qualified)?)?,
+                            None => return Err(bind_err!("table {qualified} does not exist")),
                         }
                     }
                     Some(other) => return Err(bind_err!("schema {other} does not exist")),
@@ -1535,10 +1536,8 @@ fn qualified_name(name: &ast::ObjectName) -> Result<(Option<String>, String)> {
     }
 }
 
-/// A one-part object name, normalized.
-///
-/// Tables live in the one schema `public`, so `public.t` and `database.public.t` (dbt's form)
-/// name `t`.
+/// An object's name, normalized: a table of `public` by its name alone (`t`, `public.t` and
+/// dbt's `database.public.t` name `t`), one of another schema as `schema.table`.
 pub fn object_name(name: &ast::ObjectName) -> Result<String> {
     let part = |i: &ast::ObjectNamePart| {
         i.as_ident()
@@ -1547,11 +1546,10 @@ pub fn object_name(name: &ast::ObjectName) -> Result<String> {
     };
     match name.0.as_slice() {
         [table] => part(table),
-        [schema, table] | [_, schema, table] if part(schema)? == "public" => part(table),
-        [schema, _] | [_, schema, _] => Err(unsupported!(
-            "schemas other than public ({} in {name})",
-            part(schema)?
-        )),
+        [schema, table] | [_, schema, table] => match part(schema)?.as_str() {
+            "public" | "main" => part(table),
+            schema => Ok(format!("{schema}.{}", part(table)?)),
+        },
         _ => Err(bind_err!("invalid name {name}")),
     }
 }

@@ -294,7 +294,13 @@ impl Binder<'_> {
         to: &ast::ObjectName,
         if_exists: bool,
     ) -> Result<Plan> {
-        let (from, to) = (object_name(from)?, object_name(to)?);
+        let (from, mut to) = (object_name(from)?, object_name(to)?);
+        // A table renamed keeps its schema, as in Postgres.
+        if let Some((schema, _)) = from.split_once('.')
+            && !to.contains('.')
+        {
+            to = format!("{schema}.{to}");
+        }
         if self.snapshot.table(&from).is_none() {
             if if_exists {
                 return Ok(Plan::RenameTable {

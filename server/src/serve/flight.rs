@@ -719,8 +719,12 @@ impl FlightSqlService for FlightDoor {
         request: Request<Ticket>,
     ) -> Result<Response<<Self as FlightService>::DoGetStream>, Status> {
         self.role(&request)?;
+        let node = self.node(&request).await?;
         let mut builder = query.into_builder();
         builder.append(CATALOG, SCHEMA);
+        for schema in node.snapshot().schemas.keys() {
+            builder.append(CATALOG, schema);
+        }
         one_batch(builder.schema(), builder.build())
     }
 
@@ -759,8 +763,14 @@ impl FlightSqlService for FlightDoor {
                     (kind, schema)
                 }
             };
+            // A table of another schema is stored as `schema.table` (ADR 0051); one of
+            // `public` is under the schema this door calls `main`.
+            let (table_schema, name) = table
+                .name
+                .split_once('.')
+                .unwrap_or((SCHEMA, table.name.as_str()));
             builder
-                .append(CATALOG, SCHEMA, &table.name, kind, &schema)
+                .append(CATALOG, table_schema, name, kind, &schema)
                 .map_err(failed)?;
         }
         one_batch(builder.schema(), builder.build())
