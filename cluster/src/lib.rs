@@ -4,6 +4,7 @@
 mod append;
 mod bulk;
 mod change_records;
+mod compaction;
 mod copy;
 mod error;
 mod keyed;

@@ -370,6 +370,10 @@ impl Node {
                 self.checkpoint().await?;
                 Ok(done("CHECKPOINT"))
             }
+            Plan::Vacuum { table, full } => {
+                self.compact(table.as_deref(), full).await?;
+                Ok(done("VACUUM"))
+            }
             Plan::Nothing { tag } => Ok(done(tag)),
             Plan::CreateTableAs {
                 name,
@@ -471,6 +475,9 @@ impl Node {
                 let tier_after = node.options.tier_after;
                 if let Err(e) = node.tier(tier_after).await {
                     eprintln!("background tiering failed: {e}");
+                }
+                if let Err(e) = node.compact(None, false).await {
+                    eprintln!("background compaction failed: {e}");
                 }
                 if let Err(e) = node.collect_garbage().await {
                     eprintln!("background cleanup failed: {e}");

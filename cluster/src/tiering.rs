@@ -202,7 +202,7 @@ impl Node {
 
 /// A keyed table's rows sorted by key: each file tiering writes is a sorted run (ADR 0048), so
 /// that its row groups and pages hold narrow ranges of keys, which lookups by key prune by.
-fn sorted_by_key(table: &TableDef, rows: &[RecordBatch]) -> Result<Vec<RecordBatch>> {
+pub(crate) fn sorted_by_key(table: &TableDef, rows: &[RecordBatch]) -> Result<Vec<RecordBatch>> {
     if rows.is_empty() {
         return Ok(Vec::new());
     }
@@ -242,7 +242,11 @@ fn with_commit_columns(
 
 /// The rows a TTL has not expired: expired rows are dropped as tiering writes them (reads hid
 /// them already).
-fn unexpired_rows(table: &TableDef, ttl: &Ttl, rows: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
+pub(crate) fn unexpired_rows(
+    table: &TableDef,
+    ttl: &Ttl,
+    rows: Vec<RecordBatch>,
+) -> Result<Vec<RecordBatch>> {
     let index = table.columns.iter().position(|c| c.name == ttl.column);
     let index = index.expect("a TTL column is a column of its table");
     let now = now_ms();

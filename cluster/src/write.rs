@@ -321,6 +321,7 @@ impl Node {
             | Plan::Explain(_)
             | Plan::ExplainAnalyze(_)
             | Plan::Checkpoint
+            | Plan::Vacuum { .. }
             | Plan::CopyTo { .. } => {
                 unreachable!("not a write")
             }

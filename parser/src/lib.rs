@@ -27,7 +27,7 @@ pub enum StatementKind {
     /// Reads only: queries, EXPLAIN, SHOW, DESCRIBE, and what clients set and ask at connect
     /// time (SET, SHOW, transaction control).
     Read,
-    /// Changes rows: INSERT, UPDATE, DELETE, COPY FROM, CHECKPOINT.
+    /// Changes rows: INSERT, UPDATE, DELETE, COPY FROM, CHECKPOINT, VACUUM.
     Write,
     /// Changes the schema or touches the server's files: CREATE, DROP, COPY TO, and anything
     /// else.
@@ -59,7 +59,9 @@ impl Statement {
             ast::Statement::Insert(_) | ast::Statement::Update(_) | ast::Statement::Delete(_) => {
                 StatementKind::Write
             }
-            ast::Statement::Copy { to: false, .. } => StatementKind::Write,
+            ast::Statement::Copy { to: false, .. } | ast::Statement::Vacuum(_) => {
+                StatementKind::Write
+            }
             _ => StatementKind::Schema,
         }
     }

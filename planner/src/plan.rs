@@ -109,6 +109,12 @@ pub enum Plan {
     },
     /// Moves every waiting row of the log tail into Parquet.
     Checkpoint,
+    /// `VACUUM [FULL] [table]`: compacts the table's data files (every table's) now, by the
+    /// compactor's policy, or with FULL each table's files into one.
+    Vacuum {
+        table: Option<String>,
+        full: bool,
+    },
     /// Prints the plan of a query: the plan's text (with `EXPLAIN (VERBOSE)`, the plan as
     /// bound and after each optimizer pass that changed it).
     Explain(String),

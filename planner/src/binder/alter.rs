@@ -62,6 +62,35 @@ impl Binder<'_> {
         Ok(Plan::AlterColumns { table: def })
     }
 
+    /// `VACUUM [FULL] [table]`: Postgres's options beyond FULL are refused.
+    pub(super) fn bind_vacuum(&self, vacuum: &ast::VacuumStatement) -> Result<Plan> {
+        let ast::VacuumStatement {
+            full,
+            sort_only: false,
+            delete_only: false,
+            reindex: false,
+            recluster: false,
+            table_name,
+            threshold: None,
+            boost: false,
+        } = vacuum
+        else {
+            return Err(unsupported!("VACUUM with options other than FULL"));
+        };
+        let table = match table_name {
+            Some(name) => {
+                let name = object_name(name)?;
+                match self.snapshot.table(&name) {
+                    Some(t) if matches!(t.kind, TableKind::Table) => Some(name),
+                    Some(_) => return Err(bind_err!("cannot VACUUM {name}: it is not a table")),
+                    None => return Err(bind_err!("relation \"{name}\" does not exist")),
+                }
+            }
+            None => None,
+        };
+        Ok(Plan::Vacuum { table, full: *full })
+    }
+
     /// The definition of the table `name` that an ALTER changes; `doing` says what, for errors.
     fn altered_table(&self, name: &ast::ObjectName, doing: &str) -> Result<TableDef> {
         let name = object_name(name)?;

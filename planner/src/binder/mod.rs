@@ -352,6 +352,7 @@ impl<'a> Binder<'a> {
                 _ => self.bind_drop(*object_type, *if_exists, names, *cascade),
             },
             ast::Statement::AlterTable(alter) => self.bind_alter_table(alter),
+            ast::Statement::Vacuum(vacuum) => self.bind_vacuum(vacuum),
             ast::Statement::CreateSchema {
                 schema_name: ast::SchemaName::Simple(name),
                 if_not_exists,
