@@ -258,7 +258,13 @@ fn send_garbage(
     let posted = common::try_http_post(&served.doors["http"], path, content_type, &body);
     let (status, answer) = posted.unwrap_or_else(|answer| {
         let log = std::fs::read_to_string(log_path).unwrap_or_default();
-        let tail: Vec<&str> = log.lines().rev().take(40).collect();
+        // A panic's message, else the end of the log.
+        let lines: Vec<&str> = log.lines().collect();
+        let from = match lines.iter().rposition(|l| l.contains("panicked at")) {
+            Some(at) => at,
+            None => lines.len().saturating_sub(40),
+        };
+        let tail: Vec<&str> = lines[from..].iter().take(400).rev().copied().collect();
         panic!(
             "seed {seed}, body {index}: no HTTP answer from {path} ({content_type}, {} bytes): \
              {answer:?}; server running: {}; its log ends:\n{}",

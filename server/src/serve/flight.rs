@@ -347,10 +347,13 @@ async fn put_batches(stream: PeekableFlightDataStream) -> Result<Vec<RecordBatch
     let flight_data = stream
         .into_peekable()
         .map_err(|e| arrow_flight::error::FlightError::Tonic(Box::new(e)));
-    FlightRecordBatchStream::new_from_flight_data(flight_data)
-        .try_collect()
-        .await
-        .map_err(failed)
+    let collect = FlightRecordBatchStream::new_from_flight_data(flight_data).try_collect();
+    // Arrow's IPC decoder can panic on malformed data: the client's error, not the server's.
+    let collected: Result<Vec<RecordBatch>, _> =
+        futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(collect))
+            .await
+            .map_err(|_| Status::invalid_argument("a malformed Arrow IPC stream"))?;
+    collected.map_err(failed)
 }
 
 /// Each row of `batches` as SQL literals, one per column.

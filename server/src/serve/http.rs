@@ -188,9 +188,15 @@ fn decode_rows(
     let failed = |e: arrow::error::ArrowError| format!("cannot read the rows: {e}");
     if content_type.starts_with(ARROW_STREAM) {
         check_ipc_framing(body)?;
-        let reader =
-            arrow::ipc::reader::StreamReader::try_new(Cursor::new(body), None).map_err(failed)?;
-        return reader.collect::<Result<Vec<_>, _>>().map_err(failed);
+        // Arrow's IPC reader can panic on a malformed stream (a buffer past its body's end):
+        // a client's bad bytes are its error, never the server's.
+        let decode = || {
+            let reader = arrow::ipc::reader::StreamReader::try_new(Cursor::new(body), None)
+                .map_err(failed)?;
+            reader.collect::<Result<Vec<_>, _>>().map_err(failed)
+        };
+        return std::panic::catch_unwind(decode)
+            .unwrap_or_else(|_| Err("cannot read the rows: a malformed Arrow IPC stream".into()));
     }
     if content_type.starts_with("text/csv") {
         // The header names the columns sent, in its order; each takes its column's type.
@@ -266,6 +272,21 @@ fn check_ipc_framing(body: &[u8]) -> Result<(), String> {
         if body.len() - at < body_length {
             return Err(broken("a message's body is longer than what was sent"));
         }
+        // Arrow's reader slices each buffer out of the body unchecked.
+        let batch = message.header_as_record_batch().or_else(|| {
+            let dictionary = message.header_as_dictionary_batch()?;
+            dictionary.data()
+        });
+        let buffers = batch.and_then(|b| b.buffers()).into_iter().flatten();
+        for buffer in buffers {
+            let end = buffer.offset().checked_add(buffer.length());
+            let inside = buffer.offset() >= 0
+                && buffer.length() >= 0
+                && end.is_some_and(|end| end <= body_length as i64);
+            if !inside {
+                return Err(broken("a buffer lies outside its message's body"));
+            }
+        }
         at += body_length;
     }
     Ok(())
@@ -304,4 +325,49 @@ async fn health() -> Response {
         "{\"status\":\"ok\"}",
     )
         .into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::Int64Array;
+    use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+
+    use super::*;
+
+    /// An Arrow IPC stream of one batch of five INT64 values (a buffer of 40 bytes).
+    fn stream() -> (SchemaRef, Vec<u8>) {
+        let schema = Arc::new(Schema::new(vec![Field::new("v", DataType::Int64, true)]));
+        let values = Int64Array::from(vec![Some(1), None, Some(3), Some(4), Some(5)]);
+        let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(values)]).unwrap();
+        let mut bytes = Vec::new();
+        let mut writer = arrow::ipc::writer::StreamWriter::try_new(&mut bytes, &schema).unwrap();
+        writer.write(&batch).unwrap();
+        writer.finish().unwrap();
+        drop(writer);
+        (schema, bytes)
+    }
+
+    #[test]
+    fn a_buffer_outside_its_body_is_refused_not_read() {
+        let (schema, mut bytes) = stream();
+        assert_eq!(
+            decode_rows(ARROW_STREAM, &bytes, schema.clone()).unwrap()[0].num_rows(),
+            5
+        );
+        // The values buffer's entry in the batch's metadata: an aligned offset, then 40.
+        let entry = |w: &[u8]| {
+            let offset = i64::from_le_bytes(w[..8].try_into().unwrap());
+            let length = i64::from_le_bytes(w[8..].try_into().unwrap());
+            length == 40 && offset > 0 && offset % 8 == 0 && offset < 1024
+        };
+        let at = bytes
+            .windows(16)
+            .position(entry)
+            .expect("the values buffer's entry");
+        bytes[at + 8..at + 16].copy_from_slice(&4_000_000i64.to_le_bytes());
+        let refused = decode_rows(ARROW_STREAM, &bytes, schema).unwrap_err();
+        assert!(refused.contains("a buffer lies outside"), "{refused}");
+    }
 }
