@@ -39,8 +39,9 @@ pub struct CompactionJob {
 }
 
 impl Node {
-    /// Compacts the tables the policy picks (every table when `whole`, merging all of each
-    /// table's files); `only` limits it to one table. Returns how many files were replaced.
+    /// Compacts the tables the policy picks (with `whole`, every table, merging all of each
+    /// table's files in runs of bounded size); `only` limits it to one table. Returns how many
+    /// files were replaced.
     pub async fn compact(&self, only: Option<&str>, whole: bool) -> Result<usize> {
         let _guard = self.tier_lock.lock().await;
         let snapshot = self.snapshot();
@@ -51,19 +52,21 @@ impl Node {
             {
                 continue;
             }
-            let job = match whole {
-                true => whole_table_job(&snapshot, table),
-                false => pick_job(&snapshot, table, now_ms()),
+            let jobs = match whole {
+                true => whole_table_jobs(&snapshot, table),
+                false => pick_job(&snapshot, table, now_ms()).into_iter().collect(),
             };
-            let Some(job) = job else { continue };
-            match self.merge_files(&snapshot, table, &job).await {
-                Ok(()) => replaced += job.paths.len(),
-                // Rows deleted or a table dropped meanwhile: merged on a later pass, or never.
-                Err(crate::NodeError::Catalog(
-                    pondra_catalog::CatalogError::TableNotFound(_)
-                    | pondra_catalog::CatalogError::DeletedConcurrently(_),
-                )) => {}
-                Err(e) => return Err(e),
+            for job in jobs {
+                match self.merge_files(&snapshot, table, &job).await {
+                    Ok(()) => replaced += job.paths.len(),
+                    // Rows deleted or a table dropped meanwhile: merged on a later pass, or
+                    // never.
+                    Err(crate::NodeError::Catalog(
+                        pondra_catalog::CatalogError::TableNotFound(_)
+                        | pondra_catalog::CatalogError::DeletedConcurrently(_),
+                    )) => {}
+                    Err(e) => return Err(e),
+                }
             }
         }
         Ok(replaced)
@@ -132,15 +135,25 @@ impl Node {
     }
 }
 
-/// Every file of a table, when it has more than one or any to rewrite (`VACUUM FULL`).
-fn whole_table_job(snapshot: &Snapshot, table: &TableDef) -> Option<CompactionJob> {
-    let files = snapshot.files(table.id);
-    let rewrite = files
-        .iter()
-        .any(|f| needs_rewrite(snapshot, table, f, now_ms()));
-    (files.len() > 1 || rewrite).then(|| CompactionJob {
-        paths: files.iter().map(|f| f.path.clone()).collect(),
-    })
+/// Every file of a table (`VACUUM FULL`), merged in runs of files of at most
+/// `MOST_BYTES_PER_MERGE` each: one file per run, unless it is alone and needs no rewrite.
+fn whole_table_jobs(snapshot: &Snapshot, table: &TableDef) -> Vec<CompactionJob> {
+    let mut runs: Vec<(Vec<&DataFile>, u64)> = Vec::new();
+    for file in snapshot.files(table.id).iter() {
+        match runs.last_mut() {
+            Some((run, bytes)) if *bytes + file.size_bytes <= MOST_BYTES_PER_MERGE => {
+                run.push(file);
+                *bytes += file.size_bytes;
+            }
+            _ => runs.push((vec![file], file.size_bytes)),
+        }
+    }
+    runs.into_iter()
+        .filter(|(run, _)| run.len() > 1 || needs_rewrite(snapshot, table, run[0], now_ms()))
+        .map(|(run, _)| CompactionJob {
+            paths: run.iter().map(|f| f.path.clone()).collect(),
+        })
+        .collect()
 }
 
 /// The files of `table` the policy merges now, if any: those it must rewrite, with the files
@@ -283,6 +296,23 @@ mod tests {
         table.ttl = None;
         table.columns[0].id = 7;
         assert_eq!(paths(pick_job(&snapshot, &table, 2_000)), vec!["a", "b"]);
+    }
+
+    #[test]
+    fn vacuum_full_merges_runs_of_bounded_size() {
+        let mb = 1 << 20;
+        let (snapshot, table) = lake(vec![
+            file("a", 100 * mb, 1),
+            file("b", 100 * mb, 1),
+            file("c", 100 * mb, 1),
+            file("d", 300 * mb, 1),
+        ]);
+        let jobs: Vec<Vec<String>> = whole_table_jobs(&snapshot, &table)
+            .into_iter()
+            .map(|j| j.paths)
+            .collect();
+        // "c" alone and "d" alone need no rewrite.
+        assert_eq!(jobs, vec![vec!["a".to_string(), "b".to_string()]]);
     }
 
     #[test]

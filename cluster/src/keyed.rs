@@ -291,7 +291,7 @@ fn duplicate(table: &TableDef, columns: &[String]) -> NodeError {
 }
 
 /// The positions of `columns` among the columns of `table`.
-fn column_indices(table: &TableDef, columns: &[String]) -> Vec<usize> {
+pub(crate) fn column_indices(table: &TableDef, columns: &[String]) -> Vec<usize> {
     columns
         .iter()
         .map(|name| {

@@ -18,7 +18,7 @@ use pondra_catalog::{Fold, Snapshot, TableDef};
 use pondra_planner::{AggregateCall, AggregateFunction, Expr, LogicalPlan};
 
 use crate::Result;
-use crate::keyed::Matched;
+use crate::keyed::{Matched, column_indices};
 use crate::node::Node;
 
 impl Node {
@@ -46,7 +46,7 @@ impl Node {
         if folded.is_empty() {
             return Ok(last);
         }
-        let keys = key_positions(table);
+        let keys = column_indices(table, &table.key);
         let schema = table.arrow_schema();
         let column = |i: usize| {
             let f = schema.field(i);
@@ -54,14 +54,7 @@ impl Node {
         };
         let aggregates: Vec<AggregateCall> = folded
             .iter()
-            .map(|&(i, func)| AggregateCall {
-                func,
-                data_type: func.result_type(Some(schema.field(i).data_type())),
-                arg: Some(column(i)),
-                separator: None,
-                order: Vec::new(),
-                filter: None,
-            })
+            .map(|&(i, func)| AggregateCall::new(func, Some(column(i))))
             .collect();
         let mut fields: Vec<Field> = keys.iter().map(|&i| schema.field(i).clone()).collect();
         for (n, call) in aggregates.iter().enumerate() {
@@ -116,7 +109,7 @@ pub(crate) fn folded_with_held(
     if held.rows.is_empty() {
         return Ok(batch.clone());
     }
-    let keys = key_positions(table);
+    let keys = column_indices(table, &table.key);
     let new_keys: Vec<ArrayRef> = keys.iter().map(|&i| batch.column(i).clone()).collect();
     let converter = key_converter(&new_keys)?;
     let mut places = HashMap::new();
@@ -184,20 +177,6 @@ const EXACT: CastOptions = CastOptions {
     safe: false,
     format_options: arrow::util::display::FormatOptions::new(),
 };
-
-fn key_positions(table: &TableDef) -> Vec<usize> {
-    table
-        .key
-        .iter()
-        .map(|name| {
-            table
-                .columns
-                .iter()
-                .position(|c| &c.name == name)
-                .expect("key columns are columns of the table")
-        })
-        .collect()
-}
 
 fn key_converter(keys: &[ArrayRef]) -> Result<RowConverter> {
     let fields = keys

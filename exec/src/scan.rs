@@ -137,6 +137,11 @@ fn remap(batch: &RecordBatch, layout: &Layout, schema: &SchemaRef) -> Result<Rec
             }
         })
         .collect::<Result<Vec<_>>>()?;
+    batch_of(schema, columns, rows)
+}
+
+/// A batch of `schema` from its columns, which may be none at all.
+fn batch_of(schema: &SchemaRef, columns: Vec<ArrayRef>, rows: usize) -> Result<RecordBatch> {
     let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
     Ok(RecordBatch::try_new_with_options(
         schema.clone(),
@@ -169,12 +174,7 @@ pub fn as_schema(batch: &RecordBatch, schema: &SchemaRef) -> Result<RecordBatch>
             stored => as_stored_type(column, stored),
         })
         .collect::<Result<Vec<_>>>()?;
-    let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
-    Ok(RecordBatch::try_new_with_options(
-        schema.clone(),
-        columns,
-        &options,
-    )?)
+    batch_of(schema, columns, rows)
 }
 
 /// A batch of the read `columns` as a batch of `schema`. No operator reads the other columns:

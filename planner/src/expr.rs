@@ -707,6 +707,21 @@ pub struct AggregateCall {
 }
 
 impl AggregateCall {
+    /// `func` over `arg` (none for `count(*)`), typed by the function, with no order,
+    /// separator or filter.
+    pub fn new(func: AggregateFunction, arg: Option<Expr>) -> AggregateCall {
+        AggregateCall {
+            func,
+            data_type: func.result_type(arg.as_ref().map(|a| a.data_type()).as_ref()),
+            arg,
+            separator: None,
+            order: Vec::new(),
+            filter: None,
+        }
+    }
+}
+
+impl AggregateCall {
     /// The expressions over the aggregation's input: the argument, the ORDER BY keys, the
     /// filter.
     pub fn exprs(&self) -> impl Iterator<Item = &Expr> {

@@ -518,25 +518,14 @@ fn groups_predicate(keys: &[Expr], groups: &[Vec<ScalarValue>]) -> Option<Expr> 
 const ROW_COUNT: &str = "row_count";
 
 fn row_count_call() -> AggregateCall {
-    AggregateCall {
-        func: AggregateFunction::CountStar,
-        arg: None,
-        data_type: DataType::Int64,
-        separator: None,
-        order: Vec::new(),
-        filter: None,
-    }
+    AggregateCall::new(AggregateFunction::CountStar, None)
 }
 
 /// The count of the values `call` aggregates (under its FILTER).
 fn count_of(arg: Expr, call: &AggregateCall) -> AggregateCall {
     AggregateCall {
-        func: AggregateFunction::Count,
-        arg: Some(arg),
-        data_type: DataType::Int64,
-        separator: None,
-        order: Vec::new(),
         filter: call.filter.clone(),
+        ..AggregateCall::new(AggregateFunction::Count, Some(arg))
     }
 }
 

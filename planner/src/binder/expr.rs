@@ -380,14 +380,7 @@ pub(super) fn bind_aggregate_call(
         ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)
             if func == AggregateFunction::Count =>
         {
-            let call = AggregateCall {
-                func: AggregateFunction::CountStar,
-                arg: None,
-                data_type: DataType::Int64,
-                separator: None,
-                order: Vec::new(),
-                filter: None,
-            };
+            let call = AggregateCall::new(AggregateFunction::CountStar, None);
             return with_filter(call, function.filter.as_deref(), input);
         }
         ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => e,
