@@ -80,8 +80,7 @@ impl Node {
 impl Changed {
     /// Keeps the table's columns of rows the statement removes.
     fn remove(&mut self, table: &TableDef, columns: &[ArrayRef]) -> Result<()> {
-        let width = table.columns.len();
-        let batch = RecordBatch::try_new(table.arrow_schema(), columns[..width].to_vec())?;
+        let batch = table_part(table, columns)?;
         if batch.num_rows() > 0 {
             self.removed.push(batch);
         }
@@ -165,6 +164,15 @@ impl Changed {
         }
         Ok(())
     }
+}
+
+/// A removed row's columns (the table's, then its commit) as a batch of the table's columns.
+pub(crate) fn table_part(table: &TableDef, columns: &[ArrayRef]) -> Result<RecordBatch> {
+    let width = table.columns.len();
+    Ok(RecordBatch::try_new(
+        table.arrow_schema(),
+        columns[..width].to_vec(),
+    )?)
 }
 
 /// The changes that mark the rows at `addresses` (of `table` in `snapshot`) deleted: one per

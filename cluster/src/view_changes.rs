@@ -199,9 +199,13 @@ impl Node {
                 .await?;
             let state: Vec<RecordBatch> = stored.iter().map(without_address).collect();
             let state = conform(&view.arrow_schema(), &state)?;
+            let addresses = stored
+                .iter()
+                .flat_map(|b| address_column(b).values().iter());
+            let addresses: Vec<i64> = addresses.copied().collect();
             let compact = plan.compact_plan(view).expect("an aggregating view merges");
             let merged = self
-                .run_query(compact, snapshot.clone(), vec![state])
+                .run_query(compact, snapshot.clone(), vec![state.clone()])
                 .await?;
             let merged = conform(&view.arrow_schema(), &merged)?;
             let redo = extremes_removed(&roles, &keys, &lost, &merged)?;
@@ -217,13 +221,9 @@ impl Node {
                 again = redo.iter().map(|&i| redo_keys[i].clone()).collect();
                 let fresh = self.run_query(regroup, after.clone(), Vec::new()).await?;
                 delta.appended = conform(&view.arrow_schema(), &fresh)?;
-                for batch in &stored {
-                    let state = conform(&view.arrow_schema(), &[without_address(batch)])?;
-                    let found = address_column(batch);
-                    for (i, key) in keys.of(&state)?.iter().enumerate() {
-                        if again.contains(key) {
-                            delta.deleted.push(found.value(i));
-                        }
+                for (key, address) in keys.of(&state)?.iter().zip(&addresses) {
+                    if again.contains(key) {
+                        delta.deleted.push(*address);
                     }
                 }
             }

@@ -429,11 +429,8 @@ impl Node {
             let removed = replaced
                 .rows
                 .iter()
-                .map(|columns| {
-                    let width = table.columns.len();
-                    RecordBatch::try_new(table.arrow_schema(), columns[..width].to_vec())
-                })
-                .collect::<std::result::Result<Vec<_>, _>>()?;
+                .map(|columns| crate::rewrite::table_part(table, columns))
+                .collect::<Result<Vec<_>>>()?;
             let added = std::slice::from_ref(&batch);
             let views = self
                 .maintain_views(snapshot, table, added, &removed, &own)
