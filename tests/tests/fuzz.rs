@@ -151,6 +151,11 @@ fn run(statements: u64) {
         }
     }
     let guard = runtime.block_on(async {
+        // A fuzzed BEGIN may have left the session in a transaction, aborted by a later error.
+        client
+            .simple_query("ROLLBACK")
+            .await
+            .expect("ROLLBACK ends any transaction");
         client
             .simple_query("SELECT count(*), sum(id), count(DISTINCT label) FROM fuzz_guard")
             .await
