@@ -1,5 +1,4 @@
 use std::collections::HashSet;
-use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -378,13 +377,10 @@ pub(crate) fn apply(
             if !listed.is_empty() {
                 let log = next.segments.entry(table_id).or_default();
                 let removed = log.remove_where(|s| listed.contains(&(s.commit, s.index)));
+                // A container missing was removed by a commit that deleted its every row
+                // since the replacement was planned: a concurrent deletion, planned again.
                 if removed.len() < listed.len() {
-                    let (commit, index) =
-                        absent(&listed, removed.iter().map(|s| (s.commit, s.index)));
-                    return Err(CatalogError::Corrupt {
-                        key: keys::segment(table_id, commit, index),
-                        message: "replaced log segment is not in the catalog".into(),
-                    });
+                    return Err(CatalogError::DeletedConcurrently(name));
                 }
                 for segment in removed {
                     batch.delete(keys::segment(table_id, segment.commit, segment.index));
@@ -400,11 +396,7 @@ pub(crate) fn apply(
                 .partition(|f| listed.contains(&f.path));
             *table_files = kept;
             if removed.len() < listed.len() {
-                let path = absent(&listed, removed.iter().map(|f| f.path.clone()));
-                return Err(CatalogError::Corrupt {
-                    key: keys::file(table_id, &path),
-                    message: "replaced data file is not in the catalog".into(),
-                });
+                return Err(CatalogError::DeletedConcurrently(name));
             }
             for file in removed {
                 batch.delete(keys::file(table_id, &file.path));
@@ -568,14 +560,6 @@ fn check_schema_of(next: &Snapshot, table: &str) -> Result<()> {
 pub(crate) fn table_with_id(next: &Snapshot, id: u64) -> Result<&Arc<TableDef>> {
     next.table_by_id(id)
         .ok_or_else(|| CatalogError::TableNotFound(format!("with id {id}")))
-}
-
-/// A key `listed` that none of `found` has, when fewer were found than listed: what a
-/// `Replace` named that the catalog lacks.
-fn absent<K: Eq + Hash + Clone>(listed: &HashSet<K>, found: impl Iterator<Item = K>) -> K {
-    let found: HashSet<K> = found.collect();
-    let absent = listed.iter().find(|key| !found.contains(*key));
-    absent.expect("fewer found than listed").clone()
 }
 
 pub(crate) fn schedule_delete(

@@ -194,6 +194,18 @@ mod tests {
         assert!(snapshot.segments(id).is_empty());
         assert!(snapshot.deletion_vector(id, &segment).is_none());
         assert_eq!(snapshot.row_count(id), 0);
+
+        // Tiering planned before the segment went, when it had no deleted rows, is a
+        // concurrent deletion too: planned again, never a corrupt catalog.
+        let planned_before = Change::Replace {
+            table_id: id,
+            segments: vec![(commit, index)],
+            files: Vec::new(),
+            added: Vec::new(),
+            deleted: 0,
+        };
+        let refused = catalog.commit(vec![planned_before]).await;
+        assert!(matches!(refused, Err(CatalogError::DeletedConcurrently(_))));
         catalog.close().await.unwrap();
         drop(catalog);
         let catalog = Catalog::open(&lake, Duration::from_secs(60)).await.unwrap();
