@@ -304,9 +304,14 @@ pub(crate) fn column_indices(table: &TableDef, columns: &[String]) -> Vec<usize>
         .collect()
 }
 
+/// Up to this many rows, a lookup names each row's values; past it, their ranges.
+const MOST_POINT_LOOKUPS: usize = 32;
+
 /// The plan that reads the rows of `table` with their address (after their commit version and
-/// time, with `system`), of only the rows whose column at `indices[0]` lies within the range
-/// `batch` holds (when it is an integer).
+/// time, with `system`), of only the rows whose columns at `indices` may equal those of a row
+/// of `batch`, as far as the integer columns without NULLs in `batch` tell: for a few rows,
+/// each row's values (so that two keys far apart read two pages, not all between), else the
+/// range of each column.
 pub(crate) fn matching_plan(
     table: &Arc<TableDef>,
     indices: &[usize],
@@ -318,27 +323,55 @@ pub(crate) fn matching_plan(
         table: table.clone(),
         schema: schema.clone(),
     };
-    let first = indices[0];
-    if let Some((least, greatest)) = integer_range(batch.column(first))? {
-        let column = || {
-            Expr::column(
-                first,
-                &table.columns[first].name,
-                schema.field(first).data_type().clone(),
-            )
-        };
-        let bound = |op, value: i64| Expr::Binary {
+    let mut columns = Vec::new();
+    for &index in indices {
+        let values = batch.column(index);
+        if values.null_count() == 0 && integer_range(values)?.is_some() {
+            columns.push((index, cast(values, &DataType::Int64)?));
+        }
+    }
+    let compared = |index: usize, op, value: i64| {
+        let column = Expr::column(
+            index,
+            &table.columns[index].name,
+            schema.field(index).data_type().clone(),
+        );
+        Expr::Binary {
             op,
-            left: Box::new(column().cast(&DataType::Int64)),
+            left: Box::new(column.cast(&DataType::Int64)),
             right: Box::new(Expr::Literal(ScalarValue::Int64(value))),
-        };
-        let predicate = Expr::and_all(vec![
-            bound(BinaryOp::GtEq, least),
-            bound(BinaryOp::LtEq, greatest),
-        ]);
+        }
+    };
+    let predicate = match batch.num_rows() <= MOST_POINT_LOOKUPS {
+        true => (0..batch.num_rows())
+            .filter_map(|row| {
+                let parts = columns.iter().map(|(index, values)| {
+                    let value = values.as_primitive::<Int64Type>().value(row);
+                    compared(*index, BinaryOp::Eq, value)
+                });
+                Expr::and_all(parts.collect())
+            })
+            .reduce(|l, r| Expr::Binary {
+                op: BinaryOp::Or,
+                left: Box::new(l),
+                right: Box::new(r),
+            }),
+        false => {
+            let mut bounds = Vec::new();
+            for (index, values) in &columns {
+                let values = values.as_primitive::<Int64Type>();
+                let least = arrow::compute::min(values).expect("no NULLs");
+                let greatest = arrow::compute::max(values).expect("no NULLs");
+                bounds.push(compared(*index, BinaryOp::GtEq, least));
+                bounds.push(compared(*index, BinaryOp::LtEq, greatest));
+            }
+            Expr::and_all(bounds)
+        }
+    };
+    if let Some(predicate) = predicate {
         plan = LogicalPlan::Filter {
             input: Box::new(plan),
-            predicate: predicate.expect("two bounds"),
+            predicate,
         };
     }
     // The scan's own columns.
