@@ -12,8 +12,8 @@ engine's own time for it.
 
 With --views, both tables carry two materialized views (by a bucket of the key with count,
 sum, min and max, and over the whole table), which every point write keeps current (ADR 0049),
-and one more kind runs: an UPDATE of the row holding a bucket's least value, which computes
-that bucket again from the table.
+and one more kind runs: an UPDATE of the row holding a bucket's least value, which takes the
+bucket's new least value from the view's count table (ADR 0052).
 """
 
 import argparse
@@ -45,8 +45,8 @@ VIEWS = (
 )
 
 
-# With --views: an UPDATE that raises a bucket's least value, so that the view computes that
-# bucket again from the table (ADR 0049).
+# With --views: an UPDATE that raises a bucket's least value, so that the view looks up that
+# bucket's next value in its count table (ADR 0052).
 VIEW_STATEMENTS = {
     "UPDATE of a bucket's min": "UPDATE kv SET v = v + 1 WHERE k = %(k)s",
 }

@@ -26,4 +26,5 @@ pub use statistics::{
 pub use types::{
     CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, Column, DataFile, Fold, HIDDEN_COLUMN, Index,
     Layout, LogSegment, SegmentPayload, SqlType, TableDef, TableKind, Ttl, system_fields,
+    value_counts_name,
 };

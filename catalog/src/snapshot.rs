@@ -50,8 +50,14 @@ impl Snapshot {
         self.defined_at.get(name).copied().unwrap_or(0)
     }
 
+    /// The table or view a statement may name: none for a view's hidden state (ADR 0052).
     pub fn table(&self, name: &str) -> Option<&Arc<TableDef>> {
-        self.tables.get(name)
+        self.tables.get(name).filter(|t| !t.is_hidden())
+    }
+
+    /// The tables and views that listings show: all but the views' hidden state.
+    pub fn visible_tables(&self) -> impl Iterator<Item = &Arc<TableDef>> {
+        self.tables.values().filter(|t| !t.is_hidden())
     }
 
     pub fn table_by_id(&self, id: u64) -> Option<&Arc<TableDef>> {
@@ -111,10 +117,29 @@ impl Snapshot {
             .values()
             .filter(|t| match &t.kind {
                 crate::TableKind::MaterializedView { base_table: b, .. } => b == base_table,
-                crate::TableKind::Table | crate::TableKind::View { .. } => false,
+                crate::TableKind::Table
+                | crate::TableKind::View { .. }
+                | crate::TableKind::ValueCounts { .. } => false,
             })
             .cloned()
             .collect()
+    }
+
+    /// The count tables of materialized view `view` (ADR 0052), in position order: none for a
+    /// view without mins or maxes, or one created before they were kept.
+    pub fn value_counts_of(&self, view: &str) -> Vec<Arc<TableDef>> {
+        let mut counts: Vec<(usize, Arc<TableDef>)> = self
+            .tables
+            .values()
+            .filter_map(|t| match &t.kind {
+                crate::TableKind::ValueCounts { view: v, position } if v == view => {
+                    Some((*position, t.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        counts.sort_by_key(|(position, _)| *position);
+        counts.into_iter().map(|(_, t)| t).collect()
     }
 
     /// Rows committed but not yet in Parquet, over all tables.

@@ -144,6 +144,10 @@ pub enum TableKind {
     /// partial aggregate per group per commit, merged when read and when tiered), kept current by
     /// every commit to `base_table`.
     MaterializedView { sql: String, base_table: String },
+    /// A materialized view's count of the values of its mins and maxes (ADR 0052), keyed on
+    /// the group and the value: hidden from listings, kept by the commits that keep `view`,
+    /// dropped and renamed with it. `position` numbers the view's count tables.
+    ValueCounts { view: String, position: usize },
     /// A view that stores nothing: its query is bound in place of the name wherever it is read.
     /// `column_names` rename the query's columns when the view declared them.
     View {
@@ -349,6 +353,16 @@ impl TableDef {
     pub fn is_view(&self) -> bool {
         matches!(self.kind, TableKind::View { .. })
     }
+
+    /// Whether the table is a view's internal state that no listing shows and no query names.
+    pub fn is_hidden(&self) -> bool {
+        matches!(self.kind, TableKind::ValueCounts { .. })
+    }
+}
+
+/// The name of a view's count table at `position` (ADR 0052).
+pub fn value_counts_name(view: &str, position: usize) -> String {
+    format!("{view}$values_{position}")
 }
 
 /// Where a log segment's bytes are.

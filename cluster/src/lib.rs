@@ -17,6 +17,7 @@ mod settings;
 mod temporary;
 mod tiering;
 mod transaction;
+mod value_counts;
 mod view_changes;
 mod write;
 

@@ -16,14 +16,15 @@ use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, new_null
 use arrow::compute::kernels::cmp::{gt_eq, lt_eq};
 use arrow::compute::kernels::numeric::neg;
 use arrow::compute::{cast, concat_batches, filter_record_batch};
-use arrow::datatypes::{Int64Type, SchemaRef};
+use arrow::datatypes::{DataType, Int64Type, SchemaRef};
 use arrow::row::{RowConverter, SortField};
 use pondra_catalog::{Change, Snapshot, TableDef};
-use pondra_planner::{LogicalPlan, ScalarValue, StateRole, ViewPlan, load_view};
+use pondra_planner::{ScalarValue, StateRole, ViewPlan, load_view};
 
 use crate::keyed::matching_plan;
 use crate::node::Node;
 use crate::rewrite::deletion_changes;
+use crate::value_counts::CountsDelta;
 use crate::{NodeError, Result};
 
 /// Above this many removed groups a commit computes the view whole: it is no point change,
@@ -57,13 +58,20 @@ impl Node {
             let plan = load_view(snapshot, &view)?;
             let gained = self.view_image(snapshot, &view, &plan, added).await?;
             let lost = self.view_image(snapshot, &view, &plan, removed).await?;
+            let counts = self
+                .count_values(snapshot, &view, &plan, added, removed)
+                .await?;
+            if let Some(counts) = &counts {
+                changes.extend(self.counts_changes(snapshot, counts).await?);
+            }
             let delta = match plan.is_aggregating() {
                 false => Some(ViewDelta {
                     deleted: self.stored_rows_equal(snapshot, &view, &lost).await?,
                     appended: gained,
                 }),
                 true => {
-                    self.retract_partials(snapshot, own, &view, &plan, gained, lost)
+                    let images = Images { gained, lost };
+                    self.retract_partials(snapshot, own, &view, &plan, images, counts.as_deref())
                         .await?
                 }
             };
@@ -140,14 +148,9 @@ impl Node {
         for key in keys.of(lost)? {
             *wanted.entry(key).or_default() += 1;
         }
-        // The range of the first column prunes the scan, unless a NULL must be found too.
-        let plan = match lost.column(0).null_count() {
-            0 => matching_plan(view, &[0], lost, false)?,
-            _ => LogicalPlan::Scan {
-                table: view.clone(),
-                schema: view.scan_schema(false, true),
-            },
-        };
+        // The ranges of the view's columns prune the scan.
+        let columns: Vec<usize> = (0..view.columns.len()).collect();
+        let plan = matching_plan(view, &columns, lost, false)?;
         let mut addresses = Vec::new();
         for batch in self.run_query(plan, snapshot.clone(), Vec::new()).await? {
             let stored = conform(&view.arrow_schema(), &[without_address(&batch)])?;
@@ -166,16 +169,18 @@ impl Node {
     }
 
     /// For an aggregating view, what the commit appends to and deletes from its state; `None`
-    /// when the view is better computed whole.
+    /// when the view is better computed whole. `counts` are the commit's changes to the view's
+    /// count tables, when it keeps them.
     async fn retract_partials(
         &self,
         snapshot: &Arc<Snapshot>,
         own: &[Change],
         view: &Arc<TableDef>,
         plan: &ViewPlan,
-        gained: RecordBatch,
-        lost: RecordBatch,
+        images: Images,
+        counts: Option<&[CountsDelta]>,
     ) -> Result<Option<ViewDelta>> {
+        let Images { gained, lost } = images;
         let roles = plan.state_roles();
         let groups = roles.iter().filter(|r| **r == StateRole::Group).count();
         let keys = RowKeys::new(&view.arrow_schema(), groups)?;
@@ -210,17 +215,38 @@ impl Node {
             let merged = conform(&view.arrow_schema(), &merged)?;
             let redo = extremes_removed(&roles, &keys, &lost, &merged)?;
             if !redo.is_empty() {
-                let redo_keys = keys.of(&lost)?;
-                let lost_groups = group_values(&lost, groups);
-                let redo_groups: Vec<Vec<ScalarValue>> =
-                    redo.iter().map(|&i| lost_groups[i].clone()).collect();
-                let after = self.after(snapshot, own)?;
-                let Some(regroup) = plan.regroup_plan(&after, &redo_groups)? else {
+                let lost_keys = keys.of(&lost)?;
+                again = redo.iter().map(|&i| lost_keys[i].clone()).collect();
+                let held = Held {
+                    state: &state,
+                    merged: &merged,
+                };
+                let images = Images {
+                    gained: gained.clone(),
+                    lost: lost.clone(),
+                };
+                let fresh = match counts {
+                    Some(counts) => {
+                        let redo = Redo {
+                            keys: &keys,
+                            again: &again,
+                            counts,
+                        };
+                        self.regroup_from_counts(snapshot, view, plan, &redo, held, &images)
+                            .await?
+                    }
+                    None => {
+                        let lost_groups = group_values(&lost, groups);
+                        let redo_groups: Vec<Vec<ScalarValue>> =
+                            redo.iter().map(|&i| lost_groups[i].clone()).collect();
+                        self.regroup_from_base(snapshot, own, view, plan, &redo_groups)
+                            .await?
+                    }
+                };
+                let Some(fresh) = fresh else {
                     return Ok(None);
                 };
-                again = redo.iter().map(|&i| redo_keys[i].clone()).collect();
-                let fresh = self.run_query(regroup, after.clone(), Vec::new()).await?;
-                delta.appended = conform(&view.arrow_schema(), &fresh)?;
+                delta.appended = fresh;
                 for (key, address) in keys.of(&state)?.iter().zip(&addresses) {
                     if again.contains(key) {
                         delta.deleted.push(*address);
@@ -234,6 +260,118 @@ impl Node {
         delta.appended = concat_batches(&view.arrow_schema(), &parts)?;
         Ok(Some(delta))
     }
+
+    /// The state of `groups` computed again from the base table as the commit leaves it (for
+    /// a view without count tables); `None` when a group value has no constant form.
+    async fn regroup_from_base(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        own: &[Change],
+        view: &TableDef,
+        plan: &ViewPlan,
+        groups: &[Vec<ScalarValue>],
+    ) -> Result<Option<RecordBatch>> {
+        let after = self.after(snapshot, own)?;
+        let Some(regroup) = plan.regroup_plan(&after, groups)? else {
+            return Ok(None);
+        };
+        let fresh = self.run_query(regroup, after.clone(), Vec::new()).await?;
+        Ok(Some(conform(&view.arrow_schema(), &fresh)?))
+    }
+
+    /// The state of the groups `redo` names as the commit leaves it (ADR 0052): their stored
+    /// rows merged with the commit's partials, and each min or max taken from the view's
+    /// count tables. `None` when a group value has no constant form.
+    async fn regroup_from_counts(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        view: &TableDef,
+        plan: &ViewPlan,
+        redo: &Redo<'_>,
+        held: Held<'_>,
+        images: &Images,
+    ) -> Result<Option<RecordBatch>> {
+        let schema = view.arrow_schema();
+        let roles = plan.state_roles();
+        let groups = roles.iter().filter(|r| **r == StateRole::Group).count();
+        let parts = [
+            redo.keys.only(held.state, redo.again)?,
+            redo.keys.only(&images.gained, redo.again)?,
+            negated(&redo.keys.only(&images.lost, redo.again)?, &roles)?,
+        ];
+        let compact = plan.compact_plan(view).expect("an aggregating view merges");
+        let rows = vec![concat_batches(&schema, &parts)?];
+        let fresh = conform(
+            &schema,
+            &self.run_query(compact, snapshot.clone(), rows).await?,
+        )?;
+        let merged_at: HashMap<Vec<u8>, usize> = redo
+            .keys
+            .of(held.merged)?
+            .into_iter()
+            .enumerate()
+            .map(|(i, key)| (key, i))
+            .collect();
+        let fresh_keys = redo.keys.of(&fresh)?;
+        let fresh_groups = group_values(&fresh, groups);
+        let mut columns = fresh.columns().to_vec();
+        for &(position, c) in &plan.extremes {
+            let greatest = roles[position] == StateRole::Greatest;
+            let mut values = Vec::new();
+            for (key, group) in fresh_keys.iter().zip(&fresh_groups) {
+                let before = merged_at
+                    .get(key)
+                    .map(|&m| held.merged.column(position).slice(m, 1));
+                let bound = before.map(|b| integer_value(&b)).transpose()?.flatten();
+                let extreme = self
+                    .extreme_after(snapshot, &redo.counts[c], group, greatest, bound)
+                    .await?;
+                let Some(extreme) = extreme else {
+                    return Ok(None);
+                };
+                values.push(cast(&extreme, schema.field(position).data_type())?);
+            }
+            if !values.is_empty() {
+                let values: Vec<&dyn Array> = values.iter().map(|a| a.as_ref()).collect();
+                columns[position] = arrow::compute::concat(&values)?;
+            }
+        }
+        Ok(Some(RecordBatch::try_new(schema, columns)?))
+    }
+}
+
+/// The images in a view's state of the rows a commit appends and of those it removes.
+struct Images {
+    gained: RecordBatch,
+    lost: RecordBatch,
+}
+
+/// A view's stored state rows of the groups a commit removed rows from, and those merged.
+#[derive(Clone, Copy)]
+struct Held<'a> {
+    state: &'a RecordBatch,
+    merged: &'a RecordBatch,
+}
+
+/// The groups a commit computes again, by key, and the commit's changes to the view's count
+/// tables.
+struct Redo<'a> {
+    keys: &'a RowKeys,
+    again: &'a HashSet<Vec<u8>>,
+    counts: &'a [CountsDelta],
+}
+
+/// The value of a one-row integer array as an i64; none for NULL or another type.
+fn integer_value(value: &ArrayRef) -> Result<Option<i64>> {
+    if !matches!(
+        value.data_type(),
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
+    ) || value.is_null(0)
+    {
+        return Ok(None);
+    }
+    let value = cast(value, &DataType::Int64)?;
+    Ok(Some(value.as_primitive::<Int64Type>().value(0)))
 }
 
 /// The rows of `lost` (removed partials, one per group) whose group's min or max they may have
@@ -309,14 +447,14 @@ fn group_values(state: &RecordBatch, groups: usize) -> Vec<Vec<ScalarValue>> {
 }
 
 /// Comparable bytes of the first columns of a batch (NULL equal to NULL).
-struct RowKeys {
+pub(crate) struct RowKeys {
     /// None when there are no columns to compare: every row has the same, empty key.
     converter: Option<RowConverter>,
     width: usize,
 }
 
 impl RowKeys {
-    fn new(schema: &SchemaRef, width: usize) -> Result<RowKeys> {
+    pub(crate) fn new(schema: &SchemaRef, width: usize) -> Result<RowKeys> {
         let fields: Vec<SortField> = schema.fields()[..width]
             .iter()
             .map(|f| SortField::new(f.data_type().clone()))
@@ -328,12 +466,22 @@ impl RowKeys {
         Ok(RowKeys { converter, width })
     }
 
-    fn of(&self, batch: &RecordBatch) -> Result<Vec<Vec<u8>>> {
+    pub(crate) fn of(&self, batch: &RecordBatch) -> Result<Vec<Vec<u8>>> {
         let Some(converter) = &self.converter else {
             return Ok(vec![Vec::new(); batch.num_rows()]);
         };
         let rows = converter.convert_columns(&batch.columns()[..self.width])?;
         Ok(rows.iter().map(|row| row.as_ref().to_vec()).collect())
+    }
+
+    /// The rows of `batch` whose key is in `keys`.
+    fn only(&self, batch: &RecordBatch, keys: &HashSet<Vec<u8>>) -> Result<RecordBatch> {
+        let keep: BooleanArray = self
+            .of(batch)?
+            .iter()
+            .map(|key| Some(keys.contains(key)))
+            .collect();
+        Ok(filter_record_batch(batch, &keep)?)
     }
 
     /// The rows of `batch` whose key is not in `keys`.
@@ -351,7 +499,7 @@ impl RowKeys {
 }
 
 /// `batches` as one batch of `schema`, each column cast to its type.
-fn conform(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
+pub(crate) fn conform(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
     let mut conformed = Vec::new();
     for batch in batches {
         assert_eq!(batch.num_columns(), schema.fields().len());
@@ -367,19 +515,19 @@ fn conform(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<RecordBatch> {
 }
 
 /// A scanned batch without its last column, the row address.
-fn without_address(batch: &RecordBatch) -> RecordBatch {
+pub(crate) fn without_address(batch: &RecordBatch) -> RecordBatch {
     batch
         .project(&(0..batch.num_columns() - 1).collect::<Vec<_>>())
         .expect("the columns exist")
 }
 
-fn address_column(batch: &RecordBatch) -> &arrow::array::PrimitiveArray<Int64Type> {
+pub(crate) fn address_column(batch: &RecordBatch) -> &arrow::array::PrimitiveArray<Int64Type> {
     batch
         .column(batch.num_columns() - 1)
         .as_primitive::<Int64Type>()
 }
 
-fn lost_track(view: &TableDef) -> NodeError {
+pub(crate) fn lost_track(view: &TableDef) -> NodeError {
     NodeError::Other(format!(
         "materialized view {} does not hold the rows a change removes from its table; \
          drop it and create it again",

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
 use pondra_catalog::{Change, SegmentPayload, Snapshot, TableDef, TableKind};
-use pondra_planner::{LogicalPlan, Plan, ViewPlan, load_view};
+use pondra_planner::{Plan, ViewPlan, load_view};
 use pondra_storage::encode_log_segment;
 
 use crate::keyed::{check_not_null, is_constrained};
@@ -117,10 +117,7 @@ impl Node {
                 "CREATE SCHEMA",
             )),
             Plan::DropSchema { name, tables } => {
-                let mut drops: Vec<Change> = tables
-                    .into_iter()
-                    .map(|name| Change::DropTable { name })
-                    .collect();
+                let mut drops = drops_with_state(snapshot, tables);
                 drops.push(Change::DropSchema { name });
                 Ok(Prepared::new(drops, "DROP SCHEMA"))
             }
@@ -158,16 +155,12 @@ impl Node {
                     return Err(pondra_catalog::CatalogError::TableNotFound(name).into());
                 };
                 let tag = match table.kind {
-                    TableKind::Table => "DROP TABLE",
+                    TableKind::Table | TableKind::ValueCounts { .. } => "DROP TABLE",
                     TableKind::View { .. } => "DROP VIEW",
                     TableKind::MaterializedView { .. } => "DROP MATERIALIZED VIEW",
                 };
-                let mut drops: Vec<Change> = dependents
-                    .into_iter()
-                    .map(|name| Change::DropTable { name })
-                    .collect();
-                drops.push(Change::DropTable { name });
-                Ok(Prepared::new(drops, tag))
+                let names = dependents.into_iter().chain([name]);
+                Ok(Prepared::new(drops_with_state(snapshot, names), tag))
             }
             Plan::Comment { table } => {
                 let def = table;
@@ -195,7 +188,24 @@ impl Node {
                     TableKind::Table => "ALTER TABLE",
                     _ => "ALTER VIEW",
                 };
-                Ok(Prepared::new(vec![Change::RenameTable { from, to }], tag))
+                let mut changes = Vec::new();
+                for (position, counts) in snapshot.value_counts_of(&from).iter().enumerate() {
+                    let renamed = pondra_catalog::value_counts_name(&to, position);
+                    changes.push(Change::RenameTable {
+                        from: counts.name.clone(),
+                        to: renamed.clone(),
+                    });
+                    let view = to.clone();
+                    let kind = TableKind::ValueCounts { view, position };
+                    let def = TableDef {
+                        name: renamed,
+                        kind,
+                        ..counts.as_ref().clone()
+                    };
+                    changes.push(Change::AlterTable { def });
+                }
+                changes.push(Change::RenameTable { from, to });
+                Ok(Prepared::new(changes, tag))
             }
             Plan::Insert {
                 table,
@@ -220,8 +230,8 @@ impl Node {
                     }
                     return Err(pondra_catalog::CatalogError::TableExists(name).into());
                 }
-                let create = self.create_view(snapshot, name, sql, &view).await?;
-                Ok(Prepared::new(vec![create], "CREATE MATERIALIZED VIEW"))
+                let creates = self.create_view(snapshot, name, sql, &view).await?;
+                Ok(Prepared::new(creates, "CREATE MATERIALIZED VIEW"))
             }
             Plan::CreateTableAs {
                 name,
@@ -445,6 +455,13 @@ impl Node {
         );
         for view in snapshot.views_over(&table.name) {
             let plan = load_view(snapshot, &view)?;
+            let added = std::slice::from_ref(&batch);
+            if let Some(counts) = self
+                .count_values(snapshot, &view, &plan, added, &[])
+                .await?
+            {
+                changes.extend(self.counts_changes(snapshot, &counts).await?);
+            }
             let state = self
                 .run_query(plan.maintain, snapshot.clone(), vec![batch.clone()])
                 .await?;
@@ -453,15 +470,15 @@ impl Node {
         Ok((rows, changes))
     }
 
-    /// The change that creates a materialized view filled from the rows its table holds in
-    /// `snapshot`.
+    /// The changes that create a materialized view, and the count tables of its mins and
+    /// maxes (ADR 0052), filled from the rows its table holds in `snapshot`.
     async fn create_view(
         &self,
         snapshot: &Arc<Snapshot>,
         name: String,
         sql: String,
         view: &ViewPlan,
-    ) -> Result<Change> {
+    ) -> Result<Vec<Change>> {
         let base = &view.base_table;
         if snapshot.table(&base.name).map(|t| t.id) != Some(base.id) {
             return Err(NodeError::Other(format!(
@@ -469,13 +486,10 @@ impl Node {
                 base.name
             )));
         }
-        let existing = {
-            let scan = LogicalPlan::Scan {
-                table: base.clone(),
-                schema: base.arrow_schema(),
-            };
-            self.run_query(scan, snapshot.clone(), Vec::new()).await?
-        };
+        let existing = self.read_table(snapshot, base).await?;
+        let mut changes = self
+            .create_value_counts(snapshot, &name, view, &existing)
+            .await?;
         let kind = TableKind::MaterializedView {
             sql,
             base_table: base.name.clone(),
@@ -491,7 +505,8 @@ impl Node {
         } else {
             None
         };
-        Ok(Change::CreateTable { def, initial })
+        changes.push(Change::CreateTable { def, initial });
+        Ok(changes)
     }
 
     pub(crate) async fn append_change(
@@ -529,4 +544,19 @@ impl Node {
         self.lake.put(&path, bytes).await?;
         Ok((rows as u64, SegmentPayload::Object(path)))
     }
+}
+
+/// The changes dropping the tables and views `names`, with the count tables of each view
+/// (ADR 0052) first.
+fn drops_with_state(snapshot: &Snapshot, names: impl IntoIterator<Item = String>) -> Vec<Change> {
+    let mut drops = Vec::new();
+    for name in names {
+        for counts in snapshot.value_counts_of(&name) {
+            drops.push(Change::DropTable {
+                name: counts.name.clone(),
+            });
+        }
+        drops.push(Change::DropTable { name });
+    }
+    drops
 }

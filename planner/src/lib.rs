@@ -18,6 +18,7 @@ mod shared_aggregates;
 mod system_tables;
 mod tree;
 mod types;
+mod value_counts;
 mod view;
 
 pub use binder::{Binder, object_name};
@@ -36,4 +37,5 @@ pub use system_tables::SERVER_VERSION;
 pub use tree::{PlanNode, TreeNode};
 pub use types::{common_numeric_type, is_numeric, sql_type_from_ast};
 pub use types::{expanded_array_type, push_array_item};
+pub use value_counts::ValueCountsPlan;
 pub use view::{StateRole, ViewPlan, load_view, plan_view};

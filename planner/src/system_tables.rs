@@ -262,7 +262,7 @@ fn type_length(data_type: &DataType) -> i32 {
 
 fn relkind(table: &TableDef) -> &'static str {
     match table.kind {
-        TableKind::Table => "r",
+        TableKind::Table | TableKind::ValueCounts { .. } => "r",
         TableKind::View { .. } => "v",
         TableKind::MaterializedView { .. } => "m",
     }
@@ -270,7 +270,7 @@ fn relkind(table: &TableDef) -> &'static str {
 
 fn table_type(table: &TableDef) -> &'static str {
     match table.kind {
-        TableKind::Table => "BASE TABLE",
+        TableKind::Table | TableKind::ValueCounts { .. } => "BASE TABLE",
         TableKind::View { .. } | TableKind::MaterializedView { .. } => "VIEW",
     }
 }
@@ -377,7 +377,7 @@ pub fn system_table(
     temporary: &[Arc<TableDef>],
     columns_of: &dyn Fn(&TableDef) -> Vec<(String, DataType)>,
 ) -> Option<LogicalPlan> {
-    let tables: Vec<&Arc<TableDef>> = snapshot.tables.values().chain(temporary).collect();
+    let tables: Vec<&Arc<TableDef>> = snapshot.visible_tables().chain(temporary).collect();
     let (fields, rows): (Vec<(&str, DataType)>, Vec<Vec<Cell>>) = match (schema, name) {
         ("pg_catalog", "pg_namespace") => (
             vec![
@@ -862,7 +862,7 @@ pub fn system_table(
                             text(sql.clone()),
                         ])
                     }
-                    TableKind::Table => None,
+                    TableKind::Table | TableKind::ValueCounts { .. } => None,
                 })
                 .collect(),
         ),

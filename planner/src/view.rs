@@ -9,8 +9,9 @@
 //! of counts, sum of sums, min of mins...), drops the groups left with no rows, and applies
 //! what the query does above its aggregate (HAVING, the select list); tiering merges them for
 //! good. A min or max cannot be retracted by arithmetic: when a commit removes the least (or
-//! greatest) value of a group, that group's state is computed again from the base table
-//! ([`ViewPlan::regroup_plan`]), and only that group's.
+//! greatest) value of a group, that group's min or max is taken again from the view's count
+//! tables ([`ValueCountsPlan`], ADR 0052), or for a view created before them, its state is
+//! computed again from the base table ([`ViewPlan::regroup_plan`]), and only that group's.
 
 use std::sync::Arc;
 
@@ -23,6 +24,7 @@ use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, Expr, ScalarFuncti
 use crate::logical::LogicalPlan;
 use crate::optimizer::optimize;
 use crate::scalar::ScalarValue;
+use crate::value_counts::{ValueCountsPlan, plan_value_counts};
 use crate::{Result, bind_err, unsupported};
 
 /// How one aggregate of the view is kept as state.
@@ -66,6 +68,11 @@ pub struct ViewPlan {
     source: Option<LogicalPlan>,
     /// What the view does with its state when read.
     read: ReadShape,
+    /// For an aggregating view with mins or maxes, the count tables of their values
+    /// (ADR 0052).
+    pub value_counts: Vec<ValueCountsPlan>,
+    /// Each min or max state column's position, with the count table of its values.
+    pub extremes: Vec<(usize, usize)>,
 }
 
 #[derive(Clone, Debug)]
@@ -105,7 +112,12 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
                 ));
             }
             let mut partials = vec![row_count_call()];
-            for (call, kind) in aggregates.iter().zip(&kinds) {
+            let (value_counts, sources) = plan_value_counts(input, group, aggregates)?;
+            let mut extremes = Vec::new();
+            for ((call, kind), source) in aggregates.iter().zip(&kinds).zip(sources) {
+                if let Some(counts) = source {
+                    extremes.push((group.len() + partials.len(), counts));
+                }
                 partials.extend(partial_calls(call, *kind));
             }
             let mut columns = Vec::new();
@@ -137,6 +149,8 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
                     aggregate_schema: schema.clone(),
                     upper: plan.clone(),
                 },
+                value_counts,
+                extremes,
             })
         }
         _ => {
@@ -153,6 +167,8 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
                 maintain: with_input(&plan),
                 source: None,
                 read: ReadShape::Rows,
+                value_counts: Vec::new(),
+                extremes: Vec::new(),
             })
         }
     }
@@ -486,7 +502,7 @@ fn partial_calls(call: &AggregateCall, kind: StateKind) -> Vec<AggregateCall> {
 
 /// True for the rows whose `keys` equal one of `groups` (NULL matching NULL); `None` when a
 /// value cannot be written as a constant, or when there are no groups to match.
-fn groups_predicate(keys: &[Expr], groups: &[Vec<ScalarValue>]) -> Option<Expr> {
+pub(crate) fn groups_predicate(keys: &[Expr], groups: &[Vec<ScalarValue>]) -> Option<Expr> {
     if keys.is_empty() {
         return Some(Expr::Literal(ScalarValue::Boolean(true)));
     }
@@ -529,7 +545,7 @@ fn count_of(arg: Expr, call: &AggregateCall) -> AggregateCall {
     }
 }
 
-fn state_column(name: String, data_type: &DataType) -> Result<Column> {
+pub(crate) fn state_column(name: String, data_type: &DataType) -> Result<Column> {
     let sql_type = SqlType::from_arrow(data_type).ok_or_else(|| {
         bind_err!(
             "a materialized view cannot store a column of type {}",
@@ -582,9 +598,9 @@ fn base_table_of(plan: &LogicalPlan) -> Result<Arc<TableDef>> {
                 Err(unsupported!("a materialized view over a table with a TTL"))
             }
             TableKind::Table => Ok(table.clone()),
-            TableKind::MaterializedView { .. } => Err(unsupported!(
-                "a materialized view over another materialized view"
-            )),
+            TableKind::MaterializedView { .. } | TableKind::ValueCounts { .. } => Err(
+                unsupported!("a materialized view over another materialized view"),
+            ),
             TableKind::View { .. } => Err(unsupported!("a materialized view over a view")),
         },
         LogicalPlan::Filter { input, .. } | LogicalPlan::Project { input, .. } => {
@@ -600,7 +616,7 @@ fn base_table_of(plan: &LogicalPlan) -> Result<Arc<TableDef>> {
 }
 
 /// The plan with its table scan replaced by the rows of one commit.
-fn with_input(plan: &LogicalPlan) -> LogicalPlan {
+pub(crate) fn with_input(plan: &LogicalPlan) -> LogicalPlan {
     match plan {
         LogicalPlan::Scan { schema, .. } => LogicalPlan::Input {
             schema: schema.clone(),

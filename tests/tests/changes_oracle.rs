@@ -55,6 +55,38 @@ const VIEWS: [(&str, &str); 5] = [
     ("keyed_texts", "SELECT DISTINCT s FROM keyed"),
 ];
 
+/// The count tables of the views' mins and maxes (ADR 0052), by view and position, with the
+/// query over the base table that gives the same rows: per group, each value and how many rows
+/// hold it.
+const VALUE_COUNTS: [(&str, usize, &str); 5] = [
+    (
+        "keyed_by_s",
+        0,
+        "SELECT s, v, count(*) FROM keyed WHERE v IS NOT NULL GROUP BY s, v",
+    ),
+    (
+        "appended_buckets",
+        0,
+        "SELECT k % 5, s, count(*) FROM appended WHERE (v IS NOT NULL OR s IS NOT NULL) \
+         AND s IS NOT NULL GROUP BY k % 5, s",
+    ),
+    (
+        "appended_buckets",
+        1,
+        "SELECT k % 5, v, count(*) FROM appended WHERE v IS NOT NULL GROUP BY k % 5, v",
+    ),
+    (
+        "keyed_totals",
+        0,
+        "SELECT k, count(*) FROM keyed WHERE k IS NOT NULL GROUP BY k",
+    ),
+    (
+        "keyed_totals",
+        1,
+        "SELECT v, count(*) FROM keyed WHERE v IS NOT NULL GROUP BY v",
+    ),
+];
+
 /// One statement, as each engine spells it.
 struct Statement {
     pondra: String,
@@ -299,6 +331,19 @@ fn check_views(node: &Arc<Node>, runtime: &tokio::runtime::Runtime, context: &st
             held,
             sorted_rows(node, runtime, query),
             "{context}: view {view} differs from its query"
+        );
+    }
+    for (view, position, query) in VALUE_COUNTS {
+        let tables = runtime.block_on(node.view_value_counts(view)).unwrap();
+        let mut held: Vec<String> = map_cells(&tables[position], |_, _, _, text| text)
+            .into_iter()
+            .map(|row| row.join("\t"))
+            .collect();
+        held.sort();
+        assert_eq!(
+            held,
+            sorted_rows(node, runtime, query),
+            "{context}: count table {position} of view {view} differs from the base table"
         );
     }
 }

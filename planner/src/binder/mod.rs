@@ -97,7 +97,7 @@ impl<'a> Binder<'a> {
     /// The bytes of Parquet data of the table whose oid `oid` is (its log tail uncounted), 0
     /// for a view, NULL for an oid that is no table.
     pub(crate) fn relation_sizes(&self, oid: Expr) -> Expr {
-        let sizes = self.snapshot.tables.values().map(|table| {
+        let sizes = self.snapshot.visible_tables().map(|table| {
             let bytes: u64 = self
                 .snapshot
                 .files(table.id)
@@ -118,7 +118,7 @@ impl<'a> Binder<'a> {
     pub(crate) fn comments(&self, oid: Expr, column: Option<Expr>) -> Expr {
         let column = column.map(|c| c.cast(&DataType::Int32));
         let mut branches = Vec::new();
-        for table in self.snapshot.tables.values().chain(self.temporary) {
+        for table in self.snapshot.visible_tables().chain(self.temporary) {
             let oid = crate::system_tables::table_oid(table);
             for (name, text) in &table.comments {
                 let text = ScalarValue::Utf8(text.clone());
@@ -138,11 +138,11 @@ impl<'a> Binder<'a> {
 
     /// `pg_get_viewdef(oid)`: the defining query of the view whose oid `oid` is.
     pub(crate) fn view_definitions(&self, oid: Expr) -> Expr {
-        let branches = self.snapshot.tables.values().filter_map(|table| {
+        let branches = self.snapshot.visible_tables().filter_map(|table| {
             let sql = match &table.kind {
                 TableKind::View { sql, .. } => sql.clone(),
                 TableKind::MaterializedView { sql, .. } => sql.clone(),
-                TableKind::Table => return None,
+                TableKind::Table | TableKind::ValueCounts { .. } => return None,
             };
             let oid = crate::system_tables::table_oid(table);
             Some((oid, None, ScalarValue::Utf8(sql)))
@@ -155,7 +155,7 @@ impl<'a> Binder<'a> {
     pub(crate) fn index_definitions(&self, oid: Expr, column: Option<Expr>) -> Expr {
         let column = column.map(|c| c.cast(&DataType::Int32));
         let mut branches = Vec::new();
-        for table in self.snapshot.tables.values() {
+        for table in self.snapshot.visible_tables() {
             for index in crate::system_tables::table_indexes(table) {
                 let definition = ScalarValue::Utf8(index.definition(&table.name));
                 let Some(column) = &column else {
@@ -176,7 +176,7 @@ impl<'a> Binder<'a> {
     /// for any other oid.
     pub(crate) fn constraint_definitions(&self, oid: Expr) -> Expr {
         let mut branches = Vec::new();
-        for table in self.snapshot.tables.values() {
+        for table in self.snapshot.visible_tables() {
             for index in crate::system_tables::table_indexes(table) {
                 if let (Some((oid, _)), Some(definition)) =
                     (index.constraint, index.constraint_definition())
@@ -644,6 +644,10 @@ impl<'a> Binder<'a> {
                 Ok(crate::view::load_view(self.snapshot, table)?.read_plan(table))
             }
             TableKind::View { .. } => self.view_plan(table),
+            TableKind::ValueCounts { view, .. } => Err(bind_err!(
+                "{} is internal state of materialized view {view}",
+                table.name
+            )),
         }
     }
 

@@ -49,10 +49,9 @@ impl Binder<'_> {
         let prefix = format!("{name}.");
         let held: Vec<String> = self
             .snapshot
-            .tables
-            .keys()
-            .filter(|t| t.starts_with(&prefix))
-            .cloned()
+            .visible_tables()
+            .filter(|t| t.name.starts_with(&prefix))
+            .map(|t| t.name.clone())
             .collect();
         if !held.is_empty() && !cascade {
             return Err(bind_err!(

@@ -186,7 +186,7 @@ impl Binder<'_> {
         };
         if let Some(table) = self.snapshot.table(&name) {
             let actual = match table.kind {
-                TableKind::Table => "TABLE",
+                TableKind::Table | TableKind::ValueCounts { .. } => "TABLE",
                 TableKind::View { .. } => "VIEW",
                 TableKind::MaterializedView { .. } => "MATERIALIZED VIEW",
             };
@@ -499,9 +499,8 @@ impl Binder<'_> {
         let schema = Arc::new(Schema::new(vec![Field::new("name", DataType::Utf8, true)]));
         let rows = self
             .snapshot
-            .tables
-            .keys()
-            .map(|name| vec![Expr::Literal(ScalarValue::Utf8(name.clone()))])
+            .visible_tables()
+            .map(|table| vec![Expr::Literal(ScalarValue::Utf8(table.name.clone()))])
             .collect();
         LogicalPlan::Values { schema, rows }
     }
@@ -509,7 +508,7 @@ impl Binder<'_> {
     pub(super) fn describe(&self, name: &str) -> Result<LogicalPlan> {
         let table = self.table(name)?;
         let schema = match &table.kind {
-            TableKind::Table => table.arrow_schema(),
+            TableKind::Table | TableKind::ValueCounts { .. } => table.arrow_schema(),
             TableKind::MaterializedView { .. } | TableKind::View { .. } => {
                 self.scan(table)?.schema()
             }

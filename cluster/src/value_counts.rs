@@ -1,0 +1,318 @@
+//! The count tables of a view's mins and maxes (ADR 0052): every commit that feeds the view
+//! folds its rows' values into them (merge-on-write), and a group that lost its least or
+//! greatest value takes the new one from them instead of from the base table.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Int64Array, RecordBatch, UInt32Array};
+use arrow::compute::kernels::numeric::neg;
+use arrow::compute::{SortOptions, cast, concat, filter_record_batch, sort_to_indices, take};
+use arrow::datatypes::{DataType, Int64Type};
+use pondra_catalog::{Change, Snapshot, TableDef, TableKind, value_counts_name};
+use pondra_planner::{ScalarValue, ValueCountsPlan, ViewPlan};
+
+use crate::Result;
+use crate::keyed::matching_plan;
+use crate::node::Node;
+use crate::rewrite::deletion_changes;
+use crate::view_changes::{RowKeys, address_column, conform, lost_track, without_address};
+
+/// The widths of the value windows a search for a group's new extreme reads before it reads
+/// the whole group: most extremes lie close to the one that went.
+const WINDOWS: [i64; 2] = [1 << 12, 1 << 20];
+
+/// What a commit does to one count table of a view.
+pub(crate) struct CountsDelta {
+    pub table: Arc<TableDef>,
+    plan: ValueCountsPlan,
+    /// Addresses of the stored counts the commit replaces (or removes, at zero).
+    deleted: HashSet<i64>,
+    /// The new count of each (group, value) the commit changes, where it stays above zero.
+    appended: RecordBatch,
+}
+
+impl Node {
+    /// The rows of each count table of materialized view `view`, in position order: for
+    /// inspecting the ordered state, which no query can name.
+    pub async fn view_value_counts(&self, view: &str) -> Result<Vec<Vec<RecordBatch>>> {
+        let snapshot = self.snapshot();
+        let mut tables = Vec::new();
+        for table in snapshot.value_counts_of(view) {
+            tables.push(self.read_table(&snapshot, &table).await?);
+        }
+        Ok(tables)
+    }
+
+    /// The count tables of a view created from the rows its base table holds (`existing`).
+    pub(crate) async fn create_value_counts(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        view_name: &str,
+        view: &ViewPlan,
+        existing: &[RecordBatch],
+    ) -> Result<Vec<Change>> {
+        let mut creates = Vec::new();
+        for (position, counts) in view.value_counts.iter().enumerate() {
+            let kind = TableKind::ValueCounts {
+                view: view_name.to_string(),
+                position,
+            };
+            let name = value_counts_name(view_name, position);
+            if snapshot.tables.contains_key(&name) {
+                return Err(pondra_catalog::CatalogError::TableExists(name).into());
+            }
+            let def = TableDef {
+                key: counts.key(),
+                ..TableDef::new(name, counts.columns.clone(), kind)
+            };
+            let rows = self
+                .run_query(counts.maintain.clone(), snapshot.clone(), existing.to_vec())
+                .await?;
+            let row_count: usize = rows.iter().map(|b| b.num_rows()).sum();
+            let initial = match row_count {
+                0 => None,
+                _ => Some(self.segment(&def, &rows).await?),
+            };
+            creates.push(Change::CreateTable { def, initial });
+        }
+        Ok(creates)
+    }
+
+    /// What a commit that appends `added` base rows and removes `removed` ones does to the
+    /// count tables of `view`; `None` when the view keeps none (no min or max, or created
+    /// before they were kept).
+    pub(crate) async fn count_values(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        view: &TableDef,
+        plan: &ViewPlan,
+        added: &[RecordBatch],
+        removed: &[RecordBatch],
+    ) -> Result<Option<Vec<CountsDelta>>> {
+        let tables = snapshot.value_counts_of(&view.name);
+        if plan.value_counts.is_empty() || tables.len() != plan.value_counts.len() {
+            return Ok(None);
+        }
+        let mut deltas = Vec::new();
+        for (table, counts) in tables.into_iter().zip(&plan.value_counts) {
+            let schema = table.arrow_schema();
+            let image = |rows: &[RecordBatch]| {
+                let plan = counts.maintain.clone();
+                let rows = rows.to_vec();
+                async move {
+                    match rows.iter().all(|b| b.num_rows() == 0) {
+                        true => Ok(Vec::new()),
+                        false => self.run_query(plan, snapshot.clone(), rows).await,
+                    }
+                }
+            };
+            let gained = conform(&schema, &image(added).await?)?;
+            let mut lost = conform(&schema, &image(removed).await?)?;
+            let count = lost.num_columns() - 1;
+            let mut columns = lost.columns().to_vec();
+            columns[count] = neg(&columns[count])?;
+            lost = RecordBatch::try_new(schema.clone(), columns)?;
+            let changed = summed_per_key(&conform(&schema, &[gained, lost])?)?;
+            let (deleted, appended) = self.fold_counts(snapshot, view, &table, changed).await?;
+            deltas.push(CountsDelta {
+                table,
+                plan: counts.clone(),
+                deleted,
+                appended,
+            });
+        }
+        Ok(Some(deltas))
+    }
+
+    /// Folds `changed` counts (one row per key) into those `table` holds: the addresses of the
+    /// stored counts replaced, and the new counts above zero.
+    async fn fold_counts(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        view: &TableDef,
+        table: &Arc<TableDef>,
+        changed: RecordBatch,
+    ) -> Result<(HashSet<i64>, RecordBatch)> {
+        let schema = table.arrow_schema();
+        let count = schema.fields().len() - 1;
+        let keys = RowKeys::new(&schema, count)?;
+        if changed.num_rows() == 0 {
+            return Ok((HashSet::new(), changed));
+        }
+        let wanted: HashMap<Vec<u8>, usize> = keys
+            .of(&changed)?
+            .into_iter()
+            .enumerate()
+            .map(|(i, key)| (key, i))
+            .collect();
+        let indices: Vec<usize> = (0..count).collect();
+        let lookup = matching_plan(table, &indices, &changed, false)?;
+        let mut counts: Vec<i64> = changed
+            .column(count)
+            .as_primitive::<Int64Type>()
+            .values()
+            .to_vec();
+        let mut deleted = HashSet::new();
+        for batch in self.run_query(lookup, snapshot.clone(), Vec::new()).await? {
+            let stored = conform(&schema, &[without_address(&batch)])?;
+            let held = stored.column(count).as_primitive::<Int64Type>();
+            let addresses = address_column(&batch);
+            for (r, key) in keys.of(&stored)?.iter().enumerate() {
+                if let Some(&i) = wanted.get(key) {
+                    counts[i] += held.value(r);
+                    deleted.insert(addresses.value(r));
+                }
+            }
+        }
+        if counts.iter().any(|&n| n < 0) {
+            return Err(lost_track(view));
+        }
+        let keep: BooleanArray = counts.iter().map(|&n| Some(n > 0)).collect();
+        let mut columns = changed.columns().to_vec();
+        columns[count] = Arc::new(Int64Array::from(counts));
+        let folded = RecordBatch::try_new(schema, columns)?;
+        Ok((deleted, filter_record_batch(&folded, &keep)?))
+    }
+
+    /// The changes the commit makes to the count tables.
+    pub(crate) async fn counts_changes(
+        &self,
+        snapshot: &Snapshot,
+        deltas: &[CountsDelta],
+    ) -> Result<Vec<Change>> {
+        let mut changes = Vec::new();
+        for delta in deltas {
+            let deleted: Vec<i64> = delta.deleted.iter().copied().collect();
+            changes.extend(deletion_changes(snapshot, &delta.table, &deleted));
+            if delta.appended.num_rows() > 0 {
+                changes.push(
+                    self.append_change(&delta.table, std::slice::from_ref(&delta.appended))
+                        .await?,
+                );
+            }
+        }
+        Ok(changes)
+    }
+
+    /// The least (or, with `greatest`, the greatest) value group `group` holds in the count
+    /// table of `delta` once the commit is applied: an array of one value, NULL when it holds
+    /// none. `bound`, when known, is a value no stored value of the group lies beyond (below
+    /// it for the least): the search reads windows of values from there before the whole
+    /// group.
+    pub(crate) async fn extreme_after(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        delta: &CountsDelta,
+        group: &[ScalarValue],
+        greatest: bool,
+        bound: Option<i64>,
+    ) -> Result<Option<ArrayRef>> {
+        let appended = rows_of_group(delta, group)?;
+        let value = delta.plan.group_count();
+        let windows = match (bound, delta.plan.has_integer_values()) {
+            (Some(bound), true) => WINDOWS
+                .iter()
+                .map(|&w| Some(window(bound, w, greatest)))
+                .collect(),
+            _ => Vec::new(),
+        };
+        for window in windows.into_iter().chain([None]) {
+            let Some(plan) = delta
+                .plan
+                .rows_plan(&delta.table, &[group.to_vec()], window)
+            else {
+                return Ok(None);
+            };
+            let mut candidates = vec![appended.column(value).clone()];
+            for batch in self.run_query(plan, snapshot.clone(), Vec::new()).await? {
+                let live: BooleanArray = address_column(&batch)
+                    .values()
+                    .iter()
+                    .map(|a| Some(!delta.deleted.contains(a)))
+                    .collect();
+                let stored = filter_record_batch(&without_address(&batch), &live)?;
+                candidates.push(cast(
+                    stored.column(value),
+                    appended.column(value).data_type(),
+                )?);
+            }
+            let candidates: Vec<&dyn Array> = candidates.iter().map(|a| a.as_ref()).collect();
+            let found = extreme_of(&concat(&candidates)?, greatest)?;
+            let Some((least, most)) = window else {
+                return Ok(Some(found));
+            };
+            // A value found within the window is the extreme: stored values beyond the
+            // window's far end are further from the bound than it.
+            let reached = cast(&found, &DataType::Int64)?;
+            let reached = reached.as_primitive::<Int64Type>();
+            if reached.is_valid(0) && (least..=most).contains(&reached.value(0)) {
+                return Ok(Some(found));
+            }
+        }
+        unreachable!("the last search reads the whole group")
+    }
+}
+
+/// The rows of `batch` folded per key (all columns but the last), the last summed; rows
+/// whose sum is zero left out.
+fn summed_per_key(batch: &RecordBatch) -> Result<RecordBatch> {
+    let count = batch.num_columns() - 1;
+    let keys = RowKeys::new(&batch.schema(), count)?;
+    let values = batch.column(count).as_primitive::<Int64Type>();
+    let mut first: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut order: Vec<u32> = Vec::new();
+    let mut sums: Vec<i64> = Vec::new();
+    for (i, key) in keys.of(batch)?.into_iter().enumerate() {
+        let slot = *first.entry(key).or_insert_with(|| {
+            order.push(i as u32);
+            sums.push(0);
+            sums.len() - 1
+        });
+        sums[slot] += values.value(i);
+    }
+    let indices = UInt32Array::from(order);
+    let mut columns = batch
+        .columns()
+        .iter()
+        .map(|c| take(c, &indices, None))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    columns[count] = Arc::new(Int64Array::from(sums.clone()));
+    let summed = RecordBatch::try_new(batch.schema(), columns)?;
+    let keep: BooleanArray = sums.iter().map(|&n| Some(n != 0)).collect();
+    Ok(filter_record_batch(&summed, &keep)?)
+}
+
+/// The commit's new counts of one group.
+fn rows_of_group(delta: &CountsDelta, group: &[ScalarValue]) -> Result<RecordBatch> {
+    let appended = &delta.appended;
+    let mut keep = vec![true; appended.num_rows()];
+    for (j, value) in group.iter().enumerate() {
+        let column = appended.column(j);
+        for (i, kept) in keep.iter_mut().enumerate() {
+            *kept = *kept && ScalarValue::at(column.as_ref(), i) == *value;
+        }
+    }
+    Ok(filter_record_batch(appended, &BooleanArray::from(keep))?)
+}
+
+/// The window of values `width` wide from `bound`, towards the other extreme.
+fn window(bound: i64, width: i64, greatest: bool) -> (i64, i64) {
+    match greatest {
+        false => (bound, bound.saturating_add(width)),
+        true => (bound.saturating_sub(width), bound),
+    }
+}
+
+/// The least (or greatest) of `values` (none NULL), as an array of one; NULL when empty.
+fn extreme_of(values: &ArrayRef, greatest: bool) -> Result<ArrayRef> {
+    if values.is_empty() {
+        return Ok(arrow::array::new_null_array(values.data_type(), 1));
+    }
+    let options = SortOptions {
+        descending: greatest,
+        nulls_first: false,
+    };
+    let first = sort_to_indices(values, Some(options), Some(1))?;
+    Ok(take(values, &first, None)?)
+}
