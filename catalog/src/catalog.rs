@@ -11,7 +11,7 @@ use slatedb::{Db, WriteBatch};
 
 use roaring::RoaringBitmap;
 
-use crate::committer::{Committer, Prepare, Refusal};
+use crate::committer::{Committer, Prepare, Published, Refusal};
 use crate::deletions::Container;
 use crate::error::{CatalogError, Result};
 use crate::keys;
@@ -21,7 +21,7 @@ use crate::types::{DataFile, LogSegment, SegmentPayload, TableDef};
 mod deleting;
 
 /// The folder inside the lake that holds the SlateDB database.
-const CATALOG_PATH: &str = "catalog";
+pub(crate) const CATALOG_PATH: &str = "catalog";
 
 /// How long any one catalog store operation may take before it is reported as failed, so that
 /// a store that stops answering becomes an error instead of a hang.
@@ -44,8 +44,9 @@ pub(crate) async fn bounded<T>(
     }
 }
 
-/// One change in a commit. A commit applies all of its changes or none.
-#[derive(Clone, Debug)]
+/// One change in a commit. A commit applies all of its changes or none. Serializable, for a
+/// node that does not lead to hand its commit to the leader (ADR 0053).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub enum Change {
     /// Creates a table, with the rows it starts with; its `id` is assigned by the commit.
     CreateTable {
@@ -97,6 +98,7 @@ pub enum Change {
     DeleteRows {
         table_id: u64,
         container: Container,
+        #[serde(with = "crate::wire::bitmap")]
         rows: RoaringBitmap,
     },
     /// Makes `added` the whole content of a table: every log segment and file it holds when
@@ -120,11 +122,19 @@ pub enum Change {
 /// (ADR 0046); the process that holds the catalog open is the lake's only writer (opening it
 /// fences any earlier writer).
 pub struct Catalog {
-    db: Db,
+    pub(crate) mode: Mode,
     /// Shared with the committer, which publishes each round once it is durable.
-    current: Arc<Mutex<Arc<Snapshot>>>,
-    committer: Committer,
-    retain: Duration,
+    pub(crate) current: Arc<Mutex<Published>>,
+    pub(crate) retain: Duration,
+}
+
+/// How a catalog commits.
+pub(crate) enum Mode {
+    /// This process writes the catalog: it leads.
+    Writer { db: Db, committer: Committer },
+    /// Another process leads; this one reads the catalog and hands its commits to the leader
+    /// (ADR 0053).
+    Forwarding(crate::forwarding::Forwarding),
 }
 
 impl Catalog {
@@ -155,11 +165,11 @@ impl Catalog {
                 .build(),
         )
         .await?;
-        let snapshot = load_snapshot(&db).await?;
-        let current = Arc::new(Mutex::new(Arc::new(snapshot)));
+        let snapshot = load_snapshot(db.scan(..).await?).await?;
+        let current = Arc::new(Mutex::new(Published::new(Arc::new(snapshot))));
+        let committer = Committer::start(db.clone(), current.clone(), retain);
         Ok(Catalog {
-            committer: Committer::start(db.clone(), current.clone(), retain),
-            db,
+            mode: Mode::Writer { db, committer },
             current,
             retain,
         })
@@ -167,7 +177,13 @@ impl Catalog {
 
     /// The latest committed state.
     pub fn snapshot(&self) -> Arc<Snapshot> {
-        self.current.lock().expect("snapshot lock").clone()
+        self.current.lock().expect("snapshot lock").latest.clone()
+    }
+
+    /// The snapshot of commit `commit`: the latest, or one of the last few before it; none for
+    /// an older one (ADR 0053).
+    pub fn snapshot_at(&self, commit: u64) -> Option<Arc<Snapshot>> {
+        self.current.lock().expect("snapshot lock").at(commit)
     }
 
     /// Applies `changes` atomically and durably; returns the number of the commit that holds
@@ -191,10 +207,16 @@ impl Catalog {
         E: From<CatalogError> + Send + 'static,
         F: FnOnce(&Snapshot) -> std::result::Result<Vec<Change>, E> + Send + 'static,
     {
+        let committer = match &self.mode {
+            Mode::Writer { committer, .. } => committer,
+            Mode::Forwarding(forwarding) => {
+                return forwarding.commit_with(&self.current, prepare).await;
+            }
+        };
         let prepare: Prepare = Box::new(move |snapshot| {
             prepare(snapshot).map_err(|error| Refusal::Prepared(Box::new(error)))
         });
-        match self.committer.submit(prepare).await {
+        match committer.submit(prepare).await {
             Ok(commit) => Ok(commit),
             Err(Refusal::Prepared(error)) => Err(*error
                 .downcast::<E>()
@@ -237,13 +259,15 @@ impl Catalog {
     /// background work; past [`CLOSE_GRACE`] the process leaves without it: the store is built
     /// to be stopped at any point, and the next writer replays the WAL.
     pub async fn close(&self) -> Result<()> {
+        let Mode::Writer { db, .. } = &self.mode else {
+            return Ok(());
+        };
         let close = async {
-            self.db
-                .flush_with_options(FlushOptions {
-                    flush_type: FlushType::MemTable,
-                })
-                .await?;
-            self.db.close().await
+            db.flush_with_options(FlushOptions {
+                flush_type: FlushType::MemTable,
+            })
+            .await?;
+            db.close().await
         };
         match tokio::time::timeout(CLOSE_GRACE, close).await {
             Ok(result) => Ok(result?),
@@ -680,9 +704,9 @@ fn decode_u64(key: &str, value: &[u8]) -> Result<u64> {
     Ok(u64::from_be_bytes(bytes))
 }
 
-async fn load_snapshot(db: &Db) -> Result<Snapshot> {
+/// The snapshot a scan of the whole catalog store holds.
+pub(crate) async fn load_snapshot(mut iter: slatedb::DbIterator) -> Result<Snapshot> {
     let mut snapshot = Snapshot::default();
-    let mut iter = db.scan(..).await?;
     while let Some(kv) = iter.next().await? {
         let key = String::from_utf8_lossy(&kv.key).into_owned();
         let corrupt = |message: String| CatalogError::Corrupt {

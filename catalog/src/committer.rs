@@ -42,7 +42,7 @@ pub(crate) struct Committer {
 
 impl Committer {
     /// Starts the committer task of a catalog. It publishes each durable round in `current`.
-    pub(crate) fn start(db: Db, current: Arc<Mutex<Arc<Snapshot>>>, retain: Duration) -> Self {
+    pub(crate) fn start(db: Db, current: Arc<Mutex<Published>>, retain: Duration) -> Self {
         let (requests, receiver) = mpsc::unbounded_channel();
         // A task of its own, so that a round, once begun, completes even if the writer that
         // started it stops waiting.
@@ -74,7 +74,7 @@ const ARRIVAL_GAP: Duration = Duration::from_micros(500);
 /// rather than alternating between two (ADR 0046).
 async fn commit_rounds(
     db: Db,
-    current: Arc<Mutex<Arc<Snapshot>>>,
+    current: Arc<Mutex<Published>>,
     retain: Duration,
     mut receiver: mpsc::UnboundedReceiver<Request>,
 ) {
@@ -82,7 +82,7 @@ async fn commit_rounds(
     while let Some(first) = receiver.recv().await {
         let requests = returning.take_round(first, &mut receiver).await;
         let answered = requests.len();
-        let latest = current.lock().expect("snapshot lock").clone();
+        let latest = current.lock().expect("snapshot lock").latest.clone();
         let (round, accepted) = gather(latest, retain, requests);
         if accepted.is_empty() {
             returning = Returning::none();
@@ -101,7 +101,10 @@ async fn commit_rounds(
         match flushed {
             Ok(()) => {
                 // Published before anyone is answered: a writer reads its own commit.
-                *current.lock().expect("snapshot lock") = Arc::new(next);
+                current
+                    .lock()
+                    .expect("snapshot lock")
+                    .publish(Arc::new(next));
                 for answer in accepted {
                     let _ = answer.send(Ok(commit));
                 }
@@ -278,6 +281,55 @@ fn copy_of(error: &CatalogError) -> CatalogError {
         CatalogError::Fenced(message) => CatalogError::Fenced(message.clone()),
         CatalogError::Store(message) => CatalogError::Store(message.clone()),
         other => CatalogError::Store(other.to_string()),
+    }
+}
+
+/// How many snapshots before the latest a catalog keeps, for rebasing commits prepared against
+/// them (ADR 0053).
+const RECENT_SNAPSHOTS: usize = 256;
+
+/// The latest committed snapshot, and the ones before it back to [`RECENT_SNAPSHOTS`]: they
+/// share what they did not change, so keeping them costs little.
+pub(crate) struct Published {
+    pub latest: Arc<Snapshot>,
+    recent: std::collections::VecDeque<Arc<Snapshot>>,
+}
+
+impl Published {
+    pub fn new(latest: Arc<Snapshot>) -> Published {
+        Published {
+            latest,
+            recent: Default::default(),
+        }
+    }
+
+    pub fn publish(&mut self, next: Arc<Snapshot>) {
+        assert!(next.commit > self.latest.commit, "commits only grow");
+        let earlier = std::mem::replace(&mut self.latest, next);
+        self.recent.push_back(earlier);
+        if self.recent.len() > RECENT_SNAPSHOTS {
+            self.recent.pop_front();
+        }
+    }
+
+    /// Makes `next` the latest, forgetting the ones before: a catalog that reads another's
+    /// commits keeps no history.
+    pub fn replace(&mut self, next: Arc<Snapshot>) {
+        assert!(next.commit >= self.latest.commit, "commits only grow");
+        self.latest = next;
+        self.recent.clear();
+    }
+
+    /// The snapshot of commit `commit`, if it is the latest or one kept.
+    pub fn at(&self, commit: u64) -> Option<Arc<Snapshot>> {
+        if self.latest.commit == commit {
+            return Some(self.latest.clone());
+        }
+        let position = self
+            .recent
+            .binary_search_by_key(&commit, |s| s.commit)
+            .ok()?;
+        Some(self.recent[position].clone())
     }
 }
 

@@ -18,7 +18,9 @@ const DELTA_MAGIC: u32 = 1_681_511_377;
 
 /// What holds a row of a table: a data file (by path) or a log segment (by its commit and
 /// position in it). Rows are numbered within their container from 0, in the order scans read.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Container {
     File(String),
     Segment { commit: u64, index: u32 },

@@ -26,6 +26,10 @@ pub enum CatalogError {
     RowsMoved(String),
     #[error("catalog store: {0}")]
     Store(String),
+    /// The leader refused a commit handed to it: it conflicts with a commit made since the
+    /// snapshot it was prepared against (ADR 0053). Prepared again, it may commit.
+    #[error("{0}")]
+    Conflict(String),
     #[error("catalog entry {key} is corrupt: {message}")]
     Corrupt { key: String, message: String },
     #[error(transparent)]

@@ -5,11 +5,13 @@ mod catalog;
 mod committer;
 mod deletions;
 mod error;
+mod forwarding;
 mod keys;
 mod segment_log;
 mod snapshot;
 mod statistics;
 mod types;
+mod wire;
 
 pub use catalog::{Catalog, Change, now_ms};
 pub use deletions::{
@@ -17,6 +19,7 @@ pub use deletions::{
     row_address, split_row_address,
 };
 pub use error::{CatalogError, Result};
+pub use forwarding::Leader;
 pub use pondra_storage::{DECIMAL64_MAX_PRECISION, decimal_parts, decimal_type};
 pub use segment_log::SegmentLog;
 pub use snapshot::{Snapshot, TableStatistics};
@@ -28,3 +31,4 @@ pub use types::{
     Layout, LogSegment, SegmentPayload, SqlType, TableDef, TableKind, Ttl, system_fields,
     value_counts_name,
 };
+pub use wire::ForwardedCommit;

@@ -366,10 +366,10 @@ pub fn value_counts_name(view: &str, position: usize) -> String {
 }
 
 /// Where a log segment's bytes are.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SegmentPayload {
     /// Small segments ride inside the catalog commit itself.
-    Inline(Bytes),
+    Inline(#[serde(with = "crate::wire::base64_bytes")] Bytes),
     /// Large segments are objects under `log/`, written before the commit that names them.
     Object(String),
 }

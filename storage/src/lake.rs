@@ -190,6 +190,15 @@ impl Lake {
         Ok((source, footer))
     }
 
+    /// Whether an object exists at `path`.
+    pub async fn exists(&self, path: &str) -> Result<bool> {
+        match self.store.head(&Path::from(path)).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
     pub async fn put(&self, path: &str, bytes: Bytes) -> Result<()> {
         self.store
             .put(&Path::from(path), PutPayload::from_bytes(bytes))
