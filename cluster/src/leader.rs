@@ -1,6 +1,8 @@
 //! Leadership through the lake: a process leads by creating `cluster/term/N`, for the next N,
 //! with create-if-absent. Two processes can never both create the same term; the catalog then
-//! fences every writer of an earlier term.
+//! fences every writer of an earlier term. The leader of term N beats: it rewrites
+//! `cluster/alive/N` with its address and a growing count, and marks it ended when it stops
+//! cleanly, so that another process can tell a live leader from a dead one (ADR 0053).
 
 use bytes::Bytes;
 use pondra_storage::{Lake, StorageError};
@@ -8,6 +10,55 @@ use pondra_storage::{Lake, StorageError};
 use crate::Result;
 
 const TERM_PREFIX: &str = "cluster/term/";
+const ALIVE_PREFIX: &str = "cluster/alive/";
+/// `cluster/ended/N` exists once the leader of term N stopped cleanly: an object of its own,
+/// which a beat still in flight when the leader stopped cannot overwrite.
+const ENDED_PREFIX: &str = "cluster/ended/";
+
+/// How often a leader beats.
+pub const BEAT_EVERY: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// How long a beat may stand still before its leader is taken for dead (ADR 0053's lapse).
+pub const LAPSE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// One beat of a leader: what `cluster/alive/N` holds.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Beat {
+    pub term: u64,
+    /// The address other processes reach the leader's HTTP door by.
+    pub addr: String,
+    /// Grows with every beat: a count that stands still for a lapse is a dead leader's.
+    pub count: u64,
+    /// Whether the leader stopped cleanly (`cluster/ended/N` exists); not part of the beat.
+    #[serde(skip)]
+    pub ended: bool,
+}
+
+/// Writes a beat of its term.
+pub async fn write_beat(lake: &Lake, beat: &Beat) -> Result<()> {
+    let body = serde_json::to_vec(beat).expect("a beat is JSON");
+    lake.put(&format!("{ALIVE_PREFIX}{}", beat.term), Bytes::from(body))
+        .await?;
+    Ok(())
+}
+
+/// The last beat of the highest term; none when that term's leader has not beaten yet or
+/// the lake has no term.
+pub async fn latest_beat(lake: &Lake) -> Result<Option<Beat>> {
+    let term = highest_term(lake).await?;
+    if term == 0 {
+        return Ok(None);
+    }
+    let bytes = match lake.get(&format!("{ALIVE_PREFIX}{term}")).await {
+        Ok(bytes) => bytes,
+        Err(StorageError::ObjectStore(object_store::Error::NotFound { .. })) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    let mut beat: Beat = serde_json::from_slice(&bytes)
+        .map_err(|e| crate::NodeError::Other(format!("{ALIVE_PREFIX}{term} is not a beat: {e}")))?;
+    beat.ended = lake.exists(&format!("{ENDED_PREFIX}{term}")).await?;
+    Ok(Some(beat))
+}
 
 /// How many terms a contender skips past before giving up (another process keeps winning).
 const MAX_ATTEMPTS: usize = 64;
@@ -45,6 +96,61 @@ async fn highest_term(lake: &Lake) -> Result<u64> {
         .unwrap_or(0))
 }
 
+/// A leader's beats, running until [`Beating::end`] (or until dropped, which leaves the beat to
+/// stand still, as a crash does).
+pub struct Beating {
+    lake: Lake,
+    term: u64,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Beating {
+    /// Beats for term `term`, reachable at `addr`, every [`BEAT_EVERY`]. A beat that fails
+    /// is logged and tried again at the next.
+    pub fn start(lake: Lake, term: u64, addr: String) -> Beating {
+        let task = {
+            let lake = lake.clone();
+            tokio::spawn(async move {
+                let mut ticker = tokio::time::interval(BEAT_EVERY);
+                ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                for count in 1.. {
+                    ticker.tick().await;
+                    let beat = Beat {
+                        term,
+                        addr: addr.clone(),
+                        count,
+                        ended: false,
+                    };
+                    if let Err(e) = write_beat(&lake, &beat).await {
+                        eprintln!("cannot beat for term {term}: {e}");
+                    }
+                }
+            })
+        };
+        Beating { lake, term, task }
+    }
+
+    /// Stops beating and marks the term ended, so that the next process leads at once.
+    pub async fn end(self) -> Result<()> {
+        self.task.abort();
+        let path = format!("{ENDED_PREFIX}{}", self.term);
+        match self
+            .lake
+            .put_if_absent(&path, Bytes::from_static(b"{}\n"))
+            .await
+        {
+            Ok(()) | Err(StorageError::AlreadyExists(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+impl Drop for Beating {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -74,5 +180,23 @@ mod tests {
             8,
             "every contender got its own term: {terms:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_leader_beats_until_it_ends() {
+        let lake = Lake::from_store(Arc::new(InMemory::new()), "memory");
+        assert_eq!(latest_beat(&lake).await.unwrap(), None);
+        let term = take_lead(&lake, "a").await.unwrap().number;
+        assert_eq!(latest_beat(&lake).await.unwrap(), None);
+        let beating = Beating::start(lake.clone(), term, "127.0.0.1:1".into());
+        tokio::time::sleep(BEAT_EVERY * 3).await;
+        let beat = latest_beat(&lake).await.unwrap().expect("a beat");
+        assert!(beat.count >= 2 && !beat.ended, "{beat:?}");
+        assert_eq!(beat.addr, "127.0.0.1:1");
+        beating.end().await.unwrap();
+        assert!(latest_beat(&lake).await.unwrap().unwrap().ended);
+        // A later term without a beat yet hides the ended one.
+        take_lead(&lake, "b").await.unwrap();
+        assert_eq!(latest_beat(&lake).await.unwrap(), None);
     }
 }

@@ -7,6 +7,7 @@ mod change_records;
 mod compaction;
 mod copy;
 mod error;
+mod forwarded;
 mod keyed;
 mod leader;
 mod merge_table;
@@ -23,8 +24,9 @@ mod write;
 
 pub use append::AppendOutcome;
 pub use error::{NodeError, Result};
-pub use leader::{Term, take_lead};
+pub use leader::{BEAT_EVERY, Beat, Beating, LAPSE, Term, latest_beat, take_lead};
 pub use node::{Node, NodeOptions, StatementResult};
+pub use pondra_catalog::{CatalogError, ForwardedCommit, Leader};
 pub use pondra_exec::control::{running as running_statements, shut_down as stop_all_statements};
 pub use pondra_exec::{
     MemoryPool, STATEMENT_STACK_BYTES, StatementControl, StopReason, default_memory_limit,
@@ -35,7 +37,7 @@ pub use pondra_parser::{
     substitute_placeholders,
 };
 pub use pondra_planner::{SERVER_VERSION, push_array_item};
-pub use pondra_storage::{Location, ObjectCache, default_capacity as default_cache_capacity};
+pub use pondra_storage::{Lake, Location, ObjectCache, default_capacity as default_cache_capacity};
 pub use session::{Session, TransactionStatus, is_session_setting, parse_timeout};
 pub use settings::is_process_setting;
 pub use transaction::TransactionControl;

@@ -104,8 +104,7 @@ impl Node {
 
     /// Opens a lake and takes its lead: any earlier writer is fenced.
     pub async fn open(lake: Lake, options: NodeOptions) -> Result<Arc<Node>> {
-        let node_name = format!("pid-{}", std::process::id());
-        let term = take_lead(&lake, &node_name).await?;
+        let term = take_lead(&lake, &node_name()).await?;
         let catalog = Catalog::open(&lake, options.retain).await?;
         Ok(Arc::new(Node {
             lake,
@@ -117,6 +116,38 @@ impl Node {
             tier_lock: tokio::sync::Mutex::new(()),
             external: std::sync::RwLock::new(HashMap::new()),
         }))
+    }
+
+    /// Opens a lake another process leads (ADR 0053): the catalog is read without fencing
+    /// anyone, and every commit is handed to `leader`, the leader of term `term`.
+    pub async fn open_following(
+        lake: Lake,
+        options: NodeOptions,
+        leader: Arc<dyn pondra_catalog::Leader>,
+        term: u64,
+    ) -> Result<Arc<Node>> {
+        let producer = format!("{}-{}", node_name(), crate::write::unique_name());
+        let catalog = Catalog::open_forwarding(&lake, leader, producer, options.retain).await?;
+        Ok(Arc::new(Node {
+            lake,
+            catalog,
+            options,
+            term: Term { number: term },
+            started: Instant::now(),
+            write_lock: tokio::sync::RwLock::new(()),
+            tier_lock: tokio::sync::Mutex::new(()),
+            external: std::sync::RwLock::new(HashMap::new()),
+        }))
+    }
+
+    /// Whether this process leads the lake (else it hands its commits to the leader).
+    pub fn leads(&self) -> bool {
+        self.catalog.leads()
+    }
+
+    /// The lake this node runs on.
+    pub fn lake(&self) -> &Lake {
+        &self.lake
     }
 
     pub fn term(&self) -> &Term {
@@ -491,6 +522,11 @@ impl Node {
         self.catalog.close().await?;
         Ok(())
     }
+}
+
+/// The name this process gives itself in the lake's terms.
+fn node_name() -> String {
+    format!("pid-{}", std::process::id())
 }
 
 /// Runs `work` on a blocking thread; a panic there becomes the panic of the awaiting task,

@@ -1,5 +1,6 @@
 //! The `pondra` command line: the SQL shell, `pondra sql`, `pondra serve` and `pondra tpch`.
 
+mod follow;
 mod output;
 pub mod serve;
 mod shell;
@@ -76,6 +77,10 @@ enum Command {
         /// Arrow Flight SQL port.
         #[arg(long, default_value_t = 50051)]
         flight_port: u16,
+        /// The HOST:PORT other processes reach this server's HTTP door by (ADR 0053). By
+        /// default the address listened on, or this host's name when that is every address.
+        #[arg(long)]
+        advertise: Option<String>,
         /// A token that may read.
         #[arg(long)]
         token_read: Option<String>,
@@ -213,6 +218,7 @@ pub fn run_cli() -> ExitCode {
         http_port,
         pg_port,
         flight_port,
+        advertise,
         token_read,
         token_write,
         token_admin,
@@ -234,6 +240,7 @@ pub fn run_cli() -> ExitCode {
             http_port,
             pg_port,
             flight_port,
+            advertise,
             tokens,
             node: options,
             statement_timeout,
@@ -263,9 +270,15 @@ pub fn run_cli() -> ExitCode {
             })
         );
         let opened = if in_memory {
-            Node::open_in_memory(options).await
+            Node::open_in_memory(options)
+                .await
+                .map_err(|e| e.to_string())
+        } else if matches!(cli.command, Some(Command::Sql { .. })) {
+            open_for_statements(&cli.dir, options).await
         } else {
-            Node::open_at(&cli.dir, options).await
+            Node::open_at(&cli.dir, options)
+                .await
+                .map_err(|e| e.to_string())
         };
         let node = match opened {
             Ok(node) => node,
@@ -302,6 +315,22 @@ pub fn run_cli() -> ExitCode {
         }
         code
     })
+}
+
+/// The node of a `pondra sql` process: it follows the lake's leader when one lives, preparing
+/// its writes and handing their commits to it; else it leads for its own commits (ADR 0053).
+async fn open_for_statements(dir: &str, options: NodeOptions) -> Result<Arc<Node>, String> {
+    let lake = pondra_cluster::Lake::open(dir, options.cache.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    let opened = match follow::live_leader(&lake).await? {
+        Some((term, addr)) => {
+            let leader = follow::HttpLeader::new(&addr, std::env::var("PONDRA_TOKEN").ok())?;
+            Node::open_following(lake, options, leader, term).await
+        }
+        None => Node::open(lake, options).await,
+    };
+    opened.map_err(|e| e.to_string())
 }
 
 async fn run_tpch(node: &Arc<Node>, command: TpchCommand) -> ExitCode {

@@ -265,3 +265,88 @@ fn tokens_guard_every_http_request() {
     let (_, status) = curl(&[&served.url("/stats")]);
     assert_eq!(status, 401);
 }
+
+/// A commit another process prepared, handed to the server (ADR 0053): committed once, visible
+/// at once, a retry answered without committing again, a stale conflicting one refused with
+/// 409, and a malformed one or one naming a missing object refused with 400.
+#[test]
+fn the_server_commits_what_another_process_prepared() {
+    use std::sync::Arc;
+
+    use arrow::array::{Int64Array, RecordBatch};
+    use pondra_catalog::{Change, Column, ForwardedCommit, SegmentPayload, SqlType, TableDef};
+
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(dir.path(), &[]);
+    let post = |path: &str, body: &str| {
+        let url = served.url(path);
+        curl(&["-X", "POST", url.as_str(), "--data-binary", body])
+    };
+    let commit_now = || {
+        let (stats, _) = curl(&[served.url("/stats").as_str()]);
+        let stats: serde_json::Value = serde_json::from_str(&stats).unwrap();
+        stats["commits"].as_u64().unwrap()
+    };
+    let (body, status) = post("/sql", "CREATE TABLE t (k BIGINT)");
+    assert_eq!(status, 200, "{body}");
+    let base = commit_now();
+
+    let column = Column {
+        name: "k".into(),
+        sql_type: SqlType::BigInt,
+        not_null: false,
+        id: 0,
+    };
+    let def = TableDef::new(
+        "prepared".into(),
+        vec![column],
+        pondra_catalog::TableKind::Table,
+    );
+    let schema = def.arrow_schema();
+    let rows = RecordBatch::try_new(schema.clone(), vec![Arc::new(Int64Array::from(vec![7, 8]))]);
+    let segment = pondra_storage::encode_log_segment(&schema, &[rows.unwrap()]).unwrap();
+    let create = Change::CreateTable {
+        def,
+        initial: Some((2, SegmentPayload::Inline(segment))),
+    };
+    let forwarded = |changes: Vec<Change>, sequence: u64| {
+        let commit = ForwardedCommit {
+            base,
+            changes,
+            producer: "elsewhere".into(),
+            sequence,
+        };
+        serde_json::to_string(&commit).unwrap()
+    };
+    let (body, status) = post("/cluster/commit", &forwarded(vec![create.clone()], 1));
+    assert_eq!(status, 200, "{body}");
+    let (body, _) = post("/sql", "SELECT k FROM prepared ORDER BY k");
+    assert!(body.ends_with(r#""rows":[[7],[8]]}"#), "{body}");
+
+    // The same attempt again (its answer lost): answered, not committed twice.
+    let (body, status) = post("/cluster/commit", &forwarded(vec![create.clone()], 1));
+    assert_eq!(status, 200, "{body}");
+    let (body, _) = post("/sql", "SELECT count(*) FROM prepared");
+    assert!(body.ends_with(r#""rows":[[2]]}"#), "{body}");
+
+    // Prepared against the snapshot before the table was created: a conflict.
+    let (body, status) = post("/cluster/commit", &forwarded(vec![create], 2));
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("could not serialize"), "{body}");
+
+    let missing = Change::AppendSegment {
+        table_id: 1,
+        rows: 1,
+        payload: SegmentPayload::Object("log/t/missing.arrows".into()),
+        ranges: Vec::new(),
+        column_ids: Vec::new(),
+    };
+    let (body, status) = post("/cluster/commit", &forwarded(vec![missing], 3));
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("does not hold"), "{body}");
+    let (body, status) = post("/cluster/commit", "{\"base\": 1}");
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("not a commit"), "{body}");
+    let (body, _) = post("/sql", "SELECT count(*) FROM t");
+    assert!(body.ends_with(r#""rows":[[0]]}"#), "{body}");
+}

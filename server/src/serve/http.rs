@@ -1,4 +1,5 @@
-//! The HTTP door (axum): `POST /sql`, `POST /tables/{name}/append`, `GET /stats`, `GET /health`.
+//! The HTTP door (axum): `POST /sql`, `POST /tables/{name}/append`, `GET /stats`, `GET /health`,
+//! and `POST /cluster/commit` for commits other processes prepared (ADR 0053).
 
 use std::collections::HashMap;
 use std::io::Cursor;
@@ -26,6 +27,7 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/tables/{name}/append", post(append))
         .route("/stats", get(stats))
         .route("/health", get(health))
+        .route("/cluster/commit", post(forwarded_commit))
         .with_state(server)
 }
 
@@ -177,6 +179,36 @@ async fn append(
         AppendOutcome::Duplicate => "{\"rows\":0,\"duplicate\":true}".to_string(),
     };
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+/// `POST /cluster/commit`: a commit another process prepared (ADR 0053), as JSON. Answers
+/// `{"commit": N}` once it is durable; 409 when it conflicts with a commit made since the
+/// snapshot it was prepared against, for the sender to prepare it again.
+async fn forwarded_commit(
+    State(server): State<Arc<Server>>,
+    headers: HeaderMap,
+    Query(params): Query<HashMap<String, String>>,
+    body: Bytes,
+) -> Result<Response, Failure> {
+    let role = role(&server, &headers, "commit")?;
+    needs(role, Role::Admin, "hand over a commit")?;
+    let node = server
+        .lakes
+        .node(params.get("db").map(String::as_str))
+        .await
+        .map_err(bad_request)?;
+    let forwarded: pondra_cluster::ForwardedCommit =
+        serde_json::from_slice(&body).map_err(|e| bad_request(format!("not a commit: {e}")))?;
+    match node.commit_forwarded(forwarded).await {
+        Ok(commit) => {
+            let body = format!("{{\"commit\":{commit}}}");
+            Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+        }
+        Err(e @ pondra_cluster::NodeError::SerializationFailure) => {
+            Err(Failure(StatusCode::CONFLICT, e.to_string()))
+        }
+        Err(e) => Err(bad_request(e)),
+    }
 }
 
 /// Rows from an Arrow IPC stream, JSON lines or CSV with a header.

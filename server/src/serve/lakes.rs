@@ -63,6 +63,11 @@ impl Lakes {
             .push(handle);
     }
 
+    /// The one lake of `--dir`; none with `--lakes`.
+    pub fn single_node(&self) -> Option<&Arc<Node>> {
+        self.single.as_ref()
+    }
+
     /// The lake a database name picks. With `--dir`, every name (and none) picks the one lake.
     pub async fn node(&self, database: Option<&str>) -> Result<Arc<Node>, String> {
         if let Some(node) = &self.single {

@@ -45,6 +45,8 @@ pub struct ServeOptions {
     pub lakes: Option<String>,
     pub host: String,
     pub http_port: u16,
+    /// The HOST:PORT other processes reach the HTTP door by; none for the default.
+    pub advertise: Option<String>,
     pub pg_port: u16,
     pub flight_port: u16,
     pub tokens: Tokens,
@@ -68,6 +70,15 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let (stop, stopped) = watch::channel(false);
 
     let http = bind(&options.host, options.http_port, "http").await?;
+    let http_port = http.local_addr().map_err(|e| e.to_string())?.port();
+    let advertise = options
+        .advertise
+        .clone()
+        .unwrap_or_else(|| default_advertise(&options.host, http_port));
+    // The leader of the one lake beats, so that other processes find it (ADR 0053).
+    let beating = server.lakes.single_node().map(|node| {
+        pondra_cluster::Beating::start(node.lake().clone(), node.term().number, advertise)
+    });
     let app =
         http::router(server.clone()).into_make_service_with_connect_info::<client::ClientSocket>();
     let mut http_stop = stopped.clone();
@@ -98,8 +109,29 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     if let Ok(Err(e)) = flight_task.await {
         eprintln!("flight: {e}");
     }
+    if let Some(beating) = beating
+        && let Err(e) = beating.end().await
+    {
+        eprintln!("cannot mark the term ended: {e}");
+    }
     server.lakes.close().await;
     Ok(())
+}
+
+/// The address other processes reach the HTTP door by: the one listened on, or this host's
+/// name when that is every address.
+fn default_advertise(host: &str, port: u16) -> String {
+    if host != "0.0.0.0" && host != "::" {
+        return format!("{host}:{port}");
+    }
+    let mut name = [0u8; 256];
+    // SAFETY: the buffer is writable for its whole length, which is passed.
+    let named = unsafe { libc::gethostname(name.as_mut_ptr().cast(), name.len()) } == 0;
+    let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+    match named {
+        true => format!("{}:{port}", String::from_utf8_lossy(&name[..end])),
+        false => format!("localhost:{port}"),
+    }
 }
 
 /// Stops every running statement of the process; returns how many there were.
