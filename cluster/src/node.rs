@@ -63,7 +63,8 @@ pub enum StatementResult {
     Done { tag: String },
 }
 
-/// A running Pondra process on one lake: it leads, holds the catalog and runs statements.
+/// A running Pondra process on one lake: it leads (or hands its commits to the process that
+/// does), holds the catalog and runs statements.
 pub struct Node {
     pub(crate) lake: Lake,
     pub(crate) catalog: Catalog,
@@ -106,16 +107,7 @@ impl Node {
     pub async fn open(lake: Lake, options: NodeOptions) -> Result<Arc<Node>> {
         let term = take_lead(&lake, &node_name()).await?;
         let catalog = Catalog::open(&lake, options.retain).await?;
-        Ok(Arc::new(Node {
-            lake,
-            catalog,
-            options,
-            term,
-            started: Instant::now(),
-            write_lock: tokio::sync::RwLock::new(()),
-            tier_lock: tokio::sync::Mutex::new(()),
-            external: std::sync::RwLock::new(HashMap::new()),
-        }))
+        Ok(Node::assemble(lake, catalog, options, term))
     }
 
     /// Opens a lake another process leads (ADR 0053): the catalog is read without fencing
@@ -128,16 +120,25 @@ impl Node {
     ) -> Result<Arc<Node>> {
         let producer = format!("{}-{}", node_name(), crate::write::unique_name());
         let catalog = Catalog::open_forwarding(&lake, leader, producer, options.retain).await?;
-        Ok(Arc::new(Node {
+        Ok(Node::assemble(
             lake,
             catalog,
             options,
-            term: Term { number: term },
+            Term { number: term },
+        ))
+    }
+
+    fn assemble(lake: Lake, catalog: Catalog, options: NodeOptions, term: Term) -> Arc<Node> {
+        Arc::new(Node {
+            lake,
+            catalog,
+            options,
+            term,
             started: Instant::now(),
             write_lock: tokio::sync::RwLock::new(()),
             tier_lock: tokio::sync::Mutex::new(()),
             external: std::sync::RwLock::new(HashMap::new()),
-        }))
+        })
     }
 
     /// Whether this process leads the lake (else it hands its commits to the leader).

@@ -19,6 +19,22 @@ fn pondra_sql_hands_its_commits_to_a_live_server() {
     let served = Served::start(&lake, &[]);
     post(&served, "CREATE TABLE t (k INT)");
     post(&served, "INSERT INTO t VALUES (1)");
+    post(
+        &served,
+        "CREATE MATERIALIZED VIEW lowest AS SELECT min(k) AS k FROM t",
+    );
+
+    // The server leads and says so; a view's count tables are no table of its own.
+    let (answer, status) = curl(&[served.url("/cluster").as_str()]);
+    assert_eq!(status, 200, "{answer}");
+    let cluster: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    assert_eq!(cluster["leader"], cluster["self"], "{answer}");
+    assert_eq!(cluster["nodes"][0]["role"], "leader", "{answer}");
+    let (stats, _) = curl(&[served.url("/stats").as_str()]);
+    let stats: serde_json::Value = serde_json::from_str(&stats).unwrap();
+    assert_eq!(stats["leader"], true);
+    assert_eq!(stats["term"], cluster["term"]);
+    assert!(!stats.to_string().contains("$values"), "{stats}");
 
     let output = sql(
         &lake,
@@ -39,6 +55,9 @@ fn pondra_sql_hands_its_commits_to_a_live_server() {
     assert!(answer.ends_with(r#""rows":[[3,106]]}"#), "{answer}");
     let answer = post(&served, "SELECT sum(k) FROM u");
     assert!(answer.ends_with(r#""rows":[[60]]}"#), "{answer}");
+    // The view followed the commits handed over: the least value 1 went up to 101.
+    let answer = post(&served, "SELECT k FROM lowest");
+    assert!(answer.ends_with(r#""rows":[[2]]}"#), "{answer}");
     post(&served, "INSERT INTO t VALUES (4)");
     let answer = post(&served, "SELECT count(*) FROM t");
     assert!(answer.ends_with(r#""rows":[[4]]}"#), "{answer}");

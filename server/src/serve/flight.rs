@@ -749,7 +749,7 @@ impl FlightSqlService for FlightDoor {
         let node = self.node(&request).await?;
         let snapshot = node.snapshot();
         let mut builder = query.into_builder();
-        for table in snapshot.tables.values() {
+        for table in snapshot.visible_tables() {
             let (kind, schema) = match (table.is_view(), table.is_materialized_view()) {
                 (false, false) => ("TABLE", table.arrow_schema()),
                 _ => {

@@ -1,5 +1,5 @@
 //! The HTTP door (axum): `POST /sql`, `POST /tables/{name}/append`, `GET /stats`, `GET /health`,
-//! and `POST /cluster/commit` for commits other processes prepared (ADR 0053).
+//! `GET /cluster`, and `POST /cluster/commit` for commits other processes prepared (ADR 0053).
 
 use std::collections::HashMap;
 use std::io::Cursor;
@@ -27,6 +27,7 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/tables/{name}/append", post(append))
         .route("/stats", get(stats))
         .route("/health", get(health))
+        .route("/cluster", get(cluster))
         .route("/cluster/commit", post(forwarded_commit))
         .with_state(server)
 }
@@ -333,7 +334,7 @@ async fn stats(State(server): State<Arc<Server>>, headers: HeaderMap) -> Result<
         let snapshot = node.snapshot();
         untiered += snapshot.untiered_rows();
         commits += snapshot.commit;
-        for table in snapshot.tables.values() {
+        for table in snapshot.visible_tables() {
             tables.push(format!(
                 "{{\"lake\":{},\"name\":{},\"rows\":{}}}",
                 quote(&lake),
@@ -342,11 +343,34 @@ async fn stats(State(server): State<Arc<Server>>, headers: HeaderMap) -> Result<
             ));
         }
     }
+    // A server leads every lake it holds (ADR 0053); the term is the one lake's, with --dir.
+    let term = match server.lakes.single_node() {
+        Some(node) => node.term().number.to_string(),
+        None => "null".into(),
+    };
     let body = format!(
-        "{{\"untiered_rows\":{untiered},\"commits\":{commits},\"uptime_secs\":{:.3},\"statements_running\":{},\"tables\":[{}]}}",
+        "{{\"untiered_rows\":{untiered},\"commits\":{commits},\"uptime_secs\":{:.3},\"statements_running\":{},\"leader\":true,\"term\":{term},\"tables\":[{}]}}",
         server.started.elapsed().as_secs_f64(),
         pondra_cluster::running_statements(),
         tables.join(",")
+    );
+    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+}
+
+/// `GET /cluster`: this server, the term it leads and the nodes it knows (ADR 0053). Until
+/// followers are built, a server knows only itself, the leader of its lake.
+async fn cluster(
+    State(server): State<Arc<Server>>,
+    headers: HeaderMap,
+) -> Result<Response, Failure> {
+    role(&server, &headers, "cluster")?;
+    let term = match server.lakes.single_node() {
+        Some(node) => node.term().number.to_string(),
+        None => "null".into(),
+    };
+    let me = quote(&server.advertise);
+    let body = format!(
+        "{{\"self\":{me},\"term\":{term},\"leader\":{me},\"nodes\":[{{\"addr\":{me},\"role\":\"leader\",\"last_seen_ms\":0}}]}}"
     );
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }

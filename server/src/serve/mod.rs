@@ -28,6 +28,8 @@ pub struct Server {
     pub started: Instant,
     /// The `statement_timeout` sessions start with (`--statement-timeout`).
     pub statement_timeout: Option<Duration>,
+    /// The HOST:PORT other processes reach the HTTP door by (`--advertise`).
+    pub advertise: String,
 }
 
 impl Server {
@@ -61,20 +63,20 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         Some(root) => Lakes::under(root.clone(), options.node.clone())?,
         None => Lakes::single(options.dir.clone(), options.node.clone()).await?,
     };
-    let server = Arc::new(Server {
-        lakes,
-        tokens: options.tokens.clone(),
-        started: Instant::now(),
-        statement_timeout: options.statement_timeout,
-    });
-    let (stop, stopped) = watch::channel(false);
-
     let http = bind(&options.host, options.http_port, "http").await?;
     let http_port = http.local_addr().map_err(|e| e.to_string())?.port();
     let advertise = options
         .advertise
         .clone()
         .unwrap_or_else(|| default_advertise(&options.host, http_port));
+    let server = Arc::new(Server {
+        lakes,
+        tokens: options.tokens.clone(),
+        started: Instant::now(),
+        statement_timeout: options.statement_timeout,
+        advertise: advertise.clone(),
+    });
+    let (stop, stopped) = watch::channel(false);
     // The leader of the one lake beats, so that other processes find it (ADR 0053).
     let beating = server.lakes.single_node().map(|node| {
         pondra_cluster::Beating::start(node.lake().clone(), node.term().number, advertise)
