@@ -267,6 +267,26 @@ fn a_server_on_a_bucket_appends_exactly_once_and_keeps_what_it_acknowledged() {
             assert_eq!(again, r#"{"rows":0,"duplicate":true}"#);
         }
     }
+    // `pondra sql` beside the server hands its commit to it (ADR 0053): the server sees the
+    // row at once and keeps its lake.
+    answer(
+        s3,
+        cwd.path(),
+        &lake,
+        "INSERT INTO events VALUES (1, 'from sql')",
+    );
+    acknowledged += 1;
+    let (status, seen) = http_post(
+        &address,
+        "/sql",
+        "text/plain",
+        b"SELECT count(*) FROM events",
+    );
+    assert_eq!(status, 200, "{seen}");
+    assert!(
+        seen.ends_with(&format!("\"rows\":[[{acknowledged}]]}}")),
+        "{seen}"
+    );
     // SIGKILL: nothing is flushed at exit; what was acknowledged must already be in the bucket.
     // SAFETY: kill(2) on our own child.
     unsafe { libc::kill(served.pid() as i32, libc::SIGKILL) };
