@@ -333,6 +333,11 @@ fn check_views(node: &Arc<Node>, runtime: &tokio::runtime::Runtime, context: &st
             "{context}: view {view} differs from its query"
         );
     }
+}
+
+/// Fails unless each count table of the views' mins and maxes holds what its query over the
+/// base table answers.
+fn check_value_counts(node: &Arc<Node>, runtime: &tokio::runtime::Runtime, context: &str) {
     for (view, position, query) in VALUE_COUNTS {
         let tables = runtime.block_on(node.view_value_counts(view)).unwrap();
         let mut held: Vec<String> = map_cells(&tables[position], |_, _, _, text| text)
@@ -425,6 +430,7 @@ fn run(default_statements: usize, default_seed: u64) {
                 run_sql(&node, &runtime, "CHECKPOINT").unwrap();
             }
             let recent = history[history.len().saturating_sub(CHECK_EVERY)..].join(";\n");
+            check_value_counts(&node, &runtime, &format!("{context}; since:\n{recent}"));
             let rows = pondra_rows(&node, &runtime);
             assert_eq!(
                 rows,
