@@ -11,10 +11,11 @@ use slatedb::{Db, WriteBatch};
 
 use roaring::RoaringBitmap;
 
-use crate::committer::{Committer, Prepare, Published, Refusal};
+use crate::committer::{Committer, Prepare, Refusal};
 use crate::deletions::Container;
 use crate::error::{CatalogError, Result};
 use crate::keys;
+use crate::published::Published;
 use crate::snapshot::Snapshot;
 use crate::types::{DataFile, LogSegment, SegmentPayload, TableDef};
 
@@ -122,10 +123,13 @@ pub enum Change {
 /// (ADR 0046); the process that holds the catalog open is the lake's only writer (opening it
 /// fences any earlier writer).
 pub struct Catalog {
-    pub(crate) mode: Mode,
+    /// Changes when this process takes the lead or hands it over (ADR 0053).
+    pub(crate) mode: std::sync::RwLock<Arc<Mode>>,
     /// Shared with the committer, which publishes each round once it is durable.
     pub(crate) current: Arc<Mutex<Published>>,
     pub(crate) retain: Duration,
+    /// Set when a write of this process's writer found another writer had opened the catalog.
+    pub(crate) fenced: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// How a catalog commits.
@@ -141,38 +145,57 @@ impl Catalog {
     /// Opens the lake's catalog for writing, fencing any earlier writer, and loads it into memory.
     /// Objects replaced by later commits are kept for `retain` before they are deleted.
     pub async fn open(lake: &Lake, retain: Duration) -> Result<Catalog> {
-        let settings = Settings {
-            // Every short-lived process (`pondra sql`) leaves an L0 table behind when it
-            // closes; a quick compactor and a higher stall threshold keep writers from waiting
-            // seconds for L0 to drain.
-            l0_max_ssts: 32,
-            compactor_options: Some(CompactorOptions {
-                poll_interval: Duration::from_millis(200),
-                ..Default::default()
-            }),
-            garbage_collector_options: Some(GarbageCollectorOptions {
-                // A folder cannot do conditional overwrites, which boundary files need; the
-                // stores of buckets can (ADR 0046).
-                boundary_files_enabled: !lake.is_folder(),
-                ..Default::default()
-            }),
-            ..Default::default()
-        };
-        let db = bounded(
-            "opening",
-            Db::builder(CATALOG_PATH, lake.store())
-                .with_settings(settings)
-                .build(),
-        )
-        .await?;
+        let db = open_writer(lake).await?;
         let snapshot = load_snapshot(db.scan(..).await?).await?;
         let current = Arc::new(Mutex::new(Published::new(Arc::new(snapshot))));
-        let committer = Committer::start(db.clone(), current.clone(), retain);
+        let fenced = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let committer = Committer::start(db.clone(), current.clone(), retain, fenced.clone());
         Ok(Catalog {
-            mode: Mode::Writer { db, committer },
+            mode: std::sync::RwLock::new(Arc::new(Mode::Writer { db, committer })),
             current,
             retain,
+            fenced,
         })
+    }
+
+    pub(crate) fn mode(&self) -> Arc<Mode> {
+        self.mode.read().expect("mode lock").clone()
+    }
+
+    /// Takes the catalog's writer for this process, which fences any earlier writer, and
+    /// commits from now on (ADR 0053: a follower that took the lead). The snapshot this
+    /// catalog holds gives way to the one in the lake, which is the same or later.
+    pub async fn lead(&self, lake: &Lake) -> Result<()> {
+        let db = open_writer(lake).await?;
+        // A follower fed by the stream holds the latest commit already, most often: reading
+        // the whole catalog again is then not needed.
+        let held = self.snapshot().commit;
+        let last = match db.get(keys::LAST_COMMIT).await? {
+            Some(value) => decode_u64(keys::LAST_COMMIT, &value)?,
+            None => 0,
+        };
+        if last < held {
+            return Err(CatalogError::Store(format!(
+                "the catalog's last commit is {last}, before commit {held} this node applied"
+            )));
+        }
+        if last > held {
+            let snapshot = load_snapshot(db.scan(..).await?).await?;
+            self.current
+                .lock()
+                .expect("snapshot lock")
+                .adopt(Arc::new(snapshot));
+        }
+        self.fenced
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        let committer = Committer::start(
+            db.clone(),
+            self.current.clone(),
+            self.retain,
+            self.fenced.clone(),
+        );
+        *self.mode.write().expect("mode lock") = Arc::new(Mode::Writer { db, committer });
+        Ok(())
     }
 
     /// The latest committed state.
@@ -207,7 +230,8 @@ impl Catalog {
         E: From<CatalogError> + Send + 'static,
         F: FnOnce(&Snapshot) -> std::result::Result<Vec<Change>, E> + Send + 'static,
     {
-        let committer = match &self.mode {
+        let mode = self.mode();
+        let committer = match &*mode {
             Mode::Writer { committer, .. } => committer,
             Mode::Forwarding(forwarding) => {
                 return forwarding.commit_with(&self.current, prepare).await;
@@ -252,6 +276,31 @@ impl Catalog {
         Ok(next)
     }
 
+    /// Writes the catalog's recent commits out of SlateDB's write-ahead log into a table, so
+    /// that the next writer to open the catalog (a follower taking the lead) replays few WAL
+    /// files: on a bucket each is a GET (ADR 0053). Nothing to do on a catalog that does not
+    /// lead.
+    pub async fn flush_log(&self) -> Result<()> {
+        let mode = self.mode();
+        let Mode::Writer { db, .. } = &*mode else {
+            return Ok(());
+        };
+        let flush = db.flush_with_options(FlushOptions {
+            flush_type: FlushType::MemTable,
+        });
+        let flushed = bounded("flushing", flush).await;
+        if let Err(CatalogError::Fenced(_)) = &flushed {
+            self.fenced.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        flushed
+    }
+
+    /// Whether this process leads but another writer has opened the catalog since: its
+    /// commits fail, and it is to follow (ADR 0053).
+    pub fn is_fenced(&self) -> bool {
+        self.leads() && self.fenced.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Closes the database, flushing what it holds in memory.
     ///
     /// Every commit is already durable in the WAL; flushing the memtable only makes the next
@@ -259,7 +308,8 @@ impl Catalog {
     /// background work; past [`CLOSE_GRACE`] the process leaves without it: the store is built
     /// to be stopped at any point, and the next writer replays the WAL.
     pub async fn close(&self) -> Result<()> {
-        let Mode::Writer { db, .. } = &self.mode else {
+        let mode = self.mode();
+        let Mode::Writer { db, .. } = &*mode else {
             return Ok(());
         };
         let close = async {
@@ -274,6 +324,35 @@ impl Catalog {
             Err(_) => Ok(()),
         }
     }
+}
+
+/// Opens the lake's catalog as its writer, fencing any earlier one.
+async fn open_writer(lake: &Lake) -> Result<Db> {
+    let settings = Settings {
+        // Every short-lived process (`pondra sql`) leaves an L0 table behind when it closes;
+        // a quick compactor and a higher stall threshold keep writers from waiting seconds
+        // for L0 to drain.
+        l0_max_ssts: 32,
+        compactor_options: Some(CompactorOptions {
+            poll_interval: Duration::from_millis(200),
+            ..Default::default()
+        }),
+        garbage_collector_options: Some(GarbageCollectorOptions {
+            // A folder cannot do conditional overwrites, which boundary files need; the
+            // stores of buckets can (ADR 0046).
+            boundary_files_enabled: !lake.is_folder(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let db = bounded(
+        "opening",
+        Db::builder(CATALOG_PATH, lake.store())
+            .with_settings(settings)
+            .build(),
+    )
+    .await?;
+    Ok(db)
 }
 
 /// Milliseconds since the Unix epoch.

@@ -5,6 +5,7 @@
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -14,6 +15,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::catalog::{Change, apply, bounded, now_ms};
 use crate::error::{CatalogError, Result};
 use crate::keys;
+use crate::published::{Published, StreamedCommit};
 use crate::snapshot::Snapshot;
 
 /// A writer's check-and-prepare: from the snapshot the round has made so far, the changes to
@@ -42,11 +44,17 @@ pub(crate) struct Committer {
 
 impl Committer {
     /// Starts the committer task of a catalog. It publishes each durable round in `current`.
-    pub(crate) fn start(db: Db, current: Arc<Mutex<Published>>, retain: Duration) -> Self {
+    /// A write that finds the catalog fenced (another writer opened it) sets `fenced`.
+    pub(crate) fn start(
+        db: Db,
+        current: Arc<Mutex<Published>>,
+        retain: Duration,
+        fenced: Arc<AtomicBool>,
+    ) -> Self {
         let (requests, receiver) = mpsc::unbounded_channel();
         // A task of its own, so that a round, once begun, completes even if the writer that
         // started it stops waiting.
-        tokio::spawn(commit_rounds(db, current, retain, receiver));
+        tokio::spawn(commit_rounds(db, current, retain, fenced, receiver));
         Committer { requests }
     }
 
@@ -76,6 +84,7 @@ async fn commit_rounds(
     db: Db,
     current: Arc<Mutex<Published>>,
     retain: Duration,
+    fenced: Arc<AtomicBool>,
     mut receiver: mpsc::UnboundedReceiver<Request>,
 ) {
     let mut returning = Returning::none();
@@ -88,7 +97,7 @@ async fn commit_rounds(
             returning = Returning::none();
             continue;
         }
-        let (next, batch) = round.finish();
+        let (next, batch, streamed) = round.finish();
         let commit = next.commit;
         let flush_started = Instant::now();
         let flushed = bounded("a commit", async {
@@ -104,12 +113,15 @@ async fn commit_rounds(
                 current
                     .lock()
                     .expect("snapshot lock")
-                    .publish(Arc::new(next));
+                    .publish(Arc::new(next), Some(Arc::new(streamed)));
                 for answer in accepted {
                     let _ = answer.send(Ok(commit));
                 }
             }
             Err(error) => {
+                if matches!(error, CatalogError::Fenced(_)) {
+                    fenced.store(true, Ordering::SeqCst);
+                }
                 for answer in accepted {
                     let _ = answer.send(Err(Refusal::Catalog(copy_of(&error))));
                 }
@@ -260,8 +272,9 @@ impl Round {
         self.batch = batch;
     }
 
-    /// The snapshot the round makes and the batch that stores it, with the commit counters.
-    fn finish(mut self) -> (Snapshot, WriteBatch) {
+    /// The snapshot the round makes, the batch that stores it (with the commit counters), and
+    /// the round as the stream carries it to followers.
+    fn finish(mut self) -> (Snapshot, WriteBatch, StreamedCommit) {
         assert_eq!(
             self.next.commit,
             self.start.commit + 1,
@@ -271,7 +284,13 @@ impl Round {
             .put(keys::LAST_COMMIT, self.next.commit.to_be_bytes());
         self.batch
             .put(keys::NEXT_TABLE_ID, self.next.next_table_id.to_be_bytes());
-        (self.next, self.batch)
+        let streamed = StreamedCommit {
+            commit: self.next.commit,
+            time_ms: self.now,
+            retain_ms: self.retain.as_millis() as u64,
+            changes: self.accepted.into_iter().flatten().collect(),
+        };
+        (self.next, self.batch, streamed)
     }
 }
 
@@ -281,55 +300,6 @@ fn copy_of(error: &CatalogError) -> CatalogError {
         CatalogError::Fenced(message) => CatalogError::Fenced(message.clone()),
         CatalogError::Store(message) => CatalogError::Store(message.clone()),
         other => CatalogError::Store(other.to_string()),
-    }
-}
-
-/// How many snapshots before the latest a catalog keeps, for rebasing commits prepared against
-/// them (ADR 0053).
-const RECENT_SNAPSHOTS: usize = 256;
-
-/// The latest committed snapshot, and the ones before it back to [`RECENT_SNAPSHOTS`]: they
-/// share what they did not change, so keeping them costs little.
-pub(crate) struct Published {
-    pub latest: Arc<Snapshot>,
-    recent: std::collections::VecDeque<Arc<Snapshot>>,
-}
-
-impl Published {
-    pub fn new(latest: Arc<Snapshot>) -> Published {
-        Published {
-            latest,
-            recent: Default::default(),
-        }
-    }
-
-    pub fn publish(&mut self, next: Arc<Snapshot>) {
-        assert!(next.commit > self.latest.commit, "commits only grow");
-        let earlier = std::mem::replace(&mut self.latest, next);
-        self.recent.push_back(earlier);
-        if self.recent.len() > RECENT_SNAPSHOTS {
-            self.recent.pop_front();
-        }
-    }
-
-    /// Makes `next` the latest, forgetting the ones before: a catalog that reads another's
-    /// commits keeps no history.
-    pub fn replace(&mut self, next: Arc<Snapshot>) {
-        assert!(next.commit >= self.latest.commit, "commits only grow");
-        self.latest = next;
-        self.recent.clear();
-    }
-
-    /// The snapshot of commit `commit`, if it is the latest or one kept.
-    pub fn at(&self, commit: u64) -> Option<Arc<Snapshot>> {
-        if self.latest.commit == commit {
-            return Some(self.latest.clone());
-        }
-        let position = self
-            .recent
-            .binary_search_by_key(&commit, |s| s.commit)
-            .ok()?;
-        Some(self.recent[position].clone())
     }
 }
 

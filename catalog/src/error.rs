@@ -30,6 +30,9 @@ pub enum CatalogError {
     /// snapshot it was prepared against (ADR 0053). Prepared again, it may commit.
     #[error("{0}")]
     Conflict(String),
+    /// A write on a node that only reads (`pondra serve --read-only`).
+    #[error("this node is read-only: send writes to another node of the cluster")]
+    ReadOnly,
     #[error("catalog entry {key} is corrupt: {message}")]
     Corrupt { key: String, message: String },
     #[error(transparent)]

@@ -12,8 +12,8 @@ use pondra_storage::Lake;
 use slatedb::{DbReader, DbReaderMode};
 
 use crate::catalog::{CATALOG_PATH, Catalog, Change, Mode, bounded, load_snapshot};
-use crate::committer::Published;
 use crate::error::{CatalogError, Result};
+use crate::published::Published;
 use crate::snapshot::Snapshot;
 use crate::wire::ForwardedCommit;
 
@@ -32,47 +32,94 @@ pub trait Leader: Send + Sync {
 /// its own write.
 const CATCH_UP: Duration = Duration::from_secs(5);
 
+/// How long a commit waits for the leader's stream to bring it before reading the catalog
+/// from the lake.
+const STREAM_PATIENCE: Duration = Duration::from_millis(500);
+
 pub(crate) struct Forwarding {
     store: Arc<dyn ObjectStore>,
-    leader: Arc<dyn Leader>,
+    /// None on a node that only reads (`pondra serve --read-only`).
+    leader: Option<Arc<dyn Leader>>,
     producer: String,
     next_sequence: AtomicU64,
+    /// Whether the leader's stream feeds this catalog; if not, it reads the catalog from the
+    /// lake after each commit.
+    streamed: bool,
     /// One commit at a time: each prepares against the snapshot the one before left.
     turn: tokio::sync::Mutex<()>,
 }
 
 impl Catalog {
-    /// Opens the catalog of a lake another process leads, to read it and to hand commits to
-    /// `leader` under the producer name `producer` (unique to this process).
+    /// Opens the catalog of a lake another process leads, to read it and, unless `leader` is
+    /// none, to hand commits to `leader` under the producer name `producer` (unique to this
+    /// process). No stream of commits feeds it: it reads the catalog again after each of its
+    /// own commits.
     pub async fn open_forwarding(
         lake: &Lake,
-        leader: Arc<dyn Leader>,
+        leader: Option<Arc<dyn Leader>>,
         producer: String,
         retain: Duration,
     ) -> Result<Catalog> {
         let store = lake.store();
         let snapshot = read_snapshot(&store).await?;
-        let forwarding = Forwarding {
-            store,
-            leader,
-            producer,
-            next_sequence: AtomicU64::new(1),
-            turn: tokio::sync::Mutex::new(()),
-        };
+        let forwarding = Forwarding::new(store, leader, producer, false);
         Ok(Catalog {
-            mode: Mode::Forwarding(forwarding),
+            mode: std::sync::RwLock::new(Arc::new(Mode::Forwarding(forwarding))),
             current: Arc::new(Mutex::new(Published::new(Arc::new(snapshot)))),
             retain,
+            fenced: Default::default(),
         })
+    }
+
+    /// Hands commits to `leader` from now on (none: refuses them), closing the catalog's writer
+    /// if this process held it (ADR 0053: a leader another process replaced). The leader's
+    /// stream is to feed the catalog from now on (`apply_streamed`).
+    pub async fn follow(&self, lake: &Lake, leader: Option<Arc<dyn Leader>>, producer: String) {
+        let forwarding = Forwarding::new(lake.store(), leader, producer, true);
+        let earlier = std::mem::replace(
+            &mut *self.mode.write().expect("mode lock"),
+            Arc::new(Mode::Forwarding(forwarding)),
+        );
+        if let Mode::Writer { db, .. } = &*earlier {
+            // Fenced already, most likely: closing only stops its tasks.
+            let _ = tokio::time::timeout(Duration::from_secs(1), db.close()).await;
+        }
+    }
+
+    /// Reads the catalog from the lake and takes it unless this catalog holds it already: a
+    /// follower too far behind its leader's stream, or following a new leader.
+    pub async fn reload(&self, lake: &Lake) -> Result<()> {
+        let snapshot = read_snapshot(&lake.store()).await?;
+        self.current
+            .lock()
+            .expect("snapshot lock")
+            .adopt(Arc::new(snapshot));
+        Ok(())
     }
 
     /// Whether this process writes the catalog itself (it leads).
     pub fn leads(&self) -> bool {
-        matches!(self.mode, Mode::Writer { .. })
+        matches!(&*self.mode(), Mode::Writer { .. })
     }
 }
 
 impl Forwarding {
+    fn new(
+        store: Arc<dyn ObjectStore>,
+        leader: Option<Arc<dyn Leader>>,
+        producer: String,
+        streamed: bool,
+    ) -> Forwarding {
+        Forwarding {
+            store,
+            leader,
+            producer,
+            streamed,
+            next_sequence: AtomicU64::new(1),
+            turn: tokio::sync::Mutex::new(()),
+        }
+    }
+
     /// Commits the changes `prepare` makes for the latest snapshot this process holds, at the
     /// leader (which rebases them on its own latest), then reads the catalog again so that
     /// the next statement sees the commit.
@@ -85,6 +132,9 @@ impl Forwarding {
         E: From<CatalogError>,
         F: FnOnce(&Snapshot) -> std::result::Result<Vec<Change>, E>,
     {
+        let Some(leader) = &self.leader else {
+            return Err(CatalogError::ReadOnly.into());
+        };
         let _turn = self.turn.lock().await;
         let base = current.lock().expect("snapshot lock").latest.clone();
         let changes = prepare(&base)?;
@@ -94,23 +144,38 @@ impl Forwarding {
             producer: self.producer.clone(),
             sequence: self.next_sequence.fetch_add(1, Ordering::Relaxed),
         };
-        let committed = self.leader.commit(commit).await?;
+        let committed = leader.commit(commit).await?;
+        self.wait_for(current, committed).await?;
+        Ok(committed)
+    }
+
+    /// Waits until this catalog holds commit `committed`: brought by the leader's stream, or,
+    /// when that is slow or absent, read from the lake.
+    async fn wait_for(&self, current: &Mutex<Published>, committed: u64) -> Result<()> {
+        let held = |current: &Mutex<Published>| {
+            current.lock().expect("snapshot lock").latest.commit >= committed
+        };
         let started = tokio::time::Instant::now();
+        while self.streamed && started.elapsed() < STREAM_PATIENCE {
+            if held(current) {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
         loop {
             let snapshot = read_snapshot(&self.store).await?;
-            if snapshot.commit >= committed {
-                current
-                    .lock()
-                    .expect("snapshot lock")
-                    .replace(Arc::new(snapshot));
-                return Ok(committed);
+            let read = snapshot.commit;
+            current
+                .lock()
+                .expect("snapshot lock")
+                .adopt(Arc::new(snapshot));
+            if held(current) {
+                return Ok(());
             }
             if started.elapsed() > CATCH_UP {
                 return Err(CatalogError::Store(format!(
-                    "the leader committed {committed}, but the catalog still reads {}",
-                    snapshot.commit
-                ))
-                .into());
+                    "the leader committed {committed}, but the catalog still reads {read}"
+                )));
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

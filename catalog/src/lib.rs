@@ -7,6 +7,7 @@ mod deletions;
 mod error;
 mod forwarding;
 mod keys;
+mod published;
 mod segment_log;
 mod snapshot;
 mod statistics;
@@ -21,6 +22,7 @@ pub use deletions::{
 pub use error::{CatalogError, Result};
 pub use forwarding::Leader;
 pub use pondra_storage::{DECIMAL64_MAX_PRECISION, decimal_parts, decimal_type};
+pub use published::{Applied, CommitsAfter, StreamedCommit};
 pub use segment_log::SegmentLog;
 pub use snapshot::{Snapshot, TableStatistics};
 pub use statistics::{

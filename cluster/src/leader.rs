@@ -49,15 +49,39 @@ pub async fn latest_beat(lake: &Lake) -> Result<Option<Beat>> {
     if term == 0 {
         return Ok(None);
     }
+    beat_of(lake, term).await
+}
+
+/// The last beat of term `term`; none before its leader's first.
+pub async fn beat_of(lake: &Lake, term: u64) -> Result<Option<Beat>> {
+    let ended = lake.exists(&format!("{ENDED_PREFIX}{term}")).await?;
     let bytes = match lake.get(&format!("{ALIVE_PREFIX}{term}")).await {
         Ok(bytes) => bytes,
+        // A process that led for its own commits (`pondra sql`) ends its term unbeaten.
+        Err(StorageError::ObjectStore(object_store::Error::NotFound { .. })) if ended => {
+            return Ok(Some(Beat {
+                term,
+                addr: String::new(),
+                count: 0,
+                ended,
+            }));
+        }
         Err(StorageError::ObjectStore(object_store::Error::NotFound { .. })) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
     let mut beat: Beat = serde_json::from_slice(&bytes)
         .map_err(|e| crate::NodeError::Other(format!("{ALIVE_PREFIX}{term} is not a beat: {e}")))?;
-    beat.ended = lake.exists(&format!("{ENDED_PREFIX}{term}")).await?;
+    beat.ended = ended;
     Ok(Some(beat))
+}
+
+/// Marks term `term` ended: its leader stopped cleanly, and the next process leads at once.
+pub async fn end_term(lake: &Lake, term: u64) -> Result<()> {
+    let path = format!("{ENDED_PREFIX}{term}");
+    match lake.put_if_absent(&path, Bytes::from_static(b"{}\n")).await {
+        Ok(()) | Err(StorageError::AlreadyExists(_)) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// How many terms a contender skips past before giving up (another process keeps winning).
@@ -69,12 +93,48 @@ pub struct Term {
     pub number: u64,
 }
 
-/// Takes the lead of the lake: creates the term object after the highest one present.
-pub async fn take_lead(lake: &Lake, node: &str) -> Result<Term> {
+/// What `cluster/term/N` holds.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct TermRecord {
+    node: String,
+    term: u64,
+    /// Whether the process that took the term beats (a server); one that does not (`pondra
+    /// sql`) is not waited for when its term has no beat.
+    #[serde(default = "beats_by_default")]
+    beats: bool,
+}
+
+fn beats_by_default() -> bool {
+    true
+}
+
+fn term_record(node: &str, term: u64, beats: bool) -> Bytes {
+    let record = TermRecord {
+        node: node.to_string(),
+        term,
+        beats,
+    };
+    let mut body = serde_json::to_vec(&record).expect("a term is JSON");
+    body.push(b'\n');
+    Bytes::from(body)
+}
+
+/// Whether the process that took term `term` beats; a term that cannot be read is taken to.
+pub async fn term_beats(lake: &Lake, term: u64) -> Result<bool> {
+    match lake.get(&format!("{TERM_PREFIX}{term}")).await {
+        Ok(bytes) => Ok(serde_json::from_slice::<TermRecord>(&bytes).map_or(true, |r| r.beats)),
+        Err(StorageError::ObjectStore(object_store::Error::NotFound { .. })) => Ok(true),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Takes the lead of the lake: creates the term object after the highest one present. `beats`
+/// says whether this process will beat for it (a server) or not (`pondra sql`).
+pub async fn take_lead(lake: &Lake, node: &str, beats: bool) -> Result<Term> {
     let mut number = highest_term(lake).await? + 1;
     for _ in 0..MAX_ATTEMPTS {
         let path = format!("{TERM_PREFIX}{number}");
-        let body = Bytes::from(format!("{{\"node\":\"{node}\",\"term\":{number}}}\n"));
+        let body = term_record(node, number, beats);
         match lake.put_if_absent(&path, body).await {
             Ok(()) => return Ok(Term { number }),
             Err(StorageError::AlreadyExists(_)) => number += 1,
@@ -87,7 +147,23 @@ pub async fn take_lead(lake: &Lake, node: &str) -> Result<Term> {
     )))
 }
 
-async fn highest_term(lake: &Lake) -> Result<u64> {
+/// Takes term `number` exactly, if no process has: false when one has. A follower that saw
+/// the leader of term `number - 1` lapse contends for the next term only, so that two
+/// followers contending never fence each other's win (ADR 0053).
+pub async fn take_term(lake: &Lake, number: u64, node: &str) -> Result<bool> {
+    let path = format!("{TERM_PREFIX}{number}");
+    match lake
+        .put_if_absent(&path, term_record(node, number, true))
+        .await
+    {
+        Ok(()) => Ok(true),
+        Err(StorageError::AlreadyExists(_)) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The highest term any process took; 0 for none.
+pub async fn highest_term(lake: &Lake) -> Result<u64> {
     let terms = lake.list(TERM_PREFIX).await?;
     Ok(terms
         .iter()
@@ -133,15 +209,7 @@ impl Beating {
     /// Stops beating and marks the term ended, so that the next process leads at once.
     pub async fn end(self) -> Result<()> {
         self.task.abort();
-        let path = format!("{ENDED_PREFIX}{}", self.term);
-        match self
-            .lake
-            .put_if_absent(&path, Bytes::from_static(b"{}\n"))
-            .await
-        {
-            Ok(()) | Err(StorageError::AlreadyExists(_)) => Ok(()),
-            Err(e) => Err(e.into()),
-        }
+        end_term(&self.lake, self.term).await
     }
 }
 
@@ -166,7 +234,10 @@ mod tests {
         for i in 0..8 {
             let lake = lake.clone();
             handles.push(tokio::spawn(async move {
-                take_lead(&lake, &format!("n{i}")).await.unwrap().number
+                take_lead(&lake, &format!("n{i}"), true)
+                    .await
+                    .unwrap()
+                    .number
             }));
         }
         let mut terms = Vec::new();
@@ -186,7 +257,7 @@ mod tests {
     async fn a_leader_beats_until_it_ends() {
         let lake = Lake::from_store(Arc::new(InMemory::new()), "memory");
         assert_eq!(latest_beat(&lake).await.unwrap(), None);
-        let term = take_lead(&lake, "a").await.unwrap().number;
+        let term = take_lead(&lake, "a", true).await.unwrap().number;
         assert_eq!(latest_beat(&lake).await.unwrap(), None);
         let beating = Beating::start(lake.clone(), term, "127.0.0.1:1".into());
         tokio::time::sleep(BEAT_EVERY * 3).await;
@@ -196,7 +267,7 @@ mod tests {
         beating.end().await.unwrap();
         assert!(latest_beat(&lake).await.unwrap().unwrap().ended);
         // A later term without a beat yet hides the ended one.
-        take_lead(&lake, "b").await.unwrap();
+        take_lead(&lake, "b", false).await.unwrap();
         assert_eq!(latest_beat(&lake).await.unwrap(), None);
     }
 }

@@ -10,9 +10,11 @@ mod error;
 mod forwarded;
 mod keyed;
 mod leader;
+mod lease;
 mod merge_table;
 mod node;
 mod rewrite;
+mod roles;
 mod session;
 mod settings;
 mod temporary;
@@ -24,9 +26,13 @@ mod write;
 
 pub use append::AppendOutcome;
 pub use error::{NodeError, Result};
-pub use leader::{BEAT_EVERY, Beat, Beating, LAPSE, Term, latest_beat, take_lead};
+pub use leader::{
+    BEAT_EVERY, Beat, Beating, LAPSE, Term, beat_of, highest_term, latest_beat, take_lead,
+    take_term, term_beats,
+};
+pub use lease::{JITTER_MS, Lease, Step};
 pub use node::{Node, NodeOptions, StatementResult};
-pub use pondra_catalog::{CatalogError, ForwardedCommit, Leader};
+pub use pondra_catalog::{CatalogError, CommitsAfter, ForwardedCommit, Leader, StreamedCommit};
 pub use pondra_exec::control::{running as running_statements, shut_down as stop_all_statements};
 pub use pondra_exec::{
     MemoryPool, STATEMENT_STACK_BYTES, StatementControl, StopReason, default_memory_limit,

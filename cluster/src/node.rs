@@ -69,7 +69,8 @@ pub struct Node {
     pub(crate) lake: Lake,
     pub(crate) catalog: Catalog,
     pub(crate) options: NodeOptions,
-    term: Term,
+    /// The term this node leads, or whose leader it follows.
+    pub(crate) term: std::sync::atomic::AtomicU64,
     started: Instant,
     /// Held by every write until its commit is durable (`write.rs` `lock_for_append`): shared
     /// by appends to plain tables, which prepare in parallel and are grouped into one catalog
@@ -105,21 +106,31 @@ impl Node {
 
     /// Opens a lake and takes its lead: any earlier writer is fenced.
     pub async fn open(lake: Lake, options: NodeOptions) -> Result<Arc<Node>> {
-        let term = take_lead(&lake, &node_name()).await?;
+        Node::open_leading(lake, options, false).await
+    }
+
+    /// Opens a lake and takes its lead for a server, which beats for its term (ADR 0053).
+    pub async fn open_to_beat(lake: Lake, options: NodeOptions) -> Result<Arc<Node>> {
+        Node::open_leading(lake, options, true).await
+    }
+
+    async fn open_leading(lake: Lake, options: NodeOptions, beats: bool) -> Result<Arc<Node>> {
+        let term = take_lead(&lake, &node_name(), beats).await?;
         let catalog = Catalog::open(&lake, options.retain).await?;
         Ok(Node::assemble(lake, catalog, options, term))
     }
 
     /// Opens a lake another process leads (ADR 0053): the catalog is read without fencing
-    /// anyone, and every commit is handed to `leader`, the leader of term `term`.
+    /// anyone, and every commit is handed to `leader`, the leader of term `term` (none: every
+    /// commit is refused, on a node that only reads).
     pub async fn open_following(
         lake: Lake,
         options: NodeOptions,
-        leader: Arc<dyn pondra_catalog::Leader>,
+        leader: Option<Arc<dyn pondra_catalog::Leader>>,
         term: u64,
     ) -> Result<Arc<Node>> {
-        let producer = format!("{}-{}", node_name(), crate::write::unique_name());
-        let catalog = Catalog::open_forwarding(&lake, leader, producer, options.retain).await?;
+        let catalog =
+            Catalog::open_forwarding(&lake, leader, producer_name(), options.retain).await?;
         Ok(Node::assemble(
             lake,
             catalog,
@@ -133,7 +144,7 @@ impl Node {
             lake,
             catalog,
             options,
-            term,
+            term: term.number.into(),
             started: Instant::now(),
             write_lock: tokio::sync::RwLock::new(()),
             tier_lock: tokio::sync::Mutex::new(()),
@@ -151,8 +162,10 @@ impl Node {
         &self.lake
     }
 
-    pub fn term(&self) -> &Term {
-        &self.term
+    pub fn term(&self) -> Term {
+        Term {
+            number: self.term.load(std::sync::atomic::Ordering::SeqCst),
+        }
     }
 
     pub fn uptime(&self) -> Duration {
@@ -504,6 +517,10 @@ impl Node {
             loop {
                 ticker.tick().await;
                 let Some(node) = node.upgrade() else { break };
+                // The leader does the background work (ADR 0053).
+                if !node.leads() {
+                    continue;
+                }
                 let tier_after = node.options.tier_after;
                 if let Err(e) = node.tier(tier_after).await {
                     eprintln!("background tiering failed: {e}");
@@ -519,8 +536,13 @@ impl Node {
     }
 
     /// Closes the catalog; nothing acknowledged is lost (every commit was already durable).
+    /// A node that leads marks its term ended, so that the next process leads at once.
     pub async fn close(&self) -> Result<()> {
+        let leads = self.leads();
         self.catalog.close().await?;
+        if leads {
+            crate::leader::end_term(&self.lake, self.term().number).await?;
+        }
         Ok(())
     }
 }
@@ -528,6 +550,12 @@ impl Node {
 /// The name this process gives itself in the lake's terms.
 fn node_name() -> String {
     format!("pid-{}", std::process::id())
+}
+
+/// A name for this process's commits handed to a leader, unique to this process and this
+/// spell of following: a retry of one of them names it again, and the leader commits it once.
+pub(crate) fn producer_name() -> String {
+    format!("{}-{}", node_name(), crate::write::unique_name())
 }
 
 /// Runs `work` on a blocking thread; a panic there becomes the panic of the awaiting task,

@@ -6,7 +6,10 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use pondra_cluster::{CatalogError, ForwardedCommit, LAPSE, Lake, Leader, latest_beat};
+use pondra_cluster::{
+    CatalogError, ForwardedCommit, LAPSE, Lake, Leader, beat_of, highest_term, latest_beat,
+    term_beats,
+};
 
 /// How long a probe of the leader's door waits.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -16,10 +19,26 @@ const COMMIT_PATIENCE: Duration = Duration::from_secs(10);
 
 /// The leader of `lake` this process should hand its commits to: the term and address of a
 /// leader that answers; none when no leader lives (its term ended, or its beat stood still
-/// for a lapse). A leader that beats but does not answer is an error.
+/// for a lapse). A leader that beats but does not answer is an error. A term whose leader has
+/// not beaten yet is one starting: it has a lapse to beat before it is taken for dead.
 pub async fn live_leader(lake: &Lake) -> Result<Option<(u64, String)>, String> {
-    let Some(beat) = latest_beat(lake).await.map_err(|e| e.to_string())? else {
-        return Ok(None);
+    let started = tokio::time::Instant::now();
+    let beat = loop {
+        let term = highest_term(lake).await.map_err(|e| e.to_string())?;
+        if term == 0 {
+            return Ok(None);
+        }
+        match beat_of(lake, term).await.map_err(|e| e.to_string())? {
+            Some(beat) => break beat,
+            // A process that never beats (`pondra sql`) took it: it leads no one else.
+            None if !term_beats(lake, term).await.map_err(|e| e.to_string())? => {
+                return Ok(None);
+            }
+            None if started.elapsed() < LAPSE => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            None => return Ok(None),
+        }
     };
     if beat.ended {
         return Ok(None);
@@ -55,9 +74,10 @@ fn client(timeout: Duration) -> Result<reqwest::Client, String> {
         .map_err(|e| format!("cannot make an HTTP client: {e}"))
 }
 
-/// The leader's HTTP door, which takes commits at `POST /cluster/commit`.
+/// The leader's HTTP door, which takes commits at `POST /cluster/commit`. Its address changes
+/// when another node takes the lead, and a commit being retried goes to the new one.
 pub struct HttpLeader {
-    url: String,
+    addr: std::sync::RwLock<String>,
     token: Option<String>,
     client: reqwest::Client,
 }
@@ -66,15 +86,22 @@ impl HttpLeader {
     /// The leader at `addr`; `token` (an admin token, from `PONDRA_TOKEN`) when it asks for one.
     pub fn new(addr: &str, token: Option<String>) -> Result<Arc<HttpLeader>, String> {
         Ok(Arc::new(HttpLeader {
-            url: format!("http://{addr}/cluster/commit"),
+            addr: std::sync::RwLock::new(addr.to_string()),
             token,
             client: client(Duration::from_secs(30))?,
         }))
     }
 
+    /// Sends commits to the leader at `addr` from now on.
+    pub fn set_addr(&self, addr: &str) {
+        *self.addr.write().expect("leader address lock") = addr.to_string();
+    }
+
     /// One attempt: the commit number, or whether the failure may pass on a retry.
     async fn attempt(&self, body: &str) -> Result<u64, (bool, CatalogError)> {
-        let mut request = self.client.post(&self.url).body(body.to_string());
+        let addr = self.addr.read().expect("leader address lock").clone();
+        let url = format!("http://{addr}/cluster/commit");
+        let mut request = self.client.post(&url).body(body.to_string());
         if let Some(token) = &self.token {
             request = request.bearer_auth(token);
         }

@@ -81,6 +81,9 @@ enum Command {
         /// default the address listened on, or this host's name when that is every address.
         #[arg(long)]
         advertise: Option<String>,
+        /// Answer queries and refuse writes: a node of the lake's cluster that never leads.
+        #[arg(long)]
+        read_only: bool,
         /// A token that may read.
         #[arg(long)]
         token_read: Option<String>,
@@ -219,6 +222,7 @@ pub fn run_cli() -> ExitCode {
         pg_port,
         flight_port,
         advertise,
+        read_only,
         token_read,
         token_write,
         token_admin,
@@ -241,6 +245,7 @@ pub fn run_cli() -> ExitCode {
             pg_port,
             flight_port,
             advertise,
+            read_only,
             tokens,
             node: options,
             statement_timeout,
@@ -326,7 +331,7 @@ async fn open_for_statements(dir: &str, options: NodeOptions) -> Result<Arc<Node
     let opened = match follow::live_leader(&lake).await? {
         Some((term, addr)) => {
             let leader = follow::HttpLeader::new(&addr, std::env::var("PONDRA_TOKEN").ok())?;
-            Node::open_following(lake, options, leader, term).await
+            Node::open_following(lake, options, Some(leader), term).await
         }
         None => Node::open(lake, options).await,
     };

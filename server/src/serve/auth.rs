@@ -75,6 +75,11 @@ impl Tokens {
         Ok(())
     }
 
+    /// The token this server shows the other nodes of its cluster, which share its tokens.
+    pub fn admin_token(&self) -> Option<String> {
+        self.admin.first().cloned()
+    }
+
     pub fn enabled(&self) -> bool {
         !(self.read.is_empty() && self.write.is_empty() && self.admin.is_empty())
     }

@@ -29,6 +29,7 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/health", get(health))
         .route("/cluster", get(cluster))
         .route("/cluster/commit", post(forwarded_commit))
+        .route("/cluster/commits", get(commit_stream))
         .with_state(server)
 }
 
@@ -198,6 +199,13 @@ async fn forwarded_commit(
         .node(params.get("db").map(String::as_str))
         .await
         .map_err(bad_request)?;
+    if !node.leads() {
+        // A 503 the sender retries: by then it may know the new leader.
+        return Err(Failure(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "this node does not lead the lake".into(),
+        ));
+    }
     let forwarded: pondra_cluster::ForwardedCommit =
         serde_json::from_slice(&body).map_err(|e| bad_request(format!("not a commit: {e}")))?;
     match node.commit_forwarded(forwarded).await {
@@ -343,13 +351,14 @@ async fn stats(State(server): State<Arc<Server>>, headers: HeaderMap) -> Result<
             ));
         }
     }
-    // A server leads every lake it holds (ADR 0053); the term is the one lake's, with --dir.
-    let term = match server.lakes.single_node() {
-        Some(node) => node.term().number.to_string(),
-        None => "null".into(),
+    // With --lakes a server leads every lake it holds; with --dir, the one lake's cluster
+    // decides (ADR 0053).
+    let (leads, term) = match server.lakes.single_node() {
+        Some(node) => (node.leads(), node.term().number.to_string()),
+        None => (true, "null".into()),
     };
     let body = format!(
-        "{{\"untiered_rows\":{untiered},\"commits\":{commits},\"uptime_secs\":{:.3},\"statements_running\":{},\"leader\":true,\"term\":{term},\"tables\":[{}]}}",
+        "{{\"untiered_rows\":{untiered},\"commits\":{commits},\"uptime_secs\":{:.3},\"statements_running\":{},\"leader\":{leads},\"term\":{term},\"tables\":[{}]}}",
         server.started.elapsed().as_secs_f64(),
         pondra_cluster::running_statements(),
         tables.join(",")
@@ -357,22 +366,98 @@ async fn stats(State(server): State<Arc<Server>>, headers: HeaderMap) -> Result<
     Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
 }
 
-/// `GET /cluster`: this server, the term it leads and the nodes it knows (ADR 0053). Until
-/// followers are built, a server knows only itself, the leader of its lake.
+/// `GET /cluster`: this server, the term, its leader and the nodes it knows (ADR 0053). A
+/// server of several lakes (`--lakes`) leads each and has no cluster.
 async fn cluster(
     State(server): State<Arc<Server>>,
     headers: HeaderMap,
 ) -> Result<Response, Failure> {
     role(&server, &headers, "cluster")?;
-    let term = match server.lakes.single_node() {
-        Some(node) => node.term().number.to_string(),
-        None => "null".into(),
-    };
     let me = quote(&server.advertise);
-    let body = format!(
-        "{{\"self\":{me},\"term\":{term},\"leader\":{me},\"nodes\":[{{\"addr\":{me},\"role\":\"leader\",\"last_seen_ms\":0}}]}}"
-    );
-    Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response())
+    let Some(membership) = &server.membership else {
+        let body = format!(
+            "{{\"self\":{me},\"term\":null,\"leader\":{me},\"nodes\":[{{\"addr\":{me},\"role\":\"leader\",\"last_seen_ms\":0}}]}}"
+        );
+        return Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response());
+    };
+    let body = serde_json::json!({
+        "self": server.advertise,
+        "term": membership.node.term().number,
+        "leader": membership.leader_addr(),
+        "nodes": membership.members(),
+    });
+    Ok((
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response())
+}
+
+/// `GET /cluster/commits?after=N&addr=A&role=R`: the leader's stream of commits (ADR 0053),
+/// long-polled by followers. Answered at once with the commits after N, or when the next one
+/// comes, or with none after a second; `behind` when N is older than the commits kept.
+async fn commit_stream(
+    State(server): State<Arc<Server>>,
+    headers: HeaderMap,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, Failure> {
+    let role = role(&server, &headers, "commit stream")?;
+    needs(role, Role::Admin, "follow the commits")?;
+    let Some(membership) = &server.membership else {
+        return Err(bad_request("this server has no cluster (--lakes)"));
+    };
+    let after: u64 = params
+        .get("after")
+        .and_then(|a| a.parse().ok())
+        .ok_or_else(|| bad_request("after=N names the last commit the follower holds"))?;
+    let node = &membership.node;
+    if !node.leads() {
+        // A node opening the catalog for the term it won answers, with no commits yet, so
+        // that its followers know it lives even when its beats are slow to land.
+        if let Some(term) = membership.opening() {
+            tokio::time::sleep(super::membership::LONG_POLL / 4).await;
+            let body = serde_json::json!({
+                "term": term, "leader": server.advertise, "nodes": [], "commits": [],
+            });
+            return Ok((
+                [(header::CONTENT_TYPE, "application/json")],
+                body.to_string(),
+            )
+                .into_response());
+        }
+        return Err(Failure(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "this node does not lead the lake".into(),
+        ));
+    }
+    if let (Some(addr), Some(follower)) = (
+        params.get("addr"),
+        params
+            .get("role")
+            .and_then(|r| super::membership::NodeRole::parse(r)),
+    ) {
+        membership.register(addr, follower);
+    }
+    if node.snapshot().commit <= after {
+        node.wait_for_commit_after(after, super::membership::LONG_POLL)
+            .await;
+    }
+    let (behind, commits) = match node.commits_after(after) {
+        pondra_cluster::CommitsAfter::Commits(commits) => (false, commits),
+        pondra_cluster::CommitsAfter::Behind => (true, Vec::new()),
+    };
+    let body = serde_json::json!({
+        "term": node.term().number,
+        "leader": server.advertise,
+        "nodes": membership.members(),
+        "behind": behind,
+        "commits": commits.iter().map(|c| c.as_ref()).collect::<Vec<_>>(),
+    });
+    Ok((
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response())
 }
 
 async fn health() -> Response {

@@ -20,10 +20,8 @@ pub struct Lakes {
 }
 
 impl Lakes {
-    pub async fn single(dir: String, options: NodeOptions) -> Result<Lakes, String> {
-        let node = Node::open_at(&dir, options.clone())
-            .await
-            .map_err(|e| format!("cannot open the lake at {dir}: {e}"))?;
+    /// The one lake of `--dir`, opened as `node`.
+    pub fn single(node: Arc<Node>, options: NodeOptions) -> Lakes {
         let lakes = Lakes {
             single: Some(node.clone()),
             root: None,
@@ -32,7 +30,7 @@ impl Lakes {
             background: Default::default(),
         };
         lakes.start_background(&node);
-        Ok(lakes)
+        lakes
     }
 
     pub fn under(root: String, options: NodeOptions) -> Result<Lakes, String> {

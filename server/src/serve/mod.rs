@@ -8,6 +8,7 @@ mod flight;
 mod http;
 mod lakes;
 mod literal;
+mod membership;
 mod pg;
 
 use std::net::SocketAddr;
@@ -30,6 +31,8 @@ pub struct Server {
     pub statement_timeout: Option<Duration>,
     /// The HOST:PORT other processes reach the HTTP door by (`--advertise`).
     pub advertise: String,
+    /// This server's place in its lake's cluster, with `--dir` (ADR 0053).
+    pub membership: Option<Arc<membership::Membership>>,
 }
 
 impl Server {
@@ -49,6 +52,8 @@ pub struct ServeOptions {
     pub http_port: u16,
     /// The HOST:PORT other processes reach the HTTP door by; none for the default.
     pub advertise: Option<String>,
+    /// Answer queries and refuse writes (`--read-only`).
+    pub read_only: bool,
     pub pg_port: u16,
     pub flight_port: u16,
     pub tokens: Tokens,
@@ -59,28 +64,39 @@ pub struct ServeOptions {
 
 /// Runs the server until SIGINT or SIGTERM, then stops taking requests and closes the lakes.
 pub async fn serve(options: ServeOptions) -> Result<(), String> {
-    let lakes = match &options.lakes {
-        Some(root) => Lakes::under(root.clone(), options.node.clone())?,
-        None => Lakes::single(options.dir.clone(), options.node.clone()).await?,
-    };
     let http = bind(&options.host, options.http_port, "http").await?;
     let http_port = http.local_addr().map_err(|e| e.to_string())?.port();
     let advertise = options
         .advertise
         .clone()
         .unwrap_or_else(|| default_advertise(&options.host, http_port));
+    // With --dir the server is a node of its lake's cluster (ADR 0053); with --lakes it leads
+    // every lake it opens.
+    let (lakes, membership) = match &options.lakes {
+        Some(root) => (Lakes::under(root.clone(), options.node.clone())?, None),
+        None => {
+            let membership = membership::Membership::join(
+                &options.dir,
+                options.node.clone(),
+                advertise.clone(),
+                options.read_only,
+                options.tokens.admin_token(),
+            )
+            .await?;
+            let lakes = Lakes::single(membership.node.clone(), options.node.clone());
+            (lakes, Some(membership))
+        }
+    };
     let server = Arc::new(Server {
         lakes,
         tokens: options.tokens.clone(),
         started: Instant::now(),
         statement_timeout: options.statement_timeout,
         advertise: advertise.clone(),
+        membership: membership.clone(),
     });
     let (stop, stopped) = watch::channel(false);
-    // The leader of the one lake beats, so that other processes find it (ADR 0053).
-    let beating = server.lakes.single_node().map(|node| {
-        pondra_cluster::Beating::start(node.lake().clone(), node.term().number, advertise)
-    });
+    let keeping_role = membership.as_ref().map(|m| m.start());
     let app =
         http::router(server.clone()).into_make_service_with_connect_info::<client::ClientSocket>();
     let mut http_stop = stopped.clone();
@@ -111,10 +127,11 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     if let Ok(Err(e)) = flight_task.await {
         eprintln!("flight: {e}");
     }
-    if let Some(beating) = beating
-        && let Err(e) = beating.end().await
-    {
-        eprintln!("cannot mark the term ended: {e}");
+    if let Some(task) = keeping_role {
+        task.abort();
+    }
+    if let Some(membership) = &membership {
+        membership.leave().await;
     }
     server.lakes.close().await;
     Ok(())

@@ -135,6 +135,11 @@ impl Served {
         Served { child, doors }
     }
 
+    /// The HOST:PORT of the HTTP door, which the server advertises to its cluster.
+    pub fn http(&self) -> String {
+        self.doors["http"].clone()
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.doors["http"])
     }

@@ -157,6 +157,8 @@ fn sqlstate(message: &str) -> &'static str {
         "57014"
     } else if message.starts_with("could not serialize access") {
         "40001"
+    } else if message.starts_with("this node is read-only") {
+        "25006"
     } else if message.starts_with("current transaction is aborted") {
         "25P02"
     } else if message.ends_with("can only be used in transaction blocks") {
