@@ -4,7 +4,11 @@
 //! `cluster/alive/N` with its address and a growing count, and marks it ended when it stops
 //! cleanly, so that another process can tell a live leader from a dead one (ADR 0053).
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use bytes::Bytes;
+use object_store::UpdateVersion;
 use pondra_storage::{Lake, StorageError};
 
 use crate::Result;
@@ -34,12 +38,43 @@ pub struct Beat {
     pub ended: bool,
 }
 
-/// Writes a beat of its term.
-pub async fn write_beat(lake: &Lake, beat: &Beat) -> Result<()> {
-    let body = serde_json::to_vec(beat).expect("a beat is JSON");
-    lake.put(&format!("{ALIVE_PREFIX}{}", beat.term), Bytes::from(body))
-        .await?;
-    Ok(())
+/// Writes a beat of its term: how the next is written, or, as the error, how the next is
+/// written and what failed (none: another process's beat is there).
+async fn beat_over(
+    lake: &Lake,
+    beat: &Beat,
+    writes: BeatWrites,
+) -> std::result::Result<BeatWrites, (BeatWrites, Option<StorageError>)> {
+    let path = format!("{ALIVE_PREFIX}{}", beat.term);
+    let body = Bytes::from(serde_json::to_vec(beat).expect("a beat is JSON"));
+    let expected = match &writes {
+        BeatWrites::Unconditional => {
+            return match lake.put(&path, body).await {
+                Ok(()) => Ok(BeatWrites::Unconditional),
+                Err(e) => Err((BeatWrites::Unconditional, Some(e))),
+            };
+        }
+        BeatWrites::First => None,
+        BeatWrites::Over(version) => Some(version),
+    };
+    match lake.put_over(&path, body, expected).await {
+        Ok(Some(version)) => Ok(BeatWrites::Over(version)),
+        Ok(None) => Ok(BeatWrites::Unconditional),
+        // A beat of ours whose answer was lost changed the version: read it again, and go on
+        // if it is ours.
+        Err(StorageError::Changed(_) | StorageError::AlreadyExists(_)) => {
+            match lake.get_versioned(&path).await {
+                Ok((bytes, version)) => match serde_json::from_slice::<Beat>(&bytes) {
+                    Ok(found) if found.addr == beat.addr && found.count < beat.count => {
+                        Err((BeatWrites::Over(version), Some(StorageError::Changed(path))))
+                    }
+                    _ => Err((writes, None)),
+                },
+                Err(e) => Err((writes, Some(e))),
+            }
+        }
+        Err(e) => Err((writes, Some(e))),
+    }
 }
 
 /// The last beat of the highest term; none when that term's leader has not beaten yet or
@@ -178,17 +213,31 @@ pub struct Beating {
     lake: Lake,
     term: u64,
     task: tokio::task::JoinHandle<()>,
+    superseded: Arc<AtomicBool>,
+}
+
+/// How a leader writes its beats: creating `cluster/alive/N`, then over the version it wrote
+/// last (If-Match) where the store can, so that a second process beating for the same term
+/// (on a store whose create-if-absent does not lock per key) is found out.
+enum BeatWrites {
+    First,
+    Over(UpdateVersion),
+    /// The store has no conditional overwrite (a folder).
+    Unconditional,
 }
 
 impl Beating {
     /// Beats for term `term`, reachable at `addr`, every [`BEAT_EVERY`]. A beat that fails
-    /// is logged and tried again at the next.
+    /// is logged and tried again at the next. Another process's beat found in `cluster/alive/N`
+    /// stops the beating and marks it superseded.
     pub fn start(lake: Lake, term: u64, addr: String) -> Beating {
+        let superseded = Arc::new(AtomicBool::new(false));
         let task = {
-            let lake = lake.clone();
+            let (lake, superseded) = (lake.clone(), superseded.clone());
             tokio::spawn(async move {
                 let mut ticker = tokio::time::interval(BEAT_EVERY);
                 ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                let mut writes = BeatWrites::First;
                 for count in 1.. {
                     ticker.tick().await;
                     let beat = Beat {
@@ -197,13 +246,32 @@ impl Beating {
                         count,
                         ended: false,
                     };
-                    if let Err(e) = write_beat(&lake, &beat).await {
-                        eprintln!("cannot beat for term {term}: {e}");
+                    match beat_over(&lake, &beat, writes).await {
+                        Ok(next) => writes = next,
+                        Err((_, None)) => {
+                            eprintln!("term {term}: another process beats for it: stepping down");
+                            superseded.store(true, Ordering::SeqCst);
+                            break;
+                        }
+                        Err((next, Some(e))) => {
+                            eprintln!("cannot beat for term {term}: {e}");
+                            writes = next;
+                        }
                     }
                 }
             })
         };
-        Beating { lake, term, task }
+        Beating {
+            lake,
+            term,
+            task,
+            superseded,
+        }
+    }
+
+    /// Whether another process beats for this term: this one is not its leader.
+    pub fn superseded(&self) -> bool {
+        self.superseded.load(Ordering::SeqCst)
     }
 
     /// Stops beating and marks the term ended, so that the next process leads at once.
@@ -266,6 +334,14 @@ mod tests {
         assert_eq!(beat.addr, "127.0.0.1:1");
         beating.end().await.unwrap();
         assert!(latest_beat(&lake).await.unwrap().unwrap().ended);
+        // A second process beating for the same term is found out: its first beat finds the
+        // first process's, and it stops.
+        let first = Beating::start(lake.clone(), 7, "127.0.0.1:7".into());
+        tokio::time::sleep(BEAT_EVERY / 2).await;
+        let second = Beating::start(lake.clone(), 7, "127.0.0.1:8".into());
+        tokio::time::sleep(BEAT_EVERY * 2).await;
+        assert!(second.superseded() && !first.superseded());
+        drop((first, second));
         // A later term without a beat yet hides the ended one.
         take_lead(&lake, "b", false).await.unwrap();
         assert_eq!(latest_beat(&lake).await.unwrap(), None);

@@ -7,6 +7,9 @@ pub enum StorageError {
     ObjectStore(#[from] object_store::Error),
     #[error("object already exists: {0}")]
     AlreadyExists(String),
+    /// A conditional overwrite found another version of the object than the one expected.
+    #[error("object changed meanwhile: {0}")]
+    Changed(String),
     #[error("arrow: {0}")]
     Arrow(#[from] arrow::error::ArrowError),
     #[error("parquet: {0}")]

@@ -6,7 +6,7 @@ use futures::TryStreamExt;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::prefix::PrefixStore;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 
 use crate::cache::ObjectCache;
 use crate::file_source::FileSource;
@@ -223,6 +223,55 @@ impl Lake {
             }
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Writes an object over its version `expected` (If-Match), or creates it when `expected`
+    /// is none; returns the version written. Another version found is `Changed`, an object
+    /// found where none was expected `AlreadyExists`. A store without conditional overwrites
+    /// (a folder) writes unconditionally and returns no version.
+    pub async fn put_over(
+        &self,
+        path: &str,
+        bytes: Bytes,
+        expected: Option<&UpdateVersion>,
+    ) -> Result<Option<UpdateVersion>> {
+        let mode = match expected {
+            Some(version) => PutMode::Update(version.clone()),
+            None => PutMode::Create,
+        };
+        let options = PutOptions {
+            mode,
+            ..Default::default()
+        };
+        let location = Path::from(path);
+        let payload = PutPayload::from_bytes(bytes.clone());
+        match self.store.put_opts(&location, payload, options).await {
+            Ok(result) => Ok(Some(UpdateVersion {
+                e_tag: result.e_tag,
+                version: result.version,
+            })),
+            Err(object_store::Error::NotImplemented { .. }) => {
+                self.put(path, bytes).await?;
+                Ok(None)
+            }
+            Err(object_store::Error::AlreadyExists { .. }) => {
+                Err(StorageError::AlreadyExists(path.to_string()))
+            }
+            Err(object_store::Error::Precondition { .. }) => {
+                Err(StorageError::Changed(path.to_string()))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// An object's bytes with its version, for a conditional overwrite (`put_over`).
+    pub async fn get_versioned(&self, path: &str) -> Result<(Bytes, UpdateVersion)> {
+        let result = self.store.get(&Path::from(path)).await?;
+        let version = UpdateVersion {
+            e_tag: result.meta.e_tag.clone(),
+            version: result.meta.version.clone(),
+        };
+        Ok((result.bytes().await?, version))
     }
 
     /// Deletes an object; deleting one that is already gone is not an error.

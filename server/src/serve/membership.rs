@@ -279,7 +279,8 @@ impl Membership {
         let now = self.now_ms();
         let (step, beating) = {
             let mut view = self.view();
-            let step = match self.node.is_fenced() {
+            let superseded = view.beating.as_ref().is_some_and(Beating::superseded);
+            let step = match self.node.is_fenced() || superseded {
                 true => view.lease.fenced(highest, now),
                 false => view.lease.saw_highest_term(highest, now),
             };
