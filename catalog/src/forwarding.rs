@@ -7,6 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use tokio::time::timeout;
+
 use object_store::ObjectStore;
 use pondra_storage::Lake;
 use slatedb::{DbReader, DbReaderMode};
@@ -152,24 +154,30 @@ impl Forwarding {
     /// Waits until this catalog holds commit `committed`: brought by the leader's stream, or,
     /// when that is slow or absent, read from the lake.
     async fn wait_for(&self, current: &Mutex<Published>, committed: u64) -> Result<()> {
-        let held = |current: &Mutex<Published>| {
-            current.lock().expect("snapshot lock").latest.commit >= committed
+        let held = || current.lock().expect("snapshot lock").latest.commit >= committed;
+        // Resolves once the stream has brought the commit.
+        let streamed = || async {
+            while !held() {
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
         };
         let started = tokio::time::Instant::now();
-        while self.streamed && started.elapsed() < STREAM_PATIENCE {
-            if held(current) {
-                return Ok(());
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
+        if held() || (self.streamed && timeout(STREAM_PATIENCE, streamed()).await.is_ok()) {
+            return Ok(());
         }
+        // Reading the catalog from a bucket takes a while: the stream may bring the commit
+        // first, and then the read is not waited for.
         loop {
-            let snapshot = read_snapshot(&self.store).await?;
+            let snapshot = tokio::select! {
+                snapshot = read_snapshot(&self.store) => snapshot?,
+                () = streamed(), if self.streamed => return Ok(()),
+            };
             let read = snapshot.commit;
             current
                 .lock()
                 .expect("snapshot lock")
                 .adopt(Arc::new(snapshot));
-            if held(current) {
+            if held() {
                 return Ok(());
             }
             if started.elapsed() > CATCH_UP {

@@ -189,7 +189,15 @@ fn run(start: impl Fn(&[&str]) -> Served) {
         let elected = at.elapsed();
         // A row written through a node that did not lead (writer -3: not a batch).
         until(Duration::from_secs(15), "a write after the kill", || {
-            let (_, written) = post_sql(&nodes[0].http(), "INSERT INTO events VALUES (-3, 0)");
+            let tried = Instant::now();
+            let (answer, written) = post_sql(&nodes[0].http(), "INSERT INTO events VALUES (-3, 0)");
+            if written != 200 || tried.elapsed() > Duration::from_secs(1) {
+                eprintln!(
+                    "a write after {:?} took {:?}: {written} {answer}",
+                    at.elapsed(),
+                    tried.elapsed()
+                );
+            }
             (written == 200).then_some(())
         });
         let writable = at.elapsed();

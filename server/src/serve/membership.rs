@@ -455,7 +455,17 @@ impl Membership {
                 .collect();
         }
         if answer.behind {
-            return self.node.reload_catalog().await.map_err(|e| e.to_string());
+            let started = Instant::now();
+            self.node
+                .reload_catalog()
+                .await
+                .map_err(|e| e.to_string())?;
+            eprintln!(
+                "{}: behind the leader's stream: read the catalog from the lake in {:?}",
+                self.advertise,
+                started.elapsed()
+            );
+            return Ok(());
         }
         self.node
             .apply_streamed(answer.commits)
