@@ -397,6 +397,14 @@ impl Membership {
         let started = Instant::now();
         self.view().opening = Some(term);
         let taken = self.node.take_over(term).await;
+        let opened = started.elapsed();
+        // Followers behind this leader's stream read the catalog from the lake, replaying the
+        // write-ahead log the last leader left: flushed into the tree before this node
+        // answers them, their reads skip it (on a busy bucket, seconds of replay).
+        let flushed = match &taken {
+            Ok(()) => self.node.flush_catalog_log().await,
+            Err(_) => Ok(0),
+        };
         self.view().opening = None;
         match taken {
             Ok(()) => {
@@ -405,11 +413,15 @@ impl Membership {
                 view.lease.won(term, &self.advertise, now);
                 view.members.clear();
                 view.beating = Some(beating);
+                match flushed {
+                    Ok(commit) => view.flushed_commit = commit,
+                    Err(e) => eprintln!("cannot flush the catalog's log: {e}"),
+                }
                 self.leader.set_addr(&self.advertise);
                 eprintln!(
-                    "{}: leading term {term} (opened the catalog in {:?})",
+                    "{}: leading term {term} (opened the catalog in {opened:?}, flushed its log in {:?})",
                     self.advertise,
-                    started.elapsed()
+                    started.elapsed() - opened
                 );
             }
             // The beat stops with `beating` dropped: after a lapse another node contends.
