@@ -1,6 +1,6 @@
 """Point writes and reads on a keyed table through the Postgres door, small table against large.
 
-Usage: point_writes.py PONDRA [--small ROWS] [--large ROWS] [--ops N] [--views]
+Usage: point_writes.py PONDRA [--small ROWS] [--large ROWS] [--ops N] [--views] [--joins]
 
 Two `pondra serve` processes run side by side, one on a lake whose keyed table holds --small
 rows and one holding --large rows (loaded, then CHECKPOINTed into Parquet). One psycopg client
@@ -14,6 +14,13 @@ With --views, both tables carry two materialized views (by a bucket of the key w
 sum, min and max, and over the whole table), which every point write keeps current (ADR 0049),
 and one more kind runs: an UPDATE of the row holding a bucket's least value, which takes the
 bucket's new least value from the view's count table (ADR 0052).
+
+With --joins, both lakes also hold a dimension table `labels` of one row per ten rows of `kv`
+(`kv.k % groups = labels.g`, so each label row joins ten rows at either size) and a view over
+the join grouped by label, with count, sum, min and max (ADR 0054). Every point write to `kv`
+keeps it current, and one more kind runs: an UPDATE of one label row, which moves its ten
+joined rows from one group of the view to another. A view that costs in proportion to the
+change keeps its ratio near 1 although the large lake joins 200 times more rows.
 """
 
 import argparse
@@ -52,11 +59,30 @@ VIEW_STATEMENTS = {
 }
 
 
-def load(pondra, lake, rows, views):
+# With --joins: an UPDATE of one dimension row, which moves the rows it joins between groups.
+JOIN_STATEMENTS = {
+    "UPDATE of a joined label row": "UPDATE labels SET label = 'moved ' || (%(v)s % 50) "
+    "WHERE g = %(k)s",
+}
+
+
+def joins(rows):
+    groups = rows // 10
+    return (
+        "CREATE TABLE labels (g BIGINT PRIMARY KEY, label VARCHAR); "
+        f"INSERT INTO labels SELECT i, 'label ' || (i % 100) FROM generate_series(0, {groups - 1}) "
+        "g(i); CREATE MATERIALIZED VIEW kv_by_label AS SELECT labels.label, count(*) AS n, "
+        "sum(kv.v) AS total, min(kv.v) AS lo, max(kv.v) AS hi FROM kv JOIN labels "
+        f"ON kv.k % {groups} = labels.g GROUP BY labels.label; "
+    )
+
+
+def load(pondra, lake, rows, views, with_joins):
     sql = (
         "CREATE TABLE kv (k BIGINT PRIMARY KEY, v BIGINT, note VARCHAR); "
         f"INSERT INTO kv SELECT i, i, 'row ' || i FROM generate_series(1, {rows}) g(i); "
         + (VIEWS if views else "")
+        + (joins(rows) if with_joins else "")
         + "CHECKPOINT"
     )
     subprocess.run([pondra, "--dir", lake, "sql", sql], check=True, stdout=subprocess.DEVNULL)
@@ -92,6 +118,7 @@ def main():
     parser.add_argument("--large", type=int, default=2_000_000)
     parser.add_argument("--ops", type=int, default=200)
     parser.add_argument("--views", action="store_true")
+    parser.add_argument("--joins", action="store_true")
     args = parser.parse_args()
     random.seed(7)
     with tempfile.TemporaryDirectory() as root:
@@ -99,20 +126,25 @@ def main():
         servers, connections = {}, {}
         for name, rows in sizes.items():
             lake = os.path.join(root, name)
-            load(args.pondra, lake, rows, args.views)
+            load(args.pondra, lake, rows, args.views, args.joins)
             servers[name], dsn = serve(args.pondra, lake)
             connections[name] = psycopg.connect(dsn, autocommit=True)
         try:
             print(f"{'statement':32} {'small ms':>9} {'large ms':>9} {'ratio':>6}")
             # The bucket-min UPDATE first, while keys 1 to 100 hold their buckets' minima.
             statements = {**(VIEW_STATEMENTS if args.views else {}), **STATEMENTS}
+            if args.joins:
+                statements = {**JOIN_STATEMENTS, **statements}
             for kind, sql in statements.items():
                 samples = {name: [] for name in sizes}
                 # The rows holding each bucket's least value are keys 1 to 100.
                 most = 100 if kind in VIEW_STATEMENTS else None
                 for op in range(args.ops + 20):
                     for name, rows in sizes.items():
-                        params = {"k": random.randint(1, most or rows), "v": op}
+                        if kind in JOIN_STATEMENTS:
+                            params = {"k": random.randint(0, rows // 10 - 1), "v": op}
+                        else:
+                            params = {"k": random.randint(1, most or rows), "v": op}
                         elapsed = timed(connections[name], sql, params)
                         if op >= 20:
                             samples[name].append(elapsed)

@@ -30,7 +30,7 @@ pub use statistics::{
 };
 pub use types::{
     CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, Column, DataFile, Fold, HIDDEN_COLUMN, Index,
-    Layout, LogSegment, SegmentPayload, SqlType, TableDef, TableKind, Ttl, system_fields,
-    value_counts_name,
+    Layout, LogSegment, SegmentPayload, SqlType, TableDef, TableKind, Ttl, join_state_name,
+    system_fields, value_counts_name,
 };
 pub use wire::ForwardedCommit;

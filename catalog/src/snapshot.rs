@@ -111,15 +111,20 @@ impl Snapshot {
             .find(|t| t.indexes.iter().any(|i| i.name == name))
     }
 
-    /// Materialized views kept current by commits to `base_table`.
-    pub fn views_over(&self, base_table: &str) -> Vec<Arc<TableDef>> {
+    /// Materialized views kept current by commits to `table` (which they read).
+    pub fn views_over(&self, table: &str) -> Vec<Arc<TableDef>> {
         self.tables
             .values()
             .filter(|t| match &t.kind {
-                crate::TableKind::MaterializedView { base_table: b, .. } => b == base_table,
+                crate::TableKind::MaterializedView {
+                    base_table,
+                    also_reads,
+                    ..
+                } => base_table == table || also_reads.iter().any(|t| t == table),
                 crate::TableKind::Table
                 | crate::TableKind::View { .. }
-                | crate::TableKind::ValueCounts { .. } => false,
+                | crate::TableKind::ValueCounts { .. }
+                | crate::TableKind::JoinState { .. } => false,
             })
             .cloned()
             .collect()
@@ -140,6 +145,22 @@ impl Snapshot {
             .collect();
         counts.sort_by_key(|(position, _)| *position);
         counts.into_iter().map(|(_, t)| t).collect()
+    }
+
+    /// The join states of materialized view `view` (ADR 0054), in position order.
+    pub fn join_states_of(&self, view: &str) -> Vec<Arc<TableDef>> {
+        let mut states: Vec<(usize, Arc<TableDef>)> = self
+            .tables
+            .values()
+            .filter_map(|t| match &t.kind {
+                crate::TableKind::JoinState { view: v, position } if v == view => {
+                    Some((*position, t.clone()))
+                }
+                _ => None,
+            })
+            .collect();
+        states.sort_by_key(|(position, _)| *position);
+        states.into_iter().map(|(_, t)| t).collect()
     }
 
     /// Rows committed but not yet in Parquet, over all tables.

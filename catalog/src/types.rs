@@ -142,12 +142,23 @@ pub enum TableKind {
     Table,
     /// A materialized view: its stored rows are the view's state (for an aggregating view, one
     /// partial aggregate per group per commit, merged when read and when tiered), kept current by
-    /// every commit to `base_table`.
-    MaterializedView { sql: String, base_table: String },
+    /// every commit to `base_table` and to each table of `also_reads` (the other tables a view
+    /// over a join reads, ADR 0054).
+    MaterializedView {
+        sql: String,
+        base_table: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        also_reads: Vec<String>,
+    },
     /// A materialized view's count of the values of its mins and maxes (ADR 0052), keyed on
     /// the group and the value: hidden from listings, kept by the commits that keep `view`,
     /// dropped and renamed with it. `position` numbers the view's count tables.
     ValueCounts { view: String, position: usize },
+    /// One side of a join in a materialized view, indexed by its join key (ADR 0054): the
+    /// side's rows, each with its number of copies, keyed on the key values and the row. Hidden
+    /// and kept with `view`, as `ValueCounts` is. `position` is 2j for the left side of the
+    /// view's j-th join, 2j+1 for its right side.
+    JoinState { view: String, position: usize },
     /// A view that stores nothing: its query is bound in place of the name wherever it is read.
     /// `column_names` rename the query's columns when the view declared them.
     View {
@@ -356,13 +367,21 @@ impl TableDef {
 
     /// Whether the table is a view's internal state that no listing shows and no query names.
     pub fn is_hidden(&self) -> bool {
-        matches!(self.kind, TableKind::ValueCounts { .. })
+        matches!(
+            self.kind,
+            TableKind::ValueCounts { .. } | TableKind::JoinState { .. }
+        )
     }
 }
 
 /// The name of a view's count table at `position` (ADR 0052).
 pub fn value_counts_name(view: &str, position: usize) -> String {
     format!("{view}$values_{position}")
+}
+
+/// The name of the state of a view's join side at `position` (ADR 0054).
+pub fn join_state_name(view: &str, position: usize) -> String {
+    format!("{view}$join_{position}")
 }
 
 /// Where a log segment's bytes are.

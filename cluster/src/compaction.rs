@@ -48,7 +48,10 @@ impl Node {
         let mut replaced = 0;
         for table in snapshot.tables.values() {
             if only.is_some_and(|name| name != table.name)
-                || !matches!(table.kind, TableKind::Table | TableKind::ValueCounts { .. })
+                || !matches!(
+                    table.kind,
+                    TableKind::Table | TableKind::ValueCounts { .. } | TableKind::JoinState { .. }
+                )
             {
                 continue;
             }

@@ -21,7 +21,9 @@ mod temporary;
 mod tiering;
 mod transaction;
 mod value_counts;
+mod view_cascade;
 mod view_changes;
+mod view_stream;
 mod write;
 
 pub use append::AppendOutcome;

@@ -60,7 +60,10 @@ impl Node {
     ) -> Result<()> {
         let schema = table.arrow_schema();
         let compact = match &table.kind {
-            TableKind::Table | TableKind::View { .. } | TableKind::ValueCounts { .. } => None,
+            TableKind::Table
+            | TableKind::View { .. }
+            | TableKind::ValueCounts { .. }
+            | TableKind::JoinState { .. } => None,
             TableKind::MaterializedView { .. } => load_view(snapshot, table)?.compact_plan(table),
         };
         // A merged view replaces all of its files; a table only adds one for its log rows.

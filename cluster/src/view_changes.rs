@@ -56,33 +56,104 @@ impl Node {
         let mut changes = Vec::new();
         for view in views {
             let plan = load_view(snapshot, &view)?;
-            let gained = self.view_image(snapshot, &view, &plan, added).await?;
-            let lost = self.view_image(snapshot, &view, &plan, removed).await?;
-            let counts = self
-                .count_values(snapshot, &view, &plan, added, removed)
-                .await?;
-            if let Some(counts) = &counts {
-                changes.extend(self.counts_changes(snapshot, counts).await?);
+            let rows = Rows { added, removed };
+            changes.extend(
+                self.maintain_view(snapshot, table, &view, &plan, rows, own)
+                    .await?,
+            );
+        }
+        Ok(changes)
+    }
+
+    /// The changes that keep one view over `table` current through a commit changing `rows`.
+    /// A view over joins first derives its stream's change (ADR 0054).
+    pub(crate) async fn maintain_view(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        table: &Arc<TableDef>,
+        view: &Arc<TableDef>,
+        plan: &ViewPlan,
+        rows: Rows<'_>,
+        own: &[Change],
+    ) -> Result<Vec<Change>> {
+        let mut changes = Vec::new();
+        let streamed;
+        let (added, removed) = match &plan.stream {
+            None => (rows.added, rows.removed),
+            Some(stream) => {
+                let (delta, state_changes) = self
+                    .stream_change(snapshot, view, stream, table, (rows.added, rows.removed))
+                    .await?;
+                changes.extend(state_changes);
+                streamed = [delta.gained, delta.lost];
+                (&streamed[..1], &streamed[1..])
             }
-            let delta = match plan.is_aggregating() {
-                false => Some(ViewDelta {
-                    deleted: self.stored_rows_equal(snapshot, &view, &lost).await?,
-                    appended: gained,
-                }),
-                true => {
-                    let images = Images { gained, lost };
-                    self.retract_partials(snapshot, own, &view, &plan, images, counts.as_deref())
-                        .await?
-                }
-            };
-            let Some(delta) = delta else {
+        };
+        let gained = self.view_image(snapshot, view, plan, added).await?;
+        let lost = self.view_image(snapshot, view, plan, removed).await?;
+        // Views over this view follow the change of its rows (ADR 0054), found from the state
+        // rows of the groups the commit touches, read before they change.
+        let dependents = snapshot.views_over(&view.name);
+        let before = match dependents.is_empty() {
+            true => None,
+            false => Some(
+                self.touched_state(snapshot, view, plan, [&gained, &lost])
+                    .await?,
+            ),
+        };
+        let lost_rows = lost.clone();
+        let counts = self
+            .count_values(snapshot, view, plan, added, removed)
+            .await?;
+        if let Some(counts) = &counts {
+            changes.extend(self.counts_changes(snapshot, counts).await?);
+        }
+        let delta = match plan.is_aggregating() {
+            false => Some(ViewDelta {
+                deleted: self.stored_rows_equal(snapshot, view, &lost).await?,
+                appended: gained,
+            }),
+            true => {
+                let images = Images { gained, lost };
+                self.retract_partials(snapshot, own, view, plan, images, counts.as_deref())
+                    .await?
+            }
+        };
+        let state_change = match delta {
+            None => {
                 let after = self.after(snapshot, own)?;
-                changes.push(self.recompute_view(&after, table, &view, &plan).await?);
-                continue;
-            };
-            changes.extend(deletion_changes(snapshot, &view, &delta.deleted));
-            if delta.appended.num_rows() > 0 {
-                changes.push(self.append_change(&view, &[delta.appended]).await?);
+                let (change, state) = self.recompute_view(&after, view, plan).await?;
+                changes.push(change);
+                StateChange::Whole(state)
+            }
+            Some(delta) => {
+                changes.extend(deletion_changes(snapshot, view, &delta.deleted));
+                if delta.appended.num_rows() > 0 {
+                    let appended = std::slice::from_ref(&delta.appended);
+                    changes.push(self.append_change(view, appended).await?);
+                }
+                StateChange::Delta {
+                    appended: delta.appended,
+                    deleted: delta.deleted,
+                    lost: lost_rows,
+                }
+            }
+        };
+        if let Some(before) = before {
+            let out = self
+                .output_change(snapshot, view, plan, before, state_change)
+                .await?;
+            let mut own = own.to_vec();
+            own.extend(changes.iter().cloned());
+            for dependent in dependents {
+                let dependent_plan = load_view(snapshot, &dependent)?;
+                let rows = Rows {
+                    added: std::slice::from_ref(&out.gained),
+                    removed: std::slice::from_ref(&out.lost),
+                };
+                let cascaded =
+                    self.maintain_view(snapshot, view, &dependent, &dependent_plan, rows, &own);
+                changes.extend(Box::pin(cascaded).await?);
             }
         }
         Ok(changes)
@@ -114,22 +185,21 @@ impl Node {
         conform(&schema, &image)
     }
 
-    /// The change that computes `view` again, whole, from the rows `table` holds in `after`.
+    /// The change that computes `view` again, whole, from the rows its tables hold in
+    /// `after`, and the state it computes.
     async fn recompute_view(
         &self,
         after: &Arc<Snapshot>,
-        table: &Arc<TableDef>,
         view: &TableDef,
         plan: &ViewPlan,
-    ) -> Result<Change> {
-        let rows = self.read_table(after, table).await?;
-        let state = self
-            .run_query(plan.maintain.clone(), after.clone(), rows)
-            .await?;
-        Ok(Change::ReplaceAll {
+    ) -> Result<(Change, Vec<RecordBatch>)> {
+        let whole = plan.whole_plan(after)?;
+        let state = self.run_query(whole, after.clone(), Vec::new()).await?;
+        let change = Change::ReplaceAll {
             table_id: view.id,
             added: self.write_data_file(view, &state).await?,
-        })
+        };
+        Ok((change, state))
     }
 
     /// The addresses of stored rows of a view of rows equal to `lost`'s, one per row of `lost`
@@ -340,6 +410,26 @@ impl Node {
     }
 }
 
+/// The rows a commit appends to a table and those it removes, in the table's columns.
+#[derive(Clone, Copy)]
+pub(crate) struct Rows<'a> {
+    pub added: &'a [RecordBatch],
+    pub removed: &'a [RecordBatch],
+}
+
+/// What a commit does to a view's state rows.
+pub(crate) enum StateChange {
+    /// Appends `appended` and deletes the rows at `deleted`; `lost` are the rows a view of
+    /// rows loses (the state rows at `deleted`).
+    Delta {
+        appended: RecordBatch,
+        deleted: Vec<i64>,
+        lost: RecordBatch,
+    },
+    /// Replaces the state with these rows.
+    Whole(Vec<RecordBatch>),
+}
+
 /// The images in a view's state of the rows a commit appends and of those it removes.
 struct Images {
     gained: RecordBatch,
@@ -436,7 +526,7 @@ fn negated(partials: &RecordBatch, roles: &[StateRole]) -> Result<RecordBatch> {
 }
 
 /// The group values of each row of a state batch.
-fn group_values(state: &RecordBatch, groups: usize) -> Vec<Vec<ScalarValue>> {
+pub(crate) fn group_values(state: &RecordBatch, groups: usize) -> Vec<Vec<ScalarValue>> {
     (0..state.num_rows())
         .map(|i| {
             (0..groups)
@@ -464,6 +554,11 @@ impl RowKeys {
             _ => Some(RowConverter::new(fields)?),
         };
         Ok(RowKeys { converter, width })
+    }
+
+    /// How many leading columns make the key.
+    pub(crate) fn width(&self) -> usize {
+        self.width
     }
 
     pub(crate) fn of(&self, batch: &RecordBatch) -> Result<Vec<Vec<u8>>> {

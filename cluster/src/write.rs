@@ -155,7 +155,9 @@ impl Node {
                     return Err(pondra_catalog::CatalogError::TableNotFound(name).into());
                 };
                 let tag = match table.kind {
-                    TableKind::Table | TableKind::ValueCounts { .. } => "DROP TABLE",
+                    TableKind::Table
+                    | TableKind::ValueCounts { .. }
+                    | TableKind::JoinState { .. } => "DROP TABLE",
                     TableKind::View { .. } => "DROP VIEW",
                     TableKind::MaterializedView { .. } => "DROP MATERIALIZED VIEW",
                 };
@@ -189,18 +191,34 @@ impl Node {
                     _ => "ALTER VIEW",
                 };
                 let mut changes = Vec::new();
-                for (position, counts) in snapshot.value_counts_of(&from).iter().enumerate() {
-                    let renamed = pondra_catalog::value_counts_name(&to, position);
+                let hidden = snapshot.value_counts_of(&from).into_iter().enumerate();
+                let hidden = hidden.map(|(p, t)| (p, t, false)).chain(
+                    snapshot
+                        .join_states_of(&from)
+                        .into_iter()
+                        .enumerate()
+                        .map(|(p, t)| (p, t, true)),
+                );
+                for (position, state, is_join) in hidden {
+                    let view = to.clone();
+                    let (renamed, kind) = match is_join {
+                        false => (
+                            pondra_catalog::value_counts_name(&to, position),
+                            TableKind::ValueCounts { view, position },
+                        ),
+                        true => (
+                            pondra_catalog::join_state_name(&to, position),
+                            TableKind::JoinState { view, position },
+                        ),
+                    };
                     changes.push(Change::RenameTable {
-                        from: counts.name.clone(),
+                        from: state.name.clone(),
                         to: renamed.clone(),
                     });
-                    let view = to.clone();
-                    let kind = TableKind::ValueCounts { view, position };
                     let def = TableDef {
                         name: renamed,
                         kind,
-                        ..counts.as_ref().clone()
+                        ..state.as_ref().clone()
                     };
                     changes.push(Change::AlterTable { def });
                 }
@@ -456,6 +474,20 @@ impl Node {
         for view in snapshot.views_over(&table.name) {
             let plan = load_view(snapshot, &view)?;
             let added = std::slice::from_ref(&batch);
+            // A view over joins derives its change from its plan, and a view that views read
+            // passes its change on to them (ADR 0054).
+            if plan.stream.is_some() || !snapshot.views_over(&view.name).is_empty() {
+                let rows = crate::view_changes::Rows {
+                    added,
+                    removed: &[],
+                };
+                let own = changes.clone();
+                let kept = self
+                    .maintain_view(snapshot, table, &view, &plan, rows, &own)
+                    .await?;
+                changes.extend(kept);
+                continue;
+            }
             if let Some(counts) = self
                 .count_values(snapshot, &view, &plan, added, &[])
                 .await?
@@ -479,20 +511,27 @@ impl Node {
         sql: String,
         view: &ViewPlan,
     ) -> Result<Vec<Change>> {
-        let base = &view.base_table;
-        if snapshot.table(&base.name).map(|t| t.id) != Some(base.id) {
-            return Err(NodeError::Other(format!(
-                "table {} changed while the view was planned",
-                base.name
-            )));
+        let tables = view.tables();
+        for table in &tables {
+            if snapshot.table(&table.name).map(|t| t.id) != Some(table.id) {
+                return Err(NodeError::Other(format!(
+                    "table {} changed while the view was planned",
+                    table.name
+                )));
+            }
         }
-        let existing = self.read_table(snapshot, base).await?;
+        let rows = view.rows_plan(snapshot)?;
+        let existing = self.run_query(rows, snapshot.clone(), Vec::new()).await?;
         let mut changes = self
             .create_value_counts(snapshot, &name, view, &existing)
             .await?;
+        if let Some(stream) = &view.stream {
+            changes.extend(self.create_join_states(snapshot, &name, stream).await?);
+        }
         let kind = TableKind::MaterializedView {
             sql,
-            base_table: base.name.clone(),
+            base_table: tables[0].name.clone(),
+            also_reads: tables[1..].iter().map(|t| t.name.clone()).collect(),
         };
         let def = TableDef::new(name, view.state_columns.clone(), kind);
         let state = self
@@ -546,14 +585,15 @@ impl Node {
     }
 }
 
-/// The changes dropping the tables and views `names`, with the count tables of each view
-/// (ADR 0052) first.
+/// The changes dropping the tables and views `names`, with the count tables (ADR 0052) and
+/// join states (ADR 0054) of each view first.
 fn drops_with_state(snapshot: &Snapshot, names: impl IntoIterator<Item = String>) -> Vec<Change> {
     let mut drops = Vec::new();
     for name in names {
-        for counts in snapshot.value_counts_of(&name) {
+        let hidden = snapshot.value_counts_of(&name).into_iter();
+        for state in hidden.chain(snapshot.join_states_of(&name)) {
             drops.push(Change::DropTable {
-                name: counts.name.clone(),
+                name: state.name.clone(),
             });
         }
         drops.push(Change::DropTable { name });

@@ -20,6 +20,7 @@ mod tree;
 mod types;
 mod value_counts;
 mod view;
+mod view_stream;
 
 pub use binder::{Binder, object_name};
 pub use error::{PlanError, Result};
@@ -39,3 +40,4 @@ pub use types::{common_numeric_type, is_numeric, sql_type_from_ast};
 pub use types::{expanded_array_type, push_array_item};
 pub use value_counts::ValueCountsPlan;
 pub use view::{StateRole, ViewPlan, load_view, plan_view};
+pub use view_stream::{JoinStatePlan, StreamPlan};

@@ -262,7 +262,7 @@ fn type_length(data_type: &DataType) -> i32 {
 
 fn relkind(table: &TableDef) -> &'static str {
     match table.kind {
-        TableKind::Table | TableKind::ValueCounts { .. } => "r",
+        TableKind::Table | TableKind::ValueCounts { .. } | TableKind::JoinState { .. } => "r",
         TableKind::View { .. } => "v",
         TableKind::MaterializedView { .. } => "m",
     }
@@ -270,7 +270,9 @@ fn relkind(table: &TableDef) -> &'static str {
 
 fn table_type(table: &TableDef) -> &'static str {
     match table.kind {
-        TableKind::Table | TableKind::ValueCounts { .. } => "BASE TABLE",
+        TableKind::Table | TableKind::ValueCounts { .. } | TableKind::JoinState { .. } => {
+            "BASE TABLE"
+        }
         TableKind::View { .. } | TableKind::MaterializedView { .. } => "VIEW",
     }
 }
@@ -862,7 +864,9 @@ pub fn system_table(
                             text(sql.clone()),
                         ])
                     }
-                    TableKind::Table | TableKind::ValueCounts { .. } => None,
+                    TableKind::Table
+                    | TableKind::ValueCounts { .. }
+                    | TableKind::JoinState { .. } => None,
                 })
                 .collect(),
         ),

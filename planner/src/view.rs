@@ -24,7 +24,9 @@ use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, Expr, ScalarFuncti
 use crate::logical::LogicalPlan;
 use crate::optimizer::optimize;
 use crate::scalar::ScalarValue;
+use crate::tree::TreeNode;
 use crate::value_counts::{ValueCountsPlan, plan_value_counts};
+use crate::view_stream::{StreamPlan, plan_stream};
 use crate::{Result, bind_err, unsupported};
 
 /// How one aggregate of the view is kept as state.
@@ -57,8 +59,11 @@ pub enum StateRole {
 /// The plans that keep a materialized view current and read it.
 #[derive(Clone, Debug)]
 pub struct ViewPlan {
-    /// The table whose commits feed the view.
+    /// The table whose commits feed the view (the first, for a view over joins).
     pub base_table: Arc<TableDef>,
+    /// For a view over joins or UNION ALL, what its core reads (ADR 0054): the change of a
+    /// commit flows through it, and `maintain` reads that change.
+    pub stream: Option<StreamPlan>,
     /// The columns of the view's stored state.
     pub state_columns: Vec<Column>,
     /// From a batch of base rows (the plan's `Input`) to the state rows to append.
@@ -95,7 +100,11 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
             "ORDER BY or LIMIT in a materialized view (order the rows when you read it)"
         ));
     }
-    let plan = crate::optimizer::optimize(Binder::new(snapshot).bind_query(query)?, snapshot)?;
+    // The optimizer orders joins and picks their sides from the tables' sizes; a view's plan
+    // must not change as its tables grow, since its join states follow its joins (ADR 0054).
+    let bound = Binder::for_view(snapshot).bind_query(query)?;
+    let plan = crate::optimizer::optimize(bound, &without_rows(snapshot))?;
+    check_one_path(&plan, snapshot)?;
     let core = find_core(&plan);
     match core {
         LogicalPlan::Aggregate {
@@ -104,7 +113,11 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
             aggregates,
             schema,
         } => {
-            let base_table = base_table_of(input)?;
+            let stream = plan_stream(input, snapshot)?;
+            let (base_table, core_input) = match &stream {
+                Some(stream) => (stream.tables[0].clone(), input_of(input)),
+                None => (base_table_of(input)?, input.as_ref().clone()),
+            };
             let kinds: Vec<StateKind> = aggregates.iter().map(state_kind).collect();
             if kinds.contains(&StateKind::Distinct) {
                 return Err(unsupported!(
@@ -112,7 +125,7 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
                 ));
             }
             let mut partials = vec![row_count_call()];
-            let (value_counts, sources) = plan_value_counts(input, group, aggregates)?;
+            let (value_counts, sources) = plan_value_counts(&core_input, group, aggregates)?;
             let mut extremes = Vec::new();
             for ((call, kind), source) in aggregates.iter().zip(&kinds).zip(sources) {
                 if let Some(counts) = source {
@@ -133,16 +146,17 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
                 fields.push(Field::new(&c.name, c.sql_type.to_arrow(), true));
             }
             let maintain = LogicalPlan::Aggregate {
-                input: Box::new(with_input(input)),
+                input: Box::new(with_input(&core_input)),
                 group: group.clone(),
                 aggregates: partials,
                 schema: Arc::new(Schema::new(fields)),
             };
             Ok(ViewPlan {
                 base_table,
+                stream,
                 state_columns: columns,
                 maintain,
-                source: Some(input.as_ref().clone()),
+                source: Some(expand_leaves(input.as_ref().clone(), snapshot)?),
                 read: ReadShape::Merge {
                     group_count: group.len(),
                     kinds,
@@ -154,7 +168,11 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
             })
         }
         _ => {
-            let base_table = base_table_of(&plan)?;
+            let stream = plan_stream(&plan, snapshot)?;
+            let (base_table, maintain) = match &stream {
+                Some(stream) => (stream.tables[0].clone(), input_of(&plan)),
+                None => (base_table_of(&plan)?, with_input(&plan)),
+            };
             let schema = plan.schema();
             let columns = schema
                 .fields()
@@ -163,8 +181,9 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
                 .collect::<Result<Vec<_>>>()?;
             Ok(ViewPlan {
                 base_table,
+                stream,
                 state_columns: columns,
-                maintain: with_input(&plan),
+                maintain,
                 source: None,
                 read: ReadShape::Rows,
                 value_counts: Vec::new(),
@@ -178,10 +197,23 @@ impl ViewPlan {
     /// The plan that answers a read of the view stored as `view`.
     pub fn read_plan(&self, view: &Arc<TableDef>) -> LogicalPlan {
         assert!(matches!(view.kind, TableKind::MaterializedView { .. }));
-        let scan = LogicalPlan::Scan {
+        self.read_from(LogicalPlan::Scan {
             table: view.clone(),
             schema: view.arrow_schema(),
-        };
+        })
+    }
+
+    /// What a read of the view answers over the state rows given as the plan's `Input`: how
+    /// the change of the view's rows is found from the state rows of the groups a commit
+    /// touched, before and after it (ADR 0054).
+    pub fn read_over_input(&self, view: &TableDef) -> LogicalPlan {
+        self.read_from(LogicalPlan::Input {
+            schema: view.arrow_schema(),
+        })
+    }
+
+    /// The read of the view's state rows from `scan`.
+    fn read_from(&self, scan: LogicalPlan) -> LogicalPlan {
         let ReadShape::Merge {
             group_count,
             kinds,
@@ -251,6 +283,40 @@ impl ViewPlan {
             .collect();
         let finalized = merged.project(finals, names);
         replace_core(upper, finalized)
+    }
+
+    /// The tables whose commits feed the view.
+    pub fn tables(&self) -> Vec<Arc<TableDef>> {
+        match &self.stream {
+            Some(stream) => stream.tables.clone(),
+            None => vec![self.base_table.clone()],
+        }
+    }
+
+    /// The plan computing the view's whole state from the tables it reads (`maintain` over
+    /// every row rather than a commit's).
+    pub fn whole_plan(&self, snapshot: &Snapshot) -> Result<LogicalPlan> {
+        let rows = self.rows_plan(snapshot)?;
+        Ok(match &self.maintain {
+            LogicalPlan::Input { .. } => rows,
+            maintain => replace_input(maintain, rows),
+        })
+    }
+
+    /// The plan reading every row the view's core reads: its stream, or its one table (or
+    /// view), over the rows they hold.
+    pub fn rows_plan(&self, snapshot: &Snapshot) -> Result<LogicalPlan> {
+        match &self.stream {
+            Some(stream) => Ok(stream.rows.clone()),
+            None if self.base_table.is_materialized_view() => {
+                let base = &self.base_table;
+                Ok(load_view(snapshot, base)?.read_plan(base))
+            }
+            None => Ok(LogicalPlan::Scan {
+                table: self.base_table.clone(),
+                schema: self.base_table.arrow_schema(),
+            }),
+        }
     }
 
     /// Whether the view's state is partial aggregates (else it is the view's rows).
@@ -590,19 +656,156 @@ fn replace_core(plan: &LogicalPlan, replacement: LogicalPlan) -> LogicalPlan {
     }
 }
 
+/// `snapshot`'s definitions without its rows: what a view is planned over.
+fn without_rows(snapshot: &Snapshot) -> Snapshot {
+    Snapshot {
+        commit: snapshot.commit,
+        next_table_id: snapshot.next_table_id,
+        tables: snapshot.tables.clone(),
+        segments: Default::default(),
+        files: Default::default(),
+        deletions: Default::default(),
+        change_records: Default::default(),
+        garbage: Vec::new(),
+        producers: Default::default(),
+        rows_changed_at: Default::default(),
+        defined_at: snapshot.defined_at.clone(),
+        schemas: snapshot.schemas.clone(),
+    }
+}
+
+/// Refuses a table a view cannot follow.
+pub(crate) fn check_readable(table: &TableDef) -> Result<()> {
+    match table.kind {
+        TableKind::Table if table.ttl.is_some() => {
+            Err(unsupported!("a materialized view over a table with a TTL"))
+        }
+        TableKind::Table | TableKind::MaterializedView { .. } => Ok(()),
+        TableKind::ValueCounts { .. } | TableKind::JoinState { .. } => Err(bind_err!(
+            "{} is internal state of a materialized view",
+            table.name
+        )),
+        TableKind::View { .. } => Err(unsupported!("a materialized view over a view")),
+    }
+}
+
+/// `plan` with each materialized view it reads as a leaf (ADR 0054) read through the view's
+/// read plan: what runs over the rows the views hold.
+pub(crate) fn expand_leaves(mut plan: LogicalPlan, snapshot: &Snapshot) -> Result<LogicalPlan> {
+    plan.transform_up(&mut |node| {
+        if let LogicalPlan::Scan { table, schema } = node
+            && table.is_materialized_view()
+        {
+            let read = load_view(snapshot, table)?.read_plan(table);
+            assert_eq!(read.schema().fields().len(), schema.fields().len());
+            *node = read;
+        }
+        Ok::<_, crate::PlanError>(())
+    })?;
+    Ok(plan)
+}
+
+/// Refuses a view that would read one table along two paths (directly and through a view, or
+/// through two views): a commit to it would change the view twice, each time against state
+/// the other change has not reached.
+fn check_one_path(plan: &LogicalPlan, snapshot: &Snapshot) -> Result<()> {
+    let mut leaves: Vec<Arc<TableDef>> = Vec::new();
+    plan.visit(&mut |node| {
+        if let LogicalPlan::Scan { table, .. } = node
+            && !leaves.iter().any(|t| t.id == table.id)
+        {
+            leaves.push(table.clone());
+        }
+    });
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for leaf in &leaves {
+        for table in tables_under(leaf, snapshot, 0) {
+            if let Some((_, other)) = seen.iter().find(|(t, _)| *t == table) {
+                return Err(unsupported!(
+                    "a materialized view reading table {table} along two paths (through {other} and {})",
+                    leaf.name
+                ));
+            }
+            seen.push((table, leaf.name.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// The tables whose commits reach `table`: itself, or the tables a materialized view reads,
+/// each once.
+fn tables_under(table: &TableDef, snapshot: &Snapshot, depth: usize) -> Vec<String> {
+    let TableKind::MaterializedView {
+        base_table,
+        also_reads,
+        ..
+    } = &table.kind
+    else {
+        return vec![table.name.clone()];
+    };
+    let mut under = Vec::new();
+    for name in std::iter::once(base_table).chain(also_reads) {
+        let reached = match snapshot.table(name) {
+            Some(read) if depth < 64 => tables_under(read, snapshot, depth + 1),
+            _ => vec![name.clone()],
+        };
+        for name in reached {
+            if !under.contains(&name) {
+                under.push(name);
+            }
+        }
+    }
+    under
+}
+
+/// The rows a commit's change to the stream `plan` gives (ADR 0054).
+fn input_of(plan: &LogicalPlan) -> LogicalPlan {
+    LogicalPlan::Input {
+        schema: plan.schema(),
+    }
+}
+
+/// `plan` with its `Input` leaf replaced by `rows`.
+fn replace_input(plan: &LogicalPlan, rows: LogicalPlan) -> LogicalPlan {
+    match plan {
+        LogicalPlan::Input { .. } => rows,
+        LogicalPlan::Filter { input, predicate } => LogicalPlan::Filter {
+            input: Box::new(replace_input(input, rows)),
+            predicate: predicate.clone(),
+        },
+        LogicalPlan::Project {
+            input,
+            exprs,
+            schema,
+        } => LogicalPlan::Project {
+            input: Box::new(replace_input(input, rows)),
+            exprs: exprs.clone(),
+            schema: schema.clone(),
+        },
+        LogicalPlan::Aggregate {
+            input,
+            group,
+            aggregates,
+            schema,
+        } => LogicalPlan::Aggregate {
+            input: Box::new(replace_input(input, rows)),
+            group: group.clone(),
+            aggregates: aggregates.clone(),
+            schema: schema.clone(),
+        },
+        _ => unreachable!(
+            "a maintenance plan is filters, projections and an aggregate over its input"
+        ),
+    }
+}
+
 /// The one table a view reads, checking that nothing but filters and projections lie between.
 fn base_table_of(plan: &LogicalPlan) -> Result<Arc<TableDef>> {
     match plan {
-        LogicalPlan::Scan { table, .. } => match table.kind {
-            TableKind::Table if table.ttl.is_some() => {
-                Err(unsupported!("a materialized view over a table with a TTL"))
-            }
-            TableKind::Table => Ok(table.clone()),
-            TableKind::MaterializedView { .. } | TableKind::ValueCounts { .. } => Err(
-                unsupported!("a materialized view over another materialized view"),
-            ),
-            TableKind::View { .. } => Err(unsupported!("a materialized view over a view")),
-        },
+        LogicalPlan::Scan { table, .. } => {
+            check_readable(table)?;
+            Ok(table.clone())
+        }
         LogicalPlan::Filter { input, .. } | LogicalPlan::Project { input, .. } => {
             base_table_of(input)
         }

@@ -1,6 +1,7 @@
 """DuckDB as the oracle of a differential test: runs statements read from stdin, one per line,
 and answers each with `ok` or `error <message>`; a line `check <table> ...` answers with the
-rows of each table, sorted, one per line (tab-separated, NULL as `NULL`), then `end`."""
+rows of each table, sorted, one per line (tab-separated, NULL as `NULL`), then `end`; a line
+`query <sql>` answers with `rows <n>` and the query's rows, sorted, in the same form."""
 
 import sys
 
@@ -16,7 +17,12 @@ def main():
     out = sys.stdout
     for line in sys.stdin:
         line = line.rstrip("\n")
-        if line.startswith("check "):
+        if line.startswith("query "):
+            rows = db.execute(line[len("query ") :]).fetchall()
+            lines = sorted("\t".join(cell(v) for v in row) for row in rows)
+            out.write(f"rows {len(lines)}\n")
+            out.writelines(row + "\n" for row in lines)
+        elif line.startswith("check "):
             for table in line.split()[1:]:
                 rows = db.execute(f"SELECT * FROM {table}").fetchall()
                 lines = sorted("\t".join(cell(v) for v in row) for row in rows)

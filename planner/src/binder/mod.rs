@@ -82,6 +82,9 @@ pub struct Binder<'a> {
     /// Whether scans of tables carry the hidden system columns: only when the statement
     /// names one, so that the plans of other statements stay as they were.
     system_columns: bool,
+    /// Whether a materialized view is read as a leaf (a scan of its rows as a query sees them)
+    /// rather than through its read plan: how a view over views is planned (ADR 0054).
+    views_as_leaves: bool,
 }
 
 /// How deep views may read views. A view that comes to read itself (a table it read dropped
@@ -142,7 +145,9 @@ impl<'a> Binder<'a> {
             let sql = match &table.kind {
                 TableKind::View { sql, .. } => sql.clone(),
                 TableKind::MaterializedView { sql, .. } => sql.clone(),
-                TableKind::Table | TableKind::ValueCounts { .. } => return None,
+                TableKind::Table | TableKind::ValueCounts { .. } | TableKind::JoinState { .. } => {
+                    return None;
+                }
             };
             let oid = crate::system_tables::table_oid(table);
             Some((oid, None, ScalarValue::Utf8(sql)))
@@ -202,6 +207,16 @@ impl<'a> Binder<'a> {
             temporary: &[],
             addressed: None,
             system_columns: false,
+            views_as_leaves: false,
+        }
+    }
+
+    /// A binder for the query of a materialized view: the materialized views it reads are
+    /// leaves, whose changes feed it (ADR 0054).
+    pub fn for_view(snapshot: &'a Snapshot) -> Binder<'a> {
+        Binder {
+            views_as_leaves: true,
+            ..Binder::new(snapshot)
         }
     }
 
@@ -641,13 +656,22 @@ impl<'a> Binder<'a> {
                 })
             }
             TableKind::MaterializedView { .. } => {
-                Ok(crate::view::load_view(self.snapshot, table)?.read_plan(table))
+                let read = crate::view::load_view(self.snapshot, table)?.read_plan(table);
+                Ok(match self.views_as_leaves {
+                    true => LogicalPlan::Scan {
+                        table: table.clone(),
+                        schema: read.schema(),
+                    },
+                    false => read,
+                })
             }
             TableKind::View { .. } => self.view_plan(table),
-            TableKind::ValueCounts { view, .. } => Err(bind_err!(
-                "{} is internal state of materialized view {view}",
-                table.name
-            )),
+            TableKind::ValueCounts { view, .. } | TableKind::JoinState { view, .. } => {
+                Err(bind_err!(
+                    "{} is internal state of materialized view {view}",
+                    table.name
+                ))
+            }
         }
     }
 

@@ -186,7 +186,9 @@ impl Binder<'_> {
         };
         if let Some(table) = self.snapshot.table(&name) {
             let actual = match table.kind {
-                TableKind::Table | TableKind::ValueCounts { .. } => "TABLE",
+                TableKind::Table | TableKind::ValueCounts { .. } | TableKind::JoinState { .. } => {
+                    "TABLE"
+                }
                 TableKind::View { .. } => "VIEW",
                 TableKind::MaterializedView { .. } => "MATERIALIZED VIEW",
             };
@@ -195,12 +197,18 @@ impl Binder<'_> {
                 let what = actual.to_lowercase();
                 return Err(bind_err!("{name} is a {what}: use DROP {actual}"));
             }
-            let dependents: Vec<String> = self
-                .snapshot
-                .views_over(&name)
-                .iter()
-                .map(|v| v.name.clone())
-                .collect();
+            // The views over it, and the views over those (ADR 0054), readers after what they
+            // read.
+            let mut dependents: Vec<String> = Vec::new();
+            let mut next = vec![name.clone()];
+            while let Some(read) = next.pop() {
+                for view in self.snapshot.views_over(&read) {
+                    if !dependents.contains(&view.name) {
+                        dependents.push(view.name.clone());
+                        next.push(view.name.clone());
+                    }
+                }
+            }
             if !dependents.is_empty() && !cascade {
                 return Err(bind_err!(
                     "cannot drop {name}: the materialized view(s) {} depend on it; drop them \
@@ -508,7 +516,9 @@ impl Binder<'_> {
     pub(super) fn describe(&self, name: &str) -> Result<LogicalPlan> {
         let table = self.table(name)?;
         let schema = match &table.kind {
-            TableKind::Table | TableKind::ValueCounts { .. } => table.arrow_schema(),
+            TableKind::Table | TableKind::ValueCounts { .. } | TableKind::JoinState { .. } => {
+                table.arrow_schema()
+            }
             TableKind::MaterializedView { .. } | TableKind::View { .. } => {
                 self.scan(table)?.schema()
             }

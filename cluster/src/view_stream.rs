@@ -1,0 +1,668 @@
+//! The change of a view's stream through a commit (ADR 0054). A commit's rows enter at the
+//! scans of its table and flow up: filters and projections run over them, UNION ALL
+//! concatenates, and each join applies the delta rule against the states of its two inputs,
+//! which it reads for the touched keys only and changes in the same commit.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, UInt32Array};
+use arrow::compute::{concat_batches, take};
+use arrow::datatypes::{Int64Type, Schema, SchemaRef};
+use pondra_catalog::{Change, Snapshot, TableDef};
+use pondra_planner::{JoinKind, JoinStatePlan, LogicalPlan, StreamPlan};
+
+use crate::keyed::matching_plan;
+use crate::node::Node;
+use crate::rewrite::deletion_changes;
+use crate::view_changes::{RowKeys, address_column, conform, lost_track, without_address};
+use crate::{NodeError, Result};
+
+/// A change to the rows of a stream node: those it gains (weight +1 each) and those it loses.
+pub(crate) struct Delta {
+    pub gained: RecordBatch,
+    pub lost: RecordBatch,
+}
+
+impl Delta {
+    fn empty(schema: SchemaRef) -> Delta {
+        Delta {
+            gained: RecordBatch::new_empty(schema.clone()),
+            lost: RecordBatch::new_empty(schema),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.gained.num_rows() == 0 && self.lost.num_rows() == 0
+    }
+}
+
+/// What one commit feeds a view's stream: its rows of one table.
+struct Feed<'a> {
+    snapshot: &'a Arc<Snapshot>,
+    view: &'a TableDef,
+    stream: &'a StreamPlan,
+    states: Vec<Arc<TableDef>>,
+    table: &'a TableDef,
+    added: &'a [RecordBatch],
+    removed: &'a [RecordBatch],
+}
+
+type Boxed<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
+
+impl Node {
+    /// The change of `view`'s stream through a commit that appends `added` rows to `table` and
+    /// removes `removed` ones, with the commit's changes to the view's join states.
+    pub(crate) async fn stream_change(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        view: &TableDef,
+        stream: &StreamPlan,
+        table: &TableDef,
+        rows: (&[RecordBatch], &[RecordBatch]),
+    ) -> Result<(Delta, Vec<Change>)> {
+        let states = snapshot.join_states_of(&view.name);
+        if states.len() != stream.join_states.len() {
+            return Err(lost_track(view));
+        }
+        let feed = Feed {
+            snapshot,
+            view,
+            stream,
+            states,
+            table,
+            added: rows.0,
+            removed: rows.1,
+        };
+        let mut next_join = 0;
+        let mut changes = Vec::new();
+        let delta = self
+            .node_change(&feed, &stream.plan, &mut next_join, &mut changes)
+            .await?;
+        assert_eq!(next_join * 2, feed.states.len(), "every join visited");
+        Ok((delta, changes))
+    }
+
+    /// The join states of a view created over the rows its tables hold in `snapshot`.
+    pub(crate) async fn create_join_states(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        view_name: &str,
+        stream: &StreamPlan,
+    ) -> Result<Vec<Change>> {
+        let mut creates = Vec::new();
+        for (position, state) in stream.join_states.iter().enumerate() {
+            let name = pondra_catalog::join_state_name(view_name, position);
+            if snapshot.tables.contains_key(&name) {
+                return Err(pondra_catalog::CatalogError::TableExists(name).into());
+            }
+            let kind = pondra_catalog::TableKind::JoinState {
+                view: view_name.to_string(),
+                position,
+            };
+            let def = TableDef {
+                key: state.key(),
+                ..TableDef::new(name, state.columns.clone(), kind)
+            };
+            let rows = self
+                .run_query(state.fill.clone(), snapshot.clone(), Vec::new())
+                .await?;
+            let initial = match rows.iter().map(|b| b.num_rows()).sum::<usize>() {
+                0 => None,
+                _ => Some(self.segment(&def, &rows).await?),
+            };
+            creates.push(Change::CreateTable { def, initial });
+        }
+        Ok(creates)
+    }
+
+    fn node_change<'a>(
+        &'a self,
+        feed: &'a Feed<'a>,
+        node: &'a LogicalPlan,
+        next_join: &'a mut usize,
+        changes: &'a mut Vec<Change>,
+    ) -> Boxed<'a, Delta> {
+        Box::pin(async move {
+            let schema = node.schema();
+            match node {
+                LogicalPlan::Scan { table, .. } if table.id == feed.table.id => Ok(Delta {
+                    gained: conform(&schema, feed.added)?,
+                    lost: conform(&schema, feed.removed)?,
+                }),
+                LogicalPlan::Scan { .. } => Ok(Delta::empty(schema)),
+                LogicalPlan::Filter { input, predicate } => {
+                    let below = self.node_change(feed, input, next_join, changes).await?;
+                    let over = LogicalPlan::Filter {
+                        input: Box::new(input_like(input)),
+                        predicate: predicate.clone(),
+                    };
+                    self.map_delta(feed, over, below).await
+                }
+                LogicalPlan::Project {
+                    input,
+                    exprs,
+                    schema,
+                } => {
+                    let below = self.node_change(feed, input, next_join, changes).await?;
+                    let over = LogicalPlan::Project {
+                        input: Box::new(input_like(input)),
+                        exprs: exprs.clone(),
+                        schema: schema.clone(),
+                    };
+                    self.map_delta(feed, over, below).await
+                }
+                LogicalPlan::Union { inputs, .. } => {
+                    let mut gained = Vec::new();
+                    let mut lost = Vec::new();
+                    for input in inputs {
+                        let below = self.node_change(feed, input, next_join, changes).await?;
+                        gained.push(conform(&schema, &[below.gained])?);
+                        lost.push(conform(&schema, &[below.lost])?);
+                    }
+                    Ok(Delta {
+                        gained: concat_batches(&schema, &gained)?,
+                        lost: concat_batches(&schema, &lost)?,
+                    })
+                }
+                LogicalPlan::Join {
+                    left,
+                    right,
+                    kind,
+                    filter,
+                    ..
+                } => {
+                    let position = 2 * *next_join;
+                    *next_join += 1;
+                    let left = self.node_change(feed, left, next_join, changes).await?;
+                    let right = self.node_change(feed, right, next_join, changes).await?;
+                    if left.is_empty() && right.is_empty() {
+                        return Ok(Delta::empty(schema));
+                    }
+                    let join = JoinAt {
+                        position,
+                        kind: *kind,
+                        schema: schema.clone(),
+                    };
+                    let matched = self.join_change(feed, &join, left, right, changes).await?;
+                    match filter {
+                        None => Ok(matched),
+                        Some(predicate) => {
+                            let over = LogicalPlan::Filter {
+                                input: Box::new(input_like(node)),
+                                predicate: predicate.clone(),
+                            };
+                            self.map_delta(feed, over, matched).await
+                        }
+                    }
+                }
+                _ => Err(NodeError::Other(format!(
+                    "materialized view {} has a plan its commits cannot follow; drop it and create it again",
+                    feed.view.name
+                ))),
+            }
+        })
+    }
+
+    /// `below` through `over`, a node whose input is the change.
+    async fn map_delta(&self, feed: &Feed<'_>, over: LogicalPlan, below: Delta) -> Result<Delta> {
+        let schema = over.schema();
+        let run = |rows: RecordBatch| {
+            let over = over.clone();
+            let schema = schema.clone();
+            async move {
+                if rows.num_rows() == 0 {
+                    return Ok(RecordBatch::new_empty(schema));
+                }
+                let out = self
+                    .run_query(over, feed.snapshot.clone(), vec![rows])
+                    .await?;
+                conform(&schema, &out)
+            }
+        };
+        let gained = run(below.gained).await?;
+        let lost = run(below.lost).await?;
+        Ok(Delta { gained, lost })
+    }
+
+    /// The delta rule at one join (ADR 0054): the matched rows ΔL⋈R + (L+ΔL)⋈ΔR, the rows an
+    /// outer join pads that change, consolidated; and the changes to both join states.
+    async fn join_change(
+        &self,
+        feed: &Feed<'_>,
+        join: &JoinAt,
+        left: Delta,
+        right: Delta,
+        changes: &mut Vec<Change>,
+    ) -> Result<Delta> {
+        let plans = &feed.stream.join_states[join.position..join.position + 2];
+        let tables = &feed.states[join.position..join.position + 2];
+        let left_images = self.images(feed, &plans[0], &tables[0], left).await?;
+        let right_images = self.images(feed, &plans[1], &tables[1], right).await?;
+        let keys = RowKeys::new(&left_images.0.schema(), plans[0].key_count)?;
+        let touched = touched_keys(&keys, [&left_images, &right_images])?;
+        let left_side = self
+            .side(feed, &plans[0], &tables[0], &touched, left_images)
+            .await?;
+        let right_side = self
+            .side(feed, &plans[1], &tables[1], &touched, right_images)
+            .await?;
+        changes.extend(self.fold_side(feed, &tables[0], &left_side).await?);
+        changes.extend(self.fold_side(feed, &tables[1], &right_side).await?);
+        let pairs = delta_pairs(join.kind, &left_side, &right_side);
+        let rows = joined_rows(&join.schema, &left_side, &right_side, &pairs)?;
+        consolidated(&rows, &pairs.iter().map(|p| p.2).collect::<Vec<_>>())
+    }
+
+    /// The state rows (without their counts) of the rows a side gains and loses.
+    async fn images(
+        &self,
+        feed: &Feed<'_>,
+        plan: &JoinStatePlan,
+        table: &TableDef,
+        delta: Delta,
+    ) -> Result<(RecordBatch, RecordBatch)> {
+        let schema = image_schema(table);
+        let image = |rows: RecordBatch| {
+            let schema = schema.clone();
+            async move {
+                if rows.num_rows() == 0 {
+                    return Ok(RecordBatch::new_empty(schema));
+                }
+                let plan = plan.image.clone();
+                let out = self
+                    .run_query(plan, feed.snapshot.clone(), vec![rows])
+                    .await?;
+                conform(&schema, &out)
+            }
+        };
+        let gained = image(delta.gained).await?;
+        let lost = image(delta.lost).await?;
+        Ok((gained, lost))
+    }
+
+    /// One side of a join for the touched keys: its stored rows of those keys with their
+    /// counts and addresses, then the rows it gains (+1) and loses (-1).
+    async fn side(
+        &self,
+        feed: &Feed<'_>,
+        plan: &JoinStatePlan,
+        table: &Arc<TableDef>,
+        touched: &Touched,
+        images: (RecordBatch, RecordBatch),
+    ) -> Result<Side> {
+        let schema = image_schema(table);
+        let keys = RowKeys::new(&schema, plan.key_count)?;
+        let mut parts = Vec::new();
+        let mut weights = Vec::new();
+        let mut addresses = Vec::new();
+        if touched.batch.num_rows() > 0 {
+            let indices: Vec<usize> = (0..plan.key_count).collect();
+            let lookup = matching_plan(table, &indices, &touched.batch, false)?;
+            for batch in self
+                .run_query(lookup, feed.snapshot.clone(), Vec::new())
+                .await?
+            {
+                let stored = conform(&table.arrow_schema(), &[without_address(&batch)])?;
+                let found = address_column(&batch);
+                let count = stored.num_columns() - 1;
+                let counts = stored.column(count).as_primitive::<Int64Type>();
+                let mut keep = Vec::new();
+                for (i, key) in keys.of(&stored)?.iter().enumerate() {
+                    if touched.keys.contains(key) {
+                        keep.push(i as u32);
+                        weights.push(counts.value(i));
+                        addresses.push(Some(found.value(i)));
+                    }
+                }
+                let rows = stored.project(&(0..count).collect::<Vec<_>>())?;
+                parts.push(take_rows(&rows, &keep)?);
+            }
+        }
+        let stored = weights.len();
+        for (batch, weight) in [(images.0, 1), (images.1, -1)] {
+            weights.extend(std::iter::repeat_n(weight, batch.num_rows()));
+            addresses.extend(std::iter::repeat_n(None, batch.num_rows()));
+            parts.push(batch);
+        }
+        let rows = concat_batches(&schema, &parts)?;
+        let key_of = keys.of(&rows)?;
+        let has_null_key: Vec<bool> = (0..rows.num_rows())
+            .map(|i| (0..plan.key_count).any(|c| rows.column(c).is_null(i)))
+            .collect();
+        Ok(Side {
+            key_count: plan.key_count,
+            rows,
+            weights,
+            addresses,
+            stored,
+            key_of,
+            has_null_key,
+        })
+    }
+
+    /// The changes folding a side's gained and lost rows into its stored counts: a stored
+    /// row whose count changes is marked deleted and appended with the new count, unless it
+    /// reaches zero.
+    async fn fold_side(
+        &self,
+        feed: &Feed<'_>,
+        table: &TableDef,
+        side: &Side,
+    ) -> Result<Vec<Change>> {
+        if side.stored == side.rows.num_rows() {
+            return Ok(Vec::new());
+        }
+        let whole = RowKeys::new(&side.rows.schema(), side.rows.num_columns())?;
+        let row_keys = whole.of(&side.rows)?;
+        let mut stored_at: HashMap<&[u8], usize> = HashMap::new();
+        for (i, key) in row_keys[..side.stored].iter().enumerate() {
+            let previous = stored_at.insert(key, i);
+            assert!(previous.is_none(), "a join state holds each row once");
+        }
+        // Per changed row: its first index, and its count after the commit.
+        let mut changed: HashMap<&[u8], (usize, i64)> = HashMap::new();
+        let mut order = Vec::new();
+        for (i, key) in row_keys.iter().enumerate().skip(side.stored) {
+            let key = key.as_slice();
+            let entry = changed.entry(key).or_insert_with(|| {
+                order.push(key);
+                let held = stored_at.get(key).map_or(0, |&s| side.weights[s]);
+                (i, held)
+            });
+            entry.1 += side.weights[i];
+        }
+        let mut deleted = Vec::new();
+        let mut kept = Vec::new();
+        let mut counts = Vec::new();
+        for key in order {
+            let (first, count) = changed[key];
+            let stored = stored_at.get(key);
+            if count < 0 {
+                return Err(lost_track(feed.view));
+            }
+            if stored.is_some_and(|&s| side.weights[s] == count) {
+                continue;
+            }
+            if let Some(&s) = stored {
+                deleted.push(side.addresses[s].expect("a stored row has an address"));
+            }
+            if count > 0 {
+                kept.push(first as u32);
+                counts.push(count);
+            }
+        }
+        let mut changes = deletion_changes(feed.snapshot, table, &deleted);
+        if !kept.is_empty() {
+            let rows = take_rows(&side.rows, &kept)?;
+            let mut columns = rows.columns().to_vec();
+            columns.push(Arc::new(Int64Array::from(counts)));
+            let appended = RecordBatch::try_new(table.arrow_schema(), columns)?;
+            changes.push(self.append_change(table, &[appended]).await?);
+        }
+        Ok(changes)
+    }
+}
+
+/// A join of a view's stream: the position of its left state, its kind and output columns.
+struct JoinAt {
+    position: usize,
+    kind: JoinKind,
+    schema: SchemaRef,
+}
+
+/// The keys a commit touches at one join, as a batch of key values (each once) and as bytes.
+struct Touched {
+    batch: RecordBatch,
+    keys: HashSet<Vec<u8>>,
+}
+
+/// One input of a join, for the touched keys: `stored` rows first (with their counts as
+/// weights and their addresses), then the rows the commit adds (+1) and removes (-1). Rows
+/// are state rows without the count: the key values, then the input's columns.
+struct Side {
+    key_count: usize,
+    rows: RecordBatch,
+    weights: Vec<i64>,
+    addresses: Vec<Option<i64>>,
+    stored: usize,
+    key_of: Vec<Vec<u8>>,
+    has_null_key: Vec<bool>,
+}
+
+impl Side {
+    /// The row indices per key that can match (no NULL in it): stored ones, then changes.
+    fn by_key(&self) -> HashMap<&[u8], (Vec<usize>, Vec<usize>)> {
+        let mut by_key: HashMap<&[u8], (Vec<usize>, Vec<usize>)> = HashMap::new();
+        for i in 0..self.rows.num_rows() {
+            if self.has_null_key[i] {
+                continue;
+            }
+            let entry = by_key.entry(self.key_of[i].as_slice()).or_default();
+            match i < self.stored {
+                true => entry.0.push(i),
+                false => entry.1.push(i),
+            }
+        }
+        by_key
+    }
+
+    fn weight(&self, rows: &[usize]) -> i64 {
+        rows.iter().map(|&i| self.weights[i]).sum()
+    }
+}
+
+/// A row of a join's change: a left row, a right row (either NULL-padded) and a weight.
+type Pair = (Option<usize>, Option<usize>, i64);
+
+/// The pairs of the join's change (ADR 0054).
+fn delta_pairs(kind: JoinKind, left: &Side, right: &Side) -> Vec<Pair> {
+    let pad_left = matches!(kind, JoinKind::Left | JoinKind::Full);
+    let pad_right = matches!(kind, JoinKind::Right | JoinKind::Full);
+    let left_keys = left.by_key();
+    let right_keys = right.by_key();
+    let empty = (Vec::new(), Vec::new());
+    let mut all_keys: Vec<&[u8]> = left_keys.keys().copied().collect();
+    all_keys.extend(right_keys.keys().filter(|k| !left_keys.contains_key(*k)));
+    let mut pairs = Vec::new();
+    for key in all_keys {
+        let (l_old, l_new) = left_keys.get(key).unwrap_or(&empty);
+        let (r_old, r_new) = right_keys.get(key).unwrap_or(&empty);
+        for &l in l_new {
+            for &r in r_old {
+                pairs.push((Some(l), Some(r), left.weights[l] * right.weights[r]));
+            }
+        }
+        for &l in l_old.iter().chain(l_new) {
+            for &r in r_new {
+                pairs.push((Some(l), Some(r), left.weights[l] * right.weights[r]));
+            }
+        }
+        if pad_left {
+            padded(
+                &mut pairs,
+                left,
+                (l_old, l_new),
+                right.weight(r_old),
+                right.weight(r_new),
+                false,
+            );
+        }
+        if pad_right {
+            padded(
+                &mut pairs,
+                right,
+                (r_old, r_new),
+                left.weight(l_old),
+                left.weight(l_new),
+                true,
+            );
+        }
+    }
+    // A row with a NULL in its key matches nothing: an outer join pads it.
+    for (side, pad, on_right) in [(left, pad_left, false), (right, pad_right, true)] {
+        if !pad {
+            continue;
+        }
+        for i in side.stored..side.rows.num_rows() {
+            if side.has_null_key[i] {
+                pairs.push(pair(Some(i), on_right, side.weights[i]));
+            }
+        }
+    }
+    pairs
+}
+
+/// The change of one key's padded rows of `side` (kept where the other side has none), the
+/// other side holding `before` rows of the key and `before + change` after.
+fn padded(
+    pairs: &mut Vec<Pair>,
+    side: &Side,
+    (old, new): (&Vec<usize>, &Vec<usize>),
+    before: i64,
+    change: i64,
+    on_right: bool,
+) {
+    let after = before + change;
+    let (rows, sign): (Vec<usize>, i64) = match (before == 0, after == 0) {
+        (true, true) => (new.clone(), 1),
+        (true, false) => (old.clone(), -1),
+        (false, true) => (old.iter().chain(new).copied().collect(), 1),
+        (false, false) => return,
+    };
+    for i in rows {
+        pairs.push(pair(Some(i), on_right, sign * side.weights[i]));
+    }
+}
+
+fn pair(row: Option<usize>, on_right: bool, weight: i64) -> Pair {
+    match on_right {
+        false => (row, None, weight),
+        true => (None, row, weight),
+    }
+}
+
+/// The joined rows of `pairs`, in the join's columns: each side's columns, NULL where padded.
+fn joined_rows(
+    schema: &SchemaRef,
+    left: &Side,
+    right: &Side,
+    pairs: &[Pair],
+) -> Result<RecordBatch> {
+    let mut columns: Vec<ArrayRef> = Vec::new();
+    for (side, pick) in [(left, 0), (right, 1)] {
+        let indices: UInt32Array = pairs
+            .iter()
+            .map(|p| match pick {
+                0 => p.0,
+                _ => p.1,
+            })
+            .map(|i| i.map(|i| i as u32))
+            .collect();
+        for column in &side.rows.columns()[side.key_count..] {
+            columns.push(take(column.as_ref(), &indices, None)?);
+        }
+    }
+    let batch = RecordBatch::try_new(unchecked(&columns), columns)?;
+    conform(schema, &[batch])
+}
+
+/// The schema of `columns` as they are, every field nullable.
+fn unchecked(columns: &[ArrayRef]) -> SchemaRef {
+    let fields: Vec<arrow::datatypes::Field> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| arrow::datatypes::Field::new(format!("c_{i}"), c.data_type().clone(), true))
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+/// `rows` with weights, equal rows summed: those above zero as gained copies, below as lost.
+pub(crate) fn consolidated(rows: &RecordBatch, weights: &[i64]) -> Result<Delta> {
+    let keys = RowKeys::new(&rows.schema(), rows.num_columns())?;
+    let mut first: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut order = Vec::new();
+    let mut sums: Vec<i64> = Vec::new();
+    for (i, key) in keys.of(rows)?.into_iter().enumerate() {
+        let slot = *first.entry(key).or_insert_with(|| {
+            order.push(i);
+            sums.push(0);
+            sums.len() - 1
+        });
+        sums[slot] += weights[i];
+    }
+    let mut gained = Vec::new();
+    let mut lost = Vec::new();
+    for (&row, &sum) in order.iter().zip(&sums) {
+        let copies = std::iter::repeat_n(row as u32, sum.unsigned_abs() as usize);
+        match sum > 0 {
+            true => gained.extend(copies),
+            false => lost.extend(copies),
+        }
+    }
+    Ok(Delta {
+        gained: take_rows(rows, &gained)?,
+        lost: take_rows(rows, &lost)?,
+    })
+}
+
+/// The keys of both sides' gained and lost images, each once.
+fn touched_keys(keys: &RowKeys, sides: [&(RecordBatch, RecordBatch); 2]) -> Result<Touched> {
+    let mut seen = HashSet::new();
+    let mut parts = Vec::new();
+    let mut schema = None;
+    for (gained, lost) in sides {
+        for batch in [gained, lost] {
+            let mut first = Vec::new();
+            for (i, key) in keys.of(batch)?.into_iter().enumerate() {
+                if seen.insert(key) {
+                    first.push(i as u32);
+                }
+            }
+            let key_columns: Vec<usize> = (0..keys.width()).collect();
+            let batch = batch.project(&key_columns)?;
+            let batch = conform(schema.get_or_insert_with(|| batch.schema()), &[batch])?;
+            parts.push(take_rows(&batch, &first)?);
+        }
+    }
+    let schema = schema.expect("two sides");
+    Ok(Touched {
+        batch: concat_batches(&schema, &parts)?,
+        keys: seen,
+    })
+}
+
+/// The rows of `batch` at `indices`.
+fn take_rows(batch: &RecordBatch, indices: &[u32]) -> Result<RecordBatch> {
+    let indices = UInt32Array::from(indices.to_vec());
+    let columns = batch
+        .columns()
+        .iter()
+        .map(|c| take(c.as_ref(), &indices, None))
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    Ok(RecordBatch::try_new_with_options(
+        batch.schema(),
+        columns,
+        &arrow::array::RecordBatchOptions::new().with_row_count(Some(indices.len())),
+    )?)
+}
+
+/// A join state's columns but its count: the rows it indexes.
+fn image_schema(table: &TableDef) -> SchemaRef {
+    let schema = table.arrow_schema();
+    let width = schema.fields().len() - 1;
+    Arc::new(
+        schema
+            .project(&(0..width).collect::<Vec<_>>())
+            .expect("columns exist"),
+    )
+}
+
+/// The change entering a node from `input`, as the node's input.
+fn input_like(input: &LogicalPlan) -> LogicalPlan {
+    LogicalPlan::Input {
+        schema: input.schema(),
+    }
+}
