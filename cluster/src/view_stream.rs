@@ -1,5 +1,5 @@
 //! The change of a view's stream through a commit (ADR 0054). A commit's rows enter at the
-//! scans of its table and flow up: filters and projections run over them, UNION ALL
+//! scans of its table and flow up: filters, projections and unnests run over them, UNION ALL
 //! concatenates, and each join applies the delta rule against the states of its two inputs,
 //! which it reads for the touched keys only and changes in the same commit.
 
@@ -150,6 +150,19 @@ impl Node {
                     let over = LogicalPlan::Project {
                         input: Box::new(input_like(input)),
                         exprs: exprs.clone(),
+                        schema: schema.clone(),
+                    };
+                    self.map_delta(feed, over, below).await
+                }
+                LogicalPlan::Unnest {
+                    input,
+                    array,
+                    schema,
+                } => {
+                    let below = self.node_change(feed, input, next_join, changes).await?;
+                    let over = LogicalPlan::Unnest {
+                        input: Box::new(input_like(input)),
+                        array: array.clone(),
                         schema: schema.clone(),
                     };
                     self.map_delta(feed, over, below).await

@@ -2,6 +2,7 @@
 
 mod depth;
 mod split;
+mod windows;
 
 pub use depth::{MAX_DEPTH, too_deep_message};
 
@@ -167,7 +168,7 @@ fn parse_tokens(tokens: Vec<TokenWithSpan>) -> Result<Statement, ParseError> {
 
 /// The tokens of `text`, with two Postgres forms psql writes in its catalog queries read as
 /// Postgres reads them: `OPERATOR(schema.op)` as the bare operator, and `E'...'` as a string
-/// with backslash escapes.
+/// with backslash escapes; and Flink's window table functions in their short form.
 fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
     let tokens = Tokenizer::new(&DuckDbDialect {}, text)
         .tokenize_with_location()
@@ -203,7 +204,7 @@ fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
         out.push(tokens[i].clone());
         i += 1;
     }
-    Ok(out)
+    Ok(windows::short_window_calls(out))
 }
 
 /// Text with Postgres's backslash escapes read (in `E'...'` strings and COPY's text format):

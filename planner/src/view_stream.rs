@@ -1,5 +1,6 @@
 //! The stream of a materialized view over joins (ADR 0054): what lies below the view's core (its
-//! aggregate, or the whole plan of a view of rows) when it joins tables. A commit's change to a
+//! aggregate, or the whole plan of a view of rows) when it joins tables, unions them or unnests
+//! rows. A commit's change to a
 //! table flows up the stream's nodes, and each join keeps both of its inputs indexed by key in
 //! a hidden keyed table, its *join state*.
 
@@ -55,10 +56,11 @@ impl JoinStatePlan {
     }
 }
 
-/// The stream of a view whose core reads `plan`, when `plan` joins tables or unions them;
-/// `None` when it reads one table through filters and projections (the direct path).
+/// The stream of a view whose core reads `plan`, when `plan` joins tables, unions them or
+/// unnests rows (a HOP window); `None` when it reads one table through filters and
+/// projections (the direct path).
 pub(crate) fn plan_stream(plan: &LogicalPlan, snapshot: &Snapshot) -> Result<Option<StreamPlan>> {
-    if !has_join_or_union(plan) {
+    if !needs_stream(plan) {
         return Ok(None);
     }
     let mut stream = StreamPlan {
@@ -75,11 +77,11 @@ pub(crate) fn plan_stream(plan: &LogicalPlan, snapshot: &Snapshot) -> Result<Opt
     Ok(Some(stream))
 }
 
-fn has_join_or_union(plan: &LogicalPlan) -> bool {
+fn needs_stream(plan: &LogicalPlan) -> bool {
     match plan {
-        LogicalPlan::Join { .. } | LogicalPlan::Union { .. } => true,
+        LogicalPlan::Join { .. } | LogicalPlan::Union { .. } | LogicalPlan::Unnest { .. } => true,
         LogicalPlan::Filter { input, .. } | LogicalPlan::Project { input, .. } => {
-            has_join_or_union(input)
+            needs_stream(input)
         }
         _ => false,
     }
@@ -96,9 +98,9 @@ fn walk(plan: &LogicalPlan, stream: &mut StreamPlan) -> Result<()> {
             }
             Ok(())
         }
-        LogicalPlan::Filter { input, .. } | LogicalPlan::Project { input, .. } => {
-            walk(input, stream)
-        }
+        LogicalPlan::Filter { input, .. }
+        | LogicalPlan::Project { input, .. }
+        | LogicalPlan::Unnest { input, .. } => walk(input, stream),
         LogicalPlan::Union { inputs, .. } => inputs.iter().try_for_each(|i| walk(i, stream)),
         LogicalPlan::Join {
             left,

@@ -9,7 +9,8 @@
 //! every statement, each materialized view over the tables must equal its defining query
 //! (ADR 0049: views follow updates, deletes and upserts by retraction), and each view over
 //! joins must equal what DuckDB answers to it (ADR 0054: inner, outer and three-table joins,
-//! aggregated or not, follow changes to either side).
+//! aggregated or not, follow changes to either side; views over views), and so must views over
+//! TUMBLE and HOP windows of a third table whose rows arrive out of order.
 //!
 //! `cargo test -p pondra-tests --test changes_oracle` runs 400 statements;
 //! `cargo test --release -p pondra-tests --test changes_oracle -- --ignored` runs 20,000.
@@ -28,9 +29,10 @@ use rand::{Rng, SeedableRng};
 
 const CHECK_EVERY: usize = 50;
 const TABLES: [&str; 2] = ["appended", "keyed"];
-const SETUP: [&str; 2] = [
+const SETUP: [&str; 3] = [
     "CREATE TABLE appended (k INT, v INT, s VARCHAR)",
     "CREATE TABLE keyed (k INT PRIMARY KEY, v INT, s VARCHAR)",
+    "CREATE TABLE events (k INT, ts TIMESTAMP, v INT)",
 ];
 
 /// Materialized views over the tables, by name and defining query: every kind of state
@@ -101,6 +103,37 @@ const JOIN_VIEWS: [(&str, &str); 8] = [
     ),
 ];
 
+/// Materialized views over event-time windows of `events`, whose rows arrive out of order
+/// (each up to 20 seconds behind the latest) and are updated and deleted: by name, as Pondra
+/// spells them (RisingWave's and Flink's forms), and as DuckDB computes the same windows.
+const WINDOW_VIEWS: [(&str, &str, &str); 3] = [
+    (
+        "events_tumble",
+        "SELECT k, window_start, window_end, count(*) AS n, sum(v) AS total, min(v) AS least \
+         FROM TUMBLE(events, ts, INTERVAL '10' SECOND) GROUP BY k, window_start, window_end",
+        "SELECT k, make_timestamp(b * 10000000) AS window_start, \
+         make_timestamp(b * 10000000 + 10000000) AS window_end, count(*) AS n, sum(v) AS total, \
+         min(v) AS least FROM (SELECT *, CAST(floor(epoch_us(ts) / 10000000) AS BIGINT) AS b \
+         FROM events) GROUP BY k, b",
+    ),
+    (
+        "events_hop",
+        "SELECT window_start, count(*) AS n, max(v) AS most \
+         FROM HOP(events, ts, INTERVAL '5' SECOND, INTERVAL '15' SECOND) GROUP BY window_start",
+        "SELECT make_timestamp(s) AS window_start, count(*) AS n, max(v) AS most FROM events, \
+         generate_series(CAST(floor(epoch_us(ts) / 5000000) AS BIGINT) * 5000000 - 10000000, \
+         CAST(floor(epoch_us(ts) / 5000000) AS BIGINT) * 5000000, 5000000) AS g(s) \
+         WHERE s + 15000000 > epoch_us(ts) GROUP BY s",
+    ),
+    (
+        "events_windowed_rows",
+        "SELECT k, v, window_end FROM TABLE(TUMBLE(TABLE events, DESCRIPTOR(ts), \
+         INTERVAL '30' SECOND)) WHERE v > 0",
+        "SELECT k, v, make_timestamp(CAST(floor(epoch_us(ts) / 30000000) AS BIGINT) * 30000000 \
+         + 30000000) FROM events WHERE v > 0",
+    ),
+];
+
 /// The count tables of the views' mins and maxes (ADR 0052), by view and position, with the
 /// query over the base table that gives the same rows: per group, each value and how many rows
 /// hold it.
@@ -151,6 +184,8 @@ impl Statement {
 /// The random statements: keys from a small range so that changes meet rows.
 struct Generator {
     rng: StdRng,
+    /// Seconds since the first event: the latest event time so far.
+    clock: i64,
 }
 
 impl Generator {
@@ -206,9 +241,41 @@ impl Generator {
         }
     }
 
+    /// A change to `events`: mostly inserts of rows up to 20 seconds behind the clock, which
+    /// moves on a few seconds each time; some updates and deletes.
+    fn event(&mut self) -> Statement {
+        match self.rng.random_range(0..6) {
+            0 => Statement::same(format!(
+                "UPDATE events SET v = v + {} WHERE k = {}",
+                self.value(),
+                self.rng.random_range(0..5)
+            )),
+            1 => Statement::same(format!(
+                "DELETE FROM events WHERE v < {}",
+                self.rng.random_range(-60..-20)
+            )),
+            _ => {
+                self.clock += self.rng.random_range(0..4);
+                let rows: Vec<String> = (0..self.rng.random_range(1..4))
+                    .map(|_| {
+                        let behind = self.rng.random_range(0..=20).min(self.clock);
+                        format!(
+                            "({}, TIMESTAMP '2024-01-01 00:00:00' + INTERVAL '{}' SECOND, {})",
+                            self.rng.random_range(0..5),
+                            self.clock - behind,
+                            self.value()
+                        )
+                    })
+                    .collect();
+                Statement::same(format!("INSERT INTO events VALUES {}", rows.join(", ")))
+            }
+        }
+    }
+
     fn next(&mut self) -> Statement {
         let count = self.rng.random_range(1..5);
-        match self.rng.random_range(0..10) {
+        match self.rng.random_range(0..13) {
+            10..=12 => self.event(),
             0 | 1 => {
                 let keys: Vec<i32> = (0..count).map(|_| self.key()).collect();
                 Statement::same(format!("INSERT INTO appended VALUES {}", self.rows(&keys)))
@@ -361,10 +428,15 @@ impl Drop for Oracle {
     }
 }
 
-/// The rows `sql` answers on `node`, sorted, as the oracle writes them.
+/// The rows `sql` answers on `node`, sorted, as the oracle writes them (a timestamp as
+/// Python writes it, with a space before the time).
 fn sorted_rows(node: &Arc<Node>, runtime: &tokio::runtime::Runtime, sql: &str) -> Vec<String> {
     let (_, batches) = run_sql(node, runtime, sql).unwrap().expect("rows");
-    let mut rows: Vec<String> = map_cells(&batches, |_, _, _, text| text)
+    let cell = |column: &dyn arrow::array::Array, _, _, text: String| match column.data_type() {
+        arrow::datatypes::DataType::Timestamp(..) => text.replacen('T', " ", 1),
+        _ => text,
+    };
+    let mut rows: Vec<String> = map_cells(&batches, cell)
         .into_iter()
         .map(|row| row.join("\t"))
         .collect();
@@ -402,6 +474,14 @@ fn check_views(
             held,
             oracle.query(query),
             "{context}: view {view} differs from DuckDB's answer to its query"
+        );
+    }
+    for (view, _, query) in WINDOW_VIEWS {
+        let held = sorted_rows(node, runtime, &format!("SELECT * FROM {view}"));
+        assert_eq!(
+            held,
+            oracle.query(query),
+            "{context}: view {view} differs from DuckDB's windows"
         );
     }
 }
@@ -472,6 +552,10 @@ fn run(default_statements: usize, default_seed: u64) {
         run_sql(&node, &runtime, sql).unwrap();
         oracle.run(sql).unwrap();
     }
+    for (view, query, _) in WINDOW_VIEWS {
+        let create = format!("CREATE MATERIALIZED VIEW {view} AS {query}");
+        run_sql(&node, &runtime, &create).unwrap();
+    }
     for (view, query) in VIEWS.iter().chain(&JOIN_VIEWS) {
         // DuckDB keeps them as plain views, which the views over views read.
         oracle
@@ -482,6 +566,7 @@ fn run(default_statements: usize, default_seed: u64) {
     }
     let mut generator = Generator {
         rng: StdRng::seed_from_u64(seed),
+        clock: 0,
     };
     let mut history = Vec::new();
     let mut refused = 0;

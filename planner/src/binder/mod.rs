@@ -15,6 +15,7 @@ mod statements;
 mod subqueries;
 mod table_functions;
 mod table_options;
+mod time_windows;
 mod window;
 
 use std::cell::RefCell;
@@ -798,6 +799,39 @@ impl<'a> Binder<'a> {
         }
     }
 
+    /// The relation a name in FROM reads (a CTE, a file read in place, a table or view, a
+    /// system table), with its unqualified name.
+    pub(super) fn named_relation(&self, name: &ast::ObjectName) -> Result<(LogicalPlan, String)> {
+        let (schema, name) = qualified_name(name)?;
+        let plan = match schema.as_deref() {
+            Some("pg_catalog" | "information_schema") => {
+                let schema = schema.as_deref().unwrap_or_default();
+                self.system_table(schema, &name)
+                    .ok_or_else(|| bind_err!("table {schema}.{name} does not exist"))?
+            }
+            Some("public" | "main") | None => {
+                let external = self.external.and_then(|e| e.get(&name)).cloned();
+                match (self.cte(&name), external) {
+                    (Some(plan), _) => plan,
+                    (None, Some(table)) => LogicalPlan::ParquetScan { table },
+                    (None, None) if self.snapshot.table(&name).is_none() => self
+                        .system_table("pg_catalog", &name)
+                        .ok_or_else(|| bind_err!("table {name} does not exist"))?,
+                    (None, None) => self.scan(self.table(&name)?)?,
+                }
+            }
+            Some(other) if self.snapshot.schemas.contains_key(other) => {
+                let qualified = format!("{other}.{name}");
+                match self.snapshot.table(&qualified) {
+                    Some(_) => self.scan(self.table(&qualified)?)?,
+                    None => return Err(bind_err!("table {qualified} does not exist")),
+                }
+            }
+            Some(other) => return Err(bind_err!("schema {other} does not exist")),
+        };
+        Ok((plan, name))
+    }
+
     /// A table, a view, a CTE or a subquery in FROM, with its scope.
     fn bind_factor(&self, factor: &ast::TableFactor) -> Result<(LogicalPlan, Scope)> {
         match factor {
@@ -807,35 +841,23 @@ impl<'a> Binder<'a> {
                 args: None,
                 ..
             } => {
-                let (schema, name) = qualified_name(name)?;
-                let plan = match schema.as_deref() {
-                    Some("pg_catalog" | "information_schema") => {
-                        let schema = schema.as_deref().unwrap_or_default();
-                        self.system_table(schema, &name)
-                            .ok_or_else(|| bind_err!("table {schema}.{name} does not exist"))?
-                    }
-                    Some("public" | "main") | None => {
-                        let external = self.external.and_then(|e| e.get(&name)).cloned();
-                        match (self.cte(&name), external) {
-                            (Some(plan), _) => plan,
-                            (None, Some(table)) => LogicalPlan::ParquetScan { table },
-                            (None, None) if self.snapshot.table(&name).is_none() => self
-                                .system_table("pg_catalog", &name)
-                                .ok_or_else(|| bind_err!("table {name} does not exist"))?,
-                            (None, None) => self.scan(self.table(&name)?)?,
-                        }
-                    }
-                    Some(other) if self.snapshot.schemas.contains_key(other) => {
-                        let qualified = format!("{other}.{name}");
-                        match self.snapshot.table(&qualified) {
-                            Some(_) => self.scan(self.table(&qualified)?)?,
-                            None => return Err(bind_err!("table {qualified} does not exist")),
-                        }
-                    }
-                    Some(other) => return Err(bind_err!("schema {other} does not exist")),
-                };
+                let (plan, name) = self.named_relation(name)?;
                 let qualifier = alias.as_ref().map(|a| normalize(&a.name)).unwrap_or(name);
                 let plan = rename_columns(plan, alias.as_ref())?;
+                let scope = Scope::from_schema(&plan.schema(), Some(&qualifier));
+                Ok((plan, scope))
+            }
+            ast::TableFactor::Table {
+                name,
+                alias,
+                args: Some(args),
+                ..
+            } if time_windows::is_time_window(&function_name(name)?) => {
+                let function = function_name(name)?;
+                let plan = self.time_window(&function, &args.args)?;
+                let plan = rename_columns(plan, alias.as_ref())?;
+                let qualifier = alias.as_ref().map(|a| normalize(&a.name));
+                let qualifier = qualifier.unwrap_or(function);
                 let scope = Scope::from_schema(&plan.schema(), Some(&qualifier));
                 Ok((plan, scope))
             }
