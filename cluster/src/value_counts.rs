@@ -1,6 +1,7 @@
-//! The count tables of a view's mins and maxes (ADR 0052): every commit that feeds the view
-//! folds its rows' values into them (merge-on-write), and a group that lost its least or
-//! greatest value takes the new one from them instead of from the base table.
+//! The count tables of a view's mins and maxes (ADR 0052) and count(DISTINCT)s (ADR 0054):
+//! every commit that feeds the view folds its rows' values into them (merge-on-write); a group
+//! that lost its least or greatest value takes the new one from them instead of from the base
+//! table, and a count(DISTINCT) changes by the values that appear or disappear.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -30,6 +31,9 @@ pub(crate) struct CountsDelta {
     deleted: HashSet<i64>,
     /// The new count of each (group, value) the commit changes, where it stays above zero.
     appended: RecordBatch,
+    /// Per group (its key bytes), how many values the commit made appear less how many it
+    /// made disappear: the change of the group's count(DISTINCT).
+    transitions: HashMap<Vec<u8>, i64>,
 }
 
 impl Node {
@@ -114,31 +118,43 @@ impl Node {
             columns[count] = neg(&columns[count])?;
             lost = RecordBatch::try_new(schema.clone(), columns)?;
             let changed = summed_per_key(&conform(&schema, &[gained, lost])?)?;
-            let (deleted, appended) = self.fold_counts(snapshot, view, &table, changed).await?;
+            let folded = self.fold_counts(snapshot, view, &table, changed).await?;
+            let groups = RowKeys::new(&schema, counts.group_count())?;
+            let mut transitions: HashMap<Vec<u8>, i64> = HashMap::new();
+            for (key, (before, after)) in groups.of(&folded.changed)?.into_iter().zip(folded.counts)
+            {
+                let appeared = i64::from(after > 0) - i64::from(before > 0);
+                *transitions.entry(key).or_default() += appeared;
+            }
             deltas.push(CountsDelta {
                 table,
                 plan: counts.clone(),
-                deleted,
-                appended,
+                deleted: folded.deleted,
+                appended: folded.appended,
+                transitions,
             });
         }
         Ok(Some(deltas))
     }
 
-    /// Folds `changed` counts (one row per key) into those `table` holds: the addresses of the
-    /// stored counts replaced, and the new counts above zero.
+    /// Folds `changed` counts (one row per key) into those `table` holds.
     async fn fold_counts(
         &self,
         snapshot: &Arc<Snapshot>,
         view: &TableDef,
         table: &Arc<TableDef>,
         changed: RecordBatch,
-    ) -> Result<(HashSet<i64>, RecordBatch)> {
+    ) -> Result<Folded> {
         let schema = table.arrow_schema();
         let count = schema.fields().len() - 1;
         let keys = RowKeys::new(&schema, count)?;
         if changed.num_rows() == 0 {
-            return Ok((HashSet::new(), changed));
+            return Ok(Folded {
+                deleted: HashSet::new(),
+                appended: changed.clone(),
+                changed,
+                counts: Vec::new(),
+            });
         }
         let wanted: HashMap<Vec<u8>, usize> = keys
             .of(&changed)?
@@ -168,11 +184,22 @@ impl Node {
         if counts.iter().any(|&n| n < 0) {
             return Err(lost_track(view));
         }
+        let change = changed.column(count).as_primitive::<Int64Type>();
+        let before_after = counts
+            .iter()
+            .zip(change.values())
+            .map(|(&after, &change)| (after - change, after))
+            .collect();
         let keep: BooleanArray = counts.iter().map(|&n| Some(n > 0)).collect();
         let mut columns = changed.columns().to_vec();
         columns[count] = Arc::new(Int64Array::from(counts));
         let folded = RecordBatch::try_new(schema, columns)?;
-        Ok((deleted, filter_record_batch(&folded, &keep)?))
+        Ok(Folded {
+            deleted,
+            appended: filter_record_batch(&folded, &keep)?,
+            changed,
+            counts: before_after,
+        })
     }
 
     /// The changes the commit makes to the count tables.
@@ -252,6 +279,58 @@ impl Node {
         }
         unreachable!("the last search reads the whole group")
     }
+}
+
+/// Changed counts folded into the stored ones.
+struct Folded {
+    /// Addresses of the stored counts replaced.
+    deleted: HashSet<i64>,
+    /// The new counts above zero.
+    appended: RecordBatch,
+    /// The changes folded, one row per key.
+    changed: RecordBatch,
+    /// Per row of `changed`, its count before the commit and after.
+    counts: Vec<(i64, i64)>,
+}
+
+/// Gives each group's count(DISTINCT) partials of a commit (ADR 0054): in the first state row
+/// of the group among the rows it gains (else among those it loses, where the value is
+/// negated with the rest), the change in the group's number of values; zero elsewhere.
+pub(crate) fn with_distinct_counts(
+    plan: &ViewPlan,
+    counts: &[CountsDelta],
+    groups: usize,
+    images: [RecordBatch; 2],
+) -> Result<[RecordBatch; 2]> {
+    let keys = RowKeys::new(&images[0].schema(), groups)?;
+    let of = [keys.of(&images[0])?, keys.of(&images[1])?];
+    let [mut gained, mut lost] = images;
+    for &(position, c) in &plan.distincts {
+        let transitions = &counts[c].transitions;
+        let mut given = HashSet::new();
+        let mut values: [Vec<i64>; 2] = [Vec::new(), Vec::new()];
+        for (side, sign) in [(0, 1), (1, -1)] {
+            for key in &of[side] {
+                let change = match transitions.get(key) {
+                    Some(&t) if given.insert(key.clone()) => sign * t,
+                    _ => 0,
+                };
+                values[side].push(change);
+            }
+        }
+        let [for_gained, for_lost] = values;
+        gained = with_column(&gained, position, for_gained)?;
+        lost = with_column(&lost, position, for_lost)?;
+    }
+    Ok([gained, lost])
+}
+
+/// `batch` with its column at `position` replaced by `values`, cast to its type.
+fn with_column(batch: &RecordBatch, position: usize, values: Vec<i64>) -> Result<RecordBatch> {
+    let mut columns = batch.columns().to_vec();
+    let values: ArrayRef = Arc::new(Int64Array::from(values));
+    columns[position] = cast(&values, batch.schema().field(position).data_type())?;
+    Ok(RecordBatch::try_new(batch.schema(), columns)?)
 }
 
 /// The rows of `batch` folded per key (all columns but the last), the last summed; rows

@@ -108,6 +108,21 @@ impl Node {
         if let Some(counts) = &counts {
             changes.extend(self.counts_changes(snapshot, counts).await?);
         }
+        let (gained, lost) = match (&counts, plan.distincts.is_empty()) {
+            (_, true) => (gained, lost),
+            (None, false) => return Err(lost_track(view)),
+            (Some(counts), false) => {
+                let roles = plan.state_roles();
+                let groups = roles.iter().filter(|r| **r == StateRole::Group).count();
+                let [gained, lost] = crate::value_counts::with_distinct_counts(
+                    plan,
+                    counts,
+                    groups,
+                    [gained, lost],
+                )?;
+                (gained, lost)
+            }
+        };
         let delta = match plan.is_aggregating() {
             false => Some(ViewDelta {
                 deleted: self.stored_rows_equal(snapshot, view, &lost).await?,

@@ -474,9 +474,10 @@ impl Node {
         for view in snapshot.views_over(&table.name) {
             let plan = load_view(snapshot, &view)?;
             let added = std::slice::from_ref(&batch);
-            // A view over joins derives its change from its plan, and a view that views read
-            // passes its change on to them (ADR 0054).
-            if plan.stream.is_some() || !snapshot.views_over(&view.name).is_empty() {
+            // A view over joins derives its change from its plan, a count(DISTINCT) from its
+            // counts, and a view that views read passes its change on to them (ADR 0054).
+            let direct = plan.stream.is_none() && plan.distincts.is_empty();
+            if !direct || !snapshot.views_over(&view.name).is_empty() {
                 let rows = crate::view_changes::Rows {
                     added,
                     removed: &[],
@@ -535,7 +536,7 @@ impl Node {
         };
         let def = TableDef::new(name, view.state_columns.clone(), kind);
         let state = self
-            .run_query(view.maintain.clone(), snapshot.clone(), existing)
+            .run_query(view.initial_plan(), snapshot.clone(), existing)
             .await?;
         let state_rows: usize = state.iter().map(|b| b.num_rows()).sum();
         let initial = if state_rows > 0 {

@@ -89,7 +89,7 @@ impl ValueCountsPlan {
 
 /// The count tables of an aggregating view, from what its aggregate reads (`source`, over the
 /// base table), its group keys and its aggregates; and for each aggregate, the count table of
-/// its values when it is a min or a max.
+/// its values when it is a min, a max or a count(DISTINCT) (ADR 0054).
 pub(crate) fn plan_value_counts(
     source: &LogicalPlan,
     group: &[Expr],
@@ -98,11 +98,19 @@ pub(crate) fn plan_value_counts(
     let mut counted: Vec<(Expr, Option<Expr>)> = Vec::new();
     let mut sources = Vec::new();
     for call in aggregates {
-        if !matches!(call.func, AggregateFunction::Min | AggregateFunction::Max) {
+        let counted_kinds = [
+            AggregateFunction::Min,
+            AggregateFunction::Max,
+            AggregateFunction::CountDistinct,
+        ];
+        if !counted_kinds.contains(&call.func) {
             sources.push(None);
             continue;
         }
-        let arg = call.arg.clone().expect("min and max have an argument");
+        let arg = call
+            .arg
+            .clone()
+            .expect("min, max and count(DISTINCT) have an argument");
         let filter = call.filter.clone();
         let position = match counted.iter().position(|(a, f)| *a == arg && *f == filter) {
             Some(position) => position,

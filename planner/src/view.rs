@@ -39,6 +39,10 @@ enum StateKind {
     Max,
     /// A sum column and a count column.
     Avg,
+    /// The number of distinct values, kept by their counts per group (a count table, as for
+    /// min and max): a commit's partial is how many values it made appear less how many it
+    /// made disappear (ADR 0054).
+    CountDistinct,
     /// Not kept incrementally yet: refused when the view is planned.
     Distinct,
 }
@@ -78,6 +82,12 @@ pub struct ViewPlan {
     pub value_counts: Vec<ValueCountsPlan>,
     /// Each min or max state column's position, with the count table of its values.
     pub extremes: Vec<(usize, usize)>,
+    /// Each count(DISTINCT) state column's position, with the count table of its values: the
+    /// commit fills the column from the counts' changes (`maintain` leaves it 0).
+    pub distincts: Vec<(usize, usize)>,
+    /// The aggregates that compute the state from every row at once (count(DISTINCT) as
+    /// itself): what creating the view and computing it whole run.
+    whole_aggregates: Vec<AggregateCall>,
 }
 
 #[derive(Clone, Debug)]
@@ -121,17 +131,26 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
             let kinds: Vec<StateKind> = aggregates.iter().map(state_kind).collect();
             if kinds.contains(&StateKind::Distinct) {
                 return Err(unsupported!(
-                    "count(DISTINCT ...), stddev, variance, string_agg, array_agg and GROUPING in a materialized view"
+                    "sum(DISTINCT ...), avg(DISTINCT ...), stddev, variance, string_agg, array_agg and GROUPING in a materialized view"
                 ));
             }
             let mut partials = vec![row_count_call()];
+            let mut whole_aggregates = vec![row_count_call()];
             let (value_counts, sources) = plan_value_counts(&core_input, group, aggregates)?;
             let mut extremes = Vec::new();
+            let mut distincts = Vec::new();
             for ((call, kind), source) in aggregates.iter().zip(&kinds).zip(sources) {
-                if let Some(counts) = source {
-                    extremes.push((group.len() + partials.len(), counts));
+                let position = group.len() + partials.len();
+                match (source, kind) {
+                    (Some(counts), StateKind::CountDistinct) => distincts.push((position, counts)),
+                    (Some(counts), _) => extremes.push((position, counts)),
+                    (None, _) => {}
                 }
                 partials.extend(partial_calls(call, *kind));
+                whole_aggregates.extend(match kind {
+                    StateKind::CountDistinct => vec![call.clone()],
+                    _ => partial_calls(call, *kind),
+                });
             }
             let mut columns = Vec::new();
             let mut fields = Vec::new();
@@ -165,6 +184,8 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
                 },
                 value_counts,
                 extremes,
+                distincts,
+                whole_aggregates,
             })
         }
         _ => {
@@ -188,6 +209,8 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
                 read: ReadShape::Rows,
                 value_counts: Vec::new(),
                 extremes: Vec::new(),
+                distincts: Vec::new(),
+                whole_aggregates: Vec::new(),
             })
         }
     }
@@ -234,7 +257,7 @@ impl ViewPlan {
         for kind in kinds {
             let value = merged_column(position);
             finals.push(match kind {
-                StateKind::Count => Expr::Function {
+                StateKind::Count | StateKind::CountDistinct => Expr::Function {
                     func: ScalarFunction::Coalesce,
                     args: vec![value, Expr::Literal(ScalarValue::Int64(0))],
                     data_type: DataType::Int64,
@@ -297,10 +320,29 @@ impl ViewPlan {
     /// every row rather than a commit's).
     pub fn whole_plan(&self, snapshot: &Snapshot) -> Result<LogicalPlan> {
         let rows = self.rows_plan(snapshot)?;
-        Ok(match &self.maintain {
+        Ok(match self.initial_plan() {
             LogicalPlan::Input { .. } => rows,
-            maintain => replace_input(maintain, rows),
+            initial => replace_input(&initial, rows),
         })
+    }
+
+    /// `maintain` with the aggregates that compute the state from every row at once: over the
+    /// rows a view is created from.
+    pub fn initial_plan(&self) -> LogicalPlan {
+        match &self.maintain {
+            LogicalPlan::Aggregate {
+                input,
+                group,
+                schema,
+                ..
+            } => LogicalPlan::Aggregate {
+                input: input.clone(),
+                group: group.clone(),
+                aggregates: self.whole_aggregates.clone(),
+                schema: schema.clone(),
+            },
+            maintain => maintain.clone(),
+        }
     }
 
     /// The plan reading every row the view's core reads: its stream, or its one table (or
@@ -336,7 +378,7 @@ impl ViewPlan {
         roles.push(StateRole::Additive);
         for kind in kinds {
             match kind {
-                StateKind::Count => roles.push(StateRole::Additive),
+                StateKind::Count | StateKind::CountDistinct => roles.push(StateRole::Additive),
                 StateKind::Sum | StateKind::Avg => roles.extend([StateRole::Additive; 2]),
                 StateKind::Min => roles.push(StateRole::Least),
                 StateKind::Max => roles.push(StateRole::Greatest),
@@ -370,13 +412,14 @@ impl ViewPlan {
         let Some(predicate) = groups_predicate(group, groups) else {
             return Ok(None);
         };
+        assert_eq!(aggregates.len(), self.whole_aggregates.len());
         let plan = LogicalPlan::Aggregate {
             input: Box::new(LogicalPlan::Filter {
                 input: Box::new(source.clone()),
                 predicate,
             }),
             group: group.clone(),
-            aggregates: aggregates.clone(),
+            aggregates: self.whole_aggregates.clone(),
             schema: schema.clone(),
         };
         Ok(Some(optimize(plan, snapshot)?))
@@ -444,7 +487,7 @@ fn merge(leaf: LogicalPlan, group_count: usize, kinds: &[StateKind]) -> LogicalP
     for kind in std::iter::once(None).chain(kinds.iter().map(Some)) {
         let functions: &[AggregateFunction] = match kind {
             None => row_count,
-            Some(StateKind::Count) => &[AggregateFunction::Sum],
+            Some(StateKind::Count | StateKind::CountDistinct) => &[AggregateFunction::Sum],
             Some(StateKind::Sum | StateKind::Avg) => {
                 &[AggregateFunction::Sum, AggregateFunction::Sum]
             }
@@ -523,8 +566,8 @@ pub fn load_view(snapshot: &Snapshot, view: &TableDef) -> Result<ViewPlan> {
 fn state_kind(call: &AggregateCall) -> StateKind {
     match call.func {
         AggregateFunction::CountStar | AggregateFunction::Count => StateKind::Count,
-        AggregateFunction::CountDistinct
-        | AggregateFunction::SumDistinct
+        AggregateFunction::CountDistinct => StateKind::CountDistinct,
+        AggregateFunction::SumDistinct
         | AggregateFunction::AvgDistinct
         | AggregateFunction::StddevSamp
         | AggregateFunction::StddevPop
@@ -562,6 +605,11 @@ fn partial_calls(call: &AggregateCall, kind: StateKind) -> Vec<AggregateCall> {
             let arg = call.arg.clone().expect("sum has an argument");
             vec![call.clone(), count_of(arg, call)]
         }
+        // Filled from the counts' changes by the commit: zero here.
+        StateKind::CountDistinct => vec![AggregateCall {
+            filter: Some(Expr::Literal(ScalarValue::Boolean(false))),
+            ..row_count_call()
+        }],
         _ => vec![call.clone()],
     }
 }

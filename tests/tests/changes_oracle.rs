@@ -36,12 +36,13 @@ const SETUP: [&str; 3] = [
 ];
 
 /// Materialized views over the tables, by name and defining query: every kind of state
-/// (counts, sums, averages, mins and maxes by group, a global aggregate, rows, DISTINCT).
+/// (counts, sums, averages, mins and maxes, count(DISTINCT) by group, a global aggregate, rows,
+/// DISTINCT).
 const VIEWS: [(&str, &str); 5] = [
     (
         "keyed_by_s",
         "SELECT s, count(*) AS n, count(v) AS nv, sum(v) AS total, avg(v) AS mean, \
-         min(v) AS least, max(v) AS greatest FROM keyed GROUP BY s",
+         min(v) AS least, max(v) AS greatest, count(DISTINCT v) AS kinds FROM keyed GROUP BY s",
     ),
     (
         "appended_buckets",
@@ -69,7 +70,8 @@ const JOIN_VIEWS: [(&str, &str); 8] = [
     (
         "join_by_s",
         "SELECT a.s, count(*) AS n, sum(a.v) AS total, min(k.v) AS least, \
-         max(a.v + k.v) AS most FROM appended a JOIN keyed k ON a.k = k.k GROUP BY a.s",
+         max(a.v + k.v) AS most, count(DISTINCT k.s) AS texts \
+         FROM appended a JOIN keyed k ON a.k = k.k GROUP BY a.s",
     ),
     (
         "join_unmatched",
@@ -109,11 +111,13 @@ const JOIN_VIEWS: [(&str, &str); 8] = [
 const WINDOW_VIEWS: [(&str, &str, &str); 3] = [
     (
         "events_tumble",
-        "SELECT k, window_start, window_end, count(*) AS n, sum(v) AS total, min(v) AS least \
-         FROM TUMBLE(events, ts, INTERVAL '10' SECOND) GROUP BY k, window_start, window_end",
+        "SELECT k, window_start, window_end, count(*) AS n, sum(v) AS total, min(v) AS least, \
+         count(DISTINCT v) AS kinds FROM TUMBLE(events, ts, INTERVAL '10' SECOND) \
+         GROUP BY k, window_start, window_end",
         "SELECT k, make_timestamp(b * 10000000) AS window_start, \
          make_timestamp(b * 10000000 + 10000000) AS window_end, count(*) AS n, sum(v) AS total, \
-         min(v) AS least FROM (SELECT *, CAST(floor(epoch_us(ts) / 10000000) AS BIGINT) AS b \
+         min(v) AS least, count(DISTINCT v) AS kinds \
+         FROM (SELECT *, CAST(floor(epoch_us(ts) / 10000000) AS BIGINT) AS b \
          FROM events) GROUP BY k, b",
     ),
     (
