@@ -20,6 +20,9 @@ pub enum Statement {
     Sql(Box<ast::Statement>),
     /// `CHECKPOINT`: move every waiting row of the log tail into Parquet now.
     Checkpoint,
+    /// `SUBSCRIBE [TO] name` (Materialize's form), or `COPY (SUBSCRIBE [TO] name) TO STDOUT`
+    /// with `copy`: stream the changes of a view or table (ADR 0054).
+    Subscribe { relation: String, copy: bool },
 }
 
 /// What a statement does, for deciding who may run it.
@@ -37,8 +40,10 @@ pub enum StatementKind {
 
 impl Statement {
     pub fn kind(&self) -> StatementKind {
-        let Statement::Sql(statement) = self else {
-            return StatementKind::Write;
+        let statement = match self {
+            Statement::Sql(statement) => statement,
+            Statement::Checkpoint => return StatementKind::Write,
+            Statement::Subscribe { .. } => return StatementKind::Read,
         };
         match statement.as_ref() {
             // The memory limit is the whole process's: an administrator's to change.
@@ -113,6 +118,9 @@ fn parse_one(text: &str) -> Result<Statement, ParseError> {
         return Ok(Statement::Checkpoint);
     }
     let tokens = tokenize(text)?;
+    if let Some(subscribe) = subscribe(&tokens) {
+        return Ok(subscribe);
+    }
     let bound = depth::depth_bound(tokens.iter().map(|t| &t.token));
     if bound > depth::HARD_BOUND {
         return Err(ParseError::TooDeep);
@@ -130,6 +138,45 @@ fn parse_one(text: &str) -> Result<Statement, ParseError> {
             .join()
             .unwrap_or_else(|_| Err(ParseError::Syntax("the parser failed".into())))
     })
+}
+
+/// `SUBSCRIBE [TO] name` or `COPY (SUBSCRIBE [TO] name) TO STDOUT`, as a statement.
+fn subscribe(tokens: &[TokenWithSpan]) -> Option<Statement> {
+    let solid: Vec<&Token> = tokens
+        .iter()
+        .map(|t| &t.token)
+        .filter(|t| !matches!(t, Token::Whitespace(_) | Token::SemiColon))
+        .collect();
+    let word = |t: &Token, w: &str| matches!(t, Token::Word(x) if x.quote_style.is_none() && x.value.eq_ignore_ascii_case(w));
+    let (copy, inner) = match solid.as_slice() {
+        [first, Token::LParen, inner @ .., Token::RParen, to, stdout]
+            if word(first, "COPY") && word(to, "TO") && word(stdout, "STDOUT") =>
+        {
+            (true, inner)
+        }
+        all => (false, all),
+    };
+    let rest = match inner {
+        [first, rest @ ..] if word(first, "SUBSCRIBE") => rest,
+        _ => return None,
+    };
+    let rest = match rest {
+        [to, rest @ ..] if word(to, "TO") => rest,
+        rest => rest,
+    };
+    let mut relation = String::new();
+    for (i, token) in rest.iter().enumerate() {
+        match (i % 2, token) {
+            (0, Token::Word(w)) if w.quote_style.is_some() => relation.push_str(&w.value),
+            (0, Token::Word(w)) => relation.push_str(&w.value.to_lowercase()),
+            (1, Token::Period) => relation.push('.'),
+            _ => return None,
+        }
+    }
+    if relation.is_empty() || relation.ends_with('.') {
+        return None;
+    }
+    Some(Statement::Subscribe { relation, copy })
 }
 
 /// The first words of the statements DuckDB's dialect does not read and Postgres's does.
@@ -258,6 +305,22 @@ mod tests {
         assert_eq!(parsed.len(), 2);
         assert!(matches!(parsed[0].statement, Statement::Sql(_)));
         assert_eq!(parsed[1].statement, Statement::Checkpoint);
+        let subscribe = |sql: &str| parse_sql(sql).unwrap().remove(0).statement;
+        assert_eq!(
+            subscribe("subscribe to Public.Totals;"),
+            Statement::Subscribe {
+                relation: "public.totals".into(),
+                copy: false
+            }
+        );
+        assert_eq!(
+            subscribe("COPY (SUBSCRIBE \"Big\") TO STDOUT"),
+            Statement::Subscribe {
+                relation: "Big".into(),
+                copy: true
+            }
+        );
+        assert!(parse_sql("SUBSCRIBE TO a b").is_err());
     }
 
     #[test]

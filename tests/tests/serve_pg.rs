@@ -238,6 +238,30 @@ fn psycopg_parameters_copy_and_binary_results() {
     );
 }
 
+/// A live query's every change reaches psycopg (COPY (SUBSCRIBE TO view) TO STDOUT) and an
+/// HTTP client (`GET /views/<name>/changes`, server-sent events) (ADR 0054).
+#[test]
+fn subscriptions_stream_each_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(dir.path(), &[]);
+    let port = served.doors["pg"].rsplit_once(':').unwrap().1.to_string();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/subscribe_client.py");
+    let output = python()
+        .arg(script)
+        .arg(&port)
+        .arg(served.http())
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{printed}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(printed.ends_with("ok\n"), "{printed}");
+    println!("{printed}");
+}
+
 #[test]
 fn tokens_are_postgres_passwords() {
     let dir = tempfile::tempdir().unwrap();

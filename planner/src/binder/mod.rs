@@ -350,6 +350,13 @@ impl<'a> Binder<'a> {
     fn bind_unoptimized(&self, parsed: &ParsedStatement) -> Result<Plan> {
         let statement = match &parsed.statement {
             Statement::Checkpoint => return Ok(Plan::Checkpoint),
+            Statement::Subscribe { relation, .. } => {
+                return Err(bind_err!(
+                    "SUBSCRIBE streams changes where a door can stream them: run COPY (SUBSCRIBE TO \
+                     {relation}) TO STDOUT on the Postgres door, or GET /views/{relation}/changes \
+                     over HTTP"
+                ));
+            }
             Statement::Sql(statement) => statement.as_ref(),
         };
         match statement {

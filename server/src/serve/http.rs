@@ -1,5 +1,6 @@
 //! The HTTP door (axum): `POST /sql`, `POST /tables/{name}/append`, `GET /stats`, `GET /health`,
-//! `GET /cluster`, and `POST /cluster/commit` for commits other processes prepared (ADR 0053).
+//! `GET /views/{name}/changes` (a live query as server-sent events, ADR 0054), `GET /cluster`,
+//! and `POST /cluster/commit` for commits other processes prepared (ADR 0053).
 
 use std::collections::HashMap;
 use std::io::Cursor;
@@ -26,6 +27,7 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/sql", post(sql))
         .route("/tables/{name}/append", post(append))
         .route("/stats", get(stats))
+        .route("/views/{name}/changes", get(view_changes))
         .route("/health", get(health))
         .route("/cluster", get(cluster))
         .route("/cluster/commit", post(forwarded_commit))
@@ -331,6 +333,49 @@ fn check_ipc_framing(body: &[u8]) -> Result<(), String> {
         at += body_length;
     }
     Ok(())
+}
+
+/// `GET /views/{name}/changes[?db=lake]`: the rows of a view (or table), then after each commit
+/// that changes them what changed, as server-sent events named `change`, each carrying one
+/// commit's rows as `/sql`'s JSON (`_commit_version`, `_diff`, then the columns). The stream
+/// lasts until the client leaves.
+async fn view_changes(
+    State(server): State<Arc<Server>>,
+    headers: HeaderMap,
+    Path(name): Path<String>,
+    Query(params): Query<HashMap<String, String>>,
+) -> Result<Response, Failure> {
+    use axum::response::sse::{Event, KeepAlive, Sse};
+    let role = role(&server, &headers, "view changes")?;
+    authorize(role, "SELECT 1").map_err(|reason| Failure(StatusCode::FORBIDDEN, reason))?;
+    let node = server
+        .lakes
+        .node(params.get("db").map(String::as_str))
+        .await
+        .map_err(bad_request)?;
+    let subscription = node.subscribe(&name).map_err(bad_request)?;
+    let events = futures::stream::unfold(Some(subscription), |held| async move {
+        let mut subscription = held?;
+        let (event, next) = match subscription.next().await {
+            Ok(change) => {
+                let schema = change.schema();
+                let body = encode::json(&schema, &[change], JsonRows::Objects)
+                    .unwrap_or_else(|e| format!("{{\"error\":{}}}", quote(&e)));
+                (
+                    Event::default().event("change").data(body),
+                    Some(subscription),
+                )
+            }
+            Err(e) => {
+                let body = format!("{{\"error\":{}}}", quote(&e.to_string()));
+                (Event::default().event("error").data(body), None)
+            }
+        };
+        Some((Ok::<Event, std::convert::Infallible>(event), next))
+    });
+    Ok(Sse::new(events)
+        .keep_alive(KeepAlive::default())
+        .into_response())
 }
 
 async fn stats(State(server): State<Arc<Server>>, headers: HeaderMap) -> Result<Response, Failure> {

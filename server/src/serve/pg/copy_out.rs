@@ -18,6 +18,17 @@ pub struct CopyOut {
 }
 
 impl CopyOut {
+    /// Postgres's text format, no header: what `COPY (SUBSCRIBE ...) TO STDOUT` writes.
+    pub fn text(query: String) -> CopyOut {
+        CopyOut {
+            query,
+            csv: false,
+            header: false,
+            delimiter: '\t',
+            null: "\\N".into(),
+        }
+    }
+
     /// The COPY TO STDOUT a statement is, if it is one.
     pub fn from_statement(statement: &ast::Statement) -> Option<CopyOut> {
         let ast::Statement::Copy {

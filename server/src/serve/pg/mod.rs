@@ -1,8 +1,10 @@
 //! The Postgres wire door (pgwire): simple and extended queries with parameters, text and
-//! binary results, COPY FROM STDIN, and token checks at login (the password is the token).
+//! binary results, COPY FROM STDIN and TO STDOUT, live queries as a never-ending COPY
+//! (`subscribe.rs`), and token checks at login (the password is the token).
 
 mod copy_out;
 mod session;
+mod subscribe;
 mod values;
 
 use std::collections::HashMap;
@@ -267,6 +269,18 @@ impl PgDoor {
         let node = self.node(client).await?;
         let session = self.session(client);
         let socket = lock(&self.sockets).get(&client.socket_addr()).copied();
+        if let Statement::Subscribe { relation, copy } = &statement.statement {
+            return match copy {
+                true => subscribe::subscription(&node, relation),
+                false => Err(user_error(
+                    "0A000",
+                    format!(
+                        "SUBSCRIBE streams its rows as a COPY on this door: run COPY (SUBSCRIBE TO \
+                         {relation}) TO STDOUT"
+                    ),
+                )),
+            };
+        }
         if let Statement::Sql(sql) = &statement.statement
             && let Some(copy) = copy_out::CopyOut::from_statement(sql)
         {
@@ -475,7 +489,7 @@ impl SimpleQueryHandler for PgDoor {
         C::Error: Debug,
         PgWireError: From<<C as Sink<PgWireBackendMessage>>::Error>,
     {
-        use pgwire::api::copy::{send_copy_in_response, send_copy_out_response};
+        use pgwire::api::copy::send_copy_in_response;
         use pgwire::api::query::{
             send_execution_response, send_query_response, send_ready_for_query,
         };
@@ -512,7 +526,7 @@ impl SimpleQueryHandler for PgDoor {
                         send_copy_in_response(client, result).await?;
                         client.set_state(PgWireConnectionState::CopyInProgress(false));
                     }
-                    Response::CopyOut(result) => send_copy_out_response(client, result).await?,
+                    Response::CopyOut(result) => subscribe::send_copy_out(client, result).await?,
                     Response::CopyBoth(_) => {
                         return Err(user_error("0A000", "COPY BOTH is not supported"));
                     }
