@@ -860,6 +860,9 @@ fn base_table_of(plan: &LogicalPlan) -> Result<Arc<TableDef>> {
         LogicalPlan::Aggregate { .. } => Err(unsupported!(
             "a materialized view over a materialized view or an aggregating subquery"
         )),
+        LogicalPlan::Window { .. } => Err(unsupported!(
+            "window functions and SESSION windows in a materialized view"
+        )),
         _ => Err(unsupported!(
             "a materialized view must read one table (with WHERE and GROUP BY)"
         )),

@@ -138,7 +138,7 @@ fn walk(plan: &LogicalPlan, stream: &mut StreamPlan) -> Result<()> {
             "an aggregate below a join or a UNION in a materialized view"
         )),
         LogicalPlan::Window { .. } => Err(unsupported!(
-            "window functions below a join in a materialized view"
+            "window functions and SESSION windows in a materialized view"
         )),
         LogicalPlan::Sort { .. } | LogicalPlan::Limit { .. } => Err(unsupported!(
             "ORDER BY or LIMIT below a join in a materialized view"

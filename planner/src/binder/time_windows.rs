@@ -1,21 +1,30 @@
 //! Event-time windows as table functions (ADR 0054), in RisingWave's short form:
-//! `TUMBLE(t, ts, size [, offset])` and `HOP(t, ts, slide, size [, offset])`. The parser reads
-//! Flink's `TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size))` as the same call. Each gives the rows
-//! of `t` (a table, view or CTE) with `window_start` and `window_end` after their columns:
-//! TUMBLE one window per row, HOP every window of `size` (starting each `slide`) that holds
-//! the row's time. A window holds the times from its start (included) to its end (excluded),
-//! and windows start at multiples of their slide from the epoch, shifted by `offset`.
+//! `TUMBLE(t, ts, size [, offset])`, `HOP(t, ts, slide, size [, offset])` and
+//! `SESSION(t, ts, gap [, key ...])`. The parser reads Flink's
+//! `TABLE(TUMBLE(TABLE t, DESCRIPTOR(ts), size))` and
+//! `TABLE(SESSION(TABLE t PARTITION BY key, DESCRIPTOR(ts), gap))` as the same calls. Each gives
+//! the rows of `t` (a table, view or CTE) with `window_start` and `window_end` after their
+//! columns: TUMBLE one window per row, HOP every window of `size` (starting each `slide`) that
+//! holds the row's time, SESSION the session of the row's keys that holds it. A TUMBLE or HOP
+//! window holds the times from its start (included) to its end (excluded), and windows start
+//! at multiples of their slide from the epoch, shifted by `offset`. A session, as in Flink, is
+//! a run of rows each less than `gap` after the one before; it starts at its first row's time
+//! and ends `gap` after its last.
 //!
-//! Both are a projection of each row (HOP an unnest of its windows first), so a view over them
-//! follows every change of `t` as any projection does.
+//! TUMBLE and HOP are a projection of each row (HOP an unnest of its windows first), so a view
+//! over them follows every change of `t` as any projection does. SESSION is window functions
+//! over each key's rows in time order.
 
-use arrow::datatypes::{DataType, TimeUnit};
+use arrow::datatypes::{DataType, Field, TimeUnit};
 use pondra_parser::ast;
 
 use super::Binder;
 use super::expr::{Context, bind_expr};
 use super::scope::{Scope, normalize};
-use crate::expr::{BinaryOp, Expr, ScalarFunction};
+use crate::expr::{
+    AggregateFunction, BinaryOp, Expr, Frame, FrameBound, ScalarFunction, SortKey, WindowExpr,
+    WindowFunction,
+};
 use crate::logical::LogicalPlan;
 use crate::scalar::ScalarValue;
 use crate::types::list_of;
@@ -25,7 +34,7 @@ const MICROS_PER_DAY: i64 = 86_400_000_000;
 
 /// True for the names `time_window` binds.
 pub fn is_time_window(name: &str) -> bool {
-    matches!(name, "tumble" | "hop")
+    matches!(name, "tumble" | "hop" | "session")
 }
 
 impl Binder<'_> {
@@ -45,10 +54,12 @@ impl Binder<'_> {
             .collect::<Result<_>>()?;
         let usage = match function {
             "tumble" => "TUMBLE(table, time column, size [, offset])",
+            "session" => "SESSION(table, time column, gap [, key ...])",
             _ => "HOP(table, time column, slide, size [, offset])",
         };
         let lengths = match function {
             "tumble" => 3..=4,
+            "session" => 3..=usize::MAX,
             _ => 4..=5,
         };
         if !lengths.contains(&args.len()) {
@@ -65,6 +76,17 @@ impl Binder<'_> {
         };
         let (input, _) = self.named_relation(&relation)?;
         let ts = time_column(&input, args[1], &name)?;
+        if function == "session" {
+            let gap = micros_of(args[2], &name)?;
+            if gap <= 0 {
+                return Err(bind_err!("{name}: the gap must be positive"));
+            }
+            let keys = args[3..]
+                .iter()
+                .map(|key| named_column(&input, key, &name))
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(session(input, ts, gap, keys));
+        }
         let durations = args[2..]
             .iter()
             .map(|e| micros_of(e, &name))
@@ -88,24 +110,34 @@ impl Binder<'_> {
     }
 }
 
-/// The time column `arg` names in `input`: its position and type, which must be a timestamp.
-fn time_column(input: &LogicalPlan, arg: &ast::Expr, name: &str) -> Result<Expr> {
+/// The column `arg` names in `input`.
+fn named_column(input: &LogicalPlan, arg: &ast::Expr, name: &str) -> Result<Expr> {
     let column = match arg {
         ast::Expr::Identifier(ident) => normalize(ident),
-        other => return Err(bind_err!("{name} needs a time column's name, not {other}")),
+        other => return Err(bind_err!("{name} needs a column's name, not {other}")),
     };
     let schema = input.schema();
     let Some(index) = schema.fields().iter().position(|f| *f.name() == column) else {
         return Err(bind_err!("{name}: column {column} does not exist"));
     };
-    let data_type = schema.field(index).data_type().clone();
+    Ok(Expr::column(
+        index,
+        column,
+        schema.field(index).data_type().clone(),
+    ))
+}
+
+/// The time column `arg` names in `input`, which must be a timestamp.
+fn time_column(input: &LogicalPlan, arg: &ast::Expr, name: &str) -> Result<Expr> {
+    let column = named_column(input, arg, name)?;
+    let data_type = column.data_type();
     if !matches!(data_type, DataType::Timestamp(_, _)) {
         return Err(bind_err!(
-            "{name}: the time column {column} is {}, not a timestamp",
+            "{name}: the time column {arg} is {}, not a timestamp",
             super::type_name(&data_type)
         ));
     }
-    Ok(Expr::column(index, column, data_type))
+    Ok(column)
 }
 
 /// A constant interval as microseconds; months have no fixed length and are refused.
@@ -212,4 +244,123 @@ fn hop(input: LogicalPlan, ts: Expr, (slide, size, offset): (i64, i64, i64)) -> 
         predicate: reaches,
     };
     with_window(held, width, start, size, &ts.data_type())
+}
+
+/// `input` with a window of functions `exprs` (each named) after its columns.
+fn windowed(input: LogicalPlan, exprs: Vec<(WindowExpr, &str)>) -> LogicalPlan {
+    let fields: Vec<Field> = exprs
+        .iter()
+        .map(|(e, name)| Field::new(*name, e.data_type.clone(), true))
+        .collect();
+    LogicalPlan::Window {
+        schema: crate::types::schema_with(&input.schema(), fields),
+        input: Box::new(input),
+        exprs: exprs.into_iter().map(|(e, _)| e).collect(),
+    }
+}
+
+fn window_call(
+    func: WindowFunction,
+    args: Vec<Expr>,
+    keys: &[Expr],
+    order: Option<&Expr>,
+) -> WindowExpr {
+    let data_type = match func {
+        WindowFunction::Aggregate(aggregate) => aggregate.result_type(Some(&args[0].data_type())),
+        _ => args[0].data_type(),
+    };
+    let order_by: Vec<SortKey> = order
+        .map(|e| SortKey {
+            expr: e.clone(),
+            descending: false,
+            nulls_first: false,
+        })
+        .into_iter()
+        .collect();
+    let frame = Frame {
+        rows: order.is_some(),
+        start: FrameBound::UnboundedPreceding,
+        end: match order {
+            Some(_) => FrameBound::CurrentRow,
+            None => FrameBound::UnboundedFollowing,
+        },
+    };
+    WindowExpr {
+        func,
+        args,
+        partition_by: keys.to_vec(),
+        order_by,
+        frame,
+        data_type,
+    }
+}
+
+/// Each row with its session: per key, in time order, a row at least `gap` after the one
+/// before starts a session (numbered by a running sum); a session's window is its least time
+/// to its greatest plus the gap.
+fn session(input: LogicalPlan, ts: Expr, gap: i64, keys: Vec<Expr>) -> LogicalPlan {
+    let width = input.schema().fields().len();
+    let time = micros(&ts);
+    let before = window_call(
+        WindowFunction::Lag,
+        vec![
+            time.clone(),
+            int(1),
+            Expr::Literal(ScalarValue::Null).cast(&DataType::Int64),
+        ],
+        &keys,
+        Some(&ts),
+    );
+    let with_before = windowed(input, vec![(before, "previous")]);
+    let previous = Expr::column(width, "previous", DataType::Int64);
+    let starts = Expr::Binary {
+        op: BinaryOp::Or,
+        left: Box::new(Expr::IsNull(Box::new(previous.clone()))),
+        right: Box::new(binary(
+            BinaryOp::GtEq,
+            binary(BinaryOp::Minus, time.clone(), previous),
+            int(gap),
+        )),
+    };
+    let flag = Expr::Case {
+        branches: vec![(starts, int(1))],
+        otherwise: Some(Box::new(int(0))),
+        data_type: DataType::Int64,
+    };
+    let count = window_call(
+        WindowFunction::Aggregate(AggregateFunction::Sum),
+        vec![flag],
+        &keys,
+        Some(&ts),
+    );
+    let number_type = count.data_type.clone();
+    let numbered = windowed(with_before, vec![(count, "session")]);
+    let number = Expr::column(width + 1, "session", number_type);
+    let mut session_keys = keys.clone();
+    session_keys.push(number);
+    let least = window_call(
+        WindowFunction::Aggregate(AggregateFunction::Min),
+        vec![time.clone()],
+        &session_keys,
+        None,
+    );
+    let most = window_call(
+        WindowFunction::Aggregate(AggregateFunction::Max),
+        vec![time],
+        &session_keys,
+        None,
+    );
+    let bounded = windowed(numbered, vec![(least, "first"), (most, "last")]);
+    let schema = bounded.schema();
+    let mut exprs = Expr::columns_of(&schema);
+    exprs.truncate(width);
+    let mut names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+    names.truncate(width);
+    let time_type = ts.data_type();
+    let first = Expr::column(width + 2, "first", DataType::Int64);
+    let last = Expr::column(width + 3, "last", DataType::Int64);
+    exprs.push(first.cast(&time_type));
+    exprs.push(binary(BinaryOp::Plus, last, int(gap)).cast(&time_type));
+    names.extend(["window_start".to_string(), "window_end".to_string()]);
+    bounded.project(exprs, names)
 }
