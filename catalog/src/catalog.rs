@@ -113,6 +113,13 @@ pub enum Change {
     /// Records the sequence number a producer's append carried, in the commit of the append, so
     /// that a retry of it is recognized.
     ProducerSequence { producer: String, sequence: u64 },
+    /// Records the greatest event time a commit wrote to a watermarked table and how many of
+    /// its rows were late (ADR 0055): the table keeps the greatest of all and the sum.
+    EventTime {
+        table_id: u64,
+        greatest: i64,
+        late_rows: u64,
+    },
     /// Forgets objects that have been deleted.
     ForgetGarbage { entries: Vec<(u64, String)> },
 }
@@ -408,6 +415,9 @@ pub(crate) fn apply(
             batch.delete(keys::table(&name));
             next.defined_at.insert(name.clone(), next.commit);
             next.rows_changed_at.remove(&def.id);
+            if next.event_times.remove(&def.id).is_some() {
+                batch.delete(keys::event_time(def.id));
+            }
             for segment in next.segments.remove(&def.id).unwrap_or_default().iter() {
                 batch.delete(keys::segment(def.id, segment.commit, segment.index));
                 if let SegmentPayload::Object(path) = &segment.payload {
@@ -614,6 +624,28 @@ pub(crate) fn apply(
             batch.put(keys::producer(&producer), sequence.to_be_bytes());
             next.producers.insert(producer, sequence);
         }
+        Change::EventTime {
+            table_id,
+            greatest,
+            late_rows,
+        } => {
+            table_with_id(next, table_id)?;
+            // Commits of one round, or forwarded ones, may come in any order (ADR 0055).
+            let seen = next
+                .event_times
+                .entry(table_id)
+                .and_modify(|seen| {
+                    seen.greatest = seen.greatest.max(greatest);
+                    seen.late_rows += late_rows;
+                })
+                .or_insert(crate::EventTime {
+                    greatest,
+                    late_rows,
+                });
+            let mut value = seen.greatest.to_be_bytes().to_vec();
+            value.extend(seen.late_rows.to_be_bytes());
+            batch.put(keys::event_time(table_id), value);
+        }
         Change::ForgetGarbage { entries } => {
             for entry in entries {
                 batch.delete(keys::garbage(entry.0, &entry.1));
@@ -815,6 +847,20 @@ pub(crate) async fn load_snapshot(mut iter: slatedb::DbIterator) -> Result<Snaps
             let file: DataFile =
                 serde_json::from_slice(&kv.value).map_err(|e| corrupt(e.to_string()))?;
             Arc::make_mut(snapshot.files.entry(file.table_id).or_default()).push(file);
+        } else if let Some(table_id) = key.strip_prefix(keys::EVENT_TIME_PREFIX) {
+            let table_id = u64::from_str_radix(table_id, 16).map_err(|e| corrupt(e.to_string()))?;
+            let value: [u8; 16] = kv
+                .value
+                .as_ref()
+                .try_into()
+                .map_err(|_| corrupt(format!("{} bytes, not 16", kv.value.len())))?;
+            let greatest = i64::from_be_bytes(value[..8].try_into().expect("8 bytes"));
+            let late_rows = u64::from_be_bytes(value[8..].try_into().expect("8 bytes"));
+            let seen = crate::EventTime {
+                greatest,
+                late_rows,
+            };
+            snapshot.event_times.insert(table_id, seen);
         } else if let Some(producer) = key.strip_prefix(keys::PRODUCER_PREFIX) {
             let sequence = decode_u64(&key, &kv.value)?;
             snapshot.producers.insert(producer.to_string(), sequence);

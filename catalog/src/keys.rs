@@ -12,6 +12,7 @@
 //! - `d/<table_id>/f/<path>`             the deletion vector of a data file (ADR 0048)
 //! - `d/<table_id>/s/<commit>/<index>`   the deletion vector of a log segment
 //! - `x/<table_id>/<commit>/<index>`     a change record (encoded as a log segment is)
+//! - `w/<table_id>`                      a watermarked table's greatest event time and late rows (ADR 0055)
 
 use crate::deletions::Container;
 
@@ -25,6 +26,11 @@ pub const GARBAGE_PREFIX: &str = "g/";
 pub const PRODUCER_PREFIX: &str = "p/";
 pub const DELETION_PREFIX: &str = "d/";
 pub const CHANGE_PREFIX: &str = "x/";
+pub const EVENT_TIME_PREFIX: &str = "w/";
+
+pub fn event_time(table_id: u64) -> String {
+    format!("{EVENT_TIME_PREFIX}{table_id:016x}")
+}
 
 pub fn producer(name: &str) -> String {
     format!("{PRODUCER_PREFIX}{name}")

@@ -28,6 +28,8 @@ pub struct Snapshot {
     pub garbage: Vec<(u64, String)>,
     /// The last sequence number each producer appended with (exactly-once appends).
     pub producers: HashMap<String, u64>,
+    /// Each watermarked table's event time, by table id (ADR 0055).
+    pub event_times: HashMap<u64, crate::EventTime>,
     /// Per table id, the last commit that changed its rows (appended or rewrote them), for
     /// transactions to find what was committed after they began (ADR 0045). Not stored:
     /// rebuilt as commits apply, from the loaded commit when the catalog opens.
@@ -43,6 +45,14 @@ impl Snapshot {
     /// The last commit that changed the rows of table `id` (0 when none since it was loaded).
     pub fn rows_changed_at(&self, id: u64) -> u64 {
         self.rows_changed_at.get(&id).copied().unwrap_or(0)
+    }
+
+    /// The watermark of `table` (ADR 0055): the greatest event time written, less its delay,
+    /// in microseconds since the epoch. `None` for a table without a watermark or without rows.
+    pub fn watermark(&self, table: &crate::TableDef) -> Option<i64> {
+        let declared = table.watermark.as_ref()?;
+        let seen = self.event_times.get(&table.id)?;
+        Some(seen.greatest.saturating_sub(declared.delay_micros))
     }
 
     /// The last commit that created, altered or dropped the table named `name`.

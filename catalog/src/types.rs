@@ -179,6 +179,23 @@ pub struct Index {
 /// A table's time to live (ADR 0048): rows whose `column` (a TIMESTAMP or DATE) is older than
 /// `micros` before now are hidden from reads at once, and dropped when tiering rewrites them.
 /// Rows whose column is NULL never expire.
+/// A table's watermark (ADR 0055): the greatest `column` written, less `delay_micros`. Rows
+/// below it when they are written are late.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Watermark {
+    pub column: String,
+    pub delay_micros: i64,
+}
+
+/// What the lake keeps of a watermarked table's event times (ADR 0055).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EventTime {
+    /// The greatest event time written, in microseconds since the epoch.
+    pub greatest: i64,
+    /// How many rows were late when written.
+    pub late_rows: u64,
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ttl {
     pub column: String,
@@ -222,6 +239,9 @@ pub struct TableDef {
     /// `WITH (ttl = ..., ttl_column = ...)`: when its rows expire.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<Ttl>,
+    /// `WATERMARK FOR column AS column - delay`: how late its rows may arrive (ADR 0055).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark: Option<Watermark>,
     /// A merge table's folds (ADR 0050): how an INSERT folds each named column with the row
     /// the table holds for its key; a column not named takes the newest value. Empty for a
     /// table that is not a merge table.
@@ -250,6 +270,7 @@ impl TableDef {
             unique: Vec::new(),
             comments: Default::default(),
             ttl: None,
+            watermark: None,
             folds: Default::default(),
             next_column_id: 0,
             positional_width: 0,

@@ -7,6 +7,7 @@ mod change_records;
 mod compaction;
 mod copy;
 mod error;
+mod event_time;
 mod forwarded;
 mod keyed;
 mod leader;

@@ -67,6 +67,10 @@ impl Node {
                     .await?;
             }
             changes.push(self.append_change(table, &appended).await?);
+            let rewritten = crate::event_time::Written::Rewritten;
+            let event_time =
+                crate::event_time::event_time_change(snapshot, table, &appended, rewritten)?;
+            changes.extend(event_time);
         }
         changes.extend(self.record_changes(table, changed.record).await?);
         let views = self

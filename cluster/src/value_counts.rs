@@ -14,6 +14,7 @@ use pondra_catalog::{Change, Snapshot, TableDef, TableKind, value_counts_name};
 use pondra_planner::{ScalarValue, ValueCountsPlan, ViewPlan};
 
 use crate::Result;
+use crate::event_time::{closed_at_or_below, open_windows};
 use crate::keyed::matching_plan;
 use crate::node::Node;
 use crate::rewrite::deletion_changes;
@@ -98,6 +99,15 @@ impl Node {
         if plan.value_counts.is_empty() || tables.len() != plan.value_counts.len() {
             return Ok(None);
         }
+        // Count tables of an earlier layout (without `group_hash`) are left as they are: the
+        // view's groups are then computed again from its tables.
+        let layouts = tables.iter().zip(&plan.value_counts);
+        if layouts
+            .clone()
+            .any(|(t, p)| t.columns.len() != p.columns.len())
+        {
+            return Ok(None);
+        }
         let mut deltas = Vec::new();
         for (table, counts) in tables.into_iter().zip(&plan.value_counts) {
             let schema = table.arrow_schema();
@@ -117,12 +127,19 @@ impl Node {
             let mut columns = lost.columns().to_vec();
             columns[count] = neg(&columns[count])?;
             lost = RecordBatch::try_new(schema.clone(), columns)?;
-            let changed = summed_per_key(&conform(&schema, &[gained, lost])?)?;
+            let mut changed = summed_per_key(&conform(&schema, &[gained, lost])?)?;
+            // The counts of closed windows stay as they are (ADR 0055).
+            if let Some((end, watermark)) = closed_at_or_below(snapshot, plan) {
+                changed = open_windows(&changed, counts.first_group() + end, watermark)?;
+            }
             let folded = self.fold_counts(snapshot, view, &table, changed).await?;
-            let groups = RowKeys::new(&schema, counts.group_count())?;
+            let first = counts.first_group();
+            let group_columns: Vec<usize> = (first..first + counts.group_count()).collect();
+            let changed_groups = folded.changed.project(&group_columns)?;
+            let groups = RowKeys::new(&changed_groups.schema(), counts.group_count())?;
+            let keys = groups.of(&changed_groups)?;
             let mut transitions: HashMap<Vec<u8>, i64> = HashMap::new();
-            for (key, (before, after)) in groups.of(&folded.changed)?.into_iter().zip(folded.counts)
-            {
+            for (key, (before, after)) in keys.into_iter().zip(folded.counts) {
                 let appeared = i64::from(after > 0) - i64::from(before > 0);
                 *transitions.entry(key).or_default() += appeared;
             }
@@ -236,7 +253,8 @@ impl Node {
         bound: Option<i64>,
     ) -> Result<Option<ArrayRef>> {
         let appended = rows_of_group(delta, group)?;
-        let value = delta.plan.group_count();
+        let value = delta.plan.value_index();
+        let hash = group_hash(delta, group)?;
         let windows = match (bound, delta.plan.has_integer_values()) {
             (Some(bound), true) => WINDOWS
                 .iter()
@@ -247,7 +265,7 @@ impl Node {
         for window in windows.into_iter().chain([None]) {
             let Some(plan) = delta
                 .plan
-                .rows_plan(&delta.table, &[group.to_vec()], window)
+                .rows_plan(&delta.table, &[(group.to_vec(), hash)], window)
             else {
                 return Ok(None);
             };
@@ -362,12 +380,34 @@ fn summed_per_key(batch: &RecordBatch) -> Result<RecordBatch> {
     Ok(filter_record_batch(&summed, &keep)?)
 }
 
+/// The hash of `group`'s values as the count table of `delta` stores it (0 when it stores
+/// none).
+fn group_hash(delta: &CountsDelta, group: &[ScalarValue]) -> Result<i64> {
+    if !delta.plan.is_hashed() {
+        return Ok(0);
+    }
+    let schema = delta.table.arrow_schema();
+    let first = delta.plan.first_group();
+    let columns = group
+        .iter()
+        .enumerate()
+        .map(|(j, value)| {
+            Ok(cast(
+                &value.to_array(1),
+                schema.field(first + j).data_type(),
+            )?)
+        })
+        .collect::<Result<Vec<ArrayRef>>>()?;
+    Ok(pondra_exec::key_hashes(&columns)?.value(0))
+}
+
 /// The commit's new counts of one group.
 fn rows_of_group(delta: &CountsDelta, group: &[ScalarValue]) -> Result<RecordBatch> {
     let appended = &delta.appended;
+    let first = delta.plan.first_group();
     let mut keep = vec![true; appended.num_rows()];
     for (j, value) in group.iter().enumerate() {
-        let column = appended.column(j);
+        let column = appended.column(first + j);
         for (i, kept) in keep.iter_mut().enumerate() {
             *kept = *kept && ScalarValue::at(column.as_ref(), i) == *value;
         }

@@ -21,6 +21,7 @@ use arrow::row::{RowConverter, SortField};
 use pondra_catalog::{Change, Snapshot, TableDef};
 use pondra_planner::{ScalarValue, StateRole, ViewPlan, load_view};
 
+use crate::event_time::{closed_at_or_below, open_windows};
 use crate::keyed::matching_plan;
 use crate::node::Node;
 use crate::rewrite::deletion_changes;
@@ -89,8 +90,13 @@ impl Node {
                 (&streamed[..1], &streamed[1..])
             }
         };
-        let gained = self.view_image(snapshot, view, plan, added).await?;
-        let lost = self.view_image(snapshot, view, plan, removed).await?;
+        let mut gained = self.view_image(snapshot, view, plan, added).await?;
+        let mut lost = self.view_image(snapshot, view, plan, removed).await?;
+        // A view that emits on window close takes no change to a closed window (ADR 0055).
+        if let Some((end, watermark)) = closed_at_or_below(snapshot, plan) {
+            gained = open_windows(&gained, end, watermark)?;
+            lost = open_windows(&lost, end, watermark)?;
+        }
         // Views over this view follow the change of its rows (ADR 0054), found from the state
         // rows of the groups the commit touches, read before they change.
         let dependents = snapshot.views_over(&view.name);
@@ -135,6 +141,12 @@ impl Node {
             }
         };
         let state_change = match delta {
+            None if plan.window_close.is_some() => {
+                return Err(NodeError::Other(format!(
+                    "view {} emits on window close, and this commit's removals would have it computed whole (more than {MOST_GROUPS_COMPUTED_AGAIN} groups to compute again, or a group without a constant form), which would change closed windows: remove the rows in smaller commits",
+                    view.name
+                )));
+            }
             None => {
                 let after = self.after(snapshot, own)?;
                 let (change, state) = self.recompute_view(&after, view, plan).await?;

@@ -9,6 +9,7 @@ use pondra_catalog::{Change, SegmentPayload, Snapshot, TableDef, TableKind};
 use pondra_planner::{Plan, ViewPlan, load_view};
 use pondra_storage::encode_log_segment;
 
+use crate::event_time::{Written, event_time_change};
 use crate::keyed::{check_not_null, is_constrained};
 use crate::node::{Node, StatementResult, done};
 use crate::{NodeError, Result};
@@ -42,10 +43,15 @@ pub(crate) enum WriteGuard<'a> {
 
 /// Whether every write to the table `name` of `snapshot` that adds rows only appends them: a
 /// table (not a view) with no key and no UNIQUE column, whose writes never read its rows.
+///
+/// Nor a watermarked table with views: appends prepared side by side would judge their rows
+/// by one watermark, and one could change a window the other closed (ADR 0055).
 fn appends_only(snapshot: &Snapshot, name: &str) -> bool {
-    snapshot
-        .table(name)
-        .is_some_and(|table| matches!(table.kind, TableKind::Table) && !is_constrained(table))
+    snapshot.table(name).is_some_and(|table| {
+        matches!(table.kind, TableKind::Table)
+            && !is_constrained(table)
+            && (table.watermark.is_none() || snapshot.views_over(name).is_empty())
+    })
 }
 
 /// A writing statement made ready to commit: its catalog changes and its command tag. The
@@ -127,6 +133,7 @@ impl Node {
                 key,
                 unique,
                 ttl,
+                watermark,
                 folds,
                 if_not_exists,
             } => {
@@ -137,6 +144,7 @@ impl Node {
                     key,
                     unique,
                     ttl,
+                    watermark,
                     folds,
                     ..TableDef::new(name, columns, TableKind::Table)
                 };
@@ -426,6 +434,14 @@ impl Node {
             return Ok((0, extra));
         }
         check_not_null(table, &batch)?;
+        let mut extra = extra;
+        let arrived = std::slice::from_ref(&batch);
+        extra.extend(event_time_change(
+            snapshot,
+            table,
+            arrived,
+            Written::Arrived,
+        )?);
         let (batch, replaced) = match is_constrained(table) {
             false => (batch, Default::default()),
             true => {
@@ -475,8 +491,10 @@ impl Node {
             let plan = load_view(snapshot, &view)?;
             let added = std::slice::from_ref(&batch);
             // A view over joins derives its change from its plan, a count(DISTINCT) from its
-            // counts, and a view that views read passes its change on to them (ADR 0054).
-            let direct = plan.stream.is_none() && plan.distincts.is_empty();
+            // counts, and a view that views read passes its change on to them (ADR 0054); a
+            // view that emits on window close drops closed windows' changes (ADR 0055).
+            let direct =
+                plan.stream.is_none() && plan.distincts.is_empty() && plan.window_close.is_none();
             if !direct || !snapshot.views_over(&view.name).is_empty() {
                 let rows = crate::view_changes::Rows {
                     added,

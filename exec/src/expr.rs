@@ -508,6 +508,7 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::ArrayToString => arrays::join(args),
         ScalarFunction::Quantified { op, all } => arrays::quantified(op, all, &args[0], &args[1]),
         ScalarFunction::Series { inclusive } => arrays::series(args, inclusive),
+        ScalarFunction::KeyHash => Ok(Arc::new(crate::key_hash::key_hashes(args)?)),
         ScalarFunction::ExpandArray => arrays::expand(&args[0]),
         ScalarFunction::JsonBuildObject => functions::json_build_object(args),
         ScalarFunction::InjectedPanic => {

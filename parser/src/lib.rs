@@ -2,6 +2,7 @@
 
 mod depth;
 mod split;
+mod watermarks;
 mod windows;
 
 pub use depth::{MAX_DEPTH, too_deep_message};
@@ -215,7 +216,8 @@ fn parse_tokens(tokens: Vec<TokenWithSpan>) -> Result<Statement, ParseError> {
 
 /// The tokens of `text`, with two Postgres forms psql writes in its catalog queries read as
 /// Postgres reads them: `OPERATOR(schema.op)` as the bare operator, and `E'...'` as a string
-/// with backslash escapes; and Flink's window table functions in their short form.
+/// with backslash escapes; Flink's window table functions in their short form; and the
+/// streaming clauses (`WATERMARK FOR`, `EMIT ON WINDOW CLOSE`) as options.
 fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
     let tokens = Tokenizer::new(&DuckDbDialect {}, text)
         .tokenize_with_location()
@@ -251,7 +253,9 @@ fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
         out.push(tokens[i].clone());
         i += 1;
     }
-    Ok(windows::short_window_calls(out))
+    Ok(watermarks::streaming_clauses(windows::short_window_calls(
+        out,
+    )))
 }
 
 /// Text with Postgres's backslash escapes read (in `E'...'` strings and COPY's text format):

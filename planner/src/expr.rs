@@ -201,6 +201,9 @@ impl BinaryOp {
 /// Scalar functions the executor evaluates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScalarFunction {
+    /// A stable hash of its arguments' values (ADR 0054): the lead key of a count table whose
+    /// group is not all integers. Never bound from SQL.
+    KeyHash,
     Coalesce,
     NullIf,
     Abs,
@@ -346,6 +349,7 @@ impl ScalarFunction {
             ScalarFunction::ArrayToString => "array_to_string",
             ScalarFunction::Quantified { all: false, .. } => "any",
             ScalarFunction::Quantified { all: true, .. } => "all",
+            ScalarFunction::KeyHash => "key_hash",
             ScalarFunction::Series { inclusive: true } => "generate_series",
             ScalarFunction::Series { inclusive: false } => "range",
             ScalarFunction::ExpandArray => "_pg_expandarray",

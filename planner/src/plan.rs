@@ -19,6 +19,8 @@ pub enum Plan {
         unique: Vec<Vec<String>>,
         /// `WITH (ttl = ..., ttl_column = ...)`.
         ttl: Option<pondra_catalog::Ttl>,
+        /// `WATERMARK FOR ...` (ADR 0055).
+        watermark: Option<pondra_catalog::Watermark>,
         /// `WITH (merge = '...')`: a merge table's folds (ADR 0050).
         folds: std::collections::BTreeMap<String, pondra_catalog::Fold>,
         if_not_exists: bool,

@@ -28,12 +28,33 @@ pub struct ValueCountsPlan {
     /// one of its rows, with how many hold it.
     pub maintain: LogicalPlan,
     group_count: usize,
+    /// Whether `group_hash` (a stable hash of the group's values) leads the columns: for a
+    /// group with a key that is not an integer, which scans cannot prune by (ADR 0054).
+    hashed: bool,
+}
+
+/// The name of the column holding the hash of a count table's group.
+pub const GROUP_HASH: &str = "group_hash";
+
+/// Whether every group key is an integer (or a date or time), which scans prune by.
+fn prunable(group: &[Expr]) -> bool {
+    group.iter().all(|g| {
+        matches!(
+            g.data_type(),
+            DataType::Int8
+                | DataType::Int16
+                | DataType::Int32
+                | DataType::Int64
+                | DataType::Date32
+                | DataType::Timestamp(..)
+        )
+    })
 }
 
 impl ValueCountsPlan {
     /// The columns the table is keyed on: the group keys and the value.
     pub fn key(&self) -> Vec<String> {
-        self.columns[..=self.group_count]
+        self.columns[..=self.value_index()]
             .iter()
             .map(|c| c.name.clone())
             .collect()
@@ -43,13 +64,28 @@ impl ValueCountsPlan {
         self.group_count
     }
 
+    /// The position of the first group column (after `group_hash`, when there is one).
+    pub fn first_group(&self) -> usize {
+        usize::from(self.hashed)
+    }
+
+    /// The position of the `value` column.
+    pub fn value_index(&self) -> usize {
+        self.first_group() + self.group_count
+    }
+
+    /// Whether `group_hash` leads the columns.
+    pub fn is_hashed(&self) -> bool {
+        self.hashed
+    }
+
     /// The plan reading the stored counts of the given groups from `table`, with their row
     /// addresses last; with `window`, only values within it (inclusive). `None` when a group
     /// value cannot be written as a constant.
     pub fn rows_plan(
         &self,
         table: &Arc<TableDef>,
-        groups: &[Vec<ScalarValue>],
+        groups: &[(Vec<ScalarValue>, i64)],
         window: Option<(i64, i64)>,
     ) -> Option<LogicalPlan> {
         let schema = table.scan_schema(false, true);
@@ -57,10 +93,24 @@ impl ValueCountsPlan {
             let f = schema.field(i);
             Expr::column(i, f.name(), f.data_type().clone())
         };
-        let keys: Vec<Expr> = (0..self.group_count).map(column).collect();
-        let mut parts = vec![groups_predicate(&keys, groups)?];
+        let first = self.first_group();
+        let keys: Vec<Expr> = (first..first + self.group_count).map(column).collect();
+        let values: Vec<Vec<ScalarValue>> = groups.iter().map(|(g, _)| g.clone()).collect();
+        let mut parts = vec![groups_predicate(&keys, &values)?];
+        if self.hashed {
+            let hashes = groups.iter().map(|(_, hash)| Expr::Binary {
+                op: BinaryOp::Eq,
+                left: Box::new(column(0)),
+                right: Box::new(Expr::Literal(ScalarValue::Int64(*hash))),
+            });
+            parts.push(hashes.reduce(|l, r| Expr::Binary {
+                op: BinaryOp::Or,
+                left: Box::new(l),
+                right: Box::new(r),
+            })?);
+        }
         if let Some((least, greatest)) = window {
-            let value = column(self.group_count).cast(&DataType::Int64);
+            let value = column(self.value_index()).cast(&DataType::Int64);
             let bound = |op, limit: i64| Expr::Binary {
                 op,
                 left: Box::new(value.clone()),
@@ -81,7 +131,7 @@ impl ValueCountsPlan {
     /// Whether values can be read by a window of integers (which the page index prunes).
     pub fn has_integer_values(&self) -> bool {
         matches!(
-            self.columns[self.group_count].sql_type.to_arrow(),
+            self.columns[self.value_index()].sql_type.to_arrow(),
             DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
         )
     }
@@ -134,7 +184,11 @@ fn counts_plan(
     arg: Expr,
     filter: Option<Expr>,
 ) -> Result<ValueCountsPlan> {
+    let hashed = !prunable(group);
     let mut columns = Vec::new();
+    if hashed {
+        columns.push(state_column(GROUP_HASH.into(), &DataType::Int64)?);
+    }
     for (i, g) in group.iter().enumerate() {
         columns.push(state_column(format!("group_{i}"), &g.data_type())?);
     }
@@ -151,7 +205,15 @@ fn counts_plan(
         input: Box::new(crate::view::with_input(source)),
         predicate: Expr::and_all(kept).expect("a condition"),
     };
-    let mut keys = group.to_vec();
+    let mut keys = Vec::new();
+    if hashed {
+        keys.push(Expr::Function {
+            func: crate::expr::ScalarFunction::KeyHash,
+            args: group.to_vec(),
+            data_type: DataType::Int64,
+        });
+    }
+    keys.extend(group.iter().cloned());
     keys.push(arg);
     let maintain = LogicalPlan::Aggregate {
         input: Box::new(input),
@@ -163,5 +225,6 @@ fn counts_plan(
         columns,
         maintain,
         group_count: group.len(),
+        hashed,
     })
 }

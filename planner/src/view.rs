@@ -88,6 +88,21 @@ pub struct ViewPlan {
     /// The aggregates that compute the state from every row at once (count(DISTINCT) as
     /// itself): what creating the view and computing it whole run.
     whole_aggregates: Vec<AggregateCall>,
+    /// For a view that emits on window close, how its windows close (ADR 0055).
+    pub window_close: Option<WindowClose>,
+}
+
+/// How a view that emits on window close (ADR 0055) closes its windows: by the watermark of
+/// `table`, which its `window_end` column is compared with.
+#[derive(Clone, Debug)]
+pub struct WindowClose {
+    /// The watermarked table the view reads.
+    pub table: Arc<TableDef>,
+    /// The position of `window_end` among the view's state columns (a group key of an
+    /// aggregating view's state).
+    pub state_column: usize,
+    /// Its position among the view's columns.
+    output_column: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -186,6 +201,7 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
                 extremes,
                 distincts,
                 whole_aggregates,
+                window_close: None,
             })
         }
         _ => {
@@ -211,19 +227,39 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
                 extremes: Vec::new(),
                 distincts: Vec::new(),
                 whole_aggregates: Vec::new(),
+                window_close: None,
             })
         }
     }
 }
 
 impl ViewPlan {
-    /// The plan that answers a read of the view stored as `view`.
-    pub fn read_plan(&self, view: &Arc<TableDef>) -> LogicalPlan {
+    /// The plan that answers a read of the view stored as `view` in `snapshot`: for a view
+    /// that emits on window close, of the windows its table's watermark has closed there.
+    pub fn read_plan(&self, view: &Arc<TableDef>, snapshot: &Snapshot) -> LogicalPlan {
         assert!(matches!(view.kind, TableKind::MaterializedView { .. }));
-        self.read_from(LogicalPlan::Scan {
+        let read = self.read_from(LogicalPlan::Scan {
             table: view.clone(),
             schema: view.arrow_schema(),
-        })
+        });
+        let Some(close) = &self.window_close else {
+            return read;
+        };
+        let schema = read.schema();
+        let end = schema.field(close.output_column);
+        let end = Expr::column(close.output_column, end.name(), end.data_type().clone());
+        let closed = match snapshot.watermark(&close.table) {
+            Some(watermark) => Expr::Binary {
+                op: BinaryOp::LtEq,
+                left: Box::new(end.cast(&DataType::Int64)),
+                right: Box::new(Expr::Literal(ScalarValue::Int64(watermark))),
+            },
+            None => Expr::Literal(ScalarValue::Boolean(false)),
+        };
+        LogicalPlan::Filter {
+            input: Box::new(read),
+            predicate: closed,
+        }
     }
 
     /// What a read of the view answers over the state rows given as the plan's `Input`: how
@@ -352,7 +388,7 @@ impl ViewPlan {
             Some(stream) => Ok(stream.rows.clone()),
             None if self.base_table.is_materialized_view() => {
                 let base = &self.base_table;
-                Ok(load_view(snapshot, base)?.read_plan(base))
+                Ok(load_view(snapshot, base)?.read_plan(base, snapshot))
             }
             None => Ok(LogicalPlan::Scan {
                 table: self.base_table.clone(),
@@ -543,7 +579,7 @@ pub fn load_view(snapshot: &Snapshot, view: &TableDef) -> Result<ViewPlan> {
     let ast::Statement::CreateView(create) = statement.as_ref() else {
         return Err(corrupt());
     };
-    let plan = plan_view(snapshot, &create.query)?;
+    let plan = plan_created_view(snapshot, create)?;
     let stored: Vec<_> = view
         .columns
         .iter()
@@ -684,6 +720,119 @@ fn find_core(plan: &LogicalPlan) -> &LogicalPlan {
 }
 
 /// `plan` with its core (see [`find_core`]) replaced.
+/// The aggregate's output column that column `index` of `plan` (the nodes above a view's
+/// core) passes on unchanged, if any.
+fn core_column(plan: &LogicalPlan, index: usize) -> Option<usize> {
+    match plan {
+        LogicalPlan::Aggregate { .. } => Some(index),
+        LogicalPlan::Filter { input, .. } => core_column(input, index),
+        LogicalPlan::Project { input, exprs, .. } => match exprs.get(index)? {
+            Expr::Column { index, .. } => core_column(input, *index),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Plans the materialized view `create` defines, with its options: `emit = 'on_window_close'`
+/// (`EMIT ON WINDOW CLOSE`, ADR 0055) is the only one.
+pub fn plan_created_view(snapshot: &Snapshot, create: &ast::CreateView) -> Result<ViewPlan> {
+    let mut plan = plan_view(snapshot, &create.query)?;
+    for table in plan.tables() {
+        // The change a view passes on (ADR 0054) is of its state, which such a view's reads
+        // filter.
+        if table.is_materialized_view() && load_view(snapshot, &table)?.window_close.is_some() {
+            return Err(unsupported!(
+                "a view over {}, a view that emits on window close",
+                table.name
+            ));
+        }
+    }
+    if emits_on_window_close(&create.options)? {
+        plan.window_close = Some(window_close(&plan)?);
+    }
+    Ok(plan)
+}
+
+/// Whether a view's options ask it to emit on window close; other options are refused.
+fn emits_on_window_close(options: &ast::CreateTableOptions) -> Result<bool> {
+    let options = match options {
+        ast::CreateTableOptions::None => return Ok(false),
+        ast::CreateTableOptions::With(options) => options,
+        other => return Err(unsupported!("the view options {other}")),
+    };
+    let mut emit = false;
+    for option in options {
+        match option {
+            ast::SqlOption::KeyValue { key, value }
+                if key.to_string().eq_ignore_ascii_case("emit")
+                    && value.to_string().eq_ignore_ascii_case("'on_window_close'") =>
+            {
+                emit = true
+            }
+            other => return Err(unsupported!("the view option {other}")),
+        }
+    }
+    Ok(emit)
+}
+
+/// How the windows of `plan`, a view that emits on window close, close (ADR 0055).
+fn window_close(plan: &ViewPlan) -> Result<WindowClose> {
+    // A HOP window's unnest makes a stream of one table; joins make state and other tables.
+    if let Some(stream) = &plan.stream
+        && (stream.tables.len() > 1 || !stream.join_states.is_empty())
+    {
+        return Err(unsupported!(
+            "EMIT ON WINDOW CLOSE in a view over joins or several tables"
+        ));
+    }
+    let table = plan.base_table.clone();
+    if table.is_materialized_view() {
+        return Err(unsupported!(
+            "EMIT ON WINDOW CLOSE in a view over another view"
+        ));
+    }
+    if table.watermark.is_none() {
+        return Err(bind_err!(
+            "EMIT ON WINDOW CLOSE needs a table with a watermark, and {} has none (CREATE TABLE ... (..., WATERMARK FOR ts AS ts - INTERVAL '5' SECOND))",
+            table.name
+        ));
+    }
+    let missing = || {
+        bind_err!(
+            "EMIT ON WINDOW CLOSE: the view must keep the window_end of a TUMBLE or HOP window over {} (as a group key, when it aggregates)",
+            table.name
+        )
+    };
+    let (output_column, state_column) = match &plan.read {
+        ReadShape::Rows => {
+            let found = plan
+                .state_columns
+                .iter()
+                .position(|c| c.name == "window_end");
+            let found = found.ok_or_else(missing)?;
+            (found, found)
+        }
+        ReadShape::Merge {
+            group_count, upper, ..
+        } => {
+            let schema = upper.schema();
+            let output = schema
+                .fields()
+                .iter()
+                .position(|f| f.name() == "window_end");
+            let output = output.ok_or_else(missing)?;
+            let group = core_column(upper, output).filter(|g| g < group_count);
+            (output, group.ok_or_else(missing)?)
+        }
+    };
+    Ok(WindowClose {
+        table,
+        state_column,
+        output_column,
+    })
+}
+
 fn replace_core(plan: &LogicalPlan, replacement: LogicalPlan) -> LogicalPlan {
     match plan {
         LogicalPlan::Aggregate { .. } => replacement,
@@ -716,6 +865,7 @@ fn without_rows(snapshot: &Snapshot) -> Snapshot {
         change_records: Default::default(),
         garbage: Vec::new(),
         producers: Default::default(),
+        event_times: Default::default(),
         rows_changed_at: Default::default(),
         defined_at: snapshot.defined_at.clone(),
         schemas: snapshot.schemas.clone(),
@@ -744,7 +894,7 @@ pub(crate) fn expand_leaves(mut plan: LogicalPlan, snapshot: &Snapshot) -> Resul
         if let LogicalPlan::Scan { table, schema } = node
             && table.is_materialized_view()
         {
-            let read = load_view(snapshot, table)?.read_plan(table);
+            let read = load_view(snapshot, table)?.read_plan(table, snapshot);
             assert_eq!(read.schema().fields().len(), schema.fields().len());
             *node = read;
         }

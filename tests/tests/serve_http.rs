@@ -180,6 +180,18 @@ fn sql_appends_stats_and_errors_over_http() {
     let (body, _) = sql("SELECT k, n FROM counters ORDER BY k", &[]);
     assert!(body.ends_with(r#""rows":[["a",6],["b",10]]}"#), "{body}");
 
+    // A watermarked table keeps its late rows and counts them (ADR 0055): the watermark is
+    // 00:00:15 when 00:00:01 arrives.
+    let create = "CREATE TABLE clicks (ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '5' SECOND)";
+    assert_eq!(sql(create, &[]).1, 200);
+    let clicks = "INSERT INTO clicks VALUES (TIMESTAMP '2024-01-01 00:00:20')";
+    assert_eq!(sql(clicks, &[]).1, 200);
+    let late = "INSERT INTO clicks VALUES ('2024-01-01 00:00:01'), ('2024-01-01 00:00:16')";
+    assert_eq!(sql(late, &[]).1, 200);
+    let counted = r#"{"lake":"lake","name":"clicks","rows":3,"watermark_micros":1704067215000000,"late_rows":1}"#;
+    let (body, _) = curl(&[&served.url("/stats")]);
+    assert!(body.contains(counted), "{body}");
+
     assert!(served.stop().success());
     // Nothing acknowledged is lost across the shutdown.
     let served = Served::start(dir.path(), &[]);
@@ -192,6 +204,8 @@ fn sql_appends_stats_and_errors_over_http() {
         "SELECT count(*) FROM t",
     ]);
     assert!(body.ends_with(r#""rows":[[5]]}"#), "{body}");
+    let (body, _) = curl(&[&served.url("/stats")]);
+    assert!(body.contains(counted), "{body}");
 }
 
 #[test]

@@ -43,7 +43,6 @@ use crate::optimizer::{optimize, optimize_traced};
 use crate::plan::Plan;
 use crate::scalar::ScalarValue;
 use crate::types::common_numeric_type;
-use crate::view::plan_view;
 use crate::{PlanError, Result, bind_err, unsupported};
 
 /// `plan` with `subqueries` asked of its rows, in order (each a filter, or a column after the
@@ -400,7 +399,7 @@ impl<'a> Binder<'a> {
                     return self.bind_create_view(create);
                 }
                 let name = object_name(&create.name)?;
-                let view = plan_view(self.snapshot, &create.query)?;
+                let view = crate::view::plan_created_view(self.snapshot, create)?;
                 Ok(Plan::CreateMaterializedView {
                     name,
                     sql: parsed.text.trim().to_string(),
@@ -664,7 +663,8 @@ impl<'a> Binder<'a> {
                 })
             }
             TableKind::MaterializedView { .. } => {
-                let read = crate::view::load_view(self.snapshot, table)?.read_plan(table);
+                let read =
+                    crate::view::load_view(self.snapshot, table)?.read_plan(table, self.snapshot);
                 Ok(match self.views_as_leaves {
                     true => LogicalPlan::Scan {
                         table: table.clone(),

@@ -156,6 +156,7 @@ impl Binder<'_> {
             key,
             unique,
             ttl: options.ttl,
+            watermark: options.watermark,
             folds: options.folds,
             if_not_exists: create.if_not_exists,
         })

@@ -1,9 +1,9 @@
-//! The options of `CREATE TABLE ... WITH (...)`: a TTL (ADR 0048) and a merge table's folds
-//! (ADR 0050). Options not known are refused, not ignored.
+//! The options of `CREATE TABLE ... WITH (...)`: a TTL (ADR 0048), a merge table's folds
+//! (ADR 0050) and a watermark (ADR 0055). Options not known are refused, not ignored.
 
 use std::collections::BTreeMap;
 
-use pondra_catalog::{Column, Fold, SqlType, Ttl};
+use pondra_catalog::{Column, Fold, SqlType, Ttl, Watermark};
 use pondra_parser::ast;
 
 use super::object_name;
@@ -15,6 +15,7 @@ use crate::{Result, bind_err, unsupported};
 pub(super) struct TableOptions {
     pub ttl: Option<Ttl>,
     pub folds: BTreeMap<String, Fold>,
+    pub watermark: Option<Watermark>,
 }
 
 /// The options of a table with `columns` and primary `key`.
@@ -29,6 +30,7 @@ pub(super) fn table_options(
         other => return Err(unsupported!("the table options {other}")),
     };
     let (mut ttl, mut ttl_column, mut merge) = (None, None, None);
+    let (mut watermark_column, mut watermark) = (None, None);
     for option in options {
         let ast::SqlOption::KeyValue { key, value } = option else {
             return Err(unsupported!("the table option {option}"));
@@ -45,6 +47,8 @@ pub(super) fn table_options(
             "ttl" => ttl = Some(text),
             "ttl_column" => ttl_column = Some(text),
             "merge" => merge = Some(text),
+            "watermark_column" => watermark_column = Some(text),
+            "watermark" => watermark = Some(value),
             other => return Err(unsupported!("the table option {other}")),
         }
     }
@@ -54,7 +58,82 @@ pub(super) fn table_options(
             Some(text) => merge_folds(&text, columns, key)?,
             None => BTreeMap::new(),
         },
+        watermark: table_watermark(watermark_column, watermark, columns)?,
     })
+}
+
+/// The watermark `WATERMARK FOR ts AS ts - INTERVAL '5' SECOND` gives a table, which the
+/// parser passes as `WITH (watermark_column = ts, watermark = (ts - INTERVAL '5' SECOND))`
+/// (ADR 0055).
+fn table_watermark(
+    column: Option<String>,
+    expression: Option<&ast::Expr>,
+    columns: &[Column],
+) -> Result<Option<Watermark>> {
+    let usage = "WATERMARK FOR <column> AS <column> [- INTERVAL '<delay>']";
+    let (column, expression) = match (column, expression) {
+        (None, None) => return Ok(None),
+        (Some(column), Some(expression)) => (column, expression),
+        _ => {
+            return Err(bind_err!(
+                "a watermark takes both its column and its expression: {usage}"
+            ));
+        }
+    };
+    let Some(found) = columns.iter().find(|c| c.name == column) else {
+        return Err(bind_err!("WATERMARK FOR {column}: no such column"));
+    };
+    if found.sql_type != SqlType::Timestamp {
+        return Err(bind_err!(
+            "WATERMARK FOR {column}: the column must be a TIMESTAMP, not {}",
+            found.sql_type
+        ));
+    }
+    let mut expression = expression;
+    while let ast::Expr::Nested(inner) = expression {
+        expression = inner;
+    }
+    let names_column =
+        |e: &ast::Expr| matches!(e, ast::Expr::Identifier(i) if normalize(i) == column);
+    let delay = match expression {
+        e if names_column(e) => None,
+        ast::Expr::BinaryOp {
+            left,
+            op: ast::BinaryOperator::Minus,
+            right,
+        } if names_column(left) => Some(right.as_ref()),
+        other => {
+            return Err(unsupported!(
+                "the watermark expression {other} (a watermark is {usage})"
+            ));
+        }
+    };
+    let delay_micros = match delay {
+        None => 0,
+        Some(delay) => interval_micros(delay)
+            .ok_or_else(|| bind_err!("the watermark's delay {delay} is not a constant interval of days, hours, minutes or seconds"))?,
+    };
+    if delay_micros < 0 {
+        return Err(bind_err!("the watermark's delay must not be negative"));
+    }
+    Ok(Some(Watermark {
+        column,
+        delay_micros,
+    }))
+}
+
+/// A constant interval without months or years, in microseconds.
+fn interval_micros(expression: &ast::Expr) -> Option<i64> {
+    let empty = super::scope::Scope::default();
+    let mut ctx = super::expr::Context::plain(&empty, "WATERMARK");
+    match super::expr::bind_expr(expression, &mut ctx).ok()? {
+        crate::expr::Expr::Literal(ScalarValue::Interval {
+            months: 0,
+            days,
+            nanos,
+        }) => Some(i64::from(days) * 86_400_000_000 + nanos / 1_000),
+        _ => None,
+    }
 }
 
 /// The folds of `WITH (merge = 'views sum, first_seen min, last_seen max')` (ADR 0050).

@@ -388,8 +388,20 @@ async fn stats(State(server): State<Arc<Server>>, headers: HeaderMap) -> Result<
         untiered += snapshot.untiered_rows();
         commits += snapshot.commit;
         for table in snapshot.visible_tables() {
+            // A watermarked table's watermark (microseconds since the epoch) and how many of
+            // its rows were late (ADR 0055).
+            let event_time = match (&table.watermark, snapshot.event_times.get(&table.id)) {
+                (None, _) => String::new(),
+                (Some(_), seen) => format!(
+                    ",\"watermark_micros\":{},\"late_rows\":{}",
+                    snapshot
+                        .watermark(table)
+                        .map_or("null".to_string(), |w| w.to_string()),
+                    seen.map_or(0, |s| s.late_rows)
+                ),
+            };
             tables.push(format!(
-                "{{\"lake\":{},\"name\":{},\"rows\":{}}}",
+                "{{\"lake\":{},\"name\":{},\"rows\":{}{event_time}}}",
                 quote(&lake),
                 quote(&table.name),
                 snapshot.row_count(table.id)
