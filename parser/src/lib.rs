@@ -1,10 +1,12 @@
 //! SQL text to statements: sqlparser's AST for standard SQL, plus Pondra's own statements.
 
+mod asof;
 mod depth;
 mod split;
 mod watermarks;
 mod windows;
 
+pub use asof::{DUCKDB_ASOF, DUCKDB_ASOF_LEFT};
 pub use depth::{MAX_DEPTH, too_deep_message};
 
 pub use split::{SplitResult, split_statements};
@@ -217,7 +219,8 @@ fn parse_tokens(tokens: Vec<TokenWithSpan>) -> Result<Statement, ParseError> {
 /// The tokens of `text`, with two Postgres forms psql writes in its catalog queries read as
 /// Postgres reads them: `OPERATOR(schema.op)` as the bare operator, and `E'...'` as a string
 /// with backslash escapes; Flink's window table functions in their short form; and the
-/// streaming clauses (`WATERMARK FOR`, `EMIT ON WINDOW CLOSE`) as options.
+/// streaming clauses (`WATERMARK FOR`, `EMIT ON WINDOW CLOSE`) as options; and DuckDB's ASOF
+/// joins in the form sqlparser reads.
 fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
     let tokens = Tokenizer::new(&DuckDbDialect {}, text)
         .tokenize_with_location()
@@ -253,9 +256,8 @@ fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
         out.push(tokens[i].clone());
         i += 1;
     }
-    Ok(watermarks::streaming_clauses(windows::short_window_calls(
-        out,
-    )))
+    let out = asof::duckdb_asof_joins(windows::short_window_calls(out));
+    Ok(watermarks::streaming_clauses(out))
 }
 
 /// Text with Postgres's backslash escapes read (in `E'...'` strings and COPY's text format):

@@ -2,6 +2,7 @@
 
 mod alter;
 mod arrays;
+mod asof;
 mod changes;
 mod expr;
 mod from;
@@ -719,6 +720,23 @@ impl<'a> Binder<'a> {
                 let mut joined_scope = scope.clone();
                 joined_scope.columns.extend(right_scope.columns.clone());
                 use ast::JoinOperator as J;
+                if let J::AsOf {
+                    match_condition,
+                    constraint,
+                } = &join.join_operator
+                {
+                    let left = self.collapse(
+                        std::mem::take(&mut item_relations),
+                        std::mem::take(&mut item_predicates),
+                        base,
+                    );
+                    let sides = [&scope, &right_scope, &joined_scope];
+                    let plan = self.bind_asof(left, right, (match_condition, constraint), sides)?;
+                    let left_width = scope.columns.len() - base;
+                    item_relations.push(plan(base, left_width)?);
+                    scope = joined_scope;
+                    continue;
+                }
                 let (kind, constraint) = match &join.join_operator {
                     J::Join(c) | J::Inner(c) => (None, c),
                     J::CrossJoin(c) => (None, c),
@@ -757,6 +775,39 @@ impl<'a> Binder<'a> {
             predicates.extend(item_predicates);
         }
         Ok((relations, predicates, scope))
+    }
+
+    /// An ASOF join of `left` and `right`, bound to plans the executor runs (`asof.rs`), as a
+    /// function of where the FROM item starts and how wide its left side is.
+    fn bind_asof(
+        &self,
+        left: LogicalPlan,
+        right: LogicalPlan,
+        (match_condition, constraint): (&ast::Expr, &ast::JoinConstraint),
+        [scope, right_scope, joined_scope]: [&Scope; 3],
+    ) -> Result<impl FnOnce(usize, usize) -> Result<LogicalPlan>> {
+        if self.views_as_leaves {
+            return Err(unsupported!("ASOF JOIN in a materialized view"));
+        }
+        if matches!(constraint, ast::JoinConstraint::Using(_)) {
+            return Err(unsupported!(
+                "ASOF JOIN ... USING (write ON a.k = b.k AND a.ts >= b.ts)"
+            ));
+        }
+        let on = self.join_condition(constraint, scope, right_scope, joined_scope)?;
+        let (keep_unmatched, matched) = match asof::asof_form(match_condition) {
+            asof::AsofForm::DuckDb { keep_unmatched } => (keep_unmatched, None),
+            asof::AsofForm::Snowflake { match_condition } => {
+                let bound = self.bind_scalar(match_condition, joined_scope, "MATCH_CONDITION")?;
+                (false, Some(bound))
+            }
+        };
+        let condition = Expr::and_all(on.into_iter().chain(matched).collect())
+            .ok_or_else(|| bind_err!("an ASOF join needs a condition"))?;
+        Ok(move |base: usize, left_width: usize| {
+            let condition = condition.remap_columns(&|c| c - base);
+            asof::asof_join(left, right, condition, left_width, keep_unmatched)
+        })
     }
 
     /// The relations of a FROM item that starts at column `base` as one join block.

@@ -1,0 +1,201 @@
+//! ASOF joins: each left row with the right row of equal keys whose time is the closest on the
+//! side the inequality allows (`l.ts >= r.ts`: the latest right row at or before the left
+//! row), or none. DuckDB's form, `a ASOF [LEFT] JOIN b ON a.k = b.k AND a.ts >= b.ts`, and
+//! Snowflake's, `a ASOF JOIN b MATCH_CONDITION (a.ts >= b.ts) ON a.k = b.k`.
+//!
+//! Bound as plans the executor already runs: the left rows are numbered, joined to every
+//! right row of their keys that the inequality allows, and each keeps its best match, the
+//! first by time in its number's partition. That costs the pairs the inequality allows per key;
+//! a merge of both sides in time order is the refinement. Among right rows tied on the best
+//! time, one is kept.
+
+use arrow::datatypes::{DataType, Field};
+use pondra_parser::{DUCKDB_ASOF, DUCKDB_ASOF_LEFT, ast};
+
+use super::from::outer_join;
+use crate::expr::{
+    BinaryOp, Expr, Frame, FrameBound, JoinKind, SortKey, WindowExpr, WindowFunction,
+};
+use crate::logical::LogicalPlan;
+use crate::scalar::ScalarValue;
+use crate::{Result, bind_err};
+
+/// How an ASOF join reads its condition: whether the inequality is in `ON` (DuckDB's form,
+/// which the parser marks) or in `MATCH_CONDITION`, and whether left rows without a match stay.
+pub(super) enum AsofForm<'a> {
+    DuckDb { keep_unmatched: bool },
+    Snowflake { match_condition: &'a ast::Expr },
+}
+
+/// The form of `match_condition`, as the parser left it.
+pub(super) fn asof_form(match_condition: &ast::Expr) -> AsofForm<'_> {
+    let marker = match match_condition {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => Some(s.as_str()),
+            _ => None,
+        },
+        _ => None,
+    };
+    match marker {
+        Some(DUCKDB_ASOF) => AsofForm::DuckDb {
+            keep_unmatched: false,
+        },
+        Some(DUCKDB_ASOF_LEFT) => AsofForm::DuckDb {
+            keep_unmatched: true,
+        },
+        _ => AsofForm::Snowflake { match_condition },
+    }
+}
+
+/// The inequality of an ASOF join, as `left op right` with `left` over the left input.
+struct Inequality {
+    op: BinaryOp,
+    right: Expr,
+}
+
+/// The ASOF join of `left` (the first `left_width` columns of `condition`'s columns) and
+/// `right` on `condition`: equal keys and one inequality between the sides.
+pub(super) fn asof_join(
+    left: LogicalPlan,
+    right: LogicalPlan,
+    condition: Expr,
+    left_width: usize,
+    keep_unmatched: bool,
+) -> Result<LogicalPlan> {
+    let usage = "an ASOF join takes equalities and one inequality (>=, >, <= or <) between its two sides, such as ON a.k = b.k AND a.ts >= b.ts";
+    let side = |e: &Expr| {
+        let columns = e.column_indices();
+        match (
+            columns.iter().all(|c| *c < left_width),
+            columns.iter().all(|c| *c >= left_width),
+        ) {
+            _ if columns.is_empty() => None,
+            (true, _) => Some(false),
+            (_, true) => Some(true),
+            _ => None,
+        }
+    };
+    let mut inequality = None;
+    let mut rest = Vec::new();
+    for conjunct in condition.conjuncts() {
+        let Expr::Binary {
+            op,
+            left: l,
+            right: r,
+        } = &conjunct
+        else {
+            return Err(bind_err!("{usage}, not {conjunct}"));
+        };
+        let flipped = match op {
+            BinaryOp::Eq => {
+                rest.push(conjunct.clone());
+                continue;
+            }
+            BinaryOp::GtEq => BinaryOp::LtEq,
+            BinaryOp::Gt => BinaryOp::Lt,
+            BinaryOp::LtEq => BinaryOp::GtEq,
+            BinaryOp::Lt => BinaryOp::Gt,
+            _ => return Err(bind_err!("{usage}, not {conjunct}")),
+        };
+        let found = match (side(l), side(r)) {
+            (Some(false), Some(true)) => Inequality {
+                op: *op,
+                right: (**r).clone(),
+            },
+            (Some(true), Some(false)) => Inequality {
+                op: flipped,
+                right: (**l).clone(),
+            },
+            _ => return Err(bind_err!("{usage}, not {conjunct}")),
+        };
+        if inequality.replace(found).is_some() {
+            return Err(bind_err!("{usage}: it has more than one inequality"));
+        }
+        rest.push(conjunct.clone());
+    }
+    let Some(inequality) = inequality else {
+        return Err(bind_err!("{usage}: it has no inequality"));
+    };
+    let left_schema = left.schema();
+    let right_schema = right.schema();
+    // The left rows numbered, so that each keeps one match.
+    let numbered = with_window(
+        left,
+        WindowExpr {
+            func: WindowFunction::RowNumber,
+            args: Vec::new(),
+            partition_by: Vec::new(),
+            order_by: Vec::new(),
+            frame: whole_partition(),
+            data_type: DataType::Int64,
+        },
+        "asof_row",
+    );
+    // The right side's columns move one place along, past the number.
+    let shift = |e: Expr| e.remap_columns(&|c| if c >= left_width { c + 1 } else { c });
+    let condition = Expr::and_all(rest.into_iter().map(shift).collect()).expect("an inequality");
+    let kind = match keep_unmatched {
+        true => JoinKind::Left,
+        false => JoinKind::Inner,
+    };
+    let joined = outer_join(
+        numbered,
+        right,
+        kind,
+        Some(condition),
+        left_width + 1,
+        false,
+    )?;
+    // The best match first: the latest right time for `>=` and `>`, the earliest for the others.
+    let best = WindowExpr {
+        func: WindowFunction::RowNumber,
+        args: Vec::new(),
+        partition_by: vec![Expr::column(left_width, "asof_row", DataType::Int64)],
+        order_by: vec![SortKey {
+            expr: shift(inequality.right),
+            descending: matches!(inequality.op, BinaryOp::GtEq | BinaryOp::Gt),
+            nulls_first: false,
+        }],
+        frame: whole_partition(),
+        data_type: DataType::Int64,
+    };
+    let ranked = with_window(joined, best, "asof_rank");
+    let width = left_width + 1 + right_schema.fields().len();
+    let first = LogicalPlan::Filter {
+        input: Box::new(ranked),
+        predicate: Expr::Binary {
+            op: BinaryOp::Eq,
+            left: Box::new(Expr::column(width, "asof_rank", DataType::Int64)),
+            right: Box::new(Expr::Literal(ScalarValue::Int64(1))),
+        },
+    };
+    let fields = left_schema.fields().iter().chain(right_schema.fields());
+    let positions = (0..left_width).chain(left_width + 1..width);
+    let (exprs, names) = fields
+        .zip(positions)
+        .map(|(f, i)| {
+            (
+                Expr::column(i, f.name(), f.data_type().clone()),
+                f.name().clone(),
+            )
+        })
+        .unzip();
+    Ok(first.project(exprs, names))
+}
+
+fn whole_partition() -> Frame {
+    Frame {
+        rows: true,
+        start: FrameBound::UnboundedPreceding,
+        end: FrameBound::UnboundedFollowing,
+    }
+}
+
+fn with_window(input: LogicalPlan, expr: WindowExpr, name: &str) -> LogicalPlan {
+    let field = Field::new(name, expr.data_type.clone(), true);
+    LogicalPlan::Window {
+        schema: crate::types::schema_with(&input.schema(), vec![field]),
+        input: Box::new(input),
+        exprs: vec![expr],
+    }
+}
