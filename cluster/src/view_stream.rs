@@ -1,7 +1,8 @@
 //! The change of a view's stream through a commit (ADR 0054). A commit's rows enter at the
 //! scans of its table and flow up: filters, projections and unnests run over them, UNION ALL
-//! concatenates, and each join applies the delta rule against the states of its two inputs,
-//! which it reads for the touched keys only and changes in the same commit.
+//! concatenates, each join applies the delta rule against the states of its two inputs,
+//! which it reads for the touched keys only and changes in the same commit, and a window node
+//! computes the partitions the change touches again, before and after it.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -12,12 +13,16 @@ use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, UInt32Arra
 use arrow::compute::{concat_batches, take};
 use arrow::datatypes::{Int64Type, Schema, SchemaRef};
 use pondra_catalog::{Change, Snapshot, TableDef};
-use pondra_planner::{JoinKind, JoinStatePlan, LogicalPlan, StreamPlan};
+use pondra_planner::{
+    JoinKind, JoinStatePlan, LogicalPlan, StreamPlan, WindowPartitionPlan, window_chain,
+};
 
 use crate::keyed::matching_plan;
 use crate::node::Node;
 use crate::rewrite::deletion_changes;
-use crate::view_changes::{RowKeys, address_column, conform, lost_track, without_address};
+use crate::view_changes::{
+    RowKeys, address_column, conform, group_values, lost_track, without_address,
+};
 use crate::{NodeError, Result};
 
 /// A change to the rows of a stream node: those it gains (weight +1 each) and those it loses.
@@ -37,6 +42,13 @@ impl Delta {
     fn is_empty(&self) -> bool {
         self.gained.num_rows() == 0 && self.lost.num_rows() == 0
     }
+}
+
+/// How many joins and window nodes of a stream its walk has met, which numbers their states.
+#[derive(Default)]
+struct Visited {
+    joins: usize,
+    windows: usize,
 }
 
 /// What one commit feeds a view's stream: its rows of one table.
@@ -76,12 +88,17 @@ impl Node {
             added: rows.0,
             removed: rows.1,
         };
-        let mut next_join = 0;
+        let mut visited = Visited::default();
         let mut changes = Vec::new();
         let delta = self
-            .node_change(&feed, &stream.plan, &mut next_join, &mut changes)
+            .node_change(&feed, &stream.plan, &mut visited, &mut changes)
             .await?;
-        assert_eq!(next_join * 2, feed.states.len(), "every join visited");
+        assert_eq!(visited.joins * 2, feed.states.len(), "every join visited");
+        assert_eq!(
+            visited.windows,
+            stream.windows.len(),
+            "every window visited"
+        );
         Ok((delta, changes))
     }
 
@@ -122,7 +139,7 @@ impl Node {
         &'a self,
         feed: &'a Feed<'a>,
         node: &'a LogicalPlan,
-        next_join: &'a mut usize,
+        visited: &'a mut Visited,
         changes: &'a mut Vec<Change>,
     ) -> Boxed<'a, Delta> {
         Box::pin(async move {
@@ -134,7 +151,7 @@ impl Node {
                 }),
                 LogicalPlan::Scan { .. } => Ok(Delta::empty(schema)),
                 LogicalPlan::Filter { input, predicate } => {
-                    let below = self.node_change(feed, input, next_join, changes).await?;
+                    let below = self.node_change(feed, input, visited, changes).await?;
                     let over = LogicalPlan::Filter {
                         input: Box::new(input_like(input)),
                         predicate: predicate.clone(),
@@ -146,7 +163,7 @@ impl Node {
                     exprs,
                     schema,
                 } => {
-                    let below = self.node_change(feed, input, next_join, changes).await?;
+                    let below = self.node_change(feed, input, visited, changes).await?;
                     let over = LogicalPlan::Project {
                         input: Box::new(input_like(input)),
                         exprs: exprs.clone(),
@@ -159,7 +176,7 @@ impl Node {
                     array,
                     schema,
                 } => {
-                    let below = self.node_change(feed, input, next_join, changes).await?;
+                    let below = self.node_change(feed, input, visited, changes).await?;
                     let over = LogicalPlan::Unnest {
                         input: Box::new(input_like(input)),
                         array: array.clone(),
@@ -171,7 +188,7 @@ impl Node {
                     let mut gained = Vec::new();
                     let mut lost = Vec::new();
                     for input in inputs {
-                        let below = self.node_change(feed, input, next_join, changes).await?;
+                        let below = self.node_change(feed, input, visited, changes).await?;
                         gained.push(conform(&schema, &[below.gained])?);
                         lost.push(conform(&schema, &[below.lost])?);
                     }
@@ -187,10 +204,10 @@ impl Node {
                     filter,
                     ..
                 } => {
-                    let position = 2 * *next_join;
-                    *next_join += 1;
-                    let left = self.node_change(feed, left, next_join, changes).await?;
-                    let right = self.node_change(feed, right, next_join, changes).await?;
+                    let position = 2 * visited.joins;
+                    visited.joins += 1;
+                    let left = self.node_change(feed, left, visited, changes).await?;
+                    let right = self.node_change(feed, right, visited, changes).await?;
                     if left.is_empty() && right.is_empty() {
                         return Ok(Delta::empty(schema));
                     }
@@ -211,12 +228,92 @@ impl Node {
                         }
                     }
                 }
+                LogicalPlan::Window { .. } => {
+                    let (over, base) = window_chain(node).expect("a window heads a chain");
+                    let window = &feed.stream.windows[visited.windows];
+                    visited.windows += 1;
+                    let below = self.node_change(feed, base, visited, changes).await?;
+                    if below.is_empty() {
+                        return Ok(Delta::empty(schema));
+                    }
+                    self.window_change(feed, window, over, below).await
+                }
                 _ => Err(NodeError::Other(format!(
                     "materialized view {} has a plan its commits cannot follow; drop it and create it again",
                     feed.view.name
                 ))),
             }
         })
+    }
+
+    /// The change of a window node (`over`, a chain of windows over the plan's `Input`) whose
+    /// input changes by `below`: the window over the rows of the partitions the change
+    /// touches after the commit, less the window over them before. Costs the rows of those
+    /// partitions, read from the tables.
+    async fn window_change(
+        &self,
+        feed: &Feed<'_>,
+        window: &WindowPartitionPlan,
+        over: LogicalPlan,
+        below: Delta,
+    ) -> Result<Delta> {
+        let input_schema = below.gained.schema();
+        let touched = concat_batches(&input_schema, [&below.gained, &below.lost])?;
+        let touched = touched.project(&window.partition)?;
+        let keys = RowKeys::new(&touched.schema(), touched.num_columns())?;
+        let mut seen = HashSet::new();
+        let mut partitions = Vec::new();
+        for (key, values) in keys
+            .of(&touched)?
+            .into_iter()
+            .zip(group_values(&touched, touched.num_columns()))
+        {
+            if seen.insert(key) {
+                partitions.push(values);
+            }
+        }
+        let Some(rows) = window.rows_of(&partitions, feed.snapshot)? else {
+            return Err(NodeError::Other(format!(
+                "materialized view {}: a window partition has a value without a constant form",
+                feed.view.name
+            )));
+        };
+        let before = self
+            .run_query(rows, feed.snapshot.clone(), Vec::new())
+            .await?;
+        let before = conform(&input_schema, &before)?;
+        let (kept, lost) = (
+            before.num_rows() + below.gained.num_rows(),
+            below.lost.num_rows(),
+        );
+        let all = concat_batches(&input_schema, [&before, &below.gained, &below.lost])?;
+        let weights: Vec<i64> = std::iter::repeat_n(1, kept)
+            .chain(std::iter::repeat_n(-1, lost))
+            .collect();
+        let after = consolidated(&all, &weights)?;
+        if after.lost.num_rows() > 0 {
+            return Err(lost_track(feed.view));
+        }
+        let schema = over.schema();
+        let run = |rows: RecordBatch| {
+            let over = over.clone();
+            let schema = schema.clone();
+            async move {
+                if rows.num_rows() == 0 {
+                    return Ok(RecordBatch::new_empty(schema));
+                }
+                let out = self
+                    .run_query(over, feed.snapshot.clone(), vec![rows])
+                    .await?;
+                conform(&schema, &out)
+            }
+        };
+        let old = run(before).await?;
+        let new = run(after.gained).await?;
+        let weights: Vec<i64> = std::iter::repeat_n(1, new.num_rows())
+            .chain(std::iter::repeat_n(-1, old.num_rows()))
+            .collect();
+        consolidated(&concat_batches(&schema, [&new, &old])?, &weights)
     }
 
     /// `below` through `over`, a node whose input is the change.

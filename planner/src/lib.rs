@@ -40,4 +40,4 @@ pub use types::{common_numeric_type, is_numeric, sql_type_from_ast};
 pub use types::{expanded_array_type, push_array_item};
 pub use value_counts::ValueCountsPlan;
 pub use view::{StateRole, ViewPlan, WindowClose, load_view, plan_created_view, plan_view};
-pub use view_stream::{JoinStatePlan, StreamPlan};
+pub use view_stream::{JoinStatePlan, StreamPlan, WindowPartitionPlan, window_chain};

@@ -719,7 +719,6 @@ fn find_core(plan: &LogicalPlan) -> &LogicalPlan {
     }
 }
 
-/// `plan` with its core (see [`find_core`]) replaced.
 /// The aggregate's output column that column `index` of `plan` (the nodes above a view's
 /// core) passes on unchanged, if any.
 fn core_column(plan: &LogicalPlan, index: usize) -> Option<usize> {
@@ -833,6 +832,7 @@ fn window_close(plan: &ViewPlan) -> Result<WindowClose> {
     })
 }
 
+/// `plan` with its core (see [`find_core`]) replaced.
 fn replace_core(plan: &LogicalPlan, replacement: LogicalPlan) -> LogicalPlan {
     match plan {
         LogicalPlan::Aggregate { .. } => replacement,

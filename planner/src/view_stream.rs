@@ -1,16 +1,17 @@
 //! The stream of a materialized view over joins (ADR 0054): what lies below the view's core (its
-//! aggregate, or the whole plan of a view of rows) when it joins tables, unions them or unnests
-//! rows. A commit's change to a
-//! table flows up the stream's nodes, and each join keeps both of its inputs indexed by key in
-//! a hidden keyed table, its *join state*.
+//! aggregate, or the whole plan of a view of rows) when it joins tables, unions them, unnests
+//! rows or computes window functions by partition. A commit's change to a table flows up the
+//! stream's nodes; each join keeps both of its inputs indexed by key in a hidden keyed table,
+//! its *join state*, and a window node computes the partitions the change touches again.
 
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema};
 use pondra_catalog::{Column, Snapshot, TableDef};
 
-use crate::expr::{AggregateCall, AggregateFunction, Expr, JoinKind};
+use crate::expr::{AggregateCall, AggregateFunction, Expr, JoinKind, WindowExpr};
 use crate::logical::LogicalPlan;
+use crate::scalar::ScalarValue;
 use crate::view::{expand_leaves, state_column};
 use crate::{Result, unsupported};
 
@@ -31,6 +32,50 @@ pub struct StreamPlan {
     /// The state of each join side, in position order: 2j and 2j+1 for the left and right
     /// inputs of the j-th join met in pre-order (the join, then its left, then its right).
     pub join_states: Vec<JoinStatePlan>,
+    /// Each window node of the stream, in pre-order.
+    pub windows: Vec<WindowPartitionPlan>,
+}
+
+/// A window node of a view's stream (window functions, a SESSION window, a top-N): its rows
+/// of one partition depend on that partition's input rows only, so a commit's change is the
+/// window over the touched partitions' rows after the commit less the window over them before.
+#[derive(Clone, Debug)]
+pub struct WindowPartitionPlan {
+    /// The input columns every window expression of the node partitions by.
+    pub partition: Vec<usize>,
+    /// The rows of the node's input, over the tables (the views it reads expanded).
+    rows: LogicalPlan,
+}
+
+impl WindowPartitionPlan {
+    /// The input's rows of the given partitions, as `snapshot` holds them; `None` when a
+    /// partition value cannot be written as a constant.
+    pub fn rows_of(
+        &self,
+        partitions: &[Vec<ScalarValue>],
+        snapshot: &Snapshot,
+    ) -> Result<Option<LogicalPlan>> {
+        let schema = self.rows.schema();
+        let keys: Vec<Expr> = self
+            .partition
+            .iter()
+            .map(|&i| {
+                Expr::column(
+                    i,
+                    schema.field(i).name(),
+                    schema.field(i).data_type().clone(),
+                )
+            })
+            .collect();
+        let Some(predicate) = crate::view::groups_predicate(&keys, partitions) else {
+            return Ok(None);
+        };
+        let plan = LogicalPlan::Filter {
+            input: Box::new(self.rows.clone()),
+            predicate,
+        };
+        Ok(Some(crate::optimizer::optimize(plan, snapshot)?))
+    }
 }
 
 /// The state of one input of a join: its rows indexed by their key values.
@@ -68,8 +113,13 @@ pub(crate) fn plan_stream(plan: &LogicalPlan, snapshot: &Snapshot) -> Result<Opt
         rows: expand_leaves(plan.clone(), snapshot)?,
         tables: Vec::new(),
         join_states: Vec::new(),
+        windows: Vec::new(),
     };
     walk(plan, &mut stream)?;
+    for window in &mut stream.windows {
+        let rows = std::mem::replace(&mut window.rows, LogicalPlan::empty());
+        window.rows = expand_leaves(rows, snapshot)?;
+    }
     for state in &mut stream.join_states {
         let fill = std::mem::replace(&mut state.fill, LogicalPlan::empty());
         state.fill = expand_leaves(fill, snapshot)?;
@@ -79,7 +129,10 @@ pub(crate) fn plan_stream(plan: &LogicalPlan, snapshot: &Snapshot) -> Result<Opt
 
 fn needs_stream(plan: &LogicalPlan) -> bool {
     match plan {
-        LogicalPlan::Join { .. } | LogicalPlan::Union { .. } | LogicalPlan::Unnest { .. } => true,
+        LogicalPlan::Join { .. }
+        | LogicalPlan::Union { .. }
+        | LogicalPlan::Unnest { .. }
+        | LogicalPlan::Window { .. } => true,
         LogicalPlan::Filter { input, .. } | LogicalPlan::Project { input, .. } => {
             needs_stream(input)
         }
@@ -137,9 +190,28 @@ fn walk(plan: &LogicalPlan, stream: &mut StreamPlan) -> Result<()> {
         LogicalPlan::Aggregate { .. } => Err(unsupported!(
             "an aggregate below a join or a UNION in a materialized view"
         )),
-        LogicalPlan::Window { .. } => Err(unsupported!(
-            "window functions and SESSION windows in a materialized view"
-        )),
+        LogicalPlan::Window { .. } => {
+            let (_, base) = window_chain(plan).expect("a window");
+            let mut exprs = Vec::new();
+            let mut node = plan;
+            while let LogicalPlan::Window {
+                input, exprs: more, ..
+            } = node
+            {
+                exprs.extend(more.iter().cloned());
+                node = input;
+            }
+            let Some(partition) = shared_partition(&exprs) else {
+                return Err(unsupported!(
+                    "window functions without a PARTITION BY they all share (and SESSION windows without keys) in a materialized view"
+                ));
+            };
+            stream.windows.push(WindowPartitionPlan {
+                partition,
+                rows: base.clone(),
+            });
+            walk(base, stream)
+        }
         LogicalPlan::Sort { .. } | LogicalPlan::Limit { .. } => Err(unsupported!(
             "ORDER BY or LIMIT below a join in a materialized view"
         )),
@@ -147,6 +219,52 @@ fn walk(plan: &LogicalPlan, stream: &mut StreamPlan) -> Result<()> {
             "a materialized view over joins may read tables through WHERE, joins and UNION ALL only"
         )),
     }
+}
+
+/// For a window node, the chain of window nodes it heads with their lowest input replaced by
+/// the plan's `Input`, and that input: a chain is one node of a view's stream, as a SESSION
+/// window's three are. A window node keeps its input's columns in place, so the partition
+/// columns of every node of the chain are columns of its lowest input. `None` for any other node.
+pub fn window_chain(node: &LogicalPlan) -> Option<(LogicalPlan, &LogicalPlan)> {
+    let LogicalPlan::Window {
+        input,
+        exprs,
+        schema,
+    } = node
+    else {
+        return None;
+    };
+    let (over, base) = match window_chain(input) {
+        Some((over, base)) => (over, base),
+        None => {
+            let schema = input.schema();
+            (LogicalPlan::Input { schema }, input.as_ref())
+        }
+    };
+    let chain = LogicalPlan::Window {
+        input: Box::new(over),
+        exprs: exprs.clone(),
+        schema: schema.clone(),
+    };
+    Some((chain, base))
+}
+
+/// The input columns that every one of `exprs` partitions by; `None` when there are none.
+fn shared_partition(exprs: &[WindowExpr]) -> Option<Vec<usize>> {
+    let columns = |e: &WindowExpr| -> Vec<usize> {
+        let columns = e.partition_by.iter().filter_map(|p| match p {
+            Expr::Column { index, .. } => Some(*index),
+            _ => None,
+        });
+        columns.collect()
+    };
+    let mut shared = columns(exprs.first()?);
+    for expr in &exprs[1..] {
+        let theirs = columns(expr);
+        shared.retain(|c| theirs.contains(c));
+    }
+    shared.dedup();
+    (!shared.is_empty()).then_some(shared)
 }
 
 /// The state of one join input, `side`, indexed by `keys` (over the input's columns).

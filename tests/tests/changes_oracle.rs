@@ -128,9 +128,10 @@ const JOIN_VIEWS: [(&str, &str); 8] = [
 ];
 
 /// Materialized views over event-time windows of `events`, whose rows arrive out of order
-/// (each up to 20 seconds behind the latest) and are updated and deleted: by name, as Pondra
-/// spells them (RisingWave's and Flink's forms), and as DuckDB computes the same windows.
-const WINDOW_VIEWS: [(&str, &str, &str); 3] = [
+/// (each up to 20 seconds behind the latest) and are updated and deleted, and a top-N per key:
+/// by name, as Pondra spells them (RisingWave's and Flink's forms), and as DuckDB computes the
+/// same windows.
+const WINDOW_VIEWS: [(&str, &str, &str); 5] = [
     (
         "events_tumble",
         "SELECT k, window_start, window_end, count(*) AS n, sum(v) AS total, min(v) AS least, \
@@ -150,6 +151,25 @@ const WINDOW_VIEWS: [(&str, &str, &str); 3] = [
          generate_series(CAST(floor(epoch_us(ts) / 5000000) AS BIGINT) * 5000000 - 10000000, \
          CAST(floor(epoch_us(ts) / 5000000) AS BIGINT) * 5000000, 5000000) AS g(s) \
          WHERE s + 15000000 > epoch_us(ts) GROUP BY s",
+    ),
+    (
+        "events_sessions",
+        "SELECT k, window_start, window_end, count(*) AS n, sum(v) AS total, min(v) AS least \
+         FROM SESSION(events, ts, INTERVAL '4' SECOND, k) GROUP BY k, window_start, window_end",
+        "SELECT k, make_timestamp(min(us)) AS window_start, \
+         make_timestamp(max(us) + 4000000) AS window_end, count(*) AS n, sum(v) AS total, \
+         min(v) AS least FROM (SELECT *, sum(CASE WHEN prev IS NULL OR us - prev >= 4000000 \
+         THEN 1 ELSE 0 END) OVER (PARTITION BY k ORDER BY us) AS sid \
+         FROM (SELECT *, epoch_us(ts) AS us, \
+         lag(epoch_us(ts)) OVER (PARTITION BY k ORDER BY ts) AS prev FROM events)) \
+         GROUP BY k, sid",
+    ),
+    (
+        "events_top_two",
+        "SELECT k, v, ts, rn FROM (SELECT k, v, ts, row_number() OVER (PARTITION BY k \
+         ORDER BY v DESC NULLS LAST, ts) AS rn FROM events) WHERE rn <= 2",
+        "SELECT k, v, ts, rn FROM (SELECT k, v, ts, row_number() OVER (PARTITION BY k \
+         ORDER BY v DESC NULLS LAST, ts) AS rn FROM events) WHERE rn <= 2",
     ),
     (
         "events_windowed_rows",

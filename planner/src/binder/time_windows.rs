@@ -327,12 +327,15 @@ fn session(input: LogicalPlan, ts: Expr, gap: i64, keys: Vec<Expr>) -> LogicalPl
         otherwise: Some(Box::new(int(0))),
         data_type: DataType::Int64,
     };
-    let count = window_call(
+    let mut count = window_call(
         WindowFunction::Aggregate(AggregateFunction::Sum),
         vec![flag],
         &keys,
         Some(&ts),
     );
+    // Rows of one time are peers: they take the same session whichever of them the sort put
+    // first (a ROWS frame could split them around a session's start).
+    count.frame.rows = false;
     let number_type = count.data_type.clone();
     let numbered = windowed(with_before, vec![(count, "session")]);
     let number = Expr::column(width + 1, "session", number_type);
