@@ -71,10 +71,58 @@ impl WindowPartitionPlan {
             return Ok(None);
         };
         let plan = LogicalPlan::Filter {
-            input: Box::new(self.rows.clone()),
+            input: Box::new(self.narrowed(partitions)),
             predicate,
         };
         Ok(Some(crate::optimizer::optimize(plan, snapshot)?))
+    }
+
+    /// The input's rows, where the input is a join whose left keys are partition columns
+    /// with its right side read for those keys' values only (an ASOF join's right rows).
+    fn narrowed(&self, partitions: &[Vec<ScalarValue>]) -> LogicalPlan {
+        let LogicalPlan::Join {
+            left,
+            right,
+            kind,
+            on,
+            filter,
+            schema,
+            estimate,
+        } = &self.rows
+        else {
+            return self.rows.clone();
+        };
+        let (keys, positions): (Vec<Expr>, Vec<usize>) = on
+            .iter()
+            .filter_map(|(l, r)| match l {
+                Expr::Column { index, .. } => {
+                    let position = self.partition.iter().position(|p| p == index)?;
+                    Some((r.clone(), position))
+                }
+                _ => None,
+            })
+            .unzip();
+        let values: Vec<Vec<ScalarValue>> = partitions
+            .iter()
+            .map(|p| positions.iter().map(|&i| p[i].clone()).collect())
+            .collect();
+        let Some(predicate) =
+            crate::view::groups_predicate(&keys, &values).filter(|_| !keys.is_empty())
+        else {
+            return self.rows.clone();
+        };
+        LogicalPlan::Join {
+            left: left.clone(),
+            right: Box::new(LogicalPlan::Filter {
+                input: right.clone(),
+                predicate,
+            }),
+            kind: *kind,
+            on: on.clone(),
+            filter: filter.clone(),
+            schema: schema.clone(),
+            estimate: estimate.clone(),
+        }
     }
 }
 

@@ -86,9 +86,21 @@ const VIEWS: [(&str, &str); 5] = [
 /// DuckDB's answers (where the views they read are plain views): a join aggregate with min and
 /// max, a left join counting the rows without a match, a view of joined rows with a condition
 /// across the sides, a full join on two keys (NULLs never match), a three-table join reading the
-/// keyed table twice, and views of rows and aggregates over aggregating views and over a view
-/// of joined rows.
-const JOIN_VIEWS: [(&str, &str); 8] = [
+/// keyed table twice, views of rows and aggregates over aggregating views and over a view
+/// of joined rows, and ASOF joins (each appended row with its key's keyed row if its value is
+/// at or below the appended one: one candidate per key, so DuckDB's choice among ties never
+/// arises).
+const JOIN_VIEWS: [(&str, &str); 10] = [
+    (
+        "asof_matched",
+        "SELECT a.k, a.v, a.s, b.v AS matched, b.s AS label \
+         FROM appended a ASOF JOIN keyed b ON a.k = b.k AND a.v >= b.v",
+    ),
+    (
+        "asof_by_label",
+        "SELECT b.s, count(*) AS n, sum(a.v - b.v) AS ahead \
+         FROM appended a ASOF JOIN keyed b ON a.k = b.k AND a.v > b.v GROUP BY b.s",
+    ),
     (
         "join_by_s",
         "SELECT a.s, count(*) AS n, sum(a.v) AS total, min(k.v) AS least, \

@@ -7,7 +7,9 @@
 //! right row of their keys that the inequality allows, and each keeps its best match, the
 //! first by time in its number's partition. That costs the pairs the inequality allows per key;
 //! a merge of both sides in time order is the refinement. Among right rows tied on the best
-//! time, one is kept.
+//! time, one is kept. In a materialized view the left rows are told apart by their values
+//! instead, which a view's stream follows as a window by partition (ADR 0054): there, every
+//! right row tied on the best time is kept.
 
 use arrow::datatypes::{DataType, Field};
 use pondra_parser::{DUCKDB_ASOF, DUCKDB_ASOF_LEFT, ast};
@@ -53,6 +55,17 @@ struct Inequality {
     right: Expr,
 }
 
+/// How an ASOF join tells its left rows apart, to keep one match each.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum LeftRows {
+    /// By a number given to each: one right row per left row.
+    Numbered,
+    /// By their values, in a materialized view, whose stream computes a window by partition
+    /// (ADR 0054): each left row keeps every right row tied on the best time, and equal left
+    /// rows each keep them.
+    ByValue,
+}
+
 /// The ASOF join of `left` (the first `left_width` columns of `condition`'s columns) and
 /// `right` on `condition`: equal keys and one inequality between the sides.
 pub(super) fn asof_join(
@@ -60,7 +73,7 @@ pub(super) fn asof_join(
     right: LogicalPlan,
     condition: Expr,
     left_width: usize,
-    keep_unmatched: bool,
+    (keep_unmatched, left_rows): (bool, LeftRows),
 ) -> Result<LogicalPlan> {
     let usage = "an ASOF join takes equalities and one inequality (>=, >, <= or <) between its two sides, such as ON a.k = b.k AND a.ts >= b.ts";
     let side = |e: &Expr| {
@@ -118,39 +131,53 @@ pub(super) fn asof_join(
     };
     let left_schema = left.schema();
     let right_schema = right.schema();
-    // The left rows numbered, so that each keeps one match.
-    let numbered = with_window(
-        left,
-        WindowExpr {
-            func: WindowFunction::RowNumber,
-            args: Vec::new(),
-            partition_by: Vec::new(),
-            order_by: Vec::new(),
-            frame: whole_partition(),
-            data_type: DataType::Int64,
-        },
-        "asof_row",
-    );
-    // The right side's columns move one place along, past the number.
-    let shift = |e: Expr| e.remap_columns(&|c| if c >= left_width { c + 1 } else { c });
+    // Numbered, the left rows gain a column, and the right side's columns move one along.
+    let numbered = usize::from(left_rows == LeftRows::Numbered);
+    let left = match left_rows {
+        LeftRows::Numbered => with_window(
+            left,
+            WindowExpr {
+                func: WindowFunction::RowNumber,
+                args: Vec::new(),
+                partition_by: Vec::new(),
+                order_by: Vec::new(),
+                frame: whole_partition(),
+                data_type: DataType::Int64,
+            },
+            "asof_row",
+        ),
+        LeftRows::ByValue => left,
+    };
+    let shift = |e: Expr| e.remap_columns(&|c| if c >= left_width { c + numbered } else { c });
     let condition = Expr::and_all(rest.into_iter().map(shift).collect()).expect("an inequality");
     let kind = match keep_unmatched {
         true => JoinKind::Left,
         false => JoinKind::Inner,
     };
     let joined = outer_join(
-        numbered,
+        left,
         right,
         kind,
         Some(condition),
-        left_width + 1,
+        left_width + numbered,
         false,
     )?;
     // The best match first: the latest right time for `>=` and `>`, the earliest for the others.
+    let (func, partition_by) = match left_rows {
+        LeftRows::Numbered => (
+            WindowFunction::RowNumber,
+            vec![Expr::column(left_width, "asof_row", DataType::Int64)],
+        ),
+        LeftRows::ByValue => {
+            let columns = left_schema.fields().iter().enumerate();
+            let by_value = columns.map(|(i, f)| Expr::column(i, f.name(), f.data_type().clone()));
+            (WindowFunction::Rank, by_value.collect())
+        }
+    };
     let best = WindowExpr {
-        func: WindowFunction::RowNumber,
+        func,
         args: Vec::new(),
-        partition_by: vec![Expr::column(left_width, "asof_row", DataType::Int64)],
+        partition_by,
         order_by: vec![SortKey {
             expr: shift(inequality.right),
             descending: matches!(inequality.op, BinaryOp::GtEq | BinaryOp::Gt),
@@ -160,7 +187,7 @@ pub(super) fn asof_join(
         data_type: DataType::Int64,
     };
     let ranked = with_window(joined, best, "asof_rank");
-    let width = left_width + 1 + right_schema.fields().len();
+    let width = left_width + numbered + right_schema.fields().len();
     let first = LogicalPlan::Filter {
         input: Box::new(ranked),
         predicate: Expr::Binary {
@@ -170,7 +197,7 @@ pub(super) fn asof_join(
         },
     };
     let fields = left_schema.fields().iter().chain(right_schema.fields());
-    let positions = (0..left_width).chain(left_width + 1..width);
+    let positions = (0..left_width).chain(left_width + numbered..width);
     let (exprs, names) = fields
         .zip(positions)
         .map(|(f, i)| {

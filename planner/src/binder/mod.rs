@@ -786,9 +786,6 @@ impl<'a> Binder<'a> {
         (match_condition, constraint): (&ast::Expr, &ast::JoinConstraint),
         [scope, right_scope, joined_scope]: [&Scope; 3],
     ) -> Result<impl FnOnce(usize, usize) -> Result<LogicalPlan>> {
-        if self.views_as_leaves {
-            return Err(unsupported!("ASOF JOIN in a materialized view"));
-        }
         if matches!(constraint, ast::JoinConstraint::Using(_)) {
             return Err(unsupported!(
                 "ASOF JOIN ... USING (write ON a.k = b.k AND a.ts >= b.ts)"
@@ -802,11 +799,26 @@ impl<'a> Binder<'a> {
                 (false, Some(bound))
             }
         };
+        if keep_unmatched && self.views_as_leaves {
+            // A view's outer joins match on equal keys only (ADR 0054).
+            return Err(unsupported!("ASOF LEFT JOIN in a materialized view"));
+        }
         let condition = Expr::and_all(on.into_iter().chain(matched).collect())
             .ok_or_else(|| bind_err!("an ASOF join needs a condition"))?;
+        let views_as_leaves = self.views_as_leaves;
         Ok(move |base: usize, left_width: usize| {
             let condition = condition.remap_columns(&|c| c - base);
-            asof::asof_join(left, right, condition, left_width, keep_unmatched)
+            let left_rows = match views_as_leaves {
+                true => asof::LeftRows::ByValue,
+                false => asof::LeftRows::Numbered,
+            };
+            asof::asof_join(
+                left,
+                right,
+                condition,
+                left_width,
+                (keep_unmatched, left_rows),
+            )
         })
     }
 
