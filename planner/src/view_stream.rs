@@ -121,7 +121,7 @@ impl WindowPartitionPlan {
             on: on.clone(),
             filter: filter.clone(),
             schema: schema.clone(),
-            estimate: estimate.clone(),
+            estimate: *estimate,
         }
     }
 }
