@@ -44,6 +44,12 @@ impl Delta {
     }
 }
 
+/// Weights for `positive` rows then `negative` ones.
+fn signed(positive: usize, negative: usize) -> Vec<i64> {
+    let weights = std::iter::repeat_n(1, positive).chain(std::iter::repeat_n(-1, negative));
+    weights.collect()
+}
+
 /// How many joins and window nodes of a stream its walk has met, which numbers their states.
 #[derive(Default)]
 struct Visited {
@@ -287,53 +293,37 @@ impl Node {
             below.lost.num_rows(),
         );
         let all = concat_batches(&input_schema, [&before, &below.gained, &below.lost])?;
-        let weights: Vec<i64> = std::iter::repeat_n(1, kept)
-            .chain(std::iter::repeat_n(-1, lost))
-            .collect();
-        let after = consolidated(&all, &weights)?;
+        let after = consolidated(&all, &signed(kept, lost))?;
         if after.lost.num_rows() > 0 {
             return Err(lost_track(feed.view));
         }
+        let old = self.run_over(feed, &over, before).await?;
+        let new = self.run_over(feed, &over, after.gained).await?;
+        let weights = signed(new.num_rows(), old.num_rows());
+        consolidated(&concat_batches(&over.schema(), [&new, &old])?, &weights)
+    }
+
+    /// `over`, a plan over its `Input`, run over `rows`.
+    async fn run_over(
+        &self,
+        feed: &Feed<'_>,
+        over: &LogicalPlan,
+        rows: RecordBatch,
+    ) -> Result<RecordBatch> {
         let schema = over.schema();
-        let run = |rows: RecordBatch| {
-            let over = over.clone();
-            let schema = schema.clone();
-            async move {
-                if rows.num_rows() == 0 {
-                    return Ok(RecordBatch::new_empty(schema));
-                }
-                let out = self
-                    .run_query(over, feed.snapshot.clone(), vec![rows])
-                    .await?;
-                conform(&schema, &out)
-            }
-        };
-        let old = run(before).await?;
-        let new = run(after.gained).await?;
-        let weights: Vec<i64> = std::iter::repeat_n(1, new.num_rows())
-            .chain(std::iter::repeat_n(-1, old.num_rows()))
-            .collect();
-        consolidated(&concat_batches(&schema, [&new, &old])?, &weights)
+        if rows.num_rows() == 0 {
+            return Ok(RecordBatch::new_empty(schema));
+        }
+        let out = self
+            .run_query(over.clone(), feed.snapshot.clone(), vec![rows])
+            .await?;
+        conform(&schema, &out)
     }
 
     /// `below` through `over`, a node whose input is the change.
     async fn map_delta(&self, feed: &Feed<'_>, over: LogicalPlan, below: Delta) -> Result<Delta> {
-        let schema = over.schema();
-        let run = |rows: RecordBatch| {
-            let over = over.clone();
-            let schema = schema.clone();
-            async move {
-                if rows.num_rows() == 0 {
-                    return Ok(RecordBatch::new_empty(schema));
-                }
-                let out = self
-                    .run_query(over, feed.snapshot.clone(), vec![rows])
-                    .await?;
-                conform(&schema, &out)
-            }
-        };
-        let gained = run(below.gained).await?;
-        let lost = run(below.lost).await?;
+        let gained = self.run_over(feed, &over, below.gained).await?;
+        let lost = self.run_over(feed, &over, below.lost).await?;
         Ok(Delta { gained, lost })
     }
 

@@ -83,19 +83,10 @@ fn on_of(tokens: &[TokenWithSpan], from: usize) -> Option<usize> {
 
 #[cfg(test)]
 mod tests {
-    use sqlparser::dialect::DuckDbDialect;
-    use sqlparser::tokenizer::Tokenizer;
-
     use super::*;
 
     fn rewritten(sql: &str) -> String {
-        let tokens = Tokenizer::new(&DuckDbDialect {}, sql)
-            .tokenize_with_location()
-            .unwrap();
-        duckdb_asof_joins(tokens)
-            .iter()
-            .map(|t| t.token.to_string())
-            .collect()
+        crate::rewritten_by(duckdb_asof_joins, sql)
     }
 
     #[test]

@@ -301,6 +301,21 @@ fn is_blank(text: &str) -> bool {
         .all(|l| l.trim().trim_matches(';').trim().is_empty())
 }
 
+/// `sql` rewritten by a token rewrite, as text: for testing the rewrites.
+#[cfg(test)]
+pub(crate) fn rewritten_by(
+    rewrite: fn(Vec<TokenWithSpan>) -> Vec<TokenWithSpan>,
+    sql: &str,
+) -> String {
+    let tokens = Tokenizer::new(&DuckDbDialect {}, sql)
+        .tokenize_with_location()
+        .unwrap();
+    rewrite(tokens)
+        .iter()
+        .map(|t| t.token.to_string())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -224,19 +224,10 @@ fn watermark_element(
 
 #[cfg(test)]
 mod tests {
-    use sqlparser::dialect::DuckDbDialect;
-    use sqlparser::tokenizer::Tokenizer;
-
     use super::*;
 
     fn rewritten(sql: &str) -> String {
-        let tokens = Tokenizer::new(&DuckDbDialect {}, sql)
-            .tokenize_with_location()
-            .unwrap();
-        streaming_clauses(tokens)
-            .iter()
-            .map(|t| t.token.to_string())
-            .collect()
+        crate::rewritten_by(streaming_clauses, sql)
     }
 
     #[test]
