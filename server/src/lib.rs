@@ -106,6 +106,25 @@ enum Command {
         #[command(subcommand)]
         command: TpchCommand,
     },
+    /// Nexmark: append the Person, Auction and Bid streams to the lake.
+    Nexmark {
+        #[command(subcommand)]
+        command: NexmarkCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum NexmarkCommand {
+    /// Appends Nexmark events to the lake's `person`, `auction` and `bid` tables (created with
+    /// a watermark when missing), a commit per batch, keeping the views over them current.
+    Gen {
+        /// How many events (of the three streams together).
+        #[arg(long, default_value_t = 1_000_000)]
+        events: u64,
+        /// Events per commit.
+        #[arg(long, default_value_t = 100_000)]
+        batch: usize,
+    },
 }
 
 #[derive(Subcommand)]
@@ -306,6 +325,7 @@ pub fn run_cli() -> ExitCode {
             Some(Command::Sql { format, sql }) => run_sql(&node, &sql, format).await,
             Some(Command::Serve { .. }) => unreachable!("served above"),
             Some(Command::Tpch { command }) => run_tpch(&node, command).await,
+            Some(Command::Nexmark { command }) => run_nexmark(&node, command).await,
         };
         if trace {
             eprintln!("trace: ran in {:?}", started.elapsed());
@@ -336,6 +356,39 @@ async fn open_for_statements(dir: &str, options: NodeOptions) -> Result<Arc<Node
         None => Node::open(lake, options).await,
     };
     opened.map_err(|e| e.to_string())
+}
+
+async fn run_nexmark(node: &Arc<Node>, command: NexmarkCommand) -> ExitCode {
+    let NexmarkCommand::Gen { events, batch } = command;
+    let started = std::time::Instant::now();
+    let terminal = std::io::stderr().is_terminal();
+    let result = pondra_nexmark::generate(node, events, batch, |counts| {
+        if terminal {
+            let elapsed = started.elapsed().as_secs_f64();
+            eprint!("\r{} events ({elapsed:.1} s)", counts.total());
+        }
+    })
+    .await;
+    if terminal {
+        eprintln!();
+    }
+    match result {
+        Ok(counts) => {
+            let elapsed = started.elapsed().as_secs_f64();
+            println!(
+                "{} persons, {} auctions, {} bids in {elapsed:.2} s: {:.0} events/s",
+                counts.persons,
+                counts.auctions,
+                counts.bids,
+                counts.total() as f64 / elapsed.max(1e-9)
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("Error: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 async fn run_tpch(node: &Arc<Node>, command: TpchCommand) -> ExitCode {
