@@ -70,15 +70,8 @@ fn canonical(column: &ArrayRef) -> Result<ArrayRef> {
         DataType::Boolean => DataType::Boolean,
         DataType::Float16 | DataType::Float32 | DataType::Float64 => DataType::Float64,
         DataType::Decimal128(p, s) => DataType::Decimal128(*p, *s),
-        DataType::Int8
-        | DataType::Int16
-        | DataType::Int32
-        | DataType::Int64
-        | DataType::UInt8
-        | DataType::UInt16
-        | DataType::UInt32
-        | DataType::Date32
-        | DataType::Date64
+        exact if pondra_catalog::is_exact_integer(exact) => DataType::Int64,
+        DataType::Date64
         | DataType::Timestamp(..)
         | DataType::Time32(..)
         | DataType::Time64(..) => DataType::Int64,

@@ -36,19 +36,12 @@ pub struct ValueCountsPlan {
 /// The name of the column holding the hash of a count table's group.
 pub const GROUP_HASH: &str = "group_hash";
 
-/// Whether every group key is an integer (or a date or time), which scans prune by.
+/// Whether every group key is a type whose column ranges scans prune by (an integer or a
+/// date, `is_exact_integer`).
 fn prunable(group: &[Expr]) -> bool {
-    group.iter().all(|g| {
-        matches!(
-            g.data_type(),
-            DataType::Int8
-                | DataType::Int16
-                | DataType::Int32
-                | DataType::Int64
-                | DataType::Date32
-                | DataType::Timestamp(..)
-        )
-    })
+    group
+        .iter()
+        .all(|g| pondra_catalog::is_exact_integer(&g.data_type()))
 }
 
 impl ValueCountsPlan {
