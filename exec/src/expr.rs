@@ -125,6 +125,13 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
             negated,
         } => {
             let probe = value(expr, batch)?;
+            if let Some(hits) = in_long_constant_list(&probe, list, batch)? {
+                let hits = Arc::new(hits);
+                return match *negated {
+                    true => Ok(Value::Column(Arc::new(boolean::not(&hits)?))),
+                    false => Ok(Value::Column(hits)),
+                };
+            }
             let mut any: Option<Value> = None;
             for item in list {
                 let item = value(item, batch)?;
@@ -557,6 +564,29 @@ fn substring(text: &str, start: i64, length: Option<i64>) -> &str {
     let begin = byte_at(first);
     let end = last.map_or(text.len(), byte_at).max(begin);
     &text[begin..end]
+}
+
+/// `probe IN (list)` by a hash set, when the probe is a column and the list many constants of
+/// its type; `None` otherwise.
+fn in_long_constant_list(
+    probe: &Value,
+    list: &[Expr],
+    batch: &RecordBatch,
+) -> Result<Option<BooleanArray>> {
+    let Value::Column(probe) = probe else {
+        return Ok(None);
+    };
+    if list.len() < crate::in_set::FEWEST_FOR_SET {
+        return Ok(None);
+    }
+    let mut constants = Vec::with_capacity(list.len());
+    for item in list {
+        match value(item, batch)? {
+            Value::Constant(one) if one.data_type() == probe.data_type() => constants.push(one),
+            _ => return Ok(None),
+        }
+    }
+    crate::in_set::in_constants(probe, &constants).map(Some)
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ mod direct_ids;
 mod error;
 mod expr;
 mod functions;
+mod in_set;
 mod join;
 mod join_rows;
 mod join_spill;

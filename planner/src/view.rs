@@ -656,6 +656,24 @@ pub(crate) fn groups_predicate(keys: &[Expr], groups: &[Vec<ScalarValue>]) -> Op
     if keys.is_empty() {
         return Some(Expr::Literal(ScalarValue::Boolean(true)));
     }
+    if let [key] = keys
+        && !groups.is_empty()
+        && groups.iter().all(|g| !matches!(g[0], ScalarValue::Null))
+    {
+        // One key: a list the scan prunes by and the executor probes by hash.
+        let list = groups.iter().map(|values| {
+            assert_eq!(values.len(), 1, "a value per group key");
+            match &values[0] {
+                ScalarValue::Single(_) | ScalarValue::Interval { .. } => None,
+                value => Some(Expr::Literal(value.clone()).cast(&key.data_type())),
+            }
+        });
+        return Some(Expr::InList {
+            expr: Box::new(key.clone()),
+            list: list.collect::<Option<Vec<_>>>()?,
+            negated: false,
+        });
+    }
     let mut alternatives = Vec::new();
     for values in groups {
         assert_eq!(values.len(), keys.len(), "a value per group key");
@@ -673,11 +691,28 @@ pub(crate) fn groups_predicate(keys: &[Expr], groups: &[Vec<ScalarValue>]) -> Op
         }
         alternatives.push(Expr::and_all(parts).expect("a group has keys"));
     }
-    alternatives.into_iter().reduce(|l, r| Expr::Binary {
-        op: BinaryOp::Or,
-        left: Box::new(l),
-        right: Box::new(r),
-    })
+    balanced_or(alternatives)
+}
+
+/// The OR of `alternatives` as a balanced tree: its depth, which evaluation recurses through,
+/// grows with the logarithm of their number.
+fn balanced_or(mut alternatives: Vec<Expr>) -> Option<Expr> {
+    while alternatives.len() > 1 {
+        let mut paired = Vec::with_capacity(alternatives.len().div_ceil(2));
+        let mut rest = alternatives.into_iter();
+        while let Some(left) = rest.next() {
+            paired.push(match rest.next() {
+                Some(right) => Expr::Binary {
+                    op: BinaryOp::Or,
+                    left: Box::new(left),
+                    right: Box::new(right),
+                },
+                None => left,
+            });
+        }
+        alternatives = paired;
+    }
+    alternatives.pop()
 }
 
 /// The state column counting a group's rows, which retractions bring to zero.
