@@ -77,7 +77,7 @@ pub fn column_ranges(batches: &[RecordBatch]) -> Vec<Option<(i64, i64)>> {
     };
     (0..first.num_columns())
         .map(|column| {
-            if !is_exact_integer(first.schema().field(column).data_type()) {
+            if !has_value_range(first.schema().field(column).data_type()) {
                 return None;
             }
             let mut range: Option<(i64, i64)> = None;
@@ -109,6 +109,17 @@ pub fn is_exact_integer(data_type: &DataType) -> bool {
             | DataType::UInt32
             | DataType::Date32
     )
+}
+
+/// The types whose columns keep a least and greatest value as an `i64` in statistics and log
+/// segments: exact integers, and timestamps in microseconds without a zone (as microseconds),
+/// which event times are and reads of recent rows compare with.
+pub fn has_value_range(data_type: &DataType) -> bool {
+    is_exact_integer(data_type)
+        || matches!(
+            data_type,
+            DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None)
+        )
 }
 
 /// The least and greatest non-null value, as i64; none when every value is null.

@@ -1,12 +1,12 @@
 //! Skipping a scan's row groups and files whose statistics prove that a filter keeps none of
-//! their rows: each integer or date column's least and greatest value against comparisons of
+//! their rows: each integer, date or timestamp column's least and greatest value against comparisons of
 //! the column with constants (and, in `scan_filter`, against the least and greatest key of
 //! the build side of each join above the scan). Within a row group that may match, the same
 //! test on each page's range in the Parquet page index skips pages (ADR 0043).
 
 use std::ops::Range;
 
-use arrow::datatypes::{DataType, Schema};
+use arrow::datatypes::{DataType, Schema, TimeUnit};
 use pondra_planner::{BinaryOp, Expr, integer_constant};
 use pondra_storage::ParquetFooter;
 
@@ -110,13 +110,15 @@ pub(crate) fn ranged_column(expr: &Expr, schema: &Schema) -> Option<usize> {
         (
             DataType::Date32 | DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64,
             None
-        ) | (
-            DataType::Int8 | DataType::Int16 | DataType::Int32,
-            Some(DataType::Int32)
-        ) | (
-            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64,
-            Some(DataType::Int64)
-        )
+        ) | (DataType::Timestamp(TimeUnit::Microsecond, None), None)
+            | (
+                DataType::Int8 | DataType::Int16 | DataType::Int32,
+                Some(DataType::Int32)
+            )
+            | (
+                DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64,
+                Some(DataType::Int64)
+            )
     );
     ranged.then_some(index)
 }

@@ -555,11 +555,12 @@ fn number(expr: &Expr) -> Option<f64> {
     integer_constant(expr).map(|v| v as f64)
 }
 
-/// The exact value of a constant integer or date expression (dates in days), as statistics
-/// of integer and date columns hold them; none for other constants and for NULL.
+/// The exact value of a constant integer, date or timestamp expression (dates in days,
+/// timestamps without a zone in microseconds), as statistics of such columns hold them; none
+/// for other constants and for NULL.
 pub fn integer_constant(expr: &Expr) -> Option<i64> {
     use arrow::array::{Array, AsArray};
-    use arrow::datatypes::{Date32Type, Int32Type, Int64Type};
+    use arrow::datatypes::{Date32Type, Int32Type, Int64Type, TimeUnit};
     let value = constant(expr)?;
     if value.is_null(0) {
         return None;
@@ -568,6 +569,11 @@ pub fn integer_constant(expr: &Expr) -> Option<i64> {
         DataType::Int32 => Some(i64::from(value.as_primitive::<Int32Type>().value(0))),
         DataType::Date32 => Some(i64::from(value.as_primitive::<Date32Type>().value(0))),
         DataType::Int64 => Some(value.as_primitive::<Int64Type>().value(0)),
+        DataType::Timestamp(TimeUnit::Microsecond, None) => Some(
+            value
+                .as_primitive::<arrow::datatypes::TimestampMicrosecondType>()
+                .value(0),
+        ),
         _ => None,
     }
 }

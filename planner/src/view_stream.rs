@@ -9,7 +9,7 @@ use std::sync::Arc;
 use arrow::datatypes::{DataType, Field, Schema};
 use pondra_catalog::{Column, Snapshot, TableDef};
 
-use crate::expr::{AggregateCall, AggregateFunction, Expr, JoinKind, WindowExpr};
+use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, Expr, JoinKind, WindowExpr};
 use crate::logical::LogicalPlan;
 use crate::scalar::ScalarValue;
 use crate::view::{expand_leaves, state_column};
@@ -71,10 +71,56 @@ impl WindowPartitionPlan {
             return Ok(None);
         };
         let plan = LogicalPlan::Filter {
-            input: Box::new(self.narrowed(partitions)),
+            input: Box::new(self.within_windows(self.narrowed(partitions), partitions)),
             predicate,
         };
         Ok(Some(crate::optimizer::optimize(plan, snapshot)?))
+    }
+
+    /// `rows` read for the times the partitions' TUMBLE windows span, when a partition column
+    /// is a window's start: a scan prunes by the time column, not by the start computed from it.
+    fn within_windows(&self, rows: LogicalPlan, partitions: &[Vec<ScalarValue>]) -> LogicalPlan {
+        let LogicalPlan::Project {
+            input,
+            exprs,
+            schema,
+        } = rows
+        else {
+            return rows;
+        };
+        let mut bounds = Vec::new();
+        for (position, &index) in self.partition.iter().enumerate() {
+            let Some((time, size)) = crate::binder::time_windows::tumble_start_of(&exprs[index])
+            else {
+                continue;
+            };
+            let starts = partitions.iter().map(|p| match p[position] {
+                ScalarValue::TimestampMicros(start) => Some(start),
+                _ => None,
+            });
+            let Some(starts) = starts.collect::<Option<Vec<i64>>>() else {
+                continue;
+            };
+            let (Some(&first), Some(&last)) = (starts.iter().min(), starts.iter().max()) else {
+                continue;
+            };
+            let at = |op, micros: i64| Expr::Binary {
+                op,
+                left: Box::new(time.clone()),
+                right: Box::new(Expr::Literal(ScalarValue::TimestampMicros(micros))),
+            };
+            bounds.push(at(BinaryOp::GtEq, first));
+            bounds.push(at(BinaryOp::Lt, last.saturating_add(size)));
+        }
+        let input = match Expr::and_all(bounds) {
+            Some(predicate) => Box::new(LogicalPlan::Filter { input, predicate }),
+            None => input,
+        };
+        LogicalPlan::Project {
+            input,
+            exprs,
+            schema,
+        }
     }
 
     /// The input's rows, where the input is a join whose left keys are partition columns

@@ -16,7 +16,7 @@ mod statements;
 mod subqueries;
 mod table_functions;
 mod table_options;
-mod time_windows;
+pub(crate) mod time_windows;
 mod window;
 
 use std::cell::RefCell;

@@ -367,3 +367,73 @@ fn session(input: LogicalPlan, ts: Expr, gap: i64, keys: Vec<Expr>) -> LogicalPl
     names.extend(["window_start".to_string(), "window_end".to_string()]);
     bounded.project(exprs, names)
 }
+
+/// The time column and size (microseconds) of a TUMBLE window's start as [`tumble`] writes
+/// it, for a column of microsecond timestamps without a zone: a read of some windows' rows
+/// can then read the times they span instead of every row. `None` for any other expression.
+pub(crate) fn tumble_start_of(expr: &Expr) -> Option<(&Expr, i64)> {
+    let Expr::Cast { expr: start, .. } = expr else {
+        return None;
+    };
+    let Expr::Binary {
+        op: BinaryOp::Minus,
+        left: time,
+        right: positive,
+    } = start.as_ref()
+    else {
+        return None;
+    };
+    let step = |e: &Expr| match e {
+        Expr::Literal(ScalarValue::Int64(step)) if *step > 0 => Some(*step),
+        _ => None,
+    };
+    let Expr::Binary {
+        op: BinaryOp::Modulo,
+        left: plus,
+        right: outer_step,
+    } = positive.as_ref()
+    else {
+        return None;
+    };
+    let Expr::Binary {
+        op: BinaryOp::Plus,
+        left: rest,
+        right: plus_step,
+    } = plus.as_ref()
+    else {
+        return None;
+    };
+    let Expr::Binary {
+        op: BinaryOp::Modulo,
+        left: shifted,
+        right: rest_step,
+    } = rest.as_ref()
+    else {
+        return None;
+    };
+    let Expr::Binary {
+        op: BinaryOp::Minus,
+        left: shifted_time,
+        ..
+    } = shifted.as_ref()
+    else {
+        return None;
+    };
+    let size = step(outer_step)?;
+    if step(plus_step)? != size || step(rest_step)? != size || shifted_time != time {
+        return None;
+    }
+    // `micros`: the column cast to Int64, through microseconds when it was not in them.
+    let Expr::Cast {
+        expr: column,
+        data_type: DataType::Int64,
+    } = time.as_ref()
+    else {
+        return None;
+    };
+    let microsecond_time = DataType::Timestamp(TimeUnit::Microsecond, None);
+    match column.as_ref() {
+        c @ Expr::Column { .. } if c.data_type() == microsecond_time => Some((c, size)),
+        _ => None,
+    }
+}
