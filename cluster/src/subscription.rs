@@ -5,7 +5,7 @@
 //! as the node holds it (its own, or one streamed from the leader), and the relation read again
 //! only when the commit changed its rows; the change is the difference of the two readings.
 
-use std::collections::HashMap;
+use hashbrown::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -9,7 +9,8 @@
 //!   computed again from the base table, alone: its stored rows are marked deleted and one
 //!   fresh row is appended.
 
-use std::collections::{HashMap, HashSet};
+// hashbrown: its default hasher is several times faster than SipHash on row keys.
+use hashbrown::{HashMap, HashSet};
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch, new_null_array};
@@ -586,6 +587,16 @@ impl RowKeys {
     /// How many leading columns make the key.
     pub(crate) fn width(&self) -> usize {
         self.width
+    }
+
+    /// The keys of `batch` in one buffer; `None` when there are no key columns.
+    pub(crate) fn rows(&self, batch: &RecordBatch) -> Result<Option<arrow::row::Rows>> {
+        let Some(converter) = &self.converter else {
+            return Ok(None);
+        };
+        Ok(Some(
+            converter.convert_columns(&batch.columns()[..self.width])?,
+        ))
     }
 
     pub(crate) fn of(&self, batch: &RecordBatch) -> Result<Vec<Vec<u8>>> {
