@@ -11,6 +11,10 @@ use nexmark::config::NexmarkConfig;
 use nexmark::event::{Auction, Bid, Event, Person};
 use pondra_cluster::{Node, NodeError};
 
+mod files;
+
+pub use files::{read_parquet, replay, write_parquet};
+
 /// The tables, with RisingWave's Nexmark columns; `date_time` carries a watermark.
 pub const TABLES: [(&str, &str); 3] = [
     (
@@ -50,6 +54,12 @@ impl Counts {
     pub fn total(&self) -> u64 {
         self.persons + self.auctions + self.bids
     }
+
+    fn add(&mut self, more: Counts) {
+        self.persons += more.persons;
+        self.auctions += more.auctions;
+        self.bids += more.bids;
+    }
 }
 
 /// Creates the three tables in the lake behind `node` (unless they exist) and appends
@@ -69,32 +79,64 @@ pub async fn generate(
             node.execute(create).await?;
         }
     }
-    let config = NexmarkConfig {
-        base_time: BASE_TIME_MS,
-        ..NexmarkConfig::default()
-    };
-    let mut generator = EventGenerator::new(config);
     let mut counts = Counts::default();
-    let mut left = events;
-    while left > 0 {
-        let take = left.min(batch as u64);
-        let mut batches = Batches::default();
-        for event in generator.by_ref().take(take as usize) {
-            batches.push(event);
-        }
-        left -= take;
-        for (name, rows) in batches.finish()? {
+    for commit in EventBatches::new(events, batch) {
+        let commit = commit?;
+        for (name, rows) in &commit.tables {
             if rows.num_rows() > 0 {
-                node.append(name, std::slice::from_ref(&rows), None).await?;
+                node.append(name, std::slice::from_ref(rows), None).await?;
             }
         }
-        let added = batches.counts();
-        counts.persons += added.persons;
-        counts.auctions += added.auctions;
-        counts.bids += added.bids;
+        counts.add(commit.counts);
         progress(counts);
     }
     Ok(counts)
+}
+
+/// One commit's events: each table's rows, in [`TABLES`]' order.
+pub struct Commit {
+    pub tables: Vec<(&'static str, RecordBatch)>,
+    pub counts: Counts,
+}
+
+/// The generator's events, `batch` at a time, as rows of the three tables.
+pub struct EventBatches {
+    generator: EventGenerator,
+    left: u64,
+    batch: usize,
+}
+
+impl EventBatches {
+    /// The first `events` events, from the same start every time.
+    pub fn new(events: u64, batch: usize) -> Self {
+        let config = NexmarkConfig {
+            base_time: BASE_TIME_MS,
+            ..NexmarkConfig::default()
+        };
+        EventBatches {
+            generator: EventGenerator::new(config),
+            left: events,
+            batch: batch.max(1),
+        }
+    }
+}
+
+impl Iterator for EventBatches {
+    type Item = Result<Commit, NodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        let take = self.left.min(self.batch as u64);
+        self.left -= take;
+        let mut batches = Batches::default();
+        for event in self.generator.by_ref().take(take as usize) {
+            batches.push(event);
+        }
+        let counts = batches.counts();
+        Some(batches.finish().map(|tables| Commit { tables, counts }))
+    }
 }
 
 /// Microseconds from the generator's milliseconds.

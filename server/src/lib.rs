@@ -124,6 +124,21 @@ enum NexmarkCommand {
         /// Events per commit.
         #[arg(long, default_value_t = 100_000)]
         batch: usize,
+        /// Write the events to `person.parquet`, `auction.parquet` and `bid.parquet` in this
+        /// folder (with their commits' sizes), for `nexmark replay` and other engines, instead
+        /// of appending them to the lake.
+        #[arg(long)]
+        parquet: Option<PathBuf>,
+    },
+    /// Appends the events of `nexmark gen --parquet` from memory, commit by commit, and prints
+    /// how many events per second the lake took, with its views kept current.
+    Replay {
+        /// The folder `nexmark gen --parquet` wrote.
+        #[arg(long)]
+        from: PathBuf,
+        /// SQL run once the tables exist and before the events, such as the views to keep.
+        #[arg(long)]
+        sql: Option<PathBuf>,
     },
 }
 
@@ -359,22 +374,32 @@ async fn open_for_statements(dir: &str, options: NodeOptions) -> Result<Arc<Node
 }
 
 async fn run_nexmark(node: &Arc<Node>, command: NexmarkCommand) -> ExitCode {
-    let NexmarkCommand::Gen { events, batch } = command;
     let started = std::time::Instant::now();
     let terminal = std::io::stderr().is_terminal();
-    let result = pondra_nexmark::generate(node, events, batch, |counts| {
+    let show = |counts: pondra_nexmark::Counts| {
         if terminal {
             let elapsed = started.elapsed().as_secs_f64();
             eprint!("\r{} events ({elapsed:.1} s)", counts.total());
         }
-    })
-    .await;
+    };
+    let result = match command {
+        NexmarkCommand::Gen {
+            events,
+            batch,
+            parquet: Some(dir),
+        } => pondra_nexmark::write_parquet(&dir, events, batch).map(|c| (c, started)),
+        NexmarkCommand::Gen { events, batch, .. } => {
+            let generated = pondra_nexmark::generate(node, events, batch, show).await;
+            generated.map(|c| (c, started))
+        }
+        NexmarkCommand::Replay { from, sql } => replay_nexmark(node, &from, sql, show).await,
+    };
     if terminal {
         eprintln!();
     }
     match result {
-        Ok(counts) => {
-            let elapsed = started.elapsed().as_secs_f64();
+        Ok((counts, since)) => {
+            let elapsed = since.elapsed().as_secs_f64();
             println!(
                 "{} persons, {} auctions, {} bids in {elapsed:.2} s: {:.0} events/s",
                 counts.persons,
@@ -389,6 +414,27 @@ async fn run_nexmark(node: &Arc<Node>, command: NexmarkCommand) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Makes the tables, runs `sql`, loads the events, then appends them: the time counts from
+/// the first append.
+async fn replay_nexmark(
+    node: &Arc<Node>,
+    from: &std::path::Path,
+    sql: Option<PathBuf>,
+    progress: impl FnMut(pondra_nexmark::Counts),
+) -> Result<(pondra_nexmark::Counts, std::time::Instant), pondra_cluster::NodeError> {
+    pondra_nexmark::generate(node, 0, 1, |_| {}).await?;
+    if let Some(path) = sql {
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            pondra_cluster::NodeError::Other(format!("cannot read {}: {e}", path.display()))
+        })?;
+        node.execute(&text).await?;
+    }
+    let commits = pondra_nexmark::read_parquet(from)?;
+    let started = std::time::Instant::now();
+    let counts = pondra_nexmark::replay(node, &commits, progress).await?;
+    Ok((counts, started))
 }
 
 async fn run_tpch(node: &Arc<Node>, command: TpchCommand) -> ExitCode {

@@ -1,0 +1,1 @@
+SELECT auction, bidder, 0.908 * price AS price, date_time FROM bid

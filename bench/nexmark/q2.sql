@@ -1,0 +1,2 @@
+-- Selection: the bids of some auctions (Flink's form).
+CREATE MATERIALIZED VIEW q2 AS SELECT auction, price FROM bid WHERE auction % 123 = 0;
