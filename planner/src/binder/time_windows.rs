@@ -375,59 +375,24 @@ pub(crate) fn tumble_start_of(expr: &Expr) -> Option<(&Expr, i64)> {
     let Expr::Cast { expr: start, .. } = expr else {
         return None;
     };
-    let Expr::Binary {
-        op: BinaryOp::Minus,
-        left: time,
-        right: positive,
-    } = start.as_ref()
-    else {
-        return None;
+    // start = time - ((((time - offset) % size) + size) % size)
+    let (time, positive) = operands(start, BinaryOp::Minus)?;
+    let (plus, outer_size) = operands(positive, BinaryOp::Modulo)?;
+    let (rest, plus_size) = operands(plus, BinaryOp::Plus)?;
+    let (shifted, rest_size) = operands(rest, BinaryOp::Modulo)?;
+    let (shifted_time, _) = operands(shifted, BinaryOp::Minus)?;
+    let size = match outer_size {
+        Expr::Literal(ScalarValue::Int64(size)) if *size > 0 => *size,
+        _ => return None,
     };
-    let step = |e: &Expr| match e {
-        Expr::Literal(ScalarValue::Int64(step)) if *step > 0 => Some(*step),
-        _ => None,
-    };
-    let Expr::Binary {
-        op: BinaryOp::Modulo,
-        left: plus,
-        right: outer_step,
-    } = positive.as_ref()
-    else {
-        return None;
-    };
-    let Expr::Binary {
-        op: BinaryOp::Plus,
-        left: rest,
-        right: plus_step,
-    } = plus.as_ref()
-    else {
-        return None;
-    };
-    let Expr::Binary {
-        op: BinaryOp::Modulo,
-        left: shifted,
-        right: rest_step,
-    } = rest.as_ref()
-    else {
-        return None;
-    };
-    let Expr::Binary {
-        op: BinaryOp::Minus,
-        left: shifted_time,
-        ..
-    } = shifted.as_ref()
-    else {
-        return None;
-    };
-    let size = step(outer_step)?;
-    if step(plus_step)? != size || step(rest_step)? != size || shifted_time != time {
+    if plus_size != outer_size || rest_size != outer_size || shifted_time != time {
         return None;
     }
     // `micros`: the column cast to Int64, through microseconds when it was not in them.
     let Expr::Cast {
         expr: column,
         data_type: DataType::Int64,
-    } = time.as_ref()
+    } = time
     else {
         return None;
     };
@@ -435,5 +400,33 @@ pub(crate) fn tumble_start_of(expr: &Expr) -> Option<(&Expr, i64)> {
     match column.as_ref() {
         c @ Expr::Column { .. } if c.data_type() == microsecond_time => Some((c, size)),
         _ => None,
+    }
+}
+
+/// The operands of `expr` when it is a binary `op`.
+fn operands(expr: &Expr, op: BinaryOp) -> Option<(&Expr, &Expr)> {
+    match expr {
+        Expr::Binary {
+            op: found,
+            left,
+            right,
+        } if *found == op => Some((left, right)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tumble_start_is_known_by_its_column_and_size() {
+        let time = DataType::Timestamp(TimeUnit::Microsecond, None);
+        let ts = Expr::column(0, "ts", time.clone());
+        let start = floor(micros(&ts), 10_000_000, 0).cast(&time);
+        assert_eq!(tumble_start_of(&start), Some((&ts, 10_000_000)));
+        let other = floor(micros(&ts), 10_000_000, 0).cast(&DataType::Int64);
+        assert_eq!(tumble_start_of(&other), None, "not cast back to the time");
+        assert_eq!(tumble_start_of(&ts), None);
     }
 }
