@@ -9,6 +9,7 @@ use pondra_catalog::{Change, Snapshot, TableDef};
 use pondra_planner::ViewPlan;
 
 use crate::Result;
+use crate::state_expiry::{Expiring, watermark_after};
 
 /// What rows a commit writes to a watermarked table.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -53,13 +54,41 @@ pub(crate) fn event_time_change(
     }))
 }
 
-/// For a view that emits on window close, the position of `window_end` in its state and the
-/// watermark its table had in `snapshot`, before the commit: windows ending at or below it are
-/// closed. `None` when every window is open.
+/// For a view that emits on window close (or takes an allowed lateness, ADR 0056), the
+/// position of `window_end` in its state and the watermark its table had in `snapshot`,
+/// before the commit, less the lateness: windows ending at or below it are closed (final).
+/// `None` when every window is open.
 pub(crate) fn closed_at_or_below(snapshot: &Snapshot, plan: &ViewPlan) -> Option<(usize, i64)> {
     let close = plan.window_close.as_ref()?;
     let table = snapshot.table(&close.table.name).unwrap_or(&close.table);
-    Some((close.state_column, snapshot.watermark(table)?))
+    let watermark = snapshot.watermark(table)?;
+    Some((close.state_column, watermark.saturating_sub(close.lateness)))
+}
+
+/// How a commit that writes `added` rows to `written` moves the windows of `plan` that are
+/// closed: the state rows (by `window_end`, state column `column`) of windows that close with
+/// it, which the view's count tables drop (ADR 0056). `None` when no window closes.
+pub(crate) fn closing(
+    snapshot: &Snapshot,
+    plan: &ViewPlan,
+    written: &TableDef,
+    added: &[RecordBatch],
+) -> Result<Option<Expiring>> {
+    let Some(close) = &plan.window_close else {
+        return Ok(None);
+    };
+    let table = snapshot.table(&close.table.name).unwrap_or(&close.table);
+    let Some(after) = watermark_after(snapshot, table, written, added)? else {
+        return Ok(None);
+    };
+    // Closed means an end at or below the bound: below the bound plus one microsecond.
+    let bound = |watermark: i64| watermark.saturating_sub(close.lateness).saturating_add(1);
+    let closing = Expiring {
+        column: close.state_column,
+        from: snapshot.watermark(table).map(bound),
+        to: bound(after),
+    };
+    Ok(closing.moves().then_some(closing))
 }
 
 /// The rows of `batch` whose `column` (a window's end) is above `watermark`: the windows

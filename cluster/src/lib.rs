@@ -18,6 +18,7 @@ mod rewrite;
 mod roles;
 mod session;
 mod settings;
+mod state_expiry;
 mod subscription;
 mod temporary;
 mod tiering;

@@ -19,6 +19,7 @@ use crate::event_time::{closed_at_or_below, open_windows};
 use crate::keyed::matching_plan;
 use crate::node::Node;
 use crate::rewrite::deletion_changes;
+use crate::state_expiry::Expiring;
 use crate::view_changes::{RowKeys, address_column, conform, lost_track, without_address};
 
 /// The widths of the value windows a search for a group's new extreme reads before it reads
@@ -72,9 +73,17 @@ impl Node {
                 key: counts.key(),
                 ..TableDef::new(name, counts.columns.clone(), kind)
             };
-            let rows = self
+            let mut rows = self
                 .run_query(counts.maintain.clone(), snapshot.clone(), existing.to_vec())
                 .await?;
+            // Windows already final keep no counts (ADR 0056).
+            if let Some((end, closed)) = closed_at_or_below(snapshot, view) {
+                let end = counts.first_group() + end;
+                rows = rows
+                    .iter()
+                    .map(|b| open_windows(b, end, closed))
+                    .collect::<Result<_>>()?;
+            }
             let row_count: usize = rows.iter().map(|b| b.num_rows()).sum();
             let initial = match row_count {
                 0 => None,
@@ -87,14 +96,15 @@ impl Node {
 
     /// What a commit that appends `added` base rows and removes `removed` ones does to the
     /// count tables of `view`; `None` when the view keeps none (no min or max, or created
-    /// before they were kept).
+    /// before they were kept). The counts of windows the commit `closing` makes final are
+    /// dropped (ADR 0056).
     pub(crate) async fn count_values(
         &self,
         snapshot: &Arc<Snapshot>,
         view: &TableDef,
         plan: &ViewPlan,
-        added: &[RecordBatch],
-        removed: &[RecordBatch],
+        (added, removed): (&[RecordBatch], &[RecordBatch]),
+        closing: Option<Expiring>,
     ) -> Result<Option<Vec<CountsDelta>>> {
         let tables = snapshot.value_counts_of(&view.name);
         if plan.value_counts.is_empty() || tables.len() != plan.value_counts.len() {
@@ -133,8 +143,18 @@ impl Node {
             if let Some((end, watermark)) = closed_at_or_below(snapshot, plan) {
                 changed = open_windows(&changed, counts.first_group() + end, watermark)?;
             }
-            let folded = self.fold_counts(snapshot, view, &table, changed).await?;
+            let mut folded = self.fold_counts(snapshot, view, &table, changed).await?;
             let first = counts.first_group();
+            if let Some(closing) = closing {
+                let closing = Expiring {
+                    column: first + closing.column,
+                    ..closing
+                };
+                let open = open_windows(&folded.appended, closing.column, closing.to - 1)?;
+                folded.appended = open;
+                let expired = self.expired_addresses(snapshot, &table, closing).await?;
+                folded.deleted.extend(expired);
+            }
             let group_columns: Vec<usize> = (first..first + counts.group_count()).collect();
             let changed_groups = folded.changed.project(&group_columns)?;
             let groups = RowKeys::new(&changed_groups.schema(), counts.group_count())?;

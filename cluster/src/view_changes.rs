@@ -22,7 +22,7 @@ use arrow::row::{RowConverter, SortField};
 use pondra_catalog::{Change, Snapshot, TableDef};
 use pondra_planner::{ScalarValue, StateRole, ViewPlan, load_view};
 
-use crate::event_time::{closed_at_or_below, open_windows};
+use crate::event_time::{closed_at_or_below, closing, open_windows};
 use crate::keyed::matching_plan;
 use crate::node::Node;
 use crate::rewrite::deletion_changes;
@@ -109,8 +109,9 @@ impl Node {
             ),
         };
         let lost_rows = lost.clone();
+        let closing = closing(snapshot, plan, table, rows.added)?;
         let counts = self
-            .count_values(snapshot, view, plan, added, removed)
+            .count_values(snapshot, view, plan, (added, removed), closing)
             .await?;
         if let Some(counts) = &counts {
             changes.extend(self.counts_changes(snapshot, counts).await?);

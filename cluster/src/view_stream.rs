@@ -15,12 +15,14 @@ use arrow::compute::{concat_batches, take};
 use arrow::datatypes::{Int64Type, Schema, SchemaRef};
 use pondra_catalog::{Change, Snapshot, TableDef};
 use pondra_planner::{
-    JoinKind, JoinStatePlan, LogicalPlan, StreamPlan, WindowPartitionPlan, window_chain,
+    JoinKind, JoinStatePlan, LogicalPlan, StateExpiry, StreamPlan, WindowPartitionPlan,
+    window_chain,
 };
 
 use crate::keyed::matching_plan;
 use crate::node::Node;
 use crate::rewrite::deletion_changes;
+use crate::state_expiry::{Expiring, at_or_above, join_state_expiring};
 use crate::view_changes::{
     RowKeys, address_column, conform, group_values, lost_track, without_address,
 };
@@ -69,6 +71,39 @@ struct Feed<'a> {
     removed: &'a [RecordBatch],
 }
 
+impl Feed<'_> {
+    /// How the commit moves the bounds of the states of the join whose left state is at
+    /// `position`.
+    fn expiring(&self, position: usize) -> Result<[Option<Expiring>; 2]> {
+        let mut expiring = [None, None];
+        for (i, slot) in expiring.iter_mut().enumerate() {
+            if let Some(expiry) = &self.stream.join_states[position + i].expiry {
+                *slot = join_state_expiring(self.snapshot, expiry, self.table, self.added)?;
+            }
+        }
+        Ok(expiring)
+    }
+
+    /// `delta` without its rows late by the watermark `expiry` (the other state's) names,
+    /// as the commit found it.
+    fn not_late(&self, delta: Delta, expiry: Option<&StateExpiry>) -> Result<Delta> {
+        let Some(expiry) = expiry else {
+            return Ok(delta);
+        };
+        let table = self
+            .snapshot
+            .table(&expiry.table.name)
+            .unwrap_or(&expiry.table);
+        let Some(watermark) = self.snapshot.watermark(table) else {
+            return Ok(delta);
+        };
+        Ok(Delta {
+            gained: at_or_above(&delta.gained, expiry.late_column, watermark)?,
+            lost: at_or_above(&delta.lost, expiry.late_column, watermark)?,
+        })
+    }
+}
+
 type Boxed<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
 
 impl Node {
@@ -109,6 +144,17 @@ impl Node {
         Ok((delta, changes))
     }
 
+    /// The rows of each join state of materialized view `view`, in position order: for
+    /// inspecting the state, which no query can name.
+    pub async fn view_join_states(&self, view: &str) -> Result<Vec<Vec<RecordBatch>>> {
+        let snapshot = self.snapshot();
+        let mut states = Vec::new();
+        for table in snapshot.join_states_of(view) {
+            states.push(self.read_table(&snapshot, &table).await?);
+        }
+        Ok(states)
+    }
+
     /// The join states of a view created over the rows its tables hold in `snapshot`.
     pub(crate) async fn create_join_states(
         &self,
@@ -130,9 +176,20 @@ impl Node {
                 key: state.key(),
                 ..TableDef::new(name, state.columns.clone(), kind)
             };
-            let rows = self
+            let mut rows = self
                 .run_query(state.fill.clone(), snapshot.clone(), Vec::new())
                 .await?;
+            // Rows an interval join's bound has already passed are not kept (ADR 0056).
+            if let Some(expiry) = &state.expiry {
+                let table = snapshot.table(&expiry.table.name).unwrap_or(&expiry.table);
+                if let Some(watermark) = snapshot.watermark(table) {
+                    let bound = expiry.bound(watermark);
+                    rows = rows
+                        .iter()
+                        .map(|b| at_or_above(b, expiry.column, bound))
+                        .collect::<Result<_>>()?;
+                }
+            }
             let initial = match rows.iter().map(|b| b.num_rows()).sum::<usize>() {
                 0 => None,
                 _ => Some(self.segment(&def, &rows).await?),
@@ -215,13 +272,16 @@ impl Node {
                     visited.joins += 1;
                     let left = self.node_change(feed, left, visited, changes).await?;
                     let right = self.node_change(feed, right, visited, changes).await?;
-                    if left.is_empty() && right.is_empty() {
+                    let expiring = feed.expiring(position)?;
+                    let expires = expiring.iter().flatten().any(|e| e.moves());
+                    if left.is_empty() && right.is_empty() && !expires {
                         return Ok(Delta::empty(schema));
                     }
                     let join = JoinAt {
                         position,
                         kind: *kind,
                         schema: schema.clone(),
+                        expiring,
                     };
                     let matched = self.join_change(feed, &join, left, right, changes).await?;
                     match filter {
@@ -340,6 +400,10 @@ impl Node {
     ) -> Result<Delta> {
         let plans = &feed.stream.join_states[join.position..join.position + 2];
         let tables = &feed.states[join.position..join.position + 2];
+        // A side's rows behind its watermark are late for an interval join that bounds the
+        // other side's state by it (ADR 0056): the join takes none of them.
+        let left = feed.not_late(left, plans[1].expiry.as_ref())?;
+        let right = feed.not_late(right, plans[0].expiry.as_ref())?;
         let left_images = self.images(feed, &plans[0], &tables[0], left).await?;
         let right_images = self.images(feed, &plans[1], &tables[1], right).await?;
         let keys = RowKeys::new(&left_images.0.schema(), plans[0].key_count)?;
@@ -350,8 +414,25 @@ impl Node {
         let right_side = self
             .side(feed, &plans[1], &tables[1], &touched, right_images)
             .await?;
-        changes.extend(self.fold_side(feed, &tables[0], &left_side).await?);
-        changes.extend(self.fold_side(feed, &tables[1], &right_side).await?);
+        for (i, side) in [&left_side, &right_side].into_iter().enumerate() {
+            let expiring = join.expiring[i];
+            let (mut deleted, appended) = self.fold_side(feed, &tables[i], side, expiring).await?;
+            let appended = match (appended, expiring) {
+                (Some(rows), Some(e)) => Some(at_or_above(&rows, e.column, e.to)?),
+                (rows, _) => rows,
+            };
+            if let Some(expiring) = expiring.filter(|e| e.moves()) {
+                let replaced: HashSet<i64> = deleted.iter().copied().collect();
+                let expired = self
+                    .expired_addresses(feed.snapshot, &tables[i], expiring)
+                    .await?;
+                deleted.extend(expired.into_iter().filter(|a| !replaced.contains(a)));
+            }
+            changes.extend(deletion_changes(feed.snapshot, &tables[i], &deleted));
+            if let Some(rows) = appended.filter(|r| r.num_rows() > 0) {
+                changes.push(self.append_change(&tables[i], &[rows]).await?);
+            }
+        }
         let pairs = delta_pairs(join.kind, &left_side, &right_side);
         let rows = joined_rows(&join.schema, &left_side, &right_side, &pairs)?;
         consolidated(&rows, &pairs.iter().map(|p| p.2).collect::<Vec<_>>())
@@ -444,18 +525,21 @@ impl Node {
         })
     }
 
-    /// The changes folding a side's gained and lost rows into its stored counts: a stored
-    /// row whose count changes is marked deleted and appended with the new count, unless it
-    /// reaches zero.
+    /// What folding a side's gained and lost rows into its stored counts does: a stored row
+    /// whose count changes is deleted (its address returned) and appended with the new count
+    /// (the rows returned), unless it reaches zero. A row below the bound `expiring` moves
+    /// from is not held: the state neither gains nor loses it (ADR 0056).
     async fn fold_side(
         &self,
         feed: &Feed<'_>,
         table: &TableDef,
         side: &Side,
-    ) -> Result<Vec<Change>> {
+        expiring: Option<Expiring>,
+    ) -> Result<(Vec<i64>, Option<RecordBatch>)> {
         if side.stored == side.rows.num_rows() {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), None));
         }
+        let expired = expired_rows(side, expiring)?;
         let whole = RowKeys::new(&side.rows.schema(), side.rows.num_columns())?;
         let row_keys = whole.of(&side.rows)?;
         let mut stored_at: HashMap<&[u8], usize> = HashMap::new();
@@ -481,6 +565,10 @@ impl Node {
         for key in order {
             let (first, count) = changed[key];
             let stored = stored_at.get(key);
+            if expired.get(first).is_some_and(|&e| e) {
+                assert!(stored.is_none(), "a join state holds no expired row");
+                continue;
+            }
             if count < 0 {
                 return Err(lost_track(feed.view));
             }
@@ -495,23 +583,42 @@ impl Node {
                 counts.push(count);
             }
         }
-        let mut changes = deletion_changes(feed.snapshot, table, &deleted);
-        if !kept.is_empty() {
-            let rows = take_rows(&side.rows, &kept)?;
-            let mut columns = rows.columns().to_vec();
-            columns.push(Arc::new(Int64Array::from(counts)));
-            let appended = RecordBatch::try_new(table.arrow_schema(), columns)?;
-            changes.push(self.append_change(table, &[appended]).await?);
+        if kept.is_empty() {
+            return Ok((deleted, None));
         }
-        Ok(changes)
+        let rows = take_rows(&side.rows, &kept)?;
+        let mut columns = rows.columns().to_vec();
+        columns.push(Arc::new(Int64Array::from(counts)));
+        let appended = RecordBatch::try_new(table.arrow_schema(), columns)?;
+        Ok((deleted, Some(appended)))
     }
 }
 
-/// A join of a view's stream: the position of its left state, its kind and output columns.
+/// Per row of `side`, whether its time lies below the bound `expiring` moves from: rows
+/// the state expired before the commit (none without a bound).
+fn expired_rows(side: &Side, expiring: Option<Expiring>) -> Result<Vec<bool>> {
+    let Some(Expiring {
+        column,
+        from: Some(from),
+        ..
+    }) = expiring
+    else {
+        return Ok(Vec::new());
+    };
+    let times = arrow::compute::cast(side.rows.column(column), &arrow::datatypes::DataType::Int64)?;
+    let times = times.as_primitive::<Int64Type>();
+    Ok((0..times.len())
+        .map(|i| times.is_valid(i) && times.value(i) < from)
+        .collect())
+}
+
+/// A join of a view's stream: the position of its left state, its kind and output columns,
+/// and how the commit moves the bounds of its states, for an interval join (ADR 0056).
 struct JoinAt {
     position: usize,
     kind: JoinKind,
     schema: SchemaRef,
+    expiring: [Option<Expiring>; 2],
 }
 
 /// The keys a commit touches at one join, as a batch of key values (each once) and as bytes.

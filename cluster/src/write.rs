@@ -508,7 +508,7 @@ impl Node {
                 continue;
             }
             if let Some(counts) = self
-                .count_values(snapshot, &view, &plan, added, &[])
+                .count_values(snapshot, &view, &plan, (added, &[]), None)
                 .await?
             {
                 changes.extend(self.counts_changes(snapshot, &counts).await?);

@@ -8,6 +8,7 @@ mod error;
 mod explain;
 mod expr;
 mod external;
+mod interval_join;
 mod logical;
 mod optimizer;
 mod physical;
@@ -29,6 +30,7 @@ pub use expr::{
     JoinKind, ScalarFunction, SortKey, Subquery, WindowExpr, WindowFunction,
 };
 pub use external::{ExternalFile, ExternalTable, FileFormat};
+pub use interval_join::StateExpiry;
 pub use logical::{LogicalPlan, SubqueryKind};
 pub use physical::{PhysicalPlan, create_physical_plan};
 pub use plan::{Plan, RewriteKind};

@@ -92,12 +92,17 @@ pub struct ViewPlan {
     pub window_close: Option<WindowClose>,
 }
 
-/// How a view that emits on window close (ADR 0055) closes its windows: by the watermark of
-/// `table`, which its `window_end` column is compared with.
+/// How the windows of a view that emits on window close (ADR 0055), or takes an allowed
+/// lateness (ADR 0056), become final: by the watermark of `table`, less the lateness, which
+/// its `window_end` column is compared with.
 #[derive(Clone, Debug)]
 pub struct WindowClose {
     /// The watermarked table the view reads.
     pub table: Arc<TableDef>,
+    /// Whether reads show final windows only (EMIT ON WINDOW CLOSE).
+    pub emits: bool,
+    /// How far behind the watermark a window stays open, in microseconds.
+    pub lateness: i64,
     /// The position of `window_end` among the view's state columns (a group key of an
     /// aggregating view's state).
     pub state_column: usize,
@@ -242,7 +247,7 @@ impl ViewPlan {
             table: view.clone(),
             schema: view.arrow_schema(),
         });
-        let Some(close) = &self.window_close else {
+        let Some(close) = self.window_close.as_ref().filter(|c| c.emits) else {
             return read;
         };
         let schema = read.schema();
@@ -769,72 +774,104 @@ fn core_column(plan: &LogicalPlan, index: usize) -> Option<usize> {
 }
 
 /// Plans the materialized view `create` defines, with its options: `emit = 'on_window_close'`
-/// (`EMIT ON WINDOW CLOSE`, ADR 0055) is the only one.
+/// (`EMIT ON WINDOW CLOSE`, ADR 0055) and `allowed_lateness = INTERVAL '...'` (ADR 0056).
 pub fn plan_created_view(snapshot: &Snapshot, create: &ast::CreateView) -> Result<ViewPlan> {
     let mut plan = plan_view(snapshot, &create.query)?;
     for table in plan.tables() {
         // The change a view passes on (ADR 0054) is of its state, which such a view's reads
         // filter.
-        if table.is_materialized_view() && load_view(snapshot, &table)?.window_close.is_some() {
+        if table.is_materialized_view()
+            && load_view(snapshot, &table)?
+                .window_close
+                .is_some_and(|c| c.emits)
+        {
             return Err(unsupported!(
                 "a view over {}, a view that emits on window close",
                 table.name
             ));
         }
     }
-    if emits_on_window_close(&create.options)? {
-        plan.window_close = Some(window_close(&plan)?);
-    }
+    let options = view_options(&create.options)?;
+    let what = match (options.emits, options.lateness) {
+        (false, None) => return Ok(plan),
+        (true, None) => "EMIT ON WINDOW CLOSE",
+        (false, Some(_)) => "allowed_lateness",
+        (true, Some(_)) => {
+            return Err(bind_err!(
+                "a view that emits on window close shows a window once and never changes it: it takes no allowed_lateness (its table's watermark delay is its lateness)"
+            ));
+        }
+    };
+    let mut close = window_close(&plan, what)?;
+    close.emits = options.emits;
+    close.lateness = options.lateness.unwrap_or(0);
+    plan.window_close = Some(close);
     Ok(plan)
 }
 
-/// Whether a view's options ask it to emit on window close; other options are refused.
-fn emits_on_window_close(options: &ast::CreateTableOptions) -> Result<bool> {
+/// The options a materialized view takes.
+struct ViewOptions {
+    emits: bool,
+    lateness: Option<i64>,
+}
+
+/// A view's options; options not known are refused.
+fn view_options(options: &ast::CreateTableOptions) -> Result<ViewOptions> {
+    let mut found = ViewOptions {
+        emits: false,
+        lateness: None,
+    };
     let options = match options {
-        ast::CreateTableOptions::None => return Ok(false),
+        ast::CreateTableOptions::None => return Ok(found),
         ast::CreateTableOptions::With(options) => options,
         other => return Err(unsupported!("the view options {other}")),
     };
-    let mut emit = false;
     for option in options {
         match option {
             ast::SqlOption::KeyValue { key, value }
                 if key.to_string().eq_ignore_ascii_case("emit")
                     && value.to_string().eq_ignore_ascii_case("'on_window_close'") =>
             {
-                emit = true
+                found.emits = true
+            }
+            ast::SqlOption::KeyValue { key, value }
+                if key.to_string().eq_ignore_ascii_case("allowed_lateness") =>
+            {
+                let micros = crate::binder::interval_micros(value)
+                    .filter(|&m| m >= 0)
+                    .ok_or_else(|| bind_err!("allowed_lateness = {value}: the lateness is a constant interval of days, hours, minutes or seconds, not negative (INTERVAL '1' MINUTE)"))?;
+                found.lateness = Some(micros);
             }
             other => return Err(unsupported!("the view option {other}")),
         }
     }
-    Ok(emit)
+    Ok(found)
 }
 
-/// How the windows of `plan`, a view that emits on window close, close (ADR 0055).
-fn window_close(plan: &ViewPlan) -> Result<WindowClose> {
+/// How the windows of `plan`, a view that emits on window close or takes an allowed lateness
+/// (`what`), become final (ADR 0055, 0056).
+fn window_close(plan: &ViewPlan, what: &str) -> Result<WindowClose> {
     // A HOP window's unnest makes a stream of one table; joins make state and other tables.
     if let Some(stream) = &plan.stream
         && (stream.tables.len() > 1 || !stream.join_states.is_empty())
     {
         return Err(unsupported!(
-            "EMIT ON WINDOW CLOSE in a view over joins or several tables"
+            "{what} in a view over joins or several tables"
         ));
     }
     let table = plan.base_table.clone();
     if table.is_materialized_view() {
-        return Err(unsupported!(
-            "EMIT ON WINDOW CLOSE in a view over another view"
-        ));
+        return Err(unsupported!("{what} in a view over another view"));
     }
     if table.watermark.is_none() {
         return Err(bind_err!(
-            "EMIT ON WINDOW CLOSE needs a table with a watermark, and {} has none (CREATE TABLE ... (..., WATERMARK FOR ts AS ts - INTERVAL '5' SECOND))",
+            "{what} needs a table with a watermark, and {} has none (CREATE TABLE ... (..., WATERMARK FOR ts AS ts - INTERVAL '5' SECOND))",
             table.name
         ));
     }
     let missing = || {
         bind_err!(
-            "EMIT ON WINDOW CLOSE: the view must keep the window_end of a TUMBLE or HOP window over {} (as a group key, when it aggregates)",
+            "{what}: the view must keep the window_end of a TUMBLE or HOP window over {} (as a group key, when it aggregates)",
             table.name
         )
     };
@@ -862,6 +899,8 @@ fn window_close(plan: &ViewPlan) -> Result<WindowClose> {
     };
     Ok(WindowClose {
         table,
+        emits: true,
+        lateness: 0,
         state_column,
         output_column,
     })

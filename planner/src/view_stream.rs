@@ -10,6 +10,7 @@ use arrow::datatypes::{DataType, Field, Schema};
 use pondra_catalog::{Column, Snapshot, TableDef};
 
 use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, Expr, JoinKind, WindowExpr};
+use crate::interval_join::{StateExpiry, state_expiries};
 use crate::logical::LogicalPlan;
 use crate::scalar::ScalarValue;
 use crate::view::{expand_leaves, state_column};
@@ -185,6 +186,8 @@ pub struct JoinStatePlan {
     /// Over the rows the tables hold: the input's rows counted per state row, which fills the
     /// state.
     pub fill: LogicalPlan,
+    /// For a side of an interval join, when its rows expire (ADR 0056).
+    pub expiry: Option<StateExpiry>,
 }
 
 impl JoinStatePlan {
@@ -276,8 +279,15 @@ fn walk(plan: &LogicalPlan, stream: &mut StreamPlan) -> Result<()> {
                 .iter()
                 .map(|(l, r)| r.clone().cast(&l.data_type()))
                 .collect();
-            stream.join_states.push(join_state(left, left_keys)?);
-            stream.join_states.push(join_state(right, right_keys)?);
+            let mut states = [join_state(left, left_keys)?, join_state(right, right_keys)?];
+            if let (JoinKind::Inner, Some(filter)) = (kind, filter) {
+                let key_counts = [states[0].key_count, states[1].key_count];
+                let expiries = state_expiries(left, right, filter, key_counts);
+                for (state, expiry) in states.iter_mut().zip(expiries) {
+                    state.expiry = expiry;
+                }
+            }
+            stream.join_states.extend(states);
             walk(left, stream)?;
             walk(right, stream)
         }
@@ -406,5 +416,6 @@ fn join_state(side: &LogicalPlan, keys: Vec<Expr>) -> Result<JoinStatePlan> {
         key_count: keys.len(),
         image,
         fill,
+        expiry: None,
     })
 }

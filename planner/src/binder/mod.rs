@@ -22,6 +22,7 @@ mod window;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
+pub(crate) use table_options::interval_micros;
 
 use arrow::datatypes::{DataType, Field, Schema};
 use pondra_catalog::{Snapshot, TableKind};

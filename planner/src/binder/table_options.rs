@@ -123,7 +123,7 @@ fn table_watermark(
 }
 
 /// A constant interval without months or years, in microseconds.
-fn interval_micros(expression: &ast::Expr) -> Option<i64> {
+pub(crate) fn interval_micros(expression: &ast::Expr) -> Option<i64> {
     let empty = super::scope::Scope::default();
     let mut ctx = super::expr::Context::plain(&empty, "WATERMARK");
     match super::expr::bind_expr(expression, &mut ctx).ok()? {
