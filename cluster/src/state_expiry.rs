@@ -61,16 +61,15 @@ pub(crate) fn watermark_after(
     Ok(before.max(moved))
 }
 
-/// How a commit that writes `added` rows to `written` moves the bound of a join state that
-/// expires as `expiry` says; `None` while the other side has no watermark.
+/// How a commit that writes `added` rows to the watermarked table of `expiry` moves the
+/// bound of a join state that expires as it says; `None` while that table has no watermark.
 pub(crate) fn join_state_expiring(
     snapshot: &Snapshot,
     expiry: &StateExpiry,
-    written: &TableDef,
     added: &[RecordBatch],
 ) -> Result<Option<Expiring>> {
     let table = snapshot.table(&expiry.table.name).unwrap_or(&expiry.table);
-    let Some(after) = watermark_after(snapshot, table, written, added)? else {
+    let Some(after) = watermark_after(snapshot, table, table, added)? else {
         return Ok(None);
     };
     Ok(Some(Expiring {

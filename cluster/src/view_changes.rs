@@ -19,7 +19,7 @@ use arrow::compute::kernels::numeric::neg;
 use arrow::compute::{cast, concat_batches, filter_record_batch};
 use arrow::datatypes::{DataType, Int64Type, SchemaRef};
 use arrow::row::{RowConverter, SortField};
-use pondra_catalog::{Change, Snapshot, TableDef};
+use pondra_catalog::{Change, Snapshot, TableDef, TableKind};
 use pondra_planner::{ScalarValue, StateRole, ViewPlan, load_view};
 
 use crate::event_time::{closed_at_or_below, closing, open_windows};
@@ -27,6 +27,7 @@ use crate::keyed::matching_plan;
 use crate::node::Node;
 use crate::rewrite::deletion_changes;
 use crate::value_counts::CountsDelta;
+use crate::view_stream::Delta;
 use crate::{NodeError, Result};
 
 /// Above this many removed groups a commit computes the view whole: it is no point change,
@@ -55,37 +56,83 @@ impl Node {
         if views.is_empty() {
             return Ok(Vec::new());
         }
-        let mut changes = Vec::new();
-        for view in views {
-            let plan = load_view(snapshot, &view)?;
-            let rows = Rows { added, removed };
-            changes.extend(
-                self.maintain_view(snapshot, table, &view, &plan, rows, own)
-                    .await?,
-            );
+        let input = InputChange {
+            table: table.clone(),
+            added: added.to_vec(),
+            removed: removed.to_vec(),
+        };
+        self.maintain_reached(snapshot, views, input, own).await
+    }
+
+    /// The changes that keep `views` (views over `input`'s table) and every view they reach
+    /// current through a commit that makes `input`'s change, after `own` changes: each view
+    /// once, after the views it reads, with the changes of all its inputs (ADR 0057).
+    pub(crate) async fn maintain_reached(
+        &self,
+        snapshot: &Arc<Snapshot>,
+        views: Vec<Arc<TableDef>>,
+        input: InputChange,
+        own: &[Change],
+    ) -> Result<Vec<Change>> {
+        let mut pending: HashMap<String, Vec<InputChange>> = HashMap::new();
+        for view in &views {
+            pending.insert(view.name.clone(), vec![input.clone()]);
         }
+        let mut changes = Vec::new();
+        for view in in_dependency_order(snapshot, views) {
+            let Some(inputs) = pending.remove(&view.name) else {
+                continue;
+            };
+            let plan = load_view(snapshot, &view)?;
+            let mut so_far = own.to_vec();
+            so_far.extend(changes.iter().cloned());
+            let (made, out) = self
+                .maintain_view(snapshot, &view, &plan, &inputs, &so_far)
+                .await?;
+            changes.extend(made);
+            let Some(out) = out else {
+                continue;
+            };
+            for dependent in snapshot.views_over(&view.name) {
+                pending
+                    .entry(dependent.name.clone())
+                    .or_default()
+                    .push(InputChange {
+                        table: view.clone(),
+                        added: vec![out.gained.clone()],
+                        removed: vec![out.lost.clone()],
+                    });
+            }
+        }
+        assert!(
+            pending.is_empty(),
+            "every view a commit reaches is maintained"
+        );
         Ok(changes)
     }
 
-    /// The changes that keep one view over `table` current through a commit changing `rows`.
-    /// A view over joins first derives its stream's change (ADR 0054).
-    pub(crate) async fn maintain_view(
+    /// The changes that keep one view current through a commit that makes `inputs`' changes
+    /// to the tables and views it reads, and the change of the view's rows when views read
+    /// it. A view over joins first derives its stream's change (ADR 0054).
+    async fn maintain_view(
         &self,
         snapshot: &Arc<Snapshot>,
-        table: &Arc<TableDef>,
         view: &Arc<TableDef>,
         plan: &ViewPlan,
-        rows: Rows<'_>,
+        inputs: &[InputChange],
         own: &[Change],
-    ) -> Result<Vec<Change>> {
+    ) -> Result<(Vec<Change>, Option<Delta>)> {
+        assert!(!inputs.is_empty(), "a view maintained for a change");
         let mut changes = Vec::new();
         let streamed;
         let (added, removed) = match &plan.stream {
-            None => (rows.added, rows.removed),
+            None => {
+                assert_eq!(inputs.len(), 1, "a view without a stream reads one input");
+                (&inputs[0].added[..], &inputs[0].removed[..])
+            }
             Some(stream) => {
-                let (delta, state_changes) = self
-                    .stream_change(snapshot, view, stream, table, (rows.added, rows.removed))
-                    .await?;
+                let (delta, state_changes) =
+                    self.stream_change(snapshot, view, stream, inputs).await?;
                 changes.extend(state_changes);
                 streamed = [delta.gained, delta.lost];
                 (&streamed[..1], &streamed[1..])
@@ -109,7 +156,8 @@ impl Node {
             ),
         };
         let lost_rows = lost.clone();
-        let closing = closing(snapshot, plan, table, rows.added)?;
+        // A view whose windows close reads one table (ADR 0055).
+        let closing = closing(snapshot, plan, &inputs[0].table, &inputs[0].added)?;
         let counts = self
             .count_values(snapshot, view, plan, (added, removed), closing)
             .await?;
@@ -168,28 +216,18 @@ impl Node {
                 }
             }
         };
-        if let Some(before) = before {
-            let out = self
-                .output_change(snapshot, view, plan, before, state_change)
-                .await?;
-            let mut own = own.to_vec();
-            own.extend(changes.iter().cloned());
-            for dependent in dependents {
-                let dependent_plan = load_view(snapshot, &dependent)?;
-                let rows = Rows {
-                    added: std::slice::from_ref(&out.gained),
-                    removed: std::slice::from_ref(&out.lost),
-                };
-                let cascaded =
-                    self.maintain_view(snapshot, view, &dependent, &dependent_plan, rows, &own);
-                changes.extend(Box::pin(cascaded).await?);
-            }
-        }
-        Ok(changes)
+        let out = match before {
+            None => None,
+            Some(before) => Some(
+                self.output_change(snapshot, view, plan, before, state_change)
+                    .await?,
+            ),
+        };
+        Ok((changes, out))
     }
 
     /// `snapshot` with `own` changes applied: what the commit will leave.
-    fn after(&self, snapshot: &Snapshot, own: &[Change]) -> Result<Arc<Snapshot>> {
+    pub(crate) fn after(&self, snapshot: &Snapshot, own: &[Change]) -> Result<Arc<Snapshot>> {
         let after = self
             .catalog
             .with_changes(snapshot, own.to_vec(), snapshot.commit + 1)?;
@@ -439,11 +477,56 @@ impl Node {
     }
 }
 
-/// The rows a commit appends to a table and those it removes, in the table's columns.
-#[derive(Clone, Copy)]
-pub(crate) struct Rows<'a> {
-    pub added: &'a [RecordBatch],
-    pub removed: &'a [RecordBatch],
+/// The change a commit makes to one input of a view: the rows it appends to a table and
+/// those it removes, in the table's columns, or the change of a view's rows.
+#[derive(Clone)]
+pub(crate) struct InputChange {
+    pub table: Arc<TableDef>,
+    pub added: Vec<RecordBatch>,
+    pub removed: Vec<RecordBatch>,
+}
+
+/// `views` and every view they reach through views over them, each after the views it reads
+/// among them.
+fn in_dependency_order(snapshot: &Snapshot, views: Vec<Arc<TableDef>>) -> Vec<Arc<TableDef>> {
+    let mut reached = views;
+    let mut next = 0;
+    while next < reached.len() {
+        for dependent in snapshot.views_over(&reached[next].name) {
+            if !reached.iter().any(|v| v.name == dependent.name) {
+                reached.push(dependent);
+            }
+        }
+        next += 1;
+    }
+    let reads = |view: &TableDef| -> Vec<String> {
+        match &view.kind {
+            TableKind::MaterializedView {
+                base_table,
+                also_reads,
+                ..
+            } => std::iter::once(base_table)
+                .chain(also_reads)
+                .cloned()
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    let mut ordered: Vec<Arc<TableDef>> = Vec::new();
+    while ordered.len() < reached.len() {
+        let before = ordered.len();
+        for view in &reached {
+            let done = |name: &String| ordered.iter().any(|o| &o.name == name);
+            let waits = reads(view)
+                .iter()
+                .any(|name| !done(name) && reached.iter().any(|r| &r.name == name));
+            if !done(&view.name) && !waits {
+                ordered.push(view.clone());
+            }
+        }
+        assert!(ordered.len() > before, "views read each other in a cycle");
+    }
+    ordered
 }
 
 /// What a commit does to a view's state rows.

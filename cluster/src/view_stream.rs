@@ -24,7 +24,7 @@ use crate::node::Node;
 use crate::rewrite::deletion_changes;
 use crate::state_expiry::{Expiring, at_or_above, join_state_expiring};
 use crate::view_changes::{
-    RowKeys, address_column, conform, group_values, lost_track, without_address,
+    InputChange, RowKeys, address_column, conform, group_values, lost_track, without_address,
 };
 use crate::{NodeError, Result};
 
@@ -60,25 +60,30 @@ struct Visited {
     windows: usize,
 }
 
-/// What one commit feeds a view's stream: its rows of one table.
+/// What one commit feeds a view's stream: its changes to the tables and views the view
+/// reads.
 struct Feed<'a> {
     snapshot: &'a Arc<Snapshot>,
     view: &'a TableDef,
     stream: &'a StreamPlan,
     states: Vec<Arc<TableDef>>,
-    table: &'a TableDef,
-    added: &'a [RecordBatch],
-    removed: &'a [RecordBatch],
+    inputs: &'a [InputChange],
 }
 
 impl Feed<'_> {
+    /// The commit's change to `table`, when it changes it.
+    fn input_of(&self, table: &TableDef) -> Option<&InputChange> {
+        self.inputs.iter().find(|i| i.table.id == table.id)
+    }
+
     /// How the commit moves the bounds of the states of the join whose left state is at
     /// `position`.
     fn expiring(&self, position: usize) -> Result<[Option<Expiring>; 2]> {
         let mut expiring = [None, None];
         for (i, slot) in expiring.iter_mut().enumerate() {
             if let Some(expiry) = &self.stream.join_states[position + i].expiry {
-                *slot = join_state_expiring(self.snapshot, expiry, self.table, self.added)?;
+                let added = self.input_of(&expiry.table).map_or(&[][..], |i| &i.added);
+                *slot = join_state_expiring(self.snapshot, expiry, added)?;
             }
         }
         Ok(expiring)
@@ -97,9 +102,10 @@ impl Feed<'_> {
         let Some(watermark) = self.snapshot.watermark(table) else {
             return Ok(delta);
         };
+        let late_below = expiry.late_below(watermark);
         Ok(Delta {
-            gained: at_or_above(&delta.gained, expiry.late_column, watermark)?,
-            lost: at_or_above(&delta.lost, expiry.late_column, watermark)?,
+            gained: at_or_above(&delta.gained, expiry.late_column, late_below)?,
+            lost: at_or_above(&delta.lost, expiry.late_column, late_below)?,
         })
     }
 }
@@ -107,15 +113,15 @@ impl Feed<'_> {
 type Boxed<'a, T> = Pin<Box<dyn Future<Output = Result<T>> + Send + 'a>>;
 
 impl Node {
-    /// The change of `view`'s stream through a commit that appends `added` rows to `table` and
-    /// removes `removed` ones, with the commit's changes to the view's join states.
+    /// The change of `view`'s stream through a commit that makes `inputs`' changes, to any
+    /// of the tables and views the stream reads at once (ADR 0057), with the commit's changes
+    /// to the view's join states.
     pub(crate) async fn stream_change(
         &self,
         snapshot: &Arc<Snapshot>,
         view: &TableDef,
         stream: &StreamPlan,
-        table: &TableDef,
-        rows: (&[RecordBatch], &[RecordBatch]),
+        inputs: &[InputChange],
     ) -> Result<(Delta, Vec<Change>)> {
         let states = snapshot.join_states_of(&view.name);
         if states.len() != stream.join_states.len() {
@@ -126,9 +132,7 @@ impl Node {
             view,
             stream,
             states,
-            table,
-            added: rows.0,
-            removed: rows.1,
+            inputs,
         };
         let mut visited = Visited::default();
         let mut changes = Vec::new();
@@ -209,11 +213,13 @@ impl Node {
         Box::pin(async move {
             let schema = node.schema();
             match node {
-                LogicalPlan::Scan { table, .. } if table.id == feed.table.id => Ok(Delta {
-                    gained: conform(&schema, feed.added)?,
-                    lost: conform(&schema, feed.removed)?,
-                }),
-                LogicalPlan::Scan { .. } => Ok(Delta::empty(schema)),
+                LogicalPlan::Scan { table, .. } => match feed.input_of(table) {
+                    Some(input) => Ok(Delta {
+                        gained: conform(&schema, &input.added)?,
+                        lost: conform(&schema, &input.removed)?,
+                    }),
+                    None => Ok(Delta::empty(schema)),
+                },
                 LogicalPlan::Filter { input, predicate } => {
                     let below = self.node_change(feed, input, visited, changes).await?;
                     let over = LogicalPlan::Filter {

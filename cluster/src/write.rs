@@ -198,6 +198,11 @@ impl Node {
                     TableKind::Table => "ALTER TABLE",
                     _ => "ALTER VIEW",
                 };
+                if !sub_views_of(snapshot, &from).is_empty() {
+                    return Err(NodeError::Other(format!(
+                        "renaming {from} is not supported yet: its definition reads its sub-views ({from}$sub_1, ...) by name; drop it and create it under the new name"
+                    )));
+                }
                 let mut changes = Vec::new();
                 let hidden = snapshot.value_counts_of(&from).into_iter().enumerate();
                 let hidden = hidden.map(|(p, t)| (p, t, false)).chain(
@@ -257,6 +262,29 @@ impl Node {
                     return Err(pondra_catalog::CatalogError::TableExists(name).into());
                 }
                 let creates = self.create_view(snapshot, name, sql, &view).await?;
+                Ok(Prepared::new(creates, "CREATE MATERIALIZED VIEW"))
+            }
+            Plan::CreateNestedView {
+                name,
+                statements,
+                if_not_exists,
+            } => {
+                if snapshot.table(&name).is_some() {
+                    if if_not_exists {
+                        return Ok(Prepared::new(Vec::new(), "CREATE MATERIALIZED VIEW"));
+                    }
+                    return Err(pondra_catalog::CatalogError::TableExists(name).into());
+                }
+                let mut creates = Vec::new();
+                let mut current = snapshot.clone();
+                for (view_name, sql) in statements {
+                    if current.tables.contains_key(&view_name) {
+                        return Err(pondra_catalog::CatalogError::TableExists(view_name).into());
+                    }
+                    let view = pondra_planner::plan_view_statement(&current, &sql)?;
+                    creates.extend(self.create_view(&current, view_name, sql, &view).await?);
+                    current = self.after(snapshot, &creates)?;
+                }
                 Ok(Prepared::new(creates, "CREATE MATERIALIZED VIEW"))
             }
             Plan::CreateTableAs {
@@ -487,24 +515,18 @@ impl Node {
             self.append_change(table, std::slice::from_ref(&batch))
                 .await?,
         );
+        let mut followed = Vec::new();
         for view in snapshot.views_over(&table.name) {
             let plan = load_view(snapshot, &view)?;
             let added = std::slice::from_ref(&batch);
             // A view over joins derives its change from its plan, a count(DISTINCT) from its
-            // counts, and a view that views read passes its change on to them (ADR 0054); a
-            // view that emits on window close drops closed windows' changes (ADR 0055).
+            // counts, and a view that views read passes its change on to them (ADR 0054,
+            // 0057); a view that emits on window close drops closed windows' changes (ADR
+            // 0055).
             let direct =
                 plan.stream.is_none() && plan.distincts.is_empty() && plan.window_close.is_none();
             if !direct || !snapshot.views_over(&view.name).is_empty() {
-                let rows = crate::view_changes::Rows {
-                    added,
-                    removed: &[],
-                };
-                let own = changes.clone();
-                let kept = self
-                    .maintain_view(snapshot, table, &view, &plan, rows, &own)
-                    .await?;
-                changes.extend(kept);
+                followed.push(view);
                 continue;
             }
             if let Some(counts) = self
@@ -517,6 +539,18 @@ impl Node {
                 .run_query(plan.maintain, snapshot.clone(), vec![batch.clone()])
                 .await?;
             changes.push(self.append_change(&view, &state).await?);
+        }
+        if !followed.is_empty() {
+            let input = crate::view_changes::InputChange {
+                table: table.clone(),
+                added: vec![batch],
+                removed: Vec::new(),
+            };
+            let own = changes.clone();
+            let kept = self
+                .maintain_reached(snapshot, followed, input, &own)
+                .await?;
+            changes.extend(kept);
         }
         Ok((rows, changes))
     }
@@ -605,17 +639,37 @@ impl Node {
 }
 
 /// The changes dropping the tables and views `names`, with the count tables (ADR 0052) and
-/// join states (ADR 0054) of each view first.
+/// join states (ADR 0054) of each view first, and each view's sub-views after it (ADR 0057).
 fn drops_with_state(snapshot: &Snapshot, names: impl IntoIterator<Item = String>) -> Vec<Change> {
     let mut drops = Vec::new();
+    let mut dropped = std::collections::HashSet::new();
     for name in names {
-        let hidden = snapshot.value_counts_of(&name).into_iter();
-        for state in hidden.chain(snapshot.join_states_of(&name)) {
-            drops.push(Change::DropTable {
-                name: state.name.clone(),
-            });
+        let subs = sub_views_of(snapshot, &name);
+        for name in std::iter::once(name).chain(subs) {
+            if !dropped.insert(name.clone()) {
+                continue;
+            }
+            let hidden = snapshot.value_counts_of(&name).into_iter();
+            for state in hidden.chain(snapshot.join_states_of(&name)) {
+                drops.push(Change::DropTable {
+                    name: state.name.clone(),
+                });
+            }
+            drops.push(Change::DropTable { name });
         }
-        drops.push(Change::DropTable { name });
     }
     drops
+}
+
+/// The sub-views of materialized view `view` (ADR 0057): the views named `<view>$sub_<n>`.
+fn sub_views_of(snapshot: &Snapshot, view: &str) -> Vec<String> {
+    let prefix = format!("{view}$sub_");
+    let is_sub_view = |name: &str, table: &TableDef| {
+        let number = name.strip_prefix(&prefix);
+        let numbered =
+            number.is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        numbered && table.is_materialized_view()
+    };
+    let found = snapshot.tables.iter().filter(|(n, t)| is_sub_view(n, t));
+    found.map(|(n, _)| n.clone()).collect()
 }

@@ -5,33 +5,44 @@
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, TimeUnit};
-use pondra_catalog::TableDef;
+use pondra_catalog::{Snapshot, TableDef};
 
+use crate::binder::time_windows::tumble_start_of;
 use crate::expr::{BinaryOp, Expr};
 use crate::logical::LogicalPlan;
 use crate::scalar::ScalarValue;
+use crate::view::load_view;
 use crate::view_stream::window_chain;
 
 /// When rows of one join state can no longer match: those whose time (state column `column`)
-/// lies below the watermark of `table`, the other side's, plus `offset` microseconds. The
-/// other side's rows behind that watermark (its column `late_column`) are late, and the join
-/// takes none of them.
+/// lies below the other side's watermark plus `offset` microseconds. The other side's time
+/// (its column `late_column`) is the watermark column of `table`, or a window's bound over it
+/// in a view, which every row not late holds at or above the table's watermark plus
+/// `late_shift`; the other side's rows below that are late, and the join takes none of them.
 #[derive(Clone, Debug)]
 pub struct StateExpiry {
     /// The state column holding the side's time.
     pub column: usize,
     /// The watermarked table of the other side's time.
     pub table: Arc<TableDef>,
-    /// The other side's input column holding that table's watermark column.
+    /// The other side's input column holding its time.
     pub late_column: usize,
-    /// Added to the watermark: the bound below which the side's rows expire.
+    /// The other side's watermark is the table's plus this (minus a TUMBLE window's size for
+    /// its `window_start`, 0 for the column itself and a window's `window_end`).
+    pub late_shift: i64,
+    /// Added to the other side's watermark: the bound below which the side's rows expire.
     pub offset: i64,
 }
 
 impl StateExpiry {
-    /// The time below which the side's rows expire, for a watermark of the other side.
+    /// The other side's watermark for the table's `watermark`: its rows below it are late.
+    pub fn late_below(&self, watermark: i64) -> i64 {
+        watermark.saturating_add(self.late_shift)
+    }
+
+    /// The time below which the side's rows expire, for the table's `watermark`.
     pub fn bound(&self, watermark: i64) -> i64 {
-        watermark.saturating_add(self.offset)
+        self.late_below(watermark).saturating_add(self.offset)
     }
 }
 
@@ -50,6 +61,7 @@ pub(crate) fn state_expiries(
     right: &LogicalPlan,
     filter: &Expr,
     key_counts: [usize; 2],
+    snapshot: &Snapshot,
 ) -> [Option<StateExpiry>; 2] {
     let left_width = left.schema().fields().len();
     let mut lower: Option<Bound> = None;
@@ -79,22 +91,24 @@ pub(crate) fn state_expiries(
     // left >= right + lo: a right row at or above the right watermark W matches left rows
     // at or above W + lo only.
     let left_expiry = lower.and_then(|b| {
-        let table = watermark_source(right, b.right)?;
+        let (table, late_shift) = watermark_source(right, b.right, snapshot)?;
         Some(StateExpiry {
             column: key_counts[0] + b.left,
             table,
             late_column: b.right,
+            late_shift,
             offset: b.difference,
         })
     });
     // left <= right + hi: a left row at or above the left watermark W matches right rows at
     // or above W - hi only.
     let right_expiry = upper.and_then(|b| {
-        let table = watermark_source(left, b.left)?;
+        let (table, late_shift) = watermark_source(left, b.left, snapshot)?;
         Some(StateExpiry {
             column: key_counts[1] + b.right,
             table,
             late_column: b.left,
+            late_shift,
             offset: b.difference.checked_neg()?,
         })
     });
@@ -175,32 +189,87 @@ fn is_micros(data_type: &DataType) -> bool {
     matches!(data_type, DataType::Timestamp(TimeUnit::Microsecond, _))
 }
 
-/// The watermarked table whose watermark column `plan`'s column `index` holds unchanged.
-fn watermark_source(plan: &LogicalPlan, index: usize) -> Option<Arc<TableDef>> {
+/// The watermarked table whose watermark column `plan`'s column `index` holds, unchanged or
+/// as the bound of a TUMBLE window over it in a view (ADR 0056), and how far below the
+/// table's watermark the column of a row not late may lie (see [`StateExpiry::late_shift`]).
+fn watermark_source(
+    plan: &LogicalPlan,
+    index: usize,
+    snapshot: &Snapshot,
+) -> Option<(Arc<TableDef>, i64)> {
     match plan {
+        LogicalPlan::Scan { table, .. } if table.is_materialized_view() => {
+            let view = load_view(snapshot, table).ok()?;
+            let (input, key) = view.group_key_of(index)?;
+            expr_source(input, key, snapshot)
+        }
         LogicalPlan::Scan { table, .. } => {
             let declared = table.watermark.as_ref()?;
             let column = table.columns.get(index)?;
-            (column.name == declared.column).then(|| table.clone())
+            (column.name == declared.column).then(|| (table.clone(), 0))
         }
-        LogicalPlan::Filter { input, .. } => watermark_source(input, index),
-        LogicalPlan::Project { input, exprs, .. } => match exprs.get(index)? {
-            Expr::Column { index, .. } => watermark_source(input, *index),
-            _ => None,
-        },
+        LogicalPlan::Filter { input, .. } => watermark_source(input, index, snapshot),
+        LogicalPlan::Project { input, exprs, .. } => {
+            expr_source(input, exprs.get(index)?, snapshot)
+        }
         LogicalPlan::Join {
             left, right, kind, ..
         } if *kind == crate::expr::JoinKind::Inner => {
             let width = left.schema().fields().len();
             match index < width {
-                true => watermark_source(left, index),
-                false => watermark_source(right, index - width),
+                true => watermark_source(left, index, snapshot),
+                false => watermark_source(right, index - width, snapshot),
             }
         }
         LogicalPlan::Window { .. } => {
             let (_, base) = window_chain(plan)?;
             let width = base.schema().fields().len();
-            (index < width).then(|| watermark_source(base, index))?
+            (index < width).then(|| watermark_source(base, index, snapshot))?
+        }
+        _ => None,
+    }
+}
+
+/// [`watermark_source`] for `expr` over `input`'s columns: a column, or a TUMBLE window's
+/// start (at most its size below the time) or end (above the time) over one.
+fn expr_source(
+    input: &LogicalPlan,
+    expr: &Expr,
+    snapshot: &Snapshot,
+) -> Option<(Arc<TableDef>, i64)> {
+    let column_source = |column: &Expr, shift: i64| {
+        let Expr::Column { index, .. } = column else {
+            return None;
+        };
+        let (table, late_shift) = watermark_source(input, *index, snapshot)?;
+        Some((table, late_shift.checked_add(shift)?))
+    };
+    match expr {
+        Expr::Column { index, .. } => watermark_source(input, *index, snapshot),
+        Expr::Cast {
+            expr: inner,
+            data_type,
+        } if is_micros(data_type) => {
+            if let Some((time, size)) = tumble_start_of(expr) {
+                return column_source(time, size.checked_neg()?);
+            }
+            let Expr::Binary {
+                op: BinaryOp::Plus,
+                left: start,
+                right: end_size,
+            } = inner.as_ref()
+            else {
+                return None;
+            };
+            let start = Expr::Cast {
+                expr: start.clone(),
+                data_type: data_type.clone(),
+            };
+            let (time, size) = tumble_start_of(&start)?;
+            match end_size.as_ref() {
+                Expr::Literal(ScalarValue::Int64(end)) if *end == size => column_source(time, 0),
+                _ => None,
+            }
         }
         _ => None,
     }

@@ -16,6 +16,7 @@ mod plan;
 mod repeated_scans;
 mod scalar;
 mod shared_aggregates;
+mod sub_views;
 mod system_tables;
 mod tree;
 mod types;
@@ -36,10 +37,13 @@ pub use physical::{PhysicalPlan, create_physical_plan};
 pub use plan::{Plan, RewriteKind};
 pub use repeated_scans::RepeatedScan;
 pub use scalar::ScalarValue;
+pub use sub_views::nested_view_statements;
 pub use system_tables::SERVER_VERSION;
 pub use tree::{PlanNode, TreeNode};
 pub use types::{common_numeric_type, is_numeric, sql_type_from_ast};
 pub use types::{expanded_array_type, push_array_item};
 pub use value_counts::ValueCountsPlan;
-pub use view::{StateRole, ViewPlan, WindowClose, load_view, plan_created_view, plan_view};
+pub use view::{
+    StateRole, ViewPlan, WindowClose, load_view, plan_created_view, plan_view, plan_view_statement,
+};
 pub use view_stream::{JoinStatePlan, StreamPlan, WindowPartitionPlan, window_chain};

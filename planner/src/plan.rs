@@ -87,6 +87,14 @@ pub enum Plan {
         view: Box<ViewPlan>,
         if_not_exists: bool,
     },
+    /// A materialized view that nests aggregates (ADR 0057): `statements` create its
+    /// sub-views, then the view `name` over them (each a name and a CREATE MATERIALIZED VIEW),
+    /// each planned against the catalog the ones before it make.
+    CreateNestedView {
+        name: String,
+        statements: Vec<(String, String)>,
+        if_not_exists: bool,
+    },
     /// Records an index on a table (ADR 0005: no index structure is built).
     CreateIndex {
         table: String,

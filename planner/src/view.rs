@@ -134,7 +134,6 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
     // must not change as its tables grow, since its join states follow its joins (ADR 0054).
     let bound = Binder::for_view(snapshot).bind_query(query)?;
     let plan = crate::optimizer::optimize(bound, &without_rows(snapshot))?;
-    check_one_path(&plan, snapshot)?;
     let core = find_core(&plan);
     match core {
         LogicalPlan::Aggregate {
@@ -239,6 +238,22 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
 }
 
 impl ViewPlan {
+    /// For column `index` of an aggregating view's rows that is one of its group keys: the
+    /// aggregate's input (over the tables) and the key's expression over it.
+    pub(crate) fn group_key_of(&self, index: usize) -> Option<(&LogicalPlan, &Expr)> {
+        let ReadShape::Merge {
+            group_count, upper, ..
+        } = &self.read
+        else {
+            return None;
+        };
+        let key = core_column(upper, index).filter(|g| g < group_count)?;
+        let LogicalPlan::Aggregate { input, group, .. } = find_core(upper) else {
+            return None;
+        };
+        Some((input, &group[key]))
+    }
+
     /// The plan that answers a read of the view stored as `view` in `snapshot`: for a view
     /// that emits on window close, of the windows its table's watermark has closed there.
     pub fn read_plan(&self, view: &Arc<TableDef>, snapshot: &Snapshot) -> LogicalPlan {
@@ -568,6 +583,21 @@ fn merge(leaf: LogicalPlan, group_count: usize, kinds: &[StateKind]) -> LogicalP
         input: Box::new(merged),
         predicate: has_rows,
     }
+}
+
+/// The plans of the materialized view a `CREATE MATERIALIZED VIEW` statement (`sql`)
+/// defines, over `snapshot`: how a view a statement nests is created (ADR 0057).
+pub fn plan_view_statement(snapshot: &Snapshot, sql: &str) -> Result<ViewPlan> {
+    let corrupt = || bind_err!("not a CREATE MATERIALIZED VIEW statement: {sql}");
+    let parsed = pondra_parser::parse_sql(sql)?;
+    let Some(pondra_parser::Statement::Sql(statement)) = parsed.first().map(|p| &p.statement)
+    else {
+        return Err(corrupt());
+    };
+    let ast::Statement::CreateView(create) = statement.as_ref() else {
+        return Err(corrupt());
+    };
+    plan_created_view(snapshot, create)
 }
 
 /// The plans of a stored materialized view, from its defining statement.
@@ -975,59 +1005,6 @@ pub(crate) fn expand_leaves(mut plan: LogicalPlan, snapshot: &Snapshot) -> Resul
         Ok::<_, crate::PlanError>(())
     })?;
     Ok(plan)
-}
-
-/// Refuses a view that would read one table along two paths (directly and through a view, or
-/// through two views): a commit to it would change the view twice, each time against state
-/// the other change has not reached.
-fn check_one_path(plan: &LogicalPlan, snapshot: &Snapshot) -> Result<()> {
-    let mut leaves: Vec<Arc<TableDef>> = Vec::new();
-    plan.visit(&mut |node| {
-        if let LogicalPlan::Scan { table, .. } = node
-            && !leaves.iter().any(|t| t.id == table.id)
-        {
-            leaves.push(table.clone());
-        }
-    });
-    let mut seen: Vec<(String, String)> = Vec::new();
-    for leaf in &leaves {
-        for table in tables_under(leaf, snapshot, 0) {
-            if let Some((_, other)) = seen.iter().find(|(t, _)| *t == table) {
-                return Err(unsupported!(
-                    "a materialized view reading table {table} along two paths (through {other} and {})",
-                    leaf.name
-                ));
-            }
-            seen.push((table, leaf.name.clone()));
-        }
-    }
-    Ok(())
-}
-
-/// The tables whose commits reach `table`: itself, or the tables a materialized view reads,
-/// each once.
-fn tables_under(table: &TableDef, snapshot: &Snapshot, depth: usize) -> Vec<String> {
-    let TableKind::MaterializedView {
-        base_table,
-        also_reads,
-        ..
-    } = &table.kind
-    else {
-        return vec![table.name.clone()];
-    };
-    let mut under = Vec::new();
-    for name in std::iter::once(base_table).chain(also_reads) {
-        let reached = match snapshot.table(name) {
-            Some(read) if depth < 64 => tables_under(read, snapshot, depth + 1),
-            _ => vec![name.clone()],
-        };
-        for name in reached {
-            if !under.contains(&name) {
-                under.push(name);
-            }
-        }
-    }
-    under
 }
 
 /// The rows a commit's change to the stream `plan` gives (ADR 0054).

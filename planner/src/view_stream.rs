@@ -212,7 +212,15 @@ pub(crate) fn plan_stream(plan: &LogicalPlan, snapshot: &Snapshot) -> Result<Opt
         join_states: Vec::new(),
         windows: Vec::new(),
     };
-    walk(plan, &mut stream)?;
+    walk(plan, &mut stream, snapshot)?;
+    // A state expires by the watermark of a table the view reads itself, so that every
+    // commit that moves it maintains the view and expires the state (ADR 0056).
+    for state in &mut stream.join_states {
+        let read = |e: &StateExpiry| stream.tables.iter().any(|t| t.id == e.table.id);
+        if !state.expiry.as_ref().is_some_and(read) {
+            state.expiry = None;
+        }
+    }
     for window in &mut stream.windows {
         let rows = std::mem::replace(&mut window.rows, LogicalPlan::empty());
         window.rows = expand_leaves(rows, snapshot)?;
@@ -239,7 +247,7 @@ fn needs_stream(plan: &LogicalPlan) -> bool {
 
 /// Checks that the stream holds only nodes whose change is derived, gathering its tables and
 /// join states in pre-order.
-fn walk(plan: &LogicalPlan, stream: &mut StreamPlan) -> Result<()> {
+fn walk(plan: &LogicalPlan, stream: &mut StreamPlan, snapshot: &Snapshot) -> Result<()> {
     match plan {
         LogicalPlan::Scan { table, .. } => {
             crate::view::check_readable(table)?;
@@ -250,8 +258,10 @@ fn walk(plan: &LogicalPlan, stream: &mut StreamPlan) -> Result<()> {
         }
         LogicalPlan::Filter { input, .. }
         | LogicalPlan::Project { input, .. }
-        | LogicalPlan::Unnest { input, .. } => walk(input, stream),
-        LogicalPlan::Union { inputs, .. } => inputs.iter().try_for_each(|i| walk(i, stream)),
+        | LogicalPlan::Unnest { input, .. } => walk(input, stream, snapshot),
+        LogicalPlan::Union { inputs, .. } => {
+            inputs.iter().try_for_each(|i| walk(i, stream, snapshot))
+        }
         LogicalPlan::Join {
             left,
             right,
@@ -282,14 +292,14 @@ fn walk(plan: &LogicalPlan, stream: &mut StreamPlan) -> Result<()> {
             let mut states = [join_state(left, left_keys)?, join_state(right, right_keys)?];
             if let (JoinKind::Inner, Some(filter)) = (kind, filter) {
                 let key_counts = [states[0].key_count, states[1].key_count];
-                let expiries = state_expiries(left, right, filter, key_counts);
+                let expiries = state_expiries(left, right, filter, key_counts, snapshot);
                 for (state, expiry) in states.iter_mut().zip(expiries) {
                     state.expiry = expiry;
                 }
             }
             stream.join_states.extend(states);
-            walk(left, stream)?;
-            walk(right, stream)
+            walk(left, stream, snapshot)?;
+            walk(right, stream, snapshot)
         }
         LogicalPlan::Aggregate { .. } => Err(unsupported!(
             "an aggregate below a join or a UNION in a materialized view"
@@ -314,7 +324,7 @@ fn walk(plan: &LogicalPlan, stream: &mut StreamPlan) -> Result<()> {
                 partition,
                 rows: base.clone(),
             });
-            walk(base, stream)
+            walk(base, stream, snapshot)
         }
         LogicalPlan::Sort { .. } | LogicalPlan::Limit { .. } => Err(unsupported!(
             "ORDER BY or LIMIT below a join in a materialized view"

@@ -19,6 +19,7 @@ mod table_options;
 pub(crate) mod time_windows;
 mod window;
 
+pub(crate) use expr::aggregate_function;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -401,6 +402,13 @@ impl<'a> Binder<'a> {
                     return self.bind_create_view(create);
                 }
                 let name = object_name(&create.name)?;
+                if let Some(statements) = crate::sub_views::nested_view_statements(create, &name)? {
+                    return Ok(Plan::CreateNestedView {
+                        name,
+                        statements,
+                        if_not_exists: create.if_not_exists,
+                    });
+                }
                 let view = crate::view::plan_created_view(self.snapshot, create)?;
                 Ok(Plan::CreateMaterializedView {
                     name,
@@ -927,8 +935,17 @@ impl<'a> Binder<'a> {
                 let function = function_name(name)?;
                 let plan = self.time_window(&function, &args.args)?;
                 let plan = rename_columns(plan, alias.as_ref())?;
+                // Unaliased, the windowed rows are the table's, `bid.price`, as in RisingWave.
+                let read = args.args.first().and_then(|a| match a {
+                    ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => match e {
+                        ast::Expr::Identifier(ident) => Some(normalize(ident)),
+                        ast::Expr::CompoundIdentifier(parts) => parts.last().map(normalize),
+                        _ => None,
+                    },
+                    _ => None,
+                });
                 let qualifier = alias.as_ref().map(|a| normalize(&a.name));
-                let qualifier = qualifier.unwrap_or(function);
+                let qualifier = qualifier.or(read).unwrap_or(function);
                 let scope = Scope::from_schema(&plan.schema(), Some(&qualifier));
                 Ok((plan, scope))
             }
