@@ -14,6 +14,7 @@ mod leader;
 mod lease;
 mod merge_table;
 mod node;
+mod own_index;
 mod rewrite;
 mod roles;
 mod session;

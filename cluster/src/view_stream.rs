@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, Int64Array, RecordBatch, UInt32Array};
 use arrow::compute::{concat_batches, take};
-use arrow::datatypes::{Int64Type, Schema, SchemaRef};
+use arrow::datatypes::{Field, Int64Type, Schema, SchemaRef};
 use pondra_catalog::{Change, Snapshot, TableDef};
 use pondra_planner::{
     JoinKind, JoinStatePlan, LogicalPlan, StateExpiry, StreamPlan, WindowPartitionPlan,
@@ -21,6 +21,7 @@ use pondra_planner::{
 
 use crate::keyed::matching_plan;
 use crate::node::Node;
+use crate::own_index::{SideStore, side_stores};
 use crate::rewrite::deletion_changes;
 use crate::state_expiry::{Expiring, at_or_above, join_state_expiring};
 use crate::view_changes::{
@@ -66,7 +67,7 @@ struct Feed<'a> {
     snapshot: &'a Arc<Snapshot>,
     view: &'a TableDef,
     stream: &'a StreamPlan,
-    states: Vec<Arc<TableDef>>,
+    states: Vec<SideStore>,
     inputs: &'a [InputChange],
 }
 
@@ -123,10 +124,7 @@ impl Node {
         stream: &StreamPlan,
         inputs: &[InputChange],
     ) -> Result<(Delta, Vec<Change>)> {
-        let states = snapshot.join_states_of(&view.name);
-        if states.len() != stream.join_states.len() {
-            return Err(lost_track(view));
-        }
+        let states = side_stores(snapshot, view, stream)?;
         let feed = Feed {
             snapshot,
             view,
@@ -168,6 +166,9 @@ impl Node {
     ) -> Result<Vec<Change>> {
         let mut creates = Vec::new();
         for (position, state) in stream.join_states.iter().enumerate() {
+            if state.own_index.is_some() {
+                continue;
+            }
             let name = pondra_catalog::join_state_name(view_name, position);
             if snapshot.tables.contains_key(&name) {
                 return Err(pondra_catalog::CatalogError::TableExists(name).into());
@@ -410,8 +411,8 @@ impl Node {
         // other side's state by it (ADR 0056): the join takes none of them.
         let left = feed.not_late(left, plans[1].expiry.as_ref())?;
         let right = feed.not_late(right, plans[0].expiry.as_ref())?;
-        let left_images = self.images(feed, &plans[0], &tables[0], left).await?;
-        let right_images = self.images(feed, &plans[1], &tables[1], right).await?;
+        let left_images = self.images(feed, &plans[0], left).await?;
+        let right_images = self.images(feed, &plans[1], right).await?;
         let keys = RowKeys::new(&left_images.0.schema(), plans[0].key_count)?;
         let touched = touched_keys(&keys, [&left_images, &right_images])?;
         let left_side = self
@@ -421,8 +422,12 @@ impl Node {
             .side(feed, &plans[1], &tables[1], &touched, right_images)
             .await?;
         for (i, side) in [&left_side, &right_side].into_iter().enumerate() {
+            // A keyed table that is its own index changes by the commit itself.
+            let Some(state) = tables[i].state() else {
+                continue;
+            };
             let expiring = join.expiring[i];
-            let (mut deleted, appended) = self.fold_side(feed, &tables[i], side, expiring).await?;
+            let (mut deleted, appended) = self.fold_side(feed, state, side, expiring).await?;
             let appended = match (appended, expiring) {
                 (Some(rows), Some(e)) => Some(at_or_above(&rows, e.column, e.to)?),
                 (rows, _) => rows,
@@ -430,13 +435,13 @@ impl Node {
             if let Some(expiring) = expiring.filter(|e| e.moves()) {
                 let replaced: HashSet<i64> = deleted.iter().copied().collect();
                 let expired = self
-                    .expired_addresses(feed.snapshot, &tables[i], expiring)
+                    .expired_addresses(feed.snapshot, state, expiring)
                     .await?;
                 deleted.extend(expired.into_iter().filter(|a| !replaced.contains(a)));
             }
-            changes.extend(deletion_changes(feed.snapshot, &tables[i], &deleted));
+            changes.extend(deletion_changes(feed.snapshot, state, &deleted));
             if let Some(rows) = appended.filter(|r| r.num_rows() > 0) {
-                changes.push(self.append_change(&tables[i], &[rows]).await?);
+                changes.push(self.append_change(state, &[rows]).await?);
             }
         }
         let pairs = delta_pairs(join.kind, &left_side, &right_side);
@@ -449,10 +454,9 @@ impl Node {
         &self,
         feed: &Feed<'_>,
         plan: &JoinStatePlan,
-        table: &TableDef,
         delta: Delta,
     ) -> Result<(RecordBatch, RecordBatch)> {
-        let schema = image_schema(table);
+        let schema = image_schema(plan);
         let image = |rows: RecordBatch| {
             let schema = schema.clone();
             async move {
@@ -477,16 +481,37 @@ impl Node {
         &self,
         feed: &Feed<'_>,
         plan: &JoinStatePlan,
-        table: &Arc<TableDef>,
+        store: &SideStore,
         touched: &Touched,
         images: (RecordBatch, RecordBatch),
     ) -> Result<Side> {
-        let schema = image_schema(table);
+        let schema = image_schema(plan);
         let keys = RowKeys::new(&schema, plan.key_count)?;
         let mut parts = Vec::new();
         let mut weights = Vec::new();
         let mut addresses = Vec::new();
-        if touched.batch.num_rows() > 0 {
+        if let (SideStore::Table { table, key_columns }, true) =
+            (store, touched.batch.num_rows() > 0)
+        {
+            let found = self
+                .own_index_rows(feed.snapshot, plan, (table, key_columns), &touched.batch)
+                .await?;
+            for rows in found {
+                let rows = conform(&schema, &[rows])?;
+                let keep: Vec<u32> = keys
+                    .of(&rows)?
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, key)| touched.keys.contains(*key))
+                    .map(|(i, _)| i as u32)
+                    .collect();
+                // A keyed table holds each key once: one copy of each row.
+                weights.extend(std::iter::repeat_n(1, keep.len()));
+                addresses.extend(std::iter::repeat_n(None, keep.len()));
+                parts.push(take_rows(&rows, &keep)?);
+            }
+        }
+        if let (SideStore::State(table), true) = (store, touched.batch.num_rows() > 0) {
             let indices: Vec<usize> = (0..plan.key_count).collect();
             let lookup = matching_plan(table, &indices, &touched.batch, false)?;
             for batch in self
@@ -867,14 +892,13 @@ fn take_rows(batch: &RecordBatch, indices: &[u32]) -> Result<RecordBatch> {
 }
 
 /// A join state's columns but its count: the rows it indexes.
-fn image_schema(table: &TableDef) -> SchemaRef {
-    let schema = table.arrow_schema();
-    let width = schema.fields().len() - 1;
-    Arc::new(
-        schema
-            .project(&(0..width).collect::<Vec<_>>())
-            .expect("columns exist"),
-    )
+fn image_schema(plan: &JoinStatePlan) -> SchemaRef {
+    let width = plan.columns.len() - 1;
+    let fields: Vec<Field> = plan.columns[..width]
+        .iter()
+        .map(|c| Field::new(&c.name, c.sql_type.to_arrow(), true))
+        .collect();
+    Arc::new(Schema::new(fields))
 }
 
 /// The change entering a node from `input`, as the node's input.

@@ -255,11 +255,8 @@ impl Node {
                 view,
                 if_not_exists,
             } => {
-                if snapshot.table(&name).is_some() {
-                    if if_not_exists {
-                        return Ok(Prepared::new(Vec::new(), "CREATE MATERIALIZED VIEW"));
-                    }
-                    return Err(pondra_catalog::CatalogError::TableExists(name).into());
+                if view_exists(snapshot, &name, if_not_exists)? {
+                    return Ok(Prepared::new(Vec::new(), "CREATE MATERIALIZED VIEW"));
                 }
                 let creates = self.create_view(snapshot, name, sql, &view).await?;
                 Ok(Prepared::new(creates, "CREATE MATERIALIZED VIEW"))
@@ -269,11 +266,8 @@ impl Node {
                 statements,
                 if_not_exists,
             } => {
-                if snapshot.table(&name).is_some() {
-                    if if_not_exists {
-                        return Ok(Prepared::new(Vec::new(), "CREATE MATERIALIZED VIEW"));
-                    }
-                    return Err(pondra_catalog::CatalogError::TableExists(name).into());
+                if view_exists(snapshot, &name, if_not_exists)? {
+                    return Ok(Prepared::new(Vec::new(), "CREATE MATERIALIZED VIEW"));
                 }
                 let mut creates = Vec::new();
                 let mut current = snapshot.clone();
@@ -659,6 +653,16 @@ fn drops_with_state(snapshot: &Snapshot, names: impl IntoIterator<Item = String>
         }
     }
     drops
+}
+
+/// Whether a view to create as `name` exists, and `IF NOT EXISTS` lets the statement do
+/// nothing; an error when it exists without.
+fn view_exists(snapshot: &Snapshot, name: &str, if_not_exists: bool) -> Result<bool> {
+    match (snapshot.table(name).is_some(), if_not_exists) {
+        (false, _) => Ok(false),
+        (true, true) => Ok(true),
+        (true, false) => Err(pondra_catalog::CatalogError::TableExists(name.to_string()).into()),
+    }
 }
 
 /// The sub-views of materialized view `view` (ADR 0057): the views named `<view>$sub_<n>`.

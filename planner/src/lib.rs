@@ -46,4 +46,4 @@ pub use value_counts::ValueCountsPlan;
 pub use view::{
     StateRole, ViewPlan, WindowClose, load_view, plan_created_view, plan_view, plan_view_statement,
 };
-pub use view_stream::{JoinStatePlan, StreamPlan, WindowPartitionPlan, window_chain};
+pub use view_stream::{JoinStatePlan, OwnIndex, StreamPlan, WindowPartitionPlan, window_chain};

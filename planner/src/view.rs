@@ -588,16 +588,22 @@ fn merge(leaf: LogicalPlan, group_count: usize, kinds: &[StateKind]) -> LogicalP
 /// The plans of the materialized view a `CREATE MATERIALIZED VIEW` statement (`sql`)
 /// defines, over `snapshot`: how a view a statement nests is created (ADR 0057).
 pub fn plan_view_statement(snapshot: &Snapshot, sql: &str) -> Result<ViewPlan> {
-    let corrupt = || bind_err!("not a CREATE MATERIALIZED VIEW statement: {sql}");
+    let create = created_view(sql)?
+        .ok_or_else(|| bind_err!("not a CREATE MATERIALIZED VIEW statement: {sql}"))?;
+    plan_created_view(snapshot, &create)
+}
+
+/// The view statement `sql` holds; `None` when it holds another.
+fn created_view(sql: &str) -> Result<Option<ast::CreateView>> {
     let parsed = pondra_parser::parse_sql(sql)?;
     let Some(pondra_parser::Statement::Sql(statement)) = parsed.first().map(|p| &p.statement)
     else {
-        return Err(corrupt());
+        return Ok(None);
     };
-    let ast::Statement::CreateView(create) = statement.as_ref() else {
-        return Err(corrupt());
-    };
-    plan_created_view(snapshot, create)
+    match statement.as_ref() {
+        ast::Statement::CreateView(create) => Ok(Some(create.clone())),
+        _ => Ok(None),
+    }
 }
 
 /// The plans of a stored materialized view, from its defining statement.
@@ -605,16 +611,9 @@ pub fn load_view(snapshot: &Snapshot, view: &TableDef) -> Result<ViewPlan> {
     let TableKind::MaterializedView { sql, .. } = &view.kind else {
         return Err(bind_err!("{} is not a materialized view", view.name));
     };
-    let corrupt = || bind_err!("materialized view {} has a corrupt definition", view.name);
-    let parsed = pondra_parser::parse_sql(sql)?;
-    let Some(pondra_parser::Statement::Sql(statement)) = parsed.first().map(|p| &p.statement)
-    else {
-        return Err(corrupt());
-    };
-    let ast::Statement::CreateView(create) = statement.as_ref() else {
-        return Err(corrupt());
-    };
-    let plan = plan_created_view(snapshot, create)?;
+    let create = created_view(sql)?
+        .ok_or_else(|| bind_err!("materialized view {} has a corrupt definition", view.name))?;
+    let plan = plan_created_view(snapshot, &create)?;
     let stored: Vec<_> = view
         .columns
         .iter()

@@ -188,6 +188,43 @@ pub struct JoinStatePlan {
     pub fill: LogicalPlan,
     /// For a side of an interval join, when its rows expire (ADR 0056).
     pub expiry: Option<StateExpiry>,
+    /// For a side that scans a keyed table on its whole key, the table, which serves as its
+    /// own index: the side keeps no state.
+    pub own_index: Option<OwnIndex>,
+}
+
+/// A keyed table a join side reads whole, joined on its key: lookups of keys read the table.
+#[derive(Clone, Debug)]
+pub struct OwnIndex {
+    pub table: Arc<TableDef>,
+    /// The table's column each join key is, in the order of the keys.
+    pub key_columns: Vec<usize>,
+}
+
+/// The keyed table `side` is, when `keys` (over its columns) are its key's columns, each
+/// once: a join state of it would copy the table.
+fn own_index(side: &LogicalPlan, keys: &[Expr]) -> Option<OwnIndex> {
+    let LogicalPlan::Scan { table, .. } = side else {
+        return None;
+    };
+    if table.key.is_empty() || table.key.len() != keys.len() || table.is_materialized_view() {
+        return None;
+    }
+    let mut key_columns = Vec::new();
+    for key in keys {
+        let Expr::Column { index, .. } = key else {
+            return None;
+        };
+        let column = table.columns.get(*index)?;
+        if !table.key.contains(&column.name) || key_columns.contains(index) {
+            return None;
+        }
+        key_columns.push(*index);
+    }
+    Some(OwnIndex {
+        table: table.clone(),
+        key_columns,
+    })
 }
 
 impl JoinStatePlan {
@@ -289,12 +326,25 @@ fn walk(plan: &LogicalPlan, stream: &mut StreamPlan, snapshot: &Snapshot) -> Res
                 .iter()
                 .map(|(l, r)| r.clone().cast(&l.data_type()))
                 .collect();
-            let mut states = [join_state(left, left_keys)?, join_state(right, right_keys)?];
+            let mut states = [
+                join_state(left, left_keys.clone())?,
+                join_state(right, right_keys.clone())?,
+            ];
             if let (JoinKind::Inner, Some(filter)) = (kind, filter) {
                 let key_counts = [states[0].key_count, states[1].key_count];
                 let expiries = state_expiries(left, right, filter, key_counts, snapshot);
                 for (state, expiry) in states.iter_mut().zip(expiries) {
                     state.expiry = expiry;
+                }
+            }
+            // A keyed table joined on its key is its own index (ADR 0054); a state that
+            // expires is the view's to delete from, so it stays a state.
+            for (state, (side, keys)) in states
+                .iter_mut()
+                .zip([(left, &left_keys), (right, &right_keys)])
+            {
+                if state.expiry.is_none() {
+                    state.own_index = own_index(side, keys);
                 }
             }
             stream.join_states.extend(states);
@@ -427,5 +477,6 @@ fn join_state(side: &LogicalPlan, keys: Vec<Expr>) -> Result<JoinStatePlan> {
         image,
         fill,
         expiry: None,
+        own_index: None,
     })
 }

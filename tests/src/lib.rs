@@ -52,6 +52,18 @@ pub fn run_sql_in(
     })
 }
 
+/// The rows a query answers, each as its cells joined by tabs, sorted: for comparing a view
+/// with its query.
+pub fn sorted_rows(node: &Arc<Node>, runtime: &tokio::runtime::Runtime, sql: &str) -> Vec<String> {
+    let (_, batches) = run_sql(node, runtime, sql).unwrap().expect("rows");
+    let mut rows: Vec<String> = map_cells(&batches, |_, _, _, text| text)
+        .into_iter()
+        .map(|row| row.join("\t"))
+        .collect();
+    rows.sort();
+    rows
+}
+
 /// Every cell of `batches`, row by row, written by `write(column, column index, row, text)`
 /// where `text` is Arrow's display of the value (`NULL` for nulls).
 pub fn map_cells<T>(

@@ -11,7 +11,7 @@ use arrow::array::{Array, AsArray, RecordBatch};
 use arrow::compute::cast;
 use arrow::datatypes::{DataType, Int64Type};
 use pondra_cluster::{Node, NodeOptions};
-use pondra_tests::{map_cells, run_sql};
+use pondra_tests::{run_sql, sorted_rows};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -75,16 +75,6 @@ fn timestamp(micros: i64) -> String {
     let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
     let millis = micros.rem_euclid(SECOND) / 1000;
     format!("TIMESTAMP '2024-01-01 {h:02}:{m:02}:{s:02}.{millis:03}'")
-}
-
-fn sorted_rows(node: &Arc<Node>, runtime: &tokio::runtime::Runtime, sql: &str) -> Vec<String> {
-    let (_, batches) = run_sql(node, runtime, sql).unwrap().expect("rows");
-    let mut rows: Vec<String> = map_cells(&batches, |_, _, _, text| text)
-        .into_iter()
-        .map(|row| row.join("\t"))
-        .collect();
-    rows.sort();
-    rows
 }
 
 fn execute(node: &Arc<Node>, runtime: &tokio::runtime::Runtime, sql: &str) {

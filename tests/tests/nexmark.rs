@@ -1,10 +1,8 @@
 //! Nexmark's streams appended batch by batch keep views of Nexmark's queries current: after
 //! the events, each view holds what its query answers over the tables.
 
-use std::sync::Arc;
-
 use pondra_cluster::{Node, NodeOptions};
-use pondra_tests::{map_cells, run_sql};
+use pondra_tests::{run_sql, sorted_rows};
 
 /// Views in the spirit of Nexmark's queries (RisingWave's SQL forms) that views can keep:
 /// q1's projection, q2's filter, q3's join, q5's hot items per HOP window, q8's new users per
@@ -40,16 +38,6 @@ const VIEWS: [(&str, &str); 6] = [
          (PARTITION BY auction ORDER BY price DESC, bidder) AS rn FROM bid) WHERE rn = 1",
     ),
 ];
-
-fn sorted_rows(node: &Arc<Node>, runtime: &tokio::runtime::Runtime, sql: &str) -> Vec<String> {
-    let (_, batches) = run_sql(node, runtime, sql).unwrap().expect("rows");
-    let mut rows: Vec<String> = map_cells(&batches, |_, _, _, text| text)
-        .into_iter()
-        .map(|row| row.join("\t"))
-        .collect();
-    rows.sort();
-    rows
-}
 
 #[test]
 fn nexmark_events_keep_views_of_its_queries_current() {
