@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use arrow::datatypes::SchemaRef;
 use pondra_storage::{
-    ColumnFooterStats, FileSource, ParquetFooter, csv_file_schema, json_file_schema,
-    parquet_file_info,
+    ColumnFooterStats, FileSource, ParquetFooter, csv_file_schema, delta_table_files,
+    json_file_schema, parquet_file_info,
 };
 
 use crate::{Result, bind_err};
@@ -59,7 +59,35 @@ impl ExternalTable {
     /// The files a path or a glob (`*` and `?` in the file name) names, read from their footers.
     /// All files must have the same columns.
     pub fn open(name: &str, pattern: &str) -> Result<Arc<ExternalTable>> {
-        let sources = expand(pattern)?;
+        ExternalTable::open_sources(name, pattern, expand(pattern)?)
+    }
+
+    /// The data files of the newest version of the Delta Lake table in a local folder
+    /// (`delta_scan`, ADR 0058).
+    pub fn open_delta(name: &str, folder: &str) -> Result<Arc<ExternalTable>> {
+        if folder.contains("://") {
+            return Err(crate::unsupported!(
+                "delta_scan of a URL or bucket ({folder}); it reads a local folder"
+            ));
+        }
+        let found = delta_table_files(std::path::Path::new(folder))
+            .map_err(|e| bind_err!("delta_scan('{folder}'): {e}"))?;
+        if found.files.is_empty() {
+            return Err(crate::unsupported!(
+                "delta_scan of a Delta table without data files ({folder}, version {})",
+                found.version
+            ));
+        }
+        let sources = found.files.into_iter().map(FileSource::Local).collect();
+        ExternalTable::open_sources(name, folder, sources)
+    }
+
+    /// The Parquet files `sources` (named `pattern` in messages), read from their footers.
+    fn open_sources(
+        name: &str,
+        pattern: &str,
+        sources: Vec<FileSource>,
+    ) -> Result<Arc<ExternalTable>> {
         let mut files = Vec::new();
         let mut schema: Option<SchemaRef> = None;
         let mut columns: Option<Vec<ColumnFooterStats>> = None;

@@ -3,6 +3,7 @@
 
 mod cache;
 mod decimal;
+mod delta_log;
 mod error;
 mod file_source;
 mod footers;
@@ -13,6 +14,7 @@ mod parquet_file;
 
 pub use cache::{ObjectCache, default_capacity};
 pub use decimal::{DECIMAL64_MAX_PRECISION, decimal_parts, decimal_type};
+pub use delta_log::{DeltaFiles, delta_table_files};
 pub use error::{Result, StorageError};
 pub use file_source::{FileSource, block_on_io, glob_matches, is_json_file, write_file};
 pub use lake::Lake;

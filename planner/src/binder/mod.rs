@@ -990,7 +990,8 @@ impl<'a> Binder<'a> {
                     let scope = Scope::from_schema(&plan.schema(), Some(&qualifier));
                     return Ok((plan, scope));
                 }
-                if !matches!(function.as_str(), "read_parquet" | "read_csv" | "read_json") {
+                let readers = ["read_parquet", "read_csv", "read_json", "delta_scan"];
+                if !readers.contains(&function.as_str()) {
                     return Err(unsupported!("the table function {function}"));
                 }
                 let path = match args.args.as_slice() {
@@ -1005,6 +1006,7 @@ impl<'a> Binder<'a> {
                 let table = match function.as_str() {
                     "read_csv" => ExternalTable::open_csv(&function, &path)?,
                     "read_json" => ExternalTable::open_json(&function, &path)?,
+                    "delta_scan" => ExternalTable::open_delta(&function, &path)?,
                     _ => ExternalTable::open(&function, &path)?,
                 };
                 let plan = rename_columns(LogicalPlan::ParquetScan { table }, alias.as_ref())?;
