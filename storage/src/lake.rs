@@ -150,6 +150,15 @@ impl Lake {
         &self.description
     }
 
+    /// The URL of `path` in the lake, for other engines that find files by absolute URL
+    /// (Iceberg's metadata, ADR 0058): `file:///...` in a folder, the bucket's URL otherwise.
+    pub fn url_of(&self, path: &str) -> String {
+        match &self.root {
+            Some(root) => format!("file://{}/{path}", root.display()),
+            None => format!("{}/{path}", self.description.trim_end_matches('/')),
+        }
+    }
+
     /// An object's bytes; a remote lake's immutable objects through the local cache.
     pub async fn get(&self, path: &str) -> Result<Bytes> {
         let cache = self.cache.as_ref().filter(|_| ObjectCache::holds(path));

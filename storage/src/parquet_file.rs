@@ -13,6 +13,7 @@ use bytes::Bytes;
 use parquet::arrow::arrow_reader::{
     ArrowReaderMetadata, ArrowReaderOptions, ParquetRecordBatchReaderBuilder, RowSelection,
 };
+use parquet::arrow::arrow_writer::ArrowWriterOptions;
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::Compression;
 use parquet::file::metadata::PageIndexPolicy;
@@ -168,7 +169,13 @@ fn write_parquet_with_pages(
     let properties = properties.build();
     let empty = RecordBatch::new_empty(schema.clone());
     let storable_schema = to_storable(schema, &empty)?.schema();
-    let mut writer = ArrowWriter::try_new(Vec::new(), storable_schema, Some(properties))?;
+    // Without the Arrow schema in the footer: Pondra reads files by their Parquet types
+    // ([`reading_schema`]), and other engines (PyIceberg) take an embedded `decimal64` for a
+    // type they do not know, where the Parquet decimal reads as theirs.
+    let options = ArrowWriterOptions::new()
+        .with_properties(properties)
+        .with_skip_arrow_metadata(true);
+    let mut writer = ArrowWriter::try_new_with_options(Vec::new(), storable_schema, options)?;
     for batch in batches {
         writer.write(&to_storable(schema, batch)?)?;
     }
@@ -479,7 +486,6 @@ impl ParquetFooter {
         leaves == self.plain.schema().fields().len()
     }
 
-    /// The rows of one row group.
     /// The file's row groups.
     pub fn row_groups(&self) -> usize {
         self.plain.metadata().num_row_groups()
@@ -488,6 +494,12 @@ impl ParquetFooter {
     /// The top-level columns the file is read as.
     pub fn fields(&self) -> usize {
         self.plain.schema().fields().len()
+    }
+
+    /// The names of the file's top-level columns, in order.
+    pub fn column_names(&self) -> Vec<String> {
+        let fields = self.plain.schema().fields();
+        fields.iter().map(|f| f.name().clone()).collect()
     }
 
     pub fn row_group_rows(&self, row_group: usize) -> usize {
