@@ -29,8 +29,9 @@ pub use statistics::{
     ColumnStatistics, DistinctSketch, column_ranges, gather_statistics, is_exact_integer,
 };
 pub use types::{
-    CHANGE_TYPE, COMMIT_TIMESTAMP, COMMIT_VERSION, Column, DataFile, EventTime, Fold,
-    HIDDEN_COLUMN, Index, Layout, LogSegment, SegmentPayload, SqlType, TableDef, TableKind, Ttl,
-    Watermark, join_state_name, system_fields, value_counts_name,
+    CHANGE_TYPE, COMMIT_FIELD_IDS, COMMIT_TIMESTAMP, COMMIT_VERSION, Column, DataFile, EventTime,
+    Fold, HIDDEN_COLUMN, Index, Layout, LogSegment, PARQUET_FIELD_ID, SegmentPayload, SqlType,
+    TableDef, TableFormat, TableKind, Ttl, Watermark, field_id, join_state_name, system_fields,
+    value_counts_name,
 };
 pub use wire::ForwardedCommit;

@@ -1,3 +1,4 @@
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
@@ -29,6 +30,19 @@ pub fn system_fields() -> [Field; 2] {
             true,
         ),
     ]
+}
+
+/// The key under which Parquet keeps a column's field id in an Arrow field's metadata.
+pub const PARQUET_FIELD_ID: &str = "PARQUET:field_id";
+
+/// The field ids of the commit columns in data files: past any id a table's column can have,
+/// so that a reader that maps columns by field id (Iceberg) never takes one for a column.
+pub const COMMIT_FIELD_IDS: [i32; 2] = [2_000_000_001, 2_000_000_002];
+
+/// The field id in Parquet files and Iceberg schemas of the column with `column_id` (ADR
+/// 0058): one more than the id, since Iceberg's field ids start at 1.
+pub fn field_id(column_id: u32) -> i32 {
+    i32::try_from(column_id + 1).expect("column ids stay below the commit columns' field ids")
 }
 
 /// A column type as SQL names it; each maps to one Arrow type.
@@ -254,6 +268,36 @@ pub struct TableDef {
     /// holds the columns with ids `0..positional_width`, in order.
     #[serde(default)]
     pub positional_width: u32,
+    /// `WITH (publish = 'delta,iceberg')`: the formats the table is published in for other
+    /// engines (ADR 0058), in the order named; empty for a table not published.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub publish: Vec<TableFormat>,
+}
+
+/// An open table format a table can be published in (ADR 0058).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TableFormat {
+    Delta,
+    Iceberg,
+}
+
+impl TableFormat {
+    /// The format a `publish` option names (`delta` or `iceberg`, any case).
+    pub fn parse(name: &str) -> Option<TableFormat> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "delta" => Some(TableFormat::Delta),
+            "iceberg" => Some(TableFormat::Iceberg),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TableFormat::Delta => "delta",
+            TableFormat::Iceberg => "iceberg",
+        }
+    }
 }
 
 impl TableDef {
@@ -274,6 +318,7 @@ impl TableDef {
             folds: Default::default(),
             next_column_id: 0,
             positional_width: 0,
+            publish: Vec::new(),
         }
         .with_column_ids()
     }
@@ -375,6 +420,27 @@ impl TableDef {
     pub fn stored_schema(&self) -> SchemaRef {
         let mut fields = self.arrow_schema().fields().to_vec();
         fields.extend(system_fields().map(Arc::new));
+        Arc::new(Schema::new(fields))
+    }
+
+    /// The schema data files of the table are written in: [`TableDef::stored_schema`] (or
+    /// the table's columns alone, without `commit_columns`), each field with its Parquet field
+    /// id (ADR 0058).
+    pub fn file_schema(&self, commit_columns: bool) -> SchemaRef {
+        let ids = self.columns.iter().map(|c| field_id(c.id));
+        let schema = match commit_columns {
+            true => self.stored_schema(),
+            false => self.arrow_schema(),
+        };
+        let fields: Vec<Field> = schema
+            .fields()
+            .iter()
+            .zip(ids.chain(COMMIT_FIELD_IDS))
+            .map(|(field, id)| {
+                let metadata = HashMap::from([(PARQUET_FIELD_ID.to_string(), id.to_string())]);
+                field.as_ref().clone().with_metadata(metadata)
+            })
+            .collect();
         Arc::new(Schema::new(fields))
     }
 

@@ -76,7 +76,7 @@ impl Node {
     }
 
     /// Merges the files of `job` into one, in one commit.
-    async fn merge_files(
+    pub(crate) async fn merge_files(
         &self,
         snapshot: &Arc<Snapshot>,
         table: &Arc<TableDef>,
@@ -141,8 +141,22 @@ impl Node {
 /// Every file of a table (`VACUUM FULL`), merged in runs of files of at most
 /// `MOST_BYTES_PER_MERGE` each: one file per run, unless it is alone and needs no rewrite.
 fn whole_table_jobs(snapshot: &Snapshot, table: &TableDef) -> Vec<CompactionJob> {
+    let files = snapshot.files(table.id);
+    let by_path = |path: &String| files.iter().find(|f| &f.path == path);
+    runs_of_bounded_size(files.iter().collect())
+        .into_iter()
+        .filter(|job| {
+            let alone = by_path(&job.paths[0]).expect("a run holds files of the table");
+            job.paths.len() > 1 || needs_rewrite(snapshot, table, alone, now_ms())
+        })
+        .collect()
+}
+
+/// `files` merged in runs of consecutive files of at most `MOST_BYTES_PER_MERGE` each (a
+/// larger file alone), one job per run.
+pub(crate) fn runs_of_bounded_size(files: Vec<&DataFile>) -> Vec<CompactionJob> {
     let mut runs: Vec<(Vec<&DataFile>, u64)> = Vec::new();
-    for file in snapshot.files(table.id).iter() {
+    for file in files {
         match runs.last_mut() {
             Some((run, bytes)) if *bytes + file.size_bytes <= MOST_BYTES_PER_MERGE => {
                 run.push(file);
@@ -152,7 +166,6 @@ fn whole_table_jobs(snapshot: &Snapshot, table: &TableDef) -> Vec<CompactionJob>
         }
     }
     runs.into_iter()
-        .filter(|(run, _)| run.len() > 1 || needs_rewrite(snapshot, table, run[0], now_ms()))
         .map(|(run, _)| CompactionJob {
             paths: run.iter().map(|f| f.path.clone()).collect(),
         })

@@ -81,6 +81,8 @@ pub struct Node {
     pub(crate) tier_lock: tokio::sync::Mutex<()>,
     /// Parquet files registered as tables for this process, read in place.
     external: std::sync::RwLock<HashMap<String, Arc<ExternalTable>>>,
+    /// What the publisher last wrote of each published table's formats (ADR 0058).
+    pub(crate) published: crate::publish::PublishedVersions,
 }
 
 impl Node {
@@ -149,6 +151,7 @@ impl Node {
             write_lock: tokio::sync::RwLock::new(()),
             tier_lock: tokio::sync::Mutex::new(()),
             external: std::sync::RwLock::new(HashMap::new()),
+            published: Default::default(),
         })
     }
 
@@ -502,9 +505,11 @@ impl Node {
         Ok(on_query_thread(run).await??)
     }
 
-    /// Moves every row waiting in the log tail into Parquet now, and deletes expired objects.
+    /// Moves every row waiting in the log tail into Parquet now, publishes the published
+    /// tables (ADR 0058), and deletes expired objects.
     pub async fn checkpoint(&self) -> Result<()> {
         self.tier(Duration::ZERO).await?;
+        self.publish().await?;
         self.collect_garbage().await
     }
 
@@ -527,6 +532,9 @@ impl Node {
                 }
                 if let Err(e) = node.compact(None, false).await {
                     eprintln!("background compaction failed: {e}");
+                }
+                if let Err(e) = node.publish().await {
+                    eprintln!("background publishing failed: {e}");
                 }
                 if let Err(e) = node.collect_garbage().await {
                     eprintln!("background cleanup failed: {e}");

@@ -152,10 +152,7 @@ impl Node {
         }
         // Rows tiered from the log tail carry their commit columns (ADR 0048).
         let width = table.columns.len();
-        let schema = match rows[0].num_columns() == width {
-            true => table.arrow_schema(),
-            false => table.stored_schema(),
-        };
+        let schema = table.file_schema(rows[0].num_columns() != width);
         let rows: Vec<RecordBatch> = rows
             .iter()
             .map(|b| RecordBatch::try_new(schema.clone(), b.columns().to_vec()))

@@ -135,6 +135,7 @@ impl Node {
                 ttl,
                 watermark,
                 folds,
+                publish,
                 if_not_exists,
             } => {
                 if snapshot.table(&name).is_some() && if_not_exists {
@@ -146,6 +147,7 @@ impl Node {
                     ttl,
                     watermark,
                     folds,
+                    publish,
                     ..TableDef::new(name, columns, TableKind::Table)
                 };
                 let create = Change::CreateTable { def, initial: None };

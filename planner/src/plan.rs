@@ -23,6 +23,8 @@ pub enum Plan {
         watermark: Option<pondra_catalog::Watermark>,
         /// `WITH (merge = '...')`: a merge table's folds (ADR 0050).
         folds: std::collections::BTreeMap<String, pondra_catalog::Fold>,
+        /// `WITH (publish = '...')`: the formats it is published in (ADR 0058).
+        publish: Vec<pondra_catalog::TableFormat>,
         if_not_exists: bool,
     },
     DropTable {

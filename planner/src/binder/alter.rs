@@ -1,7 +1,7 @@
-//! `ALTER TABLE`: renaming the table, and adding, dropping and renaming its columns. Columns
-//! keep ids and data files and log segments name their columns by id (ADR 0048), so no change
-//! of columns rewrites a file: a column added reads NULL in files written before it, a column
-//! dropped is left unread in them.
+//! `ALTER TABLE`: renaming the table, adding, dropping and renaming its columns, and setting
+//! its `publish` option (ADR 0058). Columns keep ids and data files and log segments name
+//! their columns by id (ADR 0048), so no change of columns rewrites a file: a column added
+//! reads NULL in files written before it, a column dropped is left unread in them.
 
 use pondra_catalog::{Column, TableDef, TableKind};
 use pondra_parser::ast;
@@ -30,6 +30,13 @@ impl Binder<'_> {
             ] => {
                 let mut def = self.altered_table(&alter.name, "renaming a column of")?;
                 rename_column(&mut def, old_column_name, new_column_name)?;
+                super::table_options::check_publishable(&def.columns, &def.publish)?;
+                return Ok(Plan::AlterColumns { table: def });
+            }
+            [ast::AlterTableOperation::SetOptionsParens { options }] => {
+                let mut def = self.published_table(&alter.name)?;
+                def.publish = super::table_options::altered_publish(options)?;
+                super::table_options::check_publishable(&def.columns, &def.publish)?;
                 return Ok(Plan::AlterColumns { table: def });
             }
             _ => {}
@@ -54,11 +61,12 @@ impl Binder<'_> {
                 }
                 _ => {
                     return Err(unsupported!(
-                        "ALTER TABLE other than RENAME TO, RENAME COLUMN, ADD COLUMN and DROP COLUMN"
+                        "ALTER TABLE other than RENAME TO, RENAME COLUMN, ADD COLUMN, DROP COLUMN and SET (publish = ...)"
                     ));
                 }
             }
         }
+        super::table_options::check_publishable(&def.columns, &def.publish)?;
         Ok(Plan::AlterColumns { table: def })
     }
 
@@ -89,6 +97,19 @@ impl Binder<'_> {
             None => None,
         };
         Ok(Plan::Vacuum { table, full: *full })
+    }
+
+    /// The definition of the table `name` whose `publish` option an ALTER changes: any table,
+    /// materialized views over it or not, since publishing changes none of its rows.
+    fn published_table(&self, name: &ast::ObjectName) -> Result<TableDef> {
+        let name = object_name(name)?;
+        match self.snapshot.table(&name) {
+            Some(table) if matches!(table.kind, TableKind::Table) => Ok(table.as_ref().clone()),
+            Some(_) => Err(unsupported!(
+                "publishing {name}: only tables are published, not views"
+            )),
+            None => Err(bind_err!("relation \"{name}\" does not exist")),
+        }
     }
 
     /// The definition of the table `name` that an ALTER changes; `doing` says what, for errors.

@@ -158,6 +158,7 @@ impl Binder<'_> {
             ttl: options.ttl,
             watermark: options.watermark,
             folds: options.folds,
+            publish: options.publish,
             if_not_exists: create.if_not_exists,
         })
     }

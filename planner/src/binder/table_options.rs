@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use pondra_catalog::{Column, Fold, SqlType, Ttl, Watermark};
+use pondra_catalog::{Column, Fold, SqlType, TableFormat, Ttl, Watermark};
 use pondra_parser::ast;
 
 use super::object_name;
@@ -16,6 +16,7 @@ pub(super) struct TableOptions {
     pub ttl: Option<Ttl>,
     pub folds: BTreeMap<String, Fold>,
     pub watermark: Option<Watermark>,
+    pub publish: Vec<TableFormat>,
 }
 
 /// The options of a table with `columns` and primary `key`.
@@ -31,24 +32,22 @@ pub(super) fn table_options(
     };
     let (mut ttl, mut ttl_column, mut merge) = (None, None, None);
     let (mut watermark_column, mut watermark) = (None, None);
+    let mut publish = Vec::new();
     for option in options {
         let ast::SqlOption::KeyValue { key, value } = option else {
             return Err(unsupported!("the table option {option}"));
         };
-        let text = match value {
-            ast::Expr::Value(v) => match &v.value {
-                ast::Value::SingleQuotedString(s) => s.clone(),
-                _ => value.to_string(),
-            },
-            ast::Expr::Identifier(ident) => normalize(ident),
-            other => other.to_string(),
-        };
+        let text = option_text(value);
         match object_name(key)?.as_str() {
             "ttl" => ttl = Some(text),
             "ttl_column" => ttl_column = Some(text),
             "merge" => merge = Some(text),
             "watermark_column" => watermark_column = Some(text),
             "watermark" => watermark = Some(value),
+            "publish" => {
+                publish = publish_formats(&text)?;
+                check_publishable(columns, &publish)?;
+            }
             other => return Err(unsupported!("the table option {other}")),
         }
     }
@@ -59,7 +58,75 @@ pub(super) fn table_options(
             None => BTreeMap::new(),
         },
         watermark: table_watermark(watermark_column, watermark, columns)?,
+        publish,
     })
+}
+
+/// An option's value as text: a string's contents, an identifier's name, else as written.
+fn option_text(value: &ast::Expr) -> String {
+    match value {
+        ast::Expr::Value(v) => match &v.value {
+            ast::Value::SingleQuotedString(s) => s.clone(),
+            _ => value.to_string(),
+        },
+        ast::Expr::Identifier(ident) => normalize(ident),
+        other => other.to_string(),
+    }
+}
+
+/// The formats `publish = 'delta,iceberg'` names (ADR 0058); an empty list publishes none.
+pub(super) fn publish_formats(text: &str) -> Result<Vec<TableFormat>> {
+    let mut formats = Vec::new();
+    for name in text.split(',').filter(|n| !n.trim().is_empty()) {
+        let format = TableFormat::parse(name).ok_or_else(|| {
+            bind_err!(
+                "publish = '{text}': a table is published as 'delta', 'iceberg' or 'delta,iceberg', not as {}",
+                name.trim()
+            )
+        })?;
+        if !formats.contains(&format) {
+            formats.push(format);
+        }
+    }
+    Ok(formats)
+}
+
+/// Refuses to publish `columns` in `formats` when a format cannot hold them: neither Delta
+/// nor Iceberg has an interval type, and Delta without column mapping (ADR 0058) takes no
+/// column name with a space or any of `,;{}()=`.
+pub(super) fn check_publishable(columns: &[Column], formats: &[TableFormat]) -> Result<()> {
+    if formats.is_empty() {
+        return Ok(());
+    }
+    if let Some(column) = columns.iter().find(|c| c.sql_type == SqlType::Interval) {
+        return Err(unsupported!(
+            "publishing a table with an INTERVAL column ({}): Delta and Iceberg have no interval type",
+            column.name
+        ));
+    }
+    let unnamed = |c: &&Column| c.name.contains(|ch: char| " ,;{}()\n\t=".contains(ch));
+    if formats.contains(&TableFormat::Delta)
+        && let Some(column) = columns.iter().find(unnamed)
+    {
+        return Err(unsupported!(
+            "publishing as Delta a column named \"{}\": Delta without column mapping takes no space or ,;{{}}()= in a name",
+            column.name
+        ));
+    }
+    Ok(())
+}
+
+/// `ALTER TABLE t SET (publish = '...')`: the option an existing table can change.
+pub(super) fn altered_publish(options: &[ast::SqlOption]) -> Result<Vec<TableFormat>> {
+    let [ast::SqlOption::KeyValue { key, value }] = options else {
+        return Err(unsupported!(
+            "ALTER TABLE ... SET with options other than one publish = '...'"
+        ));
+    };
+    match object_name(key)?.as_str() {
+        "publish" => publish_formats(&option_text(value)),
+        other => Err(unsupported!("changing the table option {other}")),
+    }
 }
 
 /// The watermark `WATERMARK FOR ts AS ts - INTERVAL '5' SECOND` gives a table, which the
