@@ -62,24 +62,31 @@ impl ExternalTable {
         ExternalTable::open_sources(name, pattern, expand(pattern)?)
     }
 
-    /// The data files of the newest version of the Delta Lake table in a local folder
+    /// The data files of the newest version of the Delta Lake table in a folder or at a URL
     /// (`delta_scan`, ADR 0058).
-    pub fn open_delta(name: &str, folder: &str) -> Result<Arc<ExternalTable>> {
-        if folder.contains("://") {
-            return Err(crate::unsupported!(
-                "delta_scan of a URL or bucket ({folder}); it reads a local folder"
-            ));
-        }
-        let found = delta_table_files(std::path::Path::new(folder))
-            .map_err(|e| bind_err!("delta_scan('{folder}'): {e}"))?;
+    pub fn open_delta(name: &str, location: &str) -> Result<Arc<ExternalTable>> {
+        let found =
+            delta_table_files(location).map_err(|e| bind_err!("delta_scan('{location}'): {e}"))?;
         if found.files.is_empty() {
             return Err(crate::unsupported!(
-                "delta_scan of a Delta table without data files ({folder}, version {})",
+                "delta_scan of a Delta table without data files ({location}, version {})",
                 found.version
             ));
         }
-        let sources = found.files.into_iter().map(FileSource::Local).collect();
-        ExternalTable::open_sources(name, folder, sources)
+        ExternalTable::open_sources(name, location, found.files)
+    }
+
+    /// The data files of the current snapshot of the Iceberg table in a folder or at a URL,
+    /// or of its metadata file (`iceberg_scan`, ADR 0058).
+    pub fn open_iceberg(name: &str, location: &str) -> Result<Arc<ExternalTable>> {
+        let found = pondra_storage::iceberg_table_files(location)
+            .map_err(|e| bind_err!("iceberg_scan('{location}'): {e}"))?;
+        if found.files.is_empty() {
+            return Err(crate::unsupported!(
+                "iceberg_scan of an Iceberg table without data files ({location})"
+            ));
+        }
+        ExternalTable::open_sources(name, location, found.files)
     }
 
     /// The Parquet files `sources` (named `pattern` in messages), read from their footers.

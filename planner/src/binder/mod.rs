@@ -990,7 +990,13 @@ impl<'a> Binder<'a> {
                     let scope = Scope::from_schema(&plan.schema(), Some(&qualifier));
                     return Ok((plan, scope));
                 }
-                let readers = ["read_parquet", "read_csv", "read_json", "delta_scan"];
+                let readers = [
+                    "read_parquet",
+                    "read_csv",
+                    "read_json",
+                    "delta_scan",
+                    "iceberg_scan",
+                ];
                 if !readers.contains(&function.as_str()) {
                     return Err(unsupported!("the table function {function}"));
                 }
@@ -1007,6 +1013,7 @@ impl<'a> Binder<'a> {
                     "read_csv" => ExternalTable::open_csv(&function, &path)?,
                     "read_json" => ExternalTable::open_json(&function, &path)?,
                     "delta_scan" => ExternalTable::open_delta(&function, &path)?,
+                    "iceberg_scan" => ExternalTable::open_iceberg(&function, &path)?,
                     _ => ExternalTable::open(&function, &path)?,
                 };
                 let plan = rename_columns(LogicalPlan::ParquetScan { table }, alias.as_ref())?;

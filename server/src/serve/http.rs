@@ -1,6 +1,7 @@
 //! The HTTP door (axum): `POST /sql`, `POST /tables/{name}/append`, `GET /stats`, `GET /health`,
 //! `GET /views/{name}/changes` (a live query as server-sent events, ADR 0054), `GET /cluster`,
-//! and `POST /cluster/commit` for commits other processes prepared (ADR 0053).
+//! and `POST /cluster/commit` for commits other processes prepared (ADR 0053); the Iceberg
+//! REST catalog is nested under `/iceberg` (`iceberg_rest.rs`).
 
 use std::collections::HashMap;
 use std::io::Cursor;
@@ -32,7 +33,8 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/cluster", get(cluster))
         .route("/cluster/commit", post(forwarded_commit))
         .route("/cluster/commits", get(commit_stream))
-        .with_state(server)
+        .with_state(server.clone())
+        .nest("/iceberg", super::iceberg_rest::router(server))
 }
 
 /// A refusal or failure, sent as `{"error": "..."}` with its status.

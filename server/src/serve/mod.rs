@@ -6,6 +6,7 @@ mod client;
 mod encode;
 mod flight;
 mod http;
+mod iceberg_rest;
 mod lakes;
 mod literal;
 mod membership;
