@@ -1,7 +1,8 @@
 //! Lakes and files in a bucket (ADR 0046), on a real S3 API (moto's server on loopback): a
 //! lake made and read at an `s3://` URL holds every object in the bucket, a lake folder copied
 //! to a bucket opens there as it was and back, files in a bucket are read and written in
-//! place, a server on a bucket keeps what it acknowledged, and an unknown scheme is an error.
+//! place, a server on a bucket keeps what it acknowledged, a table published there reads through
+//! `delta_scan` and `iceberg_scan` at its URL, and an unknown scheme is an error.
 
 mod common;
 
@@ -299,5 +300,37 @@ fn a_server_on_a_bucket_appends_exactly_once_and_keeps_what_it_acknowledged() {
             "SELECT count(*), count(DISTINCT id) FROM events"
         ),
         format!("count(*),count(DISTINCT id)\n{acknowledged},{acknowledged}\n")
+    );
+}
+
+#[test]
+fn a_table_published_in_a_bucket_reads_through_delta_scan_and_iceberg_scan() {
+    let s3 = S3::start();
+    let bucket = s3.bucket("published");
+    let cwd = tempfile::tempdir().unwrap();
+    let lake = format!("s3://{bucket}/lakes/shared");
+    answer(
+        s3,
+        cwd.path(),
+        &lake,
+        "CREATE TABLE t (a BIGINT, b VARCHAR) WITH (publish = 'delta,iceberg'); \
+         INSERT INTO t SELECT i, 'b' || i FROM generate_series(1, 1000) AS g(i); CHECKPOINT; \
+         DELETE FROM t WHERE a <= 10; CHECKPOINT",
+    );
+    let own = answer(s3, cwd.path(), &lake, "SELECT count(*), sum(a) FROM t");
+    assert_eq!(own.lines().last().unwrap(), "990,500445");
+    // Another lake, in a folder, reads the published table in the bucket by its URL.
+    let reader = cwd.path().join("reader");
+    let table = format!("s3://{bucket}/lakes/shared/data/t");
+    for function in ["delta_scan", "iceberg_scan"] {
+        let query = format!("SELECT count(*), sum(a) FROM {function}('{table}')");
+        let read = answer(s3, cwd.path(), reader.to_str().unwrap(), &query);
+        assert_eq!(read.lines().last().unwrap(), "990,500445", "{function}");
+    }
+    let keys = s3.keys(&bucket, "lakes/shared/data/t/");
+    assert!(keys.iter().any(|k| k.contains("/_delta_log/")), "{keys:?}");
+    assert!(
+        keys.iter().any(|k| k.ends_with("version-hint.text")),
+        "{keys:?}"
     );
 }
