@@ -130,6 +130,18 @@ fn a_published_table_reads_the_same_in_deltalake_and_pyiceberg() {
     let metadata = newest_iceberg_metadata(&folder);
     assert_eq!(read_published(&["iceberg", &metadata]), changed);
 
+    // Added and dropped columns are published as schema changes too.
+    run(
+        &lake,
+        "ALTER TABLE t ADD COLUMN extra INT; INSERT INTO t VALUES (10000, 'added', NULL, 2.00, NULL, 7); \
+         ALTER TABLE t DROP COLUMN d; CHECKPOINT;",
+    );
+    let altered = pondra_summary(&lake, "t");
+    assert_ne!(altered, changed);
+    assert_eq!(read_published(&["delta", &delta]), altered);
+    let metadata = newest_iceberg_metadata(&folder);
+    assert_eq!(read_published(&["iceberg", &metadata]), altered);
+
     // An existing table is published once it asks to be.
     run(
         &lake,
@@ -144,7 +156,7 @@ fn a_published_table_reads_the_same_in_deltalake_and_pyiceberg() {
     // The REST catalog on the HTTP door lists the tables published as Iceberg, and loads them.
     let served = Served::start(&lake, &[]);
     let uri = format!("http://{}/iceberg", served.http());
-    assert_eq!(read_published(&["rest", &uri, "public", "t"]), changed);
+    assert_eq!(read_published(&["rest", &uri, "public", "t"]), altered);
 }
 
 #[test]
