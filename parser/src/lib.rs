@@ -2,12 +2,16 @@
 
 mod asof;
 mod depth;
+mod frame_exclusion;
 mod split;
 mod watermarks;
 mod windows;
 
 pub use asof::{DUCKDB_ASOF, DUCKDB_ASOF_LEFT};
 pub use depth::{MAX_DEPTH, too_deep_message};
+pub use frame_exclusion::{
+    EXCLUDE_CURRENT_ROW, EXCLUDE_GROUP, EXCLUDE_TIES, with_exclusions_written,
+};
 
 pub use split::{SplitResult, split_statements};
 pub use sqlparser::ast;
@@ -219,8 +223,8 @@ fn parse_tokens(tokens: Vec<TokenWithSpan>) -> Result<Statement, ParseError> {
 /// The tokens of `text`, with two Postgres forms psql writes in its catalog queries read as
 /// Postgres reads them: `OPERATOR(schema.op)` as the bare operator, and `E'...'` as a string
 /// with backslash escapes; Flink's window table functions in their short form; and the
-/// streaming clauses (`WATERMARK FOR`, `EMIT ON WINDOW CLOSE`) as options; and DuckDB's ASOF
-/// joins in the form sqlparser reads.
+/// streaming clauses (`WATERMARK FOR`, `EMIT ON WINDOW CLOSE`) as options; DuckDB's ASOF
+/// joins in the form sqlparser reads; and window frames' `EXCLUDE` clauses as markers.
 fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
     let tokens = Tokenizer::new(&DuckDbDialect {}, text)
         .tokenize_with_location()
@@ -257,6 +261,7 @@ fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
         i += 1;
     }
     let out = asof::duckdb_asof_joins(windows::short_window_calls(out));
+    let out = frame_exclusion::frame_exclusions(out);
     Ok(watermarks::streaming_clauses(out))
 }
 

@@ -30,9 +30,14 @@ impl sqllogictest::DB for Lake {
     }
 }
 
-/// Values as the `.slt` files spell them: NULL, `(empty)` for an empty string, else Arrow's text.
+/// Values as the `.slt` files spell them: NULL, `(empty)` for an empty string, timestamps as
+/// PostgreSQL writes them, else Arrow's text.
 fn rows(batches: &[RecordBatch]) -> Vec<Vec<String>> {
-    map_cells(batches, |column, _, row, text| {
+    let batches: Vec<RecordBatch> = batches
+        .iter()
+        .map(|b| pondra_cluster::with_timestamps_as_text(b).expect("timestamps as text"))
+        .collect();
+    map_cells(&batches, |column, _, row, text| {
         if column.is_null(row) {
             "NULL".to_string()
         } else if text.is_empty() {
@@ -43,11 +48,18 @@ fn rows(batches: &[RecordBatch]) -> Vec<Vec<String>> {
     })
 }
 
+/// The `.slt` files to run: every one, or with `PONDRA_SLT` set (`windows,joins`) those whose
+/// names contain one of its words.
 fn slt_files(dir: &Path) -> Vec<PathBuf> {
+    let only = std::env::var("PONDRA_SLT").unwrap_or_default();
+    let chosen = |p: &Path| {
+        let name = p.file_name().unwrap_or_default().to_string_lossy();
+        only.is_empty() || only.split(',').any(|word| name.contains(word.trim()))
+    };
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "slt"))
+        .filter(|p| p.extension().is_some_and(|e| e == "slt") && chosen(p))
         .collect();
     files.sort();
     files

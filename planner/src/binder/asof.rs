@@ -211,11 +211,10 @@ pub(super) fn asof_join(
 }
 
 fn whole_partition() -> Frame {
-    Frame {
-        rows: true,
-        start: FrameBound::UnboundedPreceding,
-        end: FrameBound::UnboundedFollowing,
-    }
+    Frame::rows(
+        FrameBound::UnboundedPreceding,
+        FrameBound::UnboundedFollowing,
+    )
 }
 
 fn with_window(input: LogicalPlan, expr: WindowExpr, name: &str) -> LogicalPlan {

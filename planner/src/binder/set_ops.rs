@@ -275,11 +275,7 @@ fn number_duplicates(plan: LogicalPlan) -> LogicalPlan {
         args: Vec::new(),
         partition_by,
         order_by: Vec::new(),
-        frame: Frame {
-            rows: true,
-            start: FrameBound::UnboundedPreceding,
-            end: FrameBound::CurrentRow,
-        },
+        frame: Frame::rows(FrameBound::UnboundedPreceding, FrameBound::CurrentRow),
         data_type: DataType::Int64,
     };
     let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();

@@ -22,8 +22,8 @@ use super::Binder;
 use super::expr::{Context, bind_expr};
 use super::scope::{Scope, normalize};
 use crate::expr::{
-    AggregateFunction, BinaryOp, Expr, Frame, FrameBound, ScalarFunction, SortKey, WindowExpr,
-    WindowFunction,
+    AggregateFunction, BinaryOp, Expr, Frame, FrameBound, FrameUnits, ScalarFunction, SortKey,
+    WindowExpr, WindowFunction,
 };
 use crate::logical::LogicalPlan;
 use crate::scalar::ScalarValue;
@@ -277,13 +277,12 @@ fn window_call(
         })
         .into_iter()
         .collect();
-    let frame = Frame {
-        rows: order.is_some(),
-        start: FrameBound::UnboundedPreceding,
-        end: match order {
-            Some(_) => FrameBound::CurrentRow,
-            None => FrameBound::UnboundedFollowing,
-        },
+    let frame = match order {
+        Some(_) => Frame::rows(FrameBound::UnboundedPreceding, FrameBound::CurrentRow),
+        None => Frame::range(
+            FrameBound::UnboundedPreceding,
+            FrameBound::UnboundedFollowing,
+        ),
     };
     WindowExpr {
         func,
@@ -335,7 +334,7 @@ fn session(input: LogicalPlan, ts: Expr, gap: i64, keys: Vec<Expr>) -> LogicalPl
     );
     // Rows of one time are peers: they take the same session whichever of them the sort put
     // first (a ROWS frame could split them around a session's start).
-    count.frame.rows = false;
+    count.frame.units = FrameUnits::Range;
     let number_type = count.data_type.clone();
     let numbered = windowed(with_before, vec![(count, "session")]);
     let number = Expr::column(width + 1, "session", number_type);

@@ -1,11 +1,13 @@
 //! Window functions: `f(...) OVER (PARTITION BY ... ORDER BY ... frame)`.
 
 use arrow::datatypes::DataType;
+use pondra_parser::{EXCLUDE_CURRENT_ROW, EXCLUDE_GROUP, EXCLUDE_TIES};
 use sqlparser::ast;
 
 use super::expr::*;
 use crate::expr::{
-    AggregateFunction, Expr, Frame, FrameBound, SortKey, WindowExpr, WindowFunction,
+    AggregateFunction, Expr, Frame, FrameBound, FrameExclusion, FrameOffset, FrameUnits, SortKey,
+    WindowExpr, WindowFunction,
 };
 use crate::scalar::ScalarValue;
 use crate::types::is_numeric;
@@ -27,16 +29,14 @@ pub(super) fn bind_window(
     let ast::WindowType::WindowSpec(spec) = over else {
         return Err(unsupported!("named windows"));
     };
-    if function.filter.is_some() {
-        return Err(unsupported!("FILTER on window functions"));
-    }
-    let raw_args = match &function.args {
-        ast::FunctionArguments::List(list) => list.args.clone(),
-        _ => Vec::new(),
-    };
+    let exclude = exclusion_of(spec)?;
+    check_call_clauses(function)?;
     let star = matches!(
-        raw_args.as_slice(),
-        [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)]
+        &function.args,
+        ast::FunctionArguments::List(list) if matches!(
+            list.args.as_slice(),
+            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Wildcard)]
+        )
     );
     let mut args = Vec::new();
     if !star {
@@ -44,61 +44,7 @@ pub(super) fn bind_window(
             args.push(bind_expr(a, ctx)?);
         }
     }
-    let (func, data_type) = match name {
-        "row_number" => (WindowFunction::RowNumber, DataType::Int64),
-        "rank" => (WindowFunction::Rank, DataType::Int64),
-        "dense_rank" => (WindowFunction::DenseRank, DataType::Int64),
-        "lag" | "lead" => {
-            if args.is_empty() || args.len() > 3 {
-                return Err(bind_err!("{name} takes 1 to 3 arguments"));
-            }
-            let t = args[0].data_type();
-            let offset = match args.get(1) {
-                None => 1,
-                Some(Expr::Literal(ScalarValue::Int32(n))) if *n >= 0 => *n as i64,
-                Some(Expr::Literal(ScalarValue::Int64(n))) if *n >= 0 => *n,
-                Some(other) => {
-                    return Err(bind_err!("{name} needs a constant offset, not {other}"));
-                }
-            };
-            let default = args
-                .get(2)
-                .cloned()
-                .unwrap_or(Expr::Literal(ScalarValue::Null));
-            args = vec![
-                args[0].clone(),
-                Expr::Literal(ScalarValue::Int64(offset)),
-                default.cast(&t),
-            ];
-            let func = if name == "lag" {
-                WindowFunction::Lag
-            } else {
-                WindowFunction::Lead
-            };
-            (func, t)
-        }
-        other => match aggregate_function(other) {
-            Some(AggregateFunction::Count) if star => (
-                WindowFunction::Aggregate(AggregateFunction::CountStar),
-                DataType::Int64,
-            ),
-            Some(AggregateFunction::StringAgg | AggregateFunction::GroupingId) => {
-                return Err(unsupported!("{other} as a window function"));
-            }
-            Some(agg) => {
-                if args.len() != 1 {
-                    return Err(bind_err!("{other} takes one argument"));
-                }
-                let t = args[0].data_type();
-                if matches!(agg, AggregateFunction::Sum | AggregateFunction::Avg) && !is_numeric(&t)
-                {
-                    return Err(bind_err!("{other}({}) is not defined", type_name(&t)));
-                }
-                (WindowFunction::Aggregate(agg), agg.result_type(Some(&t)))
-            }
-            None => return Err(bind_err!("window function {other} does not exist")),
-        },
-    };
+    let (func, args, data_type) = window_call(name, args, star)?;
     let partition_by = spec
         .partition_by
         .iter()
@@ -113,7 +59,7 @@ pub(super) fn bind_window(
             nulls_first: item.options.nulls_first.unwrap_or(descending),
         });
     }
-    let frame = window_frame(spec.window_frame.as_ref(), !order_by.is_empty())?;
+    let frame = window_frame(spec.window_frame.as_ref(), &order_by, exclude, ctx)?;
     let window = WindowExpr {
         func,
         args,
@@ -126,60 +72,370 @@ pub(super) fn bind_window(
     Ok(Expr::column(WINDOW_BASE + index, name, data_type))
 }
 
-pub(super) fn window_frame(frame: Option<&ast::WindowFrame>, ordered: bool) -> Result<Frame> {
-    let Some(frame) = frame else {
-        let end = if ordered {
-            FrameBound::CurrentRow
-        } else {
-            FrameBound::UnboundedFollowing
-        };
-        return Ok(Frame {
-            rows: false,
-            start: FrameBound::UnboundedPreceding,
-            end,
-        });
+/// The frame exclusion the parser put in the window name's place (`EXCLUDE ...`); any other
+/// window name refers to a named window.
+fn exclusion_of(spec: &ast::WindowSpec) -> Result<FrameExclusion> {
+    let Some(name) = &spec.window_name else {
+        return Ok(FrameExclusion::NoOthers);
     };
-    let rows = match frame.units {
-        ast::WindowFrameUnits::Rows => true,
-        ast::WindowFrameUnits::Range => false,
-        ast::WindowFrameUnits::Groups => return Err(unsupported!("GROUPS frames")),
-    };
-    let bound = |b: &ast::WindowFrameBound| -> Result<FrameBound> {
-        let count = |e: &Option<Box<ast::Expr>>| -> Result<Option<u64>> {
-            match e.as_deref() {
-                None => Ok(None),
-                Some(ast::Expr::Value(v)) => match &v.value {
-                    ast::Value::Number(n, _) => n
-                        .parse::<u64>()
-                        .map(Some)
-                        .map_err(|_| bind_err!("invalid frame offset {n}")),
-                    other => Err(bind_err!("invalid frame offset {other}")),
-                },
-                Some(other) => Err(unsupported!("the frame offset {other}")),
+    Ok(match name.value.as_str() {
+        EXCLUDE_CURRENT_ROW => FrameExclusion::CurrentRow,
+        EXCLUDE_GROUP => FrameExclusion::Group,
+        EXCLUDE_TIES => FrameExclusion::Ties,
+        _ => return Err(unsupported!("named windows")),
+    })
+}
+
+/// Refuses what a window function call may carry besides its arguments and OVER, which would
+/// otherwise be dropped unseen.
+fn check_call_clauses(function: &ast::Function) -> Result<()> {
+    if function.filter.is_some() {
+        return Err(unsupported!("FILTER on window functions"));
+    }
+    if !function.within_group.is_empty() {
+        return Err(unsupported!("WITHIN GROUP on window functions"));
+    }
+    let mut ignore_nulls = function.null_treatment == Some(ast::NullTreatment::IgnoreNulls);
+    if let ast::FunctionArguments::List(list) = &function.args {
+        if list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct) {
+            return Err(unsupported!("DISTINCT in window functions"));
+        }
+        for clause in &list.clauses {
+            match clause {
+                ast::FunctionArgumentClause::IgnoreOrRespectNulls(treatment) => {
+                    ignore_nulls |= *treatment == ast::NullTreatment::IgnoreNulls;
+                }
+                other => return Err(unsupported!("{other} in a window function's arguments")),
             }
-        };
-        Ok(match b {
-            ast::WindowFrameBound::CurrentRow => FrameBound::CurrentRow,
-            ast::WindowFrameBound::Preceding(e) => match count(e)? {
-                None => FrameBound::UnboundedPreceding,
-                Some(n) => FrameBound::Preceding(n),
-            },
-            ast::WindowFrameBound::Following(e) => match count(e)? {
-                None => FrameBound::UnboundedFollowing,
-                Some(n) => FrameBound::Following(n),
-            },
-        })
+        }
+    }
+    if ignore_nulls {
+        return Err(unsupported!("IGNORE NULLS in window functions"));
+    }
+    Ok(())
+}
+
+/// The function a window call names, its arguments as it takes them, and its result type.
+fn window_call(
+    name: &str,
+    mut args: Vec<Expr>,
+    star: bool,
+) -> Result<(WindowFunction, Vec<Expr>, DataType)> {
+    let ranking = match name {
+        "row_number" => Some((WindowFunction::RowNumber, DataType::Int64)),
+        "rank" => Some((WindowFunction::Rank, DataType::Int64)),
+        "dense_rank" => Some((WindowFunction::DenseRank, DataType::Int64)),
+        "percent_rank" => Some((WindowFunction::PercentRank, DataType::Float64)),
+        "cume_dist" => Some((WindowFunction::CumeDist, DataType::Float64)),
+        _ => None,
     };
-    let start = bound(&frame.start_bound)?;
+    if let Some((func, data_type)) = ranking {
+        if !args.is_empty() || star {
+            return Err(bind_err!("{name} takes no arguments"));
+        }
+        return Ok((func, args, data_type));
+    }
+    match name {
+        "ntile" => {
+            expect_arguments(name, &args, 1)?;
+            let buckets = integer_argument(name, args.remove(0))?;
+            Ok((WindowFunction::Ntile, vec![buckets], DataType::Int64))
+        }
+        "lag" | "lead" => lag_or_lead(name, args),
+        "first_value" | "last_value" => {
+            expect_arguments(name, &args, 1)?;
+            let func = match name {
+                "first_value" => WindowFunction::FirstValue,
+                _ => WindowFunction::LastValue,
+            };
+            let t = args[0].data_type();
+            Ok((func, args, t))
+        }
+        "nth_value" => {
+            expect_arguments(name, &args, 2)?;
+            let n = integer_argument(name, args.remove(1))?;
+            let t = args[0].data_type();
+            Ok((WindowFunction::NthValue, vec![args.remove(0), n], t))
+        }
+        other => window_aggregate(other, args, star),
+    }
+}
+
+fn expect_arguments(name: &str, args: &[Expr], count: usize) -> Result<()> {
+    match args.len() == count {
+        true => Ok(()),
+        false if count == 1 => Err(bind_err!("{name} takes one argument")),
+        false => Err(bind_err!("{name} takes {count} arguments")),
+    }
+}
+
+/// An integer argument (a bucket count, a row number) as a BIGINT.
+fn integer_argument(name: &str, arg: Expr) -> Result<Expr> {
+    match arg.data_type() {
+        DataType::Int32 | DataType::Int64 | DataType::Null => Ok(arg.cast(&DataType::Int64)),
+        other => Err(bind_err!(
+            "{name} needs an integer argument, not {}",
+            type_name(&other)
+        )),
+    }
+}
+
+fn lag_or_lead(name: &str, args: Vec<Expr>) -> Result<(WindowFunction, Vec<Expr>, DataType)> {
+    if args.is_empty() || args.len() > 3 {
+        return Err(bind_err!("{name} takes 1 to 3 arguments"));
+    }
+    let t = args[0].data_type();
+    let offset = match args.get(1) {
+        None => 1,
+        Some(Expr::Literal(ScalarValue::Int32(n))) if *n >= 0 => *n as i64,
+        Some(Expr::Literal(ScalarValue::Int64(n))) if *n >= 0 => *n,
+        Some(other) => {
+            return Err(bind_err!("{name} needs a constant offset, not {other}"));
+        }
+    };
+    let default = args
+        .get(2)
+        .cloned()
+        .unwrap_or(Expr::Literal(ScalarValue::Null));
+    let args = vec![
+        args[0].clone(),
+        Expr::Literal(ScalarValue::Int64(offset)),
+        default.cast(&t),
+    ];
+    let func = match name {
+        "lag" => WindowFunction::Lag,
+        _ => WindowFunction::Lead,
+    };
+    Ok((func, args, t))
+}
+
+fn window_aggregate(
+    name: &str,
+    args: Vec<Expr>,
+    star: bool,
+) -> Result<(WindowFunction, Vec<Expr>, DataType)> {
+    match aggregate_function(name) {
+        Some(AggregateFunction::Count) if star => Ok((
+            WindowFunction::Aggregate(AggregateFunction::CountStar),
+            args,
+            DataType::Int64,
+        )),
+        Some(AggregateFunction::StringAgg | AggregateFunction::GroupingId) => {
+            Err(unsupported!("{name} as a window function"))
+        }
+        Some(agg) => {
+            expect_arguments(name, &args, 1)?;
+            let t = args[0].data_type();
+            if matches!(agg, AggregateFunction::Sum | AggregateFunction::Avg) && !is_numeric(&t) {
+                return Err(bind_err!("{name}({}) is not defined", type_name(&t)));
+            }
+            Ok((
+                WindowFunction::Aggregate(agg),
+                args,
+                agg.result_type(Some(&t)),
+            ))
+        }
+        None => Err(bind_err!("window function {name} does not exist")),
+    }
+}
+
+/// The frame of a window: as written, or by default RANGE from the partition's start to the
+/// current row's last peer with ORDER BY, the whole partition without.
+pub(super) fn window_frame(
+    frame: Option<&ast::WindowFrame>,
+    order_by: &[SortKey],
+    exclude: FrameExclusion,
+    ctx: &mut Context<'_>,
+) -> Result<Frame> {
+    let Some(frame) = frame else {
+        let end = match order_by.is_empty() {
+            true => FrameBound::UnboundedFollowing,
+            false => FrameBound::CurrentRow,
+        };
+        let mut frame = Frame::range(FrameBound::UnboundedPreceding, end);
+        frame.exclude = exclude;
+        return Ok(frame);
+    };
+    let units = match frame.units {
+        ast::WindowFrameUnits::Rows => FrameUnits::Rows,
+        ast::WindowFrameUnits::Range => FrameUnits::Range,
+        ast::WindowFrameUnits::Groups => FrameUnits::Groups,
+    };
+    let start = frame_bound(&frame.start_bound, units, "starting", ctx)?;
     let end = match &frame.end_bound {
-        Some(b) => bound(b)?,
+        Some(b) => frame_bound(b, units, "ending", ctx)?,
         None => FrameBound::CurrentRow,
     };
-    if !rows
-        && (matches!(start, FrameBound::Preceding(_) | FrameBound::Following(_))
-            || matches!(end, FrameBound::Preceding(_) | FrameBound::Following(_)))
-    {
-        return Err(unsupported!("RANGE frames with offsets"));
+    check_bound_order(&start, &end)?;
+    match units {
+        FrameUnits::Groups if order_by.is_empty() => {
+            return Err(bind_err!("GROUPS mode requires an ORDER BY clause"));
+        }
+        FrameUnits::Range => {
+            for bound in [&start, &end] {
+                if let FrameBound::Preceding(offset) | FrameBound::Following(offset) = bound {
+                    check_range_offset(offset, order_by)?;
+                }
+            }
+        }
+        _ => {}
     }
-    Ok(Frame { rows, start, end })
+    Ok(Frame {
+        units,
+        start,
+        end,
+        exclude,
+    })
+}
+
+/// Refuses the frames PostgreSQL refuses: ones that would end before they start whatever the
+/// row.
+fn check_bound_order(start: &FrameBound, end: &FrameBound) -> Result<()> {
+    match (start, end) {
+        (FrameBound::UnboundedFollowing, _) => {
+            Err(bind_err!("frame start cannot be UNBOUNDED FOLLOWING"))
+        }
+        (_, FrameBound::UnboundedPreceding) => {
+            Err(bind_err!("frame end cannot be UNBOUNDED PRECEDING"))
+        }
+        (FrameBound::CurrentRow, FrameBound::Preceding(_)) => Err(bind_err!(
+            "frame starting from current row cannot have preceding rows"
+        )),
+        (FrameBound::Following(_), FrameBound::Preceding(_) | FrameBound::CurrentRow) => Err(
+            bind_err!("frame starting from following row cannot have preceding rows"),
+        ),
+        _ => Ok(()),
+    }
+}
+
+fn frame_bound(
+    bound: &ast::WindowFrameBound,
+    units: FrameUnits,
+    which: &str,
+    ctx: &mut Context<'_>,
+) -> Result<FrameBound> {
+    Ok(match bound {
+        ast::WindowFrameBound::CurrentRow => FrameBound::CurrentRow,
+        ast::WindowFrameBound::Preceding(None) => FrameBound::UnboundedPreceding,
+        ast::WindowFrameBound::Following(None) => FrameBound::UnboundedFollowing,
+        ast::WindowFrameBound::Preceding(Some(e)) => {
+            FrameBound::Preceding(frame_offset(e, units, which, ctx)?)
+        }
+        ast::WindowFrameBound::Following(Some(e)) => {
+            FrameBound::Following(frame_offset(e, units, which, ctx)?)
+        }
+    })
+}
+
+/// A frame offset: a constant, not NULL and not negative; a count of rows or groups for
+/// ROWS and GROUPS frames.
+fn frame_offset(
+    expr: &ast::Expr,
+    units: FrameUnits,
+    which: &str,
+    ctx: &mut Context<'_>,
+) -> Result<FrameOffset> {
+    let bound = bind_expr(expr, ctx)?;
+    let Some(value) = constant(&bound) else {
+        return Err(unsupported!(
+            "the frame offset {expr}, which is not a constant"
+        ));
+    };
+    if value == ScalarValue::Null {
+        return Err(bind_err!("frame {which} offset must not be null"));
+    }
+    if is_negative(&value) {
+        return Err(bind_err!("frame {which} offset must not be negative"));
+    }
+    if units == FrameUnits::Range {
+        return Ok(FrameOffset::Distance(value));
+    }
+    match value {
+        ScalarValue::Int32(n) => Ok(FrameOffset::Count(n as u64)),
+        ScalarValue::Int64(n) => Ok(FrameOffset::Count(n as u64)),
+        other => Err(bind_err!(
+            "frame {which} offset must be an integer, not {}",
+            type_name(&other.data_type())
+        )),
+    }
+}
+
+/// The value of a constant expression: a literal, perhaps cast or negated.
+fn constant(expr: &Expr) -> Option<ScalarValue> {
+    match expr {
+        Expr::Literal(value) => Some(value.clone()),
+        Expr::Cast { expr, data_type } => {
+            let value = constant(expr)?.to_array(1);
+            let cast = arrow::compute::cast(&value, data_type).ok()?;
+            Some(ScalarValue::at(cast.as_ref(), 0))
+        }
+        Expr::Negative(inner) => match constant(inner)? {
+            ScalarValue::Int32(n) => n.checked_neg().map(ScalarValue::Int32),
+            ScalarValue::Int64(n) => n.checked_neg().map(ScalarValue::Int64),
+            ScalarValue::Float64(n) => Some(ScalarValue::Float64(-n)),
+            ScalarValue::Decimal {
+                value,
+                precision,
+                scale,
+            } => Some(ScalarValue::Decimal {
+                value: -value,
+                precision,
+                scale,
+            }),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether an offset lies below zero; an interval does when any of its parts does, which
+/// would let a frame bound move against the rows' order.
+fn is_negative(value: &ScalarValue) -> bool {
+    match value {
+        ScalarValue::Int32(n) => *n < 0,
+        ScalarValue::Int64(n) => *n < 0,
+        ScalarValue::Float64(n) => *n < 0.0 || n.is_nan(),
+        ScalarValue::Decimal { value, .. } => *value < 0,
+        ScalarValue::Interval {
+            months,
+            days,
+            nanos,
+        } => *months < 0 || *days < 0 || *nanos < 0,
+        _ => false,
+    }
+}
+
+/// A RANGE offset needs one ORDER BY key it can be added to: a number to a number, an
+/// interval to a date or a timestamp.
+fn check_range_offset(offset: &FrameOffset, order_by: &[SortKey]) -> Result<()> {
+    let [key] = order_by else {
+        return Err(bind_err!(
+            "RANGE with offset PRECEDING/FOLLOWING requires exactly one ORDER BY column"
+        ));
+    };
+    let FrameOffset::Distance(value) = offset else {
+        return Ok(());
+    };
+    let key_type = key.expr.data_type();
+    let offset_type = value.data_type();
+    let fits = match &key_type {
+        t if is_numeric(t) => is_numeric(&offset_type),
+        DataType::Date32 | DataType::Timestamp(_, None) => {
+            matches!(offset_type, DataType::Interval(_))
+        }
+        DataType::Timestamp(_, Some(_)) => {
+            return Err(unsupported!(
+                "RANGE offsets over timestamps with a time zone"
+            ));
+        }
+        _ => false,
+    };
+    if !fits {
+        return Err(bind_err!(
+            "RANGE with offset PRECEDING/FOLLOWING is not supported for column type {} and offset type {}",
+            type_name(&key_type),
+            type_name(&offset_type)
+        ));
+    }
+    Ok(())
 }

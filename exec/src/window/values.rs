@@ -1,0 +1,119 @@
+//! The window functions that pick rows of the frame: `first_value`, `last_value`,
+//! `nth_value`, and `array_agg`, which takes them all. Each row's picks are found from its
+//! frame's runs of rows, then taken from the value column at once.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, ListArray, UInt32Array};
+use arrow::buffer::{NullBuffer, OffsetBuffer};
+use arrow::compute::{cast, take};
+use arrow::datatypes::{DataType, Field, Int64Type};
+
+use super::frames::Frames;
+use crate::{ExecError, Result};
+
+/// Every row's frame's first row's value (NULL for an empty frame).
+pub(super) fn first_values(values: &ArrayRef, frames: &Frames<'_>) -> Result<ArrayRef> {
+    pick(values, frames, |row| {
+        let pieces = frames.pieces(row);
+        Ok(pieces.into_iter().find(|p| !p.is_empty()).map(|p| p.start))
+    })
+}
+
+/// Every row's frame's last row's value.
+pub(super) fn last_values(values: &ArrayRef, frames: &Frames<'_>) -> Result<ArrayRef> {
+    pick(values, frames, |row| {
+        let pieces = frames.pieces(row);
+        Ok(pieces
+            .into_iter()
+            .rev()
+            .find(|p| !p.is_empty())
+            .map(|p| p.end - 1))
+    })
+}
+
+/// Every row's frame's `n`th row's value, `n` read at each row; NULL where the frame is
+/// shorter, or `n` is NULL.
+pub(super) fn nth_values(values: &ArrayRef, n: &ArrayRef, frames: &Frames<'_>) -> Result<ArrayRef> {
+    let n = cast(n, &DataType::Int64)?;
+    let n = n.as_primitive::<Int64Type>();
+    pick(values, frames, |row| {
+        if n.is_null(row) {
+            return Ok(None);
+        }
+        let wanted = n.value(row);
+        if wanted <= 0 {
+            return Err(ExecError::Execution(
+                "argument of nth_value must be greater than zero".into(),
+            ));
+        }
+        let mut left = usize::try_from(wanted - 1).unwrap_or(usize::MAX);
+        for piece in frames.pieces(row) {
+            if left < piece.len() {
+                return Ok(Some(piece.start + left));
+            }
+            left -= piece.len();
+        }
+        Ok(None)
+    })
+}
+
+/// The value at the row `chosen` picks for each row, NULL where it picks none.
+fn pick(
+    values: &ArrayRef,
+    frames: &Frames<'_>,
+    chosen: impl Fn(usize) -> Result<Option<usize>>,
+) -> Result<ArrayRef> {
+    let mut picks = Vec::with_capacity(frames.rows());
+    for row in 0..frames.rows() {
+        if row % 4096 == 4095 {
+            crate::control::check_current()?;
+        }
+        picks.push(chosen(row)?.map(|p| p as u32));
+    }
+    Ok(take(values, &UInt32Array::from(picks), None)?)
+}
+
+/// `array_agg`: each row's frame's values, NULLs included, as a list; NULL for an empty
+/// frame. The lists hold as many values as the frames do in all, so this is as fast as its
+/// output allows.
+pub(super) fn frame_lists(
+    values: &ArrayRef,
+    frames: &Frames<'_>,
+    data_type: &DataType,
+) -> Result<ArrayRef> {
+    let DataType::List(item) = data_type else {
+        return Err(ExecError::Execution(format!(
+            "array_agg gives a list, not {data_type}"
+        )));
+    };
+    let mut indices: Vec<u32> = Vec::new();
+    let mut lengths = Vec::with_capacity(frames.rows());
+    let mut present = Vec::with_capacity(frames.rows());
+    for row in 0..frames.rows() {
+        if row % 1024 == 1023 {
+            crate::control::check_current()?;
+        }
+        let before = indices.len();
+        for piece in frames.pieces(row) {
+            indices.extend(piece.start as u32..piece.end as u32);
+        }
+        if indices.len() > i32::MAX as usize {
+            return Err(ExecError::Execution(
+                "array_agg over these frames would hold more than 2^31 values".into(),
+            ));
+        }
+        lengths.push(indices.len() - before);
+        present.push(indices.len() > before);
+    }
+    let items = take(values, &UInt32Array::from(indices), None)?;
+    let items = cast(&items, item.data_type())?;
+    let field = Arc::new(Field::new(item.name(), item.data_type().clone(), true));
+    let list = ListArray::try_new(
+        field,
+        OffsetBuffer::from_lengths(lengths),
+        items,
+        Some(NullBuffer::from(present)),
+    )?;
+    Ok(Arc::new(list))
+}
