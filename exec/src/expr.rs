@@ -9,18 +9,12 @@ use arrow::array::{
     StringArray, UInt32Array, new_null_array,
 };
 use arrow::compute::kernels::{boolean, cmp, comparison, numeric};
-use arrow::compute::{CastOptions, cast_with_options, is_not_null, is_null, nullif, take};
+use arrow::compute::{is_not_null, is_null, nullif, take};
 use arrow::datatypes::{DataType, Float64Type, Int32Type, Int64Type};
-use arrow::util::display::FormatOptions;
 use pondra_planner::{BinaryOp, DatePart, Expr, ScalarFunction};
 
 use crate::{ExecError, Result};
 use crate::{arrays, functions};
-
-const CAST_OPTIONS: CastOptions<'static> = CastOptions {
-    safe: false,
-    format_options: FormatOptions::new(),
-};
 
 /// An expression's value over a batch.
 #[derive(Clone)]
@@ -106,7 +100,7 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
                 }
                 (DataType::Utf8, DataType::List(_)) => arrays::parse(v.as_string(), data_type),
                 (DataType::List(_), DataType::Utf8) => arrays::to_text(v),
-                _ => Ok(cast_with_options(v, data_type, &CAST_OPTIONS)?),
+                _ => crate::casts::cast(v, data_type, false),
             })
         }
         Expr::Case {
@@ -189,6 +183,11 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
         Expr::ScalarSubquery(_) => Err(ExecError::Execution(
             "a scalar subquery reached the executor uncomputed".into(),
         )),
+        Expr::Function {
+            func: ScalarFunction::TryCast,
+            args,
+            data_type,
+        } => value(&args[0], batch)?.map(|v| crate::casts::cast(v, data_type, true)),
         Expr::Function {
             func: ScalarFunction::Coalesce,
             args,
@@ -344,6 +343,9 @@ fn arithmetic(op: BinaryOp, l: &dyn Datum, r: &dyn Datum) -> Result<ArrayRef> {
     if let Some(result) = crate::decimal::unchecked(op, l, r) {
         return result;
     }
+    if matches!(op, BinaryOp::Divide | BinaryOp::Modulo) {
+        check_float_divisor(r)?;
+    }
     Ok(match op {
         BinaryOp::Plus => numeric::add(l, r)?,
         BinaryOp::Minus => numeric::sub(l, r)?,
@@ -360,6 +362,31 @@ fn arithmetic(op: BinaryOp, l: &dyn Datum, r: &dyn Datum) -> Result<ArrayRef> {
             unreachable!("logical operators and || take whole columns")
         }
     })
+}
+
+/// A DOUBLE divided by zero is an error, as in PostgreSQL (Arrow would give infinity or NaN;
+/// integers and decimals fail in their kernels already).
+fn check_float_divisor(divisor: &dyn Datum) -> Result<()> {
+    let (values, _) = divisor.get();
+    let zero = match values.data_type() {
+        DataType::Float64 => values
+            .as_primitive::<arrow::datatypes::Float64Type>()
+            .values()
+            .iter()
+            .zip(0..)
+            .any(|(v, i)| *v == 0.0 && values.is_valid(i)),
+        DataType::Float32 => values
+            .as_primitive::<arrow::datatypes::Float32Type>()
+            .values()
+            .iter()
+            .zip(0..)
+            .any(|(v, i)| *v == 0.0 && values.is_valid(i)),
+        _ => false,
+    };
+    match zero {
+        true => Err(ExecError::Execution("division by zero".into())),
+        false => Ok(()),
+    }
 }
 
 fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
@@ -499,6 +526,19 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::Right => functions::left_right(args, false),
         ScalarFunction::Reverse => functions::reverse(args),
         ScalarFunction::Repeat => functions::repeat(args),
+        ScalarFunction::Pad { left } => functions::pad(args, left),
+        ScalarFunction::SplitPart => functions::split_part(args),
+        ScalarFunction::TryCast => unreachable!("TRY_CAST is evaluated with its target type"),
+        ScalarFunction::SortedQuantile { continuous } => {
+            crate::ordered_set::quantile(&args[0], &args[1], continuous)
+        }
+        ScalarFunction::SortedMode => crate::ordered_set::mode(&args[0]),
+        ScalarFunction::JsonGet { text } => crate::json::json_get(args, text),
+        ScalarFunction::JsonCheck => crate::json::json_check(&args[0]),
+        ScalarFunction::Strftime => functions::strftime(args),
+        ScalarFunction::RegexpExtract => functions::regexp_extract(args),
+        ScalarFunction::StringSplit => functions::string_split(args),
+        ScalarFunction::DistinctRuns => crate::ordered_set::distinct_runs(&args[0]),
         ScalarFunction::Greatest => functions::extreme(args, true),
         ScalarFunction::Least => functions::extreme(args, false),
         ScalarFunction::DateTrunc(part) => functions::date_trunc(&args[0], part),

@@ -200,6 +200,54 @@ pub fn left_right(args: &[ArrayRef], left: bool) -> Result<ArrayRef> {
     })
 }
 
+/// `lpad` / `rpad(s, length, fill)`: `s` cut to `length` characters, or filled on the left
+/// (right) with `fill` repeated; as PostgreSQL, an empty fill leaves `s` as it is.
+pub fn pad(args: &[ArrayRef], left: bool) -> Result<ArrayRef> {
+    strings_map(args, |s, texts, n| {
+        let (Some(fill), Some(length)) = (texts[0], n[0]) else {
+            return Ok(None);
+        };
+        let length = length.max(0) as usize;
+        // The result is at most `length` characters of at most 4 bytes each.
+        check_string_bytes(length as u128 * 4)?;
+        let chars = s.chars().count();
+        if chars >= length || fill.is_empty() {
+            return Ok(Some(s.chars().take(length).collect()));
+        }
+        let filling: String = fill.chars().cycle().take(length - chars).collect();
+        Ok(Some(match left {
+            true => filling + s,
+            false => format!("{s}{filling}"),
+        }))
+    })
+}
+
+/// `split_part(s, delimiter, n)`: the n-th field of `s` split at `delimiter`, counted from
+/// the end when negative; empty past the last. An empty delimiter makes `s` one field.
+pub fn split_part(args: &[ArrayRef]) -> Result<ArrayRef> {
+    strings_map(args, |s, texts, n| {
+        let (Some(delimiter), Some(field)) = (texts[0], n[0]) else {
+            return Ok(None);
+        };
+        if field == 0 {
+            return Err(ExecError::Execution(
+                "split_part: field position must not be zero".into(),
+            ));
+        }
+        let fields: Vec<&str> = match delimiter.is_empty() {
+            true => vec![s],
+            false => s.split(delimiter).collect(),
+        };
+        let index = match field > 0 {
+            true => usize::try_from(field - 1).ok(),
+            false => fields.len().checked_sub(field.unsigned_abs() as usize),
+        };
+        Ok(Some(
+            index.and_then(|i| fields.get(i)).unwrap_or(&"").to_string(),
+        ))
+    })
+}
+
 pub fn reverse(args: &[ArrayRef]) -> Result<ArrayRef> {
     strings_map(args, |s, _, _| Ok(Some(s.chars().rev().collect())))
 }
@@ -445,6 +493,62 @@ pub fn regexp_match(args: &[ArrayRef], insensitive: bool) -> Result<ArrayRef> {
     Ok(Arc::new(BooleanArray::from(out)))
 }
 
+/// `regexp_extract(s, pattern, group)` (DuckDB): the first match's group (0: the whole
+/// match); empty when nothing matches or the group took no part.
+pub fn regexp_extract(args: &[ArrayRef]) -> Result<ArrayRef> {
+    let (s, p) = (args[0].as_string::<i32>(), args[1].as_string::<i32>());
+    let groups = args[2].as_primitive::<Int64Type>();
+    let mut patterns = Patterns {
+        insensitive: false,
+        last: None,
+    };
+    let mut out = Vec::with_capacity(s.len());
+    for row in 0..s.len() {
+        if s.is_null(row) || p.is_null(row) || groups.is_null(row) {
+            out.push(None);
+            continue;
+        }
+        let regex = patterns.get(p.value(row))?;
+        let group = usize::try_from(groups.value(row))
+            .ok()
+            .filter(|g| *g < regex.captures_len())
+            .ok_or_else(|| {
+                fail(format!(
+                    "regexp_extract: the pattern has no group {}",
+                    groups.value(row)
+                ))
+            })?;
+        let found = regex.captures(s.value(row)).and_then(|c| c.get(group));
+        out.push(Some(found.map_or("", |m| m.as_str()).to_string()));
+    }
+    Ok(Arc::new(StringArray::from(out)))
+}
+
+/// `string_split(s, separator)` (DuckDB), `string_to_array` (PostgreSQL): the pieces between
+/// separators, empty ones included; an empty separator splits nothing.
+pub fn string_split(args: &[ArrayRef]) -> Result<ArrayRef> {
+    use arrow::array::{ListBuilder, StringBuilder};
+    let (s, separators) = (args[0].as_string::<i32>(), args[1].as_string::<i32>());
+    let mut out = ListBuilder::new(StringBuilder::new());
+    let mut made = StringSize::default();
+    for row in 0..s.len() {
+        if s.is_null(row) || separators.is_null(row) {
+            out.append(false);
+            continue;
+        }
+        let (text, separator) = (s.value(row), separators.value(row));
+        made.add(text.len())?;
+        match separator.is_empty() {
+            true => out.values().append_value(text),
+            false => text
+                .split(separator)
+                .for_each(|piece| out.values().append_value(piece)),
+        }
+        out.append(true);
+    }
+    Ok(Arc::new(out.finish()))
+}
+
 pub fn regexp_replace(args: &[ArrayRef], global: bool, insensitive: bool) -> Result<ArrayRef> {
     let s = args[0].as_string::<i32>();
     let p = args[1].as_string::<i32>();
@@ -559,4 +663,31 @@ fn json_string(text: &str) -> String {
     }
     out.push('"');
     out
+}
+
+/// `strftime(timestamp, format)` (DuckDB): the timestamp written by a C `strftime` format; a
+/// format chrono cannot follow is an error, not a panic.
+pub fn strftime(args: &[ArrayRef]) -> Result<ArrayRef> {
+    use arrow::datatypes::TimestampMicrosecondType;
+    let times = args[0].as_primitive::<TimestampMicrosecondType>();
+    let formats = args[1].as_string::<i32>();
+    let mut made = StringSize::default();
+    let out = (0..times.len())
+        .map(|row| {
+            if times.is_null(row) || formats.is_null(row) {
+                return Ok(None);
+            }
+            let format = formats.value(row);
+            let items = chrono::format::StrftimeItems::new(format)
+                .parse()
+                .map_err(|_| fail(format!("strftime: the format {format:?} is not valid")))?;
+            let Some(time) = chrono::DateTime::from_timestamp_micros(times.value(row)) else {
+                return Ok(None);
+            };
+            let text = time.naive_utc().format_with_items(items.iter()).to_string();
+            made.add(text.len())?;
+            Ok(Some(text))
+        })
+        .collect::<Result<StringArray>>()?;
+    Ok(Arc::new(out))
 }

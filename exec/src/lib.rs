@@ -10,6 +10,7 @@
 
 mod aggregate;
 mod arrays;
+mod casts;
 mod change_feed;
 mod collected;
 pub mod control;
@@ -25,6 +26,7 @@ mod join;
 mod join_rows;
 mod join_spill;
 mod join_table;
+mod json;
 mod key_hash;
 mod keys;
 mod lake_rows;
@@ -32,6 +34,7 @@ mod like;
 mod memory;
 mod morsel;
 mod ordered;
+mod ordered_set;
 mod pipeline;
 mod profile;
 mod prune;
@@ -49,6 +52,7 @@ mod unnest;
 mod window;
 mod word_slots;
 
+pub use casts::{timestamp_text, with_text_for_tables, with_timestamps_as_text};
 pub use control::{STATEMENT_STACK_BYTES, StatementControl, StopReason};
 pub use error::{ExecError, Result};
 pub use expr::evaluate;

@@ -233,6 +233,39 @@ pub enum ScalarFunction {
     Right,
     Reverse,
     Repeat,
+    /// `lpad(s, length, fill)` / `rpad`: `s` cut or filled to `length` characters, on the
+    /// left or the right.
+    Pad {
+        left: bool,
+    },
+    /// `split_part(s, delimiter, n)`: the n-th field (from the end when negative), 1-based.
+    SplitPart,
+    /// `TRY_CAST(x AS t)`: NULL where the cast fails.
+    TryCast,
+    /// An ordered-set aggregate's pick from a group's sorted non-NULL values and a fraction:
+    /// interpolated between the two nearest (`percentile_cont`), or the first whose place is
+    /// at least the fraction (`percentile_disc`).
+    SortedQuantile {
+        continuous: bool,
+    },
+    /// The most frequent of a group's sorted values, the first of equally frequent ones.
+    SortedMode,
+    /// `json -> key`, `json ->> key`, `json_extract(json, path)`, `json_extract_string`: the
+    /// value a key, an index or a `$.a[0]` path leads to, as JSON or (`text`) as text.
+    JsonGet {
+        text: bool,
+    },
+    /// `CAST(text AS JSON)`: the text, checked to be JSON.
+    JsonCheck,
+    /// `strftime(timestamp, format)`.
+    Strftime,
+    /// `regexp_extract(s, pattern, group)`.
+    RegexpExtract,
+    /// `string_split(s, separator)`: an array of text.
+    StringSplit,
+    /// An array with each run of equal elements kept once (`array_agg(DISTINCT ...)` over
+    /// sorted values).
+    DistinctRuns,
     /// The largest / smallest non-NULL argument.
     Greatest,
     Least,
@@ -329,6 +362,20 @@ impl ScalarFunction {
             ScalarFunction::Right => "right",
             ScalarFunction::Reverse => "reverse",
             ScalarFunction::Repeat => "repeat",
+            ScalarFunction::Pad { left: true } => "lpad",
+            ScalarFunction::Pad { left: false } => "rpad",
+            ScalarFunction::SplitPart => "split_part",
+            ScalarFunction::TryCast => "try_cast",
+            ScalarFunction::SortedQuantile { continuous: true } => "percentile_cont",
+            ScalarFunction::SortedQuantile { continuous: false } => "percentile_disc",
+            ScalarFunction::SortedMode => "mode",
+            ScalarFunction::JsonGet { text: false } => "json_extract",
+            ScalarFunction::JsonGet { text: true } => "json_extract_string",
+            ScalarFunction::JsonCheck => "json",
+            ScalarFunction::Strftime => "strftime",
+            ScalarFunction::RegexpExtract => "regexp_extract",
+            ScalarFunction::StringSplit => "string_split",
+            ScalarFunction::DistinctRuns => "array_distinct",
             ScalarFunction::Greatest => "greatest",
             ScalarFunction::Least => "least",
             ScalarFunction::DateTrunc(_) => "date_trunc",
@@ -802,30 +849,108 @@ pub enum WindowFunction {
     RowNumber,
     Rank,
     DenseRank,
+    /// `(rank - 1) / (rows in the partition - 1)`, 0 in a partition of one row.
+    PercentRank,
+    /// The share of the partition's rows up to the current row's last peer.
+    CumeDist,
+    /// `ntile(n)`: the rows split into `n` buckets numbered from 1, in order, the first
+    /// buckets one row larger than the last when the rows do not divide evenly.
+    Ntile,
     /// The value `offset` rows before (`Lag`) or after (`Lead`) in the partition.
     Lag,
     Lead,
+    /// The value at the frame's first row, its last, or its `n`th (`args`: value, `n`).
+    FirstValue,
+    LastValue,
+    NthValue,
     /// An aggregate over the window frame.
     Aggregate(AggregateFunction),
 }
 
-/// Where a window frame starts or ends.
+impl WindowFunction {
+    /// Whether the function reads the frame; the others see the whole partition.
+    pub fn uses_frame(self) -> bool {
+        matches!(
+            self,
+            WindowFunction::FirstValue
+                | WindowFunction::LastValue
+                | WindowFunction::NthValue
+                | WindowFunction::Aggregate(_)
+        )
+    }
+}
+
+/// What a frame's offsets count: rows, values of the ORDER BY key, or peer groups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameUnits {
+    Rows,
+    /// The frame holds the rows whose key lies within the offsets of the current row's; its
+    /// CURRENT ROW takes in every peer (row with equal ORDER BY keys).
+    Range,
+    /// Offsets count peer groups; CURRENT ROW is the current row's peer group.
+    Groups,
+}
+
+/// How far a frame bound lies from the current row.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FrameOffset {
+    /// A number of rows (ROWS) or peer groups (GROUPS).
+    Count(u64),
+    /// A distance from the current row's ORDER BY key (RANGE): a non-negative number for a
+    /// numeric key, an interval for a date or a timestamp.
+    Distance(ScalarValue),
+}
+
+/// Where a window frame starts or ends.
+#[derive(Clone, Debug, PartialEq)]
 pub enum FrameBound {
     UnboundedPreceding,
-    Preceding(u64),
+    Preceding(FrameOffset),
     CurrentRow,
-    Following(u64),
+    Following(FrameOffset),
     UnboundedFollowing,
 }
 
-/// The rows of a partition an aggregate window sees. `rows` frames count rows; otherwise the
-/// frame is a RANGE, whose CURRENT ROW takes in every peer (row with equal ORDER BY keys).
+/// The rows a frame leaves out of itself (`EXCLUDE ...`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FrameExclusion {
+    NoOthers,
+    CurrentRow,
+    /// The current row and its peers.
+    Group,
+    /// The current row's peers, not the row itself.
+    Ties,
+}
+
+/// The rows of a partition a frame-reading window function sees.
+#[derive(Clone, Debug, PartialEq)]
 pub struct Frame {
-    pub rows: bool,
+    pub units: FrameUnits,
     pub start: FrameBound,
     pub end: FrameBound,
+    pub exclude: FrameExclusion,
+}
+
+impl Frame {
+    /// A ROWS frame that excludes nothing.
+    pub fn rows(start: FrameBound, end: FrameBound) -> Frame {
+        Frame {
+            units: FrameUnits::Rows,
+            start,
+            end,
+            exclude: FrameExclusion::NoOthers,
+        }
+    }
+
+    /// A RANGE frame that excludes nothing.
+    pub fn range(start: FrameBound, end: FrameBound) -> Frame {
+        Frame {
+            units: FrameUnits::Range,
+            start,
+            end,
+            exclude: FrameExclusion::NoOthers,
+        }
+    }
 }
 
 /// A window function call: `func(args) OVER (PARTITION BY ... ORDER BY ... frame)`.

@@ -28,7 +28,8 @@ pub use binder::{Binder, object_name};
 pub use error::{PlanError, Result};
 pub use expr::{
     AggregateCall, AggregateFunction, BinaryOp, BitwiseOp, DatePart, Expr, Frame, FrameBound,
-    JoinKind, ScalarFunction, SortKey, Subquery, WindowExpr, WindowFunction,
+    FrameExclusion, FrameOffset, FrameUnits, JoinKind, ScalarFunction, SortKey, Subquery,
+    WindowExpr, WindowFunction,
 };
 pub use external::{ExternalFile, ExternalTable, FileFormat};
 pub use interval_join::StateExpiry;

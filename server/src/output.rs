@@ -21,9 +21,20 @@ pub fn print_result(result: &StatementResult, format: Format) -> Result<(), Stri
     };
     let mut out = std::io::stdout().lock();
     let failed = |e: &dyn std::fmt::Display| format!("cannot print the result: {e}");
+    // Timestamps as PostgreSQL and DuckDB write them, not in ISO 8601's form; arrays as text,
+    // which CSV needs.
+    let batches = batches
+        .iter()
+        .map(pondra_cluster::with_text_for_tables)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| failed(&e))?;
+    let schema = match batches.first() {
+        Some(batch) => batch.schema(),
+        None => schema.clone(),
+    };
     match format {
         Format::Table => {
-            let table = pretty_format_batches_with_schema(schema.clone(), batches)
+            let table = pretty_format_batches_with_schema(schema.clone(), &batches)
                 .map_err(|e| failed(&e))?;
             writeln!(out, "{table}").map_err(|e| failed(&e))?;
         }
@@ -35,7 +46,7 @@ pub fn print_result(result: &StatementResult, format: Format) -> Result<(), Stri
                 let empty = arrow::array::RecordBatch::new_empty(schema.clone());
                 writer.write(&empty).map_err(|e| failed(&e))?;
             }
-            for batch in batches {
+            for batch in &batches {
                 writer.write(batch).map_err(|e| failed(&e))?;
             }
         }

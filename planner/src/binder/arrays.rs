@@ -84,6 +84,13 @@ pub(super) fn bind_cast(
             return Ok(Expr::Literal(ScalarValue::Utf8(bare.to_string())));
         }
     }
+    if matches!(data_type, ast::DataType::JSON | ast::DataType::JSONB) {
+        return Ok(Expr::Function {
+            func: crate::expr::ScalarFunction::JsonCheck,
+            args: vec![bind_expr(inner, ctx)?.cast(&DataType::Utf8)],
+            data_type: DataType::Utf8,
+        });
+    }
     let target = cast_target(data_type)?;
     match inner {
         ast::Expr::Array(array) if array.elem.is_empty() && item_type(&target).is_some() => {

@@ -26,7 +26,7 @@ pub struct Aggregation {
 
 impl Aggregation {
     /// The output column of an aggregate call, added unless the same call is there already.
-    fn column_of(&mut self, call: AggregateCall) -> Expr {
+    pub(super) fn column_of(&mut self, call: AggregateCall) -> Expr {
         let index = match self.aggregates.iter().position(|a| a == &call) {
             Some(i) => i,
             None => {
@@ -134,6 +134,9 @@ pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
         "approx_count_distinct" => AggregateFunction::CountDistinct,
         "string_agg" | "group_concat" | "listagg" => AggregateFunction::StringAgg,
         "array_agg" | "list" => AggregateFunction::ArrayAgg,
+        // Over booleans, false < true: all true is the least, any true the greatest.
+        "bool_and" | "every" => AggregateFunction::Min,
+        "bool_or" => AggregateFunction::Max,
         "grouping" => AggregateFunction::GroupingId,
         _ => return None,
     })
@@ -154,7 +157,10 @@ pub fn contains_aggregate(expr: &ast::Expr) -> bool {
     use ast::Expr as E;
     match expr {
         E::Function(f) => {
-            (f.over.is_none() && aggregate_function(&function_name(f)).is_some())
+            let name = function_name(f);
+            let aggregate =
+                aggregate_function(&name).is_some() || super::ordered_set::is_ordered_set(&name);
+            (f.over.is_none() && aggregate)
                 || function_args(f).iter().any(|a| contains_aggregate(a))
         }
         E::BinaryOp { left, right, .. }
@@ -272,12 +278,23 @@ pub(super) fn bind_aggregated(
 ) -> Result<Expr> {
     if let ast::Expr::Function(function) = expr
         && function.over.is_none()
+        && super::ordered_set::is_ordered_set(&function_name(function))
+    {
+        let name = function_name(function);
+        return super::ordered_set::bind_ordered_set(function, &name, agg);
+    }
+    if let ast::Expr::Function(function) = expr
+        && function.over.is_none()
         && let Some(func) = aggregate_function(&function_name(function))
     {
         if func == AggregateFunction::GroupingId {
             return bind_grouping(function, agg);
         }
+        if func == AggregateFunction::ArrayAgg && is_distinct(function) {
+            return bind_distinct_array_agg(function, agg);
+        }
         let call = bind_aggregate_call(function, func, &agg.input)?;
+        check_boolean_aggregate(&function_name(function), &call)?;
         return Ok(agg.column_of(call));
     }
     let mut plain = Context::plain(&agg.input, "GROUP BY");
@@ -295,6 +312,20 @@ pub(super) fn bind_aggregated(
         ));
     }
     bind_generic(expr, &mut Context::Aggregated(agg, binder))
+}
+
+/// `bool_and`, `bool_or` and `every` take booleans only (they are bound as min and max).
+pub(super) fn check_boolean_aggregate(name: &str, call: &AggregateCall) -> Result<()> {
+    let boolean = ["bool_and", "bool_or", "every"].contains(&name);
+    match &call.arg {
+        Some(arg) if boolean && !matches!(arg.data_type(), DataType::Boolean | DataType::Null) => {
+            Err(bind_err!(
+                "function {name}({}) does not exist: it takes a boolean",
+                type_name(&arg.data_type())
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 pub(super) fn bind_aggregate_call(
@@ -525,6 +556,41 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
         {
             bind_expr(expr, ctx)
         }
+        E::BinaryOp { left, op, right }
+            if matches!((left.as_ref(), right.as_ref()), (E::Tuple(_), E::Tuple(_))) =>
+        {
+            bind_expr(&row_comparison(left, op, right)?, ctx)
+        }
+        E::In {
+            expr: inner,
+            target: ast::InTarget::List(list),
+            negated,
+            ..
+        } if matches!(inner.as_ref(), E::Tuple(_)) => {
+            let equal = |row: &ast::Expr| row_comparison(inner, &BinaryOperator::Eq, row);
+            let any = list
+                .iter()
+                .map(equal)
+                .reduce(|a, b| {
+                    Ok(ast::Expr::BinaryOp {
+                        left: Box::new(a?),
+                        op: BinaryOperator::Or,
+                        right: Box::new(b?),
+                    })
+                })
+                .ok_or_else(|| bind_err!("IN needs at least one row"))??;
+            let any = ast::Expr::Nested(Box::new(any));
+            match negated {
+                true => bind_expr(
+                    &ast::Expr::UnaryOp {
+                        op: UnaryOperator::Not,
+                        expr: Box::new(any),
+                    },
+                    ctx,
+                ),
+                false => bind_expr(&any, ctx),
+            }
+        }
         E::BinaryOp { left, op, right } => {
             let left = bind_expr(left, ctx)?;
             let right = bind_expr(right, ctx)?;
@@ -620,6 +686,23 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
             *negated,
             true,
         ),
+        E::Cast {
+            kind: ast::CastKind::TryCast | ast::CastKind::SafeCast,
+            expr: inner,
+            data_type,
+            ..
+        } => {
+            let target = super::arrays::cast_target(data_type)?;
+            let value = bind_expr(inner, ctx)?;
+            Ok(match value.data_type() == target {
+                true => value,
+                false => Expr::Function {
+                    func: crate::expr::ScalarFunction::TryCast,
+                    args: vec![value],
+                    data_type: target,
+                },
+            })
+        }
         E::Cast {
             expr: inner,
             data_type,
@@ -1173,6 +1256,9 @@ pub(super) fn comparison(op: &BinaryOperator) -> Option<BinaryOp> {
 }
 
 pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Expr> {
+    if let Some(days) = date_arithmetic(&left, op, &right)? {
+        return Ok(days);
+    }
     let op = match comparison(op) {
         Some(compare) => compare,
         None => match op {
@@ -1206,6 +1292,10 @@ pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Exp
                 } else {
                     matched
                 });
+            }
+            BinaryOperator::Arrow => return super::functions::json_get(vec![left, right], false),
+            BinaryOperator::LongArrow => {
+                return super::functions::json_get(vec![left, right], true);
             }
             BinaryOperator::BitwiseAnd => return bitwise(left, BitwiseOp::And, right),
             BinaryOperator::BitwiseOr => return bitwise(left, BitwiseOp::Or, right),
@@ -1258,6 +1348,31 @@ pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Exp
         op,
         left: Box::new(left),
         right: Box::new(right),
+    })
+}
+
+/// Dates and days, as PostgreSQL and DuckDB count them: `date - date` is the INTEGER count of
+/// days between them, and `date + integer`, `integer + date`, `date - integer` a DATE.
+fn date_arithmetic(left: &Expr, op: &BinaryOperator, right: &Expr) -> Result<Option<Expr>> {
+    let (lt, rt) = (left.data_type(), right.data_type());
+    let days = |e: &Expr| e.clone().cast(&DataType::Int32);
+    let integer = |t: &DataType| {
+        matches!(
+            t,
+            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
+        )
+    };
+    Ok(match (op, &lt, &rt) {
+        (BinaryOperator::Minus, DataType::Date32, DataType::Date32) => {
+            Some(binary(days(left), op, days(right))?)
+        }
+        (BinaryOperator::Plus | BinaryOperator::Minus, DataType::Date32, t) if integer(t) => {
+            Some(binary(days(left), op, days(right))?.cast(&DataType::Date32))
+        }
+        (BinaryOperator::Plus, t, DataType::Date32) if integer(t) => {
+            Some(binary(days(left), op, days(right))?.cast(&DataType::Date32))
+        }
+        _ => None,
     })
 }
 
@@ -1410,6 +1525,118 @@ pub(super) fn bind_case(
             .map(|(w, r)| (w, r.cast(&data_type)))
             .collect(),
         otherwise: otherwise.map(|e| Box::new(e.cast(&data_type))),
+        data_type,
+    })
+}
+
+/// A comparison of two row values `(a, b) op (c, d)` as PostgreSQL defines it, over their
+/// fields: `=` when all are equal, `<>` when any differs, and the others in order, the first
+/// field that differs deciding (`a < c OR (a = c AND b < d)`).
+fn row_comparison(left: &ast::Expr, op: &BinaryOperator, right: &ast::Expr) -> Result<ast::Expr> {
+    let (ast::Expr::Tuple(l), ast::Expr::Tuple(r)) = (left, right) else {
+        return Err(bind_err!(
+            "{right} is not a row value of as many fields as {left}"
+        ));
+    };
+    if l.len() != r.len() {
+        return Err(bind_err!("unequal number of entries in row expressions"));
+    }
+    let pair = |a: &ast::Expr, op: BinaryOperator, b: &ast::Expr| ast::Expr::BinaryOp {
+        left: Box::new(ast::Expr::Nested(Box::new(a.clone()))),
+        op,
+        right: Box::new(ast::Expr::Nested(Box::new(b.clone()))),
+    };
+    let join = |a: ast::Expr, op: BinaryOperator, b: ast::Expr| {
+        ast::Expr::Nested(Box::new(ast::Expr::BinaryOp {
+            left: Box::new(a),
+            op,
+            right: Box::new(b),
+        }))
+    };
+    let fields: Vec<(&ast::Expr, &ast::Expr)> = l.iter().zip(r).collect();
+    Ok(match op {
+        BinaryOperator::Eq | BinaryOperator::NotEq => {
+            let joiner = match op {
+                BinaryOperator::Eq => BinaryOperator::And,
+                _ => BinaryOperator::Or,
+            };
+            let parts = fields.iter().map(|(a, b)| pair(a, op.clone(), b));
+            parts
+                .reduce(|a, b| join(a, joiner.clone(), b))
+                .expect("a row has fields")
+        }
+        BinaryOperator::Lt | BinaryOperator::LtEq | BinaryOperator::Gt | BinaryOperator::GtEq => {
+            let strict = match op {
+                BinaryOperator::Lt | BinaryOperator::LtEq => BinaryOperator::Lt,
+                _ => BinaryOperator::Gt,
+            };
+            // From the last field back: the last compares with `op` itself.
+            let (last_a, last_b) = fields.last().expect("a row has fields");
+            let mut decided = pair(last_a, op.clone(), last_b);
+            for (a, b) in fields.iter().rev().skip(1) {
+                let tied = join(pair(a, BinaryOperator::Eq, b), BinaryOperator::And, decided);
+                decided = join(pair(a, strict.clone(), b), BinaryOperator::Or, tied);
+            }
+            decided
+        }
+        other => return Err(unsupported!("the operator {other} on row values")),
+    })
+}
+
+fn is_distinct(function: &ast::Function) -> bool {
+    matches!(&function.args, ast::FunctionArguments::List(list)
+        if list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct))
+}
+
+/// `array_agg(DISTINCT x [ORDER BY x])`: the values in order (ascending unless ordered
+/// otherwise), each once, NULL included once, as PostgreSQL gives them; bound as the ordered
+/// `array_agg` and a pass that keeps the first of each run of equal values.
+fn bind_distinct_array_agg(function: &ast::Function, agg: &mut Aggregation) -> Result<Expr> {
+    let mut plain = function.clone();
+    let ast::FunctionArguments::List(list) = &mut plain.args else {
+        unreachable!("a DISTINCT call has an argument list")
+    };
+    list.duplicate_treatment = None;
+    let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(value))] = list.args.as_slice()
+    else {
+        return Err(bind_err!("array_agg(DISTINCT ...) takes one argument"));
+    };
+    let value = value.clone();
+    let ordered = list
+        .clauses
+        .iter()
+        .any(|c| matches!(c, ast::FunctionArgumentClause::OrderBy(_)));
+    match ordered {
+        true => {
+            let by_value = list.clauses.iter().all(|c| match c {
+                ast::FunctionArgumentClause::OrderBy(items) => {
+                    items.iter().all(|i| i.expr == value)
+                }
+                _ => true,
+            });
+            if !by_value {
+                return Err(bind_err!(
+                    "in an aggregate with DISTINCT, ORDER BY expressions must appear in the argument list"
+                ));
+            }
+        }
+        false => list.clauses.push(ast::FunctionArgumentClause::OrderBy(vec![
+            ast::OrderByExpr {
+                expr: value,
+                options: ast::OrderByOptions {
+                    sort: None,
+                    nulls_first: None,
+                },
+                with_fill: None,
+            },
+        ])),
+    }
+    let call = bind_aggregate_call(&plain, AggregateFunction::ArrayAgg, &agg.input)?;
+    let data_type = call.data_type.clone();
+    let sorted = agg.column_of(call);
+    Ok(Expr::Function {
+        func: crate::expr::ScalarFunction::DistinctRuns,
+        args: vec![sorted],
         data_type,
     })
 }

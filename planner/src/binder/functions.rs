@@ -10,6 +10,56 @@ use crate::scalar::ScalarValue;
 use crate::types::is_numeric;
 use crate::{Result, bind_err, unsupported};
 
+/// `json -> key` and the like (see [`ScalarFunction::JsonGet`]): the key as text, or an
+/// integer index.
+pub(super) fn json_get(args: Vec<Expr>, text: bool) -> Result<Expr> {
+    let mut args = args.into_iter();
+    let document = args.next().expect("two args").cast(&DataType::Utf8);
+    let key = args.next().expect("two args");
+    let key = match key.data_type() {
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 => {
+            key.cast(&DataType::Int64)
+        }
+        _ => key.cast(&DataType::Utf8),
+    };
+    Ok(Expr::Function {
+        func: ScalarFunction::JsonGet { text },
+        args: vec![document, key],
+        data_type: DataType::Utf8,
+    })
+}
+
+/// `sign(x)`: -1, 0 or 1 by the sign of a number, NULL for NULL; of the number's type for
+/// integers and DOUBLE (as PostgreSQL), an INTEGER for decimals.
+fn sign(value: Expr) -> Result<Expr> {
+    let t = value.data_type();
+    if !is_numeric(&t) {
+        return Err(bind_err!("function sign({}) does not exist", type_name(&t)));
+    }
+    let result = match t {
+        DataType::Int64 | DataType::Float64 => t,
+        _ => DataType::Int32,
+    };
+    let zero = Expr::Literal(ScalarValue::Int32(0));
+    let one = |v: i32| Expr::Literal(ScalarValue::Int32(v)).cast(&result);
+    let branches = vec![
+        (
+            binary(value.clone(), &ast::BinaryOperator::Gt, zero.clone())?,
+            one(1),
+        ),
+        (
+            binary(value.clone(), &ast::BinaryOperator::Lt, zero.clone())?,
+            one(-1),
+        ),
+        (binary(value, &ast::BinaryOperator::Eq, zero)?, one(0)),
+    ];
+    Ok(Expr::Case {
+        branches,
+        otherwise: None,
+        data_type: result,
+    })
+}
+
 pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> Result<Expr> {
     let name = function_name(function);
     if let Some(over) = &function.over {
@@ -228,6 +278,102 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
                 call.push(integer_arg(bound, &name)?);
             }
             (ScalarFunction::Substring, call, DataType::Utf8)
+        }
+        "lpad" | "rpad" => {
+            if !(2..=3).contains(&args.len()) {
+                return Err(bind_err!("{name} takes 2 or 3 arguments"));
+            }
+            let mut args = args.into_iter();
+            let text = args.next().expect("two args").cast(&DataType::Utf8);
+            let length = integer_arg(args.next().expect("two args"), &name)?;
+            let fill = args
+                .next()
+                .map_or(Expr::Literal(ScalarValue::Utf8(" ".into())), |f| {
+                    f.cast(&DataType::Utf8)
+                });
+            let func = ScalarFunction::Pad {
+                left: name == "lpad",
+            };
+            (func, vec![text, fill, length], DataType::Utf8)
+        }
+        "split_part" => {
+            arity(3)?;
+            let mut args = args;
+            let field = integer_arg(args.pop().expect("three args"), &name)?;
+            let mut args = strings(args);
+            args.push(field);
+            (ScalarFunction::SplitPart, args, DataType::Utf8)
+        }
+        "sign" => {
+            arity(1)?;
+            return sign(args.into_iter().next().expect("one arg"));
+        }
+        "json_extract" | "json_extract_string" | "json_extract_path" | "json_extract_path_text" => {
+            arity(2)?;
+            let text = name.ends_with("string") || name.ends_with("text");
+            return json_get(args, text);
+        }
+        "regexp_extract" => {
+            if !(2..=3).contains(&args.len()) {
+                return Err(bind_err!("{name} takes 2 or 3 arguments"));
+            }
+            let mut args = args.into_iter();
+            let mut call = strings(args.by_ref().take(2).collect());
+            let group = args.next().unwrap_or(Expr::Literal(ScalarValue::Int64(0)));
+            call.push(integer_arg(group, &name)?);
+            (ScalarFunction::RegexpExtract, call, DataType::Utf8)
+        }
+        "string_split" | "str_split" | "string_to_array" => {
+            arity(2)?;
+            let list = crate::types::list_of(DataType::Utf8);
+            (ScalarFunction::StringSplit, strings(args), list)
+        }
+        "epoch" => {
+            arity(1)?;
+            let time = args.into_iter().next().expect("one arg");
+            if !matches!(
+                time.data_type(),
+                DataType::Timestamp(..) | DataType::Date32 | DataType::Null
+            ) {
+                return Err(bind_err!(
+                    "function epoch({}) does not exist",
+                    type_name(&time.data_type())
+                ));
+            }
+            let micros = time
+                .cast(&DataType::Timestamp(
+                    arrow::datatypes::TimeUnit::Microsecond,
+                    None,
+                ))
+                .cast(&DataType::Int64)
+                .cast(&DataType::Float64);
+            let million = Expr::Literal(ScalarValue::Float64(1e6));
+            return binary(micros, &ast::BinaryOperator::Divide, million);
+        }
+        "strftime" => {
+            arity(2)?;
+            let mut args = args.into_iter();
+            let time = args.next().expect("two args");
+            let time = match time.data_type() {
+                DataType::Timestamp(..) | DataType::Null | DataType::Date32 => time,
+                other => {
+                    return Err(bind_err!(
+                        "function strftime({}, ...) does not exist",
+                        type_name(&other)
+                    ));
+                }
+            };
+            let time = time.cast(&DataType::Timestamp(
+                arrow::datatypes::TimeUnit::Microsecond,
+                None,
+            ));
+            let format = args.next().expect("two args").cast(&DataType::Utf8);
+            (ScalarFunction::Strftime, vec![time, format], DataType::Utf8)
+        }
+        "typeof" | "pg_typeof" => {
+            arity(1)?;
+            let name = type_name(&args[0].data_type());
+            return Ok(Expr::Literal(ScalarValue::Utf8(name)));
         }
         "reverse" => {
             arity(1)?;

@@ -8,6 +8,7 @@ mod expr;
 mod from;
 mod functions;
 mod merge;
+mod ordered_set;
 mod recursive;
 mod schemas;
 mod scope;
@@ -489,16 +490,28 @@ impl<'a> Binder<'a> {
     }
 
     fn bind_query_body(&self, query: &ast::Query) -> Result<LogicalPlan> {
-        if query.fetch.is_some() {
-            return Err(unsupported!("FETCH"));
-        }
+        let fetched;
+        let limit_clause = match &query.fetch {
+            None => query.limit_clause.as_ref(),
+            Some(fetch) => {
+                fetched = fetch_as_limit(fetch, query.limit_clause.as_ref())?;
+                Some(&fetched)
+            }
+        };
+        let every_column;
         let order_by = match &query.order_by {
             None => &[][..],
             Some(ast::OrderBy {
                 kind: ast::OrderByKind::Expressions(items),
                 ..
             }) => items.as_slice(),
-            Some(_) => return Err(unsupported!("ORDER BY ALL")),
+            Some(ast::OrderBy {
+                kind: ast::OrderByKind::All(options),
+                ..
+            }) => {
+                every_column = self.order_by_all(query.body.as_ref(), options)?;
+                every_column.as_slice()
+            }
         };
         let plan = match query.body.as_ref() {
             ast::SetExpr::Select(select) => self.bind_select(select, order_by)?,
@@ -508,7 +521,7 @@ impl<'a> Binder<'a> {
                 order_output(plan, &scope, order_by)?
             }
         };
-        self.bind_limit(plan, query.limit_clause.as_ref())
+        self.bind_limit(plan, limit_clause)
     }
 
     /// A query body other than a lone SELECT with ORDER BY: VALUES, a nested query, or a set
@@ -757,7 +770,17 @@ impl<'a> Binder<'a> {
                     other => return Err(unsupported!("the join {other:?}")),
                 };
                 let is_right = matches!(join.join_operator, J::Right(_) | J::RightOuter(_));
+                let constraint =
+                    &natural_as_using(constraint, &scope.columns[base..], &right_scope);
                 let on = self.join_condition(constraint, &scope, &right_scope, &joined_scope)?;
+                if kind != Some(JoinKind::Full) {
+                    hide_using_copies(
+                        constraint,
+                        &mut joined_scope,
+                        scope.columns.len(),
+                        is_right,
+                    )?;
+                }
                 match kind {
                     None => {
                         item_relations.push(right);
@@ -845,7 +868,7 @@ impl<'a> Binder<'a> {
         LogicalPlan::join_block(relations, predicates)
     }
 
-    /// The condition of a join (`ON` or `USING`) over the joined scope.
+    /// The condition of a join (`ON`, `USING` or `NATURAL`, as `USING`) over the joined scope.
     fn join_condition(
         &self,
         constraint: &ast::JoinConstraint,
@@ -1132,10 +1155,44 @@ impl<'a> Binder<'a> {
     ) -> Result<LogicalPlan> {
         self.windows.borrow_mut().push(Vec::new());
         self.set_functions.borrow_mut().push(Vec::new());
-        let plan = self.bind_select_inner(select, order_by);
+        let plan = match &select.distinct {
+            Some(ast::Distinct::On(on)) => distinct_on(select, on, order_by)
+                .and_then(|select| self.bind_select_inner(&select, order_by)),
+            _ => self.bind_select_inner(select, order_by),
+        };
         self.set_functions.borrow_mut().pop();
         self.windows.borrow_mut().pop();
         plan
+    }
+
+    /// `ORDER BY ALL` (DuckDB): by every output column, left to right, each with the options.
+    fn order_by_all(
+        &self,
+        body: &ast::SetExpr,
+        options: &ast::OrderByOptions,
+    ) -> Result<Vec<ast::OrderByExpr>> {
+        let width = match body {
+            ast::SetExpr::Select(select) => {
+                let star = select.projection.iter().any(|item| {
+                    matches!(
+                        item,
+                        ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..)
+                    )
+                });
+                if star {
+                    return Err(unsupported!("ORDER BY ALL with * in the select list"));
+                }
+                select.projection.len()
+            }
+            other => self.bind_set_expr(other)?.schema().fields().len(),
+        };
+        Ok((1..=width)
+            .map(|position| ast::OrderByExpr {
+                expr: ast::Expr::value(ast::Value::Number(position.to_string(), false)),
+                options: options.clone(),
+                with_fill: None,
+            })
+            .collect())
     }
 
     fn bind_select_inner(
@@ -1156,7 +1213,10 @@ impl<'a> Binder<'a> {
             ast::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => {
                 grouping_sets(exprs)?
             }
-            _ => return Err(unsupported!("GROUP BY ALL and WITH ROLLUP / CUBE")),
+            ast::GroupByExpr::All(modifiers) if modifiers.is_empty() => {
+                grouping_sets(&group_by_all(&select.projection)?)?
+            }
+            _ => return Err(unsupported!("GROUP BY ... WITH ROLLUP / CUBE")),
         };
         let group_by = &group_by;
         let aggregating = !group_by.is_empty()
@@ -1268,7 +1328,11 @@ impl<'a> Binder<'a> {
             None => None,
         };
         let mut grouped_subqueries = Vec::new();
-        let mut qualify = match &select.qualify {
+        let qualify_with_aliases = select
+            .qualify
+            .as_ref()
+            .map(|q| with_select_aliases(q, &select.projection, scope));
+        let mut qualify = match &qualify_with_aliases {
             Some(q) => Some(bind_in(
                 q,
                 scope,
@@ -1761,7 +1825,7 @@ fn output_name(expr: &ast::Expr) -> String {
         ast::Expr::Identifier(ident) => normalize(ident),
         ast::Expr::CompoundIdentifier(parts) => parts.last().map(normalize).unwrap_or_default(),
         ast::Expr::Nested(inner) => output_name(inner),
-        other => other.to_string(),
+        other => pondra_parser::with_exclusions_written(&other.to_string()),
     }
 }
 
@@ -1811,4 +1875,184 @@ fn unexpired(table: &pondra_catalog::TableDef, ttl: &pondra_catalog::Ttl) -> Exp
             right: Box::new(Expr::Literal(cutoff)),
         }),
     }
+}
+
+/// `NATURAL` as the `USING` of the column names both sides have (none: a cross join), as
+/// PostgreSQL; any other constraint as it is.
+fn natural_as_using(
+    constraint: &ast::JoinConstraint,
+    left: &[scope::ScopeColumn],
+    right: &Scope,
+) -> ast::JoinConstraint {
+    if !matches!(constraint, ast::JoinConstraint::Natural) {
+        return constraint.clone();
+    }
+    let common = left
+        .iter()
+        .filter(|l| !l.hidden)
+        .filter(|l| right.columns.iter().any(|r| !r.hidden && r.name == l.name))
+        .map(|l| ast::ObjectName::from(vec![ast::Ident::with_quote('"', l.name.clone())]))
+        .collect();
+    ast::JoinConstraint::Using(common)
+}
+
+/// After `JOIN ... USING (k)`, `*` and an unqualified `k` name one column, as in PostgreSQL:
+/// the left side's (the right side's for a RIGHT JOIN, whose rows it always has). The other
+/// copy stays reachable qualified.
+fn hide_using_copies(
+    constraint: &ast::JoinConstraint,
+    joined: &mut Scope,
+    left_width: usize,
+    is_right: bool,
+) -> Result<()> {
+    let ast::JoinConstraint::Using(names) = constraint else {
+        return Ok(());
+    };
+    for name in names {
+        let name = object_name(name)?;
+        let (left, right) = joined.columns.split_at(left_width);
+        let find = |side: &[scope::ScopeColumn]| {
+            side.iter()
+                .rposition(|c| !c.hidden && c.name.eq_ignore_ascii_case(&name))
+        };
+        let (Some(l), Some(r)) = (find(left), find(right)) else {
+            continue;
+        };
+        let hidden = match is_right {
+            true => l,
+            false => left_width + r,
+        };
+        joined.columns[hidden].hidden = true;
+    }
+    Ok(())
+}
+
+/// `GROUP BY ALL` (DuckDB): by every select-list expression that holds no aggregate.
+fn group_by_all(projection: &[ast::SelectItem]) -> Result<Vec<ast::Expr>> {
+    let mut group = Vec::new();
+    for item in projection {
+        let expr = match item {
+            ast::SelectItem::UnnamedExpr(expr) | ast::SelectItem::ExprWithAlias { expr, .. } => {
+                expr
+            }
+            _ => return Err(unsupported!("GROUP BY ALL with * in the select list")),
+        };
+        if !contains_aggregate(expr) {
+            group.push(expr.clone());
+        }
+    }
+    Ok(group)
+}
+
+/// `predicate` with each name of a select-list alias that is not a column of `scope` replaced
+/// by the aliased expression: QUALIFY may name a window function by its alias (DuckDB).
+fn with_select_aliases(
+    predicate: &ast::Expr,
+    projection: &[ast::SelectItem],
+    scope: &Scope,
+) -> ast::Expr {
+    let mut predicate = predicate.clone();
+    let _ = ast::visit_expressions_mut(&mut predicate, |expr| {
+        if let ast::Expr::Identifier(ident) = expr
+            && scope.resolve(None, &normalize(ident)).is_err()
+        {
+            let aliased = projection.iter().find_map(|item| match item {
+                ast::SelectItem::ExprWithAlias { expr, alias }
+                    if normalize(alias) == normalize(ident) =>
+                {
+                    Some(expr.clone())
+                }
+                _ => None,
+            });
+            if let Some(aliased) = aliased {
+                *expr = ast::Expr::Nested(Box::new(aliased));
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    predicate
+}
+
+/// `SELECT DISTINCT ON (k, ...) ... ORDER BY ...` (PostgreSQL): of each group of rows equal on
+/// the keys, the first in the query's order; the same select with the group's first row kept
+/// by `QUALIFY row_number() OVER (PARTITION BY k, ... ORDER BY ...) = 1`.
+fn distinct_on(
+    select: &ast::Select,
+    on: &[ast::Expr],
+    order_by: &[ast::OrderByExpr],
+) -> Result<ast::Select> {
+    let position = |expr: &ast::Expr| -> Result<ast::Expr> {
+        Ok(match positional(expr)? {
+            Some(n) => match select.projection.get(n.wrapping_sub(1)) {
+                Some(
+                    ast::SelectItem::UnnamedExpr(e)
+                    | ast::SelectItem::ExprWithAlias { expr: e, .. },
+                ) => e.clone(),
+                _ => return Err(bind_err!("ORDER BY position {n} is not in the select list")),
+            },
+            None => expr.clone(),
+        })
+    };
+    let keys: Vec<String> = on
+        .iter()
+        .map(|e| Ok(position(e)?.to_string()))
+        .collect::<Result<_>>()?;
+    let mut order = Vec::new();
+    for item in order_by {
+        let mut item = item.clone();
+        item.expr = position(&item.expr)?;
+        order.push(item.to_string());
+    }
+    let order = match order.is_empty() {
+        true => String::new(),
+        false => format!(" ORDER BY {}", order.join(", ")),
+    };
+    let first = format!(
+        "row_number() OVER (PARTITION BY {}{order}) = 1",
+        keys.join(", ")
+    );
+    let mut first = sqlparser::parser::Parser::new(&sqlparser::dialect::PostgreSqlDialect {})
+        .try_with_sql(&first)
+        .and_then(|mut parser| parser.parse_expr())
+        .map_err(|e| bind_err!("DISTINCT ON: {e}"))?;
+    if let Some(qualify) = &select.qualify {
+        first = ast::Expr::BinaryOp {
+            left: Box::new(ast::Expr::Nested(Box::new(qualify.clone()))),
+            op: ast::BinaryOperator::And,
+            right: Box::new(first),
+        };
+    }
+    let mut rewritten = select.clone();
+    rewritten.distinct = None;
+    rewritten.qualify = Some(first);
+    Ok(rewritten)
+}
+
+/// `[OFFSET n ROWS] FETCH FIRST | NEXT [n] ROWS ONLY` (SQL:2008) as the LIMIT it is: one row
+/// when no count is given. `WITH TIES` and `PERCENT` are refused by name.
+fn fetch_as_limit(
+    fetch: &ast::Fetch,
+    limit: Option<&ast::LimitClause>,
+) -> Result<ast::LimitClause> {
+    if fetch.with_ties || fetch.percent {
+        return Err(unsupported!("FETCH ... WITH TIES or PERCENT"));
+    }
+    let offset = match limit {
+        None => None,
+        Some(ast::LimitClause::LimitOffset {
+            limit: None,
+            offset,
+            limit_by,
+        }) if limit_by.is_empty() => offset.clone(),
+        Some(_) => return Err(bind_err!("a query takes LIMIT or FETCH, not both")),
+    };
+    let count = fetch
+        .quantity
+        .clone()
+        .unwrap_or_else(|| ast::Expr::value(ast::Value::Number("1".into(), false)));
+    Ok(ast::LimitClause::LimitOffset {
+        limit: Some(count),
+        offset,
+        limit_by: Vec::new(),
+    })
 }

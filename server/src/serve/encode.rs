@@ -72,7 +72,7 @@ pub fn json(
     out.push_str("],\"rows\":[");
     let options = FormatOptions::default();
     let mut first_row = true;
-    for batch in batches {
+    for batch in &text_timestamps(batches)? {
         let formatters = batch
             .columns()
             .iter()
@@ -111,6 +111,10 @@ pub fn json(
 }
 
 pub fn csv(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>, String> {
+    let batches: Vec<RecordBatch> = batches
+        .iter()
+        .map(|b| pondra_cluster::with_text_for_tables(b).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
     let mut out = Vec::new();
     {
         let mut writer = arrow::csv::WriterBuilder::new()
@@ -121,11 +125,19 @@ pub fn csv(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>, Strin
                 .write(&RecordBatch::new_empty(schema.clone()))
                 .map_err(|e| e.to_string())?;
         }
-        for batch in batches {
+        for batch in &batches {
             writer.write(batch).map_err(|e| e.to_string())?;
         }
     }
     Ok(out)
+}
+
+/// `batches` with timestamps as PostgreSQL and DuckDB write them, for the text encodings.
+fn text_timestamps(batches: &[RecordBatch]) -> Result<Vec<RecordBatch>, String> {
+    batches
+        .iter()
+        .map(|b| pondra_cluster::with_timestamps_as_text(b).map_err(|e| e.to_string()))
+        .collect()
 }
 
 pub fn arrow_stream(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>, String> {

@@ -1,6 +1,7 @@
 //! Arrow values as Postgres sends them (type OIDs, text and binary formats), and parameters
 //! as SQL literals.
 
+use pondra_cluster::timestamp_text;
 use std::error::Error;
 
 use arrow::array::{Array, ArrayRef, AsArray};
@@ -215,16 +216,6 @@ fn date_text(days: i32) -> String {
     chrono::DateTime::from_timestamp(days as i64 * 86_400, 0)
         .map(|d| d.format("%Y-%m-%d").to_string())
         .unwrap_or_else(|| days.to_string())
-}
-
-fn timestamp_text(micros: i64) -> String {
-    chrono::DateTime::from_timestamp_micros(micros)
-        .map(|d| {
-            let text = d.format("%Y-%m-%d %H:%M:%S%.6f").to_string();
-            let text = text.trim_end_matches('0');
-            text.trim_end_matches('.').to_string()
-        })
-        .unwrap_or_else(|| micros.to_string())
 }
 
 fn interval_text(i: &IntervalMonthDayNano) -> String {

@@ -1,0 +1,172 @@
+//! Casts as PostgreSQL and DuckDB make them where Arrow's differ: a decimal to an integer
+//! rounds half away from zero and a DOUBLE to an integer half to even (Arrow truncates both),
+//! and a timestamp becomes text as `1996-01-03 12:00:00.25` (Arrow writes ISO 8601's `T`
+//! and a fixed count of digits).
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, Decimal128Array, RecordBatch, StringArray};
+use arrow::compute::{CastOptions, cast_with_options};
+use arrow::datatypes::{DataType, Decimal128Type, Field, Float32Type, Float64Type, Schema};
+use arrow::datatypes::{TimeUnit, TimestampMicrosecondType};
+use arrow::util::display::FormatOptions;
+
+use crate::Result;
+
+/// `value` cast to `to`; with `safe`, a value that does not convert becomes NULL
+/// (`TRY_CAST`) rather than an error.
+pub fn cast(value: &ArrayRef, to: &DataType, safe: bool) -> Result<ArrayRef> {
+    let options = CastOptions {
+        safe,
+        format_options: FormatOptions::new(),
+    };
+    let from = value.data_type();
+    let rounded = match (from, to) {
+        (DataType::Timestamp(TimeUnit::Microsecond, None), DataType::Utf8) => {
+            return Ok(timestamps_as_text(value));
+        }
+        (DataType::Decimal64(_, s) | DataType::Decimal128(_, s), t) if is_integer(t) && *s > 0 => {
+            decimals_rounded(value, *s)?
+        }
+        (DataType::Float64, t) if is_integer(t) => {
+            let values = value.as_primitive::<Float64Type>();
+            Arc::new(values.unary::<_, Float64Type>(f64::round_ties_even)) as ArrayRef
+        }
+        (DataType::Float32, t) if is_integer(t) => {
+            let values = value.as_primitive::<Float32Type>();
+            Arc::new(values.unary::<_, Float32Type>(f32::round_ties_even)) as ArrayRef
+        }
+        _ => value.clone(),
+    };
+    Ok(cast_with_options(&rounded, to, &options)?)
+}
+
+fn is_integer(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
+    )
+}
+
+/// Decimals of `scale` rounded to whole numbers, half away from zero, as decimals of scale 0.
+fn decimals_rounded(value: &ArrayRef, scale: i8) -> Result<ArrayRef> {
+    let wide = cast_with_options(
+        value,
+        &DataType::Decimal128(38, scale),
+        &CastOptions::default(),
+    )?;
+    let unit = 10i128.pow(scale as u32);
+    let rounded: Decimal128Array = wide.as_primitive::<Decimal128Type>().unary(|v| {
+        let (whole, rest) = (v / unit, v % unit);
+        match rest.abs() * 2 >= unit {
+            true => whole + v.signum(),
+            false => whole,
+        }
+    });
+    Ok(Arc::new(rounded.with_precision_and_scale(38, 0)?))
+}
+
+/// A timestamp as PostgreSQL and DuckDB write it: `YYYY-MM-DD HH:MM:SS`, then the fraction of
+/// a second without its trailing zeros, if any.
+pub fn timestamp_text(micros: i64) -> String {
+    match chrono::DateTime::from_timestamp_micros(micros) {
+        Some(time) => {
+            let text = time.format("%Y-%m-%d %H:%M:%S%.6f").to_string();
+            text.trim_end_matches('0').trim_end_matches('.').to_string()
+        }
+        None => micros.to_string(),
+    }
+}
+
+/// Timestamps (microseconds, no zone) as text.
+pub fn timestamps_as_text(value: &ArrayRef) -> ArrayRef {
+    let values = value.as_primitive::<TimestampMicrosecondType>();
+    let texts: StringArray = values.iter().map(|v| v.map(timestamp_text)).collect();
+    Arc::new(texts)
+}
+
+/// `batch` with its timestamp columns as text, for printers that would write them their own
+/// way (ISO 8601's `T`).
+pub fn with_timestamps_as_text(batch: &RecordBatch) -> Result<RecordBatch> {
+    with_columns_as_text(batch, false)
+}
+
+/// `batch` with its timestamp and array columns as text (arrays as PostgreSQL writes them),
+/// for tables and CSV, which have no form of their own for arrays.
+pub fn with_text_for_tables(batch: &RecordBatch) -> Result<RecordBatch> {
+    with_columns_as_text(batch, true)
+}
+
+fn with_columns_as_text(batch: &RecordBatch, arrays: bool) -> Result<RecordBatch> {
+    let is_timestamp = |t: &DataType| matches!(t, DataType::Timestamp(TimeUnit::Microsecond, None));
+    let as_text = |t: &DataType| is_timestamp(t) || (arrays && matches!(t, DataType::List(_)));
+    if !batch
+        .schema()
+        .fields()
+        .iter()
+        .any(|f| as_text(f.data_type()))
+    {
+        return Ok(batch.clone());
+    }
+    let schema = batch.schema();
+    let mut fields = Vec::with_capacity(schema.fields().len());
+    let mut columns = Vec::with_capacity(schema.fields().len());
+    for (field, column) in schema.fields().iter().zip(batch.columns()) {
+        match as_text(field.data_type()) {
+            true => {
+                fields.push(Field::new(field.name(), DataType::Utf8, true));
+                columns.push(match is_timestamp(field.data_type()) {
+                    true => timestamps_as_text(column),
+                    false => crate::arrays::to_text(column)?,
+                });
+            }
+            false => {
+                fields.push(field.as_ref().clone());
+                columns.push(column.clone());
+            }
+        }
+    }
+    Ok(RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns,
+    )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use arrow::array::{Decimal64Array, Float64Array, Int32Array};
+
+    use super::*;
+
+    #[test]
+    fn decimals_round_half_away_from_zero_and_doubles_half_to_even() {
+        let decimals: ArrayRef = Arc::new(
+            Decimal64Array::from(vec![125, -125, 124, 25, -25, 0])
+                .with_precision_and_scale(5, 1)
+                .unwrap(),
+        );
+        let cast_decimals = cast(&decimals, &DataType::Int32, false).unwrap();
+        let expected: ArrayRef = Arc::new(Int32Array::from(vec![13, -13, 12, 3, -3, 0]));
+        assert_eq!(&cast_decimals, &expected);
+        let doubles: ArrayRef = Arc::new(Float64Array::from(vec![2.5, 3.5, -2.5, 0.5, 12.6]));
+        let cast_doubles = cast(&doubles, &DataType::Int32, false).unwrap();
+        let expected: ArrayRef = Arc::new(Int32Array::from(vec![2, 4, -2, 0, 13]));
+        assert_eq!(&cast_doubles, &expected);
+        let huge: ArrayRef = Arc::new(Float64Array::from(vec![1e10]));
+        assert!(cast(&huge, &DataType::Int32, false).is_err());
+        assert!(cast(&huge, &DataType::Int32, true).unwrap().is_null(0));
+    }
+
+    #[test]
+    fn timestamps_read_as_the_anchors_write_them() {
+        assert_eq!(timestamp_text(820_670_400_000_000), "1996-01-03 12:00:00");
+        assert_eq!(
+            timestamp_text(820_670_400_250_000),
+            "1996-01-03 12:00:00.25"
+        );
+        assert_eq!(
+            timestamp_text(820_670_400_000_001),
+            "1996-01-03 12:00:00.000001"
+        );
+    }
+}

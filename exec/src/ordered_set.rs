@@ -1,0 +1,115 @@
+//! The picks of ordered-set aggregates (`median`, `percentile_cont`, `percentile_disc`,
+//! `mode`) from each group's sorted non-NULL values, which an ordered `array_agg` gathered,
+//! and `array_agg(DISTINCT ...)`'s pass over its sorted values.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, Float64Array, UInt32Array};
+use arrow::compute::{cast, take};
+use arrow::datatypes::{DataType, Float64Type};
+use arrow::row::{RowConverter, SortField};
+
+use crate::Result;
+
+/// Per row, the value at `fraction` of the sorted list: interpolated when `continuous`, else
+/// the first whose place is at least the fraction; NULL for an empty or NULL list.
+pub fn quantile(lists: &ArrayRef, fractions: &ArrayRef, continuous: bool) -> Result<ArrayRef> {
+    let lists = lists.as_list::<i32>();
+    let fractions = fractions.as_primitive::<Float64Type>();
+    let bounds = |row: usize| {
+        let offsets = lists.value_offsets();
+        (offsets[row] as usize, offsets[row + 1] as usize)
+    };
+    if continuous {
+        let values = cast(lists.values(), &DataType::Float64)?;
+        let values = values.as_primitive::<Float64Type>();
+        let picked: Float64Array = (0..lists.len())
+            .map(|row| {
+                let (start, end) = bounds(row);
+                if lists.is_null(row) || start == end || fractions.is_null(row) {
+                    return None;
+                }
+                let place = fractions.value(row) * (end - start - 1) as f64;
+                let (below, above) = (place.floor() as usize, place.ceil() as usize);
+                let (low, high) = (values.value(start + below), values.value(start + above));
+                Some(low + (high - low) * (place - below as f64))
+            })
+            .collect();
+        return Ok(Arc::new(picked));
+    }
+    let indices: UInt32Array = (0..lists.len())
+        .map(|row| {
+            let (start, end) = bounds(row);
+            if lists.is_null(row) || start == end || fractions.is_null(row) {
+                return None;
+            }
+            let count = end - start;
+            let place = (fractions.value(row) * count as f64).ceil() as usize;
+            Some((start + place.clamp(1, count) - 1) as u32)
+        })
+        .collect();
+    Ok(take(lists.values(), &indices, None)?)
+}
+
+/// Per row, the most frequent value of the sorted list (the first of equally frequent ones).
+pub fn mode(lists: &ArrayRef) -> Result<ArrayRef> {
+    let lists = lists.as_list::<i32>();
+    let values = lists.values();
+    let converter = RowConverter::new(vec![SortField::new(values.data_type().clone())])?;
+    let rows = converter.convert_columns(std::slice::from_ref(values))?;
+    let offsets = lists.value_offsets();
+    let indices: UInt32Array = (0..lists.len())
+        .map(|row| {
+            let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
+            if lists.is_null(row) || start == end {
+                return None;
+            }
+            let (mut best, mut best_count) = (start, 0);
+            let mut run_start = start;
+            for i in start..=end {
+                if i == end || rows.row(i) != rows.row(run_start) {
+                    if i - run_start > best_count {
+                        (best, best_count) = (run_start, i - run_start);
+                    }
+                    run_start = i;
+                }
+            }
+            Some(best as u32)
+        })
+        .collect();
+    Ok(take(values.as_ref(), &indices, None)?)
+}
+
+/// Per row, the list with each run of equal elements (NULLs included) kept once.
+pub fn distinct_runs(lists: &ArrayRef) -> Result<ArrayRef> {
+    use arrow::array::ListArray;
+    use arrow::buffer::OffsetBuffer;
+    let list = lists.as_list::<i32>();
+    let values = list.values();
+    let converter = RowConverter::new(vec![SortField::new(values.data_type().clone())])?;
+    let rows = converter.convert_columns(std::slice::from_ref(values))?;
+    let offsets = list.value_offsets();
+    let (mut kept, mut lengths) = (Vec::new(), Vec::with_capacity(list.len()));
+    for row in 0..list.len() {
+        let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
+        let before = kept.len();
+        for i in start..end {
+            if i == start || rows.row(i) != rows.row(i - 1) {
+                kept.push(i as u32);
+            }
+        }
+        lengths.push(kept.len() - before);
+    }
+    let items = take(values.as_ref(), &UInt32Array::from(kept), None)?;
+    let field = match list.data_type() {
+        DataType::List(field) => field.clone(),
+        other => unreachable!("a list, not {other}"),
+    };
+    let offsets = OffsetBuffer::from_lengths(lengths);
+    Ok(Arc::new(ListArray::try_new(
+        field,
+        offsets,
+        items,
+        list.nulls().cloned(),
+    )?))
+}

@@ -1,0 +1,170 @@
+//! Ordered-set aggregates: `median(x)`, `quantile_cont(x, q)`, `quantile_disc(x, q)`,
+//! `approx_quantile` (exact here), `arg_min(x, y)` / `arg_max` (DuckDB), and
+//! `percentile_cont(q) | percentile_disc(q) | mode() WITHIN GROUP (ORDER BY x)` (PostgreSQL)
+//! and `mode(x)`. Each is bound as a group's values in order (an `array_agg ... ORDER BY`
+//! with a filter) and a scalar function that picks from that sorted array.
+
+use arrow::datatypes::DataType;
+use sqlparser::ast;
+
+use super::expr::*;
+use crate::expr::{AggregateCall, AggregateFunction, Expr, ScalarFunction, SortKey};
+use crate::scalar::ScalarValue;
+use crate::types::is_numeric;
+use crate::{Result, bind_err, unsupported};
+
+/// Whether `name` is an ordered-set aggregate.
+pub fn is_ordered_set(name: &str) -> bool {
+    matches!(
+        name,
+        "median"
+            | "quantile_cont"
+            | "quantile_disc"
+            | "quantile"
+            | "percentile_cont"
+            | "percentile_disc"
+            | "mode"
+            | "approx_quantile"
+    ) || by_other(name).is_some()
+}
+
+/// `arg_max(x, y)` / `max_by` and `arg_min(x, y)` / `min_by` (DuckDB): whether the name is
+/// one, and then whether it takes the greatest `y`.
+fn by_other(name: &str) -> Option<bool> {
+    match name {
+        "arg_max" | "argmax" | "max_by" => Some(true),
+        "arg_min" | "argmin" | "min_by" => Some(false),
+        _ => None,
+    }
+}
+
+/// `arg_max(x, y)`: the `x` of a row with the greatest `y` (rows whose `y` is NULL left
+/// out), as the first of the values ordered by `y`; any of them when `y` ties, as DuckDB.
+fn bind_by_other(function: &ast::Function, greatest: bool, agg: &mut Aggregation) -> Result<Expr> {
+    let name = function_name(function);
+    let [value, by] = function_args(function)[..] else {
+        return Err(bind_err!("{name} takes a value and what to order it by"));
+    };
+    if contains_aggregate(value) || contains_aggregate(by) {
+        return Err(bind_err!("aggregate function calls cannot be nested"));
+    }
+    let mut context = Context::plain(&agg.input, "aggregate arguments");
+    let value = bind_generic(value, &mut context)?;
+    let by = bind_generic(by, &mut context)?;
+    let value_type = value.data_type();
+    let ordered = AggregateCall {
+        func: AggregateFunction::ArrayAgg,
+        arg: Some(value),
+        data_type: AggregateFunction::ArrayAgg.result_type(Some(&value_type)),
+        separator: None,
+        order: vec![SortKey {
+            expr: by.clone(),
+            descending: greatest,
+            nulls_first: false,
+        }],
+        filter: Some(Expr::IsNotNull(Box::new(by))),
+    };
+    let ordered = agg.column_of(ordered);
+    Ok(Expr::Function {
+        func: ScalarFunction::ArrayElement,
+        args: vec![ordered, Expr::Literal(ScalarValue::Int64(1))],
+        data_type: value_type,
+    })
+}
+
+pub(super) fn bind_ordered_set(
+    function: &ast::Function,
+    name: &str,
+    agg: &mut Aggregation,
+) -> Result<Expr> {
+    if let Some(greatest) = by_other(name) {
+        return bind_by_other(function, greatest, agg);
+    }
+    let args = function_args(function);
+    let within = !function.within_group.is_empty();
+    let (value, descending, fraction) = match (name, within, args.as_slice()) {
+        ("percentile_cont" | "percentile_disc", true, [q]) => {
+            let (value, descending) = ordered_value(function)?;
+            (value, descending, Some(*q))
+        }
+        ("mode", true, []) => {
+            let (value, descending) = ordered_value(function)?;
+            (value, descending, None)
+        }
+        ("median" | "mode", false, [x]) => (*x, false, None),
+        ("quantile_cont" | "quantile_disc" | "quantile" | "approx_quantile", false, [x, q]) => {
+            (*x, false, Some(*q))
+        }
+        _ => return Err(bind_err!("{name}: wrong arguments (see its documentation)")),
+    };
+    if function.filter.is_some() {
+        return Err(unsupported!("FILTER on {name}"));
+    }
+    if contains_aggregate(value) {
+        return Err(bind_err!("aggregate function calls cannot be nested"));
+    }
+    let input = &agg.input;
+    let value = bind_generic(value, &mut Context::plain(input, "aggregate arguments"))?;
+    let value_type = value.data_type();
+    let continuous = matches!(name, "median" | "quantile_cont" | "percentile_cont");
+    if continuous && !is_numeric(&value_type) {
+        return Err(bind_err!(
+            "{name}({}) is not defined: it interpolates numbers",
+            super::expr::type_name(&value_type)
+        ));
+    }
+    let fraction = match (name, fraction) {
+        ("median", _) => 0.5,
+        (_, Some(q)) => constant_fraction(q, name)?,
+        (_, None) => 0.0,
+    };
+    let sorted = AggregateCall {
+        func: AggregateFunction::ArrayAgg,
+        arg: Some(value.clone()),
+        data_type: AggregateFunction::ArrayAgg.result_type(Some(&value_type)),
+        separator: None,
+        order: vec![SortKey {
+            expr: value.clone(),
+            descending,
+            nulls_first: false,
+        }],
+        filter: Some(Expr::IsNotNull(Box::new(value))),
+    };
+    let sorted = agg.column_of(sorted);
+    let (func, data_type) = match name {
+        "mode" => (ScalarFunction::SortedMode, value_type),
+        _ if continuous => (
+            ScalarFunction::SortedQuantile { continuous },
+            DataType::Float64,
+        ),
+        _ => (ScalarFunction::SortedQuantile { continuous }, value_type),
+    };
+    Ok(Expr::Function {
+        func,
+        args: vec![sorted, Expr::Literal(ScalarValue::Float64(fraction))],
+        data_type,
+    })
+}
+
+/// The value and direction of `WITHIN GROUP (ORDER BY x [DESC])`.
+fn ordered_value(function: &ast::Function) -> Result<(&ast::Expr, bool)> {
+    match function.within_group.as_slice() {
+        [item] => {
+            let descending = matches!(item.options.sort, Some(ast::OrderBySort::Desc));
+            Ok((&item.expr, descending))
+        }
+        _ => Err(bind_err!("WITHIN GROUP takes one ORDER BY expression")),
+    }
+}
+
+/// A quantile's fraction: a constant from 0 to 1.
+fn constant_fraction(expr: &ast::Expr, name: &str) -> Result<f64> {
+    let text = expr.to_string();
+    match text.parse::<f64>() {
+        Ok(q) if (0.0..=1.0).contains(&q) => Ok(q),
+        Ok(q) => Err(bind_err!("{name}: the fraction {q} is not between 0 and 1")),
+        Err(_) => Err(unsupported!(
+            "{name} with a fraction other than a constant ({text})"
+        )),
+    }
+}
