@@ -1,6 +1,7 @@
 //! End-to-end tests of Pondra across crates; the tests live in `tests/`. What the sqllogictest
 //! harnesses share is here, and the SQL fuzzer (`fuzz`).
 
+pub mod duckdb_slt;
 pub mod fuzz;
 
 use arrow::array::RecordBatch;
