@@ -46,23 +46,28 @@ pub fn field_id(column_id: u32) -> i32 {
 }
 
 /// A column type as SQL names it; each maps to one Arrow type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum SqlType {
     Boolean,
     Int,
     BigInt,
     Double,
-    Decimal { precision: u8, scale: i8 },
+    Decimal {
+        precision: u8,
+        scale: i8,
+    },
     Varchar,
     Date,
     Timestamp,
     Interval,
+    /// A list of values of one type, NULLs among them (ADR 0059).
+    List(Box<SqlType>),
 }
 
 impl SqlType {
     /// The Arrow type that holds values of this SQL type.
-    pub fn to_arrow(self) -> DataType {
-        match self {
+    pub fn to_arrow(&self) -> DataType {
+        match *self {
             SqlType::Boolean => DataType::Boolean,
             SqlType::Int => DataType::Int32,
             SqlType::BigInt => DataType::Int64,
@@ -72,7 +77,15 @@ impl SqlType {
             SqlType::Date => DataType::Date32,
             SqlType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
             SqlType::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
+            SqlType::List(ref element) => {
+                DataType::List(Arc::new(Field::new("item", element.to_arrow(), true)))
+            }
         }
+    }
+
+    /// Whether values of the type are scalars, which statistics, keys and folds can order.
+    pub fn is_scalar(&self) -> bool {
+        !matches!(self, SqlType::List(_))
     }
 
     /// The SQL type of an Arrow type, when Pondra can store it.
@@ -92,6 +105,9 @@ impl SqlType {
             DataType::Date32 => SqlType::Date,
             DataType::Timestamp(TimeUnit::Microsecond, None) => SqlType::Timestamp,
             DataType::Interval(IntervalUnit::MonthDayNano) => SqlType::Interval,
+            DataType::List(element) => {
+                SqlType::List(Box::new(SqlType::from_arrow(element.data_type())?))
+            }
             _ => return None,
         })
     }
@@ -109,6 +125,7 @@ impl fmt::Display for SqlType {
             SqlType::Date => write!(f, "DATE"),
             SqlType::Timestamp => write!(f, "TIMESTAMP"),
             SqlType::Interval => write!(f, "INTERVAL"),
+            SqlType::List(element) => write!(f, "{element}[]"),
         }
     }
 }

@@ -222,11 +222,14 @@ impl Node {
     pub async fn execute_in(
         self: &Arc<Self>,
         session: &Arc<Session>,
-        statement: ParsedStatement,
+        mut statement: ParsedStatement,
     ) -> Result<StatementResult> {
-        if let pondra_parser::Statement::Sql(sql) = &statement.statement {
+        if let pondra_parser::Statement::Sql(sql) = &mut statement.statement {
             if let Some(result) = session.run_setting(sql) {
                 return result;
+            }
+            if let Some(order) = session.null_order() {
+                pondra_parser::apply_null_order(sql, order);
             }
             if let Some(control) = crate::transaction::control_of(sql) {
                 return self.run_transaction_control(session, control).await;

@@ -134,7 +134,7 @@ fn delta_schema(table: &TableDef) -> String {
         .map(|c| {
             json!({
                 "name": c.name,
-                "type": delta_type(c.sql_type),
+                "type": delta_type(&c.sql_type),
                 "nullable": !c.not_null,
                 "metadata": {},
             })
@@ -144,8 +144,8 @@ fn delta_schema(table: &TableDef) -> String {
 }
 
 /// Delta's name of a column type; the binder refuses to publish the types Delta lacks.
-fn delta_type(sql_type: SqlType) -> String {
-    match sql_type {
+fn delta_type(sql_type: &SqlType) -> String {
+    match *sql_type {
         SqlType::Boolean => "boolean".into(),
         SqlType::Int => "integer".into(),
         SqlType::BigInt => "long".into(),
@@ -155,6 +155,7 @@ fn delta_type(sql_type: SqlType) -> String {
         SqlType::Date => "date".into(),
         SqlType::Timestamp => "timestamp_ntz".into(),
         SqlType::Interval => unreachable!("a table with an interval column is not published"),
+        SqlType::List(_) => unreachable!("a table with a list column is not published"),
     }
 }
 
@@ -204,7 +205,7 @@ fn add(node: &Node, folder: &str, table: &TableDef, file: &DataFile) -> Value {
             continue;
         };
         nulls.insert(column.name.clone(), json!(statistics.nulls));
-        let bound = |value: Option<i64>| value.and_then(|v| stat_value(column.sql_type, v));
+        let bound = |value: Option<i64>| value.and_then(|v| stat_value(&column.sql_type, v));
         if let (Some(min), Some(max)) = (bound(statistics.min), bound(statistics.max)) {
             mins.insert(column.name.clone(), min);
             maxes.insert(column.name.clone(), max);
@@ -237,7 +238,7 @@ fn add(node: &Node, folder: &str, table: &TableDef, file: &DataFile) -> Value {
 
 /// A column's least or greatest value as Delta's statistics write it: integers as numbers,
 /// dates as `YYYY-MM-DD`; other types go without (readers then read the file).
-fn stat_value(sql_type: SqlType, value: i64) -> Option<Value> {
+fn stat_value(sql_type: &SqlType, value: i64) -> Option<Value> {
     match sql_type {
         SqlType::Int | SqlType::BigInt => Some(json!(value)),
         SqlType::Date => {

@@ -128,7 +128,7 @@ impl Node {
             };
             let field = field_id(column.id);
             entry.null_counts.push((field, statistics.nulls));
-            let bound = |v: Option<i64>| v.and_then(|v| bound_value(column.sql_type, v));
+            let bound = |v: Option<i64>| v.and_then(|v| bound_value(&column.sql_type, v));
             if let (Some(min), Some(max)) = (bound(statistics.min), bound(statistics.max)) {
                 entry.lower_bounds.push((field, min));
                 entry.upper_bounds.push((field, max));
@@ -271,14 +271,14 @@ fn iceberg_schema(table: &TableDef) -> Vec<IcebergField> {
             id: field_id(c.id),
             name: c.name.clone(),
             required: c.not_null,
-            field_type: iceberg_type(c.sql_type),
+            field_type: iceberg_type(&c.sql_type),
         })
         .collect()
 }
 
 /// Iceberg's type of a column type; the binder refuses to publish the types Iceberg lacks.
-fn iceberg_type(sql_type: SqlType) -> IcebergType {
-    match sql_type {
+fn iceberg_type(sql_type: &SqlType) -> IcebergType {
+    match *sql_type {
         SqlType::Boolean => IcebergType::Boolean,
         SqlType::Int => IcebergType::Int,
         SqlType::BigInt => IcebergType::Long,
@@ -291,11 +291,12 @@ fn iceberg_type(sql_type: SqlType) -> IcebergType {
         SqlType::Date => IcebergType::Date,
         SqlType::Timestamp => IcebergType::Timestamp,
         SqlType::Interval => unreachable!("a table with an interval column is not published"),
+        SqlType::List(_) => unreachable!("a table with a list column is not published"),
     }
 }
 
 /// A column's least or greatest value as a manifest's bound: integers and dates.
-fn bound_value(sql_type: SqlType, value: i64) -> Option<IcebergValue> {
+fn bound_value(sql_type: &SqlType, value: i64) -> Option<IcebergValue> {
     match sql_type {
         SqlType::Int => Some(IcebergValue::Int(i32::try_from(value).ok()?)),
         SqlType::BigInt => Some(IcebergValue::Long(value)),

@@ -1,5 +1,5 @@
-//! A client's session: the settings its statements run under (`statement_timeout`) and the
-//! statement it is running, for a cancel request to reach.
+//! A client's session: the settings its statements run under (`statement_timeout`,
+//! `default_null_order`) and the statement it is running, for a cancel request to reach.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -7,7 +7,7 @@ use std::time::Duration;
 use arrow::array::{RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use pondra_exec::{MemoryPool, StatementControl, StopReason};
-use pondra_parser::ast;
+use pondra_parser::{NullOrder, ast};
 
 use crate::node::{StatementResult, done};
 use crate::temporary::TemporaryTables;
@@ -15,6 +15,7 @@ use crate::transaction::Transaction;
 use crate::{NodeError, Result};
 
 const STATEMENT_TIMEOUT: &str = "statement_timeout";
+const DEFAULT_NULL_ORDER: &str = "default_null_order";
 
 /// One client's settings and running statement. Doors keep one per connection (the Postgres
 /// wire) or per request (HTTP, Flight SQL); the shell keeps one for its run.
@@ -28,6 +29,8 @@ pub struct Session {
     transaction: Mutex<Option<Transaction>>,
     /// Its temporary tables, deleted with it.
     temporary: Mutex<TemporaryTables>,
+    /// Where NULLs sort when an ORDER BY does not say (`SET default_null_order`).
+    null_order: Mutex<Option<NullOrder>>,
 }
 
 /// Where a session stands, as Postgres's ReadyForQuery tells clients.
@@ -47,7 +50,14 @@ impl Session {
             running: Mutex::new(None),
             transaction: Mutex::new(None),
             temporary: Mutex::new(TemporaryTables::default()),
+            null_order: Mutex::new(None),
         })
+    }
+
+    /// The session's default NULL order, when it set one other than PostgreSQL's.
+    pub fn null_order(&self) -> Option<NullOrder> {
+        let order = *self.null_order.lock().unwrap_or_else(|e| e.into_inner());
+        order.filter(|order| *order != NullOrder::POSTGRES)
     }
 
     /// Runs `f` on the session's temporary tables.
@@ -133,8 +143,42 @@ impl Session {
             {
                 Some(Ok(self.show_timeout()))
             }
+            ast::Statement::Set(ast::Set::SingleAssignment {
+                variable, values, ..
+            }) if is_null_order(&variable.to_string()) => {
+                Some(self.set_null_order(values).map(|()| done("SET")))
+            }
+            ast::Statement::ShowVariable { variable }
+                if variable.len() == 1 && is_null_order(&variable[0].value) =>
+            {
+                let order = self.null_order().unwrap_or(NullOrder::POSTGRES);
+                Some(Ok(one_text(DEFAULT_NULL_ORDER, order.name().to_string())))
+            }
             _ => None,
         }
+    }
+
+    fn set_null_order(&self, values: &[ast::Expr]) -> Result<()> {
+        let name = match values {
+            [ast::Expr::Value(v)] => match &v.value {
+                ast::Value::SingleQuotedString(text) => text.clone(),
+                other => other.to_string(),
+            },
+            [ast::Expr::Identifier(ident)] => ident.value.clone(),
+            _ => String::new(),
+        };
+        let order = match name.to_ascii_lowercase().as_str() {
+            "default" => NullOrder::POSTGRES,
+            _ => NullOrder::from_name(&name).ok_or_else(|| {
+                NodeError::Other(format!(
+                    "invalid value for default_null_order: '{name}' (expected nulls_first, \
+                     nulls_last, nulls_first_on_asc_last_on_desc or \
+                     nulls_last_on_asc_first_on_desc)"
+                ))
+            })?,
+        };
+        *self.null_order.lock().unwrap_or_else(|e| e.into_inner()) = Some(order);
+        Ok(())
     }
 
     fn set_timeout(&self, values: &[ast::Expr]) -> Result<()> {
@@ -167,18 +211,19 @@ impl Session {
             Some(t) if t.as_millis() % 1000 == 0 => format!("{}s", t.as_secs()),
             Some(t) => format!("{}ms", t.as_millis()),
         };
-        let schema = Arc::new(Schema::new(vec![Field::new(
-            STATEMENT_TIMEOUT,
-            DataType::Utf8,
-            false,
-        )]));
-        let column = StringArray::from(vec![text]);
-        let batch =
-            RecordBatch::try_new(schema.clone(), vec![Arc::new(column)]).expect("one text column");
-        StatementResult::Rows {
-            schema,
-            batches: vec![batch],
-        }
+        one_text(STATEMENT_TIMEOUT, text)
+    }
+}
+
+/// A one-row, one-column answer to `SHOW name`.
+fn one_text(name: &str, text: String) -> StatementResult {
+    let schema = Arc::new(Schema::new(vec![Field::new(name, DataType::Utf8, false)]));
+    let column = StringArray::from(vec![text]);
+    let batch =
+        RecordBatch::try_new(schema.clone(), vec![Arc::new(column)]).expect("one text column");
+    StatementResult::Rows {
+        schema,
+        batches: vec![batch],
     }
 }
 
@@ -186,13 +231,19 @@ impl Session {
 pub fn is_session_setting(statement: &ast::Statement) -> bool {
     match statement {
         ast::Statement::Set(ast::Set::SingleAssignment { variable, .. }) => {
-            is_statement_timeout(&variable.to_string())
+            let name = variable.to_string();
+            is_statement_timeout(&name) || is_null_order(&name)
         }
         ast::Statement::ShowVariable { variable } => {
-            variable.len() == 1 && is_statement_timeout(&variable[0].value)
+            variable.len() == 1
+                && (is_statement_timeout(&variable[0].value) || is_null_order(&variable[0].value))
         }
         _ => false,
     }
+}
+
+fn is_null_order(name: &str) -> bool {
+    name.eq_ignore_ascii_case(DEFAULT_NULL_ORDER)
 }
 
 fn is_statement_timeout(name: &str) -> bool {

@@ -24,11 +24,13 @@ use crate::sums::{DecimalSums, Sums};
 use crate::{ExecError, Result};
 use distinct_pairs::DistinctPairs;
 use few_groups::{FEW_GROUPS, FEW_GROUPS_MIN_ROWS, RowsByGroup};
+pub use lists::aggregate_lists;
 use pass_on::pass_on;
 use runs::MorselRuns;
 
 mod distinct_pairs;
 mod few_groups;
+mod lists;
 mod pass_on;
 mod runs;
 

@@ -39,8 +39,11 @@ pub fn parse(texts: &StringArray, to: &DataType) -> Result<ArrayRef> {
         }
         offsets.push(items.len() as i32);
     }
-    let items = StringArray::from(items);
-    let values = cast_with_options(&items, field.data_type(), &CAST_OPTIONS)?;
+    let values = match field.data_type() {
+        // `[]` is a list of NULLs; any elements it had would be NULL.
+        DataType::Null => arrow::array::new_null_array(&DataType::Null, items.len()),
+        item => cast_with_options(&StringArray::from(items), item, &CAST_OPTIONS)?,
+    };
     Ok(Arc::new(ListArray::try_new(
         field,
         OffsetBuffer::new(offsets.into()),
@@ -100,7 +103,16 @@ fn parse_one(text: &str) -> Result<Vec<Option<String>>> {
 /// Arrays written in Postgres's text form.
 pub fn to_text(array: &ArrayRef) -> Result<ArrayRef> {
     let list = array.as_list::<i32>();
-    let items = cast_with_options(list.values(), &DataType::Utf8, &CAST_OPTIONS)?;
+    // Elements that are arrays are written as arrays, unquoted (`{{1,2},{3}}`); timestamps
+    // as both anchors write them.
+    let nested = matches!(list.values().data_type(), DataType::List(_));
+    let items = match list.values().data_type() {
+        DataType::List(_) => to_text(list.values())?,
+        DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None) => {
+            crate::casts::timestamps_as_text(list.values())
+        }
+        _ => cast_with_options(list.values(), &DataType::Utf8, &CAST_OPTIONS)?,
+    };
     let items = items.as_string::<i32>();
     let mut out = StringBuilder::new();
     for row in 0..list.len() {
@@ -116,6 +128,8 @@ pub fn to_text(array: &ArrayRef) -> Result<ArrayRef> {
             }
             if items.is_null(i) {
                 text.push_str("NULL");
+            } else if nested {
+                text.push_str(items.value(i));
             } else {
                 push_array_item(&mut text, items.value(i));
             }

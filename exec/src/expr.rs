@@ -11,7 +11,7 @@ use arrow::array::{
 use arrow::compute::kernels::{boolean, cmp, comparison, numeric};
 use arrow::compute::{is_not_null, is_null, nullif, take};
 use arrow::datatypes::{DataType, Float64Type, Int32Type, Int64Type};
-use pondra_planner::{BinaryOp, DatePart, Expr, ScalarFunction};
+use pondra_planner::{BinaryOp, Expr, ScalarFunction};
 
 use crate::{ExecError, Result};
 use crate::{arrays, functions};
@@ -463,23 +463,7 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
                 .collect();
             Ok(Arc::new(lengths))
         }
-        ScalarFunction::DatePart(part) => {
-            use arrow::compute::kernels::temporal::{DatePart as P, date_part};
-            let part = match part {
-                DatePart::Year => P::Year,
-                DatePart::Quarter => P::Quarter,
-                DatePart::Month => P::Month,
-                DatePart::Week => P::WeekISO,
-                DatePart::Day => P::Day,
-                DatePart::DayOfWeek => P::DayOfWeekSunday0,
-                DatePart::DayOfYear => P::DayOfYear,
-                DatePart::Hour => P::Hour,
-                DatePart::Minute => P::Minute,
-                DatePart::Second => P::Second,
-            };
-            let value = date_part(&args[0], part)?;
-            Ok(arrow::compute::cast(&value, &DataType::Int64)?)
-        }
+        ScalarFunction::DatePart(part) => crate::date_parts::date_part(&args[0], part),
         ScalarFunction::Substring => {
             let strings = args[0].as_string::<i32>();
             let starts = args[1].as_primitive::<Int64Type>();
@@ -537,6 +521,8 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::JsonCheck => crate::json::json_check(&args[0]),
         ScalarFunction::Strftime => functions::strftime(args),
         ScalarFunction::RegexpExtract => functions::regexp_extract(args),
+        ScalarFunction::RegexpExtractAll => functions::regexp_extract_all(args),
+        ScalarFunction::Strptime { lenient } => crate::strptime::strptime(args, lenient),
         ScalarFunction::StringSplit => functions::string_split(args),
         ScalarFunction::DistinctRuns => crate::ordered_set::distinct_runs(&args[0]),
         ScalarFunction::Greatest => functions::extreme(args, true),
@@ -547,6 +533,18 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
             functions::regexp_replace(args, global, insensitive)
         }
         ScalarFunction::DateDiff(part) => functions::date_diff(&args[0], &args[1], part),
+        ScalarFunction::DateSub(part) => crate::date_parts::date_sub(&args[0], &args[1], part),
+        ScalarFunction::ListAggregate(func) => {
+            // The separator is a constant: any row's (a batch of no rows has none to join).
+            let separator = match args.get(1) {
+                Some(separator) if !separator.is_empty() && separator.is_valid(0) => {
+                    Some(separator.as_string::<i32>().value(0).to_string())
+                }
+                Some(_) => Some(String::new()),
+                None => None,
+            };
+            crate::aggregate::aggregate_lists(func, &args[0], separator)
+        }
         ScalarFunction::Bitwise(op) => functions::bitwise(&args[0], &args[1], op),
         ScalarFunction::MakeArray => arrays::make(args),
         ScalarFunction::ArrayElement => arrays::element(&args[0], &args[1]),
@@ -555,6 +553,7 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::ArrayToString => arrays::join(args),
         ScalarFunction::Quantified { op, all } => arrays::quantified(op, all, &args[0], &args[1]),
         ScalarFunction::Series { inclusive } => arrays::series(args, inclusive),
+        ScalarFunction::TimeSeries { inclusive } => crate::date_parts::time_series(args, inclusive),
         ScalarFunction::KeyHash => Ok(Arc::new(crate::key_hash::key_hashes(args)?)),
         ScalarFunction::ExpandArray => arrays::expand(&args[0]),
         ScalarFunction::JsonBuildObject => functions::json_build_object(args),

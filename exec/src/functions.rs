@@ -1,5 +1,6 @@
 //! Scalar functions over whole arrays: math, strings, comparisons and dates.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use arrow::array::{
@@ -9,7 +10,7 @@ use arrow::array::{
 use arrow::compute::kernels::{cmp, zip::zip};
 use arrow::compute::{is_null, not};
 use arrow::datatypes::{DataType, Date32Type, Float64Type, Int64Type, TimestampMicrosecondType};
-use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
+use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime};
 use pondra_planner::{BitwiseOp, DatePart};
 
 use crate::{ExecError, Result};
@@ -353,8 +354,14 @@ pub fn nulls_as_false(mask: &BooleanArray) -> BooleanArray {
     }
 }
 
-fn date_of_day(days: i32) -> NaiveDate {
-    NaiveDate::from_num_days_from_ce_opt(days + 719_163).expect("valid date")
+fn date_of_day(days: i32) -> Result<NaiveDate> {
+    days.checked_add(719_163)
+        .and_then(NaiveDate::from_num_days_from_ce_opt)
+        .ok_or_else(|| {
+            fail(format!(
+                "the date {days} days from 1970-01-01 is out of range"
+            ))
+        })
 }
 
 fn day_of_date(date: NaiveDate) -> i32 {
@@ -362,17 +369,28 @@ fn day_of_date(date: NaiveDate) -> i32 {
 }
 
 fn truncate_date(date: NaiveDate, part: DatePart) -> Result<NaiveDate> {
-    let first = |y, m| NaiveDate::from_ymd_opt(y, m, 1).expect("valid date");
-    Ok(match part {
+    let first = |y, m| {
+        NaiveDate::from_ymd_opt(y, m, 1)
+            .ok_or_else(|| fail(format!("date_trunc: the year {y} is out of range")))
+    };
+    match part {
         DatePart::Year => first(date.year(), 1),
         DatePart::Quarter => first(date.year(), (date.month0() / 3) * 3 + 1),
         DatePart::Month => first(date.year(), date.month()),
         DatePart::Week => {
-            date - chrono::Duration::days(date.weekday().num_days_from_monday() as i64)
+            Ok(date - chrono::Duration::days(date.weekday().num_days_from_monday() as i64))
         }
-        DatePart::Day | DatePart::Hour | DatePart::Minute | DatePart::Second => date,
-        other => return Err(fail(format!("date_trunc cannot truncate to {other:?}"))),
-    })
+        DatePart::Decade => first(date.year() - date.year().rem_euclid(10), 1),
+        DatePart::Century => first(date.year() - (date.year() - 1).rem_euclid(100), 1),
+        DatePart::Millennium => first(date.year() - (date.year() - 1).rem_euclid(1000), 1),
+        DatePart::Day
+        | DatePart::Hour
+        | DatePart::Minute
+        | DatePart::Second
+        | DatePart::Millisecond
+        | DatePart::Microsecond => Ok(date),
+        other => Err(fail(format!("date_trunc cannot truncate to {other:?}"))),
+    }
 }
 
 pub fn date_trunc(value: &ArrayRef, part: DatePart) -> Result<ArrayRef> {
@@ -382,7 +400,7 @@ pub fn date_trunc(value: &ArrayRef, part: DatePart) -> Result<ArrayRef> {
             let mut out = Vec::with_capacity(dates.len());
             for d in dates.iter() {
                 out.push(match d {
-                    Some(d) => Some(day_of_date(truncate_date(date_of_day(d), part)?)),
+                    Some(d) => Some(day_of_date(truncate_date(date_of_day(d)?, part)?)),
                     None => None,
                 });
             }
@@ -403,26 +421,30 @@ pub fn date_trunc(value: &ArrayRef, part: DatePart) -> Result<ArrayRef> {
     }
 }
 
-fn stamp(micros: i64) -> NaiveDateTime {
+/// A timestamp in microseconds as a date and time; an error past the years chrono reaches.
+pub(crate) fn stamp(micros: i64) -> Result<NaiveDateTime> {
     chrono::DateTime::from_timestamp_micros(micros)
-        .expect("valid timestamp")
-        .naive_utc()
+        .map(|t| t.naive_utc())
+        .ok_or_else(|| {
+            fail(format!(
+                "the timestamp {micros} microseconds from 1970 is out of range"
+            ))
+        })
 }
 
 fn truncate_stamp(micros: i64, part: DatePart) -> Result<i64> {
-    let t = stamp(micros);
-    let day = truncate_date(t.date(), part)?;
-    let (h, m, s) = match part {
-        DatePart::Hour => (t.hour(), 0, 0),
-        DatePart::Minute => (t.hour(), t.minute(), 0),
-        DatePart::Second => (t.hour(), t.minute(), t.second()),
-        _ => (0, 0, 0),
+    let unit: i64 = match part {
+        DatePart::Hour => 3_600_000_000,
+        DatePart::Minute => 60_000_000,
+        DatePart::Second => 1_000_000,
+        DatePart::Millisecond => 1_000,
+        DatePart::Microsecond => 1,
+        _ => {
+            let day = truncate_date(stamp(micros)?.date(), part)?;
+            return Ok(day.and_time(NaiveTime::MIN).and_utc().timestamp_micros());
+        }
     };
-    Ok(day
-        .and_hms_opt(h, m, s)
-        .expect("valid time")
-        .and_utc()
-        .timestamp_micros())
+    Ok(micros - micros.rem_euclid(unit))
 }
 
 /// Boundaries of `part` crossed from `a` to `b` (both timestamps in microseconds).
@@ -437,7 +459,7 @@ pub fn date_diff(a: &ArrayRef, b: &ArrayRef, part: DatePart) -> Result<ArrayRef>
             out.push(None);
             continue;
         };
-        let (tx, ty) = (stamp(x), stamp(y));
+        let (tx, ty) = (stamp(x)?, stamp(y)?);
         let months = |t: &NaiveDateTime| t.year() as i64 * 12 + t.month0() as i64;
         let value = match part {
             DatePart::Year => (ty.year() - tx.year()) as i64,
@@ -446,12 +468,20 @@ pub fn date_diff(a: &ArrayRef, b: &ArrayRef, part: DatePart) -> Result<ArrayRef>
             DatePart::Week => {
                 (day_of_date(ty.date()) as i64 - day_of_date(tx.date()) as i64).div_euclid(7)
             }
-            DatePart::Day | DatePart::DayOfWeek | DatePart::DayOfYear => {
+            DatePart::Day | DatePart::DayOfWeek | DatePart::IsoDayOfWeek | DatePart::DayOfYear => {
                 day_of_date(ty.date()) as i64 - day_of_date(tx.date()) as i64
             }
             DatePart::Hour => (y.div_euclid(3_600_000_000)) - (x.div_euclid(3_600_000_000)),
             DatePart::Minute => (y.div_euclid(60_000_000)) - (x.div_euclid(60_000_000)),
             DatePart::Second => (y.div_euclid(1_000_000)) - (x.div_euclid(1_000_000)),
+            DatePart::Millisecond => y.div_euclid(1_000) - x.div_euclid(1_000),
+            DatePart::Microsecond => y - x,
+            DatePart::IsoYear => (ty.iso_week().year() - tx.iso_week().year()) as i64,
+            DatePart::Decade => (ty.year().div_euclid(10) - tx.year().div_euclid(10)) as i64,
+            DatePart::Century => (ty.year().div_euclid(100) - tx.year().div_euclid(100)) as i64,
+            DatePart::Millennium => {
+                (ty.year().div_euclid(1000) - tx.year().div_euclid(1000)) as i64
+            }
         };
         out.push(Some(value));
     }
@@ -509,19 +539,48 @@ pub fn regexp_extract(args: &[ArrayRef]) -> Result<ArrayRef> {
             continue;
         }
         let regex = patterns.get(p.value(row))?;
-        let group = usize::try_from(groups.value(row))
-            .ok()
-            .filter(|g| *g < regex.captures_len())
-            .ok_or_else(|| {
-                fail(format!(
-                    "regexp_extract: the pattern has no group {}",
-                    groups.value(row)
-                ))
-            })?;
+        let group = capture_group(regex, groups.value(row), "regexp_extract")?;
         let found = regex.captures(s.value(row)).and_then(|c| c.get(group));
         out.push(Some(found.map_or("", |m| m.as_str()).to_string()));
     }
     Ok(Arc::new(StringArray::from(out)))
+}
+
+/// The capture group `group` of `regex`, or an error naming `function`.
+fn capture_group(regex: &regex::Regex, group: i64, function: &str) -> Result<usize> {
+    usize::try_from(group)
+        .ok()
+        .filter(|g| *g < regex.captures_len())
+        .ok_or_else(|| fail(format!("{function}: the pattern has no group {group}")))
+}
+
+/// `regexp_extract_all(s, pattern, group)` (DuckDB): the group of every non-overlapping match,
+/// as a list of text.
+pub fn regexp_extract_all(args: &[ArrayRef]) -> Result<ArrayRef> {
+    use arrow::array::{ListBuilder, StringBuilder};
+    let (s, p) = (args[0].as_string::<i32>(), args[1].as_string::<i32>());
+    let groups = args[2].as_primitive::<Int64Type>();
+    let mut patterns = Patterns {
+        insensitive: false,
+        last: None,
+    };
+    let mut out = ListBuilder::new(StringBuilder::new());
+    let mut made = StringSize::default();
+    for row in 0..s.len() {
+        if s.is_null(row) || p.is_null(row) || groups.is_null(row) {
+            out.append(false);
+            continue;
+        }
+        let regex = patterns.get(p.value(row))?;
+        let group = capture_group(regex, groups.value(row), "regexp_extract_all")?;
+        for captures in regex.captures_iter(s.value(row)) {
+            let found = captures.get(group).map_or("", |m| m.as_str());
+            made.add(found.len())?;
+            out.values().append_value(found);
+        }
+        out.append(true);
+    }
+    Ok(Arc::new(out.finish()))
 }
 
 /// `string_split(s, separator)` (DuckDB), `string_to_array` (PostgreSQL): the pieces between
@@ -684,7 +743,10 @@ pub fn strftime(args: &[ArrayRef]) -> Result<ArrayRef> {
             let Some(time) = chrono::DateTime::from_timestamp_micros(times.value(row)) else {
                 return Ok(None);
             };
-            let text = time.naive_utc().format_with_items(items.iter()).to_string();
+            // Timestamps carry no zone: `%z` and `%Z` write UTC's.
+            let mut text = String::new();
+            write!(text, "{}", time.format_with_items(items.iter()))
+                .map_err(|_| fail(format!("strftime: the format {format:?} is not valid")))?;
             made.add(text.len())?;
             Ok(Some(text))
         })

@@ -43,7 +43,10 @@ pub(crate) fn frame_exclusions(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithS
             i += 1;
             continue;
         };
-        if !previous_solid(&tokens, open).is_some_and(|over| is_word(&tokens[over], "OVER")) {
+        // `OVER (...)`, or a named window's `WINDOW w AS (...)`.
+        let opens_window = previous_solid(&tokens, open)
+            .is_some_and(|over| is_word(&tokens[over], "OVER") || is_word(&tokens[over], "AS"));
+        if !opens_window {
             i += 1;
             continue;
         }

@@ -2,7 +2,9 @@
 
 mod asof;
 mod depth;
+mod equals_arguments;
 mod frame_exclusion;
+mod null_order;
 mod split;
 mod watermarks;
 mod windows;
@@ -12,6 +14,7 @@ pub use depth::{MAX_DEPTH, too_deep_message};
 pub use frame_exclusion::{
     EXCLUDE_CURRENT_ROW, EXCLUDE_GROUP, EXCLUDE_TIES, with_exclusions_written,
 };
+pub use null_order::{NullOrder, apply_null_order};
 
 pub use split::{SplitResult, split_statements};
 pub use sqlparser::ast;
@@ -213,10 +216,11 @@ fn parse_tokens(tokens: Vec<TokenWithSpan>) -> Result<Statement, ParseError> {
             _ => "expected one statement".into(),
         }));
     }
-    let statement = statements.remove(0);
+    let mut statement = statements.remove(0);
     if depth::exceeds_max_depth(&statement) {
         return Err(ParseError::TooDeep);
     }
+    equals_arguments::equals_as_comparisons(&mut statement);
     Ok(Statement::Sql(Box::new(statement)))
 }
 

@@ -261,6 +261,13 @@ pub enum ScalarFunction {
     Strftime,
     /// `regexp_extract(s, pattern, group)`.
     RegexpExtract,
+    /// `regexp_extract_all(s, pattern, group)`: every match's group, as a list.
+    RegexpExtractAll,
+    /// `strptime(text, format or formats)`: a timestamp; NULL where no format reads the text
+    /// when `lenient` (`try_strptime`), an error otherwise.
+    Strptime {
+        lenient: bool,
+    },
     /// `string_split(s, separator)`: an array of text.
     StringSplit,
     /// An array with each run of equal elements kept once (`array_agg(DISTINCT ...)` over
@@ -277,6 +284,12 @@ pub enum ScalarFunction {
     RegexpReplace(bool, bool),
     /// Whole `part` boundaries crossed from the first date to the second.
     DateDiff(DatePart),
+    /// `date_sub(part, a, b)` (DuckDB): whole `part`s elapsed from `a` to `b`, truncated
+    /// toward zero.
+    DateSub(DatePart),
+    /// `list_aggr(list, 'name')` (DuckDB): the aggregate of each list's elements; a string
+    /// aggregate's separator comes as a second argument.
+    ListAggregate(AggregateFunction),
     /// `&`, `|`, `#`, `<<`, `>>` on two integers of one type; shifts wrap as in Postgres.
     Bitwise(BitwiseOp),
     /// `ARRAY[a, b, ...]`, at least one element.
@@ -297,6 +310,10 @@ pub enum ScalarFunction {
     /// The BIGINTs from a start to a stop by a step, as an array; the stop is in it when
     /// `inclusive` (`generate_series`) and not otherwise (`range`).
     Series {
+        inclusive: bool,
+    },
+    /// Likewise, the TIMESTAMPs from a start to a stop by an interval.
+    TimeSeries {
         inclusive: bool,
     },
     /// `_pg_expandarray(a)`: each element of an array with its position from 1, as an array
@@ -333,6 +350,16 @@ pub enum DatePart {
     Hour,
     Minute,
     Second,
+    /// Seconds and their fraction, in milliseconds or microseconds, as DuckDB has them.
+    Millisecond,
+    Microsecond,
+    /// Monday 1 to Sunday 7.
+    IsoDayOfWeek,
+    /// The year of the ISO week.
+    IsoYear,
+    Decade,
+    Century,
+    Millennium,
 }
 
 impl ScalarFunction {
@@ -382,6 +409,11 @@ impl ScalarFunction {
             ScalarFunction::RegexpMatch(_) => "regexp_matches",
             ScalarFunction::RegexpReplace(..) => "regexp_replace",
             ScalarFunction::DateDiff(_) => "date_diff",
+            ScalarFunction::DateSub(_) => "date_sub",
+            ScalarFunction::RegexpExtractAll => "regexp_extract_all",
+            ScalarFunction::Strptime { lenient: false } => "strptime",
+            ScalarFunction::Strptime { lenient: true } => "try_strptime",
+            ScalarFunction::ListAggregate(_) => "list_aggregate",
             ScalarFunction::Bitwise(op) => match op {
                 BitwiseOp::And => "&",
                 BitwiseOp::Or => "|",
@@ -399,6 +431,8 @@ impl ScalarFunction {
             ScalarFunction::KeyHash => "key_hash",
             ScalarFunction::Series { inclusive: true } => "generate_series",
             ScalarFunction::Series { inclusive: false } => "range",
+            ScalarFunction::TimeSeries { inclusive: true } => "generate_series",
+            ScalarFunction::TimeSeries { inclusive: false } => "range",
             ScalarFunction::ExpandArray => "_pg_expandarray",
             ScalarFunction::Field(_) => "field",
             ScalarFunction::InjectedPanic => "pondra_panic",

@@ -44,6 +44,12 @@ pub fn sql_type_from_ast(data_type: &ast::DataType) -> Result<SqlType> {
         D::Timestamp(_, ast::TimezoneInfo::None) | D::Datetime(_) => SqlType::Timestamp,
         D::Interval { .. } => SqlType::Interval,
         D::Regclass => SqlType::Varchar,
+        D::Array(
+            ast::ArrayElemTypeDef::SquareBracket(element, _)
+            | ast::ArrayElemTypeDef::AngleBracket(element)
+            | ast::ArrayElemTypeDef::Parenthesis(element)
+            | ast::ArrayElemTypeDef::Qualified(element, _),
+        ) => SqlType::List(Box::new(sql_type_from_ast(element)?)),
         // The names Postgres clients cast catalog values to: object ids and their names.
         D::Custom(name, modifiers) if modifiers.is_empty() => {
             let last = name

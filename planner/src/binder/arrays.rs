@@ -44,7 +44,12 @@ fn empty_or_text(text: &str, to: &DataType) -> Expr {
 }
 
 /// `ARRAY[a, b, ...]`: the elements brought to one type.
-pub(super) fn bind_array(elements: &[ast::Expr], ctx: &mut Context<'_>) -> Result<Expr> {
+pub(super) fn bind_array(array: &ast::Array, ctx: &mut Context<'_>) -> Result<Expr> {
+    let elements = &array.elem;
+    // DuckDB's `[]` is a list of NULLs, of no elements, which takes any list's type.
+    if elements.is_empty() && !array.named {
+        return Ok(empty_or_text("{}", &list_of(DataType::Null)));
+    }
     if elements.is_empty() {
         return Err(bind_err!(
             "cannot tell the type of an empty array: cast it, as in ARRAY[]::INT[]"
@@ -54,6 +59,13 @@ pub(super) fn bind_array(elements: &[ast::Expr], ctx: &mut Context<'_>) -> Resul
         .iter()
         .map(|e| bind_expr(e, ctx))
         .collect::<Result<Vec<_>>>()?;
+    make_array(elements)
+}
+
+/// An array of bound elements (at least one), brought to their common type; NULLs alone make
+/// an array of text.
+pub(super) fn make_array(elements: Vec<Expr>) -> Result<Expr> {
+    debug_assert!(!elements.is_empty());
     let types: Vec<DataType> = elements.iter().map(Expr::data_type).collect();
     let item = match common_type(&types)? {
         DataType::Null => DataType::Utf8,

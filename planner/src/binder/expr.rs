@@ -165,7 +165,11 @@ pub fn contains_aggregate(expr: &ast::Expr) -> bool {
         }
         E::BinaryOp { left, right, .. }
         | E::AnyOp { left, right, .. }
-        | E::AllOp { left, right, .. } => contains_aggregate(left) || contains_aggregate(right),
+        | E::AllOp { left, right, .. }
+        | E::IsDistinctFrom(left, right)
+        | E::IsNotDistinctFrom(left, right) => {
+            contains_aggregate(left) || contains_aggregate(right)
+        }
         E::Array(array) => array.elem.iter().any(contains_aggregate),
         E::CompoundFieldAccess { root, .. } => contains_aggregate(root),
         E::UnaryOp { expr, .. }
@@ -214,7 +218,9 @@ pub fn contains_subquery(expr: &ast::Expr) -> bool {
             target: ast::InTarget::List(list),
             ..
         } => contains_subquery(expr) || list.iter().any(contains_subquery),
-        E::BinaryOp { left, right, .. } => contains_subquery(left) || contains_subquery(right),
+        E::BinaryOp { left, right, .. }
+        | E::IsDistinctFrom(left, right)
+        | E::IsNotDistinctFrom(left, right) => contains_subquery(left) || contains_subquery(right),
         E::UnaryOp { expr, .. }
         | E::Nested(expr)
         | E::IsNull(expr)
@@ -249,6 +255,22 @@ pub fn contains_subquery(expr: &ast::Expr) -> bool {
 }
 
 /// The plain positional arguments of a call (`*` is returned as a wildcard expression).
+/// An error for a call with a named argument (`f(x := 1)`), which no function takes yet and
+/// [`function_args`] would otherwise leave out.
+pub(super) fn refuse_named_arguments(function: &ast::Function) -> Result<()> {
+    if let ast::FunctionArguments::List(list) = &function.args
+        && let Some(named) = list.args.iter().find(|a| {
+            matches!(
+                a,
+                ast::FunctionArg::Named { .. } | ast::FunctionArg::ExprNamed { .. }
+            )
+        })
+    {
+        return Err(unsupported!("the named argument {named}"));
+    }
+    Ok(())
+}
+
 pub(super) fn function_args(function: &ast::Function) -> Vec<&ast::Expr> {
     match &function.args {
         ast::FunctionArguments::List(list) => list
@@ -334,6 +356,7 @@ pub(super) fn bind_aggregate_call(
     input: &Scope,
 ) -> Result<AggregateCall> {
     let name = func.name();
+    refuse_named_arguments(function)?;
     let ast::FunctionArguments::List(list) = &function.args else {
         return Err(bind_err!("{name} needs an argument"));
     };
@@ -403,6 +426,11 @@ pub(super) fn bind_aggregate_call(
             _ => return Err(bind_err!("{name} takes a value and a separator")),
         });
         args = &args[..1];
+    }
+    if args.is_empty() && func == AggregateFunction::Count {
+        // `count()` (DuckDB) counts rows, as `count(*)` does.
+        let call = AggregateCall::new(AggregateFunction::CountStar, None);
+        return with_filter(call, function.filter.as_deref(), input);
     }
     if args.len() != 1 {
         return Err(bind_err!("{name} takes one argument, got {}", args.len()));
@@ -619,6 +647,13 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
         }
         E::IsNull(inner) => Ok(Expr::IsNull(Box::new(bind_expr(inner, ctx)?))),
         E::IsNotNull(inner) => Ok(Expr::IsNotNull(Box::new(bind_expr(inner, ctx)?))),
+        E::IsDistinctFrom(left, right) => {
+            distinct_values(bind_expr(left, ctx)?, bind_expr(right, ctx)?)
+        }
+        E::IsNotDistinctFrom(left, right) => Ok(Expr::Not(Box::new(distinct_values(
+            bind_expr(left, ctx)?,
+            bind_expr(right, ctx)?,
+        )?))),
         E::Between {
             expr: inner,
             negated,
@@ -812,7 +847,7 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
             })
         }
         E::Subquery(query) => bind_scalar_subquery(query, ctx),
-        E::Array(array) => super::arrays::bind_array(&array.elem, ctx),
+        E::Array(array) => super::arrays::bind_array(array, ctx),
         E::AnyOp {
             left,
             compare_op,
@@ -1056,6 +1091,15 @@ pub(super) fn date_part(field: &ast::DateTimeField) -> Result<DatePart> {
         F::Hour | F::Hours => DatePart::Hour,
         F::Minute | F::Minutes => DatePart::Minute,
         F::Second | F::Seconds => DatePart::Second,
+        F::Millisecond | F::Milliseconds => DatePart::Millisecond,
+        F::Microsecond | F::Microseconds => DatePart::Microsecond,
+        F::Isodow => DatePart::IsoDayOfWeek,
+        F::Isoyear => DatePart::IsoYear,
+        F::Decade => DatePart::Decade,
+        F::Century => DatePart::Century,
+        F::Millennium => DatePart::Millennium,
+        // `EXTRACT('part' FROM x)` and parts sqlparser does not name.
+        F::Custom(name) => super::functions::part_by_name(&name.value)?,
         other => return Err(unsupported!("EXTRACT({other})")),
     })
 }
@@ -1255,6 +1299,40 @@ pub(super) fn comparison(op: &BinaryOperator) -> Option<BinaryOp> {
     })
 }
 
+/// `a // b` (DuckDB): the quotient of integers as an integer, of other numbers rounded down.
+fn integer_divide(left: Expr, right: Expr) -> Result<Expr> {
+    let integer = |t: &DataType| {
+        matches!(
+            t,
+            DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64 | DataType::Null
+        )
+    };
+    let quotient = binary(left.clone(), &BinaryOperator::Divide, right.clone())?;
+    if integer(&left.data_type()) && integer(&right.data_type()) {
+        return Ok(quotient);
+    }
+    Ok(Expr::Function {
+        func: ScalarFunction::Floor,
+        args: vec![quotient.cast(&DataType::Float64)],
+        data_type: DataType::Float64,
+    })
+}
+
+/// `a IS DISTINCT FROM b`: `a <> b` with NULL a value like any other, never NULL itself.
+fn distinct_values(left: Expr, right: Expr) -> Result<Expr> {
+    let differ = binary(left.clone(), &BinaryOperator::NotEq, right.clone())?;
+    let is_null = |e: &Expr| Expr::IsNull(Box::new(e.clone()));
+    let yes = Expr::Literal(ScalarValue::Boolean(true));
+    Ok(Expr::Case {
+        branches: vec![
+            (is_null(&left), Expr::IsNotNull(Box::new(right.clone()))),
+            (is_null(&right), yes),
+        ],
+        otherwise: Some(Box::new(differ)),
+        data_type: DataType::Boolean,
+    })
+}
+
 pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Expr> {
     if let Some(days) = date_arithmetic(&left, op, &right)? {
         return Ok(days);
@@ -1293,6 +1371,7 @@ pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Exp
                     matched
                 });
             }
+            BinaryOperator::DuckIntegerDivide => return integer_divide(left, right),
             BinaryOperator::Arrow => return super::functions::json_get(vec![left, right], false),
             BinaryOperator::LongArrow => {
                 return super::functions::json_get(vec![left, right], true);
@@ -1485,6 +1564,10 @@ pub(super) fn common_type(types: &[DataType]) -> Result<DataType> {
             t.clone()
         } else if let Some(n) = common_numeric_type(&result, t) {
             n
+        } else if let (DataType::List(a), DataType::List(b)) = (&result, t) {
+            // Lists meet where their elements do: `[]` (of NULLs) with `[1]` is an INT[].
+            let element = common_type(&[a.data_type().clone(), b.data_type().clone()])?;
+            crate::types::list_of(element)
         } else {
             return Err(bind_err!(
                 "types {} and {} cannot be matched",

@@ -62,6 +62,7 @@ fn sign(value: Expr) -> Result<Expr> {
 
 pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> Result<Expr> {
     let name = function_name(function);
+    refuse_named_arguments(function)?;
     if let Some(over) = &function.over {
         return bind_window(function, &name, over, ctx);
     }
@@ -313,7 +314,7 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             let text = name.ends_with("string") || name.ends_with("text");
             return json_get(args, text);
         }
-        "regexp_extract" => {
+        "regexp_extract" | "regexp_extract_all" => {
             if !(2..=3).contains(&args.len()) {
                 return Err(bind_err!("{name} takes 2 or 3 arguments"));
             }
@@ -321,7 +322,31 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             let mut call = strings(args.by_ref().take(2).collect());
             let group = args.next().unwrap_or(Expr::Literal(ScalarValue::Int64(0)));
             call.push(integer_arg(group, &name)?);
-            (ScalarFunction::RegexpExtract, call, DataType::Utf8)
+            match name.as_str() {
+                "regexp_extract" => (ScalarFunction::RegexpExtract, call, DataType::Utf8),
+                _ => (
+                    ScalarFunction::RegexpExtractAll,
+                    call,
+                    crate::types::list_of(DataType::Utf8),
+                ),
+            }
+        }
+        "strptime" | "try_strptime" => {
+            arity(2)?;
+            let mut args = args.into_iter();
+            let text = args.next().expect("two args").cast(&DataType::Utf8);
+            let format = args.next().expect("two args");
+            let format = match format.data_type() {
+                DataType::List(_) => format.cast(&crate::types::list_of(DataType::Utf8)),
+                _ => format.cast(&DataType::Utf8),
+            };
+            let lenient = name == "try_strptime";
+            let stamp = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None);
+            (
+                ScalarFunction::Strptime { lenient },
+                vec![text, format],
+                stamp,
+            )
         }
         "string_split" | "str_split" | "string_to_array" => {
             arity(2)?;
@@ -424,6 +449,9 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             }
         }
         _ => {
+            if let Some(bound) = super::duckdb_functions::duckdb_function(&name, &args) {
+                return bound;
+            }
             if let Some(bound) = super::arrays::array_function(&name, &args) {
                 return bound;
             }
@@ -502,7 +530,16 @@ pub(super) fn numbers(name: &str, args: &[Expr]) -> Result<()> {
 
 /// A date part named in a string (`'month'`, `'year'`...).
 pub(super) fn part_by_name(name: &str) -> Result<DatePart> {
-    Ok(match name.to_lowercase().trim_end_matches('s') {
+    let lower = name.to_lowercase();
+    // DuckDB's short names, some of which end in an `s` that is no plural.
+    match lower.as_str() {
+        "s" => return Ok(DatePart::Second),
+        "m" => return Ok(DatePart::Minute),
+        "ms" | "msecs" => return Ok(DatePart::Millisecond),
+        "us" | "usecs" => return Ok(DatePart::Microsecond),
+        _ => {}
+    }
+    Ok(match lower.trim_end_matches('s') {
         "year" => DatePart::Year,
         "quarter" => DatePart::Quarter,
         "month" => DatePart::Month,
@@ -513,6 +550,23 @@ pub(super) fn part_by_name(name: &str) -> Result<DatePart> {
         "hour" => DatePart::Hour,
         "minute" => DatePart::Minute,
         "second" => DatePart::Second,
+        "millisecond" | "msecond" => DatePart::Millisecond,
+        "microsecond" | "usecond" => DatePart::Microsecond,
+        "isodow" => DatePart::IsoDayOfWeek,
+        "isoyear" => DatePart::IsoYear,
+        "decade" => DatePart::Decade,
+        "century" | "centurie" => DatePart::Century,
+        "millennium" | "millennia" | "mil" => DatePart::Millennium,
+        "yy" | "yyyy" | "yr" | "y" => DatePart::Year,
+        "mon" | "mm" => DatePart::Month,
+        "d" | "dd" | "dayofmonth" => DatePart::Day,
+        "h" | "hr" => DatePart::Hour,
+        "min" | "mi" => DatePart::Minute,
+        "sec" => DatePart::Second,
+        "msec" => DatePart::Millisecond,
+        "usec" => DatePart::Microsecond,
+        "w" | "weekofyear" => DatePart::Week,
+        "weekday" => DatePart::DayOfWeek,
         other => return Err(bind_err!("unknown date part '{other}'")),
     })
 }

@@ -4,6 +4,7 @@ mod alter;
 mod arrays;
 mod asof;
 mod changes;
+mod duckdb_functions;
 mod expr;
 mod from;
 mod functions;
@@ -46,7 +47,6 @@ use crate::logical::{LogicalPlan, SubqueryKind};
 use crate::optimizer::{optimize, optimize_traced};
 use crate::plan::Plan;
 use crate::scalar::ScalarValue;
-use crate::types::common_numeric_type;
 use crate::{PlanError, Result, bind_err, unsupported};
 
 /// `plan` with `subqueries` asked of its rows, in order (each a filter, or a column after the
@@ -71,6 +71,8 @@ pub struct Binder<'a> {
     correlated: RefCell<Vec<Vec<(LogicalPlan, SubqueryKind)>>>,
     /// Per SELECT being bound, its window functions, in order of appearance.
     windows: RefCell<Vec<Vec<WindowExpr>>>,
+    /// Per SELECT being bound, its `WINDOW name AS (...)` definitions.
+    named_windows: RefCell<Vec<Vec<ast::NamedWindowDefinition>>>,
     /// Per SELECT being bound, the arrays its select list's set-returning functions unnest.
     set_functions: RefCell<Vec<Vec<Expr>>>,
     /// The name the client knows the lake by (`current_database()`, `pg_database`).
@@ -205,6 +207,7 @@ impl<'a> Binder<'a> {
             outer: RefCell::new(Vec::new()),
             correlated: RefCell::new(Vec::new()),
             windows: RefCell::new(Vec::new()),
+            named_windows: RefCell::new(Vec::new()),
             set_functions: RefCell::new(Vec::new()),
             database: crate::system_tables::CATALOG,
             view_depth: 0,
@@ -254,6 +257,16 @@ impl<'a> Binder<'a> {
     }
 
     /// Records a window function of the SELECT being bound; returns its number.
+    /// The definition of the window `name` in the innermost SELECT's WINDOW clause.
+    pub(crate) fn named_window(&self, name: &ast::Ident) -> Option<ast::NamedWindowExpr> {
+        let named = self.named_windows.borrow();
+        let definitions = named.last()?;
+        definitions
+            .iter()
+            .find(|definition| definition.0.value.eq_ignore_ascii_case(&name.value))
+            .map(|definition| definition.1.clone())
+    }
+
     pub(crate) fn add_window(&self, window: WindowExpr) -> Result<usize> {
         let mut windows = self.windows.borrow_mut();
         let current = windows
@@ -604,20 +617,14 @@ impl<'a> Binder<'a> {
             let mut data_type = DataType::Null;
             for row in &rows {
                 let t = row[column].data_type();
-                data_type = if data_type == t || t == DataType::Null {
-                    data_type
-                } else if data_type == DataType::Null {
-                    t
-                } else if let Some(n) = common_numeric_type(&data_type, &t) {
-                    n
-                } else {
-                    return Err(bind_err!(
+                data_type = expr::common_type(&[data_type.clone(), t.clone()]).map_err(|_| {
+                    bind_err!(
                         "VALUES column {} mixes types {} and {}",
                         column + 1,
                         type_name(&data_type),
                         type_name(&t)
-                    ));
-                };
+                    )
+                })?;
             }
             fields.push(Field::new(format!("column{}", column + 1), data_type, true));
         }
@@ -1153,7 +1160,23 @@ impl<'a> Binder<'a> {
         select: &ast::Select,
         order_by: &[ast::OrderByExpr],
     ) -> Result<LogicalPlan> {
+        // DuckDB's `FROM t` with no select list means `SELECT * FROM t`.
+        let select_all;
+        let select = match select.flavor == ast::SelectFlavor::FromFirstNoSelect
+            && select.projection.is_empty()
+        {
+            true => {
+                let mut all = select.clone();
+                all.projection = vec![ast::SelectItem::Wildcard(Default::default())];
+                select_all = all;
+                &select_all
+            }
+            false => select,
+        };
         self.windows.borrow_mut().push(Vec::new());
+        self.named_windows
+            .borrow_mut()
+            .push(select.named_window.clone());
         self.set_functions.borrow_mut().push(Vec::new());
         let plan = match &select.distinct {
             Some(ast::Distinct::On(on)) => distinct_on(select, on, order_by)
@@ -1161,6 +1184,7 @@ impl<'a> Binder<'a> {
             _ => self.bind_select_inner(select, order_by),
         };
         self.set_functions.borrow_mut().pop();
+        self.named_windows.borrow_mut().pop();
         self.windows.borrow_mut().pop();
         plan
     }
@@ -1179,10 +1203,11 @@ impl<'a> Binder<'a> {
                         ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..)
                     )
                 });
-                if star {
-                    return Err(unsupported!("ORDER BY ALL with * in the select list"));
+                match star || select.projection.is_empty() {
+                    // The width of a star is known only once its tables are bound.
+                    true => self.bind_select(select, &[])?.schema().fields().len(),
+                    false => select.projection.len(),
                 }
-                select.projection.len()
             }
             other => self.bind_set_expr(other)?.schema().fields().len(),
         };
@@ -1713,15 +1738,26 @@ fn constant_count(expr: &ast::Expr, clause: &str) -> Result<usize> {
     }
 }
 
+/// Whether values of type `from` may be stored as type `to`: the same type, NULL, text
+/// (parsed), a number as a number, a date as a timestamp, and a list as a list of elements
+/// that may be.
+fn assignable(from: &DataType, to: &DataType) -> bool {
+    let numeric = crate::types::is_numeric;
+    match (from, to) {
+        (DataType::List(from), DataType::List(to)) => assignable(from.data_type(), to.data_type()),
+        _ => {
+            from == to
+                || *from == DataType::Null
+                || *from == DataType::Utf8
+                || (numeric(from) && numeric(to))
+                || (*from == DataType::Date32 && matches!(to, DataType::Timestamp(..)))
+        }
+    }
+}
+
 /// Whether a value of type `from` may be stored in a column of type `to`.
 fn check_assignable(from: &DataType, to: &DataType, column: &str) -> Result<()> {
-    let numeric = crate::types::is_numeric;
-    let ok = from == to
-        || *from == DataType::Null
-        || *from == DataType::Utf8
-        || (numeric(from) && numeric(to))
-        || (*from == DataType::Date32 && matches!(to, DataType::Timestamp(..)));
-    if ok {
+    if assignable(from, to) {
         Ok(())
     } else {
         Err(bind_err!(

@@ -1,7 +1,7 @@
 //! Ordered-set aggregates: `median(x)`, `quantile_cont(x, q)`, `quantile_disc(x, q)`,
 //! `approx_quantile` (exact here), `arg_min(x, y)` / `arg_max` (DuckDB), and
 //! `percentile_cont(q) | percentile_disc(q) | mode() WITHIN GROUP (ORDER BY x)` (PostgreSQL)
-//! and `mode(x)`. Each is bound as a group's values in order (an `array_agg ... ORDER BY`
+//! and `mode(x)`, and the picks `first`, `last`, `any_value` (DuckDB). Each is bound as a group's values in order (an `array_agg ... ORDER BY`
 //! with a filter) and a scalar function that picks from that sorted array.
 
 use arrow::datatypes::DataType;
@@ -25,6 +25,10 @@ pub fn is_ordered_set(name: &str) -> bool {
             | "percentile_disc"
             | "mode"
             | "approx_quantile"
+            | "first"
+            | "last"
+            | "any_value"
+            | "arbitrary"
     ) || by_other(name).is_some()
 }
 
@@ -72,13 +76,85 @@ fn bind_by_other(function: &ast::Function, greatest: bool, agg: &mut Aggregation
     })
 }
 
+/// `first(x [ORDER BY k])` / `arbitrary`, `last(x [ORDER BY k])` (DuckDB): the value of the
+/// group's first or last row, NULL included, in the order given (input order without one);
+/// `any_value(x)`: its first non-NULL value. Bound as the group's values in order and a pick.
+fn bind_pick(function: &ast::Function, name: &str, agg: &mut Aggregation) -> Result<Expr> {
+    let [value] = function_args(function)[..] else {
+        return Err(bind_err!("{name} takes one argument"));
+    };
+    if contains_aggregate(value) {
+        return Err(bind_err!("aggregate function calls cannot be nested"));
+    }
+    let mut context = Context::plain(&agg.input, "aggregate arguments");
+    let value = bind_generic(value, &mut context)?;
+    let mut order = Vec::new();
+    if let ast::FunctionArguments::List(list) = &function.args {
+        for clause in &list.clauses {
+            let ast::FunctionArgumentClause::OrderBy(items) = clause else {
+                return Err(unsupported!("{clause} inside {name}(...)"));
+            };
+            for item in items {
+                let (descending, nulls_first) = super::sort_options(item)?;
+                let expr = bind_generic(&item.expr, &mut context)?;
+                order.push(SortKey {
+                    expr,
+                    descending,
+                    nulls_first,
+                });
+            }
+        }
+    }
+    let mut filter = match &function.filter {
+        Some(condition) => Some(bind_generic(condition, &mut context)?),
+        None => None,
+    };
+    if name == "any_value" {
+        let not_null = Expr::IsNotNull(Box::new(value.clone()));
+        filter = Some(match filter {
+            Some(condition) => Expr::Binary {
+                op: crate::expr::BinaryOp::And,
+                left: Box::new(condition),
+                right: Box::new(not_null),
+            },
+            None => not_null,
+        });
+    }
+    let value_type = value.data_type();
+    let values = agg.column_of(AggregateCall {
+        func: AggregateFunction::ArrayAgg,
+        arg: Some(value),
+        data_type: AggregateFunction::ArrayAgg.result_type(Some(&value_type)),
+        separator: None,
+        order,
+        filter,
+    });
+    let position = match name {
+        "last" => Expr::Function {
+            func: ScalarFunction::Cardinality,
+            args: vec![values.clone()],
+            data_type: DataType::Int64,
+        },
+        _ => Expr::Literal(ScalarValue::Int64(1)),
+    };
+    Ok(Expr::Function {
+        func: ScalarFunction::ArrayElement,
+        args: vec![values, position],
+        data_type: value_type,
+    })
+}
+
 pub(super) fn bind_ordered_set(
     function: &ast::Function,
     name: &str,
     agg: &mut Aggregation,
 ) -> Result<Expr> {
+    refuse_named_arguments(function)?;
     if let Some(greatest) = by_other(name) {
         return bind_by_other(function, greatest, agg);
+    }
+    if matches!(name, "first" | "last" | "any_value" | "arbitrary") {
+        return bind_pick(function, name, agg);
     }
     let args = function_args(function);
     let within = !function.within_group.is_empty();

@@ -125,6 +125,18 @@ impl Binder<'_> {
         for column in &mut columns {
             column.not_null |= key.contains(&column.name);
         }
+        let constrained = key.iter().chain(unique.iter().flatten());
+        for name in constrained {
+            if let Some(column) = columns
+                .iter()
+                .find(|c| &c.name == name && !c.sql_type.is_scalar())
+            {
+                return Err(unsupported!(
+                    "a key or UNIQUE constraint on the {} column {name} (ADR 0059)",
+                    column.sql_type
+                ));
+            }
+        }
         if columns.is_empty() {
             return Err(bind_err!("a table needs at least one column"));
         }

@@ -138,6 +138,10 @@ fn series(name: &str, args: Vec<Expr>) -> Result<Expr> {
         (_, 2 | 3) => args,
         _ => return Err(bind_err!("{name} takes a start, a stop and a step")),
     };
+    let timed = |e: &Expr| matches!(e.data_type(), DataType::Date32 | DataType::Timestamp(..));
+    if args.iter().take(2).any(timed) {
+        return time_series(name, args, inclusive);
+    }
     if args.len() == 2 {
         args.push(Expr::Literal(ScalarValue::Int64(1)));
     }
@@ -155,6 +159,45 @@ fn series(name: &str, args: Vec<Expr>) -> Result<Expr> {
         func: ScalarFunction::Series { inclusive },
         args: args.into_iter().map(|a| a.cast(&DataType::Int64)).collect(),
         data_type: list_of(DataType::Int64),
+    })
+}
+
+/// `generate_series(start, stop, step)` / `range` over dates or timestamps, by an interval:
+/// an array of TIMESTAMPs, as in both anchors.
+fn time_series(name: &str, args: Vec<Expr>, inclusive: bool) -> Result<Expr> {
+    let [start, stop, step] = args.as_slice() else {
+        return Err(bind_err!(
+            "{name} over dates or timestamps takes a start, a stop and an interval"
+        ));
+    };
+    let stamp = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None);
+    let interval = DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano);
+    for end in [start, stop] {
+        let t = end.data_type();
+        if !matches!(
+            t,
+            DataType::Date32 | DataType::Timestamp(..) | DataType::Null | DataType::Utf8
+        ) {
+            return Err(bind_err!(
+                "{name}: {} is no date or timestamp",
+                type_name(&t)
+            ));
+        }
+    }
+    if !matches!(step.data_type(), DataType::Interval(_) | DataType::Utf8) {
+        return Err(bind_err!(
+            "{name} over dates or timestamps steps by an interval, not {}",
+            type_name(&step.data_type())
+        ));
+    }
+    Ok(Expr::Function {
+        func: ScalarFunction::TimeSeries { inclusive },
+        args: vec![
+            start.clone().cast(&stamp),
+            stop.clone().cast(&stamp),
+            step.clone().cast(&interval),
+        ],
+        data_type: list_of(stamp),
     })
 }
 

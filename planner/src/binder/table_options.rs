@@ -104,6 +104,13 @@ pub(super) fn check_publishable(columns: &[Column], formats: &[TableFormat]) -> 
             column.name
         ));
     }
+    if let Some(column) = columns.iter().find(|c| !c.sql_type.is_scalar()) {
+        return Err(unsupported!(
+            "publishing a table with the {} column {} (ADR 0059)",
+            column.sql_type,
+            column.name
+        ));
+    }
     let unnamed = |c: &&Column| c.name.contains(|ch: char| " ,;{}()\n\t=".contains(ch));
     if formats.contains(&TableFormat::Delta)
         && let Some(column) = columns.iter().find(unnamed)
@@ -244,7 +251,9 @@ fn merge_folds(text: &str, columns: &[Column], key: &[String]) -> Result<BTreeMa
         );
         let refused = match fold {
             Fold::Sum => !numeric,
-            Fold::Min | Fold::Max => column.sql_type == SqlType::Interval,
+            Fold::Min | Fold::Max => {
+                column.sql_type == SqlType::Interval || !column.sql_type.is_scalar()
+            }
             Fold::Last => false,
         };
         if refused {

@@ -26,9 +26,7 @@ pub(super) fn bind_window(
         | Context::Aggregated(_, Some(b)) => *b,
         _ => return Err(unsupported!("window functions here")),
     };
-    let ast::WindowType::WindowSpec(spec) = over else {
-        return Err(unsupported!("named windows"));
-    };
+    let spec = &resolve_window(binder, over, 0)?;
     let exclude = exclusion_of(spec)?;
     check_call_clauses(function)?;
     let star = matches!(
@@ -60,6 +58,20 @@ pub(super) fn bind_window(
         });
     }
     let frame = window_frame(spec.window_frame.as_ref(), &order_by, exclude, ctx)?;
+    let inputs = args
+        .iter()
+        .chain(&partition_by)
+        .chain(order_by.iter().map(|key| &key.expr));
+    for input in inputs {
+        for column in input.column_indices() {
+            if (WINDOW_BASE..GROUPED_SUBQUERY_BASE).contains(&column) {
+                return Err(bind_err!("window function calls cannot be nested"));
+            }
+            if column >= SET_FUNCTION_BASE {
+                return Err(unsupported!("UNNEST in a window function's inputs"));
+            }
+        }
+    }
     let window = WindowExpr {
         func,
         args,
@@ -70,6 +82,65 @@ pub(super) fn bind_window(
     };
     let index = binder.add_window(window)?;
     Ok(Expr::column(WINDOW_BASE + index, name, data_type))
+}
+
+/// The window an OVER clause names, with what the OVER adds to a named window (`OVER w`,
+/// `OVER (w ORDER BY ...)`) merged in: a reference may add an ORDER BY to a window without
+/// one, and a frame.
+fn resolve_window(
+    binder: &super::Binder<'_>,
+    over: &ast::WindowType,
+    depth: usize,
+) -> Result<ast::WindowSpec> {
+    if depth > 16 {
+        return Err(bind_err!("named windows refer to each other in a cycle"));
+    }
+    let named = |name: &ast::Ident| -> Result<ast::WindowSpec> {
+        match binder.named_window(name) {
+            Some(ast::NamedWindowExpr::WindowSpec(spec)) => {
+                resolve_window(binder, &ast::WindowType::WindowSpec(spec), depth + 1)
+            }
+            Some(ast::NamedWindowExpr::NamedWindow(other)) => {
+                resolve_window(binder, &ast::WindowType::NamedWindow(other), depth + 1)
+            }
+            None => Err(bind_err!("window \"{}\" does not exist", name.value)),
+        }
+    };
+    let spec = match over {
+        ast::WindowType::NamedWindow(name) => return named(name),
+        ast::WindowType::WindowSpec(spec) => spec,
+    };
+    let Some(name) = spec
+        .window_name
+        .as_ref()
+        .filter(|name| !is_exclusion_marker(&name.value))
+    else {
+        return Ok(spec.clone());
+    };
+    let mut base = named(name)?;
+    if !spec.partition_by.is_empty() {
+        return Err(bind_err!(
+            "cannot override PARTITION BY clause of window \"{}\"",
+            name.value
+        ));
+    }
+    if !spec.order_by.is_empty() {
+        if !base.order_by.is_empty() {
+            return Err(bind_err!(
+                "cannot override ORDER BY clause of window \"{}\"",
+                name.value
+            ));
+        }
+        base.order_by = spec.order_by.clone();
+    }
+    if spec.window_frame.is_some() {
+        base.window_frame = spec.window_frame.clone();
+    }
+    Ok(base)
+}
+
+fn is_exclusion_marker(name: &str) -> bool {
+    [EXCLUDE_CURRENT_ROW, EXCLUDE_GROUP, EXCLUDE_TIES].contains(&name)
 }
 
 /// The frame exclusion the parser put in the window name's place (`EXCLUDE ...`); any other
@@ -215,7 +286,8 @@ fn window_aggregate(
     star: bool,
 ) -> Result<(WindowFunction, Vec<Expr>, DataType)> {
     match aggregate_function(name) {
-        Some(AggregateFunction::Count) if star => Ok((
+        // `count()` (DuckDB) counts rows, as `count(*)` does.
+        Some(AggregateFunction::Count) if star || args.is_empty() => Ok((
             WindowFunction::Aggregate(AggregateFunction::CountStar),
             args,
             DataType::Int64,

@@ -44,6 +44,9 @@ pub enum Step {
     Query(Query),
     /// `restart`: the database is closed and opened again.
     Restart,
+    /// A `PRAGMA` that changes what later queries answer (`default_null_order`), run as
+    /// Pondra's `SET`; like every `PRAGMA`, not counted.
+    Setting(String),
 }
 
 /// A step and the line of the file its record starts on.
@@ -386,6 +389,12 @@ impl Expansion {
         let sql = self.substitute(&record.sql);
         if sql.trim_start().to_ascii_lowercase().starts_with("pragma") {
             self.pragmas += 1;
+            if let Some(set) = pragma_as_setting(&sql) {
+                self.steps.push(Located {
+                    line: record.line,
+                    step: Step::Setting(set),
+                });
+            }
             return;
         }
         let expected: Vec<String> = (record.expected.iter().flatten())
@@ -453,6 +462,32 @@ impl Expansion {
             }
         }
         text
+    }
+}
+
+/// `PRAGMA default_null_order = 'x'` (or `='x'`, or `('x')`) as `SET default_null_order = 'x'`;
+/// `None` for a PRAGMA of any other setting.
+fn pragma_as_setting(sql: &str) -> Option<String> {
+    let rest = sql.trim().strip_prefix_ignore_case("pragma")?.trim_start();
+    let value = rest.strip_prefix_ignore_case("default_null_order")?;
+    let value = value.trim().trim_start_matches('=').trim();
+    let value = value
+        .trim_start_matches('(')
+        .trim_end_matches(';')
+        .trim_end_matches(')');
+    let value = value.trim().trim_matches('\'').trim_matches('"');
+    Some(format!("SET default_null_order = '{value}'"))
+}
+
+trait StripPrefixIgnoreCase {
+    fn strip_prefix_ignore_case(&self, prefix: &str) -> Option<&str>;
+}
+
+impl StripPrefixIgnoreCase for str {
+    fn strip_prefix_ignore_case(&self, prefix: &str) -> Option<&str> {
+        let head = self.get(..prefix.len())?;
+        head.eq_ignore_ascii_case(prefix)
+            .then(|| &self[prefix.len()..])
     }
 }
 

@@ -1,0 +1,83 @@
+//! `strptime(text, format)` and `try_strptime` (DuckDB): text read as a timestamp by a C
+//! `strptime` format, or by the first of a list of formats that reads it.
+
+use std::sync::Arc;
+
+use arrow::array::{Array, ArrayRef, AsArray, TimestampMicrosecondArray};
+use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
+
+use crate::{ExecError, Result};
+
+/// The timestamp `text` is in `format`: a date and a time, or a date alone (at midnight).
+fn parse(text: &str, format: &str) -> Option<i64> {
+    // A fraction after a point is read as chrono reads `%.f`, any number of digits.
+    let format = format.replace(".%f", "%.f").replace("%f", "%6f");
+    let parsed = NaiveDateTime::parse_from_str(text, &format)
+        .ok()
+        .or_else(|| {
+            NaiveDate::parse_from_str(text, &format)
+                .ok()
+                .map(|d| d.and_time(NaiveTime::MIN))
+        })?;
+    Some(parsed.and_utc().timestamp_micros())
+}
+
+/// `strptime(texts, formats)`: the formats are one per row (text), or one list of formats per
+/// row, the first that reads the text winning. A text no format reads is an error, or NULL
+/// when `lenient` (`try_strptime`).
+pub fn strptime(args: &[ArrayRef], lenient: bool) -> Result<ArrayRef> {
+    let texts = args[0].as_string::<i32>();
+    let formats_of = |row: usize| -> Vec<String> {
+        match args[1].as_list_opt::<i32>() {
+            Some(lists) if lists.is_valid(row) => {
+                let list = lists.value(row);
+                let list = list.as_string::<i32>();
+                list.iter().flatten().map(str::to_string).collect()
+            }
+            Some(_) => Vec::new(),
+            None => {
+                let formats = args[1].as_string::<i32>();
+                match formats.is_valid(row) {
+                    true => vec![formats.value(row).to_string()],
+                    false => Vec::new(),
+                }
+            }
+        }
+    };
+    let mut out = Vec::with_capacity(texts.len());
+    for row in 0..texts.len() {
+        let formats = formats_of(row);
+        if texts.is_null(row) || formats.is_empty() {
+            out.push(None);
+            continue;
+        }
+        let text = texts.value(row);
+        let parsed = formats.iter().find_map(|format| parse(text, format));
+        match (parsed, lenient) {
+            (Some(micros), _) => out.push(Some(micros)),
+            (None, true) => out.push(None),
+            (None, false) => {
+                return Err(ExecError::Execution(format!(
+                    "strptime: could not parse {text:?} with the format {}",
+                    formats.join(" or ")
+                )));
+            }
+        }
+    }
+    Ok(Arc::new(TimestampMicrosecondArray::from(out)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_dates_and_times() {
+        assert_eq!(parse("2020-01-02", "%Y-%m-%d"), Some(1_577_923_200_000_000));
+        assert_eq!(
+            parse("02/01/2020 10:00:00.5", "%d/%m/%Y %H:%M:%S.%f"),
+            Some(1_577_959_200_500_000)
+        );
+        assert_eq!(parse("nope", "%Y-%m-%d"), None);
+    }
+}

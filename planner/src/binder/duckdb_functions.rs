@@ -1,0 +1,288 @@
+//! DuckDB's names for what analysts call: `if` / `iif`, `ifnull`, `mod`, `year(d)` and the other
+//! part functions, `trunc`, `date_sub`, `len`, `list_value`, and the list aggregates
+//! (`list_aggr(l, 'sum')`, `list_sum(l)`). Each is bound to the expression the engine already
+//! evaluates, or to a function of its own where there is none.
+
+use arrow::datatypes::DataType;
+use sqlparser::ast::BinaryOperator;
+
+use super::expr::*;
+use super::functions::{expect_arity, part_by_name};
+use crate::expr::{AggregateFunction, Expr, ScalarFunction};
+use crate::scalar::ScalarValue;
+use crate::types::{is_numeric, list_of};
+use crate::{Result, bind_err};
+
+/// The bound call, or `None` when `name` is none of DuckDB's functions this module knows.
+pub(super) fn duckdb_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
+    let part = match name {
+        "year" | "month" | "day" | "hour" | "minute" | "second" | "quarter" | "week"
+        | "dayofmonth" | "dayofweek" | "dayofyear" | "weekofyear" | "weekday" | "isodow"
+        | "isoyear" | "decade" | "century" | "millennium" | "millisecond" | "microsecond" => {
+            Some(name)
+        }
+        _ => None,
+    };
+    if let Some(part) = part {
+        return Some(part_function(part, args));
+    }
+    if let Some(aggregate) = name
+        .strip_prefix("list_")
+        .or_else(|| name.strip_prefix("array_"))
+        .filter(|aggregate| {
+            list_aggregate(aggregate).is_some()
+                || matches!(*aggregate, "first" | "last" | "arbitrary")
+        })
+    {
+        return Some(bind_list_aggregate(name, aggregate, args, None));
+    }
+    let bound = match name {
+        "if" | "iif" => if_function(name, args),
+        "ifnull" | "nvl" => expect_arity(name, args, 2).and_then(|()| coalesce(args.to_vec())),
+        "mod" => expect_arity(name, args, 2)
+            .and_then(|()| binary(args[0].clone(), &BinaryOperator::Modulo, args[1].clone())),
+        "trunc" => trunc(args),
+        "date_sub" | "datesub" => date_sub(name, args),
+        "len" => length(args),
+        "list_value" | "list_pack" => make_list(args),
+        "list_aggr" | "list_aggregate" | "array_aggr" | "array_aggregate" => match args.get(1) {
+            Some(Expr::Literal(ScalarValue::Utf8(aggregate))) => {
+                let aggregate = aggregate.to_lowercase();
+                bind_list_aggregate(name, &aggregate, &args[..1], args.get(2))
+            }
+            _ => Err(bind_err!(
+                "{name} takes a list and the name of an aggregate as a constant string"
+            )),
+        },
+        _ => return None,
+    };
+    Some(bound)
+}
+
+/// `if(condition, then, else)`: CASE WHEN condition THEN then ELSE else END.
+fn if_function(name: &str, args: &[Expr]) -> Result<Expr> {
+    expect_arity(name, args, 3)?;
+    let condition = boolean(args[0].clone(), name)?;
+    let data_type = common_type(&[args[1].data_type(), args[2].data_type()])?;
+    Ok(Expr::Case {
+        branches: vec![(condition, args[1].clone().cast(&data_type))],
+        otherwise: Some(Box::new(args[2].clone().cast(&data_type))),
+        data_type,
+    })
+}
+
+fn coalesce(args: Vec<Expr>) -> Result<Expr> {
+    let types: Vec<DataType> = args.iter().map(Expr::data_type).collect();
+    let data_type = common_type(&types)?;
+    Ok(Expr::Function {
+        func: ScalarFunction::Coalesce,
+        args: args.into_iter().map(|a| a.cast(&data_type)).collect(),
+        data_type,
+    })
+}
+
+/// `year(d)`, `dayofweek(d)` and the like: `date_part('year', d)`.
+fn part_function(name: &str, args: &[Expr]) -> Result<Expr> {
+    expect_arity(name, args, 1)?;
+    let value = &args[0];
+    if !matches!(
+        value.data_type(),
+        DataType::Date32 | DataType::Timestamp(..) | DataType::Null
+    ) {
+        return Err(bind_err!(
+            "function {name}({}) does not exist",
+            type_name(&value.data_type())
+        ));
+    }
+    Ok(Expr::Function {
+        func: ScalarFunction::DatePart(part_by_name(name)?),
+        args: vec![value.clone()],
+        data_type: DataType::Int64,
+    })
+}
+
+/// `trunc(x)`: the number without its fraction, toward zero; an integer is itself.
+fn trunc(args: &[Expr]) -> Result<Expr> {
+    expect_arity("trunc", args, 1)?;
+    let value = args[0].clone();
+    let t = value.data_type();
+    if !is_numeric(&t) && t != DataType::Null {
+        return Err(bind_err!(
+            "function trunc({}) does not exist",
+            type_name(&t)
+        ));
+    }
+    if matches!(
+        t,
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
+    ) {
+        return Ok(value);
+    }
+    let value = value.cast(&DataType::Float64);
+    let rounded = |func| Expr::Function {
+        func,
+        args: vec![value.clone()],
+        data_type: DataType::Float64,
+    };
+    let negative = binary(
+        value.clone(),
+        &BinaryOperator::Lt,
+        Expr::Literal(ScalarValue::Float64(0.0)),
+    )?;
+    Ok(Expr::Case {
+        branches: vec![(negative, rounded(ScalarFunction::Ceil))],
+        otherwise: Some(Box::new(rounded(ScalarFunction::Floor))),
+        data_type: DataType::Float64,
+    })
+}
+
+/// `date_sub(part, a, b)`: whole parts from `a` to `b`.
+fn date_sub(name: &str, args: &[Expr]) -> Result<Expr> {
+    expect_arity(name, args, 3)?;
+    let part = match &args[0] {
+        Expr::Literal(ScalarValue::Utf8(part)) => part_by_name(part)?,
+        _ => return Err(bind_err!("{name} needs the part as a string literal")),
+    };
+    let stamp = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None);
+    let mut times = Vec::new();
+    for value in &args[1..] {
+        let t = value.data_type();
+        if !matches!(
+            t,
+            DataType::Date32 | DataType::Timestamp(..) | DataType::Null
+        ) {
+            return Err(bind_err!(
+                "{name} needs a DATE or TIMESTAMP, not {}",
+                type_name(&t)
+            ));
+        }
+        times.push(value.clone().cast(&stamp));
+    }
+    Ok(Expr::Function {
+        func: ScalarFunction::DateSub(part),
+        args: times,
+        data_type: DataType::Int64,
+    })
+}
+
+/// `len(x)`: a list's number of elements, or a string's characters.
+fn length(args: &[Expr]) -> Result<Expr> {
+    expect_arity("len", args, 1)?;
+    let value = args[0].clone();
+    let (func, value) = match value.data_type() {
+        DataType::List(_) => (ScalarFunction::Cardinality, value),
+        _ => (ScalarFunction::Length, value.cast(&DataType::Utf8)),
+    };
+    Ok(Expr::Function {
+        func,
+        args: vec![value],
+        data_type: DataType::Int64,
+    })
+}
+
+/// `list_value(a, b, ...)`: the list of its arguments, as `[a, b, ...]`.
+fn make_list(args: &[Expr]) -> Result<Expr> {
+    if args.is_empty() {
+        return Err(bind_err!(
+            "cannot tell the type of an empty list: cast it, as in []::INT[]"
+        ));
+    }
+    super::arrays::make_array(args.to_vec())
+}
+
+/// The aggregate `list_aggr` applies by this name: an aggregate's, but those that make lists
+/// or need more than the elements.
+fn list_aggregate(name: &str) -> Option<AggregateFunction> {
+    aggregate_function(name).filter(|func| {
+        !matches!(
+            func,
+            AggregateFunction::ArrayAgg | AggregateFunction::GroupingId
+        )
+    })
+}
+
+/// The list aggregates that pick from the list rather than fold it: `first` / `arbitrary`,
+/// `last`, and `list` / `array_agg` (the list itself).
+fn list_pick(aggregate: &str, args: &[Expr]) -> Option<Result<Expr>> {
+    let [list] = args else {
+        return None;
+    };
+    let DataType::List(item) = list.data_type() else {
+        return None;
+    };
+    let element = |position: Expr| Expr::Function {
+        func: ScalarFunction::ArrayElement,
+        args: vec![list.clone(), position],
+        data_type: item.data_type().clone(),
+    };
+    Some(Ok(match aggregate {
+        "first" | "arbitrary" => element(Expr::Literal(ScalarValue::Int64(1))),
+        "last" => element(Expr::Function {
+            func: ScalarFunction::Cardinality,
+            args: vec![list.clone()],
+            data_type: DataType::Int64,
+        }),
+        "list" | "array_agg" => list.clone(),
+        _ => return None,
+    }))
+}
+
+/// `list_aggr(list, 'aggregate' [, separator])`.
+fn bind_list_aggregate(
+    name: &str,
+    aggregate: &str,
+    args: &[Expr],
+    separator: Option<&Expr>,
+) -> Result<Expr> {
+    if let Some(picked) = list_pick(aggregate, args) {
+        return picked;
+    }
+    let Some(func) = list_aggregate(aggregate) else {
+        return Err(bind_err!(
+            "{name}: the aggregate {aggregate:?} does not exist or is not supported over lists yet"
+        ));
+    };
+    let [list] = args else {
+        return Err(bind_err!("{name} takes a list"));
+    };
+    let item = match list.data_type() {
+        DataType::List(item) => item.data_type().clone(),
+        DataType::Null => DataType::Null,
+        other => return Err(bind_err!("{name} needs a list, not {}", type_name(&other))),
+    };
+    // Sums and means are kept in the widest type of their kind.
+    let item = match (func, &item) {
+        (
+            AggregateFunction::Sum | AggregateFunction::Avg,
+            DataType::Int8 | DataType::Int16 | DataType::Int32,
+        ) => DataType::Int64,
+        (AggregateFunction::Sum | AggregateFunction::Avg, DataType::Float32) => DataType::Float64,
+        (AggregateFunction::StringAgg, _) => DataType::Utf8,
+        (AggregateFunction::Sum | AggregateFunction::Avg, t) if !is_numeric(t) => {
+            return Err(bind_err!(
+                "{name}: {aggregate}({}) is not defined",
+                type_name(t)
+            ));
+        }
+        (AggregateFunction::Min | AggregateFunction::Max, DataType::Null) => DataType::Int32,
+        (_, DataType::Null) => DataType::Int32,
+        (_, t) => t.clone(),
+    };
+    let mut call = vec![list.clone().cast(&list_of(item.clone()))];
+    if func == AggregateFunction::StringAgg {
+        let separator = separator
+            .cloned()
+            .unwrap_or(Expr::Literal(ScalarValue::Utf8(",".into())));
+        match separator {
+            Expr::Literal(ScalarValue::Utf8(_) | ScalarValue::Null) => {
+                call.push(separator.cast(&DataType::Utf8))
+            }
+            _ => return Err(bind_err!("{name}: the separator must be a constant string")),
+        }
+    }
+    Ok(Expr::Function {
+        func: ScalarFunction::ListAggregate(func),
+        args: call,
+        data_type: func.result_type(Some(&item)),
+    })
+}
