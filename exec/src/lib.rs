@@ -32,6 +32,7 @@ mod key_hash;
 mod keys;
 mod lake_rows;
 mod like;
+mod list_functions;
 mod memory;
 mod morsel;
 mod ordered;

@@ -261,6 +261,8 @@ pub enum ScalarFunction {
     Strftime,
     /// `regexp_extract(s, pattern, group)`.
     RegexpExtract,
+    /// DuckDB's list functions (`list_concat`, `list_contains`, ...).
+    List(ListOp),
     /// `regexp_extract_all(s, pattern, group)`: every match's group, as a list.
     RegexpExtractAll,
     /// `strptime(text, format or formats)`: a timestamp; NULL where no format reads the text
@@ -326,6 +328,24 @@ pub enum ScalarFunction {
     /// `pondra_panic(text)`: a panic on purpose, to show that one is caught at the statement's
     /// boundary. Only builds with the `fault-injection` feature bind the name.
     InjectedPanic,
+}
+
+/// A list function over a list and, for some, a value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListOp {
+    /// `list_concat(a, b)`.
+    Concat,
+    /// `list_contains(l, x)`: a BOOLEAN.
+    Contains,
+    /// `list_position(l, x)`: a BIGINT place from 1.
+    Position,
+    Reverse,
+    Sort {
+        descending: bool,
+        nulls_first: bool,
+    },
+    /// Each non-NULL value once.
+    Distinct,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -411,6 +431,14 @@ impl ScalarFunction {
             ScalarFunction::DateDiff(_) => "date_diff",
             ScalarFunction::DateSub(_) => "date_sub",
             ScalarFunction::RegexpExtractAll => "regexp_extract_all",
+            ScalarFunction::List(op) => match op {
+                ListOp::Concat => "list_concat",
+                ListOp::Contains => "list_contains",
+                ListOp::Position => "list_position",
+                ListOp::Reverse => "list_reverse",
+                ListOp::Sort { .. } => "list_sort",
+                ListOp::Distinct => "list_distinct",
+            },
             ScalarFunction::Strptime { lenient: false } => "strptime",
             ScalarFunction::Strptime { lenient: true } => "try_strptime",
             ScalarFunction::ListAggregate(_) => "list_aggregate",

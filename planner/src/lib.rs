@@ -28,7 +28,7 @@ pub use binder::{Binder, object_name};
 pub use error::{PlanError, Result};
 pub use expr::{
     AggregateCall, AggregateFunction, BinaryOp, BitwiseOp, DatePart, Expr, Frame, FrameBound,
-    FrameExclusion, FrameOffset, FrameUnits, JoinKind, ScalarFunction, SortKey, Subquery,
+    FrameExclusion, FrameOffset, FrameUnits, JoinKind, ListOp, ScalarFunction, SortKey, Subquery,
     WindowExpr, WindowFunction,
 };
 pub use external::{ExternalFile, ExternalTable, FileFormat};

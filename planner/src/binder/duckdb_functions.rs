@@ -8,7 +8,7 @@ use sqlparser::ast::BinaryOperator;
 
 use super::expr::*;
 use super::functions::{expect_arity, part_by_name};
-use crate::expr::{AggregateFunction, Expr, ScalarFunction};
+use crate::expr::{AggregateFunction, Expr, ListOp, ScalarFunction};
 use crate::scalar::ScalarValue;
 use crate::types::{is_numeric, list_of};
 use crate::{Result, bind_err};
@@ -45,6 +45,21 @@ pub(super) fn duckdb_function(name: &str, args: &[Expr]) -> Option<Result<Expr>>
         "date_sub" | "datesub" => date_sub(name, args),
         "len" => length(args),
         "list_value" | "list_pack" => make_list(args),
+        "list_concat" | "list_cat" | "array_concat" | "array_cat" => list_concat(name, args),
+        "list_contains" | "list_has" | "array_contains" | "array_has" => {
+            list_find(name, args, ListOp::Contains)
+        }
+        "list_position" | "list_indexof" | "array_position" | "array_indexof" => {
+            list_find(name, args, ListOp::Position)
+        }
+        "list_reverse" | "array_reverse" => list_reshape(name, args, ListOp::Reverse),
+        "list_distinct" | "array_distinct" => list_reshape(name, args, ListOp::Distinct),
+        "list_sort" | "array_sort" | "list_reverse_sort" | "array_reverse_sort" => {
+            list_sort(name, args)
+        }
+        "list_unique" | "array_unique" => {
+            bind_list_aggregate(name, "approx_count_distinct", args, None)
+        }
         "list_aggr" | "list_aggregate" | "array_aggr" | "array_aggregate" => match args.get(1) {
             Some(Expr::Literal(ScalarValue::Utf8(aggregate))) => {
                 let aggregate = aggregate.to_lowercase();
@@ -188,6 +203,92 @@ fn make_list(args: &[Expr]) -> Result<Expr> {
         ));
     }
     super::arrays::make_array(args.to_vec())
+}
+
+/// The list argument of a list function, with its element type.
+fn list_argument(name: &str, list: &Expr) -> Result<(Expr, DataType)> {
+    match list.data_type() {
+        DataType::List(item) => Ok((list.clone(), item.data_type().clone())),
+        DataType::Null => Ok((list.clone().cast(&list_of(DataType::Null)), DataType::Null)),
+        other => Err(bind_err!("{name} needs a list, not {}", type_name(&other))),
+    }
+}
+
+fn list_call(op: ListOp, args: Vec<Expr>, data_type: DataType) -> Expr {
+    Expr::Function {
+        func: ScalarFunction::List(op),
+        args,
+        data_type,
+    }
+}
+
+/// `list_concat(a, b)`: both lists brought to their common type.
+fn list_concat(name: &str, args: &[Expr]) -> Result<Expr> {
+    expect_arity(name, args, 2)?;
+    let (left, a) = list_argument(name, &args[0])?;
+    let (right, b) = list_argument(name, &args[1])?;
+    let item = common_type(&[a, b])?;
+    let list = list_of(item);
+    Ok(list_call(
+        ListOp::Concat,
+        vec![left.cast(&list), right.cast(&list)],
+        list,
+    ))
+}
+
+/// `list_contains(l, x)` and `list_position(l, x)`: `x` compared in the elements' type.
+fn list_find(name: &str, args: &[Expr], op: ListOp) -> Result<Expr> {
+    expect_arity(name, args, 2)?;
+    let (list, item) = list_argument(name, &args[0])?;
+    let item = common_type(&[item, args[1].data_type()])?;
+    let result = match op {
+        ListOp::Contains => DataType::Boolean,
+        _ => DataType::Int64,
+    };
+    let args = vec![
+        list.cast(&list_of(item.clone())),
+        args[1].clone().cast(&item),
+    ];
+    Ok(list_call(op, args, result))
+}
+
+fn list_reshape(name: &str, args: &[Expr], op: ListOp) -> Result<Expr> {
+    expect_arity(name, args, 1)?;
+    let (list, _) = list_argument(name, &args[0])?;
+    let data_type = list.data_type();
+    Ok(list_call(op, vec![list], data_type))
+}
+
+/// `list_sort(l [, 'ASC' | 'DESC' [, 'NULLS FIRST' | 'NULLS LAST']])`, `list_reverse_sort`:
+/// NULLs first unless told otherwise, as DuckDB.
+fn list_sort(name: &str, args: &[Expr]) -> Result<Expr> {
+    if args.is_empty() || args.len() > 3 {
+        return Err(bind_err!("{name} takes a list, an order and a NULL order"));
+    }
+    let word = |arg: Option<&Expr>| -> Result<Option<String>> {
+        match arg {
+            None => Ok(None),
+            Some(Expr::Literal(ScalarValue::Utf8(word))) => Ok(Some(word.to_uppercase())),
+            Some(_) => Err(bind_err!("{name} takes its orders as constant strings")),
+        }
+    };
+    let mut descending = name.contains("reverse");
+    match word(args.get(1))?.as_deref() {
+        None => {}
+        Some("ASC") => descending = false,
+        Some("DESC") => descending = true,
+        Some(other) => return Err(bind_err!("{name}: unknown order {other:?}")),
+    }
+    let nulls_first = match word(args.get(2))?.as_deref() {
+        None | Some("NULLS FIRST") => true,
+        Some("NULLS LAST") => false,
+        Some(other) => return Err(bind_err!("{name}: unknown NULL order {other:?}")),
+    };
+    let op = ListOp::Sort {
+        descending,
+        nulls_first,
+    };
+    list_reshape(name, &args[..1], op)
 }
 
 /// The aggregate `list_aggr` applies by this name: an aggregate's, but those that make lists
