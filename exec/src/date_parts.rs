@@ -151,6 +151,63 @@ pub fn date_sub(a: &ArrayRef, b: &ArrayRef, part: DatePart) -> Result<ArrayRef> 
     Ok(Arc::new(out))
 }
 
+/// `time_bucket(width, t [, origin])`: the start of `t`'s bucket, as a timestamp.
+pub fn time_bucket(args: &[ArrayRef]) -> Result<ArrayRef> {
+    use arrow::array::Array;
+    use arrow::datatypes::IntervalMonthDayNanoType;
+    let widths = args[0].as_primitive::<IntervalMonthDayNanoType>();
+    let times = args[1].as_primitive::<TimestampMicrosecondType>();
+    let origins = args
+        .get(2)
+        .map(|o| o.as_primitive::<TimestampMicrosecondType>());
+    let fail = |message: &str| crate::ExecError::Execution(format!("time_bucket: {message}"));
+    let mut out = Vec::with_capacity(times.len());
+    for row in 0..times.len() {
+        let origin = match origins {
+            Some(origins) if origins.is_null(row) => None,
+            Some(origins) => Some(Some(origins.value(row))),
+            None => Some(None),
+        };
+        let (Some(origin), true, true) = (origin, widths.is_valid(row), times.is_valid(row)) else {
+            out.push(None);
+            continue;
+        };
+        let (width, time) = (widths.value(row), times.value(row));
+        let micros = i64::from(width.days) * MICROS_PER_DAY + width.nanoseconds / 1000;
+        let bucket = match (width.months, micros) {
+            (0, m) if m > 0 => {
+                // Days and less from a Monday, 2000-01-03.
+                let origin = origin.unwrap_or(946_857_600_000_000);
+                let from = time as i128 - origin as i128;
+                let start = origin as i128 + from.div_euclid(m as i128) * m as i128;
+                i64::try_from(start).map_err(|_| fail("the bucket is out of range"))?
+            }
+            (months, 0) if months > 0 => {
+                // Months from 2000-01-01.
+                let origin = stamp(origin.unwrap_or(946_684_800_000_000))?;
+                let at = stamp(time)?;
+                let month = |t: &NaiveDateTime| t.year() as i64 * 12 + t.month0() as i64;
+                let mut from = month(&at) - month(&origin);
+                // A time before the origin's day and time in its month is in the month before.
+                if (at.day(), at.time()) < (origin.day(), origin.time()) {
+                    from -= 1;
+                }
+                let shift = from.div_euclid(i64::from(months)) * i64::from(months);
+                let shifted = match shift >= 0 {
+                    true => origin.checked_add_months(chrono::Months::new(shift as u32)),
+                    false => origin.checked_sub_months(chrono::Months::new((-shift) as u32)),
+                };
+                let shifted = shifted.ok_or_else(|| fail("the bucket is out of range"))?;
+                shifted.and_utc().timestamp_micros()
+            }
+            (0, _) => return Err(fail("the bucket width must be positive")),
+            _ => return Err(fail("a bucket width cannot mix months with days or time")),
+        };
+        out.push(Some(bucket));
+    }
+    Ok(Arc::new(arrow::array::TimestampMicrosecondArray::from(out)))
+}
+
 /// The most values one series may have.
 const MAX_SERIES: usize = 1 << 28;
 

@@ -261,6 +261,10 @@ pub enum ScalarFunction {
     Strftime,
     /// `regexp_extract(s, pattern, group)`.
     RegexpExtract,
+    /// `time_bucket(width, timestamp [, origin])` (DuckDB): the start of the bucket of `width`
+    /// the timestamp falls in, buckets counted from the origin (2000-01-03, a Monday, for
+    /// widths in days and less; 2000-01-01 for widths in months).
+    TimeBucket,
     /// DuckDB's list functions (`list_concat`, `list_contains`, ...).
     List(ListOp),
     /// `regexp_extract_all(s, pattern, group)`: every match's group, as a list.
@@ -431,6 +435,7 @@ impl ScalarFunction {
             ScalarFunction::DateDiff(_) => "date_diff",
             ScalarFunction::DateSub(_) => "date_sub",
             ScalarFunction::RegexpExtractAll => "regexp_extract_all",
+            ScalarFunction::TimeBucket => "time_bucket",
             ScalarFunction::List(op) => match op {
                 ListOp::Concat => "list_concat",
                 ListOp::Contains => "list_contains",

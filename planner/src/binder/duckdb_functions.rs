@@ -43,6 +43,23 @@ pub(super) fn duckdb_function(name: &str, args: &[Expr]) -> Option<Result<Expr>>
             .and_then(|()| binary(args[0].clone(), &BinaryOperator::Modulo, args[1].clone())),
         "trunc" => trunc(args),
         "date_sub" | "datesub" => date_sub(name, args),
+        "time_bucket" => time_bucket(args),
+        // `date_add(d, INTERVAL ...)`: `d + INTERVAL ...`, as a TIMESTAMP.
+        "date_add" => expect_arity(name, args, 2).and_then(|()| {
+            if !matches!(args[1].data_type(), DataType::Interval(_)) {
+                return Err(bind_err!(
+                    "date_add adds an interval, not {}",
+                    type_name(&args[1].data_type())
+                ));
+            }
+            // A TIMESTAMP, as in both anchors, a date included.
+            let stamp = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None);
+            let start = match args[0].data_type() {
+                DataType::Date32 => args[0].clone().cast(&stamp),
+                _ => args[0].clone(),
+            };
+            binary(start, &BinaryOperator::Plus, args[1].clone())
+        }),
         "len" => length(args),
         "list_value" | "list_pack" => make_list(args),
         "list_concat" | "list_cat" | "array_concat" | "array_cat" => list_concat(name, args),
@@ -178,6 +195,62 @@ fn date_sub(name: &str, args: &[Expr]) -> Result<Expr> {
         args: times,
         data_type: DataType::Int64,
     })
+}
+
+/// `time_bucket(width, t [, origin or offset])`: of the type of `t`; an interval third argument
+/// shifts the buckets by it.
+fn time_bucket(args: &[Expr]) -> Result<Expr> {
+    if !(2..=3).contains(&args.len()) {
+        return Err(bind_err!(
+            "time_bucket takes a width, a date or timestamp, and an origin or an offset"
+        ));
+    }
+    let stamp = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None);
+    let interval = DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano);
+    let result = match args[1].data_type() {
+        t @ (DataType::Date32 | DataType::Timestamp(..)) => t,
+        DataType::Null => stamp.clone(),
+        other => {
+            return Err(bind_err!(
+                "time_bucket buckets a date or a timestamp, not {}",
+                type_name(&other)
+            ));
+        }
+    };
+    if !matches!(args[0].data_type(), DataType::Interval(_) | DataType::Null) {
+        return Err(bind_err!(
+            "time_bucket's width is an interval, not {}",
+            type_name(&args[0].data_type())
+        ));
+    }
+    let width = args[0].clone().cast(&interval);
+    let mut time = args[1].clone().cast(&stamp);
+    let mut call = vec![width];
+    let offset = match args.get(2) {
+        Some(third) if matches!(third.data_type(), DataType::Interval(_)) => {
+            time = binary(time, &BinaryOperator::Minus, third.clone())?;
+            Some(third.clone())
+        }
+        Some(origin) => {
+            call.push(time.clone());
+            call.push(origin.clone().cast(&stamp));
+            None
+        }
+        None => None,
+    };
+    if call.len() == 1 {
+        call.push(time);
+    }
+    let bucket = Expr::Function {
+        func: ScalarFunction::TimeBucket,
+        args: call,
+        data_type: stamp,
+    };
+    let bucket = match offset {
+        Some(offset) => binary(bucket, &BinaryOperator::Plus, offset)?,
+        None => bucket,
+    };
+    Ok(bucket.cast(&result))
 }
 
 /// `len(x)`: a list's number of elements, or a string's characters.

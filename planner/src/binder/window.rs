@@ -43,6 +43,13 @@ pub(super) fn bind_window(
         }
     }
     let (func, args, data_type) = window_call(name, args, star)?;
+    let (func, args) = match &function.filter {
+        Some(filter) => {
+            let condition = boolean(bind_expr(filter, ctx)?, "FILTER")?;
+            filtered(name, func, args, condition)?
+        }
+        None => (func, args),
+    };
     let partition_by = spec
         .partition_by
         .iter()
@@ -160,9 +167,6 @@ fn exclusion_of(spec: &ast::WindowSpec) -> Result<FrameExclusion> {
 /// Refuses what a window function call may carry besides its arguments and OVER, which would
 /// otherwise be dropped unseen.
 fn check_call_clauses(function: &ast::Function) -> Result<()> {
-    if function.filter.is_some() {
-        return Err(unsupported!("FILTER on window functions"));
-    }
     if !function.within_group.is_empty() {
         return Err(unsupported!("WITHIN GROUP on window functions"));
     }
@@ -184,6 +188,40 @@ fn check_call_clauses(function: &ast::Function) -> Result<()> {
         return Err(unsupported!("IGNORE NULLS in window functions"));
     }
     Ok(())
+}
+
+/// `agg(x) FILTER (WHERE c) OVER (...)`: the aggregate of `CASE WHEN c THEN x END`, for the
+/// aggregates that pass over NULLs (`count(*)` counts the rows where `c` holds).
+fn filtered(
+    name: &str,
+    func: WindowFunction,
+    mut args: Vec<Expr>,
+    condition: Expr,
+) -> Result<(WindowFunction, Vec<Expr>)> {
+    let when = |value: Expr| {
+        let data_type = value.data_type();
+        Expr::Case {
+            branches: vec![(condition.clone(), value)],
+            otherwise: None,
+            data_type,
+        }
+    };
+    match func {
+        WindowFunction::Aggregate(AggregateFunction::CountStar) => Ok((
+            WindowFunction::Aggregate(AggregateFunction::Count),
+            vec![when(Expr::Literal(ScalarValue::Int64(1)))],
+        )),
+        WindowFunction::Aggregate(AggregateFunction::ArrayAgg) => {
+            Err(unsupported!("FILTER on {name} as a window function"))
+        }
+        WindowFunction::Aggregate(_) if args.len() == 1 => {
+            let value = args.remove(0);
+            Ok((func, vec![when(value)]))
+        }
+        _ => Err(bind_err!(
+            "FILTER is not implemented for non-aggregate window functions ({name})"
+        )),
+    }
 }
 
 /// The function a window call names, its arguments as it takes them, and its result type.
