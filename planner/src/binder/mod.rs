@@ -15,6 +15,7 @@ mod schemas;
 mod scope;
 mod set_ops;
 mod statements;
+mod statistics;
 mod subqueries;
 mod table_functions;
 mod table_options;

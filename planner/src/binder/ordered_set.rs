@@ -30,6 +30,7 @@ pub fn is_ordered_set(name: &str) -> bool {
             | "any_value"
             | "arbitrary"
     ) || by_other(name).is_some()
+        || super::statistics::is_statistic(name)
 }
 
 /// `arg_max(x, y)` / `max_by` and `arg_min(x, y)` / `min_by` (DuckDB): whether the name is
@@ -155,6 +156,9 @@ pub(super) fn bind_ordered_set(
     }
     if matches!(name, "first" | "last" | "any_value" | "arbitrary") {
         return bind_pick(function, name, agg);
+    }
+    if super::statistics::is_statistic(name) {
+        return super::statistics::bind_statistic(function, name, agg);
     }
     let args = function_args(function);
     let within = !function.within_group.is_empty();
