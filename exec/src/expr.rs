@@ -523,6 +523,7 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::RegexpExtract => functions::regexp_extract(args),
         ScalarFunction::RegexpExtractAll => functions::regexp_extract_all(args),
         ScalarFunction::TimeBucket => crate::date_parts::time_bucket(args),
+        ScalarFunction::BitFold(op) => functions::bit_fold(&args[0], op),
         ScalarFunction::List(op) => crate::list_functions::list_function(op, args),
         ScalarFunction::Strptime { lenient } => crate::strptime::strptime(args, lenient),
         ScalarFunction::StringSplit => functions::string_split(args),

@@ -8,7 +8,7 @@ use arrow::array::{
     TimestampMicrosecondArray,
 };
 use arrow::compute::kernels::{cmp, zip::zip};
-use arrow::compute::{is_null, not};
+use arrow::compute::{cast, is_null, not};
 use arrow::datatypes::{DataType, Date32Type, Float64Type, Int64Type, TimestampMicrosecondType};
 use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime};
 use pondra_planner::{BitwiseOp, DatePart};
@@ -69,6 +69,35 @@ pub fn bitwise(left: &ArrayRef, right: &ArrayRef, op: BitwiseOp) -> Result<Array
         DataType::Int32 => apply!(arrow::datatypes::Int32Type),
         _ => apply!(Int64Type),
     })
+}
+
+/// Each list of integers (INTEGER or BIGINT) folded by `op`, NULLs passed over.
+pub fn bit_fold(lists: &ArrayRef, op: BitwiseOp) -> Result<ArrayRef> {
+    let list = lists.as_list::<i32>();
+    let values = cast(list.values(), &DataType::Int64)?;
+    let values = values.as_primitive::<Int64Type>();
+    let offsets = list.value_offsets();
+    let folded: Int64Array = (0..list.len())
+        .map(|row| {
+            if list.is_null(row) {
+                return None;
+            }
+            let range = offsets[row] as usize..offsets[row + 1] as usize;
+            let present = range
+                .filter(|&i| values.is_valid(i))
+                .map(|i| values.value(i));
+            present.reduce(|a, b| match op {
+                BitwiseOp::And => a & b,
+                BitwiseOp::Or => a | b,
+                _ => a ^ b,
+            })
+        })
+        .collect();
+    let item = match lists.data_type() {
+        DataType::List(item) => item.data_type().clone(),
+        _ => DataType::Int64,
+    };
+    Ok(cast(&folded, &item)?)
 }
 
 /// `ceil` / `floor`: integers are already whole.

@@ -261,6 +261,9 @@ pub enum ScalarFunction {
     Strftime,
     /// `regexp_extract(s, pattern, group)`.
     RegexpExtract,
+    /// Each list of integers folded by `&`, `|` or `#` (xor), NULLs passed over; NULL for a
+    /// list with no values. `bit_and(x)` and the like are this over the group's values.
+    BitFold(BitwiseOp),
     /// `time_bucket(width, timestamp [, origin])` (DuckDB): the start of the bucket of `width`
     /// the timestamp falls in, buckets counted from the origin (2000-01-03, a Monday, for
     /// widths in days and less; 2000-01-01 for widths in months).
@@ -436,6 +439,9 @@ impl ScalarFunction {
             ScalarFunction::DateSub(_) => "date_sub",
             ScalarFunction::RegexpExtractAll => "regexp_extract_all",
             ScalarFunction::TimeBucket => "time_bucket",
+            ScalarFunction::BitFold(BitwiseOp::And) => "bit_and",
+            ScalarFunction::BitFold(BitwiseOp::Or) => "bit_or",
+            ScalarFunction::BitFold(_) => "bit_xor",
             ScalarFunction::List(op) => match op {
                 ListOp::Concat => "list_concat",
                 ListOp::Contains => "list_contains",

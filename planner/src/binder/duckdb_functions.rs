@@ -31,7 +31,10 @@ pub(super) fn duckdb_function(name: &str, args: &[Expr]) -> Option<Result<Expr>>
         .or_else(|| name.strip_prefix("array_"))
         .filter(|aggregate| {
             list_aggregate(aggregate).is_some()
-                || matches!(*aggregate, "first" | "last" | "arbitrary")
+                || matches!(
+                    *aggregate,
+                    "first" | "last" | "arbitrary" | "bit_and" | "bit_or" | "bit_xor"
+                )
         })
     {
         return Some(bind_list_aggregate(name, aggregate, args, None));
@@ -410,6 +413,20 @@ fn bind_list_aggregate(
 ) -> Result<Expr> {
     if let Some(picked) = list_pick(aggregate, args) {
         return picked;
+    }
+    if let (Some(op), [list]) = (super::ordered_set::bit_fold(aggregate), args) {
+        let (list, item) = list_argument(name, list)?;
+        if !matches!(item, DataType::Int32 | DataType::Int64) {
+            return Err(bind_err!(
+                "{name}: {aggregate}({}) is not defined",
+                type_name(&item)
+            ));
+        }
+        return Ok(Expr::Function {
+            func: ScalarFunction::BitFold(op),
+            args: vec![list],
+            data_type: item,
+        });
     }
     let Some(func) = list_aggregate(aggregate) else {
         return Err(bind_err!(

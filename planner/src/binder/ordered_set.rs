@@ -29,6 +29,9 @@ pub fn is_ordered_set(name: &str) -> bool {
             | "last"
             | "any_value"
             | "arbitrary"
+            | "bit_and"
+            | "bit_or"
+            | "bit_xor"
     ) || by_other(name).is_some()
         || super::statistics::is_statistic(name)
 }
@@ -145,6 +148,67 @@ fn bind_pick(function: &ast::Function, name: &str, agg: &mut Aggregation) -> Res
     })
 }
 
+/// `bit_and`, `bit_or`, `bit_xor`: the bitwise operation they fold by.
+pub(super) fn bit_fold(name: &str) -> Option<crate::expr::BitwiseOp> {
+    use crate::expr::BitwiseOp;
+    match name {
+        "bit_and" => Some(BitwiseOp::And),
+        "bit_or" => Some(BitwiseOp::Or),
+        "bit_xor" => Some(BitwiseOp::Xor),
+        _ => None,
+    }
+}
+
+/// `bit_and(x)` and the like over integers: the group's non-NULL values folded; NULL over
+/// none.
+fn bind_bit_fold(
+    function: &ast::Function,
+    name: &str,
+    op: crate::expr::BitwiseOp,
+    agg: &mut Aggregation,
+) -> Result<Expr> {
+    let [value] = function_args(function)[..] else {
+        return Err(bind_err!("{name} takes one argument"));
+    };
+    if contains_aggregate(value) {
+        return Err(bind_err!("aggregate function calls cannot be nested"));
+    }
+    let mut context = Context::plain(&agg.input, "aggregate arguments");
+    let value = bind_generic(value, &mut context)?;
+    let value_type = value.data_type();
+    if !matches!(
+        value_type,
+        DataType::Int32 | DataType::Int64 | DataType::Int16 | DataType::Int8
+    ) {
+        return Err(bind_err!(
+            "{name}({}) is not defined: it folds integers",
+            super::expr::type_name(&value_type)
+        ));
+    }
+    let mut filter = Expr::IsNotNull(Box::new(value.clone()));
+    if let Some(condition) = &function.filter {
+        let condition = bind_generic(condition, &mut context)?;
+        filter = Expr::Binary {
+            op: crate::expr::BinaryOp::And,
+            left: Box::new(condition),
+            right: Box::new(filter),
+        };
+    }
+    let values = agg.column_of(AggregateCall {
+        func: AggregateFunction::ArrayAgg,
+        arg: Some(value),
+        data_type: AggregateFunction::ArrayAgg.result_type(Some(&value_type)),
+        separator: None,
+        order: Vec::new(),
+        filter: Some(filter),
+    });
+    Ok(Expr::Function {
+        func: ScalarFunction::BitFold(op),
+        args: vec![values],
+        data_type: value_type,
+    })
+}
+
 pub(super) fn bind_ordered_set(
     function: &ast::Function,
     name: &str,
@@ -156,6 +220,9 @@ pub(super) fn bind_ordered_set(
     }
     if matches!(name, "first" | "last" | "any_value" | "arbitrary") {
         return bind_pick(function, name, agg);
+    }
+    if let Some(op) = bit_fold(name) {
+        return bind_bit_fold(function, name, op, agg);
     }
     if super::statistics::is_statistic(name) {
         return super::statistics::bind_statistic(function, name, agg);
