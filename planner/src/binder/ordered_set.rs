@@ -80,18 +80,27 @@ fn bind_by_other(function: &ast::Function, greatest: bool, agg: &mut Aggregation
     })
 }
 
-/// `first(x [ORDER BY k])` / `arbitrary`, `last(x [ORDER BY k])` (DuckDB): the value of the
-/// group's first or last row, NULL included, in the order given (input order without one);
-/// `any_value(x)`: its first non-NULL value. Bound as the group's values in order and a pick.
-fn bind_pick(function: &ast::Function, name: &str, agg: &mut Aggregation) -> Result<Expr> {
+/// The one argument of an aggregate call, bound over the aggregation's input.
+fn single_argument(
+    function: &ast::Function,
+    name: &str,
+    context: &mut Context<'_>,
+) -> Result<Expr> {
     let [value] = function_args(function)[..] else {
         return Err(bind_err!("{name} takes one argument"));
     };
     if contains_aggregate(value) {
         return Err(bind_err!("aggregate function calls cannot be nested"));
     }
+    bind_generic(value, context)
+}
+
+/// `first(x [ORDER BY k])` / `arbitrary`, `last(x [ORDER BY k])` (DuckDB): the value of the
+/// group's first or last row, NULL included, in the order given (input order without one);
+/// `any_value(x)`: its first non-NULL value. Bound as the group's values in order and a pick.
+fn bind_pick(function: &ast::Function, name: &str, agg: &mut Aggregation) -> Result<Expr> {
     let mut context = Context::plain(&agg.input, "aggregate arguments");
-    let value = bind_generic(value, &mut context)?;
+    let value = single_argument(function, name, &mut context)?;
     let mut order = Vec::new();
     if let ast::FunctionArguments::List(list) = &function.args {
         for clause in &list.clauses {
@@ -167,14 +176,8 @@ fn bind_bit_fold(
     op: crate::expr::BitwiseOp,
     agg: &mut Aggregation,
 ) -> Result<Expr> {
-    let [value] = function_args(function)[..] else {
-        return Err(bind_err!("{name} takes one argument"));
-    };
-    if contains_aggregate(value) {
-        return Err(bind_err!("aggregate function calls cannot be nested"));
-    }
     let mut context = Context::plain(&agg.input, "aggregate arguments");
-    let value = bind_generic(value, &mut context)?;
+    let value = single_argument(function, name, &mut context)?;
     let value_type = value.data_type();
     if !matches!(
         value_type,
@@ -215,6 +218,19 @@ pub(super) fn bind_ordered_set(
     agg: &mut Aggregation,
 ) -> Result<Expr> {
     refuse_named_arguments(function)?;
+    let distinct = matches!(
+        &function.args,
+        ast::FunctionArguments::List(list)
+            if list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct)
+    );
+    // DISTINCT changes what the others answer; these pick or fold alike without it.
+    let distinct_moot = matches!(
+        name,
+        "first" | "last" | "any_value" | "arbitrary" | "bit_and" | "bit_or"
+    );
+    if distinct && !distinct_moot {
+        return Err(unsupported!("DISTINCT in {name}"));
+    }
     if let Some(greatest) = by_other(name) {
         return bind_by_other(function, greatest, agg);
     }
