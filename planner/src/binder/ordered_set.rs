@@ -223,12 +223,23 @@ pub(super) fn bind_ordered_set(
         ast::FunctionArguments::List(list)
             if list.duplicate_treatment == Some(ast::DuplicateTreatment::Distinct)
     );
-    // DISTINCT changes what the others answer; these pick or fold alike without it.
-    let distinct_moot = matches!(
+    // These pick or fold alike without DISTINCT, and the quantiles take it below; for the
+    // others it would change the answer.
+    let distinct_handled = matches!(
         name,
-        "first" | "last" | "any_value" | "arbitrary" | "bit_and" | "bit_or"
-    );
-    if distinct && !distinct_moot {
+        "first"
+            | "last"
+            | "any_value"
+            | "arbitrary"
+            | "bit_and"
+            | "bit_or"
+            | "median"
+            | "quantile_cont"
+            | "quantile_disc"
+            | "quantile"
+            | "approx_quantile"
+    ) || by_other(name).is_some();
+    if distinct && !distinct_handled {
         return Err(unsupported!("DISTINCT in {name}"));
     }
     if let Some(greatest) = by_other(name) {
@@ -293,7 +304,16 @@ pub(super) fn bind_ordered_set(
         }],
         filter: Some(Expr::IsNotNull(Box::new(value))),
     };
-    let sorted = agg.column_of(sorted);
+    let mut sorted = agg.column_of(sorted);
+    if distinct {
+        // Each value once: the sorted values' runs of equal ones, kept once.
+        let data_type = sorted.data_type();
+        sorted = Expr::Function {
+            func: ScalarFunction::DistinctRuns,
+            args: vec![sorted],
+            data_type,
+        };
+    }
     let (func, data_type) = match name {
         "mode" => (ScalarFunction::SortedMode, value_type),
         _ if continuous => (
