@@ -71,6 +71,8 @@ impl VisitorMut for NullOrder {
             Some(ast::OrderByKind::All(options)) => self.fill(options),
             None => {}
         }
+        // Named windows are not expressions: each query's own are filled here.
+        fill_named_windows(*self, &mut query.body);
         ControlFlow::Continue(())
     }
 
@@ -91,16 +93,9 @@ impl VisitorMut for NullOrder {
         }
         ControlFlow::Continue(())
     }
-
-    fn pre_visit_statement(&mut self, statement: &mut ast::Statement) -> ControlFlow<()> {
-        // Named windows are not expressions.
-        if let ast::Statement::Query(query) = statement {
-            fill_named_windows(*self, &mut query.body);
-        }
-        ControlFlow::Continue(())
-    }
 }
 
+/// The named windows of the SELECTs of a query body (both sides of a UNION included).
 fn fill_named_windows(order: NullOrder, body: &mut ast::SetExpr) {
     match body {
         ast::SetExpr::Select(select) => {
@@ -114,7 +109,6 @@ fn fill_named_windows(order: NullOrder, body: &mut ast::SetExpr) {
             fill_named_windows(order, left);
             fill_named_windows(order, right);
         }
-        ast::SetExpr::Query(query) => fill_named_windows(order, &mut query.body),
         _ => {}
     }
 }

@@ -1,5 +1,5 @@
 //! DuckDB's names for what analysts call: `if` / `iif`, `ifnull`, `mod`, `year(d)` and the other
-//! part functions, `trunc`, `date_sub`, `len`, `list_value`, and the list aggregates
+//! part functions, `trunc`, `date_add`, `time_bucket`, `len`, `list_value`, and the list aggregates
 //! (`list_aggr(l, 'sum')`, `list_sum(l)`). Each is bound to the expression the engine already
 //! evaluates, or to a function of its own where there is none.
 
@@ -45,7 +45,6 @@ pub(super) fn duckdb_function(name: &str, args: &[Expr]) -> Option<Result<Expr>>
         "mod" => expect_arity(name, args, 2)
             .and_then(|()| binary(args[0].clone(), &BinaryOperator::Modulo, args[1].clone())),
         "trunc" => trunc(args),
-        "date_sub" | "datesub" => date_sub(name, args),
         "time_bucket" => time_bucket(args),
         // `date_add(d, INTERVAL ...)`: `d + INTERVAL ...`, as a TIMESTAMP.
         "date_add" => expect_arity(name, args, 2).and_then(|()| {
@@ -171,35 +170,6 @@ fn trunc(args: &[Expr]) -> Result<Expr> {
     })
 }
 
-/// `date_sub(part, a, b)`: whole parts from `a` to `b`.
-fn date_sub(name: &str, args: &[Expr]) -> Result<Expr> {
-    expect_arity(name, args, 3)?;
-    let part = match &args[0] {
-        Expr::Literal(ScalarValue::Utf8(part)) => part_by_name(part)?,
-        _ => return Err(bind_err!("{name} needs the part as a string literal")),
-    };
-    let stamp = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None);
-    let mut times = Vec::new();
-    for value in &args[1..] {
-        let t = value.data_type();
-        if !matches!(
-            t,
-            DataType::Date32 | DataType::Timestamp(..) | DataType::Null
-        ) {
-            return Err(bind_err!(
-                "{name} needs a DATE or TIMESTAMP, not {}",
-                type_name(&t)
-            ));
-        }
-        times.push(value.clone().cast(&stamp));
-    }
-    Ok(Expr::Function {
-        func: ScalarFunction::DateSub(part),
-        args: times,
-        data_type: DataType::Int64,
-    })
-}
-
 /// `time_bucket(width, t [, origin or offset])`: of the type of `t`; an interval third argument
 /// shifts the buckets by it.
 fn time_bucket(args: &[Expr]) -> Result<Expr> {
@@ -227,23 +197,15 @@ fn time_bucket(args: &[Expr]) -> Result<Expr> {
         ));
     }
     let width = args[0].clone().cast(&interval);
-    let mut time = args[1].clone().cast(&stamp);
-    let mut call = vec![width];
-    let offset = match args.get(2) {
-        Some(third) if matches!(third.data_type(), DataType::Interval(_)) => {
-            time = binary(time, &BinaryOperator::Minus, third.clone())?;
-            Some(third.clone())
+    let time = args[1].clone().cast(&stamp);
+    let (call, offset) = match args.get(2) {
+        Some(offset) if matches!(offset.data_type(), DataType::Interval(_)) => {
+            let shifted = binary(time, &BinaryOperator::Minus, offset.clone())?;
+            (vec![width, shifted], Some(offset.clone()))
         }
-        Some(origin) => {
-            call.push(time.clone());
-            call.push(origin.clone().cast(&stamp));
-            None
-        }
-        None => None,
+        Some(origin) => (vec![width, time, origin.clone().cast(&stamp)], None),
+        None => (vec![width, time], None),
     };
-    if call.len() == 1 {
-        call.push(time);
-    }
     let bucket = Expr::Function {
         func: ScalarFunction::TimeBucket,
         args: call,

@@ -417,8 +417,10 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             };
             (func, args.into_iter().map(|a| a.cast(&t)).collect(), t)
         }
-        "date_part" | "datepart" | "date_trunc" | "datetrunc" | "date_diff" | "datediff" => {
-            let n = if name.contains("diff") { 3 } else { 2 };
+        "date_part" | "datepart" | "date_trunc" | "datetrunc" | "date_diff" | "datediff"
+        | "date_sub" | "datesub" => {
+            let between = name.contains("diff") || name.contains("sub");
+            let n = if between { 3 } else { 2 };
             arity(n)?;
             let part = match &args[0] {
                 Expr::Literal(ScalarValue::Utf8(part)) => part_by_name(part)?,
@@ -440,10 +442,15 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             if name.contains("trunc") {
                 let t = values[0].data_type();
                 (ScalarFunction::DateTrunc(part), values, t)
-            } else if name.contains("diff") {
+            } else if between {
+                // date_diff counts the boundaries crossed; date_sub (DuckDB) the whole parts.
                 let ts = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None);
                 let values = values.into_iter().map(|v| v.cast(&ts)).collect();
-                (ScalarFunction::DateDiff(part), values, DataType::Int64)
+                let func = match name.contains("diff") {
+                    true => ScalarFunction::DateDiff(part),
+                    false => ScalarFunction::DateSub(part),
+                };
+                (func, values, DataType::Int64)
             } else {
                 (ScalarFunction::DatePart(part), values, DataType::Int64)
             }
