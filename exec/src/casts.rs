@@ -5,13 +5,17 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, Decimal128Array, RecordBatch, StringArray};
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, Decimal128Array, RecordBatch, StringArray,
+};
 use arrow::compute::{CastOptions, cast_with_options};
 use arrow::datatypes::{DataType, Decimal128Type, Field, Float32Type, Float64Type, Schema};
 use arrow::datatypes::{TimeUnit, TimestampMicrosecondType};
 use arrow::util::display::FormatOptions;
 
-use crate::Result;
+use pondra_planner::IntegerDomain;
+
+use crate::{ExecError, Result};
 
 /// `value` cast to `to`; with `safe`, a value that does not convert becomes NULL
 /// (`TRY_CAST`) rather than an error.
@@ -28,7 +32,7 @@ pub fn cast(value: &ArrayRef, to: &DataType, safe: bool) -> Result<ArrayRef> {
         (DataType::Decimal64(_, s) | DataType::Decimal128(_, s), t) if is_integer(t) && *s > 0 => {
             decimals_rounded(value, *s)?
         }
-        (DataType::Float64, t) if is_integer(t) => {
+        (DataType::Float64, t) if is_integer(t) || is_whole_decimal(t) => {
             let values = value.as_primitive::<Float64Type>();
             Arc::new(values.unary::<_, Float64Type>(f64::round_ties_even)) as ArrayRef
         }
@@ -39,6 +43,31 @@ pub fn cast(value: &ArrayRef, to: &DataType, safe: bool) -> Result<ArrayRef> {
         _ => value.clone(),
     };
     Ok(cast_with_options(&rounded, to, &options)?)
+}
+
+/// DECIMAL(p, 0): where the wide integer names keep their values (ADR 0060).
+fn is_whole_decimal(t: &DataType) -> bool {
+    matches!(t, DataType::Decimal128(_, 0))
+}
+
+/// `value`, cast to where `domain` keeps its values, checked to lie in the domain's range:
+/// values outside are an error, or NULL when `lenient`.
+pub fn integer_range(value: &ArrayRef, domain: IntegerDomain, lenient: bool) -> Result<ArrayRef> {
+    let (low, high) = domain.bounds();
+    let wide = cast_with_options(value, &DataType::Decimal128(38, 0), &CastOptions::default())?;
+    let wide = wide.as_primitive::<Decimal128Type>();
+    let outside = |v: &i128| *v < low || *v > high;
+    let Some(first) = wide.iter().flatten().find(outside) else {
+        return Ok(value.clone());
+    };
+    if !lenient {
+        return Err(ExecError::Execution(format!(
+            "Conversion Error: {first} is out of range for {}",
+            domain.name()
+        )));
+    }
+    let kept = BooleanArray::from_unary(wide, |v| !outside(&v));
+    Ok(arrow::compute::nullif(value, &arrow::compute::not(&kept)?)?)
 }
 
 fn is_integer(t: &DataType) -> bool {

@@ -519,6 +519,11 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::SortedMode => crate::ordered_set::mode(&args[0]),
         ScalarFunction::JsonGet { text } => crate::json::json_get(args, text),
         ScalarFunction::JsonCheck => crate::json::json_check(&args[0]),
+        ScalarFunction::Math(op) => crate::math_functions::math_function(op, args),
+        ScalarFunction::Text(op) => crate::text_functions::text_function(op, args),
+        ScalarFunction::IntegerRange { domain, lenient } => {
+            crate::casts::integer_range(&args[0], domain, lenient)
+        }
         ScalarFunction::Strftime => functions::strftime(args),
         ScalarFunction::RegexpExtract => functions::regexp_extract(args),
         ScalarFunction::RegexpExtractAll => functions::regexp_extract_all(args),

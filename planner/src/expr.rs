@@ -257,6 +257,16 @@ pub enum ScalarFunction {
     },
     /// `CAST(text AS JSON)`: the text, checked to be JSON.
     JsonCheck,
+    /// The math library (`log`, `sin`, `gamma`, `isnan`, ...).
+    Math(MathOp),
+    /// Text functions beyond the core ones (`levenshtein`, `translate`, `concat_ws`, ...).
+    Text(TextOp),
+    /// A value cast to a narrow or wide integer name, checked to lie in its range: an error
+    /// outside it, or NULL when `lenient` (TRY_CAST).
+    IntegerRange {
+        domain: crate::IntegerDomain,
+        lenient: bool,
+    },
     /// `strftime(timestamp, format)`.
     Strftime,
     /// `regexp_extract(s, pattern, group)`.
@@ -335,6 +345,129 @@ pub enum ScalarFunction {
     /// `pondra_panic(text)`: a panic on purpose, to show that one is caught at the statement's
     /// boundary. Only builds with the `fault-injection` feature bind the name.
     InjectedPanic,
+}
+
+/// A function of DOUBLEs from the math library (`ScalarFunction::Math`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MathOp {
+    Log10,
+    Log2,
+    /// `log(base, x)`.
+    LogBase,
+    Cbrt,
+    Sin,
+    Cos,
+    Tan,
+    Cot,
+    Asin,
+    Acos,
+    Atan,
+    /// `atan2(y, x)`.
+    Atan2,
+    Sinh,
+    Cosh,
+    Tanh,
+    Degrees,
+    Radians,
+    Gamma,
+    Lgamma,
+    /// Rounded away from zero to the next even whole number (DuckDB).
+    Even,
+    /// `nextafter(x, toward)`: the next DOUBLE after `x` in the direction of `toward`.
+    NextAfter,
+    Pi,
+    IsNan,
+    IsInf,
+    IsFinite,
+    SignBit,
+}
+
+impl MathOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            MathOp::Log10 => "log10",
+            MathOp::Log2 => "log2",
+            MathOp::LogBase => "log",
+            MathOp::Cbrt => "cbrt",
+            MathOp::Sin => "sin",
+            MathOp::Cos => "cos",
+            MathOp::Tan => "tan",
+            MathOp::Cot => "cot",
+            MathOp::Asin => "asin",
+            MathOp::Acos => "acos",
+            MathOp::Atan => "atan",
+            MathOp::Atan2 => "atan2",
+            MathOp::Sinh => "sinh",
+            MathOp::Cosh => "cosh",
+            MathOp::Tanh => "tanh",
+            MathOp::Degrees => "degrees",
+            MathOp::Radians => "radians",
+            MathOp::Gamma => "gamma",
+            MathOp::Lgamma => "lgamma",
+            MathOp::Even => "even",
+            MathOp::NextAfter => "nextafter",
+            MathOp::Pi => "pi",
+            MathOp::IsNan => "isnan",
+            MathOp::IsInf => "isinf",
+            MathOp::IsFinite => "isfinite",
+            MathOp::SignBit => "signbit",
+        }
+    }
+
+    pub fn arity(self) -> usize {
+        match self {
+            MathOp::Pi => 0,
+            MathOp::LogBase | MathOp::Atan2 | MathOp::NextAfter => 2,
+            _ => 1,
+        }
+    }
+
+    /// Whether the function tests its argument (a BOOLEAN) rather than computing a DOUBLE.
+    pub fn is_test(self) -> bool {
+        matches!(
+            self,
+            MathOp::IsNan | MathOp::IsInf | MathOp::IsFinite | MathOp::SignBit
+        )
+    }
+}
+
+/// A text function beyond the core ones (`ScalarFunction::Text`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TextOp {
+    /// Edits (insertions, deletions, substitutions) from one string to the other.
+    Levenshtein,
+    /// As Levenshtein, adjacent transpositions counting as one edit (optimal string
+    /// alignment).
+    DamerauLevenshtein,
+    /// Positions at which two strings of one length differ.
+    Hamming,
+    /// The Jaccard similarity of the two strings' sets of characters.
+    Jaccard,
+    EndsWith,
+    Contains,
+    /// `translate(s, from, to)`: each character of `from` replaced by the one at its place in
+    /// `to`, or removed where `to` is shorter.
+    Translate,
+    Chr,
+    Ascii,
+    ConcatWs,
+}
+
+impl TextOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            TextOp::Levenshtein => "levenshtein",
+            TextOp::DamerauLevenshtein => "damerau_levenshtein",
+            TextOp::Hamming => "hamming",
+            TextOp::Jaccard => "jaccard",
+            TextOp::EndsWith => "ends_with",
+            TextOp::Contains => "contains",
+            TextOp::Translate => "translate",
+            TextOp::Chr => "chr",
+            TextOp::Ascii => "ascii",
+            TextOp::ConcatWs => "concat_ws",
+        }
+    }
 }
 
 /// A list function over a list and, for some, a value.
@@ -426,6 +559,9 @@ impl ScalarFunction {
             ScalarFunction::JsonGet { text: false } => "json_extract",
             ScalarFunction::JsonGet { text: true } => "json_extract_string",
             ScalarFunction::JsonCheck => "json",
+            ScalarFunction::Math(op) => op.name(),
+            ScalarFunction::Text(op) => op.name(),
+            ScalarFunction::IntegerRange { .. } => "cast",
             ScalarFunction::Strftime => "strftime",
             ScalarFunction::RegexpExtract => "regexp_extract",
             ScalarFunction::StringSplit => "string_split",
@@ -936,6 +1072,9 @@ pub enum WindowFunction {
     FirstValue,
     LastValue,
     NthValue,
+    /// `fill(x)` (DuckDB): a NULL value replaced by the line through the nearest values
+    /// around it in the order (or the two nearest on its one side), read at its order key.
+    Fill,
     /// An aggregate over the window frame.
     Aggregate(AggregateFunction),
 }

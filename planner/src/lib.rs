@@ -8,6 +8,8 @@ mod error;
 mod explain;
 mod expr;
 mod external;
+mod integer_domains;
+pub use integer_domains::IntegerDomain;
 mod interval_join;
 mod logical;
 mod optimizer;
@@ -28,8 +30,8 @@ pub use binder::{Binder, object_name};
 pub use error::{PlanError, Result};
 pub use expr::{
     AggregateCall, AggregateFunction, BinaryOp, BitwiseOp, DatePart, Expr, Frame, FrameBound,
-    FrameExclusion, FrameOffset, FrameUnits, JoinKind, ListOp, ScalarFunction, SortKey, Subquery,
-    WindowExpr, WindowFunction,
+    FrameExclusion, FrameOffset, FrameUnits, JoinKind, ListOp, MathOp, ScalarFunction, SortKey,
+    Subquery, TextOp, WindowExpr, WindowFunction,
 };
 pub use external::{ExternalFile, ExternalTable, FileFormat};
 pub use interval_join::StateExpiry;

@@ -57,9 +57,10 @@ pub fn catalog_table_oid(name: &str) -> Option<i32> {
     })
 }
 
-/// A table's oid: user tables from 16384, as in Postgres.
+/// A table's oid: user tables from 16384, as in Postgres. Oids are 32 bits and table ids 64,
+/// so ids wrap below the indexes' oids (2^24): two tables 2^23 ids apart share an oid.
 pub fn table_oid(table: &TableDef) -> i32 {
-    16_384 + table.id as i32
+    16_384 + (table.id % (1 << 23)) as i32
 }
 
 /// The schema and the name of a table as clients see them: a table of a schema other than
@@ -121,9 +122,9 @@ impl IndexEntry {
 }
 
 /// The indexes of `table`, with oids of their own: 2^24 on, 256 per table (indexes first,
-/// their constraints from 128).
+/// their constraints from 128). Table ids wrap as in `table_oid`, so every oid fits 31 bits.
 pub fn table_indexes(table: &TableDef) -> Vec<IndexEntry> {
-    let base = (1 << 24) + (table.id as i32) * 256;
+    let base = (1 << 24) + (table.id % (1 << 22)) as i32 * 256;
     let position = |name: &String| {
         table
             .columns

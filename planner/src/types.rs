@@ -2,16 +2,18 @@ use arrow::datatypes::DataType;
 use pondra_catalog::{SqlType, decimal_parts, decimal_type};
 use sqlparser::ast;
 
+use crate::integer_domains::IntegerDomain;
 use crate::{Result, unsupported};
 
 /// The SQL type a column definition or a CAST names.
 pub fn sql_type_from_ast(data_type: &ast::DataType) -> Result<SqlType> {
     use ast::DataType as D;
+    if let Some(domain) = IntegerDomain::of(data_type) {
+        return Ok(domain.kept_as());
+    }
     Ok(match data_type {
         D::Boolean | D::Bool => SqlType::Boolean,
-        D::Int(_) | D::Integer(_) | D::Int4(_) | D::Int32 | D::SmallInt(_) | D::TinyInt(_) => {
-            SqlType::Int
-        }
+        D::Int(_) | D::Integer(_) | D::Int4(_) | D::Int32 => SqlType::Int,
         D::BigInt(_) | D::Int8(_) | D::Int64 => SqlType::BigInt,
         D::Double(_) | D::DoublePrecision | D::Float8 | D::Float64 | D::Real | D::Float4 => {
             SqlType::Double
@@ -61,7 +63,7 @@ pub fn sql_type_from_ast(data_type: &ast::DataType) -> Result<SqlType> {
             match last.as_str() {
                 "text" | "name" | "regtype" | "regclass" | "regproc" | "regnamespace"
                 | "regrole" | "char" | "bpchar" | "varchar" => SqlType::Varchar,
-                "oid" | "int2" | "int4" => SqlType::Int,
+                "oid" | "int4" => SqlType::Int,
                 "int8" => SqlType::BigInt,
                 "float4" | "float8" => SqlType::Double,
                 "bool" => SqlType::Boolean,

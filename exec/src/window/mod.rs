@@ -19,6 +19,7 @@ use crate::{ExecError, Result};
 mod aggregates;
 mod drivers;
 mod extremes;
+mod fill;
 mod frames;
 mod range_offsets;
 mod ranking;
@@ -205,6 +206,14 @@ fn compute(all: &RecordBatch, window: &WindowExpr) -> Result<ArrayRef> {
 fn values_in_window_order(input: &Sorted<'_>) -> Result<ArrayRef> {
     let window = input.window;
     let layout = &input.layout;
+    if window.func == WindowFunction::Fill {
+        let (Some(values), Some(order)) = (input.args.first(), input.order.first()) else {
+            return Err(ExecError::Execution(
+                "fill needs a value and one ORDER BY key".to_string(),
+            ));
+        };
+        return fill::values(values, order, layout);
+    }
     if !window.func.uses_frame() {
         return ranking::values(window.func, &input.args, layout);
     }

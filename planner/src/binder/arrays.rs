@@ -108,7 +108,24 @@ pub(super) fn bind_cast(
         ast::Expr::Array(array) if array.elem.is_empty() && item_type(&target).is_some() => {
             Ok(empty_or_text("{}", &target))
         }
-        _ => Ok(bind_expr(inner, ctx)?.cast(&target)),
+        _ => Ok(within_domain(
+            bind_expr(inner, ctx)?.cast(&target),
+            data_type,
+            false,
+        )),
+    }
+}
+
+/// `value` (already cast) checked against the range of the integer name it was cast to, when
+/// that name's range is not the width values are kept in (ADR 0060).
+pub(super) fn within_domain(value: Expr, data_type: &ast::DataType, lenient: bool) -> Expr {
+    match crate::IntegerDomain::of(data_type) {
+        Some(domain) => Expr::Function {
+            data_type: value.data_type(),
+            func: ScalarFunction::IntegerRange { domain, lenient },
+            args: vec![value],
+        },
+        None => value,
     }
 }
 

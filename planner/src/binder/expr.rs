@@ -729,14 +729,15 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
         } => {
             let target = super::arrays::cast_target(data_type)?;
             let value = bind_expr(inner, ctx)?;
-            Ok(match value.data_type() == target {
+            let cast = match value.data_type() == target {
                 true => value,
                 false => Expr::Function {
                     func: crate::expr::ScalarFunction::TryCast,
                     args: vec![value],
                     data_type: target,
                 },
-            })
+            };
+            Ok(super::arrays::within_domain(cast, data_type, true))
         }
         E::Cast {
             expr: inner,

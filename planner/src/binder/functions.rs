@@ -459,6 +459,12 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             if let Some(bound) = super::duckdb_functions::duckdb_function(&name, &args) {
                 return bound;
             }
+            if let Some(bound) = super::math_functions::math_function(&name, &args) {
+                return bound;
+            }
+            if let Some(bound) = super::text_functions::text_function(&name, &args) {
+                return bound;
+            }
             if let Some(bound) = super::arrays::array_function(&name, &args) {
                 return bound;
             }

@@ -8,6 +8,7 @@ mod duckdb_functions;
 mod expr;
 mod from;
 mod functions;
+mod math_functions;
 mod merge;
 mod ordered_set;
 mod recursive;
@@ -19,6 +20,7 @@ mod statistics;
 mod subqueries;
 mod table_functions;
 mod table_options;
+mod text_functions;
 pub(crate) mod time_windows;
 mod window;
 

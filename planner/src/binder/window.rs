@@ -64,6 +64,9 @@ pub(super) fn bind_window(
             nulls_first: item.options.nulls_first.unwrap_or(descending),
         });
     }
+    if func == WindowFunction::Fill {
+        check_fill_order(&order_by)?;
+    }
     let frame = window_frame(spec.window_frame.as_ref(), &order_by, exclude, ctx)?;
     let inputs = args
         .iter()
@@ -251,6 +254,14 @@ fn window_call(
             Ok((WindowFunction::Ntile, vec![buckets], DataType::Int64))
         }
         "lag" | "lead" => lag_or_lead(name, args),
+        "fill" => {
+            expect_arguments(name, &args, 1)?;
+            let t = args[0].data_type();
+            if !subtracts(&t) {
+                return Err(bind_err!("FILL argument must support subtraction"));
+            }
+            Ok((WindowFunction::Fill, args, t))
+        }
         "first_value" | "last_value" => {
             expect_arguments(name, &args, 1)?;
             let func = match name {
@@ -267,6 +278,28 @@ fn window_call(
             Ok((WindowFunction::NthValue, vec![args.remove(0), n], t))
         }
         other => window_aggregate(other, args, star),
+    }
+}
+
+/// Whether `fill` can draw a line through values of the type.
+fn subtracts(data_type: &DataType) -> bool {
+    is_numeric(data_type)
+        || matches!(
+            data_type,
+            DataType::Date32 | DataType::Timestamp(_, _) | DataType::Null
+        )
+}
+
+/// `fill` reads positions on one ORDER BY key, so it needs exactly one that subtracts.
+fn check_fill_order(order_by: &[SortKey]) -> Result<()> {
+    let [key] = order_by else {
+        return Err(bind_err!(
+            "FILL functions must have only one ORDER BY expression"
+        ));
+    };
+    match subtracts(&key.expr.data_type()) {
+        true => Ok(()),
+        false => Err(bind_err!("FILL ordering must support subtraction")),
     }
 }
 
