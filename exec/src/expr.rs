@@ -180,6 +180,9 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
         Expr::OuterColumn { name, .. } => Err(ExecError::Execution(format!(
             "outer column {name} reached the executor: the subquery was not decorrelated"
         ))),
+        Expr::Lambda(lambda) => Ok(Value::Column(crate::lambdas::evaluate_lambda(
+            lambda, batch,
+        )?)),
         Expr::ScalarSubquery(_) => Err(ExecError::Execution(
             "a scalar subquery reached the executor uncomputed".into(),
         )),

@@ -31,6 +31,7 @@ mod json;
 mod key_hash;
 mod keys;
 mod lake_rows;
+mod lambdas;
 mod like;
 mod list_functions;
 mod math_functions;

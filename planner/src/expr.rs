@@ -59,6 +59,46 @@ pub enum Expr {
     },
     /// An uncorrelated subquery's single value, computed once before the query runs.
     ScalarSubquery(Subquery),
+    /// A list function applying a lambda to each list's elements (ADR 0061).
+    Lambda(Box<Lambda>),
+}
+
+/// `list_transform(list, x -> body)` and its kin. The list, a reduction's initial value and
+/// the captured columns are over the query's input like any expression; `body` is over the
+/// lambda's own columns only: the parameters, then one per captured expression, each element
+/// seeing its row's value. No rewrite of the query's columns needs to reach into it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lambda {
+    pub op: LambdaOp,
+    pub list: Expr,
+    pub initial: Option<Expr>,
+    pub captured: Vec<Expr>,
+    pub body: Expr,
+    /// Whether the last parameter is the element's position in its list (from 1).
+    pub with_index: bool,
+    pub data_type: DataType,
+}
+
+/// What a lambda list function does with the body's values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LambdaOp {
+    /// Each element replaced by the body's value (`list_transform`): parameters `(x [, i])`.
+    Transform,
+    /// The elements for which the body holds (`list_filter`): parameters `(x [, i])`.
+    Filter,
+    /// The elements folded from the first (or the initial value) by the body
+    /// (`list_reduce`): parameters `(accumulator, x [, i])`.
+    Reduce,
+}
+
+impl LambdaOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            LambdaOp::Transform => "list_transform",
+            LambdaOp::Filter => "list_filter",
+            LambdaOp::Reduce => "list_reduce",
+        }
+    }
 }
 
 /// A subquery's plan inside an expression. Two subqueries are the same only if they are the
@@ -635,6 +675,12 @@ impl Expr {
             | Expr::Literal(_)
             | Expr::OuterColumn { .. }
             | Expr::ScalarSubquery(_) => self.clone(),
+            Expr::Lambda(lambda) => Expr::Lambda(Box::new(Lambda {
+                list: f(&lambda.list),
+                initial: lambda.initial.as_ref().map(&mut *f),
+                captured: lambda.captured.iter().map(&mut *f).collect(),
+                ..(**lambda).clone()
+            })),
             Expr::Binary { op, left, right } => Expr::Binary {
                 op: *op,
                 left: boxed(left),
@@ -782,6 +828,7 @@ impl Expr {
             Expr::Cast { data_type, .. }
             | Expr::Case { data_type, .. }
             | Expr::Function { data_type, .. } => data_type.clone(),
+            Expr::Lambda(lambda) => lambda.data_type.clone(),
         }
     }
 
@@ -811,6 +858,17 @@ impl fmt::Display for Expr {
             Expr::Column { name, index, .. } => write!(f, "{name}#{index}"),
             Expr::OuterColumn { name, index, .. } => write!(f, "outer.{name}#{index}"),
             Expr::ScalarSubquery(_) => write!(f, "(subquery)"),
+            Expr::Lambda(lambda) => {
+                write!(f, "{}({}, ", lambda.op.name(), lambda.list)?;
+                if let Some(initial) = &lambda.initial {
+                    write!(f, "{initial}, ")?;
+                }
+                write!(f, "lambda: {}", lambda.body)?;
+                for captured in &lambda.captured {
+                    write!(f, ", {captured}")?;
+                }
+                write!(f, ")")
+            }
             Expr::Literal(value) => write!(f, "{value}"),
             Expr::Binary { op, left, right } => write!(f, "({left} {} {right})", op.symbol()),
             Expr::Not(e) => write!(f, "NOT {e}"),

@@ -119,6 +119,12 @@ macro_rules! expr_children {
             }
             Expr::Like { expr, pattern, .. } => out.extend([&$($mut)? **expr, &$($mut)? **pattern]),
             Expr::Function { args, .. } => out.extend(args),
+            // The body is over the lambda's own columns, not the input's: not a child.
+            Expr::Lambda(lambda) => {
+                out.push(&$($mut)? lambda.list);
+                out.extend(&$($mut)? lambda.initial);
+                out.extend(&$($mut)? lambda.captured);
+            }
         }
         out
     }};

@@ -79,7 +79,11 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
     if let ("array", ast::FunctionArguments::Subquery(query)) = (name.as_str(), &function.args) {
         return super::arrays::bind_array_subquery(query, ctx);
     }
-    let args = function_args(function)
+    let ast_args = function_args(function);
+    if ast_args.iter().any(|a| matches!(a, ast::Expr::Lambda(_))) {
+        return super::lambdas::bind_lambda_call(&name, &ast_args, ctx);
+    }
+    let args = ast_args
         .into_iter()
         .map(|a| bind_expr(a, ctx))
         .collect::<Result<Vec<_>>>()?;

@@ -8,6 +8,7 @@ mod duckdb_functions;
 mod expr;
 mod from;
 mod functions;
+mod lambdas;
 mod math_functions;
 mod merge;
 mod ordered_set;
