@@ -522,6 +522,10 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::SortedMode => crate::ordered_set::mode(&args[0]),
         ScalarFunction::JsonGet { text } => crate::json::json_get(args, text),
         ScalarFunction::JsonCheck => crate::json::json_check(&args[0]),
+        ScalarFunction::MakeDate => crate::date_makers::make_date(args),
+        ScalarFunction::MakeTimestamp => crate::date_makers::make_timestamp(args),
+        ScalarFunction::Age => crate::date_makers::age(args),
+        ScalarFunction::LastDay => crate::date_makers::last_day(&args[0]),
         ScalarFunction::Math(op) => crate::math_functions::math_function(op, args),
         ScalarFunction::Text(op) => crate::text_functions::text_function(op, args),
         ScalarFunction::IntegerRange { domain, lenient } => {

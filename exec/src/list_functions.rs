@@ -14,7 +14,7 @@ use pondra_planner::ListOp;
 
 use crate::{ExecError, Result};
 
-fn item_field(list: &ArrayRef) -> Result<FieldRef> {
+pub(crate) fn item_field(list: &ArrayRef) -> Result<FieldRef> {
     match list.data_type() {
         DataType::List(field) => Ok(field.clone()),
         other => Err(ExecError::Execution(format!(
@@ -23,13 +23,17 @@ fn item_field(list: &ArrayRef) -> Result<FieldRef> {
     }
 }
 
-fn bounds(list: &ListArray, row: usize) -> std::ops::Range<usize> {
+pub(crate) fn bounds(list: &ListArray, row: usize) -> std::ops::Range<usize> {
     let offsets = list.value_offsets();
     offsets[row] as usize..offsets[row + 1] as usize
 }
 
 /// The lists made of `picks[row]` (indexes into `values`) for each valid row.
-fn build(field: FieldRef, values: &ArrayRef, picks: Vec<Option<Vec<u32>>>) -> Result<ArrayRef> {
+pub(crate) fn build(
+    field: FieldRef,
+    values: &ArrayRef,
+    picks: Vec<Option<Vec<u32>>>,
+) -> Result<ArrayRef> {
     let mut offsets = Vec::with_capacity(picks.len() + 1);
     offsets.push(0i32);
     let mut indexes = Vec::new();
@@ -78,6 +82,14 @@ pub fn list_function(op: ListOp, args: &[ArrayRef]) -> Result<ArrayRef> {
                 picked
             })
         }
+        ListOp::Slice => crate::list_picks::slice(args),
+        ListOp::Select => crate::list_picks::select_or_where(args, false),
+        ListOp::Where => crate::list_picks::select_or_where(args, true),
+        ListOp::Resize => crate::list_picks::resize(args),
+        ListOp::Flatten => crate::list_picks::flatten(&args[0]),
+        ListOp::HasAny => crate::list_picks::has(args, false),
+        ListOp::HasAll => crate::list_picks::has(args, true),
+        ListOp::Intersect => crate::list_picks::intersect(args),
         // Each value once, where it first comes; NULLs left out, as in DuckDB.
         ListOp::Distinct => {
             let valid = args[0].as_list::<i32>().values().logical_nulls();

@@ -297,6 +297,14 @@ pub enum ScalarFunction {
     },
     /// `CAST(text AS JSON)`: the text, checked to be JSON.
     JsonCheck,
+    /// `make_date(year, month, day)`.
+    MakeDate,
+    /// `make_timestamp(year, month, day, hour, minute, seconds)`.
+    MakeTimestamp,
+    /// `age(a, b)`: an interval of years and months, days and time, as PostgreSQL counts it.
+    Age,
+    /// `last_day(d)`: the last day of its month.
+    LastDay,
     /// The math library (`log`, `sin`, `gamma`, `isnan`, ...).
     Math(MathOp),
     /// Text functions beyond the core ones (`levenshtein`, `translate`, `concat_ws`, ...).
@@ -526,6 +534,21 @@ pub enum ListOp {
     },
     /// Each non-NULL value once.
     Distinct,
+    /// `list_slice(x, begin, end, step)`, over lists or text.
+    Slice,
+    /// `list_select(l, places)`: the elements at the places.
+    Select,
+    /// `list_where(l, mask)`: the elements whose mask is true.
+    Where,
+    /// `list_resize(l, size, fill)`.
+    Resize,
+    /// A list of lists made one list.
+    Flatten,
+    /// Whether any / every non-NULL element of the second list is in the first.
+    HasAny,
+    HasAll,
+    /// The first list's elements that the second has, each once.
+    Intersect,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -599,6 +622,10 @@ impl ScalarFunction {
             ScalarFunction::JsonGet { text: false } => "json_extract",
             ScalarFunction::JsonGet { text: true } => "json_extract_string",
             ScalarFunction::JsonCheck => "json",
+            ScalarFunction::MakeDate => "make_date",
+            ScalarFunction::MakeTimestamp => "make_timestamp",
+            ScalarFunction::Age => "age",
+            ScalarFunction::LastDay => "last_day",
             ScalarFunction::Math(op) => op.name(),
             ScalarFunction::Text(op) => op.name(),
             ScalarFunction::IntegerRange { .. } => "cast",
@@ -625,6 +652,14 @@ impl ScalarFunction {
                 ListOp::Reverse => "list_reverse",
                 ListOp::Sort { .. } => "list_sort",
                 ListOp::Distinct => "list_distinct",
+                ListOp::Slice => "list_slice",
+                ListOp::Select => "list_select",
+                ListOp::Where => "list_where",
+                ListOp::Resize => "list_resize",
+                ListOp::Flatten => "flatten",
+                ListOp::HasAny => "list_has_any",
+                ListOp::HasAll => "list_has_all",
+                ListOp::Intersect => "list_intersect",
             },
             ScalarFunction::Strptime { lenient: false } => "strptime",
             ScalarFunction::Strptime { lenient: true } => "try_strptime",

@@ -201,6 +201,24 @@ pub(super) fn bind_subscripts(
             value = record_field(value, &normalize(name))?;
             continue;
         }
+        if let ast::AccessExpr::Subscript(ast::Subscript::Slice {
+            lower_bound,
+            upper_bound,
+            stride,
+        }) = access
+        {
+            // A missing bound is the first or the last place.
+            let mut bound = |b: &Option<ast::Expr>, missing: i64| match b {
+                Some(b) => bind_expr(b, ctx),
+                None => Ok(Expr::Literal(ScalarValue::Int64(missing))),
+            };
+            let mut bounds = vec![bound(lower_bound, 1)?, bound(upper_bound, -1)?];
+            if stride.is_some() {
+                bounds.push(bound(stride, 1)?);
+            }
+            value = super::list_picks::slice("a slice", Some(&value), &bounds)?;
+            continue;
+        }
         let ast::AccessExpr::Subscript(ast::Subscript::Index { index }) = access else {
             return Err(unsupported!("the access {access}"));
         };

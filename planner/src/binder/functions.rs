@@ -463,6 +463,12 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             if let Some(bound) = super::duckdb_functions::duckdb_function(&name, &args) {
                 return bound;
             }
+            if let Some(bound) = super::date_functions::date_function(&name, &args) {
+                return bound;
+            }
+            if let Some(bound) = super::list_picks::list_pick_function(&name, &args) {
+                return bound;
+            }
             if let Some(bound) = super::math_functions::math_function(&name, &args) {
                 return bound;
             }

@@ -1,0 +1,134 @@
+//! Date functions of both anchors beyond EXTRACT and its kin: `make_date`, `make_timestamp`,
+//! `age`, `last_day`, `dayname`, `monthname` and `yearweek`.
+
+use arrow::datatypes::{DataType, TimeUnit};
+
+use super::expr::*;
+use crate::expr::{DatePart, Expr, ScalarFunction};
+use crate::scalar::ScalarValue;
+use crate::{Result, bind_err, unsupported};
+
+const TIMESTAMP: DataType = DataType::Timestamp(TimeUnit::Microsecond, None);
+
+/// The bound call, or `None` when `name` is none of these functions.
+pub(super) fn date_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
+    Some(match name {
+        "make_date" => integers(name, args, 3)
+            .map(|args| call(ScalarFunction::MakeDate, args, DataType::Date32)),
+        "make_timestamp" => make_timestamp(args),
+        "age" => age(args),
+        "last_day" => temporal(name, args)
+            .map(|value| call(ScalarFunction::LastDay, vec![value], DataType::Date32)),
+        "dayname" | "monthname" => temporal(name, args).map(|value| {
+            let format = if name == "dayname" { "%A" } else { "%B" };
+            call(
+                ScalarFunction::Strftime,
+                vec![
+                    value.cast(&TIMESTAMP),
+                    Expr::Literal(ScalarValue::Utf8(format.to_string())),
+                ],
+                DataType::Utf8,
+            )
+        }),
+        // The ISO year times 100 plus the ISO week: 202001 for 2019-12-30.
+        "yearweek" => temporal(name, args).map(|value| {
+            let part = |part| {
+                call(
+                    ScalarFunction::DatePart(part),
+                    vec![value.clone()],
+                    DataType::Int64,
+                )
+            };
+            Expr::Binary {
+                op: crate::expr::BinaryOp::Plus,
+                left: Box::new(Expr::Binary {
+                    op: crate::expr::BinaryOp::Multiply,
+                    left: Box::new(part(DatePart::IsoYear)),
+                    right: Box::new(Expr::Literal(ScalarValue::Int64(100))),
+                }),
+                right: Box::new(part(DatePart::Week)),
+            }
+        }),
+        _ => return None,
+    })
+}
+
+fn call(func: ScalarFunction, args: Vec<Expr>, data_type: DataType) -> Expr {
+    Expr::Function {
+        func,
+        args,
+        data_type,
+    }
+}
+
+fn integers(name: &str, args: &[Expr], count: usize) -> Result<Vec<Expr>> {
+    if args.len() != count {
+        return Err(bind_err!("{name} takes {count} arguments"));
+    }
+    args.iter()
+        .map(|a| match a.data_type() {
+            DataType::Int32 | DataType::Int64 | DataType::Null => {
+                Ok(a.clone().cast(&DataType::Int64))
+            }
+            other => Err(bind_err!(
+                "{name} needs integer parts, not {}",
+                type_name(&other)
+            )),
+        })
+        .collect()
+}
+
+/// The single DATE or TIMESTAMP argument.
+fn temporal(name: &str, args: &[Expr]) -> Result<Expr> {
+    let [value] = args else {
+        return Err(bind_err!("{name} takes one argument"));
+    };
+    match value.data_type() {
+        DataType::Date32 | DataType::Timestamp(..) => Ok(value.clone()),
+        DataType::Null => Ok(value.clone().cast(&DataType::Date32)),
+        other => Err(bind_err!(
+            "{name} needs a DATE or TIMESTAMP, not {}",
+            type_name(&other)
+        )),
+    }
+}
+
+/// `make_timestamp(year, month, day, hour, minute, seconds)`.
+fn make_timestamp(args: &[Expr]) -> Result<Expr> {
+    if args.len() != 6 {
+        return Err(bind_err!(
+            "make_timestamp takes a year, a month, a day, an hour, a minute and seconds"
+        ));
+    }
+    let mut parts = integers("make_timestamp", &args[..5], 5)?;
+    let seconds = &args[5];
+    if !crate::types::is_numeric(&seconds.data_type()) && seconds.data_type() != DataType::Null {
+        return Err(bind_err!(
+            "make_timestamp needs seconds as a number, not {}",
+            type_name(&seconds.data_type())
+        ));
+    }
+    parts.push(seconds.clone().cast(&DataType::Float64));
+    Ok(call(ScalarFunction::MakeTimestamp, parts, TIMESTAMP))
+}
+
+/// `age(a, b)`; `age(a)` counts from the current date, which the engine has no function for.
+fn age(args: &[Expr]) -> Result<Expr> {
+    let [a, b] = args else {
+        return Err(match args.len() {
+            1 => unsupported!("age(x) from the current date: write age(date, x)"),
+            _ => bind_err!("age takes two timestamps"),
+        });
+    };
+    let stamp = |value: &Expr| match value.data_type() {
+        DataType::Date32 | DataType::Timestamp(..) | DataType::Null => {
+            Ok(value.clone().cast(&TIMESTAMP))
+        }
+        other => Err(bind_err!("age needs timestamps, not {}", type_name(&other))),
+    };
+    Ok(call(
+        ScalarFunction::Age,
+        vec![stamp(a)?, stamp(b)?],
+        DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano),
+    ))
+}
