@@ -8,6 +8,7 @@ use arrow::array::{
 };
 use arrow::datatypes::{Float64Type, Int64Type, IntervalMonthDayNano, TimestampMicrosecondType};
 use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
+use pondra_planner::DatePart;
 
 use crate::{ExecError, Result};
 
@@ -141,6 +142,61 @@ pub fn last_day(value: &ArrayRef) -> Result<ArrayRef> {
         })
         .collect();
     Ok(Arc::new(out))
+}
+
+/// An interval of each row's count of `part`s (whole for the parts above seconds).
+pub fn interval_of(counts: &ArrayRef, part: DatePart) -> Result<ArrayRef> {
+    let (months, days, nanos): (i64, i64, i64) = match part {
+        DatePart::Millennium => (12_000, 0, 0),
+        DatePart::Century => (1_200, 0, 0),
+        DatePart::Decade => (120, 0, 0),
+        DatePart::Year => (12, 0, 0),
+        DatePart::Quarter => (3, 0, 0),
+        DatePart::Month => (1, 0, 0),
+        DatePart::Week => (0, 7, 0),
+        DatePart::Day => (0, 1, 0),
+        DatePart::Hour => (0, 0, 3_600_000_000_000),
+        DatePart::Minute => (0, 0, 60_000_000_000),
+        DatePart::Second => (0, 0, 1_000_000_000),
+        DatePart::Millisecond => (0, 0, 1_000_000),
+        DatePart::Microsecond => (0, 0, 1_000),
+        other => {
+            return Err(ExecError::Execution(format!(
+                "an interval cannot be counted in {other:?}"
+            )));
+        }
+    };
+    let overflow = || ExecError::Execution(format!("an interval of {part:?}s out of range"));
+    let whole = |n: i64| -> Result<IntervalMonthDayNano> {
+        let months = i32::try_from(n.checked_mul(months).ok_or_else(overflow)?);
+        let days = i32::try_from(n.checked_mul(days).ok_or_else(overflow)?);
+        let nanos = n.checked_mul(nanos).ok_or_else(overflow)?;
+        Ok(IntervalMonthDayNano::new(
+            months.map_err(|_| overflow())?,
+            days.map_err(|_| overflow())?,
+            nanos,
+        ))
+    };
+    let mut out = Vec::with_capacity(counts.len());
+    if let Some(fractions) = counts.as_primitive_opt::<Float64Type>() {
+        for n in fractions.iter() {
+            out.push(match n {
+                Some(n) => {
+                    let total = (n * nanos as f64).round();
+                    if !total.is_finite() || total.abs() > i64::MAX as f64 {
+                        return Err(overflow());
+                    }
+                    Some(IntervalMonthDayNano::new(0, 0, total as i64))
+                }
+                None => None,
+            });
+        }
+    } else {
+        for n in counts.as_primitive::<Int64Type>().iter() {
+            out.push(n.map(whole).transpose()?);
+        }
+    }
+    Ok(Arc::new(IntervalMonthDayNanoArray::from(out)))
 }
 
 fn days_in_month(year: i32, month: u32) -> i64 {

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, AsArray, BooleanArray, Float64Array};
-use arrow::datatypes::Float64Type;
+use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, Float64Array};
+use arrow::datatypes::{DataType, Decimal128Type, Float64Type, Int64Type};
 use pondra_planner::MathOp;
 
 use crate::{ExecError, Result};
@@ -39,6 +39,65 @@ pub fn math_function(op: MathOp, args: &[ArrayRef]) -> Result<ArrayRef> {
         }
     };
     Ok(Arc::new(out))
+}
+
+/// `trunc(x, n)` over DOUBLEs, integers and decimals, each in its own type; decimals and
+/// integers are cut exactly.
+pub fn trunc_digits(values: &ArrayRef, digits: &ArrayRef) -> Result<ArrayRef> {
+    let digits = digits.as_primitive::<Int64Type>();
+    // How many of the value's last digits to cut, given the value's scale.
+    let cut = |row: usize, scale: i64| -> Option<u32> {
+        let n = digits.is_valid(row).then(|| digits.value(row))?;
+        Some(scale.saturating_sub(n).clamp(0, 38) as u32)
+    };
+    let whole = |v: i128, cut: u32| match 10i128.checked_pow(cut) {
+        Some(unit) => v / unit * unit,
+        None => 0,
+    };
+    Ok(match values.data_type() {
+        DataType::Float64 => {
+            let x = values.as_primitive::<Float64Type>();
+            let out: Float64Array = (0..x.len())
+                .map(|row| {
+                    let n = digits.is_valid(row).then(|| digits.value(row))?;
+                    let unit = 10f64.powi(n.clamp(-308, 308) as i32);
+                    x.is_valid(row)
+                        .then(|| (x.value(row) * unit).trunc() / unit)
+                })
+                .collect();
+            Arc::new(out)
+        }
+        DataType::Int32 | DataType::Int64 => {
+            let wide = arrow::compute::cast(values, &DataType::Int64)?;
+            let x = wide.as_primitive::<Int64Type>();
+            let out: arrow::array::Int64Array = (0..x.len())
+                .map(|row| {
+                    Some(whole(x.is_valid(row).then(|| x.value(row))? as i128, cut(row, 0)?) as i64)
+                })
+                .collect();
+            arrow::compute::cast(&(Arc::new(out) as ArrayRef), values.data_type())?
+        }
+        DataType::Decimal128(precision, scale) => {
+            let x = values.as_primitive::<Decimal128Type>();
+            let out: arrow::array::Decimal128Array = (0..x.len())
+                .map(|row| {
+                    Some(whole(
+                        x.is_valid(row).then(|| x.value(row))?,
+                        cut(row, *scale as i64)?,
+                    ))
+                })
+                .collect();
+            Arc::new(out.with_precision_and_scale(*precision, *scale)?)
+        }
+        DataType::Decimal64(precision, scale) => {
+            let wide = arrow::compute::cast(values, &DataType::Decimal128(*precision, *scale))?;
+            let digits: ArrayRef = Arc::new(digits.clone());
+            arrow::compute::cast(&trunc_digits(&wide, &digits)?, values.data_type())?
+        }
+        other => {
+            return Err(ExecError::Execution(format!("trunc over {other}")));
+        }
+    })
 }
 
 fn test(op: MathOp, x: &Float64Array) -> BooleanArray {

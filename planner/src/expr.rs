@@ -305,6 +305,12 @@ pub enum ScalarFunction {
     Age,
     /// `last_day(d)`: the last day of its month.
     LastDay,
+    /// An interval of a number of `part`s (`INTERVAL (n) DAY`, `to_days(n)`); seconds and
+    /// their fractions take a DOUBLE, the other parts a BIGINT.
+    IntervalOf(DatePart),
+    /// `trunc(x, n)`: `x` cut toward zero to `n` digits after the point (before it when `n`
+    /// is negative), in `x`'s type.
+    TruncDigits,
     /// The math library (`log`, `sin`, `gamma`, `isnan`, ...).
     Math(MathOp),
     /// Text functions beyond the core ones (`levenshtein`, `translate`, `concat_ws`, ...).
@@ -626,6 +632,8 @@ impl ScalarFunction {
             ScalarFunction::MakeTimestamp => "make_timestamp",
             ScalarFunction::Age => "age",
             ScalarFunction::LastDay => "last_day",
+            ScalarFunction::IntervalOf(_) => "to_interval",
+            ScalarFunction::TruncDigits => "trunc",
             ScalarFunction::Math(op) => op.name(),
             ScalarFunction::Text(op) => op.name(),
             ScalarFunction::IntegerRange { .. } => "cast",

@@ -59,6 +59,15 @@ pub(super) fn bind_array(array: &ast::Array, ctx: &mut Context<'_>) -> Result<Ex
         .iter()
         .map(|e| bind_expr(e, ctx))
         .collect::<Result<Vec<_>>>()?;
+    // DuckDB's `[NULL]` is a list of NULLs that, like `[]`, takes any list's type; Postgres's
+    // `ARRAY[NULL]` is an array of text.
+    if !array.named && elements.iter().all(|e| e.data_type() == DataType::Null) {
+        return Ok(Expr::Function {
+            func: ScalarFunction::MakeArray,
+            args: elements,
+            data_type: list_of(DataType::Null),
+        });
+    }
     make_array(elements)
 }
 

@@ -3,7 +3,10 @@
 
 use arrow::datatypes::{DataType, TimeUnit};
 
+use sqlparser::ast;
+
 use super::expr::*;
+use super::functions::part_by_name;
 use crate::expr::{DatePart, Expr, ScalarFunction};
 use crate::scalar::ScalarValue;
 use crate::{Result, bind_err, unsupported};
@@ -49,8 +52,66 @@ pub(super) fn date_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
                 right: Box::new(part(DatePart::Week)),
             }
         }),
+        "to_years" | "to_months" | "to_weeks" | "to_days" | "to_hours" | "to_minutes"
+        | "to_seconds" | "to_milliseconds" | "to_microseconds" | "to_centuries" | "to_decades"
+        | "to_millennia" | "to_quarters" => {
+            let unit = match name.trim_start_matches("to_") {
+                "centuries" => "century",
+                "millennia" => "millennium",
+                plural => plural.trim_end_matches('s'),
+            };
+            match (args, part_by_name(unit)) {
+                ([count], Ok(part)) => interval_of(part, count.clone()),
+                (_, Err(e)) => Err(e),
+                _ => Err(bind_err!("{name} takes one argument")),
+            }
+        }
         _ => return None,
     })
+}
+
+/// `INTERVAL (expr) unit`: an interval of `expr` units.
+pub(super) fn interval_of_expression(
+    interval: &ast::Interval,
+    ctx: &mut Context<'_>,
+) -> Result<Expr> {
+    let (Some(unit), None) = (&interval.leading_field, &interval.last_field) else {
+        return Err(unsupported!("the interval {interval}: name one unit"));
+    };
+    let part = part_by_name(&unit.to_string())?;
+    interval_of(part, bind_expr(&interval.value, ctx)?)
+}
+
+/// An interval of `count` `part`s.
+fn interval_of(part: DatePart, count: Expr) -> Result<Expr> {
+    let fraction = matches!(
+        part,
+        DatePart::Second | DatePart::Millisecond | DatePart::Microsecond
+    );
+    let count = match (count.data_type(), fraction) {
+        (DataType::Int32 | DataType::Int64 | DataType::Null, false) => count.cast(&DataType::Int64),
+        (t, true) if crate::types::is_numeric(&t) || t == DataType::Null => {
+            count.cast(&DataType::Float64)
+        }
+        (other, _) => {
+            return Err(bind_err!(
+                "an interval of {part:?}s needs {}, not {}",
+                if fraction { "a number" } else { "an integer" },
+                type_name(&other)
+            ));
+        }
+    };
+    if matches!(
+        part,
+        DatePart::DayOfWeek | DatePart::DayOfYear | DatePart::IsoDayOfWeek | DatePart::IsoYear
+    ) {
+        return Err(bind_err!("an interval cannot be counted in {part:?}"));
+    }
+    Ok(call(
+        ScalarFunction::IntervalOf(part),
+        vec![count],
+        DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano),
+    ))
 }
 
 fn call(func: ScalarFunction, args: Vec<Expr>, data_type: DataType) -> Expr {

@@ -135,8 +135,40 @@ fn part_function(name: &str, args: &[Expr]) -> Result<Expr> {
     })
 }
 
+/// `trunc(x, n)`: cut toward zero to `n` digits after the point, in `x`'s type.
+fn trunc_digits(value: &Expr, digits: &Expr) -> Result<Expr> {
+    let t = value.data_type();
+    if !is_numeric(&t) && t != DataType::Null {
+        return Err(bind_err!(
+            "function trunc({}, ...) does not exist",
+            type_name(&t)
+        ));
+    }
+    if !matches!(
+        digits.data_type(),
+        DataType::Int32 | DataType::Int64 | DataType::Null
+    ) {
+        return Err(bind_err!("trunc takes its digits as an integer"));
+    }
+    let t = match t {
+        DataType::Null => DataType::Float64,
+        t => t,
+    };
+    Ok(Expr::Function {
+        func: ScalarFunction::TruncDigits,
+        args: vec![
+            value.clone().cast(&t),
+            digits.clone().cast(&DataType::Int64),
+        ],
+        data_type: t,
+    })
+}
+
 /// `trunc(x)`: the number without its fraction, toward zero; an integer is itself.
 fn trunc(args: &[Expr]) -> Result<Expr> {
+    if args.len() == 2 {
+        return trunc_digits(&args[0], &args[1]);
+    }
     expect_arity("trunc", args, 1)?;
     let value = args[0].clone();
     let t = value.data_type();

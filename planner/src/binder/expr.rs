@@ -751,6 +751,9 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
             ..
         } => bind_case(operand.as_deref(), conditions, else_result.as_deref(), ctx),
         E::Function(function) => bind_function(function, ctx),
+        E::Interval(interval) if !matches!(interval.value.as_ref(), ast::Expr::Value(_)) => {
+            super::date_functions::interval_of_expression(interval, ctx)
+        }
         E::Interval(interval) => Ok(Expr::Literal(interval_literal(interval)?)),
         E::Trim {
             trim_where,
@@ -1145,18 +1148,25 @@ pub(super) fn interval_of_text(
         _ => return Err(bind_err!("invalid interval '{text}'")),
     }
     let (mut months, mut days, mut nanos) = (0i64, 0i64, 0i64);
+    let out_of_range = || bind_err!("interval out of range: '{text}'");
     for (n, unit) in parts {
-        match unit.trim_end_matches('s') {
-            "year" => months += n * 12,
-            "quarter" => months += n * 3,
-            "month" => months += n,
-            "week" => days += n * 7,
-            "day" => days += n,
-            "hour" => nanos += n * 3_600_000_000_000,
-            "minute" => nanos += n * 60_000_000_000,
-            "second" => nanos += n * 1_000_000_000,
+        let (total, per_unit) = match unit.trim_end_matches('s') {
+            "year" => (&mut months, 12),
+            "quarter" => (&mut months, 3),
+            "month" => (&mut months, 1),
+            "week" => (&mut days, 7),
+            "day" => (&mut days, 1),
+            "hour" => (&mut nanos, 3_600_000_000_000),
+            "minute" => (&mut nanos, 60_000_000_000),
+            "second" => (&mut nanos, 1_000_000_000),
+            "millisecond" => (&mut nanos, 1_000_000),
+            "microsecond" => (&mut nanos, 1_000),
             other => return Err(bind_err!("unknown interval unit {other}")),
-        }
+        };
+        *total = n
+            .checked_mul(per_unit)
+            .and_then(|v| total.checked_add(v))
+            .ok_or_else(out_of_range)?;
     }
     Ok(ScalarValue::Interval {
         months: i32::try_from(months).map_err(|_| bind_err!("interval out of range"))?,
