@@ -25,6 +25,7 @@ mod table_functions;
 mod table_options;
 mod text_functions;
 pub(crate) mod time_windows;
+mod where_aliases;
 mod window;
 
 pub(crate) use expr::aggregate_function;
@@ -1239,7 +1240,11 @@ impl<'a> Binder<'a> {
             return Err(bind_err!("HAVING needs GROUP BY or an aggregate"));
         }
         let (relations, predicates, scope) = self.bind_from(&select.from)?;
-        let plan = self.bind_where(relations, predicates, &scope, select.selection.as_ref())?;
+        let outer = self.outer_scope();
+        let selection = select.selection.as_ref().map(|selection| {
+            where_aliases::with_aliases(selection, &select.projection, &scope, outer.as_ref())
+        });
+        let plan = self.bind_where(relations, predicates, &scope, selection.as_ref())?;
         let (group_by, sets) = match &select.group_by {
             ast::GroupByExpr::Expressions(exprs, modifiers) if modifiers.is_empty() => {
                 grouping_sets(exprs)?
