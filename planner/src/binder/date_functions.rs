@@ -33,25 +33,10 @@ pub(super) fn date_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
                 DataType::Utf8,
             )
         }),
-        // The ISO year times 100 plus the ISO week: 202001 for 2019-12-30.
-        "yearweek" => temporal(name, args).map(|value| {
-            let part = |part| {
-                call(
-                    ScalarFunction::DatePart(part),
-                    vec![value.clone()],
-                    DataType::Int64,
-                )
-            };
-            Expr::Binary {
-                op: crate::expr::BinaryOp::Plus,
-                left: Box::new(Expr::Binary {
-                    op: crate::expr::BinaryOp::Multiply,
-                    left: Box::new(part(DatePart::IsoYear)),
-                    right: Box::new(Expr::Literal(ScalarValue::Int64(100))),
-                }),
-                right: Box::new(part(DatePart::Week)),
-            }
-        }),
+        "yearweek" => match args {
+            [value] => derived_part(name, value).expect("yearweek is a derived part"),
+            _ => Err(bind_err!("{name} takes one argument")),
+        },
         "to_years" | "to_months" | "to_weeks" | "to_days" | "to_hours" | "to_minutes"
         | "to_seconds" | "to_milliseconds" | "to_microseconds" | "to_centuries" | "to_decades"
         | "to_millennia" | "to_quarters" => {
@@ -112,6 +97,79 @@ fn interval_of(part: DatePart, count: Expr) -> Result<Expr> {
         vec![count],
         DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano),
     ))
+}
+
+/// The parts computed from others, by name, of a date or timestamp: `epoch` (seconds since
+/// 1970, a DOUBLE), `julian` (the Julian day, a DOUBLE), `era` (1 after Christ, 0 before) and
+/// `yearweek` (the ISO year times 100 plus the ISO week: 202001 for 2019-12-30). `None` for
+/// the other parts.
+pub(super) fn derived_part(name: &str, value: &Expr) -> Option<Result<Expr>> {
+    use crate::expr::BinaryOp;
+    if !matches!(name, "epoch" | "julian" | "era" | "yearweek") {
+        return None;
+    }
+    let value = match temporal(name, std::slice::from_ref(value)) {
+        Ok(value) => value,
+        Err(e) => return Some(Err(e)),
+    };
+    let binary = |op, left: Expr, right: Expr| Expr::Binary {
+        op,
+        left: Box::new(left),
+        right: Box::new(right),
+    };
+    let part = |part| {
+        call(
+            ScalarFunction::DatePart(part),
+            vec![value.clone()],
+            DataType::Int64,
+        )
+    };
+    let seconds = || {
+        let micros = value
+            .clone()
+            .cast(&TIMESTAMP)
+            .cast(&DataType::Int64)
+            .cast(&DataType::Float64);
+        binary(
+            BinaryOp::Divide,
+            micros,
+            Expr::Literal(ScalarValue::Float64(1e6)),
+        )
+    };
+    Some(Ok(match name {
+        "epoch" => seconds(),
+        // Day 2440588 of the Julian count is 1970-01-01.
+        "julian" => binary(
+            BinaryOp::Plus,
+            binary(
+                BinaryOp::Divide,
+                seconds(),
+                Expr::Literal(ScalarValue::Float64(86_400.0)),
+            ),
+            Expr::Literal(ScalarValue::Float64(2_440_588.0)),
+        ),
+        "era" => Expr::Case {
+            branches: vec![(
+                binary(
+                    BinaryOp::Gt,
+                    part(DatePart::Year),
+                    Expr::Literal(ScalarValue::Int64(0)),
+                ),
+                Expr::Literal(ScalarValue::Int64(1)),
+            )],
+            otherwise: Some(Box::new(Expr::Literal(ScalarValue::Int64(0)))),
+            data_type: DataType::Int64,
+        },
+        _ => binary(
+            BinaryOp::Plus,
+            binary(
+                BinaryOp::Multiply,
+                part(DatePart::IsoYear),
+                Expr::Literal(ScalarValue::Int64(100)),
+            ),
+            part(DatePart::Week),
+        ),
+    }))
 }
 
 fn call(func: ScalarFunction, args: Vec<Expr>, data_type: DataType) -> Expr {

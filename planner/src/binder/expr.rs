@@ -816,6 +816,11 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
         }
         E::Extract { field, expr, .. } => {
             let value = bind_expr(expr, ctx)?;
+            if let Some(derived) =
+                super::date_functions::derived_part(&field.to_string().to_lowercase(), &value)
+            {
+                return derived;
+            }
             let t = value.data_type();
             if !matches!(t, DataType::Date32 | DataType::Timestamp(..)) {
                 return Err(bind_err!(

@@ -357,27 +357,10 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             let list = crate::types::list_of(DataType::Utf8);
             (ScalarFunction::StringSplit, strings(args), list)
         }
-        "epoch" => {
+        "epoch" | "julian" | "era" => {
             arity(1)?;
-            let time = args.into_iter().next().expect("one arg");
-            if !matches!(
-                time.data_type(),
-                DataType::Timestamp(..) | DataType::Date32 | DataType::Null
-            ) {
-                return Err(bind_err!(
-                    "function epoch({}) does not exist",
-                    type_name(&time.data_type())
-                ));
-            }
-            let micros = time
-                .cast(&DataType::Timestamp(
-                    arrow::datatypes::TimeUnit::Microsecond,
-                    None,
-                ))
-                .cast(&DataType::Int64)
-                .cast(&DataType::Float64);
-            let million = Expr::Literal(ScalarValue::Float64(1e6));
-            return binary(micros, &ast::BinaryOperator::Divide, million);
+            return super::date_functions::derived_part(&name, &args[0])
+                .expect("epoch, julian and era are derived parts");
         }
         "strftime" => {
             arity(2)?;
@@ -426,6 +409,12 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             let between = name.contains("diff") || name.contains("sub");
             let n = if between { 3 } else { 2 };
             arity(n)?;
+            if let (Expr::Literal(ScalarValue::Utf8(part)), false) = (&args[0], between)
+                && !name.contains("trunc")
+                && let Some(derived) = super::date_functions::derived_part(part, &args[1])
+            {
+                return derived;
+            }
             let part = match &args[0] {
                 Expr::Literal(ScalarValue::Utf8(part)) => part_by_name(part)?,
                 _ => return Err(bind_err!("{name} needs the part as a string literal")),
