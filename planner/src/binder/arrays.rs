@@ -232,6 +232,12 @@ pub(super) fn bind_subscripts(
             return Err(unsupported!("the access {access}"));
         };
         let data_type = value.data_type();
+        // DuckDB's `s[i]`: the i-th character (from the end when negative), '' past the ends.
+        if data_type == DataType::Utf8 {
+            let place = bind_expr(index, ctx)?;
+            value = super::list_picks::slice("a subscript", Some(&value), &[place.clone(), place])?;
+            continue;
+        }
         let Some(item) = item_type(&data_type).cloned() else {
             return Err(bind_err!(
                 "cannot subscript a value of type {}: it is not an array",

@@ -1224,6 +1224,8 @@ pub(super) fn boolean(expr: Expr, what: &str) -> Result<Expr> {
     match expr.data_type() {
         DataType::Boolean => Ok(expr),
         DataType::Null => Ok(expr.cast(&DataType::Boolean)),
+        // A quoted literal takes the type its place asks for, as in PostgreSQL: 'true'.
+        DataType::Utf8 if is_string_literal(&expr) => Ok(expr.cast(&DataType::Boolean)),
         other => Err(bind_err!(
             "argument of {what} must be BOOLEAN, not {}",
             type_name(&other)
