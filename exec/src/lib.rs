@@ -42,6 +42,7 @@ mod morsel;
 mod ordered;
 mod ordered_set;
 mod pipeline;
+mod printf;
 mod profile;
 mod prune;
 mod repeated_scans;

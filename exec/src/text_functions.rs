@@ -42,6 +42,8 @@ pub fn text_function(op: TextOp, args: &[ArrayRef]) -> Result<ArrayRef> {
                 .collect::<Int32Array>(),
         ),
         TextOp::ConcatWs => concat_ws(args),
+        TextOp::Printf => crate::printf::format_rows(args, false)?,
+        TextOp::Format => crate::printf::format_rows(args, true)?,
     })
 }
 

@@ -505,6 +505,10 @@ pub enum TextOp {
     Chr,
     Ascii,
     ConcatWs,
+    /// `printf(format, ...)`: C's `%` specifiers.
+    Printf,
+    /// `format(format, ...)` (DuckDB): `{}` fields in the fmt library's form.
+    Format,
 }
 
 impl TextOp {
@@ -520,6 +524,8 @@ impl TextOp {
             TextOp::Chr => "chr",
             TextOp::Ascii => "ascii",
             TextOp::ConcatWs => "concat_ws",
+            TextOp::Printf => "printf",
+            TextOp::Format => "format",
         }
     }
 }

@@ -22,6 +22,8 @@ pub(super) fn text_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
         "chr" => (TextOp::Chr, 1, DataType::Utf8),
         "ascii" => (TextOp::Ascii, 1, DataType::Int32),
         "concat_ws" => return Some(concat_ws(args)),
+        "printf" | "sprintf" => return Some(formatted(name, args, TextOp::Printf)),
+        "format" => return Some(formatted(name, args, TextOp::Format)),
         _ => return None,
     };
     if args.len() != arity {
@@ -70,6 +72,26 @@ fn concat_ws(args: &[Expr]) -> Result<Expr> {
     Ok(Expr::Function {
         func: ScalarFunction::Text(TextOp::ConcatWs),
         args: strings(args.to_vec()),
+        data_type: DataType::Utf8,
+    })
+}
+
+/// `printf(format, ...)` and `format(format, ...)`: the format as text, the arguments in their
+/// own types, which the specifiers check.
+fn formatted(name: &str, args: &[Expr], op: TextOp) -> Result<Expr> {
+    let Some((format, values)) = args.split_first() else {
+        return Err(bind_err!("{name} takes a format and the values to write"));
+    };
+    let mut bound = vec![format.clone().cast(&DataType::Utf8)];
+    for value in values {
+        bound.push(match value.data_type() {
+            DataType::Null => value.clone().cast(&DataType::Utf8),
+            _ => value.clone(),
+        });
+    }
+    Ok(Expr::Function {
+        func: ScalarFunction::Text(op),
+        args: bound,
         data_type: DataType::Utf8,
     })
 }
