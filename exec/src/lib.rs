@@ -57,6 +57,7 @@ mod strptime;
 mod subquery;
 mod sums;
 mod text_functions;
+mod text_more;
 mod unnest;
 mod window;
 mod word_slots;

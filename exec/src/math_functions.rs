@@ -186,6 +186,13 @@ fn binary(op: MathOp, a: f64, b: f64) -> Result<f64> {
         }
         MathOp::Atan2 => a.atan2(b),
         MathOp::NextAfter => next_after(a, b),
+        MathOp::FDiv | MathOp::FMod => {
+            domain(b != 0.0, "division by zero")?;
+            match op {
+                MathOp::FDiv => (a / b).floor(),
+                _ => a % b,
+            }
+        }
         other => unreachable!("{other:?} is not a function of two DOUBLEs"),
     })
 }

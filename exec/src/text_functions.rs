@@ -44,6 +44,13 @@ pub fn text_function(op: TextOp, args: &[ArrayRef]) -> Result<ArrayRef> {
         TextOp::ConcatWs => concat_ws(args),
         TextOp::Printf => crate::printf::format_rows(args, false)?,
         TextOp::Format => crate::printf::format_rows(args, true)?,
+        TextOp::Bar => crate::text_more::bar(args)?,
+        TextOp::FormatBytes { decimal } => crate::text_more::format_bytes(&args[0], decimal)?,
+        TextOp::SplitRegex => crate::text_more::split_regex(args)?,
+        TextOp::RegexpEscape => crate::text_more::regexp_escape(&args[0])?,
+        TextOp::UrlEncode => crate::text_more::url_code(&args[0], true)?,
+        TextOp::UrlDecode => crate::text_more::url_code(&args[0], false)?,
+        TextOp::ToBase => crate::text_more::to_base(args)?,
     })
 }
 

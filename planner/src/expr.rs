@@ -430,6 +430,9 @@ pub enum MathOp {
     /// `nextafter(x, toward)`: the next DOUBLE after `x` in the direction of `toward`.
     NextAfter,
     Pi,
+    /// `fdiv(a, b)`: the quotient rounded down; `fmod(a, b)`: C's remainder.
+    FDiv,
+    FMod,
     IsNan,
     IsInf,
     IsFinite,
@@ -461,6 +464,8 @@ impl MathOp {
             MathOp::Even => "even",
             MathOp::NextAfter => "nextafter",
             MathOp::Pi => "pi",
+            MathOp::FDiv => "fdiv",
+            MathOp::FMod => "fmod",
             MathOp::IsNan => "isnan",
             MathOp::IsInf => "isinf",
             MathOp::IsFinite => "isfinite",
@@ -471,7 +476,7 @@ impl MathOp {
     pub fn arity(self) -> usize {
         match self {
             MathOp::Pi => 0,
-            MathOp::LogBase | MathOp::Atan2 | MathOp::NextAfter => 2,
+            MathOp::LogBase | MathOp::Atan2 | MathOp::NextAfter | MathOp::FDiv | MathOp::FMod => 2,
             _ => 1,
         }
     }
@@ -509,6 +514,18 @@ pub enum TextOp {
     Printf,
     /// `format(format, ...)` (DuckDB): `{}` fields in the fmt library's form.
     Format,
+    /// `bar(x, min, max, width)`.
+    Bar,
+    /// `format_bytes(n)` in powers of 1024, or of 1000 when `decimal`.
+    FormatBytes {
+        decimal: bool,
+    },
+    SplitRegex,
+    RegexpEscape,
+    UrlEncode,
+    UrlDecode,
+    /// `to_base(n, radix, length)`.
+    ToBase,
 }
 
 impl TextOp {
@@ -526,6 +543,14 @@ impl TextOp {
             TextOp::ConcatWs => "concat_ws",
             TextOp::Printf => "printf",
             TextOp::Format => "format",
+            TextOp::Bar => "bar",
+            TextOp::FormatBytes { decimal: false } => "format_bytes",
+            TextOp::FormatBytes { decimal: true } => "formatReadableDecimalSize",
+            TextOp::SplitRegex => "string_split_regex",
+            TextOp::RegexpEscape => "regexp_escape",
+            TextOp::UrlEncode => "url_encode",
+            TextOp::UrlDecode => "url_decode",
+            TextOp::ToBase => "to_base",
         }
     }
 }

@@ -35,6 +35,8 @@ pub(super) fn math_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
         "even" => MathOp::Even,
         "nextafter" => MathOp::NextAfter,
         "pi" => MathOp::Pi,
+        "fdiv" => MathOp::FDiv,
+        "fmod" => MathOp::FMod,
         "isnan" => MathOp::IsNan,
         "isinf" => MathOp::IsInf,
         "isfinite" => MathOp::IsFinite,

@@ -24,12 +24,31 @@ pub(super) fn text_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
         "concat_ws" => return Some(concat_ws(args)),
         "printf" | "sprintf" => return Some(formatted(name, args, TextOp::Printf)),
         "format" => return Some(formatted(name, args, TextOp::Format)),
+        "ucase" | "lcase" | "unicode" | "array_value" | "array_extract" => {
+            return Some(alias(name, args));
+        }
+        "bar" => return Some(bar(args)),
+        "to_base" => return Some(to_base(args)),
+        "format_bytes" | "formatreadablesize" => {
+            (TextOp::FormatBytes { decimal: false }, 1, DataType::Utf8)
+        }
+        "formatreadabledecimalsize" => (TextOp::FormatBytes { decimal: true }, 1, DataType::Utf8),
+        "string_split_regex" | "str_split_regex" | "regexp_split_to_array" => {
+            (TextOp::SplitRegex, 2, crate::types::list_of(DataType::Utf8))
+        }
+        "regexp_escape" => (TextOp::RegexpEscape, 1, DataType::Utf8),
+        "url_encode" => (TextOp::UrlEncode, 1, DataType::Utf8),
+        "url_decode" => (TextOp::UrlDecode, 1, DataType::Utf8),
         _ => return None,
     };
     if args.len() != arity {
         return Some(Err(bind_err!("{name} takes {arity} argument(s)")));
     }
     let args = match op {
+        TextOp::FormatBytes { .. } => match integer(name, &args[0]) {
+            Ok(size) => vec![size],
+            Err(e) => return Some(Err(e)),
+        },
         TextOp::Chr => match integer(name, &args[0]) {
             Ok(code) => vec![code],
             Err(e) => return Some(Err(e)),
@@ -92,6 +111,94 @@ fn formatted(name: &str, args: &[Expr], op: TextOp) -> Result<Expr> {
     Ok(Expr::Function {
         func: ScalarFunction::Text(op),
         args: bound,
+        data_type: DataType::Utf8,
+    })
+}
+
+/// DuckDB's other names for functions bound elsewhere.
+fn alias(name: &str, args: &[Expr]) -> Result<Expr> {
+    let one = |func: ScalarFunction, data_type: DataType| -> Result<Expr> {
+        let [value] = args else {
+            return Err(bind_err!("{name} takes one argument"));
+        };
+        Ok(Expr::Function {
+            func,
+            args: strings(vec![value.clone()]),
+            data_type,
+        })
+    };
+    match name {
+        "ucase" => one(ScalarFunction::Upper, DataType::Utf8),
+        "lcase" => one(ScalarFunction::Lower, DataType::Utf8),
+        "unicode" => one(ScalarFunction::Text(TextOp::Ascii), DataType::Int32),
+        "array_value" => super::duckdb_functions::duckdb_function("list_value", args)
+            .expect("list_value is one of DuckDB's functions"),
+        // `array_extract(list, i)` is `list[i]`; over text, the i-th character.
+        _ => {
+            let [value, place] = args else {
+                return Err(bind_err!("{name} takes a list and a place"));
+            };
+            match value.data_type() {
+                DataType::Utf8 => {
+                    super::list_picks::slice(name, Some(value), &[place.clone(), place.clone()])
+                }
+                DataType::List(item) => Ok(Expr::Function {
+                    func: ScalarFunction::ArrayElement,
+                    args: vec![value.clone(), integer(name, place)?],
+                    data_type: item.data_type().clone(),
+                }),
+                other => Err(bind_err!(
+                    "{name} needs a list or text, not {}",
+                    type_name(&other)
+                )),
+            }
+        }
+    }
+}
+
+/// `bar(x, min, max [, width])`, 80 characters wide by default.
+fn bar(args: &[Expr]) -> Result<Expr> {
+    if !(3..=4).contains(&args.len()) {
+        return Err(bind_err!(
+            "bar takes a value, a minimum, a maximum and a width"
+        ));
+    }
+    let mut bound = Vec::with_capacity(4);
+    for number in &args[..3] {
+        let t = number.data_type();
+        if !crate::types::is_numeric(&t) && t != DataType::Null {
+            return Err(bind_err!("bar needs numbers, not {}", type_name(&t)));
+        }
+        bound.push(number.clone().cast(&DataType::Float64));
+    }
+    let width = args
+        .get(3)
+        .cloned()
+        .unwrap_or(Expr::Literal(crate::scalar::ScalarValue::Int64(80)));
+    bound.push(integer("bar", &width)?);
+    Ok(Expr::Function {
+        func: ScalarFunction::Text(TextOp::Bar),
+        args: bound,
+        data_type: DataType::Utf8,
+    })
+}
+
+/// `to_base(n, radix [, length])`.
+fn to_base(args: &[Expr]) -> Result<Expr> {
+    if !(2..=3).contains(&args.len()) {
+        return Err(bind_err!("to_base takes a number, a radix and a length"));
+    }
+    let length = args
+        .get(2)
+        .cloned()
+        .unwrap_or(Expr::Literal(crate::scalar::ScalarValue::Int64(0)));
+    Ok(Expr::Function {
+        func: ScalarFunction::Text(TextOp::ToBase),
+        args: vec![
+            integer("to_base", &args[0])?,
+            integer("to_base", &args[1])?,
+            integer("to_base", &length)?,
+        ],
         data_type: DataType::Utf8,
     })
 }
