@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    Array, ArrayRef, AsArray, Date32Array, IntervalMonthDayNanoArray, TimestampMicrosecondArray,
+    Array, ArrayRef, AsArray, Date32Array, IntervalMonthDayNanoArray, PrimitiveArray,
+    TimestampMicrosecondArray,
 };
 use arrow::datatypes::{Float64Type, Int64Type, IntervalMonthDayNano, TimestampMicrosecondType};
 use chrono::{Datelike, NaiveDate, NaiveDateTime, Timelike};
@@ -24,6 +25,15 @@ fn date_of(year: i64, month: i64, day: i64) -> Result<NaiveDate> {
         .ok_or_else(|| ExecError::Execution(format!("date out of range: {year}-{month}-{day}")))
 }
 
+/// The date the first three of `parts` (year, month, day) give at `row`.
+fn date_at(parts: &[&PrimitiveArray<Int64Type>], row: usize) -> Result<NaiveDate> {
+    date_of(
+        parts[0].value(row),
+        parts[1].value(row),
+        parts[2].value(row),
+    )
+}
+
 /// `make_date(year, month, day)`.
 pub fn make_date(args: &[ArrayRef]) -> Result<ArrayRef> {
     let parts: Vec<_> = args.iter().map(|a| a.as_primitive::<Int64Type>()).collect();
@@ -34,11 +44,7 @@ pub fn make_date(args: &[ArrayRef]) -> Result<ArrayRef> {
             out.push(None);
             continue;
         }
-        let date = date_of(
-            parts[0].value(row),
-            parts[1].value(row),
-            parts[2].value(row),
-        )?;
+        let date = date_at(&parts, row)?;
         out.push(Some((date - epoch).num_days() as i32));
     }
     Ok(Arc::new(Date32Array::from(out)))
@@ -57,11 +63,7 @@ pub fn make_timestamp(args: &[ArrayRef]) -> Result<ArrayRef> {
             out.push(None);
             continue;
         }
-        let date = date_of(
-            parts[0].value(row),
-            parts[1].value(row),
-            parts[2].value(row),
-        )?;
+        let date = date_at(&parts, row)?;
         let (hour, minute, second) = (parts[3].value(row), parts[4].value(row), seconds.value(row));
         if !(0..24).contains(&hour) || !(0..60).contains(&minute) || !(0.0..60.0).contains(&second)
         {

@@ -41,13 +41,14 @@ fn list_type(name: &str, arg: &Expr) -> Result<DataType> {
     }
 }
 
-fn integer(name: &str, arg: &Expr) -> Result<Expr> {
+/// An integer argument (a place, a size, a code point) as a BIGINT.
+pub(super) fn integer(name: &str, arg: &Expr) -> Result<Expr> {
     match arg.data_type() {
         DataType::Int32 | DataType::Int64 | DataType::Null => {
             Ok(arg.clone().cast(&DataType::Int64))
         }
         other => Err(bind_err!(
-            "{name} needs integer places, not {}",
+            "{name} needs an integer, not {}",
             type_name(&other)
         )),
     }

@@ -6,6 +6,7 @@ use arrow::datatypes::DataType;
 
 use super::expr::*;
 use super::functions::strings;
+use super::list_picks::integer;
 use crate::expr::{Expr, ScalarFunction, TextOp};
 use crate::{Result, bind_err};
 
@@ -66,18 +67,6 @@ pub(super) fn text_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
         args,
         data_type,
     }))
-}
-
-fn integer(name: &str, arg: &Expr) -> Result<Expr> {
-    match arg.data_type() {
-        DataType::Int32 | DataType::Int64 | DataType::Null => {
-            Ok(arg.clone().cast(&DataType::Int64))
-        }
-        other => Err(bind_err!(
-            "{name} needs an integer code point, not {}",
-            type_name(&other)
-        )),
-    }
 }
 
 /// `concat_ws(separator, a, b, ...)`: the non-NULL values joined by the separator; NULL when
