@@ -51,6 +51,10 @@ pub fn text_function(op: TextOp, args: &[ArrayRef]) -> Result<ArrayRef> {
         TextOp::UrlEncode => crate::text_more::url_code(&args[0], true)?,
         TextOp::UrlDecode => crate::text_more::url_code(&args[0], false)?,
         TextOp::ToBase => crate::text_more::to_base(args)?,
+        TextOp::SubstringGrapheme
+        | TextOp::LeftGrapheme
+        | TextOp::RightGrapheme
+        | TextOp::LengthGrapheme => crate::text_more::graphemes(op, args)?,
     })
 }
 

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use arrow::array::{Array, ArrayRef, AsArray, ListBuilder, StringArray, StringBuilder};
 use arrow::datatypes::{Float64Type, Int64Type};
 
+use pondra_planner::TextOp;
+
 use crate::{ExecError, Result};
 
 fn fail(message: impl Into<String>) -> ExecError {
@@ -228,9 +230,81 @@ pub fn to_base(args: &[ArrayRef]) -> Result<ArrayRef> {
     Ok(Arc::new(StringArray::from(out)))
 }
 
+/// The grapheme clusters (what a reader sees as one character, `🤦🏼‍♂️` included) of
+/// `text` in the range DuckDB's substring gives for `start` and `length`: from 1, from the
+/// end when negative, and before `start` when `length` is negative.
+fn grapheme_range(count: i64, start: i64, length: i64) -> std::ops::Range<usize> {
+    let begin = match start {
+        s if s > 0 => s - 1,
+        0 => -1,
+        s => count + s,
+    };
+    let (from, to) = match length >= 0 {
+        true => (begin, begin.saturating_add(length)),
+        false => (begin.saturating_add(length), begin),
+    };
+    let clamp = |i: i64| i.clamp(0, count) as usize;
+    clamp(from)..clamp(to).max(clamp(from))
+}
+
+/// `substring_grapheme(s, start, length)`, `left_grapheme(s, n)`, `right_grapheme(s, n)`
+/// (a negative `n` leaves out that many from the other end) and `length_grapheme(s)`.
+pub fn graphemes(op: TextOp, args: &[ArrayRef]) -> Result<ArrayRef> {
+    use unicode_segmentation::UnicodeSegmentation;
+    let texts = args[0].as_string::<i32>();
+    let number = |i: usize, row: usize| -> Option<i64> {
+        let n = args.get(i)?.as_primitive::<Int64Type>();
+        n.is_valid(row).then(|| n.value(row))
+    };
+    if op == TextOp::LengthGrapheme {
+        let out: arrow::array::Int64Array = texts
+            .iter()
+            .map(|t| t.map(|t| t.graphemes(true).count() as i64))
+            .collect();
+        return Ok(Arc::new(out));
+    }
+    let mut out = Vec::with_capacity(texts.len());
+    for row in 0..texts.len() {
+        let (Some(text), Some(first)) = (
+            texts.is_valid(row).then(|| texts.value(row)),
+            number(1, row),
+        ) else {
+            out.push(None);
+            continue;
+        };
+        let clusters: Vec<&str> = text.graphemes(true).collect();
+        let count = clusters.len() as i64;
+        let range = match op {
+            TextOp::SubstringGrapheme => match number(2, row) {
+                Some(length) => grapheme_range(count, first, length),
+                None => {
+                    out.push(None);
+                    continue;
+                }
+            },
+            TextOp::LeftGrapheme if first >= 0 => 0..first.min(count) as usize,
+            TextOp::LeftGrapheme => 0..(count + first).max(0) as usize,
+            _ if first >= 0 => (count - first).max(0) as usize..count as usize,
+            _ => first.unsigned_abs().min(count as u64) as usize..count as usize,
+        };
+        out.push(Some(clusters[range].concat()));
+    }
+    Ok(Arc::new(StringArray::from(out)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grapheme_ranges_follow_duckdbs_substring() {
+        assert_eq!(grapheme_range(6, 2, 3), 1..4);
+        assert_eq!(grapheme_range(6, 0, 3), 0..2);
+        assert_eq!(grapheme_range(6, -2, 2), 4..6);
+        assert_eq!(grapheme_range(6, 4, -2), 1..3);
+        assert_eq!(grapheme_range(6, 9, 2), 6..6);
+        assert_eq!(grapheme_range(6, 1, i64::MAX), 0..6);
+    }
 
     #[test]
     fn urls_round_trip() {

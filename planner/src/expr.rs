@@ -526,6 +526,11 @@ pub enum TextOp {
     UrlDecode,
     /// `to_base(n, radix, length)`.
     ToBase,
+    /// Substrings and lengths counted in grapheme clusters.
+    SubstringGrapheme,
+    LeftGrapheme,
+    RightGrapheme,
+    LengthGrapheme,
 }
 
 impl TextOp {
@@ -551,6 +556,10 @@ impl TextOp {
             TextOp::UrlEncode => "url_encode",
             TextOp::UrlDecode => "url_decode",
             TextOp::ToBase => "to_base",
+            TextOp::SubstringGrapheme => "substring_grapheme",
+            TextOp::LeftGrapheme => "left_grapheme",
+            TextOp::RightGrapheme => "right_grapheme",
+            TextOp::LengthGrapheme => "length_grapheme",
         }
     }
 }

@@ -38,6 +38,10 @@ pub(super) fn text_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
             (TextOp::SplitRegex, 2, crate::types::list_of(DataType::Utf8))
         }
         "regexp_escape" => (TextOp::RegexpEscape, 1, DataType::Utf8),
+        "substring_grapheme" => (TextOp::SubstringGrapheme, 3, DataType::Utf8),
+        "left_grapheme" => (TextOp::LeftGrapheme, 2, DataType::Utf8),
+        "right_grapheme" => (TextOp::RightGrapheme, 2, DataType::Utf8),
+        "length_grapheme" => (TextOp::LengthGrapheme, 1, DataType::Int64),
         "url_encode" => (TextOp::UrlEncode, 1, DataType::Utf8),
         "url_decode" => (TextOp::UrlDecode, 1, DataType::Utf8),
         _ => return None,
@@ -50,6 +54,16 @@ pub(super) fn text_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
             Ok(size) => vec![size],
             Err(e) => return Some(Err(e)),
         },
+        TextOp::SubstringGrapheme | TextOp::LeftGrapheme | TextOp::RightGrapheme => {
+            let mut bound = strings(vec![args[0].clone()]);
+            for number in &args[1..] {
+                match integer(name, number) {
+                    Ok(number) => bound.push(number),
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+            bound
+        }
         TextOp::Chr => match integer(name, &args[0]) {
             Ok(code) => vec![code],
             Err(e) => return Some(Err(e)),
