@@ -527,7 +527,8 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::Age => crate::date_makers::age(args),
         ScalarFunction::LastDay => crate::date_makers::last_day(&args[0]),
         ScalarFunction::IntervalOf(part) => crate::date_makers::interval_of(&args[0], part),
-        ScalarFunction::TruncDigits => crate::math_functions::trunc_digits(&args[0], &args[1]),
+        ScalarFunction::TruncDigits => crate::math_functions::cut_digits(&args[0], &args[1], false),
+        ScalarFunction::RoundBankers => crate::math_functions::cut_digits(&args[0], &args[1], true),
         ScalarFunction::Math(op) => crate::math_functions::math_function(op, args),
         ScalarFunction::Text(op) => crate::text_functions::text_function(op, args),
         ScalarFunction::IntegerRange { domain, lenient } => {

@@ -41,9 +41,11 @@ pub fn math_function(op: MathOp, args: &[ArrayRef]) -> Result<ArrayRef> {
     Ok(Arc::new(out))
 }
 
-/// `trunc(x, n)` over DOUBLEs, integers and decimals, each in its own type; decimals and
-/// integers are cut exactly.
-pub fn trunc_digits(values: &ArrayRef, digits: &ArrayRef) -> Result<ArrayRef> {
+/// `trunc(x, n)` (toward zero) or `roundbankers(x, n)` (`half_even`: to the nearest, ties to
+/// the even digit) over DOUBLEs, integers and decimals, each in its own type; decimals and
+/// integers exactly.
+pub fn cut_digits(values: &ArrayRef, digits: &ArrayRef, half_even: bool) -> Result<ArrayRef> {
+    let digits_array = digits;
     let digits = digits.as_primitive::<Int64Type>();
     // How many of the value's last digits to cut, given the value's scale.
     let cut = |row: usize, scale: i64| -> Option<u32> {
@@ -51,7 +53,14 @@ pub fn trunc_digits(values: &ArrayRef, digits: &ArrayRef) -> Result<ArrayRef> {
         Some(scale.saturating_sub(n).clamp(0, 38) as u32)
     };
     let whole = |v: i128, cut: u32| match 10i128.checked_pow(cut) {
-        Some(unit) => v / unit * unit,
+        Some(unit) => {
+            let (mut quotient, rest) = (v / unit, (v % unit).abs());
+            let away = rest * 2 > unit || (rest * 2 == unit && quotient % 2 != 0);
+            if half_even && away {
+                quotient += v.signum();
+            }
+            quotient.checked_mul(unit).unwrap_or(v)
+        }
         None => 0,
     };
     Ok(match values.data_type() {
@@ -61,8 +70,12 @@ pub fn trunc_digits(values: &ArrayRef, digits: &ArrayRef) -> Result<ArrayRef> {
                 .map(|row| {
                     let n = digits.is_valid(row).then(|| digits.value(row))?;
                     let unit = 10f64.powi(n.clamp(-308, 308) as i32);
-                    x.is_valid(row)
-                        .then(|| (x.value(row) * unit).trunc() / unit)
+                    let scaled = x.is_valid(row).then(|| x.value(row) * unit)?;
+                    let cut = match half_even {
+                        true => scaled.round_ties_even(),
+                        false => scaled.trunc(),
+                    };
+                    Some(cut / unit)
                 })
                 .collect();
             Arc::new(out)
@@ -91,8 +104,8 @@ pub fn trunc_digits(values: &ArrayRef, digits: &ArrayRef) -> Result<ArrayRef> {
         }
         DataType::Decimal64(precision, scale) => {
             let wide = arrow::compute::cast(values, &DataType::Decimal128(*precision, *scale))?;
-            let digits: ArrayRef = Arc::new(digits.clone());
-            arrow::compute::cast(&trunc_digits(&wide, &digits)?, values.data_type())?
+            let cut = cut_digits(&wide, digits_array, half_even)?;
+            arrow::compute::cast(&cut, values.data_type())?
         }
         other => {
             return Err(ExecError::Execution(format!("trunc over {other}")));

@@ -311,6 +311,8 @@ pub enum ScalarFunction {
     /// `trunc(x, n)`: `x` cut toward zero to `n` digits after the point (before it when `n`
     /// is negative), in `x`'s type.
     TruncDigits,
+    /// `roundbankers(x, n)`: `x` to `n` digits, ties to the even digit, in `x`'s type.
+    RoundBankers,
     /// The math library (`log`, `sin`, `gamma`, `isnan`, ...).
     Math(MathOp),
     /// Text functions beyond the core ones (`levenshtein`, `translate`, `concat_ws`, ...).
@@ -674,6 +676,7 @@ impl ScalarFunction {
             ScalarFunction::LastDay => "last_day",
             ScalarFunction::IntervalOf(_) => "to_interval",
             ScalarFunction::TruncDigits => "trunc",
+            ScalarFunction::RoundBankers => "roundbankers",
             ScalarFunction::Math(op) => op.name(),
             ScalarFunction::Text(op) => op.name(),
             ScalarFunction::IntegerRange { .. } => "cast",

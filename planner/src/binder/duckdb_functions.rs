@@ -45,6 +45,8 @@ pub(super) fn duckdb_function(name: &str, args: &[Expr]) -> Option<Result<Expr>>
         "mod" => expect_arity(name, args, 2)
             .and_then(|()| binary(args[0].clone(), &BinaryOperator::Modulo, args[1].clone())),
         "trunc" => trunc(args),
+        "roundbankers" => expect_arity(name, args, 2)
+            .and_then(|()| to_digits(name, ScalarFunction::RoundBankers, &args[0], &args[1])),
         "time_bucket" => time_bucket(args),
         // `date_add(d, INTERVAL ...)`: `d + INTERVAL ...`, as a TIMESTAMP.
         "date_add" => expect_arity(name, args, 2).and_then(|()| {
@@ -135,12 +137,12 @@ fn part_function(name: &str, args: &[Expr]) -> Result<Expr> {
     })
 }
 
-/// `trunc(x, n)`: cut toward zero to `n` digits after the point, in `x`'s type.
-fn trunc_digits(value: &Expr, digits: &Expr) -> Result<Expr> {
+/// `trunc(x, n)` and `roundbankers(x, n)`: `x` to `n` digits after the point, in `x`'s type.
+fn to_digits(name: &str, func: ScalarFunction, value: &Expr, digits: &Expr) -> Result<Expr> {
     let t = value.data_type();
     if !is_numeric(&t) && t != DataType::Null {
         return Err(bind_err!(
-            "function trunc({}, ...) does not exist",
+            "function {name}({}, ...) does not exist",
             type_name(&t)
         ));
     }
@@ -148,26 +150,39 @@ fn trunc_digits(value: &Expr, digits: &Expr) -> Result<Expr> {
         digits.data_type(),
         DataType::Int32 | DataType::Int64 | DataType::Null
     ) {
-        return Err(bind_err!("trunc takes its digits as an integer"));
+        return Err(bind_err!("{name} takes its digits as an integer"));
     }
     let t = match t {
         DataType::Null => DataType::Float64,
         t => t,
     };
-    Ok(Expr::Function {
-        func: ScalarFunction::TruncDigits,
+    let cut = Expr::Function {
+        func,
         args: vec![
             value.clone().cast(&t),
             digits.clone().cast(&DataType::Int64),
         ],
-        data_type: t,
+        data_type: t.clone(),
+    };
+    // A decimal cut to a constant number of digits keeps that many, as in DuckDB:
+    // trunc(42.12345, 2) is 42.12, a DECIMAL(7,2).
+    let n = match digits {
+        Expr::Literal(ScalarValue::Int32(n)) => Some(*n as i64),
+        Expr::Literal(ScalarValue::Int64(n)) => Some(*n),
+        _ => None,
+    };
+    Ok(match (pondra_catalog::decimal_parts(&t), n) {
+        (Some((precision, scale)), Some(n)) if n < scale as i64 => {
+            cut.cast(&pondra_catalog::decimal_type(precision, n.max(0) as i8))
+        }
+        _ => cut,
     })
 }
 
 /// `trunc(x)`: the number without its fraction, toward zero; an integer is itself.
 fn trunc(args: &[Expr]) -> Result<Expr> {
     if args.len() == 2 {
-        return trunc_digits(&args[0], &args[1]);
+        return to_digits("trunc", ScalarFunction::TruncDigits, &args[0], &args[1]);
     }
     expect_arity("trunc", args, 1)?;
     let value = args[0].clone();
