@@ -24,12 +24,14 @@ use crate::sums::{DecimalSums, Sums};
 use crate::{ExecError, Result};
 use distinct_pairs::DistinctPairs;
 use few_groups::{FEW_GROUPS, FEW_GROUPS_MIN_ROWS, RowsByGroup};
+use float_folds::{FloatFold, FloatFolds};
 pub use lists::aggregate_lists;
 use pass_on::pass_on;
 use runs::MorselRuns;
 
 mod distinct_pairs;
 mod few_groups;
+mod float_folds;
 mod lists;
 mod pass_on;
 mod runs;
@@ -104,6 +106,8 @@ enum Accumulator {
         pairs: DistinctPairs,
         counts: Vec<i64>,
     },
+    /// `product`, `fsum`: a DOUBLE fold per group.
+    FloatFold(FloatFolds),
 }
 
 impl Accumulator {
@@ -204,6 +208,12 @@ impl Accumulator {
                 },
             },
             AggregateFunction::GroupingId => Accumulator::Zero { groups: 0 },
+            AggregateFunction::Product => {
+                Accumulator::FloatFold(FloatFolds::new(FloatFold::Product))
+            }
+            AggregateFunction::KahanSum => {
+                Accumulator::FloatFold(FloatFolds::new(FloatFold::CompensatedSum))
+            }
             AggregateFunction::ArrayAgg => {
                 Accumulator::ArrayAgg(ArrayAggState::new(arg_type.unwrap_or(DataType::Null)))
             }
@@ -238,6 +248,7 @@ impl Accumulator {
             | Accumulator::Distinct { groups: n, .. }
             | Accumulator::Ordered { groups: n, .. } => *n = (*n).max(groups),
             Accumulator::ArrayAgg(state) => state.resize(groups),
+            Accumulator::FloatFold(folds) => folds.resize(groups),
             Accumulator::Moments {
                 counts,
                 means,
@@ -398,6 +409,9 @@ impl Accumulator {
             Accumulator::ArrayAgg(state) => {
                 state.update(value.expect("array_agg has an argument"), groups);
             }
+            Accumulator::FloatFold(folds) => {
+                folds.update(value.expect("a fold has an argument"), groups);
+            }
             Accumulator::Ordered { .. } => {
                 unreachable!("an aggregate with ORDER BY is given its keys")
             }
@@ -539,6 +553,7 @@ impl Accumulator {
                 | Accumulator::Avg { .. }
                 | Accumulator::AvgDecimal { .. }
                 | Accumulator::Moments { .. }
+                | Accumulator::FloatFold(_)
                 | Accumulator::Zero { .. }
         )
     }
@@ -556,6 +571,9 @@ impl Accumulator {
             }
             (Accumulator::SumFloat { sums }, Accumulator::SumFloat { sums: theirs }) => {
                 sums.merge_groups(theirs, from, map)?;
+            }
+            (Accumulator::FloatFold(folds), Accumulator::FloatFold(theirs)) => {
+                folds.merge_groups(theirs, from, map);
             }
             (
                 Accumulator::SumDecimal { sums, .. },
@@ -696,6 +714,7 @@ impl Accumulator {
                 inner.finish()?
             }
             Accumulator::ArrayAgg(state) => state.finish()?,
+            Accumulator::FloatFold(folds) => folds.finish(),
             Accumulator::Distinct {
                 converter,
                 seen,

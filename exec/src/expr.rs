@@ -520,6 +520,9 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
             crate::ordered_set::quantile(&args[0], &args[1], continuous)
         }
         ScalarFunction::SortedMode => crate::ordered_set::mode(&args[0]),
+        ScalarFunction::SortedEntropy => crate::ordered_set::entropy(&args[0]),
+        ScalarFunction::SortedMad => crate::ordered_set::median_absolute_deviation(&args[0]),
+        ScalarFunction::MomentStatistic(moment) => crate::moments::moment_statistic(args, moment),
         ScalarFunction::JsonGet { text } => crate::json::json_get(args, text),
         ScalarFunction::JsonCheck => crate::json::json_check(&args[0]),
         ScalarFunction::MakeDate => crate::date_makers::make_date(args),

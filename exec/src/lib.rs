@@ -38,6 +38,7 @@ mod list_functions;
 mod list_picks;
 mod math_functions;
 mod memory;
+mod moments;
 mod morsel;
 mod ordered;
 mod ordered_set;

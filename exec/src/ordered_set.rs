@@ -1,5 +1,5 @@
 //! The picks of ordered-set aggregates (`median`, `percentile_cont`, `percentile_disc`,
-//! `mode`) from each group's sorted non-NULL values, which an ordered `array_agg` gathered,
+//! `mode`, `entropy`, `mad`) from each group's sorted non-NULL values, which an ordered `array_agg` gathered,
 //! and `array_agg(DISTINCT ...)`'s pass over its sorted values.
 
 use std::sync::Arc;
@@ -78,6 +78,69 @@ pub fn mode(lists: &ArrayRef) -> Result<ArrayRef> {
         })
         .collect();
     Ok(take(values.as_ref(), &indices, None)?)
+}
+
+/// Per row, the base-2 entropy of how often each value of the sorted list occurs: 0 for an
+/// empty list, NULL for a NULL one.
+pub fn entropy(lists: &ArrayRef) -> Result<ArrayRef> {
+    let lists = lists.as_list::<i32>();
+    let values = lists.values();
+    let converter = RowConverter::new(vec![SortField::new(values.data_type().clone())])?;
+    let rows = converter.convert_columns(std::slice::from_ref(values))?;
+    let offsets = lists.value_offsets();
+    let entropies: Float64Array = (0..lists.len())
+        .map(|row| {
+            let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
+            if lists.is_null(row) {
+                return None;
+            }
+            let total = (end - start) as f64;
+            let (mut entropy, mut run_start) = (0.0, start);
+            for i in start..=end {
+                if i == end || rows.row(i) != rows.row(run_start) {
+                    if i > run_start {
+                        let share = (i - run_start) as f64 / total;
+                        entropy -= share * share.log2();
+                    }
+                    run_start = i;
+                }
+            }
+            Some(entropy)
+        })
+        .collect();
+    Ok(Arc::new(entropies))
+}
+
+/// Per row, the median absolute deviation of the sorted list of numbers: the median of the
+/// distances from its median; NULL for an empty or NULL list.
+pub fn median_absolute_deviation(lists: &ArrayRef) -> Result<ArrayRef> {
+    let lists = lists.as_list::<i32>();
+    let values = cast(lists.values(), &DataType::Float64)?;
+    let values = values.as_primitive::<Float64Type>();
+    let offsets = lists.value_offsets();
+    let median = |sorted: &[f64]| {
+        let middle = sorted.len() / 2;
+        match sorted.len() % 2 {
+            1 => sorted[middle],
+            _ => sorted[middle - 1] + (sorted[middle] - sorted[middle - 1]) / 2.0,
+        }
+    };
+    let mut distances = Vec::new();
+    let deviations: Float64Array = (0..lists.len())
+        .map(|row| {
+            let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
+            if lists.is_null(row) || start == end {
+                return None;
+            }
+            let sorted = &values.values()[start..end];
+            let center = median(sorted);
+            distances.clear();
+            distances.extend(sorted.iter().map(|x| (x - center).abs()));
+            distances.sort_unstable_by(f64::total_cmp);
+            Some(median(&distances))
+        })
+        .collect();
+    Ok(Arc::new(deviations))
 }
 
 /// Per row, the list with each run of equal elements (NULLs included) kept once.

@@ -79,6 +79,27 @@ pub struct Lambda {
     pub data_type: DataType,
 }
 
+/// A statistic of the third or fourth moment about the mean.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Moment {
+    /// The sample skewness, adjusted for bias.
+    Skewness,
+    /// The sample excess kurtosis, adjusted for bias.
+    Kurtosis,
+    /// The population excess kurtosis.
+    KurtosisPop,
+}
+
+impl Moment {
+    pub fn name(self) -> &'static str {
+        match self {
+            Moment::Skewness => "skewness",
+            Moment::Kurtosis => "kurtosis",
+            Moment::KurtosisPop => "kurtosis_pop",
+        }
+    }
+}
+
 /// What a lambda list function does with the body's values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LambdaOp {
@@ -290,6 +311,15 @@ pub enum ScalarFunction {
     },
     /// The most frequent of a group's sorted values, the first of equally frequent ones.
     SortedMode,
+    /// `entropy(x)` (DuckDB): the base-2 entropy of how often each of a group's sorted
+    /// non-NULL values occurs; 0 for no values.
+    SortedEntropy,
+    /// `mad(x)` (DuckDB): the median of the distances of a group's sorted non-NULL numbers
+    /// from their median, as DOUBLE.
+    SortedMad,
+    /// `kurtosis`, `kurtosis_pop`, `skewness` (DuckDB) from a group's count and its sums of
+    /// x, x², x³ and x⁴: NULL where too few values or no spread, an error where not finite.
+    MomentStatistic(Moment),
     /// `json -> key`, `json ->> key`, `json_extract(json, path)`, `json_extract_string`: the
     /// value a key, an index or a `$.a[0]` path leads to, as JSON or (`text`) as text.
     JsonGet {
@@ -667,6 +697,9 @@ impl ScalarFunction {
             ScalarFunction::SortedQuantile { continuous: true } => "percentile_cont",
             ScalarFunction::SortedQuantile { continuous: false } => "percentile_disc",
             ScalarFunction::SortedMode => "mode",
+            ScalarFunction::SortedEntropy => "entropy",
+            ScalarFunction::SortedMad => "mad",
+            ScalarFunction::MomentStatistic(moment) => moment.name(),
             ScalarFunction::JsonGet { text: false } => "json_extract",
             ScalarFunction::JsonGet { text: true } => "json_extract_string",
             ScalarFunction::JsonCheck => "json",
@@ -1031,6 +1064,11 @@ pub enum AggregateFunction {
     /// k is set when group key k is not grouped by. Each grouping set's aggregation fills it in;
     /// a plain GROUP BY groups by every key, so it is 0 there. `GROUPING(...)` reads it.
     GroupingId,
+    /// `product(x)` (DuckDB): the product of the values as DOUBLE.
+    Product,
+    /// `fsum(x)`, `kahan_sum`, `sumKahan` (DuckDB): a DOUBLE sum with compensation, which
+    /// keeps the small values a large running sum would round away.
+    KahanSum,
 }
 
 impl AggregateFunction {
@@ -1047,6 +1085,8 @@ impl AggregateFunction {
             AggregateFunction::StringAgg | AggregateFunction::StringAggDistinct => "string_agg",
             AggregateFunction::ArrayAgg => "array_agg",
             AggregateFunction::GroupingId => "grouping_id",
+            AggregateFunction::Product => "product",
+            AggregateFunction::KahanSum => "fsum",
             AggregateFunction::AvgDistinct => "avg",
             AggregateFunction::StddevSamp => "stddev_samp",
             AggregateFunction::StddevPop => "stddev_pop",
@@ -1085,6 +1125,7 @@ impl AggregateFunction {
                 DataType::Utf8
             }
             (AggregateFunction::GroupingId, _) => DataType::Int64,
+            (AggregateFunction::Product | AggregateFunction::KahanSum, _) => DataType::Float64,
             (AggregateFunction::ArrayAgg, arg) => DataType::List(std::sync::Arc::new(
                 arrow::datatypes::Field::new("item", arg.cloned().unwrap_or(DataType::Null), true),
             )),

@@ -646,7 +646,9 @@ fn state_kind(call: &AggregateCall) -> StateKind {
         | AggregateFunction::StringAgg
         | AggregateFunction::StringAggDistinct
         | AggregateFunction::ArrayAgg
-        | AggregateFunction::GroupingId => StateKind::Distinct,
+        | AggregateFunction::GroupingId
+        | AggregateFunction::Product
+        | AggregateFunction::KahanSum => StateKind::Distinct,
         AggregateFunction::Sum => StateKind::Sum,
         AggregateFunction::Min => StateKind::Min,
         AggregateFunction::Max => StateKind::Max,

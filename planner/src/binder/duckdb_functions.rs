@@ -31,6 +31,7 @@ pub(super) fn duckdb_function(name: &str, args: &[Expr]) -> Option<Result<Expr>>
         .or_else(|| name.strip_prefix("array_"))
         .filter(|aggregate| {
             list_aggregate(aggregate).is_some()
+                || super::composed_aggregates::is_list_composed(aggregate)
                 || matches!(
                     *aggregate,
                     "first" | "last" | "arbitrary" | "bit_and" | "bit_or" | "bit_xor"
@@ -437,6 +438,13 @@ fn bind_list_aggregate(
             data_type: item,
         });
     }
+    if super::composed_aggregates::is_list_composed(aggregate) {
+        let [list] = args else {
+            return Err(bind_err!("{name} takes a list"));
+        };
+        let (list, item) = list_argument(name, list)?;
+        return super::composed_aggregates::bind_list_composed(aggregate, list, item);
+    }
     let Some(func) = list_aggregate(aggregate) else {
         return Err(bind_err!(
             "{name}: the aggregate {aggregate:?} does not exist or is not supported over lists yet"
@@ -450,6 +458,13 @@ fn bind_list_aggregate(
         DataType::Null => DataType::Null,
         other => return Err(bind_err!("{name} needs a list, not {}", type_name(&other))),
     };
+    let logical = matches!(aggregate, "bool_and" | "bool_or" | "every");
+    if logical && !matches!(item, DataType::Boolean | DataType::Null) {
+        return Err(bind_err!(
+            "{name}: {aggregate}({}) is not defined",
+            type_name(&item)
+        ));
+    }
     // Sums and means are kept in the widest type of their kind.
     let item = match (func, &item) {
         (
@@ -458,12 +473,23 @@ fn bind_list_aggregate(
         ) => DataType::Int64,
         (AggregateFunction::Sum | AggregateFunction::Avg, DataType::Float32) => DataType::Float64,
         (AggregateFunction::StringAgg, _) => DataType::Utf8,
-        (AggregateFunction::Sum | AggregateFunction::Avg, t) if !is_numeric(t) => {
+        (
+            AggregateFunction::Sum
+            | AggregateFunction::Avg
+            | AggregateFunction::Product
+            | AggregateFunction::KahanSum
+            | AggregateFunction::StddevSamp
+            | AggregateFunction::StddevPop
+            | AggregateFunction::VarSamp
+            | AggregateFunction::VarPop,
+            t,
+        ) if !is_numeric(t) && *t != DataType::Null => {
             return Err(bind_err!(
                 "{name}: {aggregate}({}) is not defined",
                 type_name(t)
             ));
         }
+        (AggregateFunction::Product | AggregateFunction::KahanSum, _) => DataType::Float64,
         (AggregateFunction::Min | AggregateFunction::Max, DataType::Null) => DataType::Int32,
         (_, DataType::Null) => DataType::Int32,
         (_, t) => t.clone(),

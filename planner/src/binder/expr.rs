@@ -138,6 +138,8 @@ pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
         "bool_and" | "every" => AggregateFunction::Min,
         "bool_or" => AggregateFunction::Max,
         "grouping" => AggregateFunction::GroupingId,
+        "product" => AggregateFunction::Product,
+        "fsum" | "kahan_sum" | "sumkahan" => AggregateFunction::KahanSum,
         _ => return None,
     })
 }
@@ -459,6 +461,8 @@ pub(super) fn bind_aggregate_call(
         | AggregateFunction::StddevPop
         | AggregateFunction::VarSamp
         | AggregateFunction::VarPop
+        | AggregateFunction::Product
+        | AggregateFunction::KahanSum
             if !is_numeric(&arg_type) =>
         {
             if arg_type == DataType::Null {
@@ -477,6 +481,12 @@ pub(super) fn bind_aggregate_call(
             arg = arg.cast(&DataType::Utf8);
         }
         _ => {}
+    }
+    if matches!(
+        func,
+        AggregateFunction::Product | AggregateFunction::KahanSum
+    ) {
+        arg = arg.cast(&DataType::Float64);
     }
     let data_type = func.result_type(Some(&arg.data_type()));
     let call = AggregateCall {

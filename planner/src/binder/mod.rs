@@ -4,6 +4,7 @@ mod alter;
 mod arrays;
 mod asof;
 mod changes;
+mod composed_aggregates;
 mod date_functions;
 mod duckdb_functions;
 mod expr;

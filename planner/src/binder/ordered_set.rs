@@ -34,6 +34,7 @@ pub fn is_ordered_set(name: &str) -> bool {
             | "bit_xor"
     ) || by_other(name).is_some()
         || super::statistics::is_statistic(name)
+        || super::composed_aggregates::is_composed(name)
 }
 
 /// `arg_max(x, y)` / `max_by` and `arg_min(x, y)` / `min_by` (DuckDB): whether the name is
@@ -254,6 +255,9 @@ pub(super) fn bind_ordered_set(
     if super::statistics::is_statistic(name) {
         return super::statistics::bind_statistic(function, name, agg);
     }
+    if super::composed_aggregates::is_composed(name) {
+        return super::composed_aggregates::bind_composed(function, name, agg);
+    }
     let args = function_args(function);
     let within = !function.within_group.is_empty();
     let (value, descending, fraction) = match (name, within, args.as_slice()) {
@@ -280,7 +284,11 @@ pub(super) fn bind_ordered_set(
     let input = &agg.input;
     let value = bind_generic(value, &mut Context::plain(input, "aggregate arguments"))?;
     let value_type = value.data_type();
-    let continuous = matches!(name, "median" | "quantile_cont" | "percentile_cont");
+    // A median of anything but numbers is the lower middle value, as DuckDB's.
+    let continuous = match name {
+        "median" => is_numeric(&value_type),
+        _ => matches!(name, "quantile_cont" | "percentile_cont"),
+    };
     if continuous && !is_numeric(&value_type) {
         return Err(bind_err!(
             "{name}({}) is not defined: it interpolates numbers",

@@ -38,7 +38,7 @@ fn op(left: Expr, op: BinaryOperator, right: Expr) -> Result<Expr> {
 }
 
 /// `a / b`, NULL where `b` is 0 (or NULL).
-fn divide(a: Expr, b: Expr) -> Result<Expr> {
+pub(super) fn divide(a: Expr, b: Expr) -> Result<Expr> {
     let zero = op(
         b.clone(),
         BinaryOperator::Eq,
