@@ -410,7 +410,7 @@ impl Accumulator {
                 state.update(value.expect("array_agg has an argument"), groups);
             }
             Accumulator::FloatFold(folds) => {
-                folds.update(value.expect("a fold has an argument"), groups);
+                folds.update(value.expect("a fold has an argument"), groups)?;
             }
             Accumulator::Ordered { .. } => {
                 unreachable!("an aggregate with ORDER BY is given its keys")

@@ -6,7 +6,10 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, Float64Array};
-use arrow::datatypes::Float64Type;
+use arrow::compute::cast;
+use arrow::datatypes::{DataType, Float64Type};
+
+use crate::Result;
 
 /// Which fold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -68,8 +71,11 @@ impl FloatFolds {
         }
     }
 
-    /// Folds in `values` (DOUBLE), row i into group `groups[i]`; NULLs are skipped.
-    pub(super) fn update(&mut self, values: &ArrayRef, groups: &[usize]) {
+    /// Folds in `values` (numbers, taken as DOUBLE), row i into group `groups[i]`; NULLs are
+    /// skipped.
+    pub(super) fn update(&mut self, values: &ArrayRef, groups: &[usize]) -> Result<()> {
+        // A window's frame passes its argument as it is; a grouping's binder cast it already.
+        let values = cast(values, &DataType::Float64)?;
         let values = values.as_primitive::<Float64Type>();
         debug_assert_eq!(values.len(), groups.len());
         for (row, &group) in groups.iter().enumerate() {
@@ -77,6 +83,7 @@ impl FloatFolds {
                 self.add(group, values.value(row), 0.0);
             }
         }
+        Ok(())
     }
 
     /// Folds in the groups `from` of `other`, a state of the same fold over other rows: its

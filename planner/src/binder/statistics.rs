@@ -1,6 +1,6 @@
 //! The two-variable statistical aggregates of PostgreSQL and DuckDB: `covar_pop(y, x)`,
 //! `covar_samp`, `corr`, and `regr_count`, `regr_avgx`, `regr_avgy`, `regr_sxx`, `regr_syy`,
-//! `regr_sxy`, `regr_slope`, `regr_intercept`, `regr_r2`. Each is bound as sums over the rows
+//! `regr_sxy`, `regr_slope`, `regr_intercept`, `regr_r2`, and DuckDB's `weighted_avg(y, x)`. Each is bound as sums over the rows
 //! where both arguments are non-NULL (their count, the sums of x, y, x², y² and xy, as
 //! DOUBLEs) and an expression over those sums, NULL where PostgreSQL's is (no rows, a zero
 //! variance).
@@ -30,6 +30,8 @@ pub fn is_statistic(name: &str) -> bool {
             | "regr_slope"
             | "regr_intercept"
             | "regr_r2"
+            | "weighted_avg"
+            | "wavg"
     )
 }
 
@@ -107,12 +109,25 @@ pub(super) fn bind_statistic(
     };
     let cxx = centered(sxx, sx.clone(), sx.clone())?;
     let cyy = centered(syy, sy.clone(), sy.clone())?;
-    let cxy = centered(sxy, sx.clone(), sy.clone())?;
+    let cxy = centered(sxy.clone(), sx.clone(), sy.clone())?;
     let mean = |s: Expr| divide(s, n.clone());
     let one = Expr::Literal(ScalarValue::Float64(1.0));
     match name {
         "covar_pop" => divide(cxy, n.clone()),
         "covar_samp" => divide(cxy, op(n.clone(), BinaryOperator::Minus, one)?),
+        // DuckDB's weighted mean of y by the weights x: NaN when they add up to zero.
+        "weighted_avg" | "wavg" => {
+            let no_weight = op(
+                sx.clone(),
+                BinaryOperator::Eq,
+                Expr::Literal(ScalarValue::Float64(0.0)),
+            )?;
+            Ok(Expr::Case {
+                branches: vec![(no_weight, Expr::Literal(ScalarValue::Float64(f64::NAN)))],
+                otherwise: Some(Box::new(divide(sxy, sx)?)),
+                data_type: DataType::Float64,
+            })
+        }
         "regr_avgx" => mean(sx),
         "regr_avgy" => mean(sy),
         "regr_sxx" => no_rows_null(cxx, &n),
