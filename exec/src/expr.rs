@@ -192,6 +192,10 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
             data_type,
         } => value(&args[0], batch)?.map(|v| crate::casts::cast(v, data_type, true)),
         Expr::Function {
+            func: ScalarFunction::Random,
+            ..
+        } => Ok(Value::Column(crate::math_functions::random(rows))),
+        Expr::Function {
             func: ScalarFunction::Coalesce,
             args,
             data_type,
@@ -520,6 +524,7 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
             crate::ordered_set::quantile(&args[0], &args[1], continuous)
         }
         ScalarFunction::SortedMode => crate::ordered_set::mode(&args[0]),
+        ScalarFunction::Random => unreachable!("random() is drawn per row with the batch"),
         ScalarFunction::SortedEntropy => crate::ordered_set::entropy(&args[0]),
         ScalarFunction::SortedMad => crate::ordered_set::median_absolute_deviation(&args[0]),
         ScalarFunction::MomentStatistic(moment) => crate::moments::moment_statistic(args, moment),

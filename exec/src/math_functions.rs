@@ -269,6 +269,27 @@ fn gamma(x: f64) -> f64 {
     (2.0 * std::f64::consts::PI).sqrt() * t.powf(x + 0.5) * (-t).exp() * sum
 }
 
+/// `rows` DOUBLEs drawn uniformly from [0, 1): SplitMix64 from a seed the process's hasher
+/// keys make fresh for each batch, which is plenty for sampling and shuffling, and no more.
+pub fn random(rows: usize) -> ArrayRef {
+    use std::hash::{BuildHasher, Hasher};
+    let mut state = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let draws: Float64Array = (0..rows)
+        .map(|_| {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^= z >> 31;
+            // The top 53 bits, as a fraction of 2^53.
+            Some((z >> 11) as f64 / (1u64 << 53) as f64)
+        })
+        .collect();
+    Arc::new(draws)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

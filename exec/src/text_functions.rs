@@ -1,5 +1,5 @@
 //! Text functions beyond the core ones (`TextOp`): edit distances, Jaccard similarity,
-//! `ends_with`, `contains`, `translate`, `chr`, `ascii` and `concat_ws`. Strings are read
+//! `ends_with`, `contains`, `translate`, `overlay`, `chr`, `ascii` and `concat_ws`. Strings are read
 //! as characters, not bytes.
 
 use std::collections::HashSet;
@@ -34,6 +34,7 @@ pub fn text_function(op: TextOp, args: &[ArrayRef]) -> Result<ArrayRef> {
         TextOp::EndsWith => Arc::new(pairs(text(0), text(1), |a, b| a.ends_with(b))),
         TextOp::Contains => Arc::new(pairs(text(0), text(1), |a, b| a.contains(b))),
         TextOp::Translate => Arc::new(translate(text(0), text(1), text(2))),
+        TextOp::Overlay => overlay(args),
         TextOp::Chr => chr(args[0].as_primitive::<Int64Type>())?,
         TextOp::Ascii => Arc::new(
             text(0)
@@ -162,6 +163,36 @@ fn translate(text: &StringArray, from: &StringArray, to: &StringArray) -> String
             Some(out)
         })
         .collect()
+}
+
+/// `overlay(s, r, start [, count])`, over characters: `s` before `start`, then `r`, then `s`
+/// from `start + count` on. Without a count or with a negative one, `r`'s length is taken;
+/// a start before the first character keeps nothing before `r`, as DuckDB's.
+fn overlay(args: &[ArrayRef]) -> ArrayRef {
+    let (text, placed) = (args[0].as_string::<i32>(), args[1].as_string::<i32>());
+    let start = args[2].as_primitive::<Int64Type>();
+    let count = args.get(3).map(|c| c.as_primitive::<Int64Type>());
+    let overlaid: StringArray = (0..text.len())
+        .map(|row| {
+            if text.is_null(row) || placed.is_null(row) || start.is_null(row) {
+                return None;
+            }
+            let (text, placed, start) = (text.value(row), placed.value(row), start.value(row));
+            let placed_length = placed.chars().count() as i64;
+            let count = match count {
+                Some(count) if count.is_null(row) => return None,
+                Some(count) if count.value(row) >= 0 => count.value(row),
+                _ => placed_length,
+            };
+            let kept_before = start.saturating_sub(1).max(0) as usize;
+            let resumed = start.saturating_add(count).saturating_sub(1).max(0) as usize;
+            let mut out: String = text.chars().take(kept_before).collect();
+            out.push_str(placed);
+            out.extend(text.chars().skip(resumed));
+            Some(out)
+        })
+        .collect();
+    Arc::new(overlaid)
 }
 
 fn chr(codes: &arrow::array::Int64Array) -> Result<ArrayRef> {

@@ -311,6 +311,8 @@ pub enum ScalarFunction {
     },
     /// The most frequent of a group's sorted values, the first of equally frequent ones.
     SortedMode,
+    /// `random()`: a DOUBLE drawn uniformly from [0, 1), a new one for each row.
+    Random,
     /// `entropy(x)` (DuckDB): the base-2 entropy of how often each of a group's sorted
     /// non-NULL values occurs; 0 for no values.
     SortedEntropy,
@@ -539,6 +541,9 @@ pub enum TextOp {
     /// `translate(s, from, to)`: each character of `from` replaced by the one at its place in
     /// `to`, or removed where `to` is shorter.
     Translate,
+    /// `overlay(s PLACING r FROM start [FOR count])`: `count` characters of `s` from `start`
+    /// (as many as `r` has, without a count) replaced by `r`.
+    Overlay,
     Chr,
     Ascii,
     ConcatWs,
@@ -575,6 +580,7 @@ impl TextOp {
             TextOp::EndsWith => "ends_with",
             TextOp::Contains => "contains",
             TextOp::Translate => "translate",
+            TextOp::Overlay => "overlay",
             TextOp::Chr => "chr",
             TextOp::Ascii => "ascii",
             TextOp::ConcatWs => "concat_ws",
@@ -698,6 +704,7 @@ impl ScalarFunction {
             ScalarFunction::SortedQuantile { continuous: false } => "percentile_disc",
             ScalarFunction::SortedMode => "mode",
             ScalarFunction::SortedEntropy => "entropy",
+            ScalarFunction::Random => "random",
             ScalarFunction::SortedMad => "mad",
             ScalarFunction::MomentStatistic(moment) => moment.name(),
             ScalarFunction::JsonGet { text: false } => "json_extract",

@@ -865,6 +865,23 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
                 data_type: DataType::Utf8,
             })
         }
+        E::Overlay {
+            expr,
+            overlay_what,
+            overlay_from,
+            overlay_for,
+        } => {
+            let mut args = vec![
+                bind_expr(expr, ctx)?,
+                bind_expr(overlay_what, ctx)?,
+                bind_expr(overlay_from, ctx)?,
+            ];
+            if let Some(count) = overlay_for {
+                args.push(bind_expr(count, ctx)?);
+            }
+            super::text_functions::text_function("overlay", &args)
+                .expect("overlay is a text function")
+        }
         E::Subquery(query) => bind_scalar_subquery(query, ctx),
         E::Array(array) => super::arrays::bind_array(array, ctx),
         E::AnyOp {

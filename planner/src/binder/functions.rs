@@ -461,6 +461,9 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             if let Some(bound) = super::math_functions::math_function(&name, &args) {
                 return bound;
             }
+            if name == "random" {
+                return super::math_functions::random(&args);
+            }
             if let Some(bound) = super::text_functions::text_function(&name, &args) {
                 return bound;
             }

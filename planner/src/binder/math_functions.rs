@@ -46,6 +46,18 @@ pub(super) fn math_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
     Some(bind(name, op, args))
 }
 
+/// `random()`: drawn for each row when the query runs, so never a constant.
+pub(super) fn random(args: &[Expr]) -> Result<Expr> {
+    if !args.is_empty() {
+        return Err(bind_err!("random takes no arguments"));
+    }
+    Ok(Expr::Function {
+        func: ScalarFunction::Random,
+        args: Vec::new(),
+        data_type: DataType::Float64,
+    })
+}
+
 fn bind(name: &str, op: MathOp, args: &[Expr]) -> Result<Expr> {
     let arity = op.arity();
     if args.len() != arity {

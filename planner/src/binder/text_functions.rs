@@ -1,6 +1,6 @@
 //! Text functions of both anchors beyond the core ones: edit distances (`levenshtein`,
 //! `damerau_levenshtein`, `hamming`), `jaccard`, `suffix` / `ends_with`, `contains`,
-//! `translate`, `chr`, `ascii` and `concat_ws`.
+//! `translate`, `overlay`, `chr`, `ascii` and `concat_ws`.
 
 use arrow::datatypes::DataType;
 
@@ -20,6 +20,8 @@ pub(super) fn text_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
         "suffix" | "ends_with" => (TextOp::EndsWith, 2, DataType::Boolean),
         "contains" => (TextOp::Contains, 2, DataType::Boolean),
         "translate" => (TextOp::Translate, 3, DataType::Utf8),
+        "overlay" if args.len() == 4 => (TextOp::Overlay, 4, DataType::Utf8),
+        "overlay" => (TextOp::Overlay, 3, DataType::Utf8),
         "chr" => (TextOp::Chr, 1, DataType::Utf8),
         "ascii" => (TextOp::Ascii, 1, DataType::Int32),
         "concat_ws" => return Some(concat_ws(args)),
@@ -57,6 +59,16 @@ pub(super) fn text_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
         TextOp::SubstringGrapheme | TextOp::LeftGrapheme | TextOp::RightGrapheme => {
             let mut bound = strings(vec![args[0].clone()]);
             for number in &args[1..] {
+                match integer(name, number) {
+                    Ok(number) => bound.push(number),
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+            bound
+        }
+        TextOp::Overlay => {
+            let mut bound = strings(args[..2].to_vec());
+            for number in &args[2..] {
                 match integer(name, number) {
                     Ok(number) => bound.push(number),
                     Err(e) => return Some(Err(e)),
