@@ -24,6 +24,9 @@ pub fn cast(value: &ArrayRef, to: &DataType, safe: bool) -> Result<ArrayRef> {
         safe,
         format_options: FormatOptions::new(),
     };
+    if let Some(cast) = crate::infinite_times::cast_infinite(value, to, &options) {
+        return cast;
+    }
     let from = value.data_type();
     let rounded = match (from, to) {
         (DataType::Timestamp(TimeUnit::Microsecond, None), DataType::Utf8) => {
@@ -98,6 +101,10 @@ fn decimals_rounded(value: &ArrayRef, scale: i8) -> Result<ArrayRef> {
 /// A timestamp as PostgreSQL and DuckDB write it: `YYYY-MM-DD HH:MM:SS`, then the fraction of
 /// a second without its trailing zeros, if any.
 pub fn timestamp_text(micros: i64) -> String {
+    let infinity = crate::infinite_times::TIMESTAMP_INFINITY;
+    if let Some(word) = crate::infinite_times::infinity_text(micros, infinity) {
+        return word.to_string();
+    }
     match chrono::DateTime::from_timestamp_micros(micros) {
         Some(time) => {
             let text = time.format("%Y-%m-%d %H:%M:%S%.6f").to_string();
@@ -128,7 +135,10 @@ pub fn with_text_for_tables(batch: &RecordBatch) -> Result<RecordBatch> {
 
 fn with_columns_as_text(batch: &RecordBatch, arrays: bool) -> Result<RecordBatch> {
     let is_timestamp = |t: &DataType| matches!(t, DataType::Timestamp(TimeUnit::Microsecond, None));
-    let as_text = |t: &DataType| is_timestamp(t) || (arrays && matches!(t, DataType::List(_)));
+    // Dates too, for their infinities (ADR 0062), which Arrow's printers cannot write.
+    let as_text = |t: &DataType| {
+        is_timestamp(t) || *t == DataType::Date32 || (arrays && matches!(t, DataType::List(_)))
+    };
     if !batch
         .schema()
         .fields()
@@ -144,9 +154,10 @@ fn with_columns_as_text(batch: &RecordBatch, arrays: bool) -> Result<RecordBatch
         match as_text(field.data_type()) {
             true => {
                 fields.push(Field::new(field.name(), DataType::Utf8, true));
-                columns.push(match is_timestamp(field.data_type()) {
-                    true => timestamps_as_text(column),
-                    false => crate::arrays::to_text(column)?,
+                columns.push(match field.data_type() {
+                    t if is_timestamp(t) => timestamps_as_text(column),
+                    DataType::Date32 => cast(column, &DataType::Utf8, false)?,
+                    _ => crate::arrays::to_text(column)?,
                 });
             }
             false => {

@@ -83,8 +83,12 @@ pub fn make_timestamp(args: &[ArrayRef]) -> Result<ArrayRef> {
 /// timestamp's month), as PostgreSQL computes it.
 pub fn age(args: &[ArrayRef]) -> Result<ArrayRef> {
     let (a, b) = (
-        args[0].as_primitive::<TimestampMicrosecondType>(),
-        args[1].as_primitive::<TimestampMicrosecondType>(),
+        crate::infinite_times::finite_only(&args[0]),
+        crate::infinite_times::finite_only(&args[1]),
+    );
+    let (a, b) = (
+        a.as_primitive::<TimestampMicrosecondType>(),
+        b.as_primitive::<TimestampMicrosecondType>(),
     );
     let stamp = |micros: i64| {
         chrono::DateTime::from_timestamp_micros(micros)

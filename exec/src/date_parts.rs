@@ -17,6 +17,7 @@ const MICROS_PER_DAY: i64 = 86_400 * MICROS_PER_SECOND;
 
 /// `part` of each date or timestamp in `value`, as a BIGINT.
 pub fn date_part(value: &ArrayRef, part: DatePart) -> Result<ArrayRef> {
+    let value = &crate::infinite_times::finite_only(value);
     let simple = |p: P| -> Result<ArrayRef> {
         let part = arrow_part(value, p)?;
         Ok(arrow::compute::cast(&part, &DataType::Int64)?)
@@ -136,6 +137,10 @@ fn whole_parts(start: i64, end: i64, part: DatePart) -> Result<i64> {
 
 /// `date_sub(part, a, b)`: whole `part`s from `a` to `b`, both timestamps in microseconds.
 pub fn date_sub(a: &ArrayRef, b: &ArrayRef, part: DatePart) -> Result<ArrayRef> {
+    let (a, b) = (
+        &crate::infinite_times::finite_only(a),
+        &crate::infinite_times::finite_only(b),
+    );
     let (a, b) = (
         a.as_primitive::<TimestampMicrosecondType>(),
         b.as_primitive::<TimestampMicrosecondType>(),

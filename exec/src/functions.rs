@@ -479,6 +479,10 @@ fn truncate_stamp(micros: i64, part: DatePart) -> Result<i64> {
 /// Boundaries of `part` crossed from `a` to `b` (both timestamps in microseconds).
 pub fn date_diff(a: &ArrayRef, b: &ArrayRef, part: DatePart) -> Result<ArrayRef> {
     let (a, b) = (
+        &crate::infinite_times::finite_only(a),
+        &crate::infinite_times::finite_only(b),
+    );
+    let (a, b) = (
         a.as_primitive::<TimestampMicrosecondType>(),
         b.as_primitive::<TimestampMicrosecondType>(),
     );

@@ -93,6 +93,23 @@ fn write_value(out: &mut String, array: &dyn Array, row: usize) {
         BinaryView => write_blob(out, array.as_binary_view().value(row)),
         FixedSizeBinary(_) => write_blob(out, array.as_fixed_size_binary().value(row)),
         Time32(_) | Time64(_) => write_time(out, time_nanos(array, row)),
+        Date32 => out.push_str(&pondra_cluster::date_text(
+            array
+                .as_primitive::<arrow::datatypes::Date32Type>()
+                .value(row),
+        )),
+        Timestamp(arrow::datatypes::TimeUnit::Microsecond, _)
+            if array
+                .as_primitive::<arrow::datatypes::TimestampMicrosecondType>()
+                .value(row)
+                .unsigned_abs()
+                == pondra_cluster::TIMESTAMP_INFINITY.unsigned_abs() =>
+        {
+            let micros = array
+                .as_primitive::<arrow::datatypes::TimestampMicrosecondType>()
+                .value(row);
+            out.push_str(&pondra_cluster::timestamp_text(micros));
+        }
         Timestamp(unit, zone) => write_timestamp(out, timestamp_nanos(array, *unit, row), zone),
         Interval(unit) => write_interval(out, interval_parts(array, *unit, row)),
         List(_) => write_list(out, array.as_list::<i32>().value(row).as_ref()),

@@ -1,7 +1,7 @@
 //! Arrow values as Postgres sends them (type OIDs, text and binary formats), and parameters
 //! as SQL literals.
 
-use pondra_cluster::timestamp_text;
+use pondra_cluster::{DATE_INFINITY, TIMESTAMP_INFINITY, date_text, timestamp_text};
 use std::error::Error;
 
 use arrow::array::{Array, ArrayRef, AsArray};
@@ -212,12 +212,6 @@ pub fn decimal_text(value: i128, scale: i8) -> String {
     format!("{sign}{whole}.{fraction}")
 }
 
-fn date_text(days: i32) -> String {
-    chrono::DateTime::from_timestamp(days as i64 * 86_400, 0)
-        .map(|d| d.format("%Y-%m-%d").to_string())
-        .unwrap_or_else(|| days.to_string())
-}
-
 fn interval_text(i: &IntervalMonthDayNano) -> String {
     let mut parts = Vec::new();
     let (years, months) = (i.months / 12, i.months % 12);
@@ -287,7 +281,12 @@ impl ToSql for PgValue {
             PgValue::Float8(v) => out.put_f64(*v),
             PgValue::Numeric { value, scale } => numeric_binary(*value, *scale, out),
             PgValue::Text(s) => out.put_slice(s.as_bytes()),
+            // Infinities as PostgreSQL's own sentinels (ADR 0062).
+            PgValue::Date(DATE_INFINITY) => out.put_i32(i32::MAX),
+            PgValue::Date(days) if *days == -DATE_INFINITY => out.put_i32(i32::MIN),
             PgValue::Date(days) => out.put_i32((*days as i64 - PG_EPOCH_DAYS) as i32),
+            PgValue::Timestamp(TIMESTAMP_INFINITY) => out.put_i64(i64::MAX),
+            PgValue::Timestamp(micros) if *micros == -TIMESTAMP_INFINITY => out.put_i64(i64::MIN),
             PgValue::Timestamp(micros) => out.put_i64(micros - PG_EPOCH_MICROS),
             PgValue::Interval(i) => {
                 out.put_i64(i.nanoseconds / 1000);
