@@ -35,6 +35,7 @@ pub fn text_function(op: TextOp, args: &[ArrayRef]) -> Result<ArrayRef> {
         TextOp::Contains => Arc::new(pairs(text(0), text(1), |a, b| a.contains(b))),
         TextOp::Translate => Arc::new(translate(text(0), text(1), text(2))),
         TextOp::Overlay => overlay(args),
+        TextOp::Glob => Arc::new(pairs(text(0), text(1), crate::text_more::glob_matches)),
         TextOp::Chr => chr(args[0].as_primitive::<Int64Type>())?,
         TextOp::Ascii => Arc::new(
             text(0)

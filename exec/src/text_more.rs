@@ -292,8 +292,136 @@ pub fn graphemes(op: TextOp, args: &[ArrayRef]) -> Result<ArrayRef> {
     Ok(Arc::new(StringArray::from(out)))
 }
 
+/// One step of a GLOB pattern.
+enum GlobPiece {
+    /// `*`: any run of characters.
+    Run,
+    /// `?`: any one character.
+    One,
+    Char(char),
+    /// `[...]`: one character in (or, with `!`, not in) the ranges.
+    Class {
+        negated: bool,
+        ranges: Vec<(char, char)>,
+    },
+}
+
+impl GlobPiece {
+    fn matches(&self, c: char) -> bool {
+        match self {
+            GlobPiece::Run | GlobPiece::One => true,
+            GlobPiece::Char(p) => *p == c,
+            GlobPiece::Class { negated, ranges } => {
+                ranges.iter().any(|(low, high)| (*low..=*high).contains(&c)) != *negated
+            }
+        }
+    }
+}
+
+/// The pieces of a GLOB pattern; `None` for one no text matches (an unclosed `[`, a
+/// trailing `\`). A `]` first in a class is one of its characters.
+fn glob_pieces(pattern: &str) -> Option<Vec<GlobPiece>> {
+    let mut chars = pattern.chars().peekable();
+    let mut pieces = Vec::new();
+    while let Some(c) = chars.next() {
+        pieces.push(match c {
+            '*' => GlobPiece::Run,
+            '?' => GlobPiece::One,
+            '\\' => GlobPiece::Char(chars.next()?),
+            '[' => {
+                let negated = chars.next_if_eq(&'!').is_some();
+                let mut ranges = Vec::new();
+                let mut first = true;
+                loop {
+                    let low = chars.next()?;
+                    if low == ']' && !first {
+                        break;
+                    }
+                    first = false;
+                    let high = match chars.peek() {
+                        Some('-') => {
+                            chars.next();
+                            match chars.next()? {
+                                ']' => {
+                                    ranges.extend([(low, low), ('-', '-')]);
+                                    break;
+                                }
+                                high => high,
+                            }
+                        }
+                        _ => low,
+                    };
+                    ranges.push((low, high));
+                }
+                GlobPiece::Class { negated, ranges }
+            }
+            c => GlobPiece::Char(c),
+        });
+    }
+    Some(pieces)
+}
+
+/// Whether the whole of `text` matches the GLOB `pattern`. Backtracks only to the last `*`,
+/// so the cost is at most the product of the lengths, never exponential.
+pub fn glob_matches(text: &str, pattern: &str) -> bool {
+    let Some(pieces) = glob_pieces(pattern) else {
+        return false;
+    };
+    let text: Vec<char> = text.chars().collect();
+    let (mut t, mut p) = (0, 0);
+    let mut last_run: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pieces.get(p) {
+            Some(GlobPiece::Run) => {
+                last_run = Some((p + 1, t));
+                p += 1;
+            }
+            Some(piece) if piece.matches(text[t]) => (p, t) = (p + 1, t + 1),
+            _ => match last_run {
+                Some((after, from)) => {
+                    last_run = Some((after, from + 1));
+                    (p, t) = (after, from + 1);
+                }
+                None => return false,
+            },
+        }
+    }
+    pieces[p..]
+        .iter()
+        .all(|piece| matches!(piece, GlobPiece::Run))
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn glob_patterns_match_as_duckdb_does() {
+        let cases = [
+            ("aaa", "a?a", true),
+            ("aaa", "????*", false),
+            ("ababac", "*abac", true),
+            ("b3", "[abc0-9][abc0-9]", true),
+            ("a", "[!0-9]", true),
+            ("*", "\\*", true),
+            ("a", "\\*", false),
+            ("3]", "[]3][]]", true),
+            ("3", "[3", false),
+            ("3", "\\", false),
+            ("1245", "**1***2*******4*5***", true),
+            ("6", "[1-35-7]", true),
+            ("4", "[1-35-7]", false),
+            ("abc", "*[", false),
+        ];
+        for (text, pattern, expected) in cases {
+            assert_eq!(
+                glob_matches(text, pattern),
+                expected,
+                "{text} GLOB {pattern}"
+            );
+        }
+        let long = format!("{}c", "a".repeat(35));
+        assert!(!glob_matches(&long, "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b"));
+    }
     use super::*;
 
     #[test]

@@ -2,6 +2,7 @@
 
 mod asof;
 mod depth;
+mod dialect;
 mod equals_arguments;
 mod frame_exclusion;
 mod null_order;
@@ -200,7 +201,7 @@ fn parse_tokens(tokens: Vec<TokenWithSpan>) -> Result<Statement, ParseError> {
     );
     let parser = match postgres_only {
         true => Parser::new(&sqlparser::dialect::PostgreSqlDialect {}),
-        false => Parser::new(&DuckDbDialect {}),
+        false => Parser::new(&dialect::PondraDialect(DuckDbDialect {})),
     };
     let mut statements = parser
         .with_recursion_limit(depth::NESTING_LIMIT)

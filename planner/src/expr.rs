@@ -541,6 +541,9 @@ pub enum TextOp {
     /// `translate(s, from, to)`: each character of `from` replaced by the one at its place in
     /// `to`, or removed where `to` is shorter.
     Translate,
+    /// `text GLOB pattern`: `*` any run of characters, `?` any one, `[a-z]` / `[!a-z]` one in
+    /// (not in) a class, `\` the next character as it is; the whole text must match.
+    Glob,
     /// `overlay(s PLACING r FROM start [FOR count])`: `count` characters of `s` from `start`
     /// (as many as `r` has, without a count) replaced by `r`.
     Overlay,
@@ -580,6 +583,7 @@ impl TextOp {
             TextOp::EndsWith => "ends_with",
             TextOp::Contains => "contains",
             TextOp::Translate => "translate",
+            TextOp::Glob => "glob",
             TextOp::Overlay => "overlay",
             TextOp::Chr => "chr",
             TextOp::Ascii => "ascii",

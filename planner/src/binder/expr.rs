@@ -1417,6 +1417,26 @@ pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Exp
                 });
             }
             BinaryOperator::DuckIntegerDivide => return integer_divide(left, right),
+            BinaryOperator::Glob | BinaryOperator::PGStartsWith => {
+                let func = match op {
+                    BinaryOperator::Glob => ScalarFunction::Text(crate::expr::TextOp::Glob),
+                    _ => ScalarFunction::StartsWith,
+                };
+                for side in [&left, &right] {
+                    let t = side.data_type();
+                    if !matches!(t, DataType::Utf8 | DataType::Null) {
+                        return Err(bind_err!(
+                            "{op} needs VARCHAR operands, not {}",
+                            type_name(&t)
+                        ));
+                    }
+                }
+                return Ok(Expr::Function {
+                    func,
+                    args: strings(vec![left, right]),
+                    data_type: DataType::Boolean,
+                });
+            }
             BinaryOperator::Arrow => return super::functions::json_get(vec![left, right], false),
             BinaryOperator::LongArrow => {
                 return super::functions::json_get(vec![left, right], true);

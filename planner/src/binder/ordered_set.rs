@@ -283,6 +283,11 @@ pub(super) fn bind_ordered_set(
     }
     let input = &agg.input;
     let value = bind_generic(value, &mut Context::plain(input, "aggregate arguments"))?;
+    // An untyped NULL (`median(NULL)`) is a number that is never there.
+    let value = match value.data_type() {
+        DataType::Null => value.cast(&DataType::Int32),
+        _ => value,
+    };
     let value_type = value.data_type();
     // A median of anything but numbers is the lower middle value, as DuckDB's.
     let continuous = match name {

@@ -1,0 +1,128 @@
+//! The dialect statements are read in: DuckDB's, as sqlparser reads it, and two infix
+//! operators its reading lacks: `text GLOB pattern` (SQLite's and DuckDB's) and PostgreSQL's
+//! `text ^@ prefix` (starts with). sqlparser lets a dialect stand in for another; this one
+//! answers every question as DuckDB's does, so every DuckDB form reads as before.
+
+use std::any::TypeId;
+
+use sqlparser::ast::{BinaryOperator, Expr};
+use sqlparser::dialect::{Dialect, DuckDbDialect};
+use sqlparser::keywords::Keyword;
+use sqlparser::parser::{Parser, ParserError};
+use sqlparser::tokenizer::Token;
+
+#[derive(Debug, Default)]
+pub struct PondraDialect(pub DuckDbDialect);
+
+/// Forwards each named question to DuckDB's dialect.
+macro_rules! as_duckdb {
+    ($($name:ident($($arg:ident: $type:ty),*) -> $out:ty;)*) => {
+        $(fn $name(&self, $($arg: $type),*) -> $out {
+            self.0.$name($($arg),*)
+        })*
+    };
+}
+
+impl Dialect for PondraDialect {
+    fn dialect(&self) -> TypeId {
+        TypeId::of::<DuckDbDialect>()
+    }
+
+    fn parse_infix(
+        &self,
+        parser: &mut Parser,
+        expr: &Expr,
+        precedence: u8,
+    ) -> Option<Result<Expr, ParserError>> {
+        // Both already have their precedence (LIKE's, and `::`'s) in sqlparser's table.
+        let op = if parser.parse_keyword(Keyword::GLOB) {
+            BinaryOperator::Glob
+        } else if parser.consume_token(&Token::CaretAt) {
+            BinaryOperator::PGStartsWith
+        } else {
+            return None;
+        };
+        Some(
+            parser
+                .parse_subexpr(precedence)
+                .map(|right| Expr::BinaryOp {
+                    left: Box::new(expr.clone()),
+                    op,
+                    right: Box::new(right),
+                }),
+        )
+    }
+
+    as_duckdb! {
+        supports_cte_materialization() -> bool;
+        supports_string_literal_column_alias(explicit: bool) -> bool;
+        supports_string_literal_table_alias(explicit: bool) -> bool;
+        supports_trailing_commas() -> bool;
+        is_identifier_start(ch: char) -> bool;
+        is_identifier_part(ch: char) -> bool;
+        identifier_quote_style(identifier: &str) -> Option<char>;
+        supports_filter_during_aggregation() -> bool;
+        supports_group_by_expr() -> bool;
+        supports_bitwise_shift_operators() -> bool;
+        supports_tilde_like_match_operator() -> bool;
+        supports_aggregate_order_by_with_empty_args() -> bool;
+        supports_comparison_in_between_low_bound() -> bool;
+        supports_named_fn_args_with_eq_operator() -> bool;
+        supports_named_fn_args_with_assignment_operator() -> bool;
+        supports_dictionary_syntax() -> bool;
+        support_map_literal_syntax() -> bool;
+        supports_lambda_functions() -> bool;
+        allow_extract_single_quotes() -> bool;
+        supports_explain_with_utility_options() -> bool;
+        supports_load_extension() -> bool;
+        supports_array_typedef_with_brackets() -> bool;
+        supports_from_first_select() -> bool;
+        supports_order_by_all() -> bool;
+        supports_select_wildcard_exclude() -> bool;
+        supports_notnull_operator() -> bool;
+        supports_install() -> bool;
+        supports_detach() -> bool;
+        supports_select_wildcard_replace() -> bool;
+        supports_comma_separated_trim() -> bool;
+        supports_numeric_literal_underscores() -> bool;
+        supports_nested_comments() -> bool;
+        supports_add_column_if_not_exists() -> bool;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn infix(sql: &str) -> BinaryOperator {
+        let expr = Parser::new(&PondraDialect::default())
+            .try_with_sql(sql)
+            .and_then(|mut p| p.parse_expr())
+            .expect("reads");
+        match expr {
+            Expr::BinaryOp { op, .. } => op,
+            other => panic!("not an infix operator: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn glob_and_starts_with_read_as_operators() {
+        assert_eq!(infix("name GLOB 'a*'"), BinaryOperator::Glob);
+        assert_eq!(infix("name ^@ 'a'"), BinaryOperator::PGStartsWith);
+        // Precedence as LIKE's: the comparison takes the whole concatenation.
+        assert_eq!(infix("a || b GLOB 'x*'"), BinaryOperator::Glob);
+    }
+
+    #[test]
+    fn duckdb_forms_read_as_before() {
+        let dialect = PondraDialect::default();
+        assert!((&dialect as &dyn Dialect).is::<DuckDbDialect>());
+        for sql in [
+            "SELECT {'a': 1}",
+            "SELECT list_transform([1], x -> x + 1)",
+            "FROM t",
+        ] {
+            Parser::parse_sql(&dialect, sql).expect(sql);
+        }
+    }
+}
