@@ -1242,6 +1242,19 @@ impl<'a> Binder<'a> {
         }
         let (relations, predicates, scope) = self.bind_from(&select.from)?;
         let outer = self.outer_scope();
+        let lateral =
+            where_aliases::with_lateral_aliases(&select.projection, &scope, outer.as_ref());
+        let with_lateral;
+        let select = match lateral {
+            Some(projection) => {
+                with_lateral = ast::Select {
+                    projection,
+                    ..select.clone()
+                };
+                &with_lateral
+            }
+            None => select,
+        };
         let selection = select.selection.as_ref().map(|selection| {
             where_aliases::with_aliases(selection, &select.projection, &scope, outer.as_ref())
         });

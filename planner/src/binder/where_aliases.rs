@@ -1,5 +1,6 @@
 //! Select-list aliases named in WHERE, as DuckDB reads them: `SELECT a + 1 AS b FROM t WHERE
-//! b > 2` filters on `a + 1`. A name is an alias only where no column of the FROM clause (nor
+//! b > 2` filters on `a + 1`; and in the select list after them (DuckDB's lateral column
+//! aliases): `SELECT a + 1 AS b, b * 2 FROM t` computes `(a + 1) * 2`. A name is an alias only where no column of the FROM clause (nor
 //! of an enclosing query) has it, and only outside subqueries, whose names are their own. An
 //! alias of an aggregate or a window function is replaced too, so that the error says WHERE
 //! cannot filter on those.
@@ -36,6 +37,35 @@ pub(super) fn with_aliases(
     };
     let _ = selection.visit(&mut rewriter);
     selection
+}
+
+/// The select list with each alias a later item names replaced by the aliased expression
+/// (itself rewritten, so aliases may chain); `None` when no item names an earlier alias.
+pub(super) fn with_lateral_aliases(
+    projection: &[ast::SelectItem],
+    scope: &Scope,
+    outer: Option<&Scope>,
+) -> Option<Vec<ast::SelectItem>> {
+    let aliased = |item: &ast::SelectItem| matches!(item, ast::SelectItem::ExprWithAlias { .. });
+    // Only an item after the first alias can name one.
+    let first = projection.iter().position(aliased)?;
+    let mut rewritten = projection.to_vec();
+    let mut changed = false;
+    for k in first + 1..rewritten.len() {
+        let (earlier, rest) = rewritten.split_at_mut(k);
+        let expr = match &mut rest[0] {
+            ast::SelectItem::UnnamedExpr(expr) | ast::SelectItem::ExprWithAlias { expr, .. } => {
+                expr
+            }
+            _ => continue,
+        };
+        let lateral = with_aliases(expr, earlier, scope, outer);
+        if lateral != *expr {
+            *expr = lateral;
+            changed = true;
+        }
+    }
+    changed.then_some(rewritten)
 }
 
 struct Rewriter<'a> {
