@@ -76,20 +76,26 @@ pub fn cast_infinite(
                 .then(|| from_text(texts, to, options))
         }
         (DataType::Date32, to @ DataType::Timestamp(TimeUnit::Microsecond, None)) => {
+            // Always here, for an error that names the date out of range.
             let dates = value.as_primitive::<Date32Type>();
-            has_infinity(dates, DATE_INFINITY).then(|| {
-                let stamps: TimestampMicrosecondArray =
-                    dates.try_unary(|d| match infinity_text(d as i64, DATE_INFINITY as i64) {
+            let stamps =
+                dates.try_unary::<_, TimestampMicrosecondType, _>(|d| {
+                    match infinity_text(d as i64, DATE_INFINITY as i64) {
                         Some("infinity") => Ok(TIMESTAMP_INFINITY),
                         Some(_) => Ok(TIMESTAMP_NEGATIVE_INFINITY),
                         None => (d as i64).checked_mul(MICROS_PER_DAY).ok_or_else(|| {
                             ArrowError::CastError(format!(
-                                "date of {d} days out of TIMESTAMP range"
+                                "date {} out of range for TIMESTAMP",
+                                date_text(d)
                             ))
                         }),
-                    })?;
-                Ok(Arc::new(stamps.with_data_type(to.clone())) as ArrayRef)
-            })
+                    }
+                });
+            Some(
+                stamps
+                    .map(|stamps| Arc::new(stamps.with_data_type(to.clone())) as ArrayRef)
+                    .map_err(Into::into),
+            )
         }
         (DataType::Timestamp(TimeUnit::Microsecond, None), DataType::Date32) => {
             let stamps = value.as_primitive::<TimestampMicrosecondType>();

@@ -416,7 +416,12 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
                 return derived;
             }
             let part = match &args[0] {
-                Expr::Literal(ScalarValue::Utf8(part)) => part_by_name(part)?,
+                // DuckDB truncates and counts a Julian day as a day, a year-week as a week.
+                Expr::Literal(ScalarValue::Utf8(part)) => match part.to_lowercase().as_str() {
+                    "julian" => DatePart::Day,
+                    "yearweek" => DatePart::Week,
+                    _ => part_by_name(part)?,
+                },
                 _ => return Err(bind_err!("{name} needs the part as a string literal")),
             };
             let values: Vec<Expr> = args[1..].to_vec();
@@ -433,8 +438,15 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
                 }
             }
             if name.contains("trunc") {
-                let t = values[0].data_type();
-                (ScalarFunction::DateTrunc(part), values, t)
+                // A date is truncated as the timestamp at its midnight, and gives a timestamp,
+                // in both anchors.
+                let stamp = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None);
+                let value = match values[0].data_type() {
+                    DataType::Date32 => values[0].clone().cast(&stamp),
+                    _ => values[0].clone(),
+                };
+                let t = value.data_type();
+                (ScalarFunction::DateTrunc(part), vec![value], t)
             } else if between {
                 // date_diff counts the boundaries crossed; date_sub (DuckDB) the whole parts.
                 let ts = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None);
