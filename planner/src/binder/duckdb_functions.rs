@@ -34,7 +34,7 @@ pub(super) fn duckdb_function(name: &str, args: &[Expr]) -> Option<Result<Expr>>
                 || super::composed_aggregates::is_list_composed(aggregate)
                 || matches!(
                     *aggregate,
-                    "first" | "last" | "arbitrary" | "bit_and" | "bit_or" | "bit_xor"
+                    "first" | "last" | "arbitrary" | "any_value" | "bit_and" | "bit_or" | "bit_xor"
                 )
         })
     {
@@ -68,6 +68,17 @@ pub(super) fn duckdb_function(name: &str, args: &[Expr]) -> Option<Result<Expr>>
         "len" => length(args),
         "list_value" | "list_pack" => make_list(args),
         "list_concat" | "list_cat" | "array_concat" | "array_cat" => list_concat(name, args),
+        "list_append" | "array_append" | "array_push_back" => expect_arity(name, args, 2)
+            .and_then(|()| list_concat(name, &[args[0].clone(), make_list(&args[1..])?])),
+        "list_prepend" | "array_prepend" | "array_push_front" => expect_arity(name, args, 2)
+            .and_then(|()| list_concat(name, &[make_list(&args[..1])?, args[1].clone()])),
+        "xor" => expect_arity(name, args, 2).and_then(|()| {
+            binary(
+                args[0].clone(),
+                &BinaryOperator::PGBitwiseXor,
+                args[1].clone(),
+            )
+        }),
         "list_contains" | "list_has" | "array_contains" | "array_has" => {
             list_find(name, args, ListOp::Contains)
         }
@@ -410,6 +421,23 @@ fn list_pick(aggregate: &str, args: &[Expr]) -> Option<Result<Expr>> {
             data_type: DataType::Int64,
         }),
         "list" | "array_agg" => list.clone(),
+        // The first element that is not NULL.
+        "any_value" => {
+            let present = Expr::Lambda(Box::new(crate::expr::Lambda {
+                op: crate::expr::LambdaOp::Filter,
+                list: list.clone(),
+                initial: None,
+                captured: Vec::new(),
+                body: Expr::IsNotNull(Box::new(Expr::column(0, "x", item.data_type().clone()))),
+                with_index: false,
+                data_type: list.data_type(),
+            }));
+            Expr::Function {
+                func: ScalarFunction::ArrayElement,
+                args: vec![present, Expr::Literal(ScalarValue::Int64(1))],
+                data_type: item.data_type().clone(),
+            }
+        }
         _ => return None,
     }))
 }

@@ -37,18 +37,20 @@ pub fn is_ordered_set(name: &str) -> bool {
         || super::composed_aggregates::is_composed(name)
 }
 
-/// `arg_max(x, y)` / `max_by` and `arg_min(x, y)` / `min_by` (DuckDB): whether the name is
-/// one, and then whether it takes the greatest `y`.
+/// `arg_max(x, y)` / `max_by` and `arg_min(x, y)` / `min_by` (DuckDB), and `arg_max_null` /
+/// `arg_min_null`, which keep a NULL `x`: whether the name is one, and then whether it takes
+/// the greatest `y`.
 fn by_other(name: &str) -> Option<bool> {
     match name {
-        "arg_max" | "argmax" | "max_by" => Some(true),
-        "arg_min" | "argmin" | "min_by" => Some(false),
+        "arg_max" | "argmax" | "max_by" | "arg_max_null" => Some(true),
+        "arg_min" | "argmin" | "min_by" | "arg_min_null" => Some(false),
         _ => None,
     }
 }
 
-/// `arg_max(x, y)`: the `x` of a row with the greatest `y` (rows whose `y` is NULL left
-/// out), as the first of the values ordered by `y`; any of them when `y` ties, as DuckDB.
+/// `arg_max(x, y)`: the `x` of a row with the greatest `y` (rows whose `x` or `y` is NULL
+/// left out; `arg_max_null` keeps those whose `x` is), as the first of the values ordered by
+/// `y`; any of them when `y` ties, as DuckDB.
 fn bind_by_other(function: &ast::Function, greatest: bool, agg: &mut Aggregation) -> Result<Expr> {
     let name = function_name(function);
     let [value, by] = function_args(function)[..] else {
@@ -63,7 +65,7 @@ fn bind_by_other(function: &ast::Function, greatest: bool, agg: &mut Aggregation
     let value_type = value.data_type();
     let ordered = AggregateCall {
         func: AggregateFunction::ArrayAgg,
-        arg: Some(value),
+        arg: Some(value.clone()),
         data_type: AggregateFunction::ArrayAgg.result_type(Some(&value_type)),
         separator: None,
         order: vec![SortKey {
@@ -71,7 +73,14 @@ fn bind_by_other(function: &ast::Function, greatest: bool, agg: &mut Aggregation
             descending: greatest,
             nulls_first: false,
         }],
-        filter: Some(Expr::IsNotNull(Box::new(by))),
+        filter: Some(match name.ends_with("_null") {
+            true => Expr::IsNotNull(Box::new(by)),
+            false => binary(
+                Expr::IsNotNull(Box::new(by)),
+                &sqlparser::ast::BinaryOperator::And,
+                Expr::IsNotNull(Box::new(value)),
+            )?,
+        }),
     };
     let ordered = agg.column_of(ordered);
     Ok(Expr::Function {

@@ -27,7 +27,7 @@ pub(super) fn text_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
         "concat_ws" => return Some(concat_ws(args)),
         "printf" | "sprintf" => return Some(formatted(name, args, TextOp::Printf)),
         "format" => return Some(formatted(name, args, TextOp::Format)),
-        "ucase" | "lcase" | "unicode" | "array_value" | "array_extract" => {
+        "ucase" | "lcase" | "unicode" | "array_value" | "array_extract" | "list_extract" => {
             return Some(alias(name, args));
         }
         "bar" => return Some(bar(args)),
