@@ -149,17 +149,23 @@ pub(super) fn bind_quantified(
 ) -> Result<Expr> {
     let quantifier = if all { "ALL" } else { "ANY" };
     if let ast::Expr::Subquery(query) = right {
-        return match (op, all) {
-            (BinaryOperator::Eq, false) => bind_mark(query, Some(left), false, ctx),
-            (BinaryOperator::NotEq, true) => bind_mark(query, Some(left), true, ctx),
-            _ => Err(unsupported!("{op} {quantifier} (subquery)")),
-        };
+        match (op, all) {
+            (BinaryOperator::Eq, false) => return bind_mark(query, Some(left), false, ctx),
+            (BinaryOperator::NotEq, true) => return bind_mark(query, Some(left), true, ctx),
+            _ => {}
+        }
     }
     let Some(op) = comparison(op) else {
         return Err(unsupported!("{op} {quantifier} (...)"));
     };
     let value = bind_expr(left, ctx)?;
-    let array = bind_expr(right, ctx)?;
+    // Any other comparison with a subquery's values compares with them gathered into an
+    // array, which has the same NULL semantics: TRUE (FALSE for ALL) on a deciding value,
+    // else NULL if a value is NULL, else FALSE (TRUE for ALL), and so over no rows.
+    let array = match right {
+        ast::Expr::Subquery(query) => bind_array_subquery(query, ctx)?,
+        _ => bind_expr(right, ctx)?,
+    };
     let array_type = array.data_type();
     let item = match item_type(&array_type) {
         Some(item) => comparison_type(&value.data_type(), item, &value)?,
