@@ -159,13 +159,30 @@ pub(super) fn bind_quantified(
         return Err(unsupported!("{op} {quantifier} (...)"));
     };
     let value = bind_expr(left, ctx)?;
-    // Any other comparison with a subquery's values compares with them gathered into an
-    // array, which has the same NULL semantics: TRUE (FALSE for ALL) on a deciding value,
-    // else NULL if a value is NULL, else FALSE (TRUE for ALL), and so over no rows.
     let array = match right {
         ast::Expr::Subquery(query) => bind_array_subquery(query, ctx)?,
         _ => bind_expr(right, ctx)?,
     };
+    quantified(value, op, all, array)
+}
+
+/// `value op ANY | ALL (subquery)` as a comparison with the subquery's values gathered into
+/// an array, which has the same NULL semantics: TRUE (FALSE for ALL) on a deciding value,
+/// else NULL if a value is NULL, else FALSE (TRUE for ALL), and so over no rows.
+pub(super) fn quantified_subquery(
+    value: Expr,
+    op: &BinaryOperator,
+    all: bool,
+    query: &ast::Query,
+    ctx: &mut Context<'_>,
+) -> Result<Expr> {
+    let op = comparison(op).expect("a comparison");
+    let array = bind_array_subquery(query, ctx)?;
+    quantified(value, op, all, array)
+}
+
+fn quantified(value: Expr, op: crate::expr::BinaryOp, all: bool, array: Expr) -> Result<Expr> {
+    let quantifier = if all { "ALL" } else { "ANY" };
     let array_type = array.data_type();
     let item = match item_type(&array_type) {
         Some(item) => comparison_type(&value.data_type(), item, &value)?,

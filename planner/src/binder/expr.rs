@@ -1011,6 +1011,18 @@ pub(super) fn bind_mark(
         return Err(unsupported!("EXISTS and IN (subquery) in {clause}"));
     }
     let plan = binder.bind_subquery(query, &scope)?;
+    // A correlated NOT IN, or IN as a value, has no join that keeps its NULL semantics here:
+    // it compares with the subquery's values gathered for each row instead.
+    if let Some(probe) = &probe
+        && plan.has_outer()
+        && (negated || clause == "SELECT")
+    {
+        let (op, all) = match negated {
+            true => (BinaryOperator::NotEq, true),
+            false => (BinaryOperator::Eq, false),
+        };
+        return super::arrays::quantified_subquery(probe.clone(), &op, all, query, ctx);
+    }
     let (probe, plan) = match probe {
         Some(probe) => {
             let (probe, plan) = super::subqueries::in_subquery(probe, plan)?;
