@@ -143,6 +143,28 @@ impl Binder<'_> {
         })
     }
 
+    /// `TRUNCATE [TABLE] t`: every row deleted, as `DELETE FROM t` deletes them (the table's
+    /// earlier versions keep them, as after any delete).
+    pub(super) fn bind_truncate(&self, truncate: &ast::Truncate) -> Result<Plan> {
+        let [target] = truncate.table_names.as_slice() else {
+            return Err(unsupported!("TRUNCATE of several tables"));
+        };
+        if truncate.partitions.is_some() || truncate.identity.is_some() {
+            return Err(unsupported!("TRUNCATE with PARTITION or IDENTITY options"));
+        }
+        if let Some(ast::CascadeOption::Cascade) = truncate.cascade {
+            return Err(unsupported!("TRUNCATE ... CASCADE"));
+        }
+        let sql = format!("DELETE FROM {}", target.name);
+        let dialect = sqlparser::dialect::DuckDbDialect {};
+        let statement = sqlparser::parser::Parser::parse_sql(&dialect, &sql)
+            .map_err(|e| bind_err!("TRUNCATE {}: {e}", target.name))?;
+        match statement.as_slice() {
+            [ast::Statement::Delete(delete)] => self.bind_delete(delete),
+            _ => unreachable!("a DELETE was written"),
+        }
+    }
+
     /// The stored table an UPDATE or DELETE changes, and the name its columns are qualified by.
     pub(super) fn changed_table(
         &self,

@@ -442,6 +442,7 @@ impl<'a> Binder<'a> {
             ast::Statement::CreateIndex(create) => self.bind_create_index(create),
             ast::Statement::Update(update) => self.bind_update(update),
             ast::Statement::Delete(delete) => self.bind_delete(delete),
+            ast::Statement::Truncate(truncate) => self.bind_truncate(truncate),
             ast::Statement::Merge(merge) => self.bind_merge(merge),
             ast::Statement::ShowTables { .. } => Ok(Plan::Query(self.show_tables())),
             ast::Statement::ExplainTable { table_name, .. } => {
