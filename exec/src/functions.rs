@@ -439,7 +439,10 @@ pub fn date_trunc(value: &ArrayRef, part: DatePart) -> Result<ArrayRef> {
             let stamps = value.as_primitive::<TimestampMicrosecondType>();
             let mut out = Vec::with_capacity(stamps.len());
             for t in stamps.iter() {
+                // An infinity is its own truncation (ADR 0062).
+                let infinity = crate::infinite_times::TIMESTAMP_INFINITY;
                 out.push(match t {
+                    Some(t) if t.unsigned_abs() == infinity.unsigned_abs() => Some(t),
                     Some(t) => Some(truncate_stamp(t, part)?),
                     None => None,
                 });
