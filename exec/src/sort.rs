@@ -8,7 +8,7 @@ use arrow::array::RecordBatch;
 use arrow::compute::{
     SortColumn, SortOptions, concat_batches, lexsort_to_indices, take_record_batch,
 };
-use arrow::datatypes::SchemaRef;
+use arrow::datatypes::{DataType, SchemaRef};
 use arrow::row::{RowConverter, Rows, SortField};
 use pondra_planner::SortKey;
 
@@ -140,22 +140,79 @@ impl<'p> SortSink<'p> {
     }
 }
 
-/// The sort key columns of `batch`.
+/// The sort key columns of `batch`: one per key, and before a key that `splits_nulls` a
+/// column of whether its value is NULL.
 fn sort_columns(keys: &[SortKey], batch: &RecordBatch) -> Result<Vec<SortColumn>> {
-    keys.iter()
-        .map(|k| {
-            Ok(SortColumn {
-                values: evaluate(&k.expr, batch)?,
-                options: Some(sort_options(k)),
-            })
-        })
-        .collect()
+    let mut columns = Vec::with_capacity(keys.len());
+    for key in keys {
+        let values = evaluate(&key.expr, batch)?;
+        if splits_nulls(key) {
+            let missing = arrow::compute::is_null(&values)?;
+            columns.push(SortColumn {
+                values: Arc::new(missing),
+                options: Some(null_flag_options(key)),
+            });
+        }
+        columns.push(SortColumn {
+            values,
+            options: Some(sort_options(key)),
+        });
+    }
+    Ok(columns)
+}
+
+/// The row format's fields for `sort_columns`' columns.
+fn sort_fields(keys: &[SortKey]) -> Vec<SortField> {
+    let mut fields = Vec::with_capacity(keys.len());
+    for key in keys {
+        if splits_nulls(key) {
+            fields.push(SortField::new_with_options(
+                DataType::Boolean,
+                null_flag_options(key),
+            ));
+        }
+        fields.push(SortField::new_with_options(
+            key.expr.data_type(),
+            sort_options(key),
+        ));
+    }
+    fields
+}
+
+/// Whether a key's NULLs are placed by a column of their own: a key holding values inside it
+/// (a list, a struct, a map) whose NULL order would give the values inside it the wrong one.
+/// DuckDB orders a NULL inside a nested value as the greatest value whatever the key's NULL
+/// order, and Arrow gives the values inside the key's own NULL order (flipped when
+/// descending); they agree when the key's NULLs go where its greatest values do.
+fn splits_nulls(key: &SortKey) -> bool {
+    let nested = matches!(
+        key.expr.data_type(),
+        DataType::List(_)
+            | DataType::LargeList(_)
+            | DataType::FixedSizeList(..)
+            | DataType::Struct(_)
+            | DataType::Map(..)
+    );
+    nested && key.nulls_first != key.descending
+}
+
+/// NULLs (true) first or last as the key asks.
+fn null_flag_options(key: &SortKey) -> SortOptions {
+    SortOptions {
+        descending: key.nulls_first,
+        nulls_first: false,
+    }
 }
 
 fn sort_options(key: &SortKey) -> SortOptions {
     SortOptions {
         descending: key.descending,
-        nulls_first: key.nulls_first,
+        // A key whose NULLs have a column of their own puts them where its values inside
+        // it sort their NULLs: among the greatest.
+        nulls_first: match splits_nulls(key) {
+            true => key.descending,
+            false => key.nulls_first,
+        },
     }
 }
 
@@ -191,11 +248,7 @@ fn merge_runs(
     fetch: Option<usize>,
     emit: &mut dyn FnMut(RecordBatch) -> Result<()>,
 ) -> Result<()> {
-    let fields = keys
-        .iter()
-        .map(|k| SortField::new_with_options(k.expr.data_type(), sort_options(k)))
-        .collect();
-    let converter = RowConverter::new(fields)?;
+    let converter = RowConverter::new(sort_fields(keys))?;
     let key_rows = |batch: &RecordBatch| -> Result<Rows> {
         let columns: Vec<_> = sort_columns(keys, batch)?
             .into_iter()
