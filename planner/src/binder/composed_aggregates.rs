@@ -11,7 +11,6 @@ use sqlparser::ast::{self, BinaryOperator};
 use super::expr::*;
 use crate::expr::{
     AggregateCall, AggregateFunction, Expr, Lambda, LambdaOp, ListOp, Moment, ScalarFunction,
-    SortKey,
 };
 use crate::scalar::ScalarValue;
 use crate::types::{is_numeric, list_of};
@@ -90,43 +89,31 @@ impl Parts<'_> {
     fn sorted(&mut self) -> Expr {
         match self {
             Parts::Rows { agg, value } => {
-                let data_type = value.data_type();
-                let call = AggregateCall {
-                    func: AggregateFunction::ArrayAgg,
-                    arg: Some(value.clone()),
-                    data_type: AggregateFunction::ArrayAgg.result_type(Some(&data_type)),
-                    separator: None,
-                    order: vec![SortKey {
-                        expr: value.clone(),
-                        descending: false,
-                        nulls_first: false,
-                    }],
-                    filter: Some(Expr::IsNotNull(Box::new(value.clone()))),
-                };
-                agg.column_of(call)
+                agg.column_of(super::ordered_set::sorted_values(value.clone(), false))
             }
-            Parts::List { list, item } => {
-                let element = Expr::column(0, "x", item.clone());
-                let present = Expr::Lambda(Box::new(Lambda {
-                    op: LambdaOp::Filter,
-                    list: list.clone(),
-                    initial: None,
-                    captured: Vec::new(),
-                    body: Expr::IsNotNull(Box::new(element)),
-                    with_index: false,
-                    data_type: list.data_type(),
-                }));
-                Expr::Function {
-                    func: ScalarFunction::List(ListOp::Sort {
-                        descending: false,
-                        nulls_first: false,
-                    }),
-                    args: vec![present],
-                    data_type: list.data_type(),
-                }
-            }
+            Parts::List { list, item } => Expr::Function {
+                func: ScalarFunction::List(ListOp::Sort {
+                    descending: false,
+                    nulls_first: false,
+                }),
+                args: vec![present_elements(list, item)],
+                data_type: list.data_type(),
+            },
         }
     }
+}
+
+/// The elements of `list` (of `item`s) that are not NULL, in their order.
+pub(super) fn present_elements(list: &Expr, item: &DataType) -> Expr {
+    Expr::Lambda(Box::new(Lambda {
+        op: LambdaOp::Filter,
+        list: list.clone(),
+        initial: None,
+        captured: Vec::new(),
+        body: Expr::IsNotNull(Box::new(Expr::column(0, "x", item.clone()))),
+        with_index: false,
+        data_type: list.data_type(),
+    }))
 }
 
 /// `name(x)` over a group's rows.

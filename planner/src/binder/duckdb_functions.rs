@@ -422,22 +422,14 @@ fn list_pick(aggregate: &str, args: &[Expr]) -> Option<Result<Expr>> {
         }),
         "list" | "array_agg" => list.clone(),
         // The first element that is not NULL.
-        "any_value" => {
-            let present = Expr::Lambda(Box::new(crate::expr::Lambda {
-                op: crate::expr::LambdaOp::Filter,
-                list: list.clone(),
-                initial: None,
-                captured: Vec::new(),
-                body: Expr::IsNotNull(Box::new(Expr::column(0, "x", item.data_type().clone()))),
-                with_index: false,
-                data_type: list.data_type(),
-            }));
-            Expr::Function {
-                func: ScalarFunction::ArrayElement,
-                args: vec![present, Expr::Literal(ScalarValue::Int64(1))],
-                data_type: item.data_type().clone(),
-            }
-        }
+        "any_value" => Expr::Function {
+            func: ScalarFunction::ArrayElement,
+            args: vec![
+                super::composed_aggregates::present_elements(list, item.data_type()),
+                Expr::Literal(ScalarValue::Int64(1)),
+            ],
+            data_type: item.data_type().clone(),
+        },
         _ => return None,
     }))
 }

@@ -314,19 +314,7 @@ pub(super) fn bind_ordered_set(
         (_, Some(q)) => constant_fraction(q, name)?,
         (_, None) => 0.0,
     };
-    let sorted = AggregateCall {
-        func: AggregateFunction::ArrayAgg,
-        arg: Some(value.clone()),
-        data_type: AggregateFunction::ArrayAgg.result_type(Some(&value_type)),
-        separator: None,
-        order: vec![SortKey {
-            expr: value.clone(),
-            descending,
-            nulls_first: false,
-        }],
-        filter: Some(Expr::IsNotNull(Box::new(value))),
-    };
-    let mut sorted = agg.column_of(sorted);
+    let mut sorted = agg.column_of(sorted_values(value, descending));
     if distinct {
         // Each value once: the sorted values' runs of equal ones, kept once.
         let data_type = sorted.data_type();
@@ -349,6 +337,23 @@ pub(super) fn bind_ordered_set(
         args: vec![sorted, Expr::Literal(ScalarValue::Float64(fraction))],
         data_type,
     })
+}
+
+/// A group's non-NULL values of `value`, sorted, as an array (NULL over no rows).
+pub(super) fn sorted_values(value: Expr, descending: bool) -> AggregateCall {
+    let data_type = value.data_type();
+    AggregateCall {
+        func: AggregateFunction::ArrayAgg,
+        arg: Some(value.clone()),
+        data_type: AggregateFunction::ArrayAgg.result_type(Some(&data_type)),
+        separator: None,
+        order: vec![SortKey {
+            expr: value.clone(),
+            descending,
+            nulls_first: false,
+        }],
+        filter: Some(Expr::IsNotNull(Box::new(value))),
+    }
 }
 
 /// The value and direction of `WITHIN GROUP (ORDER BY x [DESC])`.

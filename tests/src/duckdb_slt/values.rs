@@ -98,17 +98,10 @@ fn write_value(out: &mut String, array: &dyn Array, row: usize) {
                 .as_primitive::<arrow::datatypes::Date32Type>()
                 .value(row),
         )),
-        Timestamp(arrow::datatypes::TimeUnit::Microsecond, _)
-            if array
-                .as_primitive::<arrow::datatypes::TimestampMicrosecondType>()
-                .value(row)
-                .unsigned_abs()
-                == pondra_cluster::TIMESTAMP_INFINITY.unsigned_abs() =>
-        {
-            let micros = array
-                .as_primitive::<arrow::datatypes::TimestampMicrosecondType>()
-                .value(row);
-            out.push_str(&pondra_cluster::timestamp_text(micros));
+        // Infinities as their words (ADR 0062); other microsecond timestamps below.
+        Timestamp(arrow::datatypes::TimeUnit::Microsecond, _) if infinite_micros(array, row) => {
+            let micros = array.as_primitive::<arrow::datatypes::TimestampMicrosecondType>();
+            out.push_str(&pondra_cluster::timestamp_text(micros.value(row)));
         }
         Timestamp(unit, zone) => write_timestamp(out, timestamp_nanos(array, *unit, row), zone),
         Interval(unit) => write_interval(out, interval_parts(array, *unit, row)),
@@ -152,6 +145,11 @@ fn write_value(out: &mut String, array: &dyn Array, row: usize) {
             let _ = write!(out, "{}", formatter.value(row));
         }
     }
+}
+
+fn infinite_micros(array: &dyn Array, row: usize) -> bool {
+    let micros = array.as_primitive::<arrow::datatypes::TimestampMicrosecondType>();
+    micros.value(row).unsigned_abs() == pondra_cluster::TIMESTAMP_INFINITY.unsigned_abs()
 }
 
 fn push(out: &mut String, value: impl std::fmt::Display) {
