@@ -62,6 +62,16 @@ pub enum SqlType {
     Interval,
     /// A list of values of one type, NULLs among them (ADR 0059).
     List(Box<SqlType>),
+    /// A record of named fields, each of its own type (ADR 0063). The fields of an unnamed
+    /// struct (`row(1, 2)`) have empty names.
+    Struct(Vec<StructField>),
+}
+
+/// One field of a [`SqlType::Struct`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StructField {
+    pub name: String,
+    pub sql_type: SqlType,
 }
 
 impl SqlType {
@@ -80,12 +90,18 @@ impl SqlType {
             SqlType::List(ref element) => {
                 DataType::List(Arc::new(Field::new("item", element.to_arrow(), true)))
             }
+            SqlType::Struct(ref fields) => DataType::Struct(
+                fields
+                    .iter()
+                    .map(|f| Field::new(f.name.clone(), f.sql_type.to_arrow(), true))
+                    .collect(),
+            ),
         }
     }
 
     /// Whether values of the type are scalars, which statistics, keys and folds can order.
     pub fn is_scalar(&self) -> bool {
-        !matches!(self, SqlType::List(_))
+        !matches!(self, SqlType::List(_) | SqlType::Struct(_))
     }
 
     /// The SQL type of an Arrow type, when Pondra can store it.
@@ -108,6 +124,17 @@ impl SqlType {
             DataType::List(element) => {
                 SqlType::List(Box::new(SqlType::from_arrow(element.data_type())?))
             }
+            DataType::Struct(fields) => SqlType::Struct(
+                fields
+                    .iter()
+                    .map(|f| {
+                        Some(StructField {
+                            name: f.name().clone(),
+                            sql_type: SqlType::from_arrow(f.data_type())?,
+                        })
+                    })
+                    .collect::<Option<Vec<_>>>()?,
+            ),
             _ => return None,
         })
     }
@@ -126,7 +153,34 @@ impl fmt::Display for SqlType {
             SqlType::Timestamp => write!(f, "TIMESTAMP"),
             SqlType::Interval => write!(f, "INTERVAL"),
             SqlType::List(element) => write!(f, "{element}[]"),
+            // DuckDB's names: STRUCT(a INTEGER), and TUPLE(INTEGER) for an unnamed struct.
+            SqlType::Struct(fields) if fields.is_empty() => write!(f, "STRUCT"),
+            SqlType::Struct(fields) if fields.iter().all(|f| f.name.is_empty()) => {
+                let types: Vec<String> = fields.iter().map(|f| f.sql_type.to_string()).collect();
+                write!(f, "TUPLE({})", types.join(", "))
+            }
+            SqlType::Struct(fields) => {
+                let fields: Vec<String> = fields
+                    .iter()
+                    .map(|f| format!("{} {}", quoted_field_name(&f.name), f.sql_type))
+                    .collect();
+                write!(f, "STRUCT({})", fields.join(", "))
+            }
         }
+    }
+}
+
+/// A struct field's name as DuckDB writes it in a type: bare when it is a plain lower-case
+/// word, in double quotes otherwise.
+fn quoted_field_name(name: &str) -> String {
+    let plain = name.starts_with(|c: char| c.is_ascii_lowercase() || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if plain {
+        name.to_string()
+    } else {
+        format!("\"{}\"", name.replace('"', "\"\""))
     }
 }
 

@@ -155,7 +155,9 @@ fn delta_type(sql_type: &SqlType) -> String {
         SqlType::Date => "date".into(),
         SqlType::Timestamp => "timestamp_ntz".into(),
         SqlType::Interval => unreachable!("a table with an interval column is not published"),
-        SqlType::List(_) => unreachable!("a table with a list column is not published"),
+        SqlType::List(_) | SqlType::Struct(_) => {
+            unreachable!("a table with a list or struct column is not published")
+        }
     }
 }
 

@@ -291,7 +291,9 @@ fn iceberg_type(sql_type: &SqlType) -> IcebergType {
         SqlType::Date => IcebergType::Date,
         SqlType::Timestamp => IcebergType::Timestamp,
         SqlType::Interval => unreachable!("a table with an interval column is not published"),
-        SqlType::List(_) => unreachable!("a table with a list column is not published"),
+        SqlType::List(_) | SqlType::Struct(_) => {
+            unreachable!("a table with a list or struct column is not published")
+        }
     }
 }
 

@@ -314,18 +314,31 @@ impl Node {
             Plan::CreateView {
                 view,
                 if_not_exists,
+                or_replace,
             } => {
-                if snapshot.table(&view.name).is_some() {
-                    if if_not_exists {
+                let mut changes = Vec::new();
+                if let Some(existing) = snapshot.table(&view.name) {
+                    let is_view = matches!(existing.kind, TableKind::View { .. });
+                    if or_replace && is_view {
+                        changes.push(Change::DropTable {
+                            name: view.name.clone(),
+                        });
+                    } else if or_replace {
+                        return Err(NodeError::Other(format!(
+                            "{} is not a view: CREATE OR REPLACE VIEW cannot replace it",
+                            view.name
+                        )));
+                    } else if if_not_exists {
                         return Ok(Prepared::new(Vec::new(), "CREATE VIEW"));
+                    } else {
+                        return Err(pondra_catalog::CatalogError::TableExists(view.name).into());
                     }
-                    return Err(pondra_catalog::CatalogError::TableExists(view.name).into());
                 }
-                let create = Change::CreateTable {
+                changes.push(Change::CreateTable {
                     def: view,
                     initial: None,
-                };
-                Ok(Prepared::new(vec![create], "CREATE VIEW"))
+                });
+                Ok(Prepared::new(changes, "CREATE VIEW"))
             }
             Plan::CreateIndex {
                 table,

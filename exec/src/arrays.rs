@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, BooleanBuilder, GenericListArray, Int32Array,
-    Int64Array, ListArray, StringArray, StringBuilder, StructArray, UInt32Array, new_empty_array,
+    Int64Array, ListArray, StringBuilder, StructArray, UInt32Array, new_empty_array,
 };
 use arrow::buffer::{NullBuffer, OffsetBuffer};
 use arrow::compute::{CastOptions, cast_with_options, interleave, take};
@@ -28,31 +28,8 @@ fn item_field(list: &DataType) -> Result<FieldRef> {
     }
 }
 
-/// Arrays in Postgres's text form (`{1,2,NULL}`, `{"a b",c}`) read as arrays of `to`.
-pub fn parse(texts: &StringArray, to: &DataType) -> Result<ArrayRef> {
-    let field = item_field(to)?;
-    let mut items: Vec<Option<String>> = Vec::new();
-    let mut offsets = vec![0i32];
-    for text in texts.iter() {
-        if let Some(text) = text {
-            items.extend(parse_one(text)?);
-        }
-        offsets.push(items.len() as i32);
-    }
-    let values = match field.data_type() {
-        // `[]` is a list of NULLs; any elements it had would be NULL.
-        DataType::Null => arrow::array::new_null_array(&DataType::Null, items.len()),
-        item => cast_with_options(&StringArray::from(items), item, &CAST_OPTIONS)?,
-    };
-    Ok(Arc::new(ListArray::try_new(
-        field,
-        OffsetBuffer::new(offsets.into()),
-        values,
-        texts.nulls().cloned(),
-    )?))
-}
-
-fn parse_one(text: &str) -> Result<Vec<Option<String>>> {
+/// The elements of an array in Postgres's text form (`{1,2,NULL}`, `{"a b",c}`).
+pub(crate) fn parse_one(text: &str) -> Result<Vec<Option<String>>> {
     let malformed = || ExecError::Execution(format!("malformed array literal: \"{text}\""));
     let inner = text
         .trim()
@@ -108,6 +85,7 @@ pub fn to_text(array: &ArrayRef) -> Result<ArrayRef> {
     let nested = matches!(list.values().data_type(), DataType::List(_));
     let items = match list.values().data_type() {
         DataType::List(_) => to_text(list.values())?,
+        DataType::Struct(_) => crate::structs::to_text(list.values())?,
         DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None) => {
             crate::casts::timestamps_as_text(list.values())
         }
@@ -145,10 +123,16 @@ fn bounds(list: &ListArray, row: usize) -> (usize, usize) {
     (offsets[row] as usize, offsets[row + 1] as usize)
 }
 
-/// Compares two arrays of arrays row by row, as Postgres does: element by element, a shorter
-/// array before a longer one it starts, NULL elements equal to each other and after values.
+/// Compares two lists (or two structs) row by row: element by element, a shorter list before
+/// a longer one it starts, NULL elements equal to each other and after values.
 pub fn compare(op: BinaryOp, left: &ArrayRef, right: &ArrayRef) -> Result<ArrayRef> {
-    let converter = RowConverter::new(vec![SortField::new(left.data_type().clone())])?;
+    // A NULL inside a list or struct compares as the greatest value, as in DuckDB.
+    let options = arrow::compute::SortOptions {
+        descending: false,
+        nulls_first: false,
+    };
+    let field = SortField::new_with_options(left.data_type().clone(), options);
+    let converter = RowConverter::new(vec![field])?;
     let l = converter.convert_columns(std::slice::from_ref(left))?;
     let r = converter.convert_columns(std::slice::from_ref(right))?;
     let out: BooleanArray = (0..left.len())
@@ -410,17 +394,4 @@ pub fn expand(lists: &ArrayRef) -> Result<ArrayRef> {
         Arc::new(records),
         lists.nulls().cloned(),
     )?))
-}
-
-/// `(record).field`: the field at `index`, NULL where the record is.
-pub fn field(records: &ArrayRef, index: usize) -> Result<ArrayRef> {
-    let records = records.as_struct();
-    let column = records.column(index);
-    if records.null_count() == 0 {
-        return Ok(column.clone());
-    }
-    let nulls = NullBuffer::union(records.nulls(), column.nulls());
-    Ok(arrow::array::make_array(
-        column.to_data().into_builder().nulls(nulls).build()?,
-    ))
 }

@@ -133,11 +133,23 @@ pub fn with_text_for_tables(batch: &RecordBatch) -> Result<RecordBatch> {
     with_columns_as_text(batch, true)
 }
 
+fn holds_struct(data_type: &DataType) -> bool {
+    match data_type {
+        DataType::Struct(_) => true,
+        DataType::List(item) => holds_struct(item.data_type()),
+        _ => false,
+    }
+}
+
 fn with_columns_as_text(batch: &RecordBatch, arrays: bool) -> Result<RecordBatch> {
     let is_timestamp = |t: &DataType| matches!(t, DataType::Timestamp(TimeUnit::Microsecond, None));
     // Dates too, for their infinities (ADR 0062), which Arrow's printers cannot write.
+    // Structs, and lists holding them, in DuckDB's text form (ADR 0063) for every printer.
     let as_text = |t: &DataType| {
-        is_timestamp(t) || *t == DataType::Date32 || (arrays && matches!(t, DataType::List(_)))
+        is_timestamp(t)
+            || *t == DataType::Date32
+            || holds_struct(t)
+            || (arrays && matches!(t, DataType::List(_)))
     };
     if !batch
         .schema()
@@ -157,6 +169,7 @@ fn with_columns_as_text(batch: &RecordBatch, arrays: bool) -> Result<RecordBatch
                 columns.push(match field.data_type() {
                     t if is_timestamp(t) => timestamps_as_text(column),
                     DataType::Date32 => cast(column, &DataType::Utf8, false)?,
+                    t if holds_struct(t) => crate::structs::to_text(column)?,
                     _ => crate::arrays::to_text(column)?,
                 });
             }

@@ -93,15 +93,7 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
         Expr::IsNull(inner) => value(inner, batch)?.map(|v| Ok(Arc::new(is_null(v)?))),
         Expr::IsNotNull(inner) => value(inner, batch)?.map(|v| Ok(Arc::new(is_not_null(v)?))),
         Expr::Cast { expr, data_type } => {
-            value(expr, batch)?.map(|v| match (v.data_type(), data_type) {
-                (from, to) if from == to => Ok(v.clone()),
-                (from, to) if crate::decimal::keeps_values(from, to) => {
-                    crate::decimal::cast_keeping_values(v, from, to)
-                }
-                (DataType::Utf8, DataType::List(_)) => arrays::parse(v.as_string(), data_type),
-                (DataType::List(_), DataType::Utf8) => arrays::to_text(v),
-                _ => crate::casts::cast(v, data_type, false),
-            })
+            value(expr, batch)?.map(|v| cast_value(v, data_type, false))
         }
         Expr::Case {
             branches,
@@ -190,7 +182,28 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
             func: ScalarFunction::TryCast,
             args,
             data_type,
-        } => value(&args[0], batch)?.map(|v| crate::casts::cast(v, data_type, true)),
+        } => value(&args[0], batch)?.map(|v| cast_value(v, data_type, true)),
+        Expr::Function {
+            func: ScalarFunction::MakeStruct,
+            args,
+            data_type,
+        } => {
+            let values = args
+                .iter()
+                .map(|a| value(a, batch))
+                .collect::<Result<Vec<_>>>()?;
+            let constant = values.iter().all(|v| matches!(v, Value::Constant(_)));
+            let rows = if constant { 1 } else { rows };
+            let values = values
+                .into_iter()
+                .map(|v| v.into_array(rows))
+                .collect::<Result<Vec<_>>>()?;
+            let made = crate::structs::make(&values, data_type, rows)?;
+            Ok(match constant {
+                true => Value::Constant(made),
+                false => Value::Column(made),
+            })
+        }
         Expr::Function {
             func: ScalarFunction::Random,
             ..
@@ -225,6 +238,38 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
                 .collect::<Result<Vec<_>>>()?;
             Ok(Value::Column(function(*func, &args)?))
         }
+    }
+}
+
+/// A value cast to `to` as CAST does (TRY_CAST with `safe`: NULL where a value cannot be
+/// cast), nested types included: lists and structs cast element by element and field by
+/// field by the same rules.
+pub(crate) fn cast_value(v: &ArrayRef, to: &DataType, safe: bool) -> Result<ArrayRef> {
+    match (v.data_type(), to) {
+        (from, to) if from == to => Ok(v.clone()),
+        (from, to) if crate::decimal::keeps_values(from, to) => {
+            crate::decimal::cast_keeping_values(v, from, to)
+        }
+        (DataType::Utf8, DataType::List(_)) => {
+            crate::nested_text::parse_list(v.as_string(), to, safe)
+        }
+        (DataType::List(_), DataType::Utf8) => arrays::to_text(v),
+        (DataType::List(_), DataType::List(item)) => {
+            let lists = v.as_list::<i32>();
+            let values = cast_value(lists.values(), item.data_type(), safe)?;
+            Ok(Arc::new(arrow::array::ListArray::try_new(
+                item.clone(),
+                lists.offsets().clone(),
+                values,
+                lists.nulls().cloned(),
+            )?))
+        }
+        (DataType::Struct(_), DataType::Struct(fields)) => crate::structs::cast(v, fields, safe),
+        (DataType::Struct(_), DataType::Utf8) => crate::structs::to_text(v),
+        (DataType::Utf8, DataType::Struct(fields)) => {
+            crate::nested_text::parse_struct(v.as_string(), fields, to, safe)
+        }
+        _ => crate::casts::cast(v, to, safe),
     }
 }
 
@@ -297,7 +342,7 @@ fn binary_values(op: BinaryOp, l: Value, r: Value, rows: usize) -> Result<Value>
     }
     if matches!(op, BinaryOp::And | BinaryOp::Or | BinaryOp::Concat)
         || is_null_comparison(op, l.data_type(), r.data_type())
-        || matches!(l.data_type(), DataType::List(_))
+        || matches!(l.data_type(), DataType::List(_) | DataType::Struct(_))
     {
         let (l, r) = (l.into_array(rows)?, r.into_array(rows)?);
         return Ok(Value::Column(binary(op, &l, &r)?));
@@ -322,7 +367,7 @@ fn binary(op: BinaryOp, l: &ArrayRef, r: &ArrayRef) -> Result<ArrayRef> {
     if is_null_comparison(op, l.data_type(), r.data_type()) {
         return Ok(new_null_array(&DataType::Boolean, l.len()));
     }
-    if op.is_comparison() && matches!(l.data_type(), DataType::List(_)) {
+    if op.is_comparison() && matches!(l.data_type(), DataType::List(_) | DataType::Struct(_)) {
         return arrays::compare(op, l, r);
     }
     let (l, r) = (l.as_ref(), r.as_ref());
@@ -590,7 +635,8 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
                 .map(|r| text.value(r));
             panic!("pondra_panic: {}", message.unwrap_or("NULL"));
         }
-        ScalarFunction::Field(index) => arrays::field(&args[0], index),
+        ScalarFunction::Field(index) => crate::structs::field(&args[0], index),
+        ScalarFunction::MakeStruct => unreachable!("a struct is built with its type"),
         ScalarFunction::Round => {
             let values = args[0].as_primitive::<Float64Type>();
             let digits = args.get(1).map(|d| d.as_primitive::<Int64Type>());

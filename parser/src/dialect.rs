@@ -1,11 +1,13 @@
 //! The dialect statements are read in: DuckDB's, as sqlparser reads it, and two infix
 //! operators its reading lacks: `text GLOB pattern` (SQLite's and DuckDB's) and PostgreSQL's
-//! `text ^@ prefix` (starts with). sqlparser lets a dialect stand in for another; this one
+//! `text ^@ prefix` (starts with), and DuckDB's `ROW(name type, ...)` struct type, nested. sqlparser lets a dialect stand in for another; this one
 //! answers every question as DuckDB's does, so every DuckDB form reads as before.
 
 use std::any::TypeId;
 
-use sqlparser::ast::{BinaryOperator, Expr};
+use sqlparser::ast::{
+    ArrayElemTypeDef, BinaryOperator, DataType, Expr, StructBracketKind, StructField,
+};
 use sqlparser::dialect::{Dialect, DuckDbDialect};
 use sqlparser::keywords::Keyword;
 use sqlparser::parser::{Parser, ParserError};
@@ -53,6 +55,15 @@ impl Dialect for PondraDialect {
         )
     }
 
+    fn parse_data_type(&self, parser: &mut Parser) -> Option<Result<DataType, ParserError>> {
+        // sqlparser reads DuckDB's `ROW(name type, ...)` as a custom type whose modifiers are
+        // single words, so a nested `ROW(a ROW(b INT))` or `ROW(a INT[])` cannot be read.
+        let is_row = matches!(&parser.peek_token_ref().token,
+            Token::Word(w) if w.value.eq_ignore_ascii_case("row"))
+            && parser.peek_nth_token_ref(1).token == Token::LParen;
+        is_row.then(|| row_type(parser))
+    }
+
     as_duckdb! {
         supports_cte_materialization() -> bool;
         supports_string_literal_column_alias(explicit: bool) -> bool;
@@ -90,6 +101,33 @@ impl Dialect for PondraDialect {
     }
 }
 
+/// `ROW(name type, ...)`, then any `[]` or `[n]` after it, as the struct type it is.
+fn row_type(parser: &mut Parser) -> Result<DataType, ParserError> {
+    parser.next_token();
+    parser.expect_token(&Token::LParen)?;
+    let fields = parser.parse_comma_separated(|p| {
+        Ok(StructField {
+            field_name: Some(p.parse_identifier()?),
+            field_type: p.parse_data_type()?,
+            options: None,
+        })
+    })?;
+    parser.expect_token(&Token::RParen)?;
+    let mut data_type = DataType::Struct(fields, StructBracketKind::Parentheses);
+    while parser.consume_token(&Token::LBracket) {
+        let size = match parser.consume_token(&Token::RBracket) {
+            true => None,
+            false => {
+                let size = parser.parse_literal_uint()?;
+                parser.expect_token(&Token::RBracket)?;
+                Some(size)
+            }
+        };
+        data_type = DataType::Array(ArrayElemTypeDef::SquareBracket(Box::new(data_type), size));
+    }
+    Ok(data_type)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +149,18 @@ mod tests {
         assert_eq!(infix("name ^@ 'a'"), BinaryOperator::PGStartsWith);
         // Precedence as LIKE's: the comparison takes the whole concatenation.
         assert_eq!(infix("a || b GLOB 'x*'"), BinaryOperator::Glob);
+    }
+
+    #[test]
+    fn row_types_nest() {
+        let data_type = Parser::new(&PondraDialect::default())
+            .try_with_sql("ROW(i ROW(a INTEGER), j INTEGER[])[]")
+            .and_then(|mut p| p.parse_data_type())
+            .expect("reads");
+        assert_eq!(
+            data_type.to_string(),
+            "STRUCT(i STRUCT(a INTEGER), j INTEGER[])[]"
+        );
     }
 
     #[test]

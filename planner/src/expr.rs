@@ -428,6 +428,9 @@ pub enum ScalarFunction {
     ExpandArray,
     /// `(record).field`: the field at this position of a record.
     Field(usize),
+    /// `{'a': x}`, `struct_pack(a := x)`, `row(x)`: a struct of the arguments, named by the
+    /// call's struct type (ADR 0063).
+    MakeStruct,
     /// `json_build_object(key, value, ...)`: a JSON object of the pairs, as text.
     JsonBuildObject,
     /// `pondra_panic(text)`: a panic on purpose, to show that one is caught at the statement's
@@ -780,6 +783,7 @@ impl ScalarFunction {
             ScalarFunction::TimeSeries { inclusive: false } => "range",
             ScalarFunction::ExpandArray => "_pg_expandarray",
             ScalarFunction::Field(_) => "field",
+            ScalarFunction::MakeStruct => "struct_pack",
             ScalarFunction::InjectedPanic => "pondra_panic",
             ScalarFunction::JsonBuildObject => "json_build_object",
         }

@@ -107,10 +107,12 @@ pub enum Plan {
         name: String,
         if_exists: bool,
     },
-    /// A view that stores nothing (its `id` is assigned by the commit).
+    /// A view that stores nothing (its `id` is assigned by the commit). `or_replace` replaces
+    /// a view of the name in the same commit.
     CreateView {
         view: TableDef,
         if_not_exists: bool,
+        or_replace: bool,
     },
     /// UPDATE, DELETE, MERGE and INSERT ... ON CONFLICT: `input` yields what changes (see
     /// [`RewriteKind`]); each row it deletes is named by its address (ADR 0048).

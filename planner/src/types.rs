@@ -1,7 +1,8 @@
 use arrow::datatypes::DataType;
-use pondra_catalog::{SqlType, decimal_parts, decimal_type};
+use pondra_catalog::{SqlType, StructField, decimal_parts, decimal_type};
 use sqlparser::ast;
 
+use crate::binder::normalize;
 use crate::integer_domains::IntegerDomain;
 use crate::{Result, unsupported};
 
@@ -52,6 +53,17 @@ pub fn sql_type_from_ast(data_type: &ast::DataType) -> Result<SqlType> {
             | ast::ArrayElemTypeDef::Parenthesis(element)
             | ast::ArrayElemTypeDef::Qualified(element, _),
         ) => SqlType::List(Box::new(sql_type_from_ast(element)?)),
+        D::Struct(fields, _) => SqlType::Struct(
+            fields
+                .iter()
+                .map(|f| {
+                    Ok(StructField {
+                        name: f.field_name.as_ref().map(normalize).unwrap_or_default(),
+                        sql_type: sql_type_from_ast(&f.field_type)?,
+                    })
+                })
+                .collect::<Result<_>>()?,
+        ),
         // The names Postgres clients cast catalog values to: object ids and their names.
         D::Custom(name, modifiers) if modifiers.is_empty() => {
             let last = name

@@ -230,7 +230,7 @@ pub(super) fn bind_subscripts(
     };
     for access in chain {
         if let ast::AccessExpr::Dot(ast::Expr::Identifier(name)) = access {
-            value = record_field(value, &normalize(name))?;
+            value = super::structs::field_by_name(value, &normalize(name))?;
             continue;
         }
         if let ast::AccessExpr::Subscript(ast::Subscript::Slice {
@@ -255,6 +255,11 @@ pub(super) fn bind_subscripts(
             return Err(unsupported!("the access {access}"));
         };
         let data_type = value.data_type();
+        if let DataType::Struct(_) = data_type {
+            let key = bind_expr(index, ctx)?;
+            value = super::structs::struct_extract(value, &key)?;
+            continue;
+        }
         // DuckDB's `s[i]`: the i-th character (from the end when negative), '' past the ends.
         if data_type == DataType::Utf8 {
             let place = bind_expr(index, ctx)?;
@@ -275,27 +280,6 @@ pub(super) fn bind_subscripts(
         };
     }
     Ok(value)
-}
-
-/// `(record).name`: a field of a record.
-fn record_field(record: Expr, name: &str) -> Result<Expr> {
-    let data_type = record.data_type();
-    let DataType::Struct(fields) = &data_type else {
-        return Err(bind_err!(
-            "column notation .{name} applied to type {}, which is not a composite type",
-            type_name(&data_type)
-        ));
-    };
-    let Some(index) = fields.iter().position(|f| f.name() == name) else {
-        return Err(bind_err!(
-            "could not identify column \"{name}\" in record data type"
-        ));
-    };
-    Ok(Expr::Function {
-        func: ScalarFunction::Field(index),
-        data_type: fields[index].data_type().clone(),
-        args: vec![record],
-    })
 }
 
 /// `ARRAY(subquery)`: the subquery's one column as an array, in the subquery's order; `{}`

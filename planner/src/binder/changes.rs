@@ -241,8 +241,8 @@ impl Binder<'_> {
     /// `CREATE VIEW v [(columns)] AS query`: the query is checked now and bound again on every
     /// read, against the tables as they are then.
     pub(super) fn bind_create_view(&self, create: &ast::CreateView) -> Result<Plan> {
-        if create.or_replace || create.or_alter {
-            return Err(unsupported!("CREATE OR REPLACE VIEW"));
+        if create.or_alter {
+            return Err(unsupported!("CREATE OR ALTER VIEW"));
         }
         let name = object_name(&create.name)?;
         let column_names: Vec<String> = create.columns.iter().map(|c| normalize(&c.name)).collect();
@@ -265,6 +265,7 @@ impl Binder<'_> {
         Ok(Plan::CreateView {
             view,
             if_not_exists: create.if_not_exists,
+            or_replace: create.or_replace,
         })
     }
 

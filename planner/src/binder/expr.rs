@@ -545,6 +545,27 @@ pub(super) fn with_filter(
     })
 }
 
+/// `s.a.b` or `t.s.a`: a column then fields of its structs, the column named through its
+/// table when the first name is one.
+fn struct_path(parts: &[ast::Ident], ctx: &mut Context<'_>) -> Result<Expr> {
+    let through_table = match parts {
+        [table, column, fields @ ..] if !fields.is_empty() => {
+            resolve_column(ctx, Some(normalize(table)), column)
+                .ok()
+                .map(|c| (c, fields))
+        }
+        _ => None,
+    };
+    let (mut value, fields) = match through_table {
+        Some(found) => found,
+        None => (resolve_column(ctx, None, &parts[0])?, &parts[1..]),
+    };
+    for field in fields {
+        value = super::structs::field_by_name(value, &normalize(field))?;
+    }
+    Ok(value)
+}
+
 /// A type as SQL users know it, for messages.
 pub fn type_name(data_type: &DataType) -> String {
     match pondra_catalog::SqlType::from_arrow(data_type) {
@@ -552,7 +573,13 @@ pub fn type_name(data_type: &DataType) -> String {
         None if *data_type == DataType::Null => "NULL".into(),
         None => match data_type {
             DataType::List(item) => format!("{}[]", type_name(item.data_type())),
-            DataType::Struct(_) => "record".into(),
+            DataType::Struct(fields) => {
+                let fields: Vec<String> = fields
+                    .iter()
+                    .map(|f| format!("{} {}", f.name(), type_name(f.data_type())))
+                    .collect();
+                format!("STRUCT({})", fields.join(", "))
+            }
             other => other.to_string(),
         },
     }
@@ -566,10 +593,15 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
             // `schema.table.column` and `database.schema.table.column` (SQLAlchemy's
             // `pg_catalog.pg_class.relname`) name the column through its table.
             [.., table, column] if parts.len() <= 4 => {
-                resolve_column(ctx, Some(normalize(table)), column)
+                match resolve_column(ctx, Some(normalize(table)), column) {
+                    Ok(bound) => Ok(bound),
+                    Err(error) => struct_path(parts, ctx).map_err(|_| error),
+                }
             }
-            _ => Err(unsupported!("the name {expr}")),
+            _ => struct_path(parts, ctx),
         },
+        E::Dictionary(fields) => super::structs::bind_dictionary(fields, ctx),
+        E::Tuple(items) => super::structs::bind_row(items, ctx),
         E::Value(value) => Ok(Expr::Literal(literal(&value.value)?)),
         E::TypedString(typed) => {
             let target = super::arrays::cast_target(&typed.data_type)?;
@@ -1300,6 +1332,9 @@ pub(super) fn comparison_type(
             let item = comparison_type(l.data_type(), r.data_type(), right_expr)?;
             Ok(super::arrays::list_of(item))
         }
+        (DataType::Struct(_), DataType::Struct(_)) => {
+            super::structs::common_struct_type(left, right)
+        }
         (t, DataType::Utf8) if is_string_literal(right_expr) => Ok(t.clone()),
         (DataType::Date32, DataType::Timestamp(..))
         | (DataType::Timestamp(..), DataType::Date32) => Ok(DataType::Timestamp(
@@ -1641,6 +1676,8 @@ pub(super) fn common_type(types: &[DataType]) -> Result<DataType> {
             t.clone()
         } else if let Some(n) = common_numeric_type(&result, t) {
             n
+        } else if let (DataType::Struct(_), DataType::Struct(_)) = (&result, t) {
+            super::structs::common_struct_type(&result, t)?
         } else if let (DataType::List(a), DataType::List(b)) = (&result, t) {
             // Lists meet where their elements do: `[]` (of NULLs) with `[1]` is an INT[].
             let element = common_type(&[a.data_type().clone(), b.data_type().clone()])?;

@@ -62,6 +62,11 @@ fn sign(value: Expr) -> Result<Expr> {
 
 pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> Result<Expr> {
     let name = function_name(function);
+    if function.over.is_none()
+        && let Some(bound) = super::structs::bind_named_call(&name, function, ctx)?
+    {
+        return Ok(bound);
+    }
     refuse_named_arguments(function)?;
     if let Some(over) = &function.over {
         return bind_window(function, &name, over, ctx);
@@ -96,6 +101,12 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
         _ => {}
     }
     let arity = |n: usize| expect_arity(&name, &args, n);
+    if let "struct_extract" | "struct_extract_at" = name.as_str() {
+        arity(2)?;
+        let mut args = args;
+        let key = args.pop().expect("two arguments");
+        return super::structs::struct_extract(args.pop().expect("two arguments"), &key);
+    }
     let (func, args, data_type) = match name.as_str() {
         "coalesce" => {
             if args.is_empty() {

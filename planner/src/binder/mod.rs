@@ -21,6 +21,7 @@ mod scope;
 mod set_ops;
 mod statements;
 mod statistics;
+mod structs;
 mod subqueries;
 mod table_functions;
 mod table_options;
@@ -45,7 +46,8 @@ use expr::{
     contains_aggregate,
 };
 use from::{outer_join, rename_columns};
-use scope::{Scope, normalize};
+use scope::Scope;
+pub(crate) use scope::normalize;
 use set_ops::{distinct_rows, grouping_sets, set_operation, union_of_groupings};
 use subqueries::{in_subquery, split_and};
 
@@ -1772,12 +1774,14 @@ fn constant_count(expr: &ast::Expr, clause: &str) -> Result<usize> {
 }
 
 /// Whether values of type `from` may be stored as type `to`: the same type, NULL, text
-/// (parsed), a number as a number, a date as a timestamp, and a list as a list of elements
-/// that may be.
+/// (parsed), a number as a number, a date as a timestamp, a list as a list of elements
+/// that may be, and a struct as a struct.
 fn assignable(from: &DataType, to: &DataType) -> bool {
     let numeric = crate::types::is_numeric;
     match (from, to) {
         (DataType::List(from), DataType::List(to)) => assignable(from.data_type(), to.data_type()),
+        // Field by field, by name or position, as a cast (ADR 0063).
+        (DataType::Struct(_), DataType::Struct(_)) => true,
         _ => {
             from == to
                 || *from == DataType::Null

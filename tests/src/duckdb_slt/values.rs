@@ -51,11 +51,11 @@ pub fn cell_text(column: &dyn Array, row: usize) -> String {
     text
 }
 
-/// Writes one value; values nested in lists, structs and maps are written the same way
-/// (strings unquoted, as DuckDB's runner prints them).
+/// Writes one value; values nested in lists, structs and maps are written the same way,
+/// but for strings, which DuckDB quotes there when they hold a delimiter.
 fn write_value(out: &mut String, array: &dyn Array, row: usize) {
     use DataType::*;
-    if array.is_null(row) {
+    if array.is_null(row) || *array.data_type() == DataType::Null {
         out.push_str("NULL");
         return;
     }
@@ -109,16 +109,20 @@ fn write_value(out: &mut String, array: &dyn Array, row: usize) {
         LargeList(_) => write_list(out, array.as_list::<i64>().value(row).as_ref()),
         FixedSizeList(..) => write_list(out, array.as_fixed_size_list().value(row).as_ref()),
         Struct(fields) => {
+            // An unnamed struct (a TUPLE) prints as `(1, 2)`.
             let columns = array.as_struct().columns();
-            out.push('{');
+            let unnamed = !fields.is_empty() && fields.iter().all(|f| f.name().is_empty());
+            out.push(if unnamed { '(' } else { '{' });
             for (i, (field, column)) in fields.iter().zip(columns).enumerate() {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                let _ = write!(out, "'{}': ", field.name());
-                write_value(out, column.as_ref(), row);
+                if !unnamed {
+                    let _ = write!(out, "'{}': ", field.name());
+                }
+                write_nested(out, column.as_ref(), row);
             }
-            out.push('}');
+            out.push(if unnamed { ')' } else { '}' });
         }
         Map(..) => {
             let entries = array.as_map().value(row);
@@ -127,9 +131,9 @@ fn write_value(out: &mut String, array: &dyn Array, row: usize) {
                 if i > 0 {
                     out.push_str(", ");
                 }
-                write_value(out, entries.column(0).as_ref(), i);
+                write_nested(out, entries.column(0).as_ref(), i);
                 out.push('=');
-                write_value(out, entries.column(1).as_ref(), i);
+                write_nested(out, entries.column(1).as_ref(), i);
             }
             out.push('}');
         }
@@ -192,9 +196,19 @@ fn write_list(out: &mut String, items: &dyn Array) {
         if i > 0 {
             out.push_str(", ");
         }
-        write_value(out, items, i);
+        write_nested(out, items, i);
     }
     out.push(']');
+}
+
+/// A value inside a list, struct or map.
+fn write_nested(out: &mut String, array: &dyn Array, row: usize) {
+    match array.data_type() {
+        DataType::Utf8 if array.is_valid(row) => out.push_str(&pondra_cluster::nested_string(
+            array.as_string::<i32>().value(row),
+        )),
+        _ => write_value(out, array, row),
+    }
 }
 
 const NANOS_PER_SECOND: i64 = 1_000_000_000;

@@ -1,0 +1,246 @@
+//! Struct values (ADR 0063): `{'a': x}` literals, `struct_pack`, `row` and `(x, y)`, fields
+//! by name and by position, `struct_insert`, and the common type of two structs.
+
+use arrow::datatypes::{DataType, Field};
+use sqlparser::ast;
+
+use super::expr::{Context, bind_expr, common_type, type_name};
+use super::normalize;
+use crate::expr::{Expr, ScalarFunction};
+use crate::scalar::ScalarValue;
+use crate::{Result, bind_err};
+
+/// `{'a': x, 'b': y}`.
+pub(super) fn bind_dictionary(
+    fields: &[ast::DictionaryField],
+    ctx: &mut Context<'_>,
+) -> Result<Expr> {
+    let mut names = Vec::with_capacity(fields.len());
+    let mut values = Vec::with_capacity(fields.len());
+    for field in fields {
+        names.push(field.key.value.clone());
+        values.push(bind_expr(&field.value, ctx)?);
+    }
+    make_struct(names, values)
+}
+
+/// `row(x, y)` and `(x, y)`: an unnamed struct.
+pub(super) fn bind_row(items: &[ast::Expr], ctx: &mut Context<'_>) -> Result<Expr> {
+    let values = items
+        .iter()
+        .map(|item| bind_expr(item, ctx))
+        .collect::<Result<Vec<_>>>()?;
+    make_struct(vec![String::new(); values.len()], values)
+}
+
+/// The struct functions whose arguments are named (`struct_pack(a := 1)`), bound before the
+/// generic path that refuses named arguments; `None` for any other function.
+pub(super) fn bind_named_call(
+    name: &str,
+    function: &ast::Function,
+    ctx: &mut Context<'_>,
+) -> Result<Option<Expr>> {
+    let (pack, insert) = (
+        matches!(name, "struct_pack" | "pack"),
+        name == "struct_insert",
+    );
+    if !pack && !insert && name != "row" {
+        return Ok(None);
+    }
+    let ast::FunctionArguments::List(list) = &function.args else {
+        return Err(bind_err!("{name} takes a list of arguments"));
+    };
+    let mut args = list.args.iter();
+    let (mut names, mut values) = (Vec::new(), Vec::new());
+    if insert {
+        let Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(first))) = args.next() else {
+            return Err(bind_err!("struct_insert takes a struct, then named values"));
+        };
+        let record = bind_expr(first, ctx)?;
+        let DataType::Struct(fields) = record.data_type() else {
+            return Err(bind_err!(
+                "struct_insert takes a struct, not {}",
+                type_name(&record.data_type())
+            ));
+        };
+        for (i, field) in fields.iter().enumerate() {
+            names.push(field.name().clone());
+            values.push(field_at(record.clone(), i));
+        }
+    }
+    for arg in args {
+        let (field_name, value) = match arg {
+            ast::FunctionArg::Named {
+                name,
+                arg: ast::FunctionArgExpr::Expr(value),
+                ..
+            } => (normalize(name), value),
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(value)) if pack => {
+                (implicit_name(value), value)
+            }
+            ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(value)) if !insert => {
+                (String::new(), value)
+            }
+            other => return Err(bind_err!("{name} does not take the argument {other}")),
+        };
+        if name == "row" && !field_name.is_empty() {
+            return Err(bind_err!("row takes no named arguments"));
+        }
+        names.push(field_name);
+        values.push(bind_expr(value, ctx)?);
+    }
+    make_struct(names, values).map(Some)
+}
+
+/// The name `struct_pack(x)` gives an unnamed argument: the column's name, else its text.
+fn implicit_name(value: &ast::Expr) -> String {
+    match value {
+        ast::Expr::Identifier(ident) => normalize(ident),
+        ast::Expr::CompoundIdentifier(parts) => parts.last().map(normalize).unwrap_or_default(),
+        other => other.to_string(),
+    }
+}
+
+/// A struct of `values` (perhaps none), its fields named `names` (all empty for an unnamed
+/// struct).
+pub(super) fn make_struct(names: Vec<String>, values: Vec<Expr>) -> Result<Expr> {
+    for (i, name) in names.iter().enumerate().filter(|(_, n)| !n.is_empty()) {
+        if names[..i].iter().any(|n| n.eq_ignore_ascii_case(name)) {
+            return Err(bind_err!("duplicate struct entry name \"{name}\""));
+        }
+    }
+    let fields: Vec<Field> = names
+        .into_iter()
+        .zip(&values)
+        .map(|(name, value)| Field::new(name, value.data_type(), true))
+        .collect();
+    Ok(Expr::Function {
+        func: ScalarFunction::MakeStruct,
+        args: values,
+        data_type: DataType::Struct(fields.into()),
+    })
+}
+
+/// The field at `index` of a struct.
+fn field_at(record: Expr, index: usize) -> Expr {
+    let DataType::Struct(fields) = record.data_type() else {
+        unreachable!("a field is taken from a struct")
+    };
+    Expr::Function {
+        func: ScalarFunction::Field(index),
+        data_type: fields[index].data_type().clone(),
+        args: vec![record],
+    }
+}
+
+/// `s.name`, `(s).name`, `s['name']`: a field by name, case-insensitively when no field has
+/// the name exactly.
+pub(super) fn field_by_name(record: Expr, name: &str) -> Result<Expr> {
+    let data_type = record.data_type();
+    let DataType::Struct(fields) = &data_type else {
+        return Err(bind_err!(
+            "column notation .{name} applied to type {}, which is not a composite type",
+            type_name(&data_type)
+        ));
+    };
+    let exact = fields.iter().position(|f| f.name() == name);
+    let index = exact.or_else(|| {
+        fields
+            .iter()
+            .position(|f| f.name().eq_ignore_ascii_case(name))
+    });
+    match index {
+        Some(index) => Ok(field_at(record, index)),
+        None => Err(bind_err!(
+            "could not identify column \"{name}\" in record data type (its fields: {})",
+            field_list(fields)
+        )),
+    }
+}
+
+fn field_list(fields: &arrow::datatypes::Fields) -> String {
+    let names: Vec<&str> = fields.iter().map(|f| f.name().as_str()).collect();
+    names.join(", ")
+}
+
+/// `struct_extract(s, 'name')`, `struct_extract(s, i)`, `struct_extract_at(s, i)` and
+/// `s['name']`: a field by a constant name or 1-based position.
+pub(super) fn struct_extract(record: Expr, key: &Expr) -> Result<Expr> {
+    let data_type = record.data_type();
+    let DataType::Struct(fields) = &data_type else {
+        return Err(bind_err!(
+            "struct_extract takes a struct, not {}",
+            type_name(&data_type)
+        ));
+    };
+    match key {
+        Expr::Literal(ScalarValue::Utf8(name)) => field_by_name(record, name),
+        Expr::Literal(ScalarValue::Int32(_) | ScalarValue::Int64(_)) => {
+            let position = match key {
+                Expr::Literal(ScalarValue::Int32(p)) => i64::from(*p),
+                Expr::Literal(ScalarValue::Int64(p)) => *p,
+                _ => unreachable!("matched above"),
+            };
+            if position < 1 || position as usize > fields.len() {
+                return Err(bind_err!(
+                    "struct index {position} is out of range: the struct has {} fields",
+                    fields.len()
+                ));
+            }
+            Ok(field_at(record, position as usize - 1))
+        }
+        _ => Err(bind_err!(
+            "a struct's key must be a constant name or position"
+        )),
+    }
+}
+
+/// The type two struct types meet in, as DuckDB's: named structs by name (the fields of
+/// both, each of its two sides' common type), an unnamed one by position with a struct of
+/// as many fields.
+pub(super) fn common_struct_type(left: &DataType, right: &DataType) -> Result<DataType> {
+    let (DataType::Struct(a), DataType::Struct(b)) = (left, right) else {
+        unreachable!("common_struct_type is given two structs")
+    };
+    let unnamed = |f: &arrow::datatypes::Fields| f.iter().all(|f| f.name().is_empty());
+    let mismatch = || {
+        bind_err!(
+            "types {} and {} cannot be matched",
+            type_name(left),
+            type_name(right)
+        )
+    };
+    if unnamed(a) || unnamed(b) {
+        if a.len() != b.len() {
+            return Err(mismatch());
+        }
+        let named = if unnamed(a) { b } else { a };
+        let fields = a
+            .iter()
+            .zip(b.iter())
+            .zip(named.iter())
+            .map(|((x, y), n)| {
+                let t = common_type(&[x.data_type().clone(), y.data_type().clone()])?;
+                Ok(Field::new(n.name().clone(), t, true))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        return Ok(DataType::Struct(fields.into()));
+    }
+    let mut fields: Vec<Field> = Vec::new();
+    for field in a.iter().chain(b.iter()) {
+        if fields
+            .iter()
+            .any(|f| f.name().eq_ignore_ascii_case(field.name()))
+        {
+            continue;
+        }
+        let side = |s: &arrow::datatypes::Fields| {
+            s.iter()
+                .find(|f| f.name().eq_ignore_ascii_case(field.name()))
+                .map_or(DataType::Null, |f| f.data_type().clone())
+        };
+        let t = common_type(&[side(a), side(b)]).map_err(|_| mismatch())?;
+        fields.push(Field::new(field.name().clone(), t, true));
+    }
+    Ok(DataType::Struct(fields.into()))
+}
