@@ -42,7 +42,9 @@ pub use leader::{
 };
 pub use lease::{JITTER_MS, Lease, Step};
 pub use node::{Node, NodeOptions, StatementResult};
-pub use pondra_catalog::{CatalogError, CommitsAfter, ForwardedCommit, Leader, StreamedCommit};
+pub use pondra_catalog::{
+    CatalogError, CommitsAfter, ForwardedCommit, Leader, SqlType, StreamedCommit,
+};
 pub use pondra_exec::control::{running as running_statements, shut_down as stop_all_statements};
 pub use pondra_exec::{
     DATE_INFINITY, MemoryPool, STATEMENT_STACK_BYTES, StatementControl, StopReason,

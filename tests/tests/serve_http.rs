@@ -30,6 +30,12 @@ fn sql_appends_stats_and_errors_over_http() {
         body,
         r#"{"columns":[{"name":"id","type":"INTEGER"},{"name":"name","type":"VARCHAR"},{"name":"amount","type":"DECIMAL(10,2)"}],"rows":[[1,"a",1.50],[2,null,null]]}"#
     );
+    // A struct as DuckDB writes it, typed as DESCRIBE names it; NULL as null (ADR 0063).
+    let (body, _) = sql("SELECT {'a': 1, 'b': 'x y'} AS s, NULL AS n", &[]);
+    assert_eq!(
+        body,
+        r#"{"columns":[{"name":"s","type":"STRUCT(a INTEGER, b VARCHAR)"},{"name":"n","type":"NULL"}],"rows":[["{'a': 1, 'b': x y}",null]]}"#
+    );
     let url = served.url("/sql?rows=objects");
     let (body, _) = curl(&[
         "-X",

@@ -218,6 +218,20 @@ fn psql_runs_statements_and_copy() {
         "id|integer|1\nname|character varying|2\namount|numeric|3\nd|date|4\nb|boolean|5\n"
     );
 
+    // A struct is a record in Postgres's text form; a NULL field is empty (ADR 0063).
+    let (out, err, ok) = psql(
+        &served,
+        None,
+        &[
+            "-A",
+            "-t",
+            "-c",
+            "SELECT {'a': 1, 'b': 'x y'}, row(2, NULL)",
+        ],
+    );
+    assert!(ok, "{err}");
+    assert_eq!(out, "(1,\"x y\")|(2,)\n");
+
     let (_, err, ok) = psql(&served, None, &["-c", "SELECT nope FROM t"]);
     assert!(!ok);
     assert!(err.contains("column \"nope\" does not exist"), "{err}");

@@ -18,26 +18,11 @@ pub enum JsonRows {
 
 /// The SQL name of a column type, as DESCRIBE prints it.
 pub fn type_name(data_type: &DataType) -> String {
-    match pondra_catalog_type(data_type) {
-        Some(name) => name,
+    match pondra_cluster::SqlType::from_arrow(data_type) {
+        Some(sql_type) => sql_type.to_string(),
+        None if *data_type == DataType::Null => "NULL".into(),
         None => data_type.to_string(),
     }
-}
-
-fn pondra_catalog_type(data_type: &DataType) -> Option<String> {
-    Some(match data_type {
-        DataType::Boolean => "BOOLEAN".into(),
-        DataType::Int32 => "INTEGER".into(),
-        DataType::Int64 => "BIGINT".into(),
-        DataType::Float64 => "DOUBLE".into(),
-        DataType::Decimal64(p, s) | DataType::Decimal128(p, s) => format!("DECIMAL({p},{s})"),
-        DataType::Utf8 => "VARCHAR".into(),
-        DataType::Date32 => "DATE".into(),
-        DataType::Timestamp(..) => "TIMESTAMP".into(),
-        DataType::Interval(_) => "INTERVAL".into(),
-        DataType::Null => "NULL".into(),
-        _ => return None,
-    })
 }
 
 /// Numbers and booleans are written bare; everything else as a JSON string of its text.
@@ -94,7 +79,8 @@ pub fn json(
                     out.push(':');
                 }
                 let text = formatters[i].value(row).to_string();
-                if column.is_null(row) {
+                // A column of the NULL type has no null buffer: every value of it is NULL.
+                if column.is_null(row) || *column.data_type() == DataType::Null {
                     out.push_str("null");
                 } else if bare(column.data_type()) && text.parse::<f64>().is_ok_and(f64::is_finite)
                 {

@@ -78,7 +78,8 @@ pub enum PgValue {
 impl PgValue {
     /// The value at `row` of `column`.
     pub fn at(column: &ArrayRef, row: usize) -> PgValue {
-        if column.is_null(row) {
+        // A column of the NULL type has no null buffer: every value of it is NULL.
+        if column.is_null(row) || *column.data_type() == DataType::Null {
             return PgValue::Null;
         }
         match column.data_type() {
