@@ -1,5 +1,6 @@
 //! Casts as PostgreSQL and DuckDB make them where Arrow's differ: a decimal to an integer
 //! rounds half away from zero and a DOUBLE to an integer half to even (Arrow truncates both),
+//! text to an integer reads a fraction and an exponent and rounds as DuckDB does,
 //! and a timestamp becomes text as `1996-01-03 12:00:00.25` (Arrow writes ISO 8601's `T`
 //! and a fixed count of digits).
 
@@ -24,6 +25,12 @@ pub fn cast(value: &ArrayRef, to: &DataType, safe: bool) -> Result<ArrayRef> {
         safe,
         format_options: FormatOptions::new(),
     };
+    if let (DataType::Utf8, DataType::Date32 | DataType::Timestamp(TimeUnit::Microsecond, _)) =
+        (value.data_type(), to)
+        && let Some(cast) = crate::eras::cast_with_eras(value.as_string::<i32>(), to, safe)
+    {
+        return cast;
+    }
     if let Some(cast) = crate::infinite_times::cast_infinite(value, to, &options) {
         return cast;
     }
@@ -38,6 +45,9 @@ pub fn cast(value: &ArrayRef, to: &DataType, safe: bool) -> Result<ArrayRef> {
         (DataType::Float64, t) if is_integer(t) || is_whole_decimal(t) => {
             let values = value.as_primitive::<Float64Type>();
             Arc::new(values.unary::<_, Float64Type>(f64::round_ties_even)) as ArrayRef
+        }
+        (DataType::Utf8, t) if is_integer(t) || is_whole_decimal(t) => {
+            texts_rounded(value.as_string::<i32>(), to, safe)?
         }
         (DataType::Float32, t) if is_integer(t) => {
             let values = value.as_primitive::<Float32Type>();
@@ -98,6 +108,75 @@ fn decimals_rounded(value: &ArrayRef, scale: i8) -> Result<ArrayRef> {
     Ok(Arc::new(rounded.with_precision_and_scale(38, 0)?))
 }
 
+/// Numbers written as text (`7`, `-1.5`, `1.235e2`) rounded to whole numbers, half away from
+/// zero as DuckDB reads them into an integer, as decimals of scale 0. Text that is no number,
+/// or one past DECIMAL(38,0), is an error, or NULL when `safe`.
+fn texts_rounded(texts: &StringArray, to: &DataType, safe: bool) -> Result<ArrayRef> {
+    let mut wholes = Vec::with_capacity(texts.len());
+    for text in texts.iter() {
+        wholes.push(match text.map(|t| (t, whole_number(t))) {
+            None => None,
+            Some((_, Some(whole))) => Some(whole),
+            Some(_) if safe => None,
+            Some((text, None)) => {
+                return Err(ExecError::Execution(format!(
+                    "conversion failed: Cannot cast string '{text}' to value of {to} type"
+                )));
+            }
+        });
+    }
+    let wholes = Decimal128Array::from(wholes).with_precision_and_scale(38, 0)?;
+    Ok(Arc::new(wholes))
+}
+
+/// A number written in decimal, with an optional sign, fraction and exponent, rounded half
+/// away from zero; `None` when the text is not one or its magnitude passes 38 digits.
+fn whole_number(text: &str) -> Option<i128> {
+    let text = text.trim();
+    if let Ok(whole) = text.parse::<i128>() {
+        return Some(whole);
+    }
+    let (negative, unsigned) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+        Some(at) => (&unsigned[..at], unsigned[at + 1..].parse::<i32>().ok()?),
+        None => (unsigned, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let is_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() && fraction.is_empty() || !is_digits(whole) || !is_digits(fraction) {
+        return None;
+    }
+    let digits = format!("{whole}{fraction}");
+    let significant = digits.trim_start_matches('0');
+    // Where the decimal point falls among the significant digits.
+    let point = whole.len() as i64 - (digits.len() - significant.len()) as i64 + exponent as i64;
+    if significant.is_empty() || point < 0 {
+        return Some(0);
+    }
+    if point > 38 {
+        return None;
+    }
+    let point = point as usize;
+    let kept = &significant[..point.min(significant.len())];
+    let mut value: i128 = if kept.is_empty() {
+        0
+    } else {
+        kept.parse().ok()?
+    };
+    value = value.checked_mul(10i128.pow(point.saturating_sub(significant.len()) as u32))?;
+    if significant
+        .as_bytes()
+        .get(point)
+        .is_some_and(|d| *d >= b'5')
+    {
+        value += 1;
+    }
+    Some(if negative { -value } else { value })
+}
+
 /// A timestamp as PostgreSQL and DuckDB write it: `YYYY-MM-DD HH:MM:SS`, then the fraction of
 /// a second without its trailing zeros, if any.
 pub fn timestamp_text(micros: i64) -> String {
@@ -107,8 +186,9 @@ pub fn timestamp_text(micros: i64) -> String {
     }
     match chrono::DateTime::from_timestamp_micros(micros) {
         Some(time) => {
-            let text = time.format("%Y-%m-%d %H:%M:%S%.6f").to_string();
-            text.trim_end_matches('0').trim_end_matches('.').to_string()
+            let text = time.format("%m-%d %H:%M:%S%.6f").to_string();
+            let text = text.trim_end_matches('0').trim_end_matches('.');
+            crate::eras::with_era(&time, text)
         }
         None => micros.to_string(),
     }
@@ -190,6 +270,35 @@ mod tests {
     use arrow::array::{Decimal64Array, Float64Array, Int32Array};
 
     use super::*;
+
+    #[test]
+    fn text_reads_fractions_and_exponents_into_integers() {
+        let cases = [
+            ("7", Some(7)),
+            (" -12 ", Some(-12)),
+            ("0.5", Some(1)),
+            ("-0.5", Some(-1)),
+            ("0.000005", Some(0)),
+            ("1.235e2", Some(124)),
+            ("1.234E2", Some(123)),
+            ("1214.235e-2", Some(12)),
+            ("1e-2", Some(0)),
+            ("+3.", Some(3)),
+            (".7", Some(1)),
+            ("1e40", None),
+            ("1.2.3", None),
+            ("e5", None),
+            ("x", None),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(whole_number(text), expected, "{text}");
+        }
+        let texts: ArrayRef = Arc::new(StringArray::from(vec![Some("2.5"), None, Some("x")]));
+        assert!(cast(&texts, &DataType::Int32, false).is_err());
+        let lenient = cast(&texts, &DataType::Int32, true).unwrap();
+        let expected: ArrayRef = Arc::new(Int32Array::from(vec![Some(3), None, None]));
+        assert_eq!(&lenient, &expected);
+    }
 
     #[test]
     fn decimals_round_half_away_from_zero_and_doubles_half_to_even() {

@@ -184,6 +184,18 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
             data_type,
         } => value(&args[0], batch)?.map(|v| cast_value(v, data_type, true)),
         Expr::Function {
+            func: ScalarFunction::RaiseError,
+            args,
+            data_type,
+        } => {
+            let messages = value(&args[0], batch)?.into_array(rows)?;
+            let messages = messages.as_string::<i32>();
+            match messages.iter().flatten().next() {
+                Some(message) => Err(ExecError::Execution(message.to_string())),
+                None => Ok(Value::Column(new_null_array(data_type, rows))),
+            }
+        }
+        Expr::Function {
             func: ScalarFunction::MakeStruct,
             args,
             data_type,
@@ -637,6 +649,7 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         }
         ScalarFunction::Field(index) => crate::structs::field(&args[0], index),
         ScalarFunction::MakeStruct => unreachable!("a struct is built with its type"),
+        ScalarFunction::RaiseError => unreachable!("error() is evaluated with the batch"),
         ScalarFunction::Round => {
             let values = args[0].as_primitive::<Float64Type>();
             let digits = args.get(1).map(|d| d.as_primitive::<Int64Type>());

@@ -48,7 +48,7 @@ pub fn date_text(days: i32) -> String {
         return word.to_string();
     }
     chrono::DateTime::from_timestamp(days as i64 * 86_400, 0)
-        .map(|d| d.format("%Y-%m-%d").to_string())
+        .map(|d| crate::eras::with_era(&d, d.format("%m-%d")))
         .unwrap_or_else(|| days.to_string())
 }
 

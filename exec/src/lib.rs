@@ -20,6 +20,7 @@ mod decimal;
 mod dense_keys;
 mod dictionary_filter;
 mod direct_ids;
+mod eras;
 mod error;
 mod expr;
 mod functions;

@@ -428,6 +428,9 @@ pub enum ScalarFunction {
     ExpandArray,
     /// `(record).field`: the field at this position of a record.
     Field(usize),
+    /// `error(message)`: fails the statement with the message of the first row it is
+    /// evaluated on (CASE evaluates it only on the rows that reach it).
+    RaiseError,
     /// `{'a': x}`, `struct_pack(a := x)`, `row(x)`: a struct of the arguments, named by the
     /// call's struct type (ADR 0063).
     MakeStruct,
@@ -784,6 +787,7 @@ impl ScalarFunction {
             ScalarFunction::ExpandArray => "_pg_expandarray",
             ScalarFunction::Field(_) => "field",
             ScalarFunction::MakeStruct => "struct_pack",
+            ScalarFunction::RaiseError => "error",
             ScalarFunction::InjectedPanic => "pondra_panic",
             ScalarFunction::JsonBuildObject => "json_build_object",
         }

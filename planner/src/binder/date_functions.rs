@@ -172,6 +172,73 @@ pub(super) fn derived_part(name: &str, value: &Expr) -> Option<Result<Expr>> {
     }))
 }
 
+/// `date_part(part, value)` with a part that varies by row: each part DuckDB counts in whole
+/// numbers, chosen row by row; NULL for a NULL part, an error for a part not among them.
+pub(super) fn dynamic_date_part(part: Expr, value: Expr) -> Result<Expr> {
+    use crate::expr::BinaryOp;
+    const PARTS: [&str; 21] = [
+        "era",
+        "millennium",
+        "century",
+        "decade",
+        "year",
+        "quarter",
+        "month",
+        "day",
+        "week",
+        "weekday",
+        "dow",
+        "isodow",
+        "dayofyear",
+        "doy",
+        "isoyear",
+        "yearweek",
+        "hour",
+        "minute",
+        "second",
+        "millisecond",
+        "microsecond",
+    ];
+    let value = temporal("date_part", std::slice::from_ref(&value))?;
+    let part = part.cast(&DataType::Utf8);
+    let name = call(ScalarFunction::Lower, vec![part.clone()], DataType::Utf8);
+    let null = Expr::Literal(ScalarValue::Null).cast(&DataType::Int64);
+    let mut branches = vec![(Expr::IsNull(Box::new(part.clone())), null)];
+    for part_name in PARTS {
+        let bound = match derived_part(part_name, &value) {
+            Some(bound) => bound?,
+            None => call(
+                ScalarFunction::DatePart(super::functions::part_by_name(part_name)?),
+                vec![value.clone()],
+                DataType::Int64,
+            ),
+        };
+        assert_eq!(bound.data_type(), DataType::Int64, "{part_name} counts");
+        let named = Expr::Binary {
+            op: BinaryOp::Eq,
+            left: Box::new(name.clone()),
+            right: Box::new(Expr::Literal(ScalarValue::Utf8(part_name.into()))),
+        };
+        branches.push((named, bound));
+    }
+    let message = Expr::Binary {
+        op: BinaryOp::Concat,
+        left: Box::new(Expr::Literal(ScalarValue::Utf8(
+            "date_part: unknown part, or one that varies by row only as a constant: ".into(),
+        ))),
+        right: Box::new(part),
+    };
+    Ok(Expr::Case {
+        branches,
+        otherwise: Some(Box::new(call(
+            ScalarFunction::RaiseError,
+            vec![message],
+            DataType::Int64,
+        ))),
+        data_type: DataType::Int64,
+    })
+}
+
 fn call(func: ScalarFunction, args: Vec<Expr>, data_type: DataType) -> Expr {
     Expr::Function {
         func,

@@ -1257,6 +1257,8 @@ pub fn literal(value: &Value) -> Result<ScalarValue> {
     Ok(match value {
         Value::Number(text, _) => number_literal(text)?,
         Value::SingleQuotedString(s) | Value::DoubleQuotedString(s) => ScalarValue::Utf8(s.clone()),
+        // Postgres's and DuckDB's `$$text$$` and `$tag$text$tag$`: text taken as written.
+        Value::DollarQuotedString(s) => ScalarValue::Utf8(s.value.clone()),
         Value::Boolean(b) => ScalarValue::Boolean(*b),
         Value::Null => ScalarValue::Null,
         other => return Err(unsupported!("the literal {other}")),
@@ -1411,7 +1413,7 @@ fn integer_divide(left: Expr, right: Expr) -> Result<Expr> {
 }
 
 /// `a IS DISTINCT FROM b`: `a <> b` with NULL a value like any other, never NULL itself.
-fn distinct_values(left: Expr, right: Expr) -> Result<Expr> {
+pub(super) fn distinct_values(left: Expr, right: Expr) -> Result<Expr> {
     let differ = binary(left.clone(), &BinaryOperator::NotEq, right.clone())?;
     let is_null = |e: &Expr| Expr::IsNull(Box::new(e.clone()));
     let yes = Expr::Literal(ScalarValue::Boolean(true));

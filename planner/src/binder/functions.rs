@@ -107,6 +107,21 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
         let key = args.pop().expect("two arguments");
         return super::structs::struct_extract(args.pop().expect("two arguments"), &key);
     }
+    if name == "error" {
+        arity(1)?;
+        let message = args[0].clone().cast(&DataType::Utf8);
+        return Ok(Expr::Function {
+            func: ScalarFunction::RaiseError,
+            args: vec![message],
+            data_type: DataType::Null,
+        });
+    }
+    if let "struct_position" | "struct_contains" = name.as_str() {
+        arity(2)?;
+        let mut args = args;
+        let value = args.pop().expect("two arguments");
+        return super::structs::struct_search(&name, args.pop().expect("two arguments"), value);
+    }
     let (func, args, data_type) = match name.as_str() {
         "coalesce" => {
             if args.is_empty() {
@@ -433,6 +448,12 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
                     "yearweek" => DatePart::Week,
                     _ => part_by_name(part)?,
                 },
+                _ if matches!(name.as_str(), "date_part" | "datepart") => {
+                    return super::date_functions::dynamic_date_part(
+                        args[0].clone(),
+                        args[1].clone(),
+                    );
+                }
                 _ => return Err(bind_err!("{name} needs the part as a string literal")),
             };
             let values: Vec<Expr> = args[1..].to_vec();

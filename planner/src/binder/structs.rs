@@ -3,8 +3,9 @@
 
 use arrow::datatypes::{DataType, Field};
 use sqlparser::ast;
+use sqlparser::ast::BinaryOperator;
 
-use super::expr::{Context, bind_expr, common_type, type_name};
+use super::expr::{Context, binary, bind_expr, common_type, distinct_values, type_name};
 use super::normalize;
 use crate::expr::{Expr, ScalarFunction};
 use crate::scalar::ScalarValue;
@@ -193,6 +194,57 @@ pub(super) fn struct_extract(record: Expr, key: &Expr) -> Result<Expr> {
             "a struct's key must be a constant name or position"
         )),
     }
+}
+
+/// `struct_position(t, v)`: the position of the first field of an unnamed struct not
+/// distinct from `v`; `struct_contains(t, v)`: whether a field equals `v` (NULL when `v` is).
+/// Both are NULL for a NULL struct, and NULL or false when no field matches.
+pub(super) fn struct_search(name: &str, record: Expr, value: Expr) -> Result<Expr> {
+    let data_type = record.data_type();
+    let DataType::Struct(fields) = &data_type else {
+        return Err(bind_err!(
+            "{name} takes a struct, not {}",
+            type_name(&data_type)
+        ));
+    };
+    if fields.iter().any(|f| !f.name().is_empty()) {
+        return Err(bind_err!("\"{name}\" can only be used on unnamed structs"));
+    }
+    let position = name == "struct_position";
+    let null = |t: DataType| Expr::Literal(ScalarValue::Null).cast(&t);
+    let is_null = |e: &Expr| Expr::IsNull(Box::new(e.clone()));
+    let result_type = if position {
+        DataType::Int32
+    } else {
+        DataType::Boolean
+    };
+    let mut branches = vec![(is_null(&record), null(result_type.clone()))];
+    if !position {
+        branches.push((is_null(&value), null(DataType::Boolean)));
+    }
+    for i in 0..fields.len() {
+        let field = field_at(record.clone(), i);
+        let (matches, result) = match position {
+            true => (
+                Expr::Not(Box::new(distinct_values(field, value.clone())?)),
+                Expr::Literal(ScalarValue::Int32(i as i32 + 1)),
+            ),
+            false => (
+                binary(field, &BinaryOperator::Eq, value.clone())?,
+                Expr::Literal(ScalarValue::Boolean(true)),
+            ),
+        };
+        branches.push((matches, result));
+    }
+    let otherwise = match position {
+        true => null(DataType::Int32),
+        false => Expr::Literal(ScalarValue::Boolean(false)),
+    };
+    Ok(Expr::Case {
+        branches,
+        otherwise: Some(Box::new(otherwise)),
+        data_type: result_type,
+    })
 }
 
 /// The type two struct types meet in, as DuckDB's: named structs by name (the fields of

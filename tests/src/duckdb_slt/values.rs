@@ -98,8 +98,9 @@ fn write_value(out: &mut String, array: &dyn Array, row: usize) {
                 .as_primitive::<arrow::datatypes::Date32Type>()
                 .value(row),
         )),
-        // Infinities as their words (ADR 0062); other microsecond timestamps below.
-        Timestamp(arrow::datatypes::TimeUnit::Microsecond, _) if infinite_micros(array, row) => {
+        // Infinities as their words (ADR 0062), years before 1 with their era; other
+        // microsecond timestamps below.
+        Timestamp(arrow::datatypes::TimeUnit::Microsecond, _) if special_micros(array, row) => {
             let micros = array.as_primitive::<arrow::datatypes::TimestampMicrosecondType>();
             out.push_str(&pondra_cluster::timestamp_text(micros.value(row)));
         }
@@ -151,9 +152,13 @@ fn write_value(out: &mut String, array: &dyn Array, row: usize) {
     }
 }
 
-fn infinite_micros(array: &dyn Array, row: usize) -> bool {
+/// An infinite timestamp, or one before the year 1 (written with its era, `(BC)`).
+fn special_micros(array: &dyn Array, row: usize) -> bool {
+    const YEAR_ONE_MICROS: i64 = -62_135_596_800_000_000;
     let micros = array.as_primitive::<arrow::datatypes::TimestampMicrosecondType>();
-    micros.value(row).unsigned_abs() == pondra_cluster::TIMESTAMP_INFINITY.unsigned_abs()
+    let value = micros.value(row);
+    value.unsigned_abs() == pondra_cluster::TIMESTAMP_INFINITY.unsigned_abs()
+        || value < YEAR_ONE_MICROS
 }
 
 fn push(out: &mut String, value: impl std::fmt::Display) {
