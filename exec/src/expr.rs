@@ -199,23 +199,16 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
             func: ScalarFunction::MakeStruct,
             args,
             data_type,
-        } => {
-            let values = args
-                .iter()
-                .map(|a| value(a, batch))
-                .collect::<Result<Vec<_>>>()?;
-            let constant = values.iter().all(|v| matches!(v, Value::Constant(_)));
-            let rows = if constant { 1 } else { rows };
-            let values = values
-                .into_iter()
-                .map(|v| v.into_array(rows))
-                .collect::<Result<Vec<_>>>()?;
-            let made = crate::structs::make(&values, data_type, rows)?;
-            Ok(match constant {
-                true => Value::Constant(made),
-                false => Value::Column(made),
-            })
-        }
+        } => typed_call(args, batch, |values, rows| {
+            crate::structs::make(values, data_type, rows)
+        }),
+        Expr::Function {
+            func: ScalarFunction::RegexpGroups { all, insensitive },
+            args,
+            data_type,
+        } => typed_call(args, batch, |values, _| {
+            crate::regexp_groups::regexp_groups(values, data_type, *all, *insensitive)
+        }),
         Expr::Function {
             func: ScalarFunction::Random,
             ..
@@ -251,6 +244,30 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
             Ok(Value::Column(function(*func, &args)?))
         }
     }
+}
+
+/// A call whose result needs the call's type (a struct's field names): `call` gets the
+/// arguments' values and the row count, one row when all the arguments are constant.
+fn typed_call(
+    args: &[Expr],
+    batch: &RecordBatch,
+    call: impl Fn(&[ArrayRef], usize) -> Result<ArrayRef>,
+) -> Result<Value> {
+    let values = args
+        .iter()
+        .map(|a| value(a, batch))
+        .collect::<Result<Vec<_>>>()?;
+    let constant = values.iter().all(|v| matches!(v, Value::Constant(_)));
+    let rows = if constant { 1 } else { batch.num_rows() };
+    let values = values
+        .into_iter()
+        .map(|v| v.into_array(rows))
+        .collect::<Result<Vec<_>>>()?;
+    let made = call(&values, rows)?;
+    Ok(match constant {
+        true => Value::Constant(made),
+        false => Value::Column(made),
+    })
 }
 
 /// A value cast to `to` as CAST does (TRY_CAST with `safe`: NULL where a value cannot be
@@ -650,6 +667,9 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::Field(index) => crate::structs::field(&args[0], index),
         ScalarFunction::MakeStruct => unreachable!("a struct is built with its type"),
         ScalarFunction::RaiseError => unreachable!("error() is evaluated with the batch"),
+        ScalarFunction::RegexpGroups { .. } => {
+            unreachable!("regexp groups are made with their type")
+        }
         ScalarFunction::Round => {
             let values = args[0].as_primitive::<Float64Type>();
             let digits = args.get(1).map(|d| d.as_primitive::<Int64Type>());

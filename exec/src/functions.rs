@@ -525,13 +525,22 @@ pub fn date_diff(a: &ArrayRef, b: &ArrayRef, part: DatePart) -> Result<ArrayRef>
 }
 
 /// Regular expressions by pattern text, compiled once per distinct pattern in a batch.
-struct Patterns {
+/// The compiled regular expression of the last pattern asked for: a column's patterns are
+/// most often one constant.
+pub(crate) struct Patterns {
     insensitive: bool,
     last: Option<(String, regex::Regex)>,
 }
 
 impl Patterns {
-    fn get(&mut self, pattern: &str) -> Result<&regex::Regex> {
+    pub(crate) fn new(insensitive: bool) -> Patterns {
+        Patterns {
+            insensitive,
+            last: None,
+        }
+    }
+
+    pub(crate) fn get(&mut self, pattern: &str) -> Result<&regex::Regex> {
         if self.last.as_ref().is_none_or(|(p, _)| p != pattern) {
             let compiled = regex::RegexBuilder::new(pattern)
                 .case_insensitive(self.insensitive)

@@ -49,6 +49,7 @@ mod pipeline;
 mod printf;
 mod profile;
 mod prune;
+mod regexp_groups;
 mod repeated_scans;
 mod scan;
 mod scan_filter;

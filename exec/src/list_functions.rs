@@ -90,6 +90,7 @@ pub fn list_function(op: ListOp, args: &[ArrayRef]) -> Result<ArrayRef> {
         ListOp::HasAny => crate::list_picks::has(args, false),
         ListOp::HasAll => crate::list_picks::has(args, true),
         ListOp::Intersect => crate::list_picks::intersect(args),
+        ListOp::Zip => crate::list_picks::zip(args),
         // Each value once, where it first comes; NULLs left out, as in DuckDB.
         ListOp::Distinct => {
             let valid = args[0].as_list::<i32>().values().logical_nulls();

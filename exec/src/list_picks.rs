@@ -5,9 +5,12 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, ListArray, StringArray};
-use arrow::compute::concat;
-use arrow::datatypes::{DataType, Int64Type};
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, ListArray, StringArray, StructArray, UInt32Array,
+};
+use arrow::buffer::OffsetBuffer;
+use arrow::compute::{concat, take};
+use arrow::datatypes::{DataType, Field, Int64Type};
 use arrow::row::{RowConverter, Rows, SortField};
 
 use crate::list_functions::{bounds, build, item_field};
@@ -243,6 +246,60 @@ pub fn intersect(args: &[ArrayRef]) -> Result<ArrayRef> {
         })
         .collect();
     build(item_field(&args[0])?, a_values, picks)
+}
+
+/// `list_zip(l1, ..., truncate)`: per row, as many unnamed structs as the longest list has
+/// elements (the shortest's with `truncate`), each of the lists' elements at its place or NULL
+/// past a list's end; a NULL list has none.
+pub fn zip(args: &[ArrayRef]) -> Result<ArrayRef> {
+    let (truncate, lists) = args.split_last().expect("lists, then truncate");
+    let truncate = truncate.as_boolean();
+    let lists: Vec<&ListArray> = lists.iter().map(|l| l.as_list::<i32>()).collect();
+    let rows = truncate.len();
+    let mut picks: Vec<Vec<Option<u32>>> = vec![Vec::new(); lists.len()];
+    let mut offsets = vec![0i32];
+    for row in 0..rows {
+        let ranges: Vec<std::ops::Range<usize>> = lists
+            .iter()
+            .map(|l| match l.is_valid(row) {
+                true => bounds(l, row),
+                false => 0..0,
+            })
+            .collect();
+        let lengths = ranges.iter().map(|r| r.len());
+        let length = match truncate.is_valid(row) && truncate.value(row) {
+            true => lengths.min().unwrap_or(0),
+            false => lengths.max().unwrap_or(0),
+        };
+        for (list_picks, range) in picks.iter_mut().zip(&ranges) {
+            list_picks
+                .extend((0..length).map(|i| (i < range.len()).then(|| (range.start + i) as u32)));
+        }
+        let end = offsets.last().copied().unwrap_or(0) as usize + length;
+        offsets.push(i32::try_from(end).map_err(|_| too_large())?);
+    }
+    let columns = lists
+        .iter()
+        .zip(picks)
+        .map(|(list, picks)| Ok(take(list.values(), &UInt32Array::from(picks), None)?))
+        .collect::<Result<Vec<ArrayRef>>>()?;
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|c| Field::new("", c.data_type().clone(), true))
+        .collect();
+    let length = *offsets.last().expect("offsets start at 0") as usize;
+    let records = StructArray::try_new_with_length(fields.into(), columns, None, length)?;
+    let item = Arc::new(Field::new("item", records.data_type().clone(), true));
+    Ok(Arc::new(ListArray::try_new(
+        item,
+        OffsetBuffer::new(offsets.into()),
+        Arc::new(records),
+        None,
+    )?))
+}
+
+fn too_large() -> ExecError {
+    ExecError::Execution("a list result is too large".into())
 }
 
 #[cfg(test)]

@@ -136,6 +136,11 @@ fn struct_values(text: &str, fields: &Fields) -> Option<Vec<Option<String>>> {
     let mut values = vec![None; fields.len()];
     if let Some(inner) = text.strip_prefix('(') {
         let inner = inner.strip_suffix(')')?;
+        // A one-field tuple is written `(1,)`.
+        let inner = match fields.len() {
+            1 => inner.trim_end().strip_suffix(',').unwrap_or(inner),
+            _ => inner,
+        };
         let items = list_items(&format!("[{inner}]"))?;
         return (items.len() == fields.len()).then_some(items);
     }

@@ -139,9 +139,11 @@ fn nested_text(value: &ArrayRef) -> Result<Vec<String>> {
                         false => format!("'{}': {}", f.name().replace('\'', "''"), c[row]),
                     })
                     .collect();
-                out.push(match unnamed {
-                    true => format!("({})", parts.join(", ")),
-                    false => format!("{{{}}}", parts.join(", ")),
+                // A one-field tuple is written `(1,)`, as DuckDB does.
+                out.push(match (unnamed, parts.len()) {
+                    (true, 1) => format!("({},)", parts[0]),
+                    (true, _) => format!("({})", parts.join(", ")),
+                    (false, _) => format!("{{{}}}", parts.join(", ")),
                 });
             }
         }

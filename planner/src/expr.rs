@@ -428,6 +428,12 @@ pub enum ScalarFunction {
     ExpandArray,
     /// `(record).field`: the field at this position of a record.
     Field(usize),
+    /// `regexp_extract(s, pattern, names)` (`all`: `regexp_extract_all`): the groups as a
+    /// struct named by the call's type.
+    RegexpGroups {
+        all: bool,
+        insensitive: bool,
+    },
     /// `error(message)`: fails the statement with the message of the first row it is
     /// evaluated on (CASE evaluates it only on the rows that reach it).
     RaiseError,
@@ -643,6 +649,8 @@ pub enum ListOp {
     HasAll,
     /// The first list's elements that the second has, each once.
     Intersect,
+    /// `list_zip(l1, ..., truncate)`: the lists' elements side by side in unnamed structs.
+    Zip,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -761,6 +769,7 @@ impl ScalarFunction {
                 ListOp::HasAny => "list_has_any",
                 ListOp::HasAll => "list_has_all",
                 ListOp::Intersect => "list_intersect",
+                ListOp::Zip => "list_zip",
             },
             ScalarFunction::Strptime { lenient: false } => "strptime",
             ScalarFunction::Strptime { lenient: true } => "try_strptime",
@@ -788,6 +797,8 @@ impl ScalarFunction {
             ScalarFunction::Field(_) => "field",
             ScalarFunction::MakeStruct => "struct_pack",
             ScalarFunction::RaiseError => "error",
+            ScalarFunction::RegexpGroups { all: false, .. } => "regexp_extract",
+            ScalarFunction::RegexpGroups { all: true, .. } => "regexp_extract_all",
             ScalarFunction::InjectedPanic => "pondra_panic",
             ScalarFunction::JsonBuildObject => "json_build_object",
         }

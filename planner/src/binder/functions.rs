@@ -344,6 +344,11 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             let text = name.ends_with("string") || name.ends_with("text");
             return json_get(args, text);
         }
+        "regexp_extract" | "regexp_extract_all"
+            if matches!(args.get(2).map(Expr::data_type), Some(DataType::List(_))) =>
+        {
+            return super::structs::regexp_groups(&name, args);
+        }
         "regexp_extract" | "regexp_extract_all" => {
             if !(2..=3).contains(&args.len()) {
                 return Err(bind_err!("{name} takes 2 or 3 arguments"));

@@ -1,6 +1,6 @@
 //! DuckDB's list functions that pick elements by place or by another list: `list_slice` /
 //! `array_slice` (lists and text, and `l[a:b]`), `list_select`, `list_where`, `list_resize`,
-//! `flatten`, `list_has_any`, `list_has_all` and `list_intersect`.
+//! `flatten`, `list_has_any`, `list_has_all`, `list_intersect` and `list_zip`.
 
 use arrow::datatypes::DataType;
 
@@ -21,6 +21,7 @@ pub(super) fn list_pick_function(name: &str, args: &[Expr]) -> Option<Result<Exp
         "list_has_any" | "array_has_any" => two_lists(name, args, ListOp::HasAny),
         "list_has_all" | "array_has_all" => two_lists(name, args, ListOp::HasAll),
         "list_intersect" | "array_intersect" => two_lists(name, args, ListOp::Intersect),
+        "list_zip" | "array_zip" => zip(args),
         _ => return None,
     })
 }
@@ -153,4 +154,36 @@ fn two_lists(name: &str, args: &[Expr], op: ListOp) -> Result<Expr> {
         vec![a.clone().cast(&data_type), b.clone().cast(&data_type)],
         result,
     ))
+}
+
+/// `list_zip(l1, l2, ... [, truncate])`: a list of unnamed structs, the i-th of the i-th
+/// elements, as long as the longest list (NULL past a shorter one's end, a NULL list being
+/// empty), or with `truncate` as the shortest.
+fn zip(args: &[Expr]) -> Result<Expr> {
+    let (lists, truncate) = match args.split_last() {
+        Some((last, lists)) if last.data_type() == DataType::Boolean && !lists.is_empty() => {
+            (lists, last.clone())
+        }
+        _ => (args, Expr::Literal(ScalarValue::Boolean(false))),
+    };
+    if lists.is_empty() {
+        return Err(bind_err!("list_zip needs at least one list"));
+    }
+    let mut bound = Vec::with_capacity(lists.len() + 1);
+    let mut fields = Vec::with_capacity(lists.len());
+    for list in lists {
+        let list_type = list_type("list_zip", list)?;
+        let DataType::List(item) = &list_type else {
+            unreachable!("list_type gives a list")
+        };
+        fields.push(arrow::datatypes::Field::new(
+            "",
+            item.data_type().clone(),
+            true,
+        ));
+        bound.push(list.clone().cast(&list_type));
+    }
+    bound.push(truncate);
+    let data_type = list_of(DataType::Struct(fields.into()));
+    Ok(call(ListOp::Zip, bound, data_type))
 }

@@ -247,6 +247,72 @@ pub(super) fn struct_search(name: &str, record: Expr, value: Expr) -> Result<Exp
     })
 }
 
+/// `regexp_extract(s, pattern, names [, options])` and `regexp_extract_all`'s form: the
+/// groups as a struct named by `names`, a constant list of distinct names; `options` may ask
+/// for case-insensitive matching (`'i'`).
+pub(super) fn regexp_groups(name: &str, args: Vec<Expr>) -> Result<Expr> {
+    if !(3..=4).contains(&args.len()) {
+        return Err(bind_err!(
+            "{name} takes a text, a pattern, names and options"
+        ));
+    }
+    let names = constant_strings(&args[2])
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| bind_err!("{name} needs the group names as a list of text constants"))?;
+    let insensitive = match args.get(3) {
+        None => false,
+        Some(Expr::Literal(ScalarValue::Utf8(options))) => {
+            if let Some(other) = options.chars().find(|c| !matches!(c, 'i' | 'c')) {
+                return Err(bind_err!("{name}: unknown option '{other}'"));
+            }
+            // The last of 'i' (insensitive) and 'c' (sensitive) wins.
+            options.ends_with('i')
+        }
+        Some(_) => return Err(bind_err!("{name} needs its options as a text constant")),
+    };
+    let values: Vec<Expr> = names
+        .iter()
+        .map(|_| Expr::Literal(ScalarValue::Utf8(String::new())))
+        .collect();
+    // Checks the names as a struct literal would.
+    let record = make_struct(names, values)?.data_type();
+    let data_type = match name {
+        "regexp_extract" => record,
+        _ => crate::types::list_of(record),
+    };
+    let mut args = args.into_iter().take(2);
+    let texts = vec![
+        args.next().expect("a text").cast(&DataType::Utf8),
+        args.next().expect("a pattern").cast(&DataType::Utf8),
+    ];
+    Ok(Expr::Function {
+        func: ScalarFunction::RegexpGroups {
+            all: name != "regexp_extract",
+            insensitive,
+        },
+        args: texts,
+        data_type,
+    })
+}
+
+/// The text constants of a list literal (`['a', 'b']`), if it is one.
+fn constant_strings(list: &Expr) -> Option<Vec<String>> {
+    let Expr::Function {
+        func: ScalarFunction::MakeArray,
+        args,
+        ..
+    } = list
+    else {
+        return None;
+    };
+    args.iter()
+        .map(|a| match a {
+            Expr::Literal(ScalarValue::Utf8(text)) => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The type two struct types meet in, as DuckDB's: named structs by name (the fields of
 /// both, each of its two sides' common type), an unnamed one by position with a struct of
 /// as many fields.

@@ -110,7 +110,7 @@ fn write_value(out: &mut String, array: &dyn Array, row: usize) {
         LargeList(_) => write_list(out, array.as_list::<i64>().value(row).as_ref()),
         FixedSizeList(..) => write_list(out, array.as_fixed_size_list().value(row).as_ref()),
         Struct(fields) => {
-            // An unnamed struct (a TUPLE) prints as `(1, 2)`.
+            // An unnamed struct (a TUPLE) prints as `(1, 2)`, or `(1,)` with one field.
             let columns = array.as_struct().columns();
             let unnamed = !fields.is_empty() && fields.iter().all(|f| f.name().is_empty());
             out.push(if unnamed { '(' } else { '{' });
@@ -122,6 +122,9 @@ fn write_value(out: &mut String, array: &dyn Array, row: usize) {
                     let _ = write!(out, "'{}': ", field.name());
                 }
                 write_nested(out, column.as_ref(), row);
+            }
+            if unnamed && fields.len() == 1 {
+                out.push(',');
             }
             out.push(if unnamed { ')' } else { '}' });
         }
