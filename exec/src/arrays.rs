@@ -248,7 +248,13 @@ pub fn join(args: &[ArrayRef]) -> Result<ArrayRef> {
 /// `x op ANY (array)` (or `ALL` when `all`), with SQL's three values: ANY is true when one
 /// comparison is, false when all are false (an empty array included), NULL otherwise; ALL is
 /// the dual.
-pub fn quantified(op: BinaryOp, all: bool, value: &ArrayRef, array: &ArrayRef) -> Result<ArrayRef> {
+pub fn quantified(
+    op: BinaryOp,
+    all: bool,
+    rows_compared: bool,
+    value: &ArrayRef,
+    array: &ArrayRef,
+) -> Result<ArrayRef> {
     let list = array.as_list::<i32>();
     let rows: UInt32Array = (0..list.len())
         .flat_map(|row| {
@@ -260,7 +266,10 @@ pub fn quantified(op: BinaryOp, all: bool, value: &ArrayRef, array: &ArrayRef) -
     let last = *list.value_offsets().last().expect("offsets") as usize;
     let elements = list.values().slice(first, last - first);
     let repeated = take(value, &rows, None)?;
-    let hits = crate::expr::compare(op, &repeated, &elements)?;
+    let hits = match rows_compared {
+        true => crate::structs::compare_rows(op, &repeated, &elements)?,
+        false => crate::expr::compare(op, &repeated, &elements)?,
+    };
     let hits = hits.as_boolean();
     let mut out = BooleanBuilder::with_capacity(list.len());
     for row in 0..list.len() {

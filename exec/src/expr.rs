@@ -651,7 +651,9 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::ArrayLength => arrays::length(&args[0], &args[1]),
         ScalarFunction::Cardinality => arrays::cardinality(&args[0]),
         ScalarFunction::ArrayToString => arrays::join(args),
-        ScalarFunction::Quantified { op, all } => arrays::quantified(op, all, &args[0], &args[1]),
+        ScalarFunction::Quantified { op, all, rows } => {
+            arrays::quantified(op, all, rows, &args[0], &args[1])
+        }
         ScalarFunction::Series { inclusive } => arrays::series(args, inclusive),
         ScalarFunction::TimeSeries { inclusive } => crate::date_parts::time_series(args, inclusive),
         ScalarFunction::KeyHash => Ok(Arc::new(crate::key_hash::key_hashes(args)?)),

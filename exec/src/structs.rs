@@ -3,9 +3,12 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, StringArray, StructArray, new_null_array};
+use arrow::array::{
+    Array, ArrayRef, AsArray, BooleanArray, StringArray, StructArray, new_null_array,
+};
 use arrow::buffer::NullBuffer;
 use arrow::datatypes::{DataType, Fields};
+use pondra_planner::BinaryOp;
 
 use crate::{ExecError, Result};
 
@@ -96,6 +99,64 @@ pub fn cast(value: &ArrayRef, to: &Fields, safe: bool) -> Result<ArrayRef> {
         columns,
         records.nulls().cloned(),
     )?))
+}
+
+/// Row values compared as SQL compares rows: `=` holds where every field is equal, fails
+/// where one differs, and is NULL otherwise; an ordering is decided by the first field that is
+/// not equal (NULL if that field is NULL), equal rows being `<=` and `>=`.
+pub fn compare_rows(op: BinaryOp, left: &ArrayRef, right: &ArrayRef) -> Result<ArrayRef> {
+    let (left, right) = (left.as_struct(), right.as_struct());
+    assert_eq!(left.num_columns(), right.num_columns(), "rows of one width");
+    let pairs = left.columns().iter().zip(right.columns());
+    let equal = pairs
+        .clone()
+        .map(|(l, r)| crate::expr::compare(BinaryOp::Eq, l, r))
+        .collect::<Result<Vec<_>>>()?;
+    let strict = match op {
+        BinaryOp::Lt | BinaryOp::LtEq => Some(BinaryOp::Lt),
+        BinaryOp::Gt | BinaryOp::GtEq => Some(BinaryOp::Gt),
+        _ => None,
+    };
+    let ordered = match strict {
+        Some(strict) => pairs
+            .map(|(l, r)| crate::expr::compare(strict, l, r))
+            .collect::<Result<Vec<_>>>()?,
+        None => Vec::new(),
+    };
+    let out: BooleanArray = (0..left.len())
+        .map(|row| {
+            if left.is_null(row) || right.is_null(row) {
+                return None;
+            }
+            let field = |column: &ArrayRef| {
+                let column = column.as_boolean();
+                column.is_valid(row).then(|| column.value(row))
+            };
+            match op {
+                BinaryOp::Eq | BinaryOp::NotEq => {
+                    let mut unknown = false;
+                    for column in &equal {
+                        match field(column) {
+                            Some(false) => return Some(op == BinaryOp::NotEq),
+                            None => unknown = true,
+                            Some(true) => {}
+                        }
+                    }
+                    (!unknown).then_some(op == BinaryOp::Eq)
+                }
+                _ => {
+                    for (eq, order) in equal.iter().zip(&ordered) {
+                        match field(eq)? {
+                            true => continue,
+                            false => return field(order),
+                        }
+                    }
+                    Some(matches!(op, BinaryOp::LtEq | BinaryOp::GtEq))
+                }
+            }
+        })
+        .collect();
+    Ok(Arc::new(out))
 }
 
 /// Values in DuckDB's text form: a struct as `{'a': 1, 'b': x}` (an unnamed one as

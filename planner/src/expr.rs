@@ -409,10 +409,13 @@ pub enum ScalarFunction {
     Cardinality,
     /// `array_to_string(a, separator [, null_text])`.
     ArrayToString,
-    /// `x op ANY (array)`, or `x op ALL (array)`.
+    /// `x op ANY (array)`, or `x op ALL (array)`. With `rows`, `x` is a row value
+    /// (`(a, b)`) and the array's elements are rows too, compared as SQL compares rows:
+    /// field after field, NULL where a NULL field decides.
     Quantified {
         op: BinaryOp,
         all: bool,
+        rows: bool,
     },
     /// The BIGINTs from a start to a stop by a step, as an array; the stop is in it when
     /// `inclusive` (`generate_series`) and not otherwise (`range`).

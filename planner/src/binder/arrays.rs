@@ -160,10 +160,48 @@ pub(super) fn bind_quantified(
     };
     let value = bind_expr(left, ctx)?;
     let array = match right {
+        ast::Expr::Subquery(query) if is_row_value(&value) => row_array_subquery(query, ctx)?,
         ast::Expr::Subquery(query) => bind_array_subquery(query, ctx)?,
         _ => bind_expr(right, ctx)?,
     };
     quantified(value, op, all, array)
+}
+
+/// A row constructor, `(a, b)` or `row(a, b)`: an unnamed struct made in place.
+pub(super) fn is_row_value(value: &Expr) -> bool {
+    match value {
+        Expr::Function {
+            func: ScalarFunction::MakeStruct,
+            data_type: DataType::Struct(fields),
+            ..
+        } => fields.len() > 1 && fields.iter().all(|f| f.name().is_empty()),
+        _ => false,
+    }
+}
+
+/// The rows of a subquery of several columns as an array of unnamed structs, for a row value
+/// compared with them.
+fn row_array_subquery(query: &ast::Query, ctx: &mut Context<'_>) -> Result<Expr> {
+    let rows_of = |plan: LogicalPlan| {
+        let schema = plan.schema();
+        let columns: Vec<Expr> = schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| Expr::column(i, f.name(), f.data_type().clone()))
+            .collect();
+        let names = vec![String::new(); columns.len()];
+        let row = super::structs::make_struct(names, columns)?;
+        into_array(plan.project(vec![row], vec!["row".into()]))
+    };
+    let value = scalar_subquery_of(query, ctx, rows_of)?;
+    let data_type = value.data_type();
+    let empty = empty_or_text("{}", &data_type);
+    Ok(Expr::Function {
+        func: ScalarFunction::Coalesce,
+        args: vec![value, empty],
+        data_type,
+    })
 }
 
 /// `value op ANY | ALL (subquery)` as a comparison with the subquery's values gathered into
@@ -177,7 +215,10 @@ pub(super) fn quantified_subquery(
     ctx: &mut Context<'_>,
 ) -> Result<Expr> {
     let op = comparison(op).expect("a comparison");
-    let array = bind_array_subquery(query, ctx)?;
+    let array = match is_row_value(&value) {
+        true => row_array_subquery(query, ctx)?,
+        false => bind_array_subquery(query, ctx)?,
+    };
     quantified(value, op, all, array)
 }
 
@@ -195,8 +236,9 @@ fn quantified(value: Expr, op: crate::expr::BinaryOp, all: bool, array: Expr) ->
             ));
         }
     };
+    let rows = is_row_value(&value);
     Ok(Expr::Function {
-        func: ScalarFunction::Quantified { op, all },
+        func: ScalarFunction::Quantified { op, all, rows },
         args: vec![value.cast(&item), array.cast(&list_of(item))],
         data_type: DataType::Boolean,
     })

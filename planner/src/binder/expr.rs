@@ -1045,9 +1045,10 @@ pub(super) fn bind_mark(
     let plan = binder.bind_subquery(query, &scope)?;
     // A correlated NOT IN, or IN as a value, has no join that keeps its NULL semantics here:
     // it compares with the subquery's values gathered for each row instead.
+    // A row value IN a subquery of as many columns compares rows the same way.
+    let row_probe = probe.as_ref().is_some_and(super::arrays::is_row_value);
     if let Some(probe) = &probe
-        && plan.has_outer()
-        && (negated || clause == "SELECT")
+        && (plan.has_outer() && (negated || clause == "SELECT") || row_probe)
     {
         let (op, all) = match negated {
             true => (BinaryOperator::NotEq, true),
@@ -1678,6 +1679,11 @@ pub(super) fn common_type(types: &[DataType]) -> Result<DataType> {
             t.clone()
         } else if let Some(n) = common_numeric_type(&result, t) {
             n
+        } else if let (DataType::Date32, DataType::Timestamp(..))
+        | (DataType::Timestamp(..), DataType::Date32) = (&result, t)
+        {
+            // A date meets a timestamp at its midnight, as in both anchors.
+            DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None)
         } else if let (DataType::Struct(_), DataType::Struct(_)) = (&result, t) {
             super::structs::common_struct_type(&result, t)?
         } else if let (DataType::List(a), DataType::List(b)) = (&result, t) {

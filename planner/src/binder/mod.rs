@@ -1115,9 +1115,10 @@ impl<'a> Binder<'a> {
                     } => {
                         let probe = self.bind_scalar(expr, scope, "WHERE")?;
                         let plan = self.bind_subquery(subquery, scope)?;
-                        if *negated && plan.has_outer() {
-                            // No anti join keeps a correlated NOT IN's NULL semantics: it is
-                            // a comparison with the subquery's values, row by row.
+                        if *negated && plan.has_outer() || arrays::is_row_value(&probe) {
+                            // No anti join keeps a correlated NOT IN's NULL semantics, nor a
+                            // join on one key a row value's: it is a comparison with the
+                            // subquery's values, row by row.
                             let predicate = self.bind_scalar(conjunct, scope, "WHERE")?;
                             predicates.extend(filter_predicate(predicate, "WHERE")?.conjuncts());
                             continue;
