@@ -65,6 +65,8 @@ pub enum SqlType {
     /// A record of named fields, each of its own type (ADR 0063). The fields of an unnamed
     /// struct (`row(1, 2)`) have empty names.
     Struct(Vec<StructField>),
+    /// Distinct non-NULL keys of one type, each with a value of another (ADR 0064).
+    Map(Box<SqlType>, Box<SqlType>),
 }
 
 /// One field of a [`SqlType::Struct`].
@@ -90,6 +92,7 @@ impl SqlType {
             SqlType::List(ref element) => {
                 DataType::List(Arc::new(Field::new("item", element.to_arrow(), true)))
             }
+            SqlType::Map(ref key, ref value) => map_type(key.to_arrow(), value.to_arrow()),
             SqlType::Struct(ref fields) => DataType::Struct(
                 fields
                     .iter()
@@ -101,7 +104,10 @@ impl SqlType {
 
     /// Whether values of the type are scalars, which statistics, keys and folds can order.
     pub fn is_scalar(&self) -> bool {
-        !matches!(self, SqlType::List(_) | SqlType::Struct(_))
+        !matches!(
+            self,
+            SqlType::List(_) | SqlType::Struct(_) | SqlType::Map(..)
+        )
     }
 
     /// The SQL type of an Arrow type, when Pondra can store it.
@@ -123,6 +129,18 @@ impl SqlType {
             DataType::Interval(IntervalUnit::MonthDayNano) => SqlType::Interval,
             DataType::List(element) => {
                 SqlType::List(Box::new(SqlType::from_arrow(element.data_type())?))
+            }
+            DataType::Map(entries, _) => {
+                let DataType::Struct(fields) = entries.data_type() else {
+                    return None;
+                };
+                let [key, value] = fields.iter().collect::<Vec<_>>()[..] else {
+                    return None;
+                };
+                SqlType::Map(
+                    Box::new(SqlType::from_arrow(key.data_type())?),
+                    Box::new(SqlType::from_arrow(value.data_type())?),
+                )
             }
             DataType::Struct(fields) => SqlType::Struct(
                 fields
@@ -154,6 +172,7 @@ impl fmt::Display for SqlType {
             SqlType::Interval => write!(f, "INTERVAL"),
             SqlType::List(element) => write!(f, "{element}[]"),
             // DuckDB's names: STRUCT(a INTEGER), and TUPLE(INTEGER) for an unnamed struct.
+            SqlType::Map(key, value) => write!(f, "MAP({key}, {value})"),
             SqlType::Struct(fields) if fields.is_empty() => write!(f, "STRUCT"),
             SqlType::Struct(fields) if fields.iter().all(|f| f.name.is_empty()) => {
                 let types: Vec<String> = fields.iter().map(|f| f.sql_type.to_string()).collect();
@@ -168,6 +187,19 @@ impl fmt::Display for SqlType {
             }
         }
     }
+}
+
+/// The Arrow type of maps from `key` to `value` (ADR 0064): a list of `entries` structs of a
+/// non-NULL `key` and a nullable `value`, unsorted.
+pub fn map_type(key: DataType, value: DataType) -> DataType {
+    let entries = DataType::Struct(
+        vec![
+            Field::new("key", key, false),
+            Field::new("value", value, true),
+        ]
+        .into(),
+    );
+    DataType::Map(Arc::new(Field::new("entries", entries, false)), false)
 }
 
 /// A struct field's name as DuckDB writes it in a type: bare when it is a plain lower-case

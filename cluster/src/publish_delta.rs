@@ -155,8 +155,8 @@ fn delta_type(sql_type: &SqlType) -> String {
         SqlType::Date => "date".into(),
         SqlType::Timestamp => "timestamp_ntz".into(),
         SqlType::Interval => unreachable!("a table with an interval column is not published"),
-        SqlType::List(_) | SqlType::Struct(_) => {
-            unreachable!("a table with a list or struct column is not published")
+        SqlType::List(_) | SqlType::Struct(_) | SqlType::Map(..) => {
+            unreachable!("a table with a nested column is not published")
         }
     }
 }

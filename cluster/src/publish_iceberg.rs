@@ -291,8 +291,8 @@ fn iceberg_type(sql_type: &SqlType) -> IcebergType {
         SqlType::Date => IcebergType::Date,
         SqlType::Timestamp => IcebergType::Timestamp,
         SqlType::Interval => unreachable!("a table with an interval column is not published"),
-        SqlType::List(_) | SqlType::Struct(_) => {
-            unreachable!("a table with a list or struct column is not published")
+        SqlType::List(_) | SqlType::Struct(_) | SqlType::Map(..) => {
+            unreachable!("a table with a nested column is not published")
         }
     }
 }

@@ -215,7 +215,7 @@ pub fn with_text_for_tables(batch: &RecordBatch) -> Result<RecordBatch> {
 
 fn holds_struct(data_type: &DataType) -> bool {
     match data_type {
-        DataType::Struct(_) => true,
+        DataType::Struct(_) | DataType::Map(..) => true,
         DataType::List(item) => holds_struct(item.data_type()),
         _ => false,
     }
@@ -224,7 +224,8 @@ fn holds_struct(data_type: &DataType) -> bool {
 fn with_columns_as_text(batch: &RecordBatch, arrays: bool) -> Result<RecordBatch> {
     let is_timestamp = |t: &DataType| matches!(t, DataType::Timestamp(TimeUnit::Microsecond, None));
     // Dates too, for their infinities (ADR 0062), which Arrow's printers cannot write.
-    // Structs, and lists holding them, in DuckDB's text form (ADR 0063) for every printer.
+    // Structs and maps, and lists holding them, in DuckDB's text form (ADRs 0063 and 0064)
+    // for every printer.
     let as_text = |t: &DataType| {
         is_timestamp(t)
             || *t == DataType::Date32

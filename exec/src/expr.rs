@@ -203,6 +203,20 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
             crate::structs::make(values, data_type, rows)
         }),
         Expr::Function {
+            func: ScalarFunction::MakeMap,
+            args,
+            data_type,
+        } => typed_call(args, batch, |values, rows| {
+            crate::maps::make(values, data_type, rows)
+        }),
+        Expr::Function {
+            func: ScalarFunction::Map(op),
+            args,
+            data_type,
+        } => typed_call(args, batch, |values, _| {
+            crate::maps::map_function(*op, values, data_type)
+        }),
+        Expr::Function {
             func: ScalarFunction::RegexpGroups { all, insensitive },
             args,
             data_type,
@@ -294,7 +308,11 @@ pub(crate) fn cast_value(v: &ArrayRef, to: &DataType, safe: bool) -> Result<Arra
             )?))
         }
         (DataType::Struct(_), DataType::Struct(fields)) => crate::structs::cast(v, fields, safe),
-        (DataType::Struct(_), DataType::Utf8) => crate::structs::to_text(v),
+        (DataType::Map(..), DataType::Map(..)) => crate::maps::cast(v, to, safe),
+        (DataType::Struct(_) | DataType::Map(..), DataType::Utf8) => crate::structs::to_text(v),
+        (DataType::Utf8, DataType::Map(..)) => {
+            crate::nested_text::parse_map(v.as_string(), to, safe)
+        }
         (DataType::Utf8, DataType::Struct(fields)) => {
             crate::nested_text::parse_struct(v.as_string(), fields, to, safe)
         }
@@ -371,7 +389,10 @@ fn binary_values(op: BinaryOp, l: Value, r: Value, rows: usize) -> Result<Value>
     }
     if matches!(op, BinaryOp::And | BinaryOp::Or | BinaryOp::Concat)
         || is_null_comparison(op, l.data_type(), r.data_type())
-        || matches!(l.data_type(), DataType::List(_) | DataType::Struct(_))
+        || matches!(
+            l.data_type(),
+            DataType::List(_) | DataType::Struct(_) | DataType::Map(..)
+        )
     {
         let (l, r) = (l.into_array(rows)?, r.into_array(rows)?);
         return Ok(Value::Column(binary(op, &l, &r)?));
@@ -396,7 +417,11 @@ fn binary(op: BinaryOp, l: &ArrayRef, r: &ArrayRef) -> Result<ArrayRef> {
     if is_null_comparison(op, l.data_type(), r.data_type()) {
         return Ok(new_null_array(&DataType::Boolean, l.len()));
     }
-    if op.is_comparison() && matches!(l.data_type(), DataType::List(_) | DataType::Struct(_)) {
+    let nested = matches!(
+        l.data_type(),
+        DataType::List(_) | DataType::Struct(_) | DataType::Map(..)
+    );
+    if op.is_comparison() && nested {
         return arrays::compare(op, l, r);
     }
     let (l, r) = (l.as_ref(), r.as_ref());
@@ -671,6 +696,9 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::RaiseError => unreachable!("error() is evaluated with the batch"),
         ScalarFunction::RegexpGroups { .. } => {
             unreachable!("regexp groups are made with their type")
+        }
+        ScalarFunction::MakeMap | ScalarFunction::Map(_) => {
+            unreachable!("maps are made with their type")
         }
         ScalarFunction::Round => {
             let values = args[0].as_primitive::<Float64Type>();

@@ -38,6 +38,7 @@ mod lambdas;
 mod like;
 mod list_functions;
 mod list_picks;
+mod maps;
 mod math_functions;
 mod memory;
 mod moments;
@@ -79,4 +80,4 @@ pub use memory::{MemoryPool, Reservation, default_memory_limit, format_size, par
 pub use pipeline::{ExecContext, execute, execute_profiled};
 pub use profile::Profile;
 pub use scan::{Morsel, read_morsel, read_table, table_morsels};
-pub use structs::nested_string;
+pub use structs::{nested_string, to_text as nested_as_text};

@@ -1,5 +1,5 @@
-//! Text read as lists and structs, in DuckDB's forms (`[1, [2]]`, `{a: 1, b: x}`, `(1, x)`)
-//! and, for lists, Postgres's (`{1,2}`). Items end at a comma outside quotes and brackets; a
+//! Text read as lists, structs and maps, in DuckDB's forms (`[1, [2]]`, `{a: 1, b: x}`,
+//! `(1, x)`, `{a=1}`) and, for lists, Postgres's (`{1,2}`). Items end at a comma outside quotes and brackets; a
 //! struct's key ends at its colon. Inside single or double quotes a backslash escapes the
 //! next character; outside them it escapes only a quote. An unquoted NULL is NULL, and the
 //! whitespace around an item is not part of it.
@@ -96,6 +96,62 @@ pub fn parse_struct(
         columns,
         nulls,
     )?))
+}
+
+/// Texts in DuckDB's map form, `{a=1, b=2}`, read as maps of `to`.
+pub fn parse_map(texts: &StringArray, to: &DataType, safe: bool) -> Result<ArrayRef> {
+    let mut keys: Vec<Option<String>> = Vec::new();
+    let mut values: Vec<Option<String>> = Vec::new();
+    let mut lengths = Vec::with_capacity(texts.len());
+    let mut valid = BooleanBufferBuilder::new(texts.len());
+    for text in texts.iter() {
+        let read = text.map(|t| map_entries(t).ok_or_else(|| malformed(t, to)));
+        let entries = match read.transpose() {
+            Ok(entries) => entries,
+            Err(_) if safe => None,
+            Err(e) => return Err(e),
+        };
+        valid.append(entries.is_some());
+        let entries = entries.unwrap_or_default();
+        lengths.push(entries.len());
+        for (key, value) in entries {
+            keys.push(key);
+            values.push(value);
+        }
+    }
+    let (key_type, value_type) = match to {
+        DataType::Map(entries, _) => match entries.data_type() {
+            DataType::Struct(fields) => (fields[0].data_type(), fields[1].data_type()),
+            other => unreachable!("a map's entries are structs, not {other}"),
+        },
+        other => unreachable!("parse_map reads maps, not {other}"),
+    };
+    let keys: ArrayRef = Arc::new(StringArray::from(keys));
+    let values: ArrayRef = Arc::new(StringArray::from(values));
+    crate::maps::build(
+        to,
+        OffsetBuffer::from_lengths(lengths),
+        crate::expr::cast_value(&keys, key_type, safe)?,
+        crate::expr::cast_value(&values, value_type, safe)?,
+        Some(NullBuffer::new(valid.finish())),
+    )
+}
+
+/// The entries of `{k=v, ...}`; `None` when the text is not one map.
+fn map_entries(text: &str) -> Option<Vec<(Option<String>, Option<String>)>> {
+    let mut rest = text.trim().strip_prefix('{')?.strip_suffix('}')?;
+    let mut entries = Vec::new();
+    while !rest.trim().is_empty() {
+        let (key, stop, after) = take_until(rest, &['='])?;
+        stop?;
+        let (value, stop, after) = take_until(after, &[','])?;
+        entries.push((item(key)?, item(value)?));
+        rest = after;
+        if stop.is_some() && rest.trim().is_empty() {
+            return None;
+        }
+    }
+    Some(entries)
 }
 
 fn malformed(text: &str, to: &DataType) -> ExecError {

@@ -160,7 +160,7 @@ pub fn compare_rows(op: BinaryOp, left: &ArrayRef, right: &ArrayRef) -> Result<A
 }
 
 /// Values in DuckDB's text form: a struct as `{'a': 1, 'b': x}` (an unnamed one as
-/// `(1, x)`), a list inside one as `[1, 2]`, text unquoted.
+/// `(1, x)`), a map as `{a=1}`, a list inside either as `[1, 2]`.
 pub fn to_text(value: &ArrayRef) -> Result<ArrayRef> {
     let texts = nested_text(value)?;
     let nulls = value.logical_nulls();
@@ -206,6 +206,23 @@ fn nested_text(value: &ArrayRef) -> Result<Vec<String>> {
                     (true, _) => format!("({})", parts.join(", ")),
                     (false, _) => format!("{{{}}}", parts.join(", ")),
                 });
+            }
+        }
+        DataType::Map(..) => {
+            let map = value.as_map();
+            let keys = nested_text(map.keys())?;
+            let values = nested_text(map.values())?;
+            for row in 0..value.len() {
+                if is_null(row) {
+                    out.push("NULL".to_string());
+                    continue;
+                }
+                let offsets = map.value_offsets();
+                let range = offsets[row] as usize..offsets[row + 1] as usize;
+                let entries: Vec<String> = range
+                    .map(|i| format!("{}={}", keys[i], values[i]))
+                    .collect();
+                out.push(format!("{{{}}}", entries.join(", ")));
             }
         }
         DataType::List(_) => {

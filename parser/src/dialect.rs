@@ -1,12 +1,13 @@
 //! The dialect statements are read in: DuckDB's, as sqlparser reads it, and two infix
 //! operators its reading lacks: `text GLOB pattern` (SQLite's and DuckDB's) and PostgreSQL's
-//! `text ^@ prefix` (starts with), and DuckDB's `ROW(name type, ...)` struct type, nested. sqlparser lets a dialect stand in for another; this one
+//! `text ^@ prefix` (starts with), and DuckDB's `ROW(name type, ...)` and `MAP(key, value)` types, nested. sqlparser lets a dialect stand in for another; this one
 //! answers every question as DuckDB's does, so every DuckDB form reads as before.
 
 use std::any::TypeId;
 
 use sqlparser::ast::{
-    ArrayElemTypeDef, BinaryOperator, DataType, Expr, StructBracketKind, StructField,
+    ArrayElemTypeDef, BinaryOperator, DataType, Expr, MapBracketKind, StructBracketKind,
+    StructField,
 };
 use sqlparser::dialect::{Dialect, DuckDbDialect};
 use sqlparser::keywords::Keyword;
@@ -58,10 +59,16 @@ impl Dialect for PondraDialect {
     fn parse_data_type(&self, parser: &mut Parser) -> Option<Result<DataType, ParserError>> {
         // sqlparser reads DuckDB's `ROW(name type, ...)` as a custom type whose modifiers are
         // single words, so a nested `ROW(a ROW(b INT))` or `ROW(a INT[])` cannot be read.
-        let is_row = matches!(&parser.peek_token_ref().token,
-            Token::Word(w) if w.value.eq_ignore_ascii_case("row"))
-            && parser.peek_nth_token_ref(1).token == Token::LParen;
-        is_row.then(|| row_type(parser))
+        let named = |name: &str| {
+            matches!(&parser.peek_token_ref().token,
+                Token::Word(w) if w.value.eq_ignore_ascii_case(name))
+                && parser.peek_nth_token_ref(1).token == Token::LParen
+        };
+        if named("row") {
+            return Some(row_type(parser));
+        }
+        // Likewise `MAP(key type, value type)`, whose types may nest.
+        named("map").then(|| map_type(parser))
     }
 
     as_duckdb! {
@@ -101,6 +108,18 @@ impl Dialect for PondraDialect {
     }
 }
 
+/// `MAP(key type, value type)`, then any `[]` after it.
+fn map_type(parser: &mut Parser) -> Result<DataType, ParserError> {
+    parser.next_token();
+    parser.expect_token(&Token::LParen)?;
+    let key = parser.parse_data_type()?;
+    parser.expect_token(&Token::Comma)?;
+    let value = parser.parse_data_type()?;
+    parser.expect_token(&Token::RParen)?;
+    let map = DataType::Map(Box::new(key), Box::new(value), MapBracketKind::Parentheses);
+    array_suffixes(parser, map)
+}
+
 /// `ROW(name type, ...)`, then any `[]` or `[n]` after it, as the struct type it is.
 fn row_type(parser: &mut Parser) -> Result<DataType, ParserError> {
     parser.next_token();
@@ -113,7 +132,14 @@ fn row_type(parser: &mut Parser) -> Result<DataType, ParserError> {
         })
     })?;
     parser.expect_token(&Token::RParen)?;
-    let mut data_type = DataType::Struct(fields, StructBracketKind::Parentheses);
+    array_suffixes(
+        parser,
+        DataType::Struct(fields, StructBracketKind::Parentheses),
+    )
+}
+
+/// `data_type` followed by any `[]` or `[n]`: arrays of it.
+fn array_suffixes(parser: &mut Parser, mut data_type: DataType) -> Result<DataType, ParserError> {
     while parser.consume_token(&Token::LBracket) {
         let size = match parser.consume_token(&Token::RBracket) {
             true => None,
@@ -161,6 +187,11 @@ mod tests {
             data_type.to_string(),
             "STRUCT(i STRUCT(a INTEGER), j INTEGER[])[]"
         );
+        let data_type = Parser::new(&PondraDialect::default())
+            .try_with_sql("MAP(VARCHAR, MAP(INT, INT[]))")
+            .and_then(|mut p| p.parse_data_type())
+            .expect("reads");
+        assert_eq!(data_type.to_string(), "Map(VARCHAR, Map(INT, INT[]))");
     }
 
     #[test]

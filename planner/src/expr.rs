@@ -437,6 +437,11 @@ pub enum ScalarFunction {
         all: bool,
         insensitive: bool,
     },
+    /// `MAP {k: v, ...}`: a map of the arguments, keys and values alternating, of the call's
+    /// map type (ADR 0064).
+    MakeMap,
+    /// The map functions (ADR 0064).
+    Map(MapOp),
     /// `error(message)`: fails the statement with the message of the first row it is
     /// evaluated on (CASE evaluates it only on the rows that reach it).
     RaiseError,
@@ -448,6 +453,27 @@ pub enum ScalarFunction {
     /// `pondra_panic(text)`: a panic on purpose, to show that one is caught at the statement's
     /// boundary. Only builds with the `fault-injection` feature bind the name.
     InjectedPanic,
+}
+
+/// A map function (`ScalarFunction::Map`, ADR 0064).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapOp {
+    /// `map(keys, values)`: the keys of one list with the values of the other.
+    FromLists,
+    /// `map_from_entries(list)`: from a list of structs of a key and a value.
+    FromEntries,
+    Keys,
+    Values,
+    /// `map_entries(m)`: a list of structs of a key and a value.
+    Entries,
+    /// `m[k]`: the value, or NULL.
+    Element,
+    /// `map_extract(m, k)`: a list of the value, empty when the map has no such key.
+    Extract,
+    Contains,
+    Cardinality,
+    /// `histogram(x)`: each of a sorted list's values with its count.
+    Histogram,
 }
 
 /// A function of DOUBLEs from the math library (`ScalarFunction::Math`).
@@ -800,6 +826,19 @@ impl ScalarFunction {
             ScalarFunction::Field(_) => "field",
             ScalarFunction::MakeStruct => "struct_pack",
             ScalarFunction::RaiseError => "error",
+            ScalarFunction::MakeMap => "map",
+            ScalarFunction::Map(op) => match op {
+                MapOp::FromLists => "map",
+                MapOp::FromEntries => "map_from_entries",
+                MapOp::Keys => "map_keys",
+                MapOp::Values => "map_values",
+                MapOp::Entries => "map_entries",
+                MapOp::Element => "map_extract_value",
+                MapOp::Extract => "map_extract",
+                MapOp::Contains => "map_contains",
+                MapOp::Cardinality => "cardinality",
+                MapOp::Histogram => "histogram",
+            },
             ScalarFunction::RegexpGroups { all: false, .. } => "regexp_extract",
             ScalarFunction::RegexpGroups { all: true, .. } => "regexp_extract_all",
             ScalarFunction::InjectedPanic => "pondra_panic",

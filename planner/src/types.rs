@@ -53,6 +53,10 @@ pub fn sql_type_from_ast(data_type: &ast::DataType) -> Result<SqlType> {
             | ast::ArrayElemTypeDef::Parenthesis(element)
             | ast::ArrayElemTypeDef::Qualified(element, _),
         ) => SqlType::List(Box::new(sql_type_from_ast(element)?)),
+        D::Map(key, value, _) => SqlType::Map(
+            Box::new(sql_type_from_ast(key)?),
+            Box::new(sql_type_from_ast(value)?),
+        ),
         D::Struct(fields, _) => SqlType::Struct(
             fields
                 .iter()

@@ -218,7 +218,8 @@ fn psql_runs_statements_and_copy() {
         "id|integer|1\nname|character varying|2\namount|numeric|3\nd|date|4\nb|boolean|5\n"
     );
 
-    // A struct is a record in Postgres's text form; a NULL field is empty (ADR 0063).
+    // A struct is a record in Postgres's text form, a NULL field empty (ADR 0063); a map is
+    // its text in DuckDB's form (ADR 0064).
     let (out, err, ok) = psql(
         &served,
         None,
@@ -226,11 +227,11 @@ fn psql_runs_statements_and_copy() {
             "-A",
             "-t",
             "-c",
-            "SELECT {'a': 1, 'b': 'x y'}, row(2, NULL)",
+            "SELECT {'a': 1, 'b': 'x y'}, row(2, NULL), MAP {'k': [1]}",
         ],
     );
     assert!(ok, "{err}");
-    assert_eq!(out, "(1,\"x y\")|(2,)\n");
+    assert_eq!(out, "(1,\"x y\")|(2,)|{k=[1]}\n");
 
     let (_, err, ok) = psql(&served, None, &["-c", "SELECT nope FROM t"]);
     assert!(!ok);

@@ -302,6 +302,10 @@ pub(super) fn bind_subscripts(
             value = super::structs::struct_extract(value, &key)?;
             continue;
         }
+        if let DataType::Map(..) = data_type {
+            value = super::maps::element(value, bind_expr(index, ctx)?)?;
+            continue;
+        }
         // DuckDB's `s[i]`: the i-th character (from the end when negative), '' past the ends.
         if data_type == DataType::Utf8 {
             let place = bind_expr(index, ctx)?;

@@ -1,8 +1,8 @@
 //! DuckDB's aggregates made of simpler ones, over a group's rows or over each list's elements
 //! (`list_aggr(l, 'kurtosis')`, `list_kurtosis(l)`): `skewness`, `kurtosis` and
 //! `kurtosis_pop` from a count and sums of powers, `sem` (the standard error of the mean),
-//! `favg` (a compensated mean), and `entropy`, `mad`, `median` and `mode` from the sorted
-//! values. A formula is written once over `Parts`, which makes each part an aggregate of the
+//! `favg` (a compensated mean), and `entropy`, `mad`, `median`, `mode` and `histogram` from
+//! the sorted values. A formula is written once over `Parts`, which makes each part an aggregate of the
 //! grouping or a list aggregate of the transformed list.
 
 use arrow::datatypes::DataType;
@@ -21,7 +21,7 @@ use crate::{Result, bind_err, unsupported};
 pub fn is_composed(name: &str) -> bool {
     matches!(
         name,
-        "skewness" | "kurtosis" | "kurtosis_pop" | "sem" | "favg" | "entropy" | "mad"
+        "skewness" | "kurtosis" | "kurtosis_pop" | "sem" | "favg" | "entropy" | "mad" | "histogram"
     )
 }
 
@@ -165,7 +165,7 @@ pub(super) fn bind_list_composed(name: &str, list: Expr, item: DataType) -> Resu
 fn compose(name: &str, mut parts: Parts<'_>) -> Result<Expr> {
     let item = parts.item_type();
     let numeric = is_numeric(&item);
-    if !numeric && !matches!(name, "entropy" | "mode" | "median") {
+    if !numeric && !matches!(name, "entropy" | "mode" | "median" | "histogram") {
         return Err(bind_err!(
             "{name}({}) is not defined: the argument must be a number",
             type_name(&item)
@@ -201,6 +201,11 @@ fn compose(name: &str, mut parts: Parts<'_>) -> Result<Expr> {
             })
         }
         "mode" => Ok(sorted_pick(&mut parts, ScalarFunction::SortedMode, item)),
+        "histogram" => {
+            let data_type = pondra_catalog::map_type(item, DataType::Int64);
+            let histogram = ScalarFunction::Map(crate::expr::MapOp::Histogram);
+            Ok(sorted_pick(&mut parts, histogram, data_type))
+        }
         "median" => {
             // A median of numbers is interpolated; of anything else, the lower middle value.
             let (continuous, data_type) = match numeric {

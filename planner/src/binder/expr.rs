@@ -601,6 +601,7 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
             _ => struct_path(parts, ctx),
         },
         E::Dictionary(fields) => super::structs::bind_dictionary(fields, ctx),
+        E::Map(map) => super::maps::bind_map_literal(map, ctx),
         E::Tuple(items) => super::structs::bind_row(items, ctx),
         E::Value(value) => Ok(Expr::Literal(literal(&value.value)?)),
         E::TypedString(typed) => {
@@ -1338,6 +1339,7 @@ pub(super) fn comparison_type(
         (DataType::Struct(_), DataType::Struct(_)) => {
             super::structs::common_struct_type(left, right)
         }
+        (DataType::Map(..), DataType::Map(..)) => common_type(&[left.clone(), right.clone()]),
         (t, DataType::Utf8) if is_string_literal(right_expr) => Ok(t.clone()),
         (DataType::Date32, DataType::Timestamp(..))
         | (DataType::Timestamp(..), DataType::Date32) => Ok(DataType::Timestamp(
@@ -1686,6 +1688,13 @@ pub(super) fn common_type(types: &[DataType]) -> Result<DataType> {
             DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None)
         } else if let (DataType::Struct(_), DataType::Struct(_)) = (&result, t) {
             super::structs::common_struct_type(&result, t)?
+        } else if let (DataType::Map(a, _), DataType::Map(b, _)) = (&result, t) {
+            let (DataType::Struct(a), DataType::Struct(b)) = (a.data_type(), b.data_type()) else {
+                unreachable!("a map's entries are structs")
+            };
+            let key = common_type(&[a[0].data_type().clone(), b[0].data_type().clone()])?;
+            let value = common_type(&[a[1].data_type().clone(), b[1].data_type().clone()])?;
+            pondra_catalog::map_type(key, value)
         } else if let (DataType::List(a), DataType::List(b)) = (&result, t) {
             // Lists meet where their elements do: `[]` (of NULLs) with `[1]` is an INT[].
             let element = common_type(&[a.data_type().clone(), b.data_type().clone()])?;

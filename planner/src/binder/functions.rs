@@ -498,6 +498,9 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             }
         }
         _ => {
+            if let Some(bound) = super::maps::map_function(&name, &args) {
+                return bound;
+            }
             if let Some(bound) = super::duckdb_functions::duckdb_function(&name, &args) {
                 return bound;
             }

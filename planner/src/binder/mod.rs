@@ -12,6 +12,7 @@ mod from;
 mod functions;
 mod lambdas;
 mod list_picks;
+mod maps;
 mod math_functions;
 mod merge;
 mod ordered_set;
@@ -1781,8 +1782,8 @@ fn assignable(from: &DataType, to: &DataType) -> bool {
     let numeric = crate::types::is_numeric;
     match (from, to) {
         (DataType::List(from), DataType::List(to)) => assignable(from.data_type(), to.data_type()),
-        // Field by field, by name or position, as a cast (ADR 0063).
-        (DataType::Struct(_), DataType::Struct(_)) => true,
+        // Field by field, by name or position, as a cast (ADR 0063); a map key by key.
+        (DataType::Struct(_), DataType::Struct(_)) | (DataType::Map(..), DataType::Map(..)) => true,
         _ => {
             from == to
                 || *from == DataType::Null

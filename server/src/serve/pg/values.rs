@@ -117,6 +117,11 @@ impl PgValue {
                     .collect();
                 PgValue::Record(values)
             }
+            // A map as its text in DuckDB's form, `{a=1}` (ADR 0064).
+            DataType::Map(..) => match pondra_cluster::nested_as_text(&column.slice(row, 1)) {
+                Ok(text) => PgValue::Text(text.as_string::<i32>().value(0).to_string()),
+                Err(_) => PgValue::Null,
+            },
             _ => {
                 let options = arrow::util::display::FormatOptions::default();
                 match arrow::util::display::ArrayFormatter::try_new(column.as_ref(), &options) {
