@@ -137,10 +137,12 @@ impl Node {
                 folds,
                 publish,
                 if_not_exists,
+                or_replace,
             } => {
                 if snapshot.table(&name).is_some() && if_not_exists {
                     return Ok(Prepared::new(Vec::new(), "CREATE TABLE"));
                 }
+                let mut changes = replaced(snapshot, &name, or_replace);
                 let def = TableDef {
                     key,
                     unique,
@@ -150,8 +152,8 @@ impl Node {
                     publish,
                     ..TableDef::new(name, columns, TableKind::Table)
                 };
-                let create = Change::CreateTable { def, initial: None };
-                Ok(Prepared::new(vec![create], "CREATE TABLE"))
+                changes.push(Change::CreateTable { def, initial: None });
+                Ok(Prepared::new(changes, "CREATE TABLE"))
             }
             Plan::DropTable {
                 name,
@@ -289,17 +291,19 @@ impl Node {
                 input,
                 if_not_exists,
                 temporary,
+                or_replace,
             } => {
                 debug_assert!(
                     !temporary,
                     "temporary tables are the session's, not the lake's"
                 );
-                if snapshot.table(&name).is_some() {
+                if snapshot.table(&name).is_some() && !or_replace {
                     if if_not_exists {
                         return Ok(Prepared::new(Vec::new(), "CREATE TABLE"));
                     }
                     return Err(pondra_catalog::CatalogError::TableExists(name).into());
                 }
+                let mut changes = replaced(snapshot, &name, or_replace);
                 let def = TableDef::new(name, columns, TableKind::Table);
                 let rows = self.run_query(input, snapshot.clone(), Vec::new()).await?;
                 let count: usize = rows.iter().map(|b| b.num_rows()).sum();
@@ -308,8 +312,8 @@ impl Node {
                 } else {
                     None
                 };
-                let create = Change::CreateTable { def, initial };
-                Ok(Prepared::new(vec![create], format!("SELECT {count}")))
+                changes.push(Change::CreateTable { def, initial });
+                Ok(Prepared::new(changes, format!("SELECT {count}")))
             }
             Plan::CreateView {
                 view,
@@ -649,6 +653,15 @@ impl Node {
 
 /// The changes dropping the tables and views `names`, with the count tables (ADR 0052) and
 /// join states (ADR 0054) of each view first, and each view's sub-views after it (ADR 0057).
+/// What `CREATE OR REPLACE` drops first: the table of the name, if there is one (the binder
+/// checked it is a table no view reads).
+fn replaced(snapshot: &Snapshot, name: &str, or_replace: bool) -> Vec<Change> {
+    match or_replace && snapshot.table(name).is_some() {
+        true => drops_with_state(snapshot, [name.to_string()]),
+        false => Vec::new(),
+    }
+}
+
 fn drops_with_state(snapshot: &Snapshot, names: impl IntoIterator<Item = String>) -> Vec<Change> {
     let mut drops = Vec::new();
     let mut dropped = std::collections::HashSet::new();

@@ -26,6 +26,8 @@ pub enum Plan {
         /// `WITH (publish = '...')`: the formats it is published in (ADR 0058).
         publish: Vec<pondra_catalog::TableFormat>,
         if_not_exists: bool,
+        /// `CREATE OR REPLACE TABLE`: a table of the name is dropped in the same commit.
+        or_replace: bool,
     },
     DropTable {
         name: String,
@@ -77,6 +79,8 @@ pub enum Plan {
         if_not_exists: bool,
         /// `CREATE TEMPORARY TABLE`: the session's own, gone with it.
         temporary: bool,
+        /// `CREATE OR REPLACE TABLE ... AS`: a table of the name is dropped in the same commit.
+        or_replace: bool,
     },
     /// `COPY ... TO 'file'`: the rows of `input` written to a local Parquet or CSV file.
     CopyTo {

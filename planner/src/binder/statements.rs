@@ -20,6 +20,9 @@ use crate::{Result, bind_err, unsupported};
 impl Binder<'_> {
     pub(super) fn bind_create_table(&self, create: &ast::CreateTable) -> Result<Plan> {
         let name = object_name(&create.name)?;
+        if create.or_replace {
+            self.check_replaceable(&name, create.temporary)?;
+        }
         let has_options = !matches!(create.table_options, ast::CreateTableOptions::None);
         if has_options && (create.query.is_some() || create.temporary) {
             return Err(unsupported!(
@@ -57,6 +60,7 @@ impl Binder<'_> {
                 input,
                 if_not_exists: create.if_not_exists,
                 temporary: create.temporary,
+                or_replace: create.or_replace,
             });
         }
         let mut columns: Vec<Column> = Vec::new();
@@ -159,6 +163,7 @@ impl Binder<'_> {
                 input,
                 if_not_exists: create.if_not_exists,
                 temporary: true,
+                or_replace: false,
             });
         }
         let options = table_options(&create.table_options, &columns, &key)?;
@@ -172,7 +177,37 @@ impl Binder<'_> {
             folds: options.folds,
             publish: options.publish,
             if_not_exists: create.if_not_exists,
+            or_replace: create.or_replace,
         })
+    }
+
+    /// `CREATE OR REPLACE TABLE name`: what it replaces must be a table no materialized view
+    /// reads, and a temporary table is not replaced.
+    fn check_replaceable(&self, name: &str, temporary: bool) -> Result<()> {
+        if temporary {
+            return Err(unsupported!("CREATE OR REPLACE TEMPORARY TABLE"));
+        }
+        let Some(table) = self.snapshot.table(name) else {
+            return Ok(());
+        };
+        if !matches!(table.kind, TableKind::Table) {
+            return Err(bind_err!(
+                "{name} is not a table: CREATE OR REPLACE TABLE cannot replace it"
+            ));
+        }
+        let readers: Vec<String> = self
+            .snapshot
+            .views_over(name)
+            .into_iter()
+            .map(|v| v.name.clone())
+            .collect();
+        if !readers.is_empty() {
+            return Err(bind_err!(
+                "cannot replace {name}: the materialized view(s) {} depend on it",
+                readers.join(", ")
+            ));
+        }
+        Ok(())
     }
 
     pub(super) fn bind_drop(
