@@ -60,6 +60,8 @@ pub enum SqlType {
     Date,
     Timestamp,
     Interval,
+    /// A time of day without a zone, to the microsecond (ADR 0065).
+    Time,
     /// A list of values of one type, NULLs among them (ADR 0059).
     List(Box<SqlType>),
     /// A record of named fields, each of its own type (ADR 0063). The fields of an unnamed
@@ -89,6 +91,7 @@ impl SqlType {
             SqlType::Date => DataType::Date32,
             SqlType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
             SqlType::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
+            SqlType::Time => DataType::Time64(TimeUnit::Microsecond),
             SqlType::List(ref element) => {
                 DataType::List(Arc::new(Field::new("item", element.to_arrow(), true)))
             }
@@ -127,6 +130,7 @@ impl SqlType {
             DataType::Date32 => SqlType::Date,
             DataType::Timestamp(TimeUnit::Microsecond, None) => SqlType::Timestamp,
             DataType::Interval(IntervalUnit::MonthDayNano) => SqlType::Interval,
+            DataType::Time64(TimeUnit::Microsecond) => SqlType::Time,
             DataType::List(element) => {
                 SqlType::List(Box::new(SqlType::from_arrow(element.data_type())?))
             }
@@ -170,6 +174,7 @@ impl fmt::Display for SqlType {
             SqlType::Date => write!(f, "DATE"),
             SqlType::Timestamp => write!(f, "TIMESTAMP"),
             SqlType::Interval => write!(f, "INTERVAL"),
+            SqlType::Time => write!(f, "TIME"),
             SqlType::List(element) => write!(f, "{element}[]"),
             // DuckDB's names: STRUCT(a INTEGER), and TUPLE(INTEGER) for an unnamed struct.
             SqlType::Map(key, value) => write!(f, "MAP({key}, {value})"),

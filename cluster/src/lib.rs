@@ -49,7 +49,7 @@ pub use pondra_exec::control::{running as running_statements, shut_down as stop_
 pub use pondra_exec::{
     DATE_INFINITY, MemoryPool, STATEMENT_STACK_BYTES, StatementControl, StopReason,
     TIMESTAMP_INFINITY, date_text, default_memory_limit, nested_as_text, nested_string,
-    parse_memory_size, timestamp_text, with_text_for_tables, with_timestamps_as_text,
+    parse_memory_size, time_text, timestamp_text, with_text_for_tables, with_timestamps_as_text,
 };
 pub use pondra_parser::{
     ParsedStatement, Statement, StatementKind, parse_sql, placeholder_count, split_statements,

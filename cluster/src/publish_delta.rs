@@ -154,7 +154,9 @@ fn delta_type(sql_type: &SqlType) -> String {
         SqlType::Varchar => "string".into(),
         SqlType::Date => "date".into(),
         SqlType::Timestamp => "timestamp_ntz".into(),
-        SqlType::Interval => unreachable!("a table with an interval column is not published"),
+        SqlType::Interval | SqlType::Time => {
+            unreachable!("a table with an interval or time column is not published")
+        }
         SqlType::List(_) | SqlType::Struct(_) | SqlType::Map(..) => {
             unreachable!("a table with a nested column is not published")
         }

@@ -290,7 +290,9 @@ fn iceberg_type(sql_type: &SqlType) -> IcebergType {
         SqlType::Varchar => IcebergType::String,
         SqlType::Date => IcebergType::Date,
         SqlType::Timestamp => IcebergType::Timestamp,
-        SqlType::Interval => unreachable!("a table with an interval column is not published"),
+        SqlType::Interval | SqlType::Time => {
+            unreachable!("a table with an interval or time column is not published")
+        }
         SqlType::List(_) | SqlType::Struct(_) | SqlType::Map(..) => {
             unreachable!("a table with a nested column is not published")
         }

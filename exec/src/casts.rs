@@ -11,7 +11,7 @@ use arrow::array::{
 };
 use arrow::compute::{CastOptions, cast_with_options};
 use arrow::datatypes::{DataType, Decimal128Type, Field, Float32Type, Float64Type, Schema};
-use arrow::datatypes::{TimeUnit, TimestampMicrosecondType};
+use arrow::datatypes::{Time64MicrosecondType, TimeUnit, TimestampMicrosecondType};
 use arrow::util::display::FormatOptions;
 
 use pondra_planner::IntegerDomain;
@@ -38,6 +38,11 @@ pub fn cast(value: &ArrayRef, to: &DataType, safe: bool) -> Result<ArrayRef> {
     let rounded = match (from, to) {
         (DataType::Timestamp(TimeUnit::Microsecond, None), DataType::Utf8) => {
             return Ok(timestamps_as_text(value));
+        }
+        (DataType::Time64(TimeUnit::Microsecond), DataType::Utf8) => {
+            let times = value.as_primitive::<Time64MicrosecondType>();
+            let texts: StringArray = times.iter().map(|t| t.map(time_text)).collect();
+            return Ok(Arc::new(texts));
         }
         (DataType::Decimal64(_, s) | DataType::Decimal128(_, s), t) if is_integer(t) && *s > 0 => {
             decimals_rounded(value, *s)?
@@ -194,6 +199,25 @@ pub fn timestamp_text(micros: i64) -> String {
     }
 }
 
+/// A time of day (ADR 0065) as both anchors write it: `HH:MM:SS`, then the fraction of a
+/// second without its trailing zeros, if any.
+pub fn time_text(micros: i64) -> String {
+    let seconds = micros.div_euclid(1_000_000);
+    let fraction = micros.rem_euclid(1_000_000);
+    let mut text = format!(
+        "{:02}:{:02}:{:02}",
+        seconds / 3600,
+        seconds / 60 % 60,
+        seconds % 60
+    );
+    if fraction != 0 {
+        let digits = format!("{fraction:06}");
+        text.push('.');
+        text.push_str(digits.trim_end_matches('0'));
+    }
+    text
+}
+
 /// Timestamps (microseconds, no zone) as text.
 pub fn timestamps_as_text(value: &ArrayRef) -> ArrayRef {
     let values = value.as_primitive::<TimestampMicrosecondType>();
@@ -229,6 +253,7 @@ fn with_columns_as_text(batch: &RecordBatch, arrays: bool) -> Result<RecordBatch
     let as_text = |t: &DataType| {
         is_timestamp(t)
             || *t == DataType::Date32
+            || *t == DataType::Time64(TimeUnit::Microsecond)
             || holds_struct(t)
             || (arrays && matches!(t, DataType::List(_)))
     };
@@ -249,7 +274,7 @@ fn with_columns_as_text(batch: &RecordBatch, arrays: bool) -> Result<RecordBatch
                 fields.push(Field::new(field.name(), DataType::Utf8, true));
                 columns.push(match field.data_type() {
                     t if is_timestamp(t) => timestamps_as_text(column),
-                    DataType::Date32 => cast(column, &DataType::Utf8, false)?,
+                    DataType::Date32 | DataType::Time64(_) => cast(column, &DataType::Utf8, false)?,
                     t if holds_struct(t) => crate::structs::to_text(column)?,
                     _ => crate::arrays::to_text(column)?,
                 });

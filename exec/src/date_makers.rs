@@ -214,6 +214,35 @@ fn days_in_month(year: i32, month: u32) -> i64 {
     next.map_or(31, |next| (next - first).num_days())
 }
 
+/// `time ± interval` and `time - time` (ADR 0065): a time of day moved by an interval's time
+/// part (its days and months are whole days, which leave a time of day where it is) wraps
+/// around midnight; the difference of two times is an interval of microseconds.
+pub fn time_arithmetic(time: &ArrayRef, other: &ArrayRef, subtract: bool) -> Result<ArrayRef> {
+    use arrow::datatypes::{IntervalMonthDayNanoType, Time64MicrosecondType};
+    const MICROS_PER_DAY: i64 = 86_400_000_000;
+    let times = time.as_primitive::<Time64MicrosecondType>();
+    let sign = if subtract { -1 } else { 1 };
+    Ok(match other.data_type() {
+        arrow::datatypes::DataType::Interval(_) => {
+            let intervals = other.as_primitive::<IntervalMonthDayNanoType>();
+            let moved: arrow::array::Time64MicrosecondArray =
+                arrow::compute::binary(times, intervals, |t, i| {
+                    let shift = (i.nanoseconds / 1_000).rem_euclid(MICROS_PER_DAY);
+                    (t + sign * shift).rem_euclid(MICROS_PER_DAY)
+                })?;
+            Arc::new(moved)
+        }
+        _ => {
+            let others = other.as_primitive::<Time64MicrosecondType>();
+            let between: arrow::array::IntervalMonthDayNanoArray =
+                arrow::compute::binary(times, others, |a, b| {
+                    arrow::datatypes::IntervalMonthDayNano::new(0, 0, (a - b) * 1_000)
+                })?;
+            Arc::new(between)
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

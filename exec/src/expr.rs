@@ -694,6 +694,9 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::Field(index) => crate::structs::field(&args[0], index),
         ScalarFunction::MakeStruct => unreachable!("a struct is built with its type"),
         ScalarFunction::RaiseError => unreachable!("error() is evaluated with the batch"),
+        ScalarFunction::TimeArithmetic { subtract } => {
+            crate::date_makers::time_arithmetic(&args[0], &args[1], subtract)
+        }
         ScalarFunction::RegexpGroups { .. } => {
             unreachable!("regexp groups are made with their type")
         }

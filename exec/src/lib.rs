@@ -69,7 +69,7 @@ mod unnest;
 mod window;
 mod word_slots;
 
-pub use casts::{timestamp_text, with_text_for_tables, with_timestamps_as_text};
+pub use casts::{time_text, timestamp_text, with_text_for_tables, with_timestamps_as_text};
 pub use control::{STATEMENT_STACK_BYTES, StatementControl, StopReason};
 pub use error::{ExecError, Result};
 pub use expr::evaluate;

@@ -442,6 +442,11 @@ pub enum ScalarFunction {
     MakeMap,
     /// The map functions (ADR 0064).
     Map(MapOp),
+    /// `time ± interval` (a TIME, wrapping around midnight) and `time - time` (an INTERVAL),
+    /// by the second argument's type (ADR 0065).
+    TimeArithmetic {
+        subtract: bool,
+    },
     /// `error(message)`: fails the statement with the message of the first row it is
     /// evaluated on (CASE evaluates it only on the rows that reach it).
     RaiseError,
@@ -826,6 +831,8 @@ impl ScalarFunction {
             ScalarFunction::Field(_) => "field",
             ScalarFunction::MakeStruct => "struct_pack",
             ScalarFunction::RaiseError => "error",
+            ScalarFunction::TimeArithmetic { subtract: false } => "+",
+            ScalarFunction::TimeArithmetic { subtract: true } => "-",
             ScalarFunction::MakeMap => "map",
             ScalarFunction::Map(op) => match op {
                 MapOp::FromLists => "map",

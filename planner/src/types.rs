@@ -46,6 +46,7 @@ pub fn sql_type_from_ast(data_type: &ast::DataType) -> Result<SqlType> {
         D::Date => SqlType::Date,
         D::Timestamp(_, ast::TimezoneInfo::None) | D::Datetime(_) => SqlType::Timestamp,
         D::Interval { .. } => SqlType::Interval,
+        D::Time(_, ast::TimezoneInfo::None) => SqlType::Time,
         D::Regclass => SqlType::Varchar,
         D::Array(
             ast::ArrayElemTypeDef::SquareBracket(element, _)

@@ -117,11 +117,58 @@ pub(super) fn bind_cast(
         ast::Expr::Array(array) if array.elem.is_empty() && item_type(&target).is_some() => {
             Ok(empty_or_text("{}", &target))
         }
-        _ => Ok(within_domain(
-            bind_expr(inner, ctx)?.cast(&target),
-            data_type,
-            false,
+        _ => within_nested_domain(bind_expr(inner, ctx)?.cast(&target), data_type),
+    }
+}
+
+/// `value` (already cast) checked against the ranges of the integer names in the type it was
+/// cast to, the elements of lists included (ADR 0060); such a name inside a struct or map is
+/// refused, its range not being checked there yet.
+fn within_nested_domain(value: Expr, data_type: &ast::DataType) -> Result<Expr> {
+    use ast::ArrayElemTypeDef as A;
+    match data_type {
+        ast::DataType::Array(
+            A::SquareBracket(item, _)
+            | A::AngleBracket(item)
+            | A::Parenthesis(item)
+            | A::Qualified(item, _),
+        ) if crate::IntegerDomain::of(item).is_some() || nested_domain(item) => {
+            let list_type = value.data_type();
+            let element_type = item_type(&list_type).cloned().unwrap_or(DataType::Null);
+            let element = Expr::column(0, "x", element_type);
+            Ok(Expr::Lambda(Box::new(crate::expr::Lambda {
+                op: crate::expr::LambdaOp::Transform,
+                list: value,
+                initial: None,
+                captured: Vec::new(),
+                body: within_nested_domain(element, item)?,
+                with_index: false,
+                data_type: list_type,
+            })))
+        }
+        _ if nested_domain(data_type) => Err(unsupported!(
+            "casting to {data_type}: the range of a narrow integer type inside a struct or map \
+             is not checked yet"
         )),
+        _ => Ok(within_domain(value, data_type, false)),
+    }
+}
+
+/// Whether a nested type names an integer type whose range is narrower than the width it is
+/// kept in (ADR 0060) for its elements, fields, keys or values.
+fn nested_domain(data_type: &ast::DataType) -> bool {
+    use ast::ArrayElemTypeDef as A;
+    let inner = |t: &ast::DataType| crate::IntegerDomain::of(t).is_some() || nested_domain(t);
+    match data_type {
+        ast::DataType::Array(
+            A::SquareBracket(item, _)
+            | A::AngleBracket(item)
+            | A::Parenthesis(item)
+            | A::Qualified(item, _),
+        ) => inner(item),
+        ast::DataType::Struct(fields, _) => fields.iter().any(|f| inner(&f.field_type)),
+        ast::DataType::Map(key, value, _) => inner(key) || inner(value),
+        _ => false,
     }
 }
 

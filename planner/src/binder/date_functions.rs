@@ -172,6 +172,28 @@ pub(super) fn derived_part(name: &str, value: &Expr) -> Option<Result<Expr>> {
     }))
 }
 
+/// A TIME (ADR 0065) as the timestamp of its time of day on 1970-01-01, for the parts a time
+/// has (`hour` to `microsecond`, and `epoch`, its seconds since midnight); any other value
+/// as it is. A date part of a TIME is an error.
+pub(super) fn time_of_day(value: Expr, part: &str) -> Result<Expr> {
+    if !matches!(value.data_type(), DataType::Time64(_)) {
+        return Ok(value);
+    }
+    let clock = part.eq_ignore_ascii_case("epoch")
+        || matches!(
+            super::functions::part_by_name(part),
+            Ok(DatePart::Hour
+                | DatePart::Minute
+                | DatePart::Second
+                | DatePart::Millisecond
+                | DatePart::Microsecond)
+        );
+    if !clock {
+        return Err(bind_err!("a TIME has no part \"{part}\""));
+    }
+    Ok(value.cast(&DataType::Int64).cast(&TIMESTAMP))
+}
+
 /// `date_part(part, value)` with a part that varies by row: each part DuckDB counts in whole
 /// numbers, chosen row by row; NULL for a NULL part, an error for a part not among them.
 pub(super) fn dynamic_date_part(part: Expr, value: Expr) -> Result<Expr> {

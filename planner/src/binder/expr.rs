@@ -858,10 +858,9 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
             })
         }
         E::Extract { field, expr, .. } => {
-            let value = bind_expr(expr, ctx)?;
-            if let Some(derived) =
-                super::date_functions::derived_part(&field.to_string().to_lowercase(), &value)
-            {
+            let part = field.to_string().to_lowercase();
+            let value = super::date_functions::time_of_day(bind_expr(expr, ctx)?, &part)?;
+            if let Some(derived) = super::date_functions::derived_part(&part, &value) {
                 return derived;
             }
             let t = value.data_type();
@@ -1558,7 +1557,34 @@ fn date_arithmetic(left: &Expr, op: &BinaryOperator, right: &Expr) -> Result<Opt
             DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
         )
     };
+    let time_call = |subtract: bool, args: Vec<Expr>, data_type: DataType| Expr::Function {
+        func: ScalarFunction::TimeArithmetic { subtract },
+        args,
+        data_type,
+    };
+    let minus = *op == BinaryOperator::Minus;
     Ok(match (op, &lt, &rt) {
+        // A time of day moved by an interval's time part wraps around midnight; the
+        // difference of two is an interval (ADR 0065).
+        (
+            BinaryOperator::Plus | BinaryOperator::Minus,
+            DataType::Time64(_),
+            DataType::Interval(_),
+        ) => Some(time_call(
+            minus,
+            vec![left.clone(), right.clone()],
+            lt.clone(),
+        )),
+        (BinaryOperator::Plus, DataType::Interval(_), DataType::Time64(_)) => Some(time_call(
+            false,
+            vec![right.clone(), left.clone()],
+            rt.clone(),
+        )),
+        (BinaryOperator::Minus, DataType::Time64(_), DataType::Time64(_)) => Some(time_call(
+            true,
+            vec![left.clone(), right.clone()],
+            DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano),
+        )),
         (BinaryOperator::Minus, DataType::Date32, DataType::Date32) => {
             Some(binary(days(left), op, days(right))?)
         }

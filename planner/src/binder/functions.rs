@@ -440,6 +440,15 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             let between = name.contains("diff") || name.contains("sub");
             let n = if between { 3 } else { 2 };
             arity(n)?;
+            let mut args = args;
+            if let (Expr::Literal(ScalarValue::Utf8(part)), false) =
+                (&args[0], name.contains("trunc"))
+            {
+                let part = part.clone();
+                for value in &mut args[1..] {
+                    *value = super::date_functions::time_of_day(value.clone(), &part)?;
+                }
+            }
             if let (Expr::Literal(ScalarValue::Utf8(part)), false) = (&args[0], between)
                 && !name.contains("trunc")
                 && let Some(derived) = super::date_functions::derived_part(part, &args[1])

@@ -626,8 +626,16 @@ impl<'a> Binder<'a> {
         let width = rows.first().map_or(0, Vec::len);
         let mut fields = Vec::new();
         for column in 0..width {
+            // A quoted literal takes the type the column's other values have, as in both
+            // anchors: `VALUES ('10:00'), (TIME '11:00')` is a column of TIME.
+            let typed = rows.iter().any(|row| {
+                !expr::is_string_literal(&row[column]) && row[column].data_type() != DataType::Null
+            });
             let mut data_type = DataType::Null;
-            for row in &rows {
+            for row in rows
+                .iter()
+                .filter(|row| !typed || !expr::is_string_literal(&row[column]))
+            {
                 let t = row[column].data_type();
                 data_type = expr::common_type(&[data_type.clone(), t.clone()]).map_err(|_| {
                     bind_err!(

@@ -104,6 +104,12 @@ pub(super) fn check_publishable(columns: &[Column], formats: &[TableFormat]) -> 
             column.name
         ));
     }
+    if let Some(column) = columns.iter().find(|c| c.sql_type == SqlType::Time) {
+        return Err(unsupported!(
+            "publishing a table with a TIME column ({}): Delta has no time type (ADR 0065)",
+            column.name
+        ));
+    }
     if let Some(column) = columns.iter().find(|c| !c.sql_type.is_scalar()) {
         return Err(unsupported!(
             "publishing a table with the {} column {} (ADR 0059)",

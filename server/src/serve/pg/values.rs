@@ -1,13 +1,13 @@
 //! Arrow values as Postgres sends them (type OIDs, text and binary formats), and parameters
 //! as SQL literals.
 
-use pondra_cluster::{DATE_INFINITY, TIMESTAMP_INFINITY, date_text, timestamp_text};
+use pondra_cluster::{DATE_INFINITY, TIMESTAMP_INFINITY, date_text, time_text, timestamp_text};
 use std::error::Error;
 
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{
     DataType, Date32Type, Decimal64Type, Decimal128Type, Float64Type, Int32Type, Int64Type,
-    IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit, TimeUnit,
+    IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit, Time64MicrosecondType, TimeUnit,
     TimestampMicrosecondType,
 };
 use bytes::{BufMut, BytesMut};
@@ -34,6 +34,7 @@ pub fn pg_type(data_type: &DataType) -> Type {
         DataType::Decimal64(..) | DataType::Decimal128(..) => Type::NUMERIC,
         DataType::Date32 => Type::DATE,
         DataType::Timestamp(..) => Type::TIMESTAMP,
+        DataType::Time64(_) => Type::TIME,
         DataType::Interval(_) => Type::INTERVAL,
         DataType::List(item) => match pg_type(item.data_type()) {
             Type::BOOL => Type::BOOL_ARRAY,
@@ -68,6 +69,8 @@ pub enum PgValue {
     Date(i32),
     /// Microseconds since 1970-01-01.
     Timestamp(i64),
+    /// Microseconds since midnight.
+    Time(i64),
     Interval(IntervalMonthDayNano),
     /// A one-dimensional array and the type of its elements.
     Array(Vec<PgValue>, Type),
@@ -99,6 +102,9 @@ impl PgValue {
             DataType::Date32 => PgValue::Date(column.as_primitive::<Date32Type>().value(row)),
             DataType::Timestamp(TimeUnit::Microsecond, _) => {
                 PgValue::Timestamp(column.as_primitive::<TimestampMicrosecondType>().value(row))
+            }
+            DataType::Time64(TimeUnit::Microsecond) => {
+                PgValue::Time(column.as_primitive::<Time64MicrosecondType>().value(row))
             }
             DataType::Interval(IntervalUnit::MonthDayNano) => {
                 PgValue::Interval(column.as_primitive::<IntervalMonthDayNanoType>().value(row))
@@ -143,6 +149,7 @@ impl PgValue {
             PgValue::Text(s) => s.clone(),
             PgValue::Date(days) => date_text(*days),
             PgValue::Timestamp(micros) => timestamp_text(*micros),
+            PgValue::Time(micros) => time_text(*micros),
             PgValue::Interval(i) => interval_text(i),
             PgValue::Array(items, _) => array_text(items),
             PgValue::Record(fields) => record_text(fields),
@@ -294,6 +301,7 @@ impl ToSql for PgValue {
             PgValue::Timestamp(TIMESTAMP_INFINITY) => out.put_i64(i64::MAX),
             PgValue::Timestamp(micros) if *micros == -TIMESTAMP_INFINITY => out.put_i64(i64::MIN),
             PgValue::Timestamp(micros) => out.put_i64(micros - PG_EPOCH_MICROS),
+            PgValue::Time(micros) => out.put_i64(*micros),
             PgValue::Interval(i) => {
                 out.put_i64(i.nanoseconds / 1000);
                 out.put_i32(i.days);
