@@ -194,6 +194,34 @@ pub(super) fn time_of_day(value: Expr, part: &str) -> Result<Expr> {
     Ok(value.cast(&DataType::Int64).cast(&TIMESTAMP))
 }
 
+/// `date_part(['year', 'month', ...], value)`: a struct of the parts, named as asked; NULL
+/// for a NULL value.
+pub(super) fn date_part_struct(names: Vec<String>, value: Expr) -> Result<Expr> {
+    let mut parts = Vec::with_capacity(names.len());
+    for name in &names {
+        let lower = name.to_lowercase();
+        let value = time_of_day(value.clone(), &lower)?;
+        parts.push(match derived_part(&lower, &value) {
+            Some(derived) => derived?,
+            None => call(
+                ScalarFunction::DatePart(part_by_name(&lower)?),
+                vec![temporal("date_part", std::slice::from_ref(&value))?],
+                DataType::Int64,
+            ),
+        });
+    }
+    let record = super::structs::make_struct(names, parts)?;
+    let data_type = record.data_type();
+    Ok(Expr::Case {
+        branches: vec![(
+            Expr::IsNull(Box::new(value)),
+            Expr::Literal(ScalarValue::Null).cast(&data_type),
+        )],
+        otherwise: Some(Box::new(record)),
+        data_type,
+    })
+}
+
 /// `date_part(part, value)` with a part that varies by row: each part DuckDB counts in whole
 /// numbers, chosen row by row; NULL for a NULL part, an error for a part not among them.
 pub(super) fn dynamic_date_part(part: Expr, value: Expr) -> Result<Expr> {

@@ -440,6 +440,12 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             let between = name.contains("diff") || name.contains("sub");
             let n = if between { 3 } else { 2 };
             arity(n)?;
+            if !between
+                && !name.contains("trunc")
+                && let Some(names) = super::structs::constant_strings(&args[0])
+            {
+                return super::date_functions::date_part_struct(names, args[1].clone());
+            }
             let mut args = args;
             if let (Expr::Literal(ScalarValue::Utf8(part)), false) =
                 (&args[0], name.contains("trunc"))

@@ -296,7 +296,7 @@ pub(super) fn regexp_groups(name: &str, args: Vec<Expr>) -> Result<Expr> {
 }
 
 /// The text constants of a list literal (`['a', 'b']`), if it is one.
-fn constant_strings(list: &Expr) -> Option<Vec<String>> {
+pub(super) fn constant_strings(list: &Expr) -> Option<Vec<String>> {
     let Expr::Function {
         func: ScalarFunction::MakeArray,
         args,
