@@ -233,15 +233,9 @@ fn from_lists(keys: &ArrayRef, values: &ArrayRef, data_type: &DataType) -> Resul
         lengths.push(length);
         valid.push(present);
     }
-    let (key_type, value_type) = entry_types(data_type);
-    let keys = arrow::compute::cast(
-        &take(keys.values(), &UInt32Array::from(key_picks), None)?,
-        &key_type,
-    )?;
-    let values = arrow::compute::cast(
-        &take(values.values(), &UInt32Array::from(value_picks), None)?,
-        &value_type,
-    )?;
+    // The binder cast both lists to the map's key and value types.
+    let keys = take(keys.values(), &UInt32Array::from(key_picks), None)?;
+    let values = take(values.values(), &UInt32Array::from(value_picks), None)?;
     let nulls = Some(NullBuffer::from(valid));
     build(
         data_type,

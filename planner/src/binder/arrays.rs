@@ -241,14 +241,7 @@ fn row_array_subquery(query: &ast::Query, ctx: &mut Context<'_>) -> Result<Expr>
         let row = super::structs::make_struct(names, columns)?;
         into_array(plan.project(vec![row], vec!["row".into()]))
     };
-    let value = scalar_subquery_of(query, ctx, rows_of)?;
-    let data_type = value.data_type();
-    let empty = empty_or_text("{}", &data_type);
-    Ok(Expr::Function {
-        func: ScalarFunction::Coalesce,
-        args: vec![value, empty],
-        data_type,
-    })
+    Ok(empty_without_rows(scalar_subquery_of(query, ctx, rows_of)?))
 }
 
 /// `value op ANY | ALL (subquery)` as a comparison with the subquery's values gathered into
@@ -378,14 +371,20 @@ pub(super) fn bind_subscripts(
 /// `ARRAY(subquery)`: the subquery's one column as an array, in the subquery's order; `{}`
 /// when it has no rows.
 pub(super) fn bind_array_subquery(query: &ast::Query, ctx: &mut Context<'_>) -> Result<Expr> {
-    let value = scalar_subquery_of(query, ctx, into_array)?;
+    Ok(empty_without_rows(scalar_subquery_of(
+        query, ctx, into_array,
+    )?))
+}
+
+/// An array subquery's value, `{}` rather than NULL when the subquery has no rows.
+fn empty_without_rows(value: Expr) -> Expr {
     let data_type = value.data_type();
     let empty = empty_or_text("{}", &data_type);
-    Ok(Expr::Function {
+    Expr::Function {
         func: ScalarFunction::Coalesce,
         args: vec![value, empty],
         data_type,
-    })
+    }
 }
 
 /// The plan's rows aggregated into one array, ordered by the plan's ORDER BY. A sort under a
