@@ -62,6 +62,8 @@ pub enum SqlType {
     Interval,
     /// A time of day without a zone, to the microsecond (ADR 0065).
     Time,
+    /// A string of bytes, not text (ADR 0066).
+    Blob,
     /// A list of values of one type, NULLs among them (ADR 0059).
     List(Box<SqlType>),
     /// A record of named fields, each of its own type (ADR 0063). The fields of an unnamed
@@ -92,6 +94,7 @@ impl SqlType {
             SqlType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
             SqlType::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
             SqlType::Time => DataType::Time64(TimeUnit::Microsecond),
+            SqlType::Blob => DataType::Binary,
             SqlType::List(ref element) => {
                 DataType::List(Arc::new(Field::new("item", element.to_arrow(), true)))
             }
@@ -131,6 +134,7 @@ impl SqlType {
             DataType::Timestamp(TimeUnit::Microsecond, None) => SqlType::Timestamp,
             DataType::Interval(IntervalUnit::MonthDayNano) => SqlType::Interval,
             DataType::Time64(TimeUnit::Microsecond) => SqlType::Time,
+            DataType::Binary => SqlType::Blob,
             DataType::List(element) => {
                 SqlType::List(Box::new(SqlType::from_arrow(element.data_type())?))
             }
@@ -175,6 +179,7 @@ impl fmt::Display for SqlType {
             SqlType::Timestamp => write!(f, "TIMESTAMP"),
             SqlType::Interval => write!(f, "INTERVAL"),
             SqlType::Time => write!(f, "TIME"),
+            SqlType::Blob => write!(f, "BLOB"),
             SqlType::List(element) => write!(f, "{element}[]"),
             // DuckDB's names: STRUCT(a INTEGER), and TUPLE(INTEGER) for an unnamed struct.
             SqlType::Map(key, value) => write!(f, "MAP({key}, {value})"),

@@ -36,6 +36,15 @@ pub fn cast(value: &ArrayRef, to: &DataType, safe: bool) -> Result<ArrayRef> {
     }
     let from = value.data_type();
     let rounded = match (from, to) {
+        (DataType::Binary, DataType::Utf8) => return Ok(crate::blobs::to_text(value)),
+        (DataType::Utf8, DataType::Binary) => return crate::blobs::from_text(value, safe),
+        (DataType::Binary, _) | (_, DataType::Binary) if *from != DataType::Null => {
+            return Err(crate::ExecError::Execution(format!(
+                "conversion failed: cannot cast {} to {}",
+                sql_name(from),
+                sql_name(to)
+            )));
+        }
         (DataType::Timestamp(TimeUnit::Microsecond, None), DataType::Utf8) => {
             return Ok(timestamps_as_text(value));
         }
@@ -61,6 +70,12 @@ pub fn cast(value: &ArrayRef, to: &DataType, safe: bool) -> Result<ArrayRef> {
         _ => value.clone(),
     };
     Ok(cast_with_options(&rounded, to, &options)?)
+}
+
+/// The SQL name of a value's type, for errors.
+fn sql_name(data_type: &DataType) -> String {
+    pondra_catalog::SqlType::from_arrow(data_type)
+        .map_or_else(|| data_type.to_string(), |t| t.to_string())
 }
 
 /// DECIMAL(p, 0): where the wide integer names keep their values (ADR 0060).
@@ -254,6 +269,7 @@ fn with_columns_as_text(batch: &RecordBatch, arrays: bool) -> Result<RecordBatch
         is_timestamp(t)
             || *t == DataType::Date32
             || *t == DataType::Time64(TimeUnit::Microsecond)
+            || *t == DataType::Binary
             || holds_struct(t)
             || (arrays && matches!(t, DataType::List(_)))
     };
@@ -274,7 +290,9 @@ fn with_columns_as_text(batch: &RecordBatch, arrays: bool) -> Result<RecordBatch
                 fields.push(Field::new(field.name(), DataType::Utf8, true));
                 columns.push(match field.data_type() {
                     t if is_timestamp(t) => timestamps_as_text(column),
-                    DataType::Date32 | DataType::Time64(_) => cast(column, &DataType::Utf8, false)?,
+                    DataType::Date32 | DataType::Time64(_) | DataType::Binary => {
+                        cast(column, &DataType::Utf8, false)?
+                    }
                     t if holds_struct(t) => crate::structs::to_text(column)?,
                     _ => crate::arrays::to_text(column)?,
                 });

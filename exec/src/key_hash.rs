@@ -41,6 +41,11 @@ pub fn key_hashes(columns: &[ArrayRef]) -> Result<Int64Array> {
                     mix(hash, &(text.len() as u64).to_le_bytes());
                     mix(hash, text);
                 }
+                DataType::Binary => {
+                    let bytes = canonical.as_binary::<i32>().value(row);
+                    mix(hash, &(bytes.len() as u64).to_le_bytes());
+                    mix(hash, bytes);
+                }
                 DataType::Boolean => mix(hash, &[u8::from(canonical.as_boolean().value(row))]),
                 DataType::Float64 => {
                     let value = canonical.as_primitive::<Float64Type>().value(row);
@@ -67,6 +72,7 @@ pub fn key_hashes(columns: &[ArrayRef]) -> Result<Int64Array> {
 fn canonical(column: &ArrayRef) -> Result<ArrayRef> {
     let target = match column.data_type() {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => DataType::Utf8,
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => DataType::Binary,
         DataType::Boolean => DataType::Boolean,
         DataType::Float16 | DataType::Float32 | DataType::Float64 => DataType::Float64,
         DataType::Decimal128(p, s) => DataType::Decimal128(*p, *s),

@@ -10,6 +10,7 @@
 
 mod aggregate;
 mod arrays;
+mod blobs;
 mod casts;
 mod change_feed;
 mod collected;

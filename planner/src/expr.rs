@@ -442,6 +442,8 @@ pub enum ScalarFunction {
     MakeMap,
     /// The map functions (ADR 0064).
     Map(MapOp),
+    /// The functions over bytes (ADR 0066).
+    Blob(BlobOp),
     /// `time ± interval` (a TIME, wrapping around midnight) and `time - time` (an INTERVAL),
     /// by the second argument's type (ADR 0065).
     TimeArithmetic {
@@ -479,6 +481,47 @@ pub enum MapOp {
     Cardinality,
     /// `histogram(x)`: each of a sorted list's values with its count.
     Histogram,
+}
+
+/// A function over bytes (`ScalarFunction::Blob`, ADR 0066). Those that read bytes take a
+/// BLOB or text (its UTF-8 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BlobOp {
+    OctetLength,
+    /// Upper-case hex digits of the bytes.
+    Hex,
+    /// The bytes that hex digits spell.
+    Unhex,
+    ToBase64,
+    FromBase64,
+    /// `encode(text)`: the text's UTF-8 bytes.
+    Encode,
+    /// `decode(blob)`: the bytes as UTF-8 text, which they must be.
+    Decode,
+    /// The digest as lower-case hex.
+    Md5,
+    Sha256,
+    /// `blob || blob`.
+    Concat,
+    Repeat,
+}
+
+impl BlobOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            BlobOp::OctetLength => "octet_length",
+            BlobOp::Hex => "hex",
+            BlobOp::Unhex => "unhex",
+            BlobOp::ToBase64 => "to_base64",
+            BlobOp::FromBase64 => "from_base64",
+            BlobOp::Encode => "encode",
+            BlobOp::Decode => "decode",
+            BlobOp::Md5 => "md5",
+            BlobOp::Sha256 => "sha256",
+            BlobOp::Concat => "||",
+            BlobOp::Repeat => "repeat",
+        }
+    }
 }
 
 /// A function of DOUBLEs from the math library (`ScalarFunction::Math`).
@@ -834,6 +877,7 @@ impl ScalarFunction {
             ScalarFunction::TimeArithmetic { subtract: false } => "+",
             ScalarFunction::TimeArithmetic { subtract: true } => "-",
             ScalarFunction::MakeMap => "map",
+            ScalarFunction::Blob(op) => op.name(),
             ScalarFunction::Map(op) => match op {
                 MapOp::FromLists => "map",
                 MapOp::FromEntries => "map_from_entries",

@@ -29,9 +29,9 @@ mod view_stream;
 pub use binder::{Binder, object_name};
 pub use error::{PlanError, Result};
 pub use expr::{
-    AggregateCall, AggregateFunction, BinaryOp, BitwiseOp, DatePart, Expr, Frame, FrameBound,
-    FrameExclusion, FrameOffset, FrameUnits, JoinKind, Lambda, LambdaOp, ListOp, MapOp, MathOp,
-    Moment, ScalarFunction, SortKey, Subquery, TextOp, WindowExpr, WindowFunction,
+    AggregateCall, AggregateFunction, BinaryOp, BitwiseOp, BlobOp, DatePart, Expr, Frame,
+    FrameBound, FrameExclusion, FrameOffset, FrameUnits, JoinKind, Lambda, LambdaOp, ListOp, MapOp,
+    MathOp, Moment, ScalarFunction, SortKey, Subquery, TextOp, WindowExpr, WindowFunction,
 };
 pub use external::{ExternalFile, ExternalTable, FileFormat};
 pub use interval_join::StateExpiry;

@@ -182,8 +182,9 @@ fn text(v: impl Into<String>) -> Cell {
 
 /// The types `pg_type_of` gives: oid, name in `pg_type`, name as `format_type` writes it, and
 /// the oid of the array type of it.
-const TYPES: [(i32, &str, &str, i32); 9] = [
+const TYPES: [(i32, &str, &str, i32); 10] = [
     (16, "bool", "boolean", 1000),
+    (17, "bytea", "bytea", 1001),
     (20, "int8", "bigint", 1016),
     (23, "int4", "integer", 1007),
     (701, "float8", "double precision", 1022),
@@ -212,6 +213,7 @@ pub fn pg_type_of(data_type: &DataType) -> (i32, String) {
         DataType::Date32 => (1082, "date"),
         DataType::Timestamp(..) => (1114, "timestamp without time zone"),
         DataType::Interval(_) => (1186, "interval"),
+        DataType::Binary => (17, "bytea"),
         DataType::List(item) => {
             let oid = pg_type_of(item.data_type()).0;
             let (_, _, name, array) = TYPES
@@ -229,6 +231,7 @@ pub fn pg_type_of(data_type: &DataType) -> (i32, String) {
 fn type_category(oid: i32) -> &'static str {
     match oid {
         16 => "B",
+        17 => "U",
         20 | 23 | 701 | 1700 => "N",
         1082 | 1114 => "D",
         1186 => "T",

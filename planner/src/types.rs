@@ -47,6 +47,7 @@ pub fn sql_type_from_ast(data_type: &ast::DataType) -> Result<SqlType> {
         D::Timestamp(_, ast::TimezoneInfo::None) | D::Datetime(_) => SqlType::Timestamp,
         D::Interval { .. } => SqlType::Interval,
         D::Time(_, ast::TimezoneInfo::None) => SqlType::Time,
+        D::Blob(_) | D::Bytea | D::Binary(_) | D::Varbinary(_) => SqlType::Blob,
         D::Regclass => SqlType::Varchar,
         D::Array(
             ast::ArrayElemTypeDef::SquareBracket(element, _)

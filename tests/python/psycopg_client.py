@@ -76,4 +76,15 @@ with psycopg.connect(**connect) as conn:
         row = cur.fetchone()
         assert row == ([1, None, 3], ["a b", "c"], [], [1, 2]), (binary, row)
 
+# Bytes arrive as bytea (ADR 0066), in text (Postgres's hex form) and in binary.
+with psycopg.connect(**connect) as conn:
+    for binary in (False, True):
+        cur = conn.cursor(binary=binary)
+        cur.execute("SELECT 'a\\xFF\\x00b'::BLOB, NULL::BYTEA")
+        row = cur.fetchone()
+        assert row == (b"a\xff\x00b", None), (binary, row)
+        cur.execute("SELECT %s::BLOB, octet_length(%s)", (b"\x00'\\", b"xyz"))
+        row = cur.fetchone()
+        assert row == (b"\x00'\\", 3), (binary, row)
+
 print("ok")

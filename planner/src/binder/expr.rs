@@ -1433,6 +1433,11 @@ pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Exp
     if let Some(days) = date_arithmetic(&left, op, &right)? {
         return Ok(days);
     }
+    if *op == BinaryOperator::StringConcat
+        && let Some(bytes) = super::blobs::concat(&left, &right)
+    {
+        return bytes;
+    }
     let op = match comparison(op) {
         Some(compare) => compare,
         None => match op {

@@ -122,6 +122,9 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
         let value = args.pop().expect("two arguments");
         return super::structs::struct_search(&name, args.pop().expect("two arguments"), value);
     }
+    if let Some(bound) = super::blobs::blob_function(&name, &args) {
+        return bound;
+    }
     let (func, args, data_type) = match name.as_str() {
         "coalesce" => {
             if args.is_empty() {

@@ -3,6 +3,7 @@
 mod alter;
 mod arrays;
 mod asof;
+mod blobs;
 mod changes;
 mod composed_aggregates;
 mod date_functions;

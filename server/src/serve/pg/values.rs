@@ -35,6 +35,7 @@ pub fn pg_type(data_type: &DataType) -> Type {
         DataType::Date32 => Type::DATE,
         DataType::Timestamp(..) => Type::TIMESTAMP,
         DataType::Time64(_) => Type::TIME,
+        DataType::Binary => Type::BYTEA,
         DataType::Interval(_) => Type::INTERVAL,
         DataType::List(item) => match pg_type(item.data_type()) {
             Type::BOOL => Type::BOOL_ARRAY,
@@ -65,6 +66,7 @@ pub enum PgValue {
         scale: i8,
     },
     Text(String),
+    Bytes(Vec<u8>),
     /// Days since 1970-01-01.
     Date(i32),
     /// Microseconds since 1970-01-01.
@@ -99,6 +101,7 @@ impl PgValue {
                 scale: *scale,
             },
             DataType::Utf8 => PgValue::Text(column.as_string::<i32>().value(row).to_string()),
+            DataType::Binary => PgValue::Bytes(column.as_binary::<i32>().value(row).to_vec()),
             DataType::Date32 => PgValue::Date(column.as_primitive::<Date32Type>().value(row)),
             DataType::Timestamp(TimeUnit::Microsecond, _) => {
                 PgValue::Timestamp(column.as_primitive::<TimestampMicrosecondType>().value(row))
@@ -147,6 +150,11 @@ impl PgValue {
             PgValue::Float8(v) => float_text(*v),
             PgValue::Numeric { value, scale } => decimal_text(*value, *scale),
             PgValue::Text(s) => s.clone(),
+            // Postgres's `bytea_output = hex`, which every client decodes.
+            PgValue::Bytes(bytes) => {
+                let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+                format!("\\x{hex}")
+            }
             PgValue::Date(days) => date_text(*days),
             PgValue::Timestamp(micros) => timestamp_text(*micros),
             PgValue::Time(micros) => time_text(*micros),
@@ -294,6 +302,7 @@ impl ToSql for PgValue {
             PgValue::Float8(v) => out.put_f64(*v),
             PgValue::Numeric { value, scale } => numeric_binary(*value, *scale, out),
             PgValue::Text(s) => out.put_slice(s.as_bytes()),
+            PgValue::Bytes(bytes) => out.put_slice(bytes),
             // Infinities as PostgreSQL's own sentinels (ADR 0062).
             PgValue::Date(DATE_INFINITY) => out.put_i32(i32::MAX),
             PgValue::Date(days) if *days == -DATE_INFINITY => out.put_i32(i32::MIN),
@@ -517,6 +526,7 @@ pub fn parameter_literal<S: Clone>(portal: &Portal<S>, index: usize) -> PgWireRe
                 ))
             }
             Type::NUMERIC => Some(numeric_from_binary(raw).ok_or_else(|| unsupported("numeric"))?),
+            Type::BYTEA => Some(blob_literal(raw)),
             other => return Err(unsupported(other.name())),
         };
         return Ok(value.unwrap_or_else(|| "NULL".into()));
@@ -533,8 +543,38 @@ pub fn parameter_literal<S: Clone>(portal: &Portal<S>, index: usize) -> PgWireRe
         Type::BOOL => format!("CAST({} AS BOOLEAN)", quote_literal(text)),
         Type::DATE => format!("DATE {}", quote_literal(text)),
         Type::TIMESTAMP | Type::TIMESTAMPTZ => format!("TIMESTAMP {}", quote_literal(text)),
+        Type::BYTEA => match text.strip_prefix("\\x").and_then(hex_bytes) {
+            Some(bytes) => blob_literal(&bytes),
+            None => return Err(unsupported_text("bytea other than Postgres's hex form")),
+        },
         _ => quote_literal(text),
     })
+}
+
+/// Bytes as a BLOB literal, each byte escaped (ADR 0066).
+fn blob_literal(bytes: &[u8]) -> String {
+    let escaped: String = bytes.iter().map(|b| format!("\\x{b:02X}")).collect();
+    format!("CAST('{escaped}' AS BLOB)")
+}
+
+/// Hex digits, two to a byte.
+fn hex_bytes(text: &str) -> Option<Vec<u8>> {
+    let digits = text.as_bytes();
+    if !digits.len().is_multiple_of(2) {
+        return None;
+    }
+    digits
+        .chunks(2)
+        .map(|pair| u8::from_str_radix(std::str::from_utf8(pair).ok()?, 16).ok())
+        .collect()
+}
+
+fn unsupported_text(what: &str) -> PgWireError {
+    PgWireError::UserError(Box::new(pgwire::error::ErrorInfo::new(
+        "ERROR".into(),
+        "0A000".into(),
+        format!("a parameter of type {what} is not supported yet"),
+    )))
 }
 
 #[cfg(test)]
