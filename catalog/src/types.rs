@@ -59,6 +59,8 @@ pub enum SqlType {
     Varchar,
     Date,
     Timestamp,
+    /// An instant, to the microsecond, kept in UTC and shown in the session's zone (ADR 0067).
+    TimestampTz,
     Interval,
     /// A time of day without a zone, to the microsecond (ADR 0065).
     Time,
@@ -92,6 +94,7 @@ impl SqlType {
             SqlType::Varchar => DataType::Utf8,
             SqlType::Date => DataType::Date32,
             SqlType::Timestamp => DataType::Timestamp(TimeUnit::Microsecond, None),
+            SqlType::TimestampTz => DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
             SqlType::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
             SqlType::Time => DataType::Time64(TimeUnit::Microsecond),
             SqlType::Blob => DataType::Binary,
@@ -132,6 +135,7 @@ impl SqlType {
             DataType::Utf8 => SqlType::Varchar,
             DataType::Date32 => SqlType::Date,
             DataType::Timestamp(TimeUnit::Microsecond, None) => SqlType::Timestamp,
+            DataType::Timestamp(TimeUnit::Microsecond, Some(_)) => SqlType::TimestampTz,
             DataType::Interval(IntervalUnit::MonthDayNano) => SqlType::Interval,
             DataType::Time64(TimeUnit::Microsecond) => SqlType::Time,
             DataType::Binary => SqlType::Blob,
@@ -177,6 +181,7 @@ impl fmt::Display for SqlType {
             SqlType::Varchar => write!(f, "VARCHAR"),
             SqlType::Date => write!(f, "DATE"),
             SqlType::Timestamp => write!(f, "TIMESTAMP"),
+            SqlType::TimestampTz => write!(f, "TIMESTAMP WITH TIME ZONE"),
             SqlType::Interval => write!(f, "INTERVAL"),
             SqlType::Time => write!(f, "TIME"),
             SqlType::Blob => write!(f, "BLOB"),

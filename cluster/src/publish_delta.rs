@@ -154,6 +154,7 @@ fn delta_type(sql_type: &SqlType) -> String {
         SqlType::Varchar => "string".into(),
         SqlType::Date => "date".into(),
         SqlType::Timestamp => "timestamp_ntz".into(),
+        SqlType::TimestampTz => "timestamp".into(),
         SqlType::Blob => "binary".into(),
         SqlType::Interval | SqlType::Time => {
             unreachable!("a table with an interval or time column is not published")

@@ -290,6 +290,7 @@ fn iceberg_type(sql_type: &SqlType) -> IcebergType {
         SqlType::Varchar => IcebergType::String,
         SqlType::Date => IcebergType::Date,
         SqlType::Timestamp => IcebergType::Timestamp,
+        SqlType::TimestampTz => IcebergType::Timestamptz,
         SqlType::Blob => IcebergType::Binary,
         SqlType::Interval | SqlType::Time => {
             unreachable!("a table with an interval or time column is not published")

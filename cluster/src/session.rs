@@ -132,6 +132,9 @@ impl Session {
         &self,
         statement: &ast::Statement,
     ) -> Option<Result<StatementResult>> {
+        if crate::time_zone::is_time_zone_setting(statement) {
+            return Some(crate::time_zone::run_time_zone_setting(statement));
+        }
         match statement {
             ast::Statement::Set(ast::Set::SingleAssignment {
                 variable, values, ..
@@ -229,6 +232,9 @@ fn one_text(name: &str, text: String) -> StatementResult {
 
 /// Whether `statement` is one a session answers itself (`SET statement_timeout`).
 pub fn is_session_setting(statement: &ast::Statement) -> bool {
+    if crate::time_zone::is_time_zone_setting(statement) {
+        return true;
+    }
     match statement {
         ast::Statement::Set(ast::Set::SingleAssignment { variable, .. }) => {
             let name = variable.to_string();

@@ -21,10 +21,24 @@ use crate::{ExecError, Result};
 /// `value` cast to `to`; with `safe`, a value that does not convert becomes NULL
 /// (`TRY_CAST`) rather than an error.
 pub fn cast(value: &ArrayRef, to: &DataType, safe: bool) -> Result<ArrayRef> {
+    if let Some(cast) = crate::zoned_times::cast_zoned(value, to, safe) {
+        return cast;
+    }
     let options = CastOptions {
         safe,
         format_options: FormatOptions::new(),
     };
+    if let (DataType::Utf8, DataType::Timestamp(TimeUnit::Microsecond, None)) =
+        (value.data_type(), to)
+    {
+        // A wall time ignores an offset written after it, as in both anchors.
+        if let Some(walls) = crate::zoned_times::without_offsets(value.as_string::<i32>()) {
+            return cast(&walls, to, safe);
+        }
+        if let Some(completed) = with_seconds(value.as_string::<i32>()) {
+            return cast(&completed, to, safe);
+        }
+    }
     if let (DataType::Utf8, DataType::Date32 | DataType::Timestamp(TimeUnit::Microsecond, _)) =
         (value.data_type(), to)
         && let Some(cast) = crate::eras::cast_with_eras(value.as_string::<i32>(), to, safe)
@@ -70,6 +84,38 @@ pub fn cast(value: &ArrayRef, to: &DataType, safe: bool) -> Result<ArrayRef> {
         _ => value.clone(),
     };
     Ok(cast_with_options(&rounded, to, &options)?)
+}
+
+/// Timestamps written to the minute (`2021-01-01 10:00`), which both anchors read, with
+/// their seconds added for Arrow's reader; `None` when no text needs them.
+fn with_seconds(texts: &StringArray) -> Option<ArrayRef> {
+    let to_the_minute = |text: &str| {
+        let text = text.trim();
+        let Some((date, time)) = text.split_once([' ', 'T']) else {
+            return false;
+        };
+        let (hours, minutes) = time.split_once(':').unwrap_or(("", ""));
+        date.contains('-')
+            && (1..=2).contains(&hours.len())
+            && minutes.len() == 2
+            && hours
+                .bytes()
+                .chain(minutes.bytes())
+                .all(|b| b.is_ascii_digit())
+    };
+    if !texts.iter().flatten().any(to_the_minute) {
+        return None;
+    }
+    let completed: StringArray = texts
+        .iter()
+        .map(|t| {
+            t.map(|t| match to_the_minute(t) {
+                true => format!("{}:00", t.trim()),
+                false => t.to_string(),
+            })
+        })
+        .collect();
+    Some(Arc::new(completed))
 }
 
 /// The SQL name of a value's type, for errors.
@@ -235,6 +281,9 @@ pub fn time_text(micros: i64) -> String {
 
 /// Timestamps (microseconds, no zone) as text.
 pub fn timestamps_as_text(value: &ArrayRef) -> ArrayRef {
+    if let DataType::Timestamp(_, Some(_)) = value.data_type() {
+        return crate::zoned_times::to_text(value);
+    }
     let values = value.as_primitive::<TimestampMicrosecondType>();
     let texts: StringArray = values.iter().map(|v| v.map(timestamp_text)).collect();
     Arc::new(texts)
@@ -261,7 +310,7 @@ fn holds_struct(data_type: &DataType) -> bool {
 }
 
 fn with_columns_as_text(batch: &RecordBatch, arrays: bool) -> Result<RecordBatch> {
-    let is_timestamp = |t: &DataType| matches!(t, DataType::Timestamp(TimeUnit::Microsecond, None));
+    let is_timestamp = |t: &DataType| matches!(t, DataType::Timestamp(TimeUnit::Microsecond, _));
     // Dates too, for their infinities (ADR 0062), which Arrow's printers cannot write.
     // Structs and maps, and lists holding them, in DuckDB's text form (ADRs 0063 and 0064)
     // for every printer.

@@ -220,6 +220,9 @@ fn days_in_month(year: i32, month: u32) -> i64 {
 pub fn time_arithmetic(time: &ArrayRef, other: &ArrayRef, subtract: bool) -> Result<ArrayRef> {
     use arrow::datatypes::{IntervalMonthDayNanoType, Time64MicrosecondType};
     const MICROS_PER_DAY: i64 = 86_400_000_000;
+    if let arrow::datatypes::DataType::Timestamp(..) = time.data_type() {
+        return timestamp_difference(time, other);
+    }
     let times = time.as_primitive::<Time64MicrosecondType>();
     let sign = if subtract { -1 } else { 1 };
     Ok(match other.data_type() {
@@ -241,6 +244,37 @@ pub fn time_arithmetic(time: &ArrayRef, other: &ArrayRef, subtract: bool) -> Res
             Arc::new(between)
         }
     })
+}
+
+/// `a - b` of two wall times: whole days and the time left over, as both anchors give it.
+fn timestamp_difference(a: &ArrayRef, b: &ArrayRef) -> Result<ArrayRef> {
+    const MICROS_PER_DAY: i64 = 86_400_000_000;
+    let infinity = crate::infinite_times::TIMESTAMP_INFINITY;
+    let (a, b) = (
+        a.as_primitive::<TimestampMicrosecondType>(),
+        b.as_primitive::<TimestampMicrosecondType>(),
+    );
+    let mut out = Vec::with_capacity(a.len());
+    for (a, b) in a.iter().zip(b) {
+        let (Some(a), Some(b)) = (a, b) else {
+            out.push(None);
+            continue;
+        };
+        if a.abs() == infinity || b.abs() == infinity {
+            return Err(ExecError::Execution(
+                "cannot subtract infinite timestamps".into(),
+            ));
+        }
+        let micros = a - b;
+        let days = micros / MICROS_PER_DAY;
+        let rest = micros % MICROS_PER_DAY;
+        out.push(Some(IntervalMonthDayNano::new(
+            0,
+            days as i32,
+            rest * 1_000,
+        )));
+    }
+    Ok(Arc::new(IntervalMonthDayNanoArray::from(out)))
 }
 
 #[cfg(test)]

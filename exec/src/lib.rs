@@ -69,6 +69,7 @@ mod text_more;
 mod unnest;
 mod window;
 mod word_slots;
+mod zoned_times;
 
 pub use casts::{time_text, timestamp_text, with_text_for_tables, with_timestamps_as_text};
 pub use control::{STATEMENT_STACK_BYTES, StatementControl, StopReason};
@@ -82,3 +83,4 @@ pub use pipeline::{ExecContext, execute, execute_profiled};
 pub use profile::Profile;
 pub use scan::{Morsel, read_morsel, read_table, table_morsels};
 pub use structs::{nested_string, to_text as nested_as_text};
+pub use zoned_times::instant_text;

@@ -182,7 +182,7 @@ fn text(v: impl Into<String>) -> Cell {
 
 /// The types `pg_type_of` gives: oid, name in `pg_type`, name as `format_type` writes it, and
 /// the oid of the array type of it.
-const TYPES: [(i32, &str, &str, i32); 10] = [
+const TYPES: [(i32, &str, &str, i32); 11] = [
     (16, "bool", "boolean", 1000),
     (17, "bytea", "bytea", 1001),
     (20, "int8", "bigint", 1016),
@@ -191,6 +191,7 @@ const TYPES: [(i32, &str, &str, i32); 10] = [
     (1043, "varchar", "character varying", 1015),
     (1082, "date", "date", 1182),
     (1114, "timestamp", "timestamp without time zone", 1115),
+    (1184, "timestamptz", "timestamp with time zone", 1185),
     (1186, "interval", "interval", 1187),
     (1700, "numeric", "numeric", 1231),
 ];
@@ -211,6 +212,7 @@ pub fn pg_type_of(data_type: &DataType) -> (i32, String) {
         DataType::Float64 => (701, "double precision"),
         DataType::Decimal64(..) | DataType::Decimal128(..) => (1700, "numeric"),
         DataType::Date32 => (1082, "date"),
+        DataType::Timestamp(_, Some(_)) => (1184, "timestamp with time zone"),
         DataType::Timestamp(..) => (1114, "timestamp without time zone"),
         DataType::Interval(_) => (1186, "interval"),
         DataType::Binary => (17, "bytea"),
@@ -233,7 +235,7 @@ fn type_category(oid: i32) -> &'static str {
         16 => "B",
         17 => "U",
         20 | 23 | 701 | 1700 => "N",
-        1082 | 1114 => "D",
+        1082 | 1114 | 1184 => "D",
         1186 => "T",
         _ => "S",
     }

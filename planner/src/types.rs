@@ -44,7 +44,12 @@ pub fn sql_type_from_ast(data_type: &ast::DataType) -> Result<SqlType> {
         | D::CharacterVarying(_)
         | D::CharVarying(_) => SqlType::Varchar,
         D::Date => SqlType::Date,
-        D::Timestamp(_, ast::TimezoneInfo::None) | D::Datetime(_) => SqlType::Timestamp,
+        D::Timestamp(_, ast::TimezoneInfo::None | ast::TimezoneInfo::WithoutTimeZone)
+        | D::TimestampNtz(_)
+        | D::Datetime(_) => SqlType::Timestamp,
+        D::Timestamp(_, ast::TimezoneInfo::WithTimeZone | ast::TimezoneInfo::Tz) => {
+            SqlType::TimestampTz
+        }
         D::Interval { .. } => SqlType::Interval,
         D::Time(_, ast::TimezoneInfo::None) => SqlType::Time,
         D::Blob(_) | D::Bytea | D::Binary(_) | D::Varbinary(_) => SqlType::Blob,

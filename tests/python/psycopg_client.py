@@ -87,4 +87,14 @@ with psycopg.connect(**connect) as conn:
         row = cur.fetchone()
         assert row == (b"\x00'\\", 3), (binary, row)
 
+# Instants arrive as timestamptz (ADR 0067), in text and in binary, and go as parameters.
+utc = datetime.timezone.utc
+with psycopg.connect(**connect) as conn:
+    for binary in (False, True):
+        cur = conn.cursor(binary=binary)
+        at = datetime.datetime(2024, 1, 2, 5, 4, 5, 250000, tzinfo=datetime.timezone(datetime.timedelta(hours=2)))
+        cur.execute("SELECT TIMESTAMPTZ '2024-01-02 03:04:05.25+02', %s::TIMESTAMPTZ = TIMESTAMPTZ '2024-01-02 03:04:05.25Z'", (at,))
+        row = cur.fetchone()
+        assert row == (datetime.datetime(2024, 1, 2, 1, 4, 5, 250000, tzinfo=utc), True), (binary, row)
+
 print("ok")

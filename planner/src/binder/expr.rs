@@ -1340,11 +1340,10 @@ pub(super) fn comparison_type(
         }
         (DataType::Map(..), DataType::Map(..)) => common_type(&[left.clone(), right.clone()]),
         (t, DataType::Utf8) if is_string_literal(right_expr) => Ok(t.clone()),
-        (DataType::Date32, DataType::Timestamp(..))
-        | (DataType::Timestamp(..), DataType::Date32) => Ok(DataType::Timestamp(
-            arrow::datatypes::TimeUnit::Microsecond,
-            None,
-        )),
+        (DataType::Date32 | DataType::Timestamp(..), DataType::Timestamp(..))
+        | (DataType::Timestamp(..), DataType::Date32) => {
+            common_type(&[left.clone(), right.clone()])
+        }
         _ => Err(bind_err!(
             "cannot compare values of types {} and {}",
             type_name(left),
@@ -1568,6 +1567,9 @@ fn date_arithmetic(left: &Expr, op: &BinaryOperator, right: &Expr) -> Result<Opt
         data_type,
     };
     let minus = *op == BinaryOperator::Minus;
+    if let Some(instant) = instant_arithmetic(left, op, right)? {
+        return Ok(Some(instant));
+    }
     Ok(match (op, &lt, &rt) {
         // A time of day moved by an interval's time part wraps around midnight; the
         // difference of two is an interval (ADR 0065).
@@ -1593,6 +1595,19 @@ fn date_arithmetic(left: &Expr, op: &BinaryOperator, right: &Expr) -> Result<Opt
         (BinaryOperator::Minus, DataType::Date32, DataType::Date32) => {
             Some(binary(days(left), op, days(right))?)
         }
+        // Two wall times differ by days and a time of day, as in both anchors.
+        (
+            BinaryOperator::Minus,
+            DataType::Timestamp(_, None) | DataType::Date32,
+            DataType::Timestamp(_, None) | DataType::Date32,
+        ) => {
+            let wall = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None);
+            Some(time_call(
+                true,
+                vec![left.clone().cast(&wall), right.clone().cast(&wall)],
+                DataType::Interval(arrow::datatypes::IntervalUnit::MonthDayNano),
+            ))
+        }
         (BinaryOperator::Plus | BinaryOperator::Minus, DataType::Date32, t) if integer(t) => {
             Some(binary(days(left), op, days(right))?.cast(&DataType::Date32))
         }
@@ -1601,6 +1616,32 @@ fn date_arithmetic(left: &Expr, op: &BinaryOperator, right: &Expr) -> Result<Opt
         }
         _ => None,
     })
+}
+
+/// Arithmetic on instants (ADR 0067), done on their wall times in the session's zone (UTC):
+/// `instant ± interval` is an instant, `instant - instant` (or a wall time or date) an
+/// interval. `None` when neither side is an instant.
+fn instant_arithmetic(left: &Expr, op: &BinaryOperator, right: &Expr) -> Result<Option<Expr>> {
+    let (lt, rt) = (left.data_type(), right.data_type());
+    let instant = |t: &DataType| matches!(t, DataType::Timestamp(_, Some(_)));
+    if !instant(&lt) && !instant(&rt) {
+        return Ok(None);
+    }
+    let wall = |e: &Expr| match e.data_type() {
+        DataType::Timestamp(unit, Some(_)) => e.clone().cast(&DataType::Timestamp(unit, None)),
+        _ => e.clone(),
+    };
+    let moved = binary(wall(left), op, wall(right))?;
+    Ok(Some(match moved.data_type() {
+        DataType::Timestamp(unit, None) => {
+            let zone = [lt, rt].into_iter().find_map(|t| match t {
+                DataType::Timestamp(_, zone) => zone,
+                _ => None,
+            });
+            moved.cast(&DataType::Timestamp(unit, zone))
+        }
+        _ => moved,
+    }))
 }
 
 /// The decimal type an integer constant takes beside a decimal: just as many digits as it
@@ -1712,11 +1753,16 @@ pub(super) fn common_type(types: &[DataType]) -> Result<DataType> {
             t.clone()
         } else if let Some(n) = common_numeric_type(&result, t) {
             n
-        } else if let (DataType::Date32, DataType::Timestamp(..))
+        } else if let (DataType::Date32 | DataType::Timestamp(..), DataType::Timestamp(..))
         | (DataType::Timestamp(..), DataType::Date32) = (&result, t)
         {
-            // A date meets a timestamp at its midnight, as in both anchors.
-            DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None)
+            // A date meets a timestamp at its midnight, as in both anchors; a wall time meets
+            // an instant as the instant it names in the session's zone (ADR 0067).
+            let zone = [&result, t].into_iter().find_map(|t| match t {
+                DataType::Timestamp(_, zone) => zone.clone(),
+                _ => None,
+            });
+            DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, zone)
         } else if let (DataType::Struct(_), DataType::Struct(_)) = (&result, t) {
             super::structs::common_struct_type(&result, t)?
         } else if let (DataType::Map(a, _), DataType::Map(b, _)) = (&result, t) {

@@ -500,7 +500,16 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
                     DataType::Date32 => values[0].clone().cast(&stamp),
                     _ => values[0].clone(),
                 };
+                // An instant is truncated as its wall time, and gives an instant (ADR 0067).
                 let t = value.data_type();
+                if let DataType::Timestamp(_, Some(_)) = t {
+                    let truncated = Expr::Function {
+                        func: ScalarFunction::DateTrunc(part),
+                        args: vec![value.cast(&stamp)],
+                        data_type: stamp,
+                    };
+                    return Ok(truncated.cast(&t));
+                }
                 (ScalarFunction::DateTrunc(part), vec![value], t)
             } else if between {
                 // date_diff counts the boundaries crossed; date_sub (DuckDB) the whole parts.

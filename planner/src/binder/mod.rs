@@ -1785,7 +1785,8 @@ fn constant_count(expr: &ast::Expr, clause: &str) -> Result<usize> {
 }
 
 /// Whether values of type `from` may be stored as type `to`: the same type, NULL, text
-/// (parsed), a number as a number, a date as a timestamp, a list as a list of elements
+/// (parsed), a number as a number, a date or timestamp as a timestamp of either kind (ADR
+/// 0067), a list as a list of elements
 /// that may be, and a struct as a struct.
 fn assignable(from: &DataType, to: &DataType) -> bool {
     let numeric = crate::types::is_numeric;
@@ -1798,7 +1799,8 @@ fn assignable(from: &DataType, to: &DataType) -> bool {
                 || *from == DataType::Null
                 || *from == DataType::Utf8
                 || (numeric(from) && numeric(to))
-                || (*from == DataType::Date32 && matches!(to, DataType::Timestamp(..)))
+                || (matches!(from, DataType::Date32 | DataType::Timestamp(..))
+                    && matches!(to, DataType::Timestamp(..)))
         }
     }
 }

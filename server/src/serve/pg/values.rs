@@ -1,7 +1,9 @@
 //! Arrow values as Postgres sends them (type OIDs, text and binary formats), and parameters
 //! as SQL literals.
 
-use pondra_cluster::{DATE_INFINITY, TIMESTAMP_INFINITY, date_text, time_text, timestamp_text};
+use pondra_cluster::{
+    DATE_INFINITY, TIMESTAMP_INFINITY, date_text, instant_text, time_text, timestamp_text,
+};
 use std::error::Error;
 
 use arrow::array::{Array, ArrayRef, AsArray};
@@ -33,6 +35,7 @@ pub fn pg_type(data_type: &DataType) -> Type {
         DataType::Float64 => Type::FLOAT8,
         DataType::Decimal64(..) | DataType::Decimal128(..) => Type::NUMERIC,
         DataType::Date32 => Type::DATE,
+        DataType::Timestamp(_, Some(_)) => Type::TIMESTAMPTZ,
         DataType::Timestamp(..) => Type::TIMESTAMP,
         DataType::Time64(_) => Type::TIME,
         DataType::Binary => Type::BYTEA,
@@ -45,6 +48,8 @@ pub fn pg_type(data_type: &DataType) -> Type {
             Type::NUMERIC => Type::NUMERIC_ARRAY,
             Type::DATE => Type::DATE_ARRAY,
             Type::TIMESTAMP => Type::TIMESTAMP_ARRAY,
+            Type::TIMESTAMPTZ => Type::TIMESTAMPTZ_ARRAY,
+            Type::BYTEA => Type::BYTEA_ARRAY,
             Type::INTERVAL => Type::INTERVAL_ARRAY,
             _ => Type::VARCHAR_ARRAY,
         },
@@ -71,6 +76,8 @@ pub enum PgValue {
     Date(i32),
     /// Microseconds since 1970-01-01.
     Timestamp(i64),
+    /// Microseconds since 1970-01-01 UTC.
+    Instant(i64),
     /// Microseconds since midnight.
     Time(i64),
     Interval(IntervalMonthDayNano),
@@ -103,7 +110,10 @@ impl PgValue {
             DataType::Utf8 => PgValue::Text(column.as_string::<i32>().value(row).to_string()),
             DataType::Binary => PgValue::Bytes(column.as_binary::<i32>().value(row).to_vec()),
             DataType::Date32 => PgValue::Date(column.as_primitive::<Date32Type>().value(row)),
-            DataType::Timestamp(TimeUnit::Microsecond, _) => {
+            DataType::Timestamp(TimeUnit::Microsecond, Some(_)) => {
+                PgValue::Instant(column.as_primitive::<TimestampMicrosecondType>().value(row))
+            }
+            DataType::Timestamp(TimeUnit::Microsecond, None) => {
                 PgValue::Timestamp(column.as_primitive::<TimestampMicrosecondType>().value(row))
             }
             DataType::Time64(TimeUnit::Microsecond) => {
@@ -157,6 +167,7 @@ impl PgValue {
             }
             PgValue::Date(days) => date_text(*days),
             PgValue::Timestamp(micros) => timestamp_text(*micros),
+            PgValue::Instant(micros) => instant_text(*micros),
             PgValue::Time(micros) => time_text(*micros),
             PgValue::Interval(i) => interval_text(i),
             PgValue::Array(items, _) => array_text(items),
@@ -307,9 +318,17 @@ impl ToSql for PgValue {
             PgValue::Date(DATE_INFINITY) => out.put_i32(i32::MAX),
             PgValue::Date(days) if *days == -DATE_INFINITY => out.put_i32(i32::MIN),
             PgValue::Date(days) => out.put_i32((*days as i64 - PG_EPOCH_DAYS) as i32),
-            PgValue::Timestamp(TIMESTAMP_INFINITY) => out.put_i64(i64::MAX),
-            PgValue::Timestamp(micros) if *micros == -TIMESTAMP_INFINITY => out.put_i64(i64::MIN),
-            PgValue::Timestamp(micros) => out.put_i64(micros - PG_EPOCH_MICROS),
+            PgValue::Timestamp(TIMESTAMP_INFINITY) | PgValue::Instant(TIMESTAMP_INFINITY) => {
+                out.put_i64(i64::MAX)
+            }
+            PgValue::Timestamp(micros) | PgValue::Instant(micros)
+                if *micros == -TIMESTAMP_INFINITY =>
+            {
+                out.put_i64(i64::MIN)
+            }
+            PgValue::Timestamp(micros) | PgValue::Instant(micros) => {
+                out.put_i64(micros - PG_EPOCH_MICROS)
+            }
             PgValue::Time(micros) => out.put_i64(*micros),
             PgValue::Interval(i) => {
                 out.put_i64(i.nanoseconds / 1000);
@@ -518,11 +537,18 @@ pub fn parameter_literal<S: Clone>(portal: &Portal<S>, index: usize) -> PgWireRe
                     date_text((days as i64 + PG_EPOCH_DAYS) as i32)
                 ))
             }
-            Type::TIMESTAMP | Type::TIMESTAMPTZ if raw.len() == 8 => {
+            Type::TIMESTAMP if raw.len() == 8 => {
                 let micros = i64::from_be_bytes(raw[..8].try_into().expect("8 bytes"));
                 Some(format!(
                     "TIMESTAMP '{}'",
                     timestamp_text(micros + PG_EPOCH_MICROS)
+                ))
+            }
+            Type::TIMESTAMPTZ if raw.len() == 8 => {
+                let micros = i64::from_be_bytes(raw[..8].try_into().expect("8 bytes"));
+                Some(format!(
+                    "TIMESTAMPTZ '{}'",
+                    instant_text(micros + PG_EPOCH_MICROS)
                 ))
             }
             Type::NUMERIC => Some(numeric_from_binary(raw).ok_or_else(|| unsupported("numeric"))?),
@@ -542,7 +568,8 @@ pub fn parameter_literal<S: Clone>(portal: &Portal<S>, index: usize) -> PgWireRe
         Type::FLOAT4 | Type::FLOAT8 => format!("CAST({} AS DOUBLE)", quote_literal(text)),
         Type::BOOL => format!("CAST({} AS BOOLEAN)", quote_literal(text)),
         Type::DATE => format!("DATE {}", quote_literal(text)),
-        Type::TIMESTAMP | Type::TIMESTAMPTZ => format!("TIMESTAMP {}", quote_literal(text)),
+        Type::TIMESTAMP => format!("TIMESTAMP {}", quote_literal(text)),
+        Type::TIMESTAMPTZ => format!("TIMESTAMPTZ {}", quote_literal(text)),
         Type::BYTEA => match text.strip_prefix("\\x").and_then(hex_bytes) {
             Some(bytes) => blob_literal(&bytes),
             None => return Err(unsupported_text("bytea other than Postgres's hex form")),
