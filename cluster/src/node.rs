@@ -304,6 +304,11 @@ impl Node {
         let Some(statement) = statements.last() else {
             return Ok(None);
         };
+        if let pondra_parser::Statement::Sql(sql) = &statement.statement
+            && crate::time_zone::is_time_zone_setting(sql)
+        {
+            return Ok(crate::time_zone::result_schema(sql));
+        }
         let snapshot = session
             .and_then(Session::transaction_view)
             .unwrap_or_else(|| self.snapshot());
@@ -331,8 +336,10 @@ impl Node {
             }),
             None => Vec::new(),
         };
+        let zone = session.map_or_else(|| "UTC".to_string(), Session::time_zone);
         Ok(self
             .binder(snapshot, &external, &temporary)
+            .with_time_zone(&zone)
             .bind_statement(statement)?)
     }
 

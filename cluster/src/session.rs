@@ -31,6 +31,8 @@ pub struct Session {
     temporary: Mutex<TemporaryTables>,
     /// Where NULLs sort when an ORDER BY does not say (`SET default_null_order`).
     null_order: Mutex<Option<NullOrder>>,
+    /// The zone instants are shown and read in (`SET TimeZone`, ADR 0067).
+    time_zone: Mutex<String>,
 }
 
 /// Where a session stands, as Postgres's ReadyForQuery tells clients.
@@ -51,6 +53,7 @@ impl Session {
             transaction: Mutex::new(None),
             temporary: Mutex::new(TemporaryTables::default()),
             null_order: Mutex::new(None),
+            time_zone: Mutex::new("UTC".into()),
         })
     }
 
@@ -58,6 +61,19 @@ impl Session {
     pub fn null_order(&self) -> Option<NullOrder> {
         let order = *self.null_order.lock().unwrap_or_else(|e| e.into_inner());
         order.filter(|order| *order != NullOrder::POSTGRES)
+    }
+
+    /// The zone instants are shown and read in.
+    pub fn time_zone(&self) -> String {
+        self.time_zone
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Sets the zone, a name [`zone_name`](crate::zone_name) gave.
+    pub fn set_time_zone(&self, zone: String) {
+        *self.time_zone.lock().unwrap_or_else(|e| e.into_inner()) = zone;
     }
 
     /// Runs `f` on the session's temporary tables.
@@ -133,7 +149,7 @@ impl Session {
         statement: &ast::Statement,
     ) -> Option<Result<StatementResult>> {
         if crate::time_zone::is_time_zone_setting(statement) {
-            return Some(crate::time_zone::run_time_zone_setting(statement));
+            return Some(crate::time_zone::run_time_zone_setting(statement, self));
         }
         match statement {
             ast::Statement::Set(ast::Set::SingleAssignment {

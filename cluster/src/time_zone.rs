@@ -1,32 +1,18 @@
-//! The session's `TimeZone` (ADR 0067): `SET TimeZone = 'UTC'`, `SET TIME ZONE 'UTC'` and
-//! `SHOW TimeZone`. Instants are shown in UTC; a zone with other rules is refused by name
-//! until every conversion applies them.
+//! The session's `TimeZone` (ADR 0067): `SET TimeZone = 'Europe/Paris'`, `SET TIME ZONE
+//! 'UTC'` (`DEFAULT` and `LOCAL` are UTC) and `SHOW TimeZone`. Any zone of the zone database
+//! by name, in any case.
 
 use std::sync::Arc;
 
 use arrow::array::{RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema};
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use pondra_parser::ast;
 
 use crate::node::{StatementResult, done};
+use crate::session::Session;
 use crate::{NodeError, Result};
 
 const TIME_ZONE: &str = "TimeZone";
-
-/// The names of UTC that both anchors accept, lower-cased.
-const UTC_NAMES: [&str; 11] = [
-    "utc",
-    "gmt",
-    "etc/utc",
-    "etc/gmt",
-    "uct",
-    "universal",
-    "zulu",
-    "z",
-    "+00",
-    "+00:00",
-    "default",
-];
 
 /// Whether `statement` sets or shows the session's zone.
 pub fn is_time_zone_setting(statement: &ast::Statement) -> bool {
@@ -42,8 +28,11 @@ pub fn is_time_zone_setting(statement: &ast::Statement) -> bool {
     }
 }
 
-/// Runs a statement `is_time_zone_setting` accepts.
-pub fn run_time_zone_setting(statement: &ast::Statement) -> Result<StatementResult> {
+/// Runs a statement `is_time_zone_setting` accepts for `session`.
+pub fn run_time_zone_setting(
+    statement: &ast::Statement,
+    session: &Session,
+) -> Result<StatementResult> {
     let value = match statement {
         ast::Statement::Set(ast::Set::SetTimeZone { value, .. }) => value,
         ast::Statement::Set(ast::Set::SingleAssignment { values, .. }) => match values.as_slice() {
@@ -54,7 +43,7 @@ pub fn run_time_zone_setting(statement: &ast::Statement) -> Result<StatementResu
                 ));
             }
         },
-        _ => return Ok(shown()),
+        _ => return Ok(shown(&session.time_zone())),
     };
     let name = match value {
         ast::Expr::Value(v) => match &v.value {
@@ -64,24 +53,38 @@ pub fn run_time_zone_setting(statement: &ast::Statement) -> Result<StatementResu
         ast::Expr::Identifier(ident) => ident.value.clone(),
         other => other.to_string(),
     };
-    if !UTC_NAMES.contains(&name.trim().to_lowercase().as_str()) {
-        return Err(NodeError::Plan(pondra_planner::PlanError::NotSupported(
-            format!(
-                "the session TimeZone '{name}': instants are shown in UTC only so far (ADR \
-                 0067)"
-            ),
-        )));
-    }
+    let zone = match name.to_lowercase().as_str() {
+        "default" | "local" => "UTC".to_string(),
+        _ => pondra_exec::zone_name(&name).ok_or_else(|| {
+            NodeError::Other(format!(
+                "invalid value for parameter \"TimeZone\": \"{name}\" (expected a zone such as \
+                 'UTC' or 'Europe/Paris')"
+            ))
+        })?,
+    };
+    session.set_time_zone(zone);
     Ok(done("SET"))
 }
 
-fn shown() -> StatementResult {
-    let schema = Arc::new(Schema::new(vec![Field::new(
+/// The columns a statement `is_time_zone_setting` accepts returns: `SHOW`'s one.
+pub fn result_schema(statement: &ast::Statement) -> Option<SchemaRef> {
+    match statement {
+        ast::Statement::ShowVariable { .. } => Some(shown_schema()),
+        _ => None,
+    }
+}
+
+fn shown_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![Field::new(
         TIME_ZONE,
         DataType::Utf8,
         false,
-    )]));
-    let column = StringArray::from(vec!["UTC"]);
+    )]))
+}
+
+fn shown(zone: &str) -> StatementResult {
+    let schema = shown_schema();
+    let column = StringArray::from(vec![zone]);
     let batch =
         RecordBatch::try_new(schema.clone(), vec![Arc::new(column)]).expect("one text column");
     StatementResult::Rows {

@@ -11,7 +11,7 @@ use arrow::array::{
 };
 use arrow::compute::{CastOptions, cast_with_options};
 use arrow::datatypes::{DataType, Decimal128Type, Field, Float32Type, Float64Type, Schema};
-use arrow::datatypes::{Time64MicrosecondType, TimeUnit, TimestampMicrosecondType};
+use arrow::datatypes::{IntervalUnit, Time64MicrosecondType, TimeUnit, TimestampMicrosecondType};
 use arrow::util::display::FormatOptions;
 
 use pondra_planner::IntegerDomain;
@@ -28,6 +28,11 @@ pub fn cast(value: &ArrayRef, to: &DataType, safe: bool) -> Result<ArrayRef> {
         safe,
         format_options: FormatOptions::new(),
     };
+    if let (DataType::Utf8, DataType::Interval(IntervalUnit::MonthDayNano)) =
+        (value.data_type(), to)
+    {
+        return intervals_from_text(value, safe);
+    }
     if let (DataType::Utf8, DataType::Timestamp(TimeUnit::Microsecond, None)) =
         (value.data_type(), to)
     {
@@ -61,6 +66,14 @@ pub fn cast(value: &ArrayRef, to: &DataType, safe: bool) -> Result<ArrayRef> {
         }
         (DataType::Timestamp(TimeUnit::Microsecond, None), DataType::Utf8) => {
             return Ok(timestamps_as_text(value));
+        }
+        (DataType::Interval(IntervalUnit::MonthDayNano), DataType::Utf8) => {
+            let intervals = value.as_primitive::<arrow::datatypes::IntervalMonthDayNanoType>();
+            let texts: StringArray = intervals
+                .iter()
+                .map(|i| i.map(|i| interval_text(i, "month")))
+                .collect();
+            return Ok(Arc::new(texts));
         }
         (DataType::Time64(TimeUnit::Microsecond), DataType::Utf8) => {
             let times = value.as_primitive::<Time64MicrosecondType>();
@@ -116,6 +129,43 @@ fn with_seconds(texts: &StringArray) -> Option<ArrayRef> {
         })
         .collect();
     Some(Arc::new(completed))
+}
+
+/// Text read as intervals: Arrow's reader, then for what it refuses the forms both anchors
+/// also write (`3 days 12:30:00`, `2 days ago`).
+fn intervals_from_text(value: &ArrayRef, safe: bool) -> Result<ArrayRef> {
+    let to = DataType::Interval(IntervalUnit::MonthDayNano);
+    let lenient = CastOptions {
+        safe: true,
+        format_options: FormatOptions::new(),
+    };
+    let read = cast_with_options(value, &to, &lenient)?;
+    let texts = value.as_string::<i32>();
+    if (0..texts.len()).all(|row| read.is_valid(row) || texts.is_null(row)) {
+        return Ok(read);
+    }
+    let read = read.as_primitive::<arrow::datatypes::IntervalMonthDayNanoType>();
+    let mut intervals = Vec::with_capacity(texts.len());
+    for (row, text) in texts.iter().enumerate() {
+        intervals.push(match text {
+            None => None,
+            Some(_) if read.is_valid(row) => Some(read.value(row)),
+            Some(text) => match pondra_planner::interval_from_text(text) {
+                Some((months, days, nanos)) => Some(arrow::datatypes::IntervalMonthDayNano::new(
+                    months, days, nanos,
+                )),
+                None if safe => None,
+                None => {
+                    return Err(crate::ExecError::Execution(format!(
+                        "conversion failed: invalid interval '{text}'"
+                    )));
+                }
+            },
+        });
+    }
+    Ok(Arc::new(arrow::array::IntervalMonthDayNanoArray::from(
+        intervals,
+    )))
 }
 
 /// The SQL name of a value's type, for errors.
@@ -260,6 +310,47 @@ pub fn timestamp_text(micros: i64) -> String {
     }
 }
 
+/// An interval as both anchors write it, `month` being DuckDB's word for a month and `mon`
+/// Postgres's: `1 year 2 months 3 days 01:02:03`; the time part as `HH:MM:SS` and its
+/// fraction, shown when not zero or when nothing else is.
+pub fn interval_text(i: arrow::datatypes::IntervalMonthDayNano, month: &str) -> String {
+    let mut parts = Vec::new();
+    let (years, months) = (i.months / 12, i.months % 12);
+    if years != 0 {
+        parts.push(format!(
+            "{years} year{}",
+            if years.abs() == 1 { "" } else { "s" }
+        ));
+    }
+    if months != 0 {
+        parts.push(format!(
+            "{months} {month}{}",
+            if months.abs() == 1 { "" } else { "s" }
+        ));
+    }
+    if i.days != 0 {
+        parts.push(format!(
+            "{} day{}",
+            i.days,
+            if i.days.abs() == 1 { "" } else { "s" }
+        ));
+    }
+    let micros = i.nanoseconds / 1000;
+    if micros != 0 || parts.is_empty() {
+        let sign = if micros < 0 { "-" } else { "" };
+        let m = micros.unsigned_abs();
+        let (h, rest) = (m / 3_600_000_000, m % 3_600_000_000);
+        let (min, rest) = (rest / 60_000_000, rest % 60_000_000);
+        let (s, us) = (rest / 1_000_000, rest % 1_000_000);
+        let mut time = format!("{sign}{h:02}:{min:02}:{s:02}");
+        if us != 0 {
+            time.push_str(format!(".{us:06}").trim_end_matches('0'));
+        }
+        parts.push(time);
+    }
+    parts.join(" ")
+}
+
 /// A time of day (ADR 0065) as both anchors write it: `HH:MM:SS`, then the fraction of a
 /// second without its trailing zeros, if any.
 pub fn time_text(micros: i64) -> String {
@@ -282,7 +373,7 @@ pub fn time_text(micros: i64) -> String {
 /// Timestamps (microseconds, no zone) as text.
 pub fn timestamps_as_text(value: &ArrayRef) -> ArrayRef {
     if let DataType::Timestamp(_, Some(_)) = value.data_type() {
-        return crate::zoned_times::to_text(value);
+        return crate::zoned_times::instants_as_text(value);
     }
     let values = value.as_primitive::<TimestampMicrosecondType>();
     let texts: StringArray = values.iter().map(|v| v.map(timestamp_text)).collect();
@@ -319,6 +410,7 @@ fn with_columns_as_text(batch: &RecordBatch, arrays: bool) -> Result<RecordBatch
             || *t == DataType::Date32
             || *t == DataType::Time64(TimeUnit::Microsecond)
             || *t == DataType::Binary
+            || *t == DataType::Interval(IntervalUnit::MonthDayNano)
             || holds_struct(t)
             || (arrays && matches!(t, DataType::List(_)))
     };
@@ -339,9 +431,10 @@ fn with_columns_as_text(batch: &RecordBatch, arrays: bool) -> Result<RecordBatch
                 fields.push(Field::new(field.name(), DataType::Utf8, true));
                 columns.push(match field.data_type() {
                     t if is_timestamp(t) => timestamps_as_text(column),
-                    DataType::Date32 | DataType::Time64(_) | DataType::Binary => {
-                        cast(column, &DataType::Utf8, false)?
-                    }
+                    DataType::Date32
+                    | DataType::Time64(_)
+                    | DataType::Binary
+                    | DataType::Interval(_) => cast(column, &DataType::Utf8, false)?,
                     t if holds_struct(t) => crate::structs::to_text(column)?,
                     _ => crate::arrays::to_text(column)?,
                 });

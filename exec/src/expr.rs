@@ -617,6 +617,7 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::Reverse => functions::reverse(args),
         ScalarFunction::Repeat => functions::repeat(args),
         ScalarFunction::Blob(op) => crate::blobs::function(op, args),
+        ScalarFunction::Interval(op) => crate::interval_ops::function(op, args),
         ScalarFunction::Pad { left } => functions::pad(args, left),
         ScalarFunction::SplitPart => functions::split_part(args),
         ScalarFunction::TryCast => unreachable!("TRY_CAST is evaluated with its target type"),

@@ -27,6 +27,7 @@ mod expr;
 mod functions;
 mod in_set;
 mod infinite_times;
+mod interval_ops;
 mod join;
 mod join_rows;
 mod join_spill;
@@ -71,7 +72,9 @@ mod window;
 mod word_slots;
 mod zoned_times;
 
-pub use casts::{time_text, timestamp_text, with_text_for_tables, with_timestamps_as_text};
+pub use casts::{
+    interval_text, time_text, timestamp_text, with_text_for_tables, with_timestamps_as_text,
+};
 pub use control::{STATEMENT_STACK_BYTES, StatementControl, StopReason};
 pub use error::{ExecError, Result};
 pub use expr::evaluate;
@@ -83,4 +86,4 @@ pub use pipeline::{ExecContext, execute, execute_profiled};
 pub use profile::Profile;
 pub use scan::{Morsel, read_morsel, read_table, table_morsels};
 pub use structs::{nested_string, to_text as nested_as_text};
-pub use zoned_times::instant_text;
+pub use zoned_times::{instant_text, offset_in, zone_name};

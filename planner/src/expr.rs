@@ -444,6 +444,8 @@ pub enum ScalarFunction {
     Map(MapOp),
     /// The functions over bytes (ADR 0066).
     Blob(BlobOp),
+    /// Parts, truncation and scaling of intervals.
+    Interval(IntervalOp),
     /// `time ± interval` (a TIME, wrapping around midnight) and `time - time` (an INTERVAL),
     /// by the second argument's type (ADR 0065).
     TimeArithmetic {
@@ -481,6 +483,22 @@ pub enum MapOp {
     Cardinality,
     /// `histogram(x)`: each of a sorted list's values with its count.
     Histogram,
+}
+
+/// A function of an interval (`ScalarFunction::Interval`), as DuckDB has it: a year is 12
+/// months, a month 30 days where one becomes the other, a day 24 hours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IntervalOp {
+    /// One field: years and months from the months, days, the time fields from the rest.
+    Part(DatePart),
+    /// The whole as seconds (a DOUBLE), a year counted as 365.25 days.
+    Epoch,
+    /// The whole as a BIGINT count of `per_second` units (milli-, micro-, nanoseconds).
+    EpochUnits { per_second: i64 },
+    /// The fields smaller than a part zeroed.
+    Trunc(DatePart),
+    /// `interval * number` (a DOUBLE), or `/` with `divide`.
+    Scale { divide: bool },
 }
 
 /// A function over bytes (`ScalarFunction::Blob`, ADR 0066). Those that read bytes take a
@@ -878,6 +896,14 @@ impl ScalarFunction {
             ScalarFunction::TimeArithmetic { subtract: true } => "-",
             ScalarFunction::MakeMap => "map",
             ScalarFunction::Blob(op) => op.name(),
+            ScalarFunction::Interval(op) => match op {
+                IntervalOp::Part(_) => "date_part",
+                IntervalOp::Epoch => "epoch",
+                IntervalOp::EpochUnits { .. } => "epoch_us",
+                IntervalOp::Trunc(_) => "date_trunc",
+                IntervalOp::Scale { divide: false } => "*",
+                IntervalOp::Scale { divide: true } => "/",
+            },
             ScalarFunction::Map(op) => match op {
                 MapOp::FromLists => "map",
                 MapOp::FromEntries => "map_from_entries",

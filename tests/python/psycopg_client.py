@@ -96,5 +96,12 @@ with psycopg.connect(**connect) as conn:
         cur.execute("SELECT TIMESTAMPTZ '2024-01-02 03:04:05.25+02', %s::TIMESTAMPTZ = TIMESTAMPTZ '2024-01-02 03:04:05.25Z'", (at,))
         row = cur.fetchone()
         assert row == (datetime.datetime(2024, 1, 2, 1, 4, 5, 250000, tzinfo=utc), True), (binary, row)
+        # In another zone the text carries its offset, and the instant stays the same.
+        cur.execute("SET TimeZone = 'Asia/Kolkata'")
+        cur.execute("SELECT TIMESTAMPTZ '2024-01-02 01:04:05.25Z', TIMESTAMPTZ '2024-01-02 01:04:05.25Z'::VARCHAR")
+        row = cur.fetchone()
+        assert row[0] == datetime.datetime(2024, 1, 2, 1, 4, 5, 250000, tzinfo=utc), (binary, row)
+        assert row[1] == "2024-01-02 06:34:05.25+05:30", (binary, row)
+        cur.execute("SET TimeZone = 'UTC'")
 
 print("ok")

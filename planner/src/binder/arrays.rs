@@ -38,6 +38,14 @@ pub(super) fn cast_target(data_type: &ast::DataType) -> Result<DataType> {
     }
 }
 
+/// `target`, an instant type, in the session's zone (ADR 0067); any other type as it is.
+pub(super) fn in_session_zone(target: DataType, ctx: &Context<'_>) -> DataType {
+    match (&target, ctx.binder()) {
+        (DataType::Timestamp(_, Some(_)), Some(binder)) => binder.instant_type(),
+        _ => target,
+    }
+}
+
 /// An array's text form as an array of `to` (`'{1,2}'::INT[]`, `ARRAY[]::INT[]`).
 fn empty_or_text(text: &str, to: &DataType) -> Expr {
     Expr::Literal(ScalarValue::Utf8(text.to_string())).cast(to)
@@ -112,7 +120,7 @@ pub(super) fn bind_cast(
             data_type: DataType::Utf8,
         });
     }
-    let target = cast_target(data_type)?;
+    let target = in_session_zone(cast_target(data_type)?, ctx);
     match inner {
         ast::Expr::Array(array) if array.elem.is_empty() && item_type(&target).is_some() => {
             Ok(empty_or_text("{}", &target))

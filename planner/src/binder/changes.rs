@@ -286,6 +286,7 @@ impl Binder<'_> {
         let binder = Binder {
             external: self.external,
             view_depth: self.view_depth + 1,
+            time_zone: self.time_zone,
             ..Binder::new(self.snapshot)
         };
         let plan = binder.bind_query(&query)?;

@@ -125,11 +125,13 @@ pub(super) fn derived_part(name: &str, value: &Expr) -> Option<Result<Expr>> {
         )
     };
     let seconds = || {
-        let micros = value
-            .clone()
-            .cast(&TIMESTAMP)
-            .cast(&DataType::Int64)
-            .cast(&DataType::Float64);
+        // An instant's own value counts from the epoch in UTC (ADR 0067); a wall time's as
+        // if it were in UTC.
+        let stamp = match value.data_type() {
+            DataType::Timestamp(_, Some(_)) => value.clone(),
+            _ => value.clone().cast(&TIMESTAMP),
+        };
+        let micros = stamp.cast(&DataType::Int64).cast(&DataType::Float64);
         binary(
             BinaryOp::Divide,
             micros,

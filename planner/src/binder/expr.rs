@@ -605,7 +605,8 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
         E::Tuple(items) => super::structs::bind_row(items, ctx),
         E::Value(value) => Ok(Expr::Literal(literal(&value.value)?)),
         E::TypedString(typed) => {
-            let target = super::arrays::cast_target(&typed.data_type)?;
+            let target =
+                super::arrays::in_session_zone(super::arrays::cast_target(&typed.data_type)?, ctx);
             let text = match &typed.value.value {
                 Value::SingleQuotedString(s) => s.clone(),
                 other => return Err(bind_err!("expected a quoted string, got {other}")),
@@ -859,7 +860,11 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
         }
         E::Extract { field, expr, .. } => {
             let part = field.to_string().to_lowercase();
-            let value = super::date_functions::time_of_day(bind_expr(expr, ctx)?, &part)?;
+            let value = bind_expr(expr, ctx)?;
+            if let Some(bound) = super::interval_ops::interval_part(&part, &value) {
+                return bound;
+            }
+            let value = super::date_functions::time_of_day(value, &part)?;
             if let Some(derived) = super::date_functions::derived_part(&part, &value) {
                 return derived;
             }
@@ -1206,23 +1211,44 @@ pub(super) fn interval_of_text(
     leading: Option<&ast::DateTimeField>,
 ) -> Result<ScalarValue> {
     let mut parts: Vec<(i64, String)> = Vec::new();
-    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut words: Vec<&str> = text.split_whitespace().collect();
+    // `'2 days ago'` is minus two days, as in both anchors.
+    let ago = words.len() > 1 && words.last().is_some_and(|w| w.eq_ignore_ascii_case("ago"));
+    if ago {
+        words.pop();
+    }
+    let invalid = || bind_err!("invalid interval '{text}'");
     match (leading, words.as_slice()) {
         (Some(field), [number]) => {
-            let n = number
-                .parse::<i64>()
-                .map_err(|_| bind_err!("invalid interval '{text}'"))?;
+            let n = number.parse::<i64>().map_err(|_| invalid())?;
             parts.push((n, field.to_string().to_lowercase()));
         }
-        (None, words) if words.len() % 2 == 0 && !words.is_empty() => {
-            for pair in words.chunks(2) {
-                let n = pair[0]
-                    .parse::<i64>()
-                    .map_err(|_| bind_err!("invalid interval '{text}'"))?;
-                parts.push((n, pair[1].to_lowercase()));
+        (None, words) if !words.is_empty() => {
+            let mut rest = words;
+            while let [first, tail @ ..] = rest {
+                // A time of day, `12:34:56.789`, as both anchors write the time part.
+                if let Some(micros) = clock_micros(first) {
+                    parts.push((micros, "microsecond".into()));
+                    rest = tail;
+                    continue;
+                }
+                let [unit, tail @ ..] = tail else {
+                    return Err(invalid());
+                };
+                let unit = unit.to_lowercase();
+                match first.parse::<i64>() {
+                    Ok(n) => parts.push((n, unit)),
+                    Err(_) => parts.extend(fraction_of_unit(first, &unit).ok_or_else(invalid)?),
+                }
+                rest = tail;
             }
         }
-        _ => return Err(bind_err!("invalid interval '{text}'")),
+        _ => return Err(invalid()),
+    }
+    if ago {
+        for (n, _) in &mut parts {
+            *n = -*n;
+        }
     }
     let (mut months, mut days, mut nanos) = (0i64, 0i64, 0i64);
     let out_of_range = || bind_err!("interval out of range: '{text}'");
@@ -1250,6 +1276,73 @@ pub(super) fn interval_of_text(
         days: i32::try_from(days).map_err(|_| bind_err!("interval out of range"))?,
         nanos,
     })
+}
+
+/// `1.5 days` and the like: the whole units, and the fraction carried down as DuckDB carries
+/// it (a month is 30 days, a day 24 hours), as parts of the units below.
+fn fraction_of_unit(number: &str, unit: &str) -> Option<Vec<(i64, String)>> {
+    let value: f64 = number.parse().ok().filter(|v: &f64| v.is_finite())?;
+    let micros_per = |unit: &str| -> Option<f64> {
+        Some(match unit {
+            "hour" => 3.6e9,
+            "minute" => 6e7,
+            "second" => 1e6,
+            "millisecond" => 1e3,
+            "microsecond" => 1.0,
+            _ => return None,
+        })
+    };
+    let singular = unit.trim_end_matches('s');
+    let (months, days) = match singular {
+        "year" => (value * 12.0, 0.0),
+        "quarter" => (value * 3.0, 0.0),
+        "month" => (value, 0.0),
+        "week" => (0.0, value * 7.0),
+        "day" => (0.0, value),
+        other => {
+            let micros = value * micros_per(other)?;
+            return (micros.abs() < 9.2e15)
+                .then(|| vec![(micros.round() as i64, "microsecond".into())]);
+        }
+    };
+    let days = days + months.fract() * 30.0;
+    let micros = days.fract() * 8.64e10;
+    let fits = |v: f64| v.abs() < 2.1e9;
+    (fits(months) && fits(days)).then(|| {
+        vec![
+            (months.trunc() as i64, "month".into()),
+            (days.trunc() as i64, "day".into()),
+            (micros.round() as i64, "microsecond".into()),
+        ]
+    })
+}
+
+/// `[-]H:MM[:SS[.ffffff]]` as microseconds; `None` for other words.
+fn clock_micros(word: &str) -> Option<i64> {
+    let (sign, clock) = match word.strip_prefix('-') {
+        Some(rest) => (-1, rest),
+        None => (1, word.strip_prefix('+').unwrap_or(word)),
+    };
+    let mut fields = clock.split(':');
+    let hours: i64 = fields.next()?.parse().ok()?;
+    let minutes: i64 = fields.next()?.parse().ok()?;
+    let seconds = fields.next().unwrap_or("0");
+    if fields.next().is_some() || !(0..60).contains(&minutes) {
+        return None;
+    }
+    let (whole, fraction) = seconds.split_once('.').unwrap_or((seconds, ""));
+    let whole: i64 = whole.parse().ok()?;
+    if !(0..60).contains(&whole)
+        || fraction.len() > 6
+        || !fraction.bytes().all(|b| b.is_ascii_digit())
+    {
+        return None;
+    }
+    let fraction: i64 = format!("{fraction:0<6}").parse().ok()?;
+    let micros = ((hours * 60 + minutes) * 60 + whole)
+        .checked_mul(1_000_000)?
+        .checked_add(fraction)?;
+    Some(sign * micros)
 }
 
 /// The typed value of a literal: integers are INTEGER when they fit and BIGINT otherwise,
@@ -1437,6 +1530,12 @@ pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Exp
     {
         return bytes;
     }
+    if let BinaryOperator::Multiply | BinaryOperator::Divide = op
+        && let Some(scaled) =
+            super::interval_ops::interval_scale(&left, *op == BinaryOperator::Divide, &right)
+    {
+        return scaled;
+    }
     let op = match comparison(op) {
         Some(compare) => compare,
         None => match op {
@@ -1618,30 +1717,30 @@ fn date_arithmetic(left: &Expr, op: &BinaryOperator, right: &Expr) -> Result<Opt
     })
 }
 
-/// Arithmetic on instants (ADR 0067), done on their wall times in the session's zone (UTC):
-/// `instant ± interval` is an instant, `instant - instant` (or a wall time or date) an
-/// interval. `None` when neither side is an instant.
+/// `instant - instant` (or a wall time or a date, ADR 0067): the time between them, whatever
+/// the zone's clocks did. `None` for anything else; `instant ± interval` is Arrow's, which
+/// moves by months and days in the zone's calendar and by the rest in elapsed time, as
+/// Postgres does.
 fn instant_arithmetic(left: &Expr, op: &BinaryOperator, right: &Expr) -> Result<Option<Expr>> {
     let (lt, rt) = (left.data_type(), right.data_type());
     let instant = |t: &DataType| matches!(t, DataType::Timestamp(_, Some(_)));
-    if !instant(&lt) && !instant(&rt) {
+    let moment = |t: &DataType| matches!(t, DataType::Timestamp(..) | DataType::Date32);
+    if *op != BinaryOperator::Minus
+        || !(instant(&lt) || instant(&rt))
+        || !(moment(&lt) && moment(&rt))
+    {
         return Ok(None);
     }
-    let wall = |e: &Expr| match e.data_type() {
-        DataType::Timestamp(unit, Some(_)) => e.clone().cast(&DataType::Timestamp(unit, None)),
-        _ => e.clone(),
+    let unit = arrow::datatypes::TimeUnit::Microsecond;
+    let zoned = common_type(&[lt, rt])?;
+    let utc = DataType::Timestamp(unit, Some("UTC".into()));
+    let absolute = |e: &Expr| {
+        e.clone()
+            .cast(&zoned)
+            .cast(&utc)
+            .cast(&DataType::Timestamp(unit, None))
     };
-    let moved = binary(wall(left), op, wall(right))?;
-    Ok(Some(match moved.data_type() {
-        DataType::Timestamp(unit, None) => {
-            let zone = [lt, rt].into_iter().find_map(|t| match t {
-                DataType::Timestamp(_, zone) => zone,
-                _ => None,
-            });
-            moved.cast(&DataType::Timestamp(unit, zone))
-        }
-        _ => moved,
-    }))
+    Ok(Some(binary(absolute(left), op, absolute(right))?))
 }
 
 /// The decimal type an integer constant takes beside a decimal: just as many digits as it

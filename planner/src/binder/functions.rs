@@ -393,6 +393,9 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
         }
         "epoch" | "julian" | "era" => {
             arity(1)?;
+            if let Some(bound) = super::interval_ops::interval_part(&name, &args[0]) {
+                return bound;
+            }
             return super::date_functions::derived_part(&name, &args[0])
                 .expect("epoch, julian and era are derived parts");
         }
@@ -443,6 +446,15 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             let between = name.contains("diff") || name.contains("sub");
             let n = if between { 3 } else { 2 };
             arity(n)?;
+            if let (Expr::Literal(ScalarValue::Utf8(part)), false) = (&args[0], between) {
+                let of_interval = match name.contains("trunc") {
+                    true => super::interval_ops::interval_trunc(part, &args[1]),
+                    false => super::interval_ops::interval_part(part, &args[1]),
+                };
+                if let Some(bound) = of_interval {
+                    return bound;
+                }
+            }
             if !between
                 && !name.contains("trunc")
                 && let Some(names) = super::structs::constant_strings(&args[0])
@@ -528,6 +540,9 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             if let Some(bound) = super::maps::map_function(&name, &args) {
                 return bound;
             }
+            if let Some(bound) = super::interval_ops::interval_epoch_units(&name, &args) {
+                return bound;
+            }
             if let Some(bound) = super::duckdb_functions::duckdb_function(&name, &args) {
                 return bound;
             }
@@ -560,6 +575,15 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
                 && let Some(binder) = ctx.binder()
             {
                 return Ok(binder.relation_sizes(oid.clone()));
+            }
+            if let (
+                Some(binder),
+                "current_setting",
+                Some(Expr::Literal(ScalarValue::Utf8(setting))),
+            ) = (ctx.binder(), name.as_str(), args.first())
+                && setting.eq_ignore_ascii_case("timezone")
+            {
+                return Ok(Expr::Literal(ScalarValue::Utf8(binder.time_zone().into())));
             }
             if let Some(binder) = ctx.binder() {
                 match (name.as_str(), args.as_slice()) {

@@ -11,6 +11,7 @@ mod duckdb_functions;
 mod expr;
 mod from;
 mod functions;
+mod interval_ops;
 mod lambdas;
 mod list_picks;
 mod maps;
@@ -94,6 +95,9 @@ pub struct Binder<'a> {
     /// The session's temporary tables, as the catalog tables list them (their rows are read
     /// through `external`).
     temporary: &'a [Arc<pondra_catalog::TableDef>],
+    /// The session's zone (ADR 0067): instants are typed with it, so that casts to and from
+    /// them, and their text, use its rules.
+    time_zone: &'a str,
     /// The table whose scans carry the hidden row address: the one an UPDATE, DELETE or MERGE
     /// being bound changes (ADR 0048).
     addressed: Option<u64>,
@@ -224,6 +228,7 @@ impl<'a> Binder<'a> {
             database: crate::system_tables::CATALOG,
             view_depth: 0,
             temporary: &[],
+            time_zone: "UTC",
             addressed: None,
             system_columns: false,
             views_as_leaves: false,
@@ -247,10 +252,54 @@ impl<'a> Binder<'a> {
             database: self.database,
             view_depth: self.view_depth,
             temporary: self.temporary,
+            time_zone: self.time_zone,
             addressed: Some(table.id),
             system_columns: true,
             ..Binder::new(self.snapshot)
         }
+    }
+
+    /// The same binder, for a session whose zone is `time_zone` (a name the zone database
+    /// knows, or `UTC`).
+    pub fn with_time_zone(self, time_zone: &'a str) -> Binder<'a> {
+        Binder { time_zone, ..self }
+    }
+
+    /// The session's zone.
+    pub(crate) fn time_zone(&self) -> &str {
+        self.time_zone
+    }
+
+    /// The type of instants in the session's zone.
+    pub(crate) fn instant_type(&self) -> DataType {
+        DataType::Timestamp(
+            arrow::datatypes::TimeUnit::Microsecond,
+            Some(self.time_zone.into()),
+        )
+    }
+
+    /// `plan` with its instants in the session's zone, when they are not: the values are
+    /// kept, their label changes (ADR 0067).
+    fn in_session_zone(&self, plan: LogicalPlan) -> LogicalPlan {
+        let schema = plan.schema();
+        let labelled = |t: &DataType| matches!(t, DataType::Timestamp(_, Some(zone)) if **zone != *self.time_zone);
+        if !schema.fields().iter().any(|f| labelled(f.data_type())) {
+            return plan;
+        }
+        let (exprs, names) = schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                let column = Expr::column(i, f.name(), f.data_type().clone());
+                let column = match labelled(f.data_type()) {
+                    true => column.cast(&self.instant_type()),
+                    false => column,
+                };
+                (column, f.name().clone())
+            })
+            .unzip();
+        plan.project(exprs, names)
     }
 
     /// The same binder, listing a session's temporary tables in the catalog tables.
@@ -363,6 +412,7 @@ impl<'a> Binder<'a> {
             database: self.database,
             view_depth: self.view_depth,
             temporary: self.temporary,
+            time_zone: self.time_zone,
             system_columns: text.contains("_commit_"),
             ..Binder::new(self.snapshot)
         };
@@ -959,7 +1009,7 @@ impl<'a> Binder<'a> {
             }
             Some(other) => return Err(bind_err!("schema {other} does not exist")),
         };
-        Ok((plan, name))
+        Ok((self.in_session_zone(plan), name))
     }
 
     /// A table, a view, a CTE or a subquery in FROM, with its scope.
@@ -1836,6 +1886,20 @@ fn qualified_name(name: &ast::ObjectName) -> Result<(Option<String>, String)> {
 
 /// An object's name, normalized: a table of `public` by its name alone (`t`, `public.t` and
 /// dbt's `database.public.t` name `t`), one of another schema as `schema.table`.
+/// The interval `text` writes as DuckDB and Postgres write them (`1 year 2 days`,
+/// `3 days 12:30:00`, `2 days ago`): its months, days and nanoseconds; `None` for text that
+/// is no interval.
+pub fn interval_from_text(text: &str) -> Option<(i32, i32, i64)> {
+    match expr::interval_of_text(text, None) {
+        Ok(crate::scalar::ScalarValue::Interval {
+            months,
+            days,
+            nanos,
+        }) => Some((months, days, nanos)),
+        _ => None,
+    }
+}
+
 pub fn object_name(name: &ast::ObjectName) -> Result<String> {
     let part = |i: &ast::ObjectNamePart| {
         i.as_ident()

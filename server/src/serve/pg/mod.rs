@@ -428,6 +428,16 @@ impl StartupHandler for PgDoor {
                 protocol_negotiation(client, startup).await?;
                 save_startup_parameters_to_metadata(client, startup);
                 self.register_session(client);
+                // A client's zone (JDBC sends its JVM's) is the session's, as in Postgres.
+                let session = self.session(client);
+                if let Some(zone) = client
+                    .metadata()
+                    .get("TimeZone")
+                    .and_then(|zone| pondra_cluster::zone_name(zone))
+                {
+                    session.set_time_zone(zone);
+                }
+                parameters.time_zone = session.time_zone();
                 client.set_state(PgWireConnectionState::AuthenticationInProgress);
                 if self.server.tokens.enabled() {
                     client
@@ -446,6 +456,7 @@ impl StartupHandler for PgDoor {
                 let password = password.into_password()?;
                 match self.server.tokens.role_of(Some(&password.password)) {
                     Ok(role) => {
+                        parameters.time_zone = self.session(client).time_zone();
                         client
                             .metadata_mut()
                             .insert(ROLE_KEY.into(), role.name().into());

@@ -2,7 +2,8 @@
 //! as SQL literals.
 
 use pondra_cluster::{
-    DATE_INFINITY, TIMESTAMP_INFINITY, date_text, instant_text, time_text, timestamp_text,
+    DATE_INFINITY, TIMESTAMP_INFINITY, date_text, instant_text, offset_in, time_text,
+    timestamp_text,
 };
 use std::error::Error;
 
@@ -76,8 +77,8 @@ pub enum PgValue {
     Date(i32),
     /// Microseconds since 1970-01-01.
     Timestamp(i64),
-    /// Microseconds since 1970-01-01 UTC.
-    Instant(i64),
+    /// Microseconds since 1970-01-01 UTC, and the zone's offset then, in seconds.
+    Instant(i64, i32),
     /// Microseconds since midnight.
     Time(i64),
     Interval(IntervalMonthDayNano),
@@ -110,8 +111,9 @@ impl PgValue {
             DataType::Utf8 => PgValue::Text(column.as_string::<i32>().value(row).to_string()),
             DataType::Binary => PgValue::Bytes(column.as_binary::<i32>().value(row).to_vec()),
             DataType::Date32 => PgValue::Date(column.as_primitive::<Date32Type>().value(row)),
-            DataType::Timestamp(TimeUnit::Microsecond, Some(_)) => {
-                PgValue::Instant(column.as_primitive::<TimestampMicrosecondType>().value(row))
+            DataType::Timestamp(TimeUnit::Microsecond, Some(zone)) => {
+                let micros = column.as_primitive::<TimestampMicrosecondType>().value(row);
+                PgValue::Instant(micros, offset_in(zone, micros))
             }
             DataType::Timestamp(TimeUnit::Microsecond, None) => {
                 PgValue::Timestamp(column.as_primitive::<TimestampMicrosecondType>().value(row))
@@ -167,7 +169,7 @@ impl PgValue {
             }
             PgValue::Date(days) => date_text(*days),
             PgValue::Timestamp(micros) => timestamp_text(*micros),
-            PgValue::Instant(micros) => instant_text(*micros),
+            PgValue::Instant(micros, offset) => instant_text(*micros, *offset),
             PgValue::Time(micros) => time_text(*micros),
             PgValue::Interval(i) => interval_text(i),
             PgValue::Array(items, _) => array_text(items),
@@ -244,42 +246,9 @@ pub fn decimal_text(value: i128, scale: i8) -> String {
     format!("{sign}{whole}.{fraction}")
 }
 
+/// An interval as Postgres writes it (`1 year 2 mons 3 days 01:02:03`).
 fn interval_text(i: &IntervalMonthDayNano) -> String {
-    let mut parts = Vec::new();
-    let (years, months) = (i.months / 12, i.months % 12);
-    if years != 0 {
-        parts.push(format!(
-            "{years} year{}",
-            if years.abs() == 1 { "" } else { "s" }
-        ));
-    }
-    if months != 0 {
-        parts.push(format!(
-            "{months} mon{}",
-            if months.abs() == 1 { "" } else { "s" }
-        ));
-    }
-    if i.days != 0 {
-        parts.push(format!(
-            "{} day{}",
-            i.days,
-            if i.days.abs() == 1 { "" } else { "s" }
-        ));
-    }
-    let micros = i.nanoseconds / 1000;
-    if micros != 0 || parts.is_empty() {
-        let sign = if micros < 0 { "-" } else { "" };
-        let m = micros.unsigned_abs();
-        let (h, rest) = (m / 3_600_000_000, m % 3_600_000_000);
-        let (min, rest) = (rest / 60_000_000, rest % 60_000_000);
-        let (s, us) = (rest / 1_000_000, rest % 1_000_000);
-        let mut time = format!("{sign}{h:02}:{min:02}:{s:02}");
-        if us != 0 {
-            time.push_str(format!(".{us:06}").trim_end_matches('0'));
-        }
-        parts.push(time);
-    }
-    parts.join(" ")
+    pondra_cluster::interval_text(*i, "mon")
 }
 
 impl ToSqlText for PgValue {
@@ -318,15 +287,15 @@ impl ToSql for PgValue {
             PgValue::Date(DATE_INFINITY) => out.put_i32(i32::MAX),
             PgValue::Date(days) if *days == -DATE_INFINITY => out.put_i32(i32::MIN),
             PgValue::Date(days) => out.put_i32((*days as i64 - PG_EPOCH_DAYS) as i32),
-            PgValue::Timestamp(TIMESTAMP_INFINITY) | PgValue::Instant(TIMESTAMP_INFINITY) => {
+            PgValue::Timestamp(TIMESTAMP_INFINITY) | PgValue::Instant(TIMESTAMP_INFINITY, _) => {
                 out.put_i64(i64::MAX)
             }
-            PgValue::Timestamp(micros) | PgValue::Instant(micros)
+            PgValue::Timestamp(micros) | PgValue::Instant(micros, _)
                 if *micros == -TIMESTAMP_INFINITY =>
             {
                 out.put_i64(i64::MIN)
             }
-            PgValue::Timestamp(micros) | PgValue::Instant(micros) => {
+            PgValue::Timestamp(micros) | PgValue::Instant(micros, _) => {
                 out.put_i64(micros - PG_EPOCH_MICROS)
             }
             PgValue::Time(micros) => out.put_i64(*micros),
@@ -548,7 +517,7 @@ pub fn parameter_literal<S: Clone>(portal: &Portal<S>, index: usize) -> PgWireRe
                 let micros = i64::from_be_bytes(raw[..8].try_into().expect("8 bytes"));
                 Some(format!(
                     "TIMESTAMPTZ '{}'",
-                    instant_text(micros + PG_EPOCH_MICROS)
+                    instant_text(micros + PG_EPOCH_MICROS, 0)
                 ))
             }
             Type::NUMERIC => Some(numeric_from_binary(raw).ok_or_else(|| unsupported("numeric"))?),
