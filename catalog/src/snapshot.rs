@@ -65,6 +65,13 @@ impl Snapshot {
         self.tables.get(name).filter(|t| !t.is_hidden())
     }
 
+    /// The macro `name` (ADR 0068), if there is one.
+    pub fn macro_def(&self, name: &str) -> Option<&Arc<TableDef>> {
+        self.tables
+            .get(&crate::macro_name(name))
+            .filter(|t| matches!(t.kind, crate::TableKind::Macro { .. }))
+    }
+
     /// The tables and views that listings show: all but the views' hidden state.
     pub fn visible_tables(&self) -> impl Iterator<Item = &Arc<TableDef>> {
         self.tables.values().filter(|t| !t.is_hidden())
@@ -134,7 +141,8 @@ impl Snapshot {
                 crate::TableKind::Table
                 | crate::TableKind::View { .. }
                 | crate::TableKind::ValueCounts { .. }
-                | crate::TableKind::JoinState { .. } => false,
+                | crate::TableKind::JoinState { .. }
+                | crate::TableKind::Macro { .. } => false,
             })
             .cloned()
             .collect()

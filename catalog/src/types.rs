@@ -297,6 +297,19 @@ pub enum TableKind {
         sql: String,
         column_names: Vec<String>,
     },
+    /// A scalar macro (ADR 0068), kept under [`macro_name`]: its parameters, the SQL text of
+    /// each one's default if it has one, and the SQL text of its body. Holds no rows; hidden
+    /// from listings and from FROM.
+    Macro {
+        parameters: Vec<String>,
+        defaults: Vec<Option<String>>,
+        body: String,
+    },
+}
+
+/// The catalog name a macro is kept under (ADR 0068), apart from the tables' names.
+pub fn macro_name(name: &str) -> String {
+    format!("{name}$macro")
 }
 
 /// An index as declared by `CREATE INDEX`. Pondra keeps no index structure (ADR 0005): scans
@@ -574,7 +587,7 @@ impl TableDef {
     pub fn is_hidden(&self) -> bool {
         matches!(
             self.kind,
-            TableKind::ValueCounts { .. } | TableKind::JoinState { .. }
+            TableKind::ValueCounts { .. } | TableKind::JoinState { .. } | TableKind::Macro { .. }
         )
     }
 }

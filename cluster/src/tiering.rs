@@ -63,7 +63,8 @@ impl Node {
             TableKind::Table
             | TableKind::View { .. }
             | TableKind::ValueCounts { .. }
-            | TableKind::JoinState { .. } => None,
+            | TableKind::JoinState { .. }
+            | TableKind::Macro { .. } => None,
             TableKind::MaterializedView { .. } => load_view(snapshot, table)?.compact_plan(table),
         };
         // A merged view replaces all of its files; a table only adds one for its log rows.

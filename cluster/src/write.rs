@@ -160,7 +160,13 @@ impl Node {
                 if_exists,
                 dependents,
             } => {
-                let Some(table) = snapshot.table(&name) else {
+                // A macro is hidden from `table` (ADR 0068); the binder named what it drops.
+                let Some(table) = snapshot.table(&name).or_else(|| {
+                    snapshot
+                        .tables
+                        .get(&name)
+                        .filter(|t| matches!(t.kind, TableKind::Macro { .. }))
+                }) else {
                     if if_exists {
                         return Ok(Prepared::new(Vec::new(), "DROP TABLE"));
                     }
@@ -172,6 +178,7 @@ impl Node {
                     | TableKind::JoinState { .. } => "DROP TABLE",
                     TableKind::View { .. } => "DROP VIEW",
                     TableKind::MaterializedView { .. } => "DROP MATERIALIZED VIEW",
+                    TableKind::Macro { .. } => "DROP MACRO",
                 };
                 let names = dependents.into_iter().chain([name]);
                 Ok(Prepared::new(drops_with_state(snapshot, names), tag))
@@ -320,20 +327,32 @@ impl Node {
                 if_not_exists,
                 or_replace,
             } => {
+                // A macro (ADR 0068) is committed as a view is.
+                let (what, tag) = match view.kind {
+                    TableKind::Macro { .. } => ("macro", "CREATE MACRO"),
+                    _ => ("view", "CREATE VIEW"),
+                };
                 let mut changes = Vec::new();
-                if let Some(existing) = snapshot.table(&view.name) {
-                    let is_view = matches!(existing.kind, TableKind::View { .. });
-                    if or_replace && is_view {
+                // `tables`, not `table`: a macro is hidden from the names of tables.
+                if let Some(existing) = snapshot.tables.get(&view.name) {
+                    let same_kind = std::mem::discriminant(&existing.kind)
+                        == std::mem::discriminant(&view.kind);
+                    if or_replace && same_kind {
                         changes.push(Change::DropTable {
                             name: view.name.clone(),
                         });
                     } else if or_replace {
                         return Err(NodeError::Other(format!(
-                            "{} is not a view: CREATE OR REPLACE VIEW cannot replace it",
+                            "{} is not a {what}: CREATE OR REPLACE cannot replace it",
                             view.name
                         )));
                     } else if if_not_exists {
-                        return Ok(Prepared::new(Vec::new(), "CREATE VIEW"));
+                        return Ok(Prepared::new(Vec::new(), tag));
+                    } else if what == "macro" {
+                        return Err(NodeError::Other(format!(
+                            "macro {} already exists",
+                            view.name.trim_end_matches("$macro")
+                        )));
                     } else {
                         return Err(pondra_catalog::CatalogError::TableExists(view.name).into());
                     }
@@ -342,7 +361,7 @@ impl Node {
                     def: view,
                     initial: None,
                 });
-                Ok(Prepared::new(changes, "CREATE VIEW"))
+                Ok(Prepared::new(changes, tag))
             }
             Plan::CreateIndex {
                 table,

@@ -128,7 +128,7 @@ fn parse_one(text: &str) -> Result<Statement, ParseError> {
     {
         return Ok(Statement::Checkpoint);
     }
-    let tokens = tokenize(text)?;
+    let tokens = drop_macro_as_function(tokenize(text)?);
     if let Some(subscribe) = subscribe(&tokens) {
         return Ok(subscribe);
     }
@@ -149,6 +149,28 @@ fn parse_one(text: &str) -> Result<Statement, ParseError> {
             .join()
             .unwrap_or_else(|_| Err(ParseError::Syntax("the parser failed".into())))
     })
+}
+
+/// DuckDB's `DROP MACRO [TABLE] name` read as `DROP FUNCTION name`, which names the same
+/// thing (ADR 0068) and which sqlparser knows.
+fn drop_macro_as_function(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let solid: Vec<usize> = (0..tokens.len())
+        .filter(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
+        .take(3)
+        .collect();
+    let keyword = |i: usize, word: &str| matches!(&tokens[i].token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word));
+    let [drop, object, next, ..] = solid[..] else {
+        return tokens;
+    };
+    if !(keyword(drop, "drop") && keyword(object, "macro")) {
+        return tokens;
+    }
+    let table_macro = keyword(next, "table");
+    tokens[object].token = Token::make_keyword("FUNCTION");
+    if table_macro {
+        tokens.remove(next);
+    }
+    tokens
 }
 
 /// `SUBSCRIBE [TO] name` or `COPY (SUBSCRIBE [TO] name) TO STDOUT`, as a statement.

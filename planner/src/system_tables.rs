@@ -268,7 +268,10 @@ fn type_length(data_type: &DataType) -> i32 {
 
 fn relkind(table: &TableDef) -> &'static str {
     match table.kind {
-        TableKind::Table | TableKind::ValueCounts { .. } | TableKind::JoinState { .. } => "r",
+        TableKind::Table
+        | TableKind::ValueCounts { .. }
+        | TableKind::JoinState { .. }
+        | TableKind::Macro { .. } => "r",
         TableKind::View { .. } => "v",
         TableKind::MaterializedView { .. } => "m",
     }
@@ -276,9 +279,10 @@ fn relkind(table: &TableDef) -> &'static str {
 
 fn table_type(table: &TableDef) -> &'static str {
     match table.kind {
-        TableKind::Table | TableKind::ValueCounts { .. } | TableKind::JoinState { .. } => {
-            "BASE TABLE"
-        }
+        TableKind::Table
+        | TableKind::ValueCounts { .. }
+        | TableKind::JoinState { .. }
+        | TableKind::Macro { .. } => "BASE TABLE",
         TableKind::View { .. } | TableKind::MaterializedView { .. } => "VIEW",
     }
 }
@@ -872,7 +876,8 @@ pub fn system_table(
                     }
                     TableKind::Table
                     | TableKind::ValueCounts { .. }
-                    | TableKind::JoinState { .. } => None,
+                    | TableKind::JoinState { .. }
+                    | TableKind::Macro { .. } => None,
                 })
                 .collect(),
         ),

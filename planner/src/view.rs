@@ -988,6 +988,7 @@ pub(crate) fn check_readable(table: &TableDef) -> Result<()> {
             "{} is internal state of a materialized view",
             table.name
         )),
+        TableKind::Macro { .. } => Err(bind_err!("{} is a macro, not a table", table.name)),
         TableKind::View { .. } => Err(unsupported!("a materialized view over a view")),
     }
 }

@@ -283,6 +283,13 @@ impl Binder<'_> {
             ));
         }
         let query = parse_query(sql)?;
+        let query = match super::macros::expand_macros(
+            self.snapshot,
+            &ast::Statement::Query(Box::new(query.clone())),
+        )? {
+            Some(ast::Statement::Query(expanded)) => *expanded,
+            _ => query,
+        };
         let binder = Binder {
             external: self.external,
             view_depth: self.view_depth + 1,

@@ -14,6 +14,7 @@ mod functions;
 mod interval_ops;
 mod lambdas;
 mod list_picks;
+mod macros;
 mod maps;
 mod math_functions;
 mod merge;
@@ -167,7 +168,10 @@ impl<'a> Binder<'a> {
             let sql = match &table.kind {
                 TableKind::View { sql, .. } => sql.clone(),
                 TableKind::MaterializedView { sql, .. } => sql.clone(),
-                TableKind::Table | TableKind::ValueCounts { .. } | TableKind::JoinState { .. } => {
+                TableKind::Table
+                | TableKind::ValueCounts { .. }
+                | TableKind::JoinState { .. }
+                | TableKind::Macro { .. } => {
                     return None;
                 }
             };
@@ -416,6 +420,23 @@ impl<'a> Binder<'a> {
             system_columns: text.contains("_commit_"),
             ..Binder::new(self.snapshot)
         };
+        // Calls of macros become their bodies before anything is bound (ADR 0068).
+        let expanded;
+        let parsed = match &parsed.statement {
+            Statement::Sql(sql) if !matches!(sql.as_ref(), ast::Statement::CreateMacro { .. }) => {
+                match macros::expand_macros(self.snapshot, sql)? {
+                    Some(statement) => {
+                        expanded = ParsedStatement {
+                            text: parsed.text.clone(),
+                            statement: Statement::Sql(Box::new(statement)),
+                        };
+                        &expanded
+                    }
+                    None => parsed,
+                }
+            }
+            _ => parsed,
+        };
         let mut plan = binder.bind_unoptimized(parsed)?;
         for logical in plan.logical_plans_mut() {
             let bound = std::mem::replace(logical, LogicalPlan::empty());
@@ -494,6 +515,14 @@ impl<'a> Binder<'a> {
                 })
             }
             ast::Statement::CreateIndex(create) => self.bind_create_index(create),
+            ast::Statement::CreateMacro {
+                or_replace,
+                temporary,
+                name,
+                args,
+                definition,
+            } => self.bind_create_macro(*or_replace, *temporary, name, args.as_deref(), definition),
+            ast::Statement::DropFunction(drop) => self.bind_drop_macro(drop),
             ast::Statement::Update(update) => self.bind_update(update),
             ast::Statement::Delete(delete) => self.bind_delete(delete),
             ast::Statement::Truncate(truncate) => self.bind_truncate(truncate),
@@ -781,6 +810,7 @@ impl<'a> Binder<'a> {
                     table.name
                 ))
             }
+            TableKind::Macro { .. } => Err(bind_err!("{} is a macro, not a table", table.name)),
         }
     }
 

@@ -309,10 +309,21 @@ pub(super) fn bind_ordered_set(
             super::expr::type_name(&value_type)
         ));
     }
-    let fraction = match (name, fraction) {
-        ("median", _) => 0.5,
-        (_, Some(q)) => constant_fraction(q, name)?,
-        (_, None) => 0.0,
+    // `quantile_cont(x, [0.25, 0.75])`: a list of the quantiles, one per fraction.
+    let fractions = match fraction {
+        Some(ast::Expr::Array(list)) if name != "median" => Some(
+            list.elem
+                .iter()
+                .map(|q| constant_fraction(q, name))
+                .collect::<Result<Vec<f64>>>()?,
+        ),
+        _ => None,
+    };
+    let fraction = match (name, fraction, &fractions) {
+        ("median", ..) => 0.5,
+        (_, _, Some(_)) => 0.0,
+        (_, Some(q), None) => constant_fraction(q, name)?,
+        (_, None, None) => 0.0,
     };
     let mut sorted = agg.column_of(sorted_values(value, descending));
     if distinct {
@@ -332,10 +343,32 @@ pub(super) fn bind_ordered_set(
         ),
         _ => (ScalarFunction::SortedQuantile { continuous }, value_type),
     };
-    Ok(Expr::Function {
+    let quantile = |fraction: f64| Expr::Function {
         func,
-        args: vec![sorted, Expr::Literal(ScalarValue::Float64(fraction))],
-        data_type,
+        args: vec![
+            sorted.clone(),
+            Expr::Literal(ScalarValue::Float64(fraction)),
+        ],
+        data_type: data_type.clone(),
+    };
+    Ok(match fractions {
+        None => quantile(fraction),
+        Some(fractions) if fractions.is_empty() => {
+            return Err(bind_err!("{name} needs at least one fraction"));
+        }
+        Some(fractions) => {
+            // No values, no list, as in DuckDB.
+            let list = super::arrays::make_array(fractions.into_iter().map(quantile).collect())?;
+            let list_type = list.data_type();
+            Expr::Case {
+                branches: vec![(
+                    Expr::IsNull(Box::new(sorted)),
+                    Expr::Literal(ScalarValue::Null).cast(&list_type),
+                )],
+                otherwise: Some(Box::new(list)),
+                data_type: list_type,
+            }
+        }
     })
 }
 

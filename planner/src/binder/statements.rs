@@ -240,6 +240,7 @@ impl Binder<'_> {
                 }
                 TableKind::View { .. } => "VIEW",
                 TableKind::MaterializedView { .. } => "MATERIALIZED VIEW",
+                TableKind::Macro { .. } => "MACRO",
             };
             // DROP VIEW also drops a materialized view, as in DuckDB.
             if wanted != actual && !(wanted == "VIEW" && actual == "MATERIALIZED VIEW") {
@@ -571,6 +572,7 @@ impl Binder<'_> {
             TableKind::MaterializedView { .. } | TableKind::View { .. } => {
                 self.scan(table)?.schema()
             }
+            TableKind::Macro { .. } => return Err(bind_err!("{name} is a macro, not a table")),
         };
         let text = |s: String| Expr::Literal(ScalarValue::Utf8(s));
         let rows = schema
