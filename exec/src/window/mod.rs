@@ -1,7 +1,8 @@
 //! Window functions: all input rows are gathered and, per window function, sorted by
 //! partition and order keys; the function is computed over the sorted rows (`Layout` says
 //! where partitions and peer groups start, `Frames` what each row's frame holds), and the
-//! values go back to the rows they belong to.
+//! values go back to the rows they belong to. The rows come out in the order of the last
+//! window that partitions or orders them, as DuckDB's and Postgres's do.
 
 use std::ops::Range;
 
@@ -39,8 +40,17 @@ pub fn compute_windows(
 ) -> Result<RecordBatch> {
     let all = concat_batches(input_schema, batches)?;
     let mut columns = all.columns().to_vec();
+    let mut last_order = None;
     for window in exprs {
-        columns.push(compute(&all, window)?);
+        let (values, order) = compute(&all, window)?;
+        columns.push(values);
+        last_order = order.or(last_order);
+    }
+    if let Some(order) = last_order {
+        columns = columns
+            .iter()
+            .map(|c| take(c, &order, None))
+            .collect::<Result<Vec<_>, _>>()?;
     }
     let options = RecordBatchOptions::new().with_row_count(Some(all.num_rows()));
     Ok(RecordBatch::try_new_with_options(
@@ -167,10 +177,12 @@ struct Sorted<'a> {
     layout: Layout,
 }
 
-fn compute(all: &RecordBatch, window: &WindowExpr) -> Result<ArrayRef> {
+/// The window function's value for each input row, in input order, and the window's order
+/// of the rows when it partitions or orders them.
+fn compute(all: &RecordBatch, window: &WindowExpr) -> Result<(ArrayRef, Option<UInt32Array>)> {
     let n = all.num_rows();
     if n == 0 {
-        return Ok(new_empty_array(&window.data_type));
+        return Ok((new_empty_array(&window.data_type), None));
     }
     let partition = evaluate_all(&window.partition_by, all)?;
     let order = window
@@ -199,7 +211,9 @@ fn compute(all: &RecordBatch, window: &WindowExpr) -> Result<ArrayRef> {
     for (position, row) in indices.values().iter().enumerate() {
         inverse[*row as usize] = position as u32;
     }
-    Ok(take(&in_sorted_order, &UInt32Array::from(inverse), None)?)
+    let values = take(&in_sorted_order, &UInt32Array::from(inverse), None)?;
+    let ordered = !window.partition_by.is_empty() || !window.order_by.is_empty();
+    Ok((values, ordered.then_some(indices)))
 }
 
 /// The function's value for every sorted row.
