@@ -66,6 +66,12 @@ pub enum SqlType {
     Time,
     /// A string of bytes, not text (ADR 0066).
     Blob,
+    /// JSON text: a text column whose every value is checked to be JSON when it is written.
+    /// Values read are text.
+    Json,
+    /// A UUID, kept as its canonical text (lower-case, hyphenated), to which every value
+    /// written is brought; values read are text.
+    Uuid,
     /// A list of values of one type, NULLs among them (ADR 0059).
     List(Box<SqlType>),
     /// A record of named fields, each of its own type (ADR 0063). The fields of an unnamed
@@ -98,6 +104,7 @@ impl SqlType {
             SqlType::Interval => DataType::Interval(IntervalUnit::MonthDayNano),
             SqlType::Time => DataType::Time64(TimeUnit::Microsecond),
             SqlType::Blob => DataType::Binary,
+            SqlType::Json | SqlType::Uuid => DataType::Utf8,
             SqlType::List(ref element) => {
                 DataType::List(Arc::new(Field::new("item", element.to_arrow(), true)))
             }
@@ -185,6 +192,8 @@ impl fmt::Display for SqlType {
             SqlType::Interval => write!(f, "INTERVAL"),
             SqlType::Time => write!(f, "TIME"),
             SqlType::Blob => write!(f, "BLOB"),
+            SqlType::Json => write!(f, "JSON"),
+            SqlType::Uuid => write!(f, "UUID"),
             SqlType::List(element) => write!(f, "{element}[]"),
             // DuckDB's names: STRUCT(a INTEGER), and TUPLE(INTEGER) for an unnamed struct.
             SqlType::Map(key, value) => write!(f, "MAP({key}, {value})"),

@@ -31,6 +31,34 @@ pub(crate) fn check_not_null(table: &TableDef, batch: &RecordBatch) -> Result<()
     Ok(())
 }
 
+/// `batch` as `table` keeps it: the text of its JSON columns checked to be JSON, that of its
+/// UUID columns brought to the canonical form; an error names the column.
+pub(crate) fn checked_text(table: &TableDef, batch: RecordBatch) -> Result<RecordBatch> {
+    use pondra_catalog::SqlType;
+    if !table
+        .columns
+        .iter()
+        .any(|c| matches!(c.sql_type, SqlType::Json | SqlType::Uuid))
+    {
+        return Ok(batch);
+    }
+    let mut columns = batch.columns().to_vec();
+    for (column, values) in table.columns.iter().zip(columns.iter_mut()) {
+        let checked = match column.sql_type {
+            SqlType::Json => pondra_exec::json_check(values),
+            SqlType::Uuid => pondra_exec::uuid_text(values),
+            _ => continue,
+        };
+        *values = checked.map_err(|e| {
+            NodeError::Other(format!(
+                "column {} of table {}: {e}",
+                column.name, table.name
+            ))
+        })?;
+    }
+    Ok(RecordBatch::try_new(batch.schema(), columns)?)
+}
+
 /// Whether writes to `table` must check it whole.
 pub(crate) fn is_constrained(table: &TableDef) -> bool {
     !table.key.is_empty() || !table.unique.is_empty()

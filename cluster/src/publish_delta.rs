@@ -151,7 +151,7 @@ fn delta_type(sql_type: &SqlType) -> String {
         SqlType::BigInt => "long".into(),
         SqlType::Double => "double".into(),
         SqlType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
-        SqlType::Varchar => "string".into(),
+        SqlType::Varchar | SqlType::Json | SqlType::Uuid => "string".into(),
         SqlType::Date => "date".into(),
         SqlType::Timestamp => "timestamp_ntz".into(),
         SqlType::TimestampTz => "timestamp".into(),

@@ -287,7 +287,7 @@ fn iceberg_type(sql_type: &SqlType) -> IcebergType {
             precision: u32::from(precision),
             scale: scale.max(0) as u32,
         },
-        SqlType::Varchar => IcebergType::String,
+        SqlType::Varchar | SqlType::Json | SqlType::Uuid => IcebergType::String,
         SqlType::Date => IcebergType::Date,
         SqlType::Timestamp => IcebergType::Timestamp,
         SqlType::TimestampTz => IcebergType::Timestamptz,

@@ -53,7 +53,11 @@ impl Node {
             return Ok((0, Vec::new()));
         }
         let mut changes = deletion_changes(snapshot, table, &changed.deleted);
-        let appended = changed.appended;
+        let appended = changed
+            .appended
+            .into_iter()
+            .map(|batch| crate::keyed::checked_text(table, batch))
+            .collect::<Result<Vec<_>>>()?;
         let removed = changed.removed;
         if appended.iter().any(|b| b.num_rows() > 0) {
             for batch in &appended {

@@ -494,6 +494,7 @@ impl Node {
             return Ok((0, extra));
         }
         check_not_null(table, &batch)?;
+        let batch = crate::keyed::checked_text(table, batch)?;
         let mut extra = extra;
         let arrived = std::slice::from_ref(&batch);
         extra.extend(event_time_change(

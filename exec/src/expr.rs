@@ -228,6 +228,10 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
             ..
         } => Ok(Value::Column(crate::math_functions::random(rows))),
         Expr::Function {
+            func: ScalarFunction::RandomUuid,
+            ..
+        } => Ok(Value::Column(crate::json::random_uuids(rows))),
+        Expr::Function {
             func: ScalarFunction::Coalesce,
             args,
             data_type,
@@ -631,6 +635,8 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::MomentStatistic(moment) => crate::moments::moment_statistic(args, moment),
         ScalarFunction::JsonGet { text } => crate::json::json_get(args, text),
         ScalarFunction::JsonCheck => crate::json::json_check(&args[0]),
+        ScalarFunction::UuidText => crate::json::uuid_text(&args[0]),
+        ScalarFunction::RandomUuid => unreachable!("UUIDs are drawn per row with the batch"),
         ScalarFunction::MakeDate => crate::date_makers::make_date(args),
         ScalarFunction::MakeTimestamp => crate::date_makers::make_timestamp(args),
         ScalarFunction::Age => crate::date_makers::age(args),

@@ -79,6 +79,7 @@ pub use control::{STATEMENT_STACK_BYTES, StatementControl, StopReason};
 pub use error::{ExecError, Result};
 pub use expr::evaluate;
 pub use infinite_times::{DATE_INFINITY, TIMESTAMP_INFINITY, date_text};
+pub use json::{json_check, uuid_text};
 pub use key_hash::key_hashes;
 pub use lake_rows::drop_deleted;
 pub use memory::{MemoryPool, Reservation, default_memory_limit, format_size, parse_memory_size};

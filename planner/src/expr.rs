@@ -329,6 +329,10 @@ pub enum ScalarFunction {
     },
     /// `CAST(text AS JSON)`: the text, checked to be JSON.
     JsonCheck,
+    /// Text read as a UUID and written in its canonical form (lower-case, hyphenated).
+    UuidText,
+    /// A random (version 4) UUID per row, as canonical text.
+    RandomUuid,
     /// `make_date(year, month, day)`.
     MakeDate,
     /// `make_timestamp(year, month, day, hour, minute, seconds)`.
@@ -823,6 +827,8 @@ impl ScalarFunction {
             ScalarFunction::JsonGet { text: false } => "json_extract",
             ScalarFunction::JsonGet { text: true } => "json_extract_string",
             ScalarFunction::JsonCheck => "json",
+            ScalarFunction::UuidText => "uuid",
+            ScalarFunction::RandomUuid => "gen_random_uuid",
             ScalarFunction::MakeDate => "make_date",
             ScalarFunction::MakeTimestamp => "make_timestamp",
             ScalarFunction::Age => "age",

@@ -53,6 +53,8 @@ pub fn sql_type_from_ast(data_type: &ast::DataType) -> Result<SqlType> {
         D::Interval { .. } => SqlType::Interval,
         D::Time(_, ast::TimezoneInfo::None) => SqlType::Time,
         D::Blob(_) | D::Bytea | D::Binary(_) | D::Varbinary(_) => SqlType::Blob,
+        D::JSON | D::JSONB => SqlType::Json,
+        D::Uuid => SqlType::Uuid,
         D::Regclass => SqlType::Varchar,
         D::Array(
             ast::ArrayElemTypeDef::SquareBracket(element, _)

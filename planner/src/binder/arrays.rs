@@ -113,6 +113,13 @@ pub(super) fn bind_cast(
             return Ok(Expr::Literal(ScalarValue::Utf8(bare.to_string())));
         }
     }
+    if matches!(data_type, ast::DataType::Uuid) {
+        return Ok(Expr::Function {
+            func: crate::expr::ScalarFunction::UuidText,
+            args: vec![bind_expr(inner, ctx)?.cast(&DataType::Utf8)],
+            data_type: DataType::Utf8,
+        });
+    }
     if matches!(data_type, ast::DataType::JSON | ast::DataType::JSONB) {
         return Ok(Expr::Function {
             func: crate::expr::ScalarFunction::JsonCheck,

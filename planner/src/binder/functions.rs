@@ -558,6 +558,14 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             if name == "random" {
                 return super::math_functions::random(&args);
             }
+            if matches!(name.as_str(), "gen_random_uuid" | "uuid") {
+                expect_arity(&name, &args, 0)?;
+                return Ok(Expr::Function {
+                    func: ScalarFunction::RandomUuid,
+                    args: Vec::new(),
+                    data_type: DataType::Utf8,
+                });
+            }
             if let Some(bound) = super::text_functions::text_function(&name, &args) {
                 return bound;
             }

@@ -575,13 +575,19 @@ impl Binder<'_> {
             TableKind::Macro { .. } => return Err(bind_err!("{name} is a macro, not a table")),
         };
         let text = |s: String| Expr::Literal(ScalarValue::Utf8(s));
+        // A table's columns by their declared types (JSON is stored as text).
+        let declared = |i: usize| match table.kind {
+            TableKind::Table => table.columns.get(i).map(|c| c.sql_type.to_string()),
+            _ => None,
+        };
         let rows = schema
             .fields()
             .iter()
-            .map(|f| {
+            .enumerate()
+            .map(|(i, f)| {
                 vec![
                     text(f.name().clone()),
-                    text(type_name(f.data_type())),
+                    text(declared(i).unwrap_or_else(|| type_name(f.data_type()))),
                     text("YES".into()),
                 ]
             })
