@@ -39,7 +39,7 @@ const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
 const TIMED_OUT: &str = "canceling statement due to statement timeout";
 
 /// Records of the `.test` files each folder passes; no folder may pass fewer. Of their
-/// 21,382 records, 15,678 pass (73.3%).
+/// 21,382 records, 15,688 pass (73.4%).
 const PASSING: &[(&str, usize)] = &[
     ("aggregate", 2023),
     ("cast", 789),
@@ -59,10 +59,10 @@ const PASSING: &[(&str, usize)] = &[
     ("projection", 156),
     ("select", 59),
     ("setops", 219),
-    ("subquery", 587),
+    ("subquery", 588),
     ("types/list", 584),
     ("types/struct", 692),
-    ("window", 930),
+    ("window", 939),
 ];
 
 fn corpus_dir() -> PathBuf {

@@ -13,8 +13,15 @@ use arrow::datatypes::{DataType, Float64Type};
 use super::Layout;
 use crate::Result;
 
-/// The filled values of `values` for every sorted row, ordered by the single key `order`.
-pub(super) fn values(values: &ArrayRef, order: &ArrayRef, layout: &Layout) -> Result<ArrayRef> {
+/// The filled values of `values` for every sorted row, along the single key `order`: the
+/// window's own (the rows' order) or, with `reorder`, a key of the call's own, along which
+/// each partition's rows are first sorted.
+pub(super) fn values(
+    values: &ArrayRef,
+    order: &ArrayRef,
+    layout: &Layout,
+    reorder: bool,
+) -> Result<ArrayRef> {
     if values.null_count() == 0 {
         return Ok(values.clone());
     }
@@ -31,14 +38,23 @@ pub(super) fn values(values: &ArrayRef, order: &ArrayRef, layout: &Layout) -> Re
     };
     let mut filled: Vec<Option<f64>> = vec![None; layout.rows()];
     for partition in &layout.partitions {
-        let known: Vec<usize> = partition
-            .clone()
-            .filter(|&row| point(row).is_some())
+        let mut sequence: Vec<usize> = partition.clone().collect();
+        if reorder {
+            // Rows without a key are not filled, and go last.
+            let key = |row: usize| match k.is_valid(row) {
+                true => k.value(row),
+                false => f64::NAN,
+            };
+            sequence.sort_by(|&a, &b| key(a).total_cmp(&key(b)));
+        }
+        // Positions in `sequence` of the known points.
+        let known: Vec<usize> = (0..sequence.len())
+            .filter(|&at| point(sequence[at]).is_some())
             .collect();
         // The index in `known` of the first known point after the row being filled.
         let mut next = 0;
-        for row in partition.clone() {
-            while next < known.len() && known[next] <= row {
+        for (at, &row) in sequence.iter().enumerate() {
+            while next < known.len() && known[next] <= at {
                 next += 1;
             }
             if x.is_valid(row) || k.is_null(row) || !k.value(row).is_finite() {
@@ -52,6 +68,7 @@ pub(super) fn values(values: &ArrayRef, order: &ArrayRef, layout: &Layout) -> Re
                 (before, _) => Some((known[before - 1], known[before])),
             };
             filled[row] = around.map(|(a, b)| {
+                let (a, b) = (sequence[a], sequence[b]);
                 let (a, b) = (point(a).expect("known"), point(b).expect("known"));
                 on_line(a, b, k.value(row))
             });
@@ -68,7 +85,9 @@ fn on_line((key_a, value_a): (f64, f64), (key_b, value_b): (f64, f64), key: f64)
     if key_a == key_b {
         return value_a;
     }
-    value_a + (value_b - value_a) * (key - key_a) / (key_b - key_a)
+    // Halved first, so that keys across most of a DOUBLE's range do not overflow.
+    let share = (key / 2.0 - key_a / 2.0) / (key_b / 2.0 - key_a / 2.0);
+    value_a + (value_b / 2.0 - value_a / 2.0) * 2.0 * share
 }
 
 /// Values or keys as DOUBLEs: numbers as they are, dates as days and timestamps as their

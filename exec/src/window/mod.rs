@@ -221,12 +221,14 @@ fn values_in_window_order(input: &Sorted<'_>) -> Result<ArrayRef> {
     let window = input.window;
     let layout = &input.layout;
     if window.func == WindowFunction::Fill {
-        let (Some(values), Some(order)) = (input.args.first(), input.order.first()) else {
-            return Err(ExecError::Execution(
+        // `fill(x ORDER BY k)` interpolates along its own key, the others the window's.
+        return match (input.args.as_slice(), input.order.first()) {
+            ([values, key], _) => fill::values(values, key, layout, true),
+            ([values], Some(order)) => fill::values(values, order, layout, false),
+            _ => Err(ExecError::Execution(
                 "fill needs a value and one ORDER BY key".to_string(),
-            ));
+            )),
         };
-        return fill::values(values, order, layout);
     }
     if !window.func.uses_frame() {
         return ranking::values(window.func, &input.args, layout);

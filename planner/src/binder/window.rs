@@ -28,7 +28,7 @@ pub(super) fn bind_window(
     };
     let spec = &resolve_window(binder, over, 0)?;
     let exclude = exclusion_of(spec)?;
-    check_call_clauses(function)?;
+    check_call_clauses(function, name)?;
     let star = matches!(
         &function.args,
         ast::FunctionArguments::List(list) if matches!(
@@ -41,6 +41,21 @@ pub(super) fn bind_window(
         for a in function_args(function) {
             args.push(bind_expr(a, ctx)?);
         }
+    }
+    // `fill(x ORDER BY k)`: interpolated along `k` rather than the window's order, which
+    // comes in as a second argument.
+    let argument_order = argument_order(function);
+    if let Some(items) = argument_order {
+        let [item] = items else {
+            return Err(bind_err!(
+                "FILL functions must have only one ORDER BY expression"
+            ));
+        };
+        let key = bind_expr(&item.expr, ctx)?;
+        if !subtracts(&key.data_type()) {
+            return Err(bind_err!("FILL ordering must support subtraction"));
+        }
+        args.push(key);
     }
     let (func, args, data_type) = window_call(name, args, star)?;
     let (func, args) = match &function.filter {
@@ -64,7 +79,7 @@ pub(super) fn bind_window(
             nulls_first: item.options.nulls_first.unwrap_or(descending),
         });
     }
-    if func == WindowFunction::Fill {
+    if func == WindowFunction::Fill && argument_order.is_none() {
         check_fill_order(&order_by)?;
     }
     let frame = window_frame(spec.window_frame.as_ref(), &order_by, exclude, ctx)?;
@@ -169,7 +184,7 @@ fn exclusion_of(spec: &ast::WindowSpec) -> Result<FrameExclusion> {
 
 /// Refuses what a window function call may carry besides its arguments and OVER, which would
 /// otherwise be dropped unseen.
-fn check_call_clauses(function: &ast::Function) -> Result<()> {
+fn check_call_clauses(function: &ast::Function, name: &str) -> Result<()> {
     if !function.within_group.is_empty() {
         return Err(unsupported!("WITHIN GROUP on window functions"));
     }
@@ -183,6 +198,7 @@ fn check_call_clauses(function: &ast::Function) -> Result<()> {
                 ast::FunctionArgumentClause::IgnoreOrRespectNulls(treatment) => {
                     ignore_nulls |= *treatment == ast::NullTreatment::IgnoreNulls;
                 }
+                ast::FunctionArgumentClause::OrderBy(_) if name == "fill" => {}
                 other => return Err(unsupported!("{other} in a window function's arguments")),
             }
         }
@@ -255,7 +271,9 @@ fn window_call(
         }
         "lag" | "lead" => lag_or_lead(name, args),
         "fill" => {
-            expect_arguments(name, &args, 1)?;
+            if args.len() != 2 {
+                expect_arguments(name, &args, 1)?;
+            }
             let t = args[0].data_type();
             if !subtracts(&t) {
                 return Err(bind_err!("FILL argument must support subtraction"));
@@ -291,6 +309,17 @@ fn subtracts(data_type: &DataType) -> bool {
 }
 
 /// `fill` reads positions on one ORDER BY key, so it needs exactly one that subtracts.
+/// The ORDER BY inside a call's parentheses, if it has one.
+fn argument_order(function: &ast::Function) -> Option<&[ast::OrderByExpr]> {
+    let ast::FunctionArguments::List(list) = &function.args else {
+        return None;
+    };
+    list.clauses.iter().find_map(|clause| match clause {
+        ast::FunctionArgumentClause::OrderBy(items) => Some(items.as_slice()),
+        _ => None,
+    })
+}
+
 fn check_fill_order(order_by: &[SortKey]) -> Result<()> {
     let [key] = order_by else {
         return Err(bind_err!(
