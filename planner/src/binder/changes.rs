@@ -294,6 +294,7 @@ impl Binder<'_> {
             external: self.external,
             view_depth: self.view_depth + 1,
             time_zone: self.time_zone,
+            statement_micros: self.statement_micros,
             ..Binder::new(self.snapshot)
         };
         let plan = binder.bind_query(&query)?;

@@ -353,10 +353,7 @@ fn make_timestamp(args: &[Expr]) -> Result<Expr> {
 /// `age(a, b)`; `age(a)` counts from the current date, which the engine has no function for.
 fn age(args: &[Expr]) -> Result<Expr> {
     let [a, b] = args else {
-        return Err(match args.len() {
-            1 => unsupported!("age(x) from the current date: write age(date, x)"),
-            _ => bind_err!("age takes two timestamps"),
-        });
+        return Err(bind_err!("age takes one or two timestamps"));
     };
     let stamp = |value: &Expr| match value.data_type() {
         DataType::Date32 | DataType::Timestamp(..) | DataType::Null => {

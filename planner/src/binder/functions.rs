@@ -68,6 +68,13 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
         return Ok(bound);
     }
     refuse_named_arguments(function)?;
+    if function.over.is_none()
+        && let ast::FunctionArguments::None | ast::FunctionArguments::List(_) = &function.args
+        && function_args(function).is_empty()
+        && let Some(bound) = super::clock::clock_function(&name, &[], ctx)
+    {
+        return bound;
+    }
     if let Some(over) = &function.over {
         return bind_window(function, &name, over, ctx);
     }
@@ -545,6 +552,14 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             }
             if let Some(bound) = super::duckdb_functions::duckdb_function(&name, &args) {
                 return bound;
+            }
+            // `age(x)`: from midnight of the current date, as in Postgres.
+            if let ("age", [value]) = (name.as_str(), args.as_slice()) {
+                let today = super::clock::clock_function("current_date", &[], ctx)
+                    .expect("current_date is a clock function")?;
+                let both = [today, value.clone()];
+                return super::date_functions::date_function("age", &both)
+                    .expect("age is a date function");
             }
             if let Some(bound) = super::date_functions::date_function(&name, &args) {
                 return bound;

@@ -5,6 +5,7 @@ mod arrays;
 mod asof;
 mod blobs;
 mod changes;
+mod clock;
 mod composed_aggregates;
 mod date_functions;
 mod duckdb_functions;
@@ -99,6 +100,8 @@ pub struct Binder<'a> {
     /// The session's zone (ADR 0067): instants are typed with it, so that casts to and from
     /// them, and their text, use its rules.
     time_zone: &'a str,
+    /// When the statement was bound, in microseconds since the epoch: what `now()` gives.
+    statement_micros: i64,
     /// The table whose scans carry the hidden row address: the one an UPDATE, DELETE or MERGE
     /// being bound changes (ADR 0048).
     addressed: Option<u64>,
@@ -233,6 +236,7 @@ impl<'a> Binder<'a> {
             view_depth: 0,
             temporary: &[],
             time_zone: "UTC",
+            statement_micros: clock::statement_micros(),
             addressed: None,
             system_columns: false,
             views_as_leaves: false,
@@ -257,6 +261,7 @@ impl<'a> Binder<'a> {
             view_depth: self.view_depth,
             temporary: self.temporary,
             time_zone: self.time_zone,
+            statement_micros: self.statement_micros,
             addressed: Some(table.id),
             system_columns: true,
             ..Binder::new(self.snapshot)
@@ -272,6 +277,17 @@ impl<'a> Binder<'a> {
     /// The session's zone.
     pub(crate) fn time_zone(&self) -> &str {
         self.time_zone
+    }
+
+    /// When the statement was bound, in microseconds since the epoch.
+    pub(crate) fn statement_micros(&self) -> i64 {
+        self.statement_micros
+    }
+
+    /// Whether this binds a materialized view's query, whose rows may not depend on when
+    /// they are computed.
+    pub(crate) fn binds_materialized_view(&self) -> bool {
+        self.views_as_leaves
     }
 
     /// The type of instants in the session's zone.
@@ -417,6 +433,7 @@ impl<'a> Binder<'a> {
             view_depth: self.view_depth,
             temporary: self.temporary,
             time_zone: self.time_zone,
+            statement_micros: self.statement_micros,
             system_columns: text.contains("_commit_"),
             ..Binder::new(self.snapshot)
         };
