@@ -251,6 +251,9 @@ pub(super) fn dynamic_date_part(part: Expr, value: Expr) -> Result<Expr> {
         "millisecond",
         "microsecond",
     ];
+    if let DataType::Interval(_) = value.data_type() {
+        return Ok(super::interval_ops::dynamic_interval_part(part, value));
+    }
     let value = temporal("date_part", std::slice::from_ref(&value))?;
     let part = part.cast(&DataType::Utf8);
     let name = call(ScalarFunction::Lower, vec![part.clone()], DataType::Utf8);

@@ -453,6 +453,11 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             let between = name.contains("diff") || name.contains("sub");
             let n = if between { 3 } else { 2 };
             arity(n)?;
+            // A difference with an untyped NULL is NULL, whatever the other side's type (a
+            // TIME has no date parts to count, but there is nothing to count).
+            if between && args[1..].iter().any(|a| a.data_type() == DataType::Null) {
+                return Ok(Expr::Literal(ScalarValue::Null).cast(&DataType::Int64));
+            }
             if let (Expr::Literal(ScalarValue::Utf8(part)), false) = (&args[0], between) {
                 let of_interval = match name.contains("trunc") {
                     true => super::interval_ops::interval_trunc(part, &args[1]),

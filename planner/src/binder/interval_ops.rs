@@ -102,23 +102,120 @@ pub(super) fn interval_scale(left: &Expr, divide: bool, right: &Expr) -> Option<
     )))
 }
 
-/// The field of an interval `part` names, as DuckDB reads it.
+/// `date_part(part, interval)` with a part that varies by row: a CASE over the parts'
+/// names, an error for a name that is none.
+pub(super) fn dynamic_interval_part(part: Expr, value: Expr) -> Expr {
+    use crate::expr::BinaryOp;
+    use crate::scalar::ScalarValue;
+    let part = part.cast(&DataType::Utf8);
+    let name = call_function(ScalarFunction::Lower, vec![part.clone()], DataType::Utf8);
+    let null = Expr::Literal(ScalarValue::Null).cast(&DataType::Int64);
+    let mut branches = vec![(Expr::IsNull(Box::new(part.clone())), null)];
+    for (part_name, field) in FIELD_NAMES {
+        let named = Expr::Binary {
+            op: BinaryOp::Eq,
+            left: Box::new(name.clone()),
+            right: Box::new(Expr::Literal(ScalarValue::Utf8(part_name.into()))),
+        };
+        let bound = call(
+            IntervalOp::Part(field),
+            vec![value.clone()],
+            DataType::Int64,
+        );
+        branches.push((named, bound));
+    }
+    let message = Expr::Binary {
+        op: BinaryOp::Concat,
+        left: Box::new(Expr::Literal(ScalarValue::Utf8(
+            "date_part: an INTERVAL has no part ".into(),
+        ))),
+        right: Box::new(part),
+    };
+    Expr::Case {
+        branches,
+        otherwise: Some(Box::new(call_function(
+            ScalarFunction::RaiseError,
+            vec![message],
+            DataType::Int64,
+        ))),
+        data_type: DataType::Int64,
+    }
+}
+
+fn call_function(func: ScalarFunction, args: Vec<Expr>, data_type: DataType) -> Expr {
+    Expr::Function {
+        func,
+        args,
+        data_type,
+    }
+}
+
+/// The names of an interval's fields, as DuckDB reads them.
+const FIELD_NAMES: [(&str, DatePart); 56] = [
+    ("year", DatePart::Year),
+    ("years", DatePart::Year),
+    ("y", DatePart::Year),
+    ("yy", DatePart::Year),
+    ("yyyy", DatePart::Year),
+    ("yr", DatePart::Year),
+    ("yrs", DatePart::Year),
+    ("month", DatePart::Month),
+    ("months", DatePart::Month),
+    ("mon", DatePart::Month),
+    ("mons", DatePart::Month),
+    ("mm", DatePart::Month),
+    ("quarter", DatePart::Quarter),
+    ("quarters", DatePart::Quarter),
+    ("day", DatePart::Day),
+    ("days", DatePart::Day),
+    ("d", DatePart::Day),
+    ("dd", DatePart::Day),
+    ("dayofmonth", DatePart::Day),
+    ("decade", DatePart::Decade),
+    ("decades", DatePart::Decade),
+    ("dec", DatePart::Decade),
+    ("century", DatePart::Century),
+    ("centuries", DatePart::Century),
+    ("c", DatePart::Century),
+    ("cent", DatePart::Century),
+    ("millennium", DatePart::Millennium),
+    ("millennia", DatePart::Millennium),
+    ("mil", DatePart::Millennium),
+    ("mils", DatePart::Millennium),
+    ("hour", DatePart::Hour),
+    ("hours", DatePart::Hour),
+    ("h", DatePart::Hour),
+    ("hr", DatePart::Hour),
+    ("hrs", DatePart::Hour),
+    ("minute", DatePart::Minute),
+    ("minutes", DatePart::Minute),
+    ("m", DatePart::Minute),
+    ("min", DatePart::Minute),
+    ("mins", DatePart::Minute),
+    ("mi", DatePart::Minute),
+    ("second", DatePart::Second),
+    ("seconds", DatePart::Second),
+    ("s", DatePart::Second),
+    ("sec", DatePart::Second),
+    ("secs", DatePart::Second),
+    ("millisecond", DatePart::Millisecond),
+    ("milliseconds", DatePart::Millisecond),
+    ("ms", DatePart::Millisecond),
+    ("msec", DatePart::Millisecond),
+    ("msecs", DatePart::Millisecond),
+    ("microsecond", DatePart::Microsecond),
+    ("microseconds", DatePart::Microsecond),
+    ("us", DatePart::Microsecond),
+    ("usec", DatePart::Microsecond),
+    ("usecs", DatePart::Microsecond),
+];
+
+/// The field of an interval `part` names.
 fn field(part: &str) -> Option<DatePart> {
-    Some(match part {
-        "year" | "years" | "y" | "yy" | "yyyy" | "yr" | "yrs" => DatePart::Year,
-        "month" | "months" | "mon" | "mons" | "mm" => DatePart::Month,
-        "quarter" | "quarters" => DatePart::Quarter,
-        "day" | "days" | "d" | "dd" | "dayofmonth" => DatePart::Day,
-        "decade" | "decades" | "dec" => DatePart::Decade,
-        "century" | "centuries" | "c" | "cent" => DatePart::Century,
-        "millennium" | "millennia" | "mil" | "mils" => DatePart::Millennium,
-        "hour" | "hours" | "h" | "hr" | "hrs" => DatePart::Hour,
-        "minute" | "minutes" | "m" | "min" | "mins" | "mi" => DatePart::Minute,
-        "second" | "seconds" | "s" | "sec" | "secs" => DatePart::Second,
-        "millisecond" | "milliseconds" | "ms" | "msec" | "msecs" => DatePart::Millisecond,
-        "microsecond" | "microseconds" | "us" | "usec" | "usecs" => DatePart::Microsecond,
-        _ => return None,
-    })
+    FIELD_NAMES
+        .iter()
+        .find(|(name, _)| *name == part)
+        .map(|(_, field)| *field)
 }
 
 fn no_part(part: &str) -> crate::PlanError {
