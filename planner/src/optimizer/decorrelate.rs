@@ -13,7 +13,7 @@
 
 use pondra_catalog::Snapshot;
 
-use crate::expr::{Expr, JoinKind};
+use crate::expr::{BinaryOp, Expr, JoinKind};
 use crate::logical::{LogicalPlan, SubqueryKind};
 use crate::optimizer::key_domain::restrict_to_outer_keys;
 use crate::optimizer::pull_up::{
@@ -194,10 +194,45 @@ fn join_filter(
         let value = Expr::column(0, field.name(), field.data_type().clone());
         keys.insert(0, (probe, value));
     }
-    if matches!(kind, JoinKind::NullAwareAnti | JoinKind::MarkIn)
-        && (keys.len() != 1 || filter.is_some())
-    {
-        return Err(unsupported!("NOT IN with a correlated subquery"));
+    let correlated = keys.len() != 1 || filter.is_some();
+    if kind == JoinKind::NullAwareAnti && correlated {
+        return Ok(correlated_not_in(plan, subquery, keys, filter, width));
+    }
+    if kind == JoinKind::MarkIn && correlated {
+        return Err(unsupported!(
+            "IN with a correlated subquery as a value (in WHERE it is built)"
+        ));
     }
     Ok(LogicalPlan::join(plan, subquery, kind, keys, filter))
+}
+
+/// `x NOT IN (correlated subquery)` in a filter: the rows for which no row of the subquery,
+/// among those the correlation matches, equals `x`, is NULL, or meets a NULL `x` — an anti
+/// join on the correlation with that condition. A NOT IN that is NULL drops the row as a
+/// false one does, so the two agree wherever a filter reads them.
+fn correlated_not_in(
+    plan: LogicalPlan,
+    subquery: LogicalPlan,
+    mut keys: Vec<(Expr, Expr)>,
+    filter: Option<Expr>,
+    width: usize,
+) -> LogicalPlan {
+    let (probe, value) = keys.remove(0);
+    let value = super::pull_up::to_joined(&value, width);
+    let or = |left: Expr, right: Expr| Expr::Binary {
+        op: BinaryOp::Or,
+        left: Box::new(left),
+        right: Box::new(right),
+    };
+    let equal = Expr::Binary {
+        op: BinaryOp::Eq,
+        left: Box::new(value.clone()),
+        right: Box::new(probe.clone()),
+    };
+    let blocks = or(
+        or(equal, Expr::IsNull(Box::new(value))),
+        Expr::IsNull(Box::new(probe)),
+    );
+    let filter = Expr::and_all(filter.into_iter().chain([blocks]).collect());
+    LogicalPlan::join(plan, subquery, JoinKind::Anti, keys, filter)
 }
