@@ -1,6 +1,7 @@
 //! SQL text to statements: sqlparser's AST for standard SQL, plus Pondra's own statements.
 
 mod asof;
+mod comprehensions;
 mod depth;
 mod dialect;
 mod equals_arguments;
@@ -287,6 +288,7 @@ fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
         out.push(tokens[i].clone());
         i += 1;
     }
+    let out = comprehensions::list_comprehensions(out);
     let out = asof::duckdb_asof_joins(windows::short_window_calls(out));
     let out = frame_exclusion::frame_exclusions(out);
     Ok(watermarks::streaming_clauses(out))
