@@ -55,6 +55,13 @@ pub fn cast(value: &ArrayRef, to: &DataType, safe: bool) -> Result<ArrayRef> {
     }
     let from = value.data_type();
     let rounded = match (from, to) {
+        // A decimal is true when it is not zero, as an integer is.
+        (DataType::Decimal64(_, scale) | DataType::Decimal128(_, scale), DataType::Boolean) => {
+            let wide = cast_with_options(value, &DataType::Decimal128(38, *scale), &options)?;
+            let wide = wide.as_primitive::<Decimal128Type>();
+            let truth: BooleanArray = wide.iter().map(|v| v.map(|v| v != 0)).collect();
+            return Ok(Arc::new(truth));
+        }
         (DataType::Binary, DataType::Utf8) => return Ok(crate::blobs::to_text(value)),
         (DataType::Utf8, DataType::Binary) => return crate::blobs::from_text(value, safe),
         (DataType::Binary, _) | (_, DataType::Binary) if *from != DataType::Null => {
