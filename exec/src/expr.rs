@@ -636,6 +636,7 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::JsonGet { text } => crate::json::json_get(args, text),
         ScalarFunction::JsonCheck => crate::json::json_check(&args[0]),
         ScalarFunction::UuidText => crate::json::uuid_text(&args[0]),
+        ScalarFunction::FiniteOnly => Ok(crate::infinite_times::finite_only(&args[0])),
         ScalarFunction::RandomUuid => unreachable!("UUIDs are drawn per row with the batch"),
         ScalarFunction::MakeDate => crate::date_makers::make_date(args),
         ScalarFunction::MakeTimestamp => crate::date_makers::make_timestamp(args),

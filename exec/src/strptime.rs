@@ -4,22 +4,51 @@
 use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, TimestampMicrosecondArray};
-use chrono::{NaiveDate, NaiveDateTime, NaiveTime};
+use chrono::NaiveDateTime;
 
 use crate::{ExecError, Result};
 
-/// The timestamp `text` is in `format`: a date and a time, or a date alone (at midnight).
+/// The timestamp `text` is in `format`, as DuckDB reads it: fields the format leaves out are
+/// those of 1900-01-01 00:00:00, a weekday is read but not checked against the date, and `%-d`
+/// is `%d` (numbers are read with or without their padding).
 fn parse(text: &str, format: &str) -> Option<i64> {
     // A fraction after a point is read as chrono reads `%.f`, any number of digits.
-    let format = format.replace(".%f", "%.f").replace("%f", "%6f");
-    let parsed = NaiveDateTime::parse_from_str(text, &format)
-        .ok()
-        .or_else(|| {
-            NaiveDate::parse_from_str(text, &format)
-                .ok()
-                .map(|d| d.and_time(NaiveTime::MIN))
-        })?;
-    Some(parsed.and_utc().timestamp_micros())
+    let format = format
+        .replace(".%f", "%.f")
+        .replace("%f", "%6f")
+        .replace("%-", "%");
+    let mut parsed = chrono::format::Parsed::new();
+    chrono::format::parse(
+        &mut parsed,
+        text,
+        chrono::format::StrftimeItems::new(&format),
+    )
+    .ok()?;
+    let weeks = parsed.week_from_sun.is_some()
+        || parsed.week_from_mon.is_some()
+        || parsed.isoweek.is_some();
+    if !weeks {
+        parsed.weekday = None;
+    }
+    let has_year = parsed.year.is_some()
+        || parsed.year_mod_100.is_some()
+        || parsed.isoyear.is_some()
+        || parsed.isoyear_mod_100.is_some();
+    if !has_year {
+        parsed.year = Some(1900);
+    }
+    if parsed.month.is_none() && parsed.ordinal.is_none() && !weeks {
+        parsed.month = Some(1);
+    }
+    if parsed.day.is_none() && parsed.ordinal.is_none() && !weeks {
+        parsed.day = Some(1);
+    }
+    parsed.hour_div_12 = parsed.hour_div_12.or(Some(0));
+    parsed.hour_mod_12 = parsed.hour_mod_12.or(Some(0));
+    parsed.minute = parsed.minute.or(Some(0));
+    let date = parsed.to_naive_date().ok()?;
+    let time = parsed.to_naive_time().ok()?;
+    Some(NaiveDateTime::new(date, time).and_utc().timestamp_micros())
 }
 
 /// `strptime(texts, formats)`: the formats are one per row (text), or one list of formats per

@@ -331,6 +331,8 @@ pub enum ScalarFunction {
     JsonCheck,
     /// Text read as a UUID and written in its canonical form (lower-case, hyphenated).
     UuidText,
+    /// A date or timestamp with its infinities as NULL, for the parts they have none of.
+    FiniteOnly,
     /// A random (version 4) UUID per row, as canonical text.
     RandomUuid,
     /// `make_date(year, month, day)`.
@@ -828,6 +830,7 @@ impl ScalarFunction {
             ScalarFunction::JsonGet { text: true } => "json_extract_string",
             ScalarFunction::JsonCheck => "json",
             ScalarFunction::UuidText => "uuid",
+            ScalarFunction::FiniteOnly => "finite_only",
             ScalarFunction::RandomUuid => "gen_random_uuid",
             ScalarFunction::MakeDate => "make_date",
             ScalarFunction::MakeTimestamp => "make_timestamp",

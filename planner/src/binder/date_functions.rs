@@ -108,8 +108,12 @@ pub(super) fn derived_part(name: &str, value: &Expr) -> Option<Result<Expr>> {
     if !matches!(name, "epoch" | "julian" | "era" | "yearweek") {
         return None;
     }
+    // An infinity has no epoch, Julian day or era: NULL, as in DuckDB.
     let value = match temporal(name, std::slice::from_ref(value)) {
-        Ok(value) => value,
+        Ok(value) => {
+            let data_type = value.data_type();
+            call(ScalarFunction::FiniteOnly, vec![value], data_type)
+        }
         Err(e) => return Some(Err(e)),
     };
     let binary = |op, left: Expr, right: Expr| Expr::Binary {
@@ -151,14 +155,20 @@ pub(super) fn derived_part(name: &str, value: &Expr) -> Option<Result<Expr>> {
             Expr::Literal(ScalarValue::Float64(2_440_588.0)),
         ),
         "era" => Expr::Case {
-            branches: vec![(
-                binary(
-                    BinaryOp::Gt,
-                    part(DatePart::Year),
-                    Expr::Literal(ScalarValue::Int64(0)),
+            branches: vec![
+                (
+                    Expr::IsNull(Box::new(value.clone())),
+                    Expr::Literal(ScalarValue::Null).cast(&DataType::Int64),
                 ),
-                Expr::Literal(ScalarValue::Int64(1)),
-            )],
+                (
+                    binary(
+                        BinaryOp::Gt,
+                        part(DatePart::Year),
+                        Expr::Literal(ScalarValue::Int64(0)),
+                    ),
+                    Expr::Literal(ScalarValue::Int64(1)),
+                ),
+            ],
             otherwise: Some(Box::new(Expr::Literal(ScalarValue::Int64(0)))),
             data_type: DataType::Int64,
         },
