@@ -278,6 +278,11 @@ pub(super) fn bind_ordered_set(
             let (value, descending) = ordered_value(function)?;
             (value, descending, None)
         }
+        ("mode", false, [_]) if argument_order(function) => {
+            return Err(unsupported!(
+                "ORDER BY in mode (which would break its ties by that order)"
+            ));
+        }
         ("median" | "mode", false, [x]) => (*x, false, None),
         ("quantile_cont" | "quantile_disc" | "quantile" | "approx_quantile", false, [x, q]) => {
             (*x, false, Some(*q))
@@ -387,6 +392,15 @@ pub(super) fn sorted_values(value: Expr, descending: bool) -> AggregateCall {
         }],
         filter: Some(Expr::IsNotNull(Box::new(value))),
     }
+}
+
+/// Whether a call orders its rows inside its parentheses (`f(x ORDER BY y)`).
+fn argument_order(function: &ast::Function) -> bool {
+    matches!(
+        &function.args,
+        ast::FunctionArguments::List(list)
+            if list.clauses.iter().any(|c| matches!(c, ast::FunctionArgumentClause::OrderBy(_)))
+    )
 }
 
 /// The value and direction of `WITHIN GROUP (ORDER BY x [DESC])`.
