@@ -235,7 +235,7 @@ impl Session {
 }
 
 /// A one-row, one-column answer to `SHOW name`.
-fn one_text(name: &str, text: String) -> StatementResult {
+pub(crate) fn one_text(name: &str, text: String) -> StatementResult {
     let schema = Arc::new(Schema::new(vec![Field::new(name, DataType::Utf8, false)]));
     let column = StringArray::from(vec![text]);
     let batch =

@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 
-use arrow::array::{RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use pondra_parser::ast;
 
@@ -43,7 +42,7 @@ pub fn run_time_zone_setting(
                 ));
             }
         },
-        _ => return Ok(shown(&session.time_zone())),
+        _ => return Ok(crate::session::one_text(TIME_ZONE, session.time_zone())),
     };
     let name = match value {
         ast::Expr::Value(v) => match &v.value {
@@ -80,15 +79,4 @@ fn shown_schema() -> SchemaRef {
         DataType::Utf8,
         false,
     )]))
-}
-
-fn shown(zone: &str) -> StatementResult {
-    let schema = shown_schema();
-    let column = StringArray::from(vec![zone]);
-    let batch =
-        RecordBatch::try_new(schema.clone(), vec![Arc::new(column)]).expect("one text column");
-    StatementResult::Rows {
-        schema,
-        batches: vec![batch],
-    }
 }

@@ -237,7 +237,6 @@ pub(super) fn date_part_struct(names: Vec<String>, value: Expr) -> Result<Expr> 
 /// `date_part(part, value)` with a part that varies by row: each part DuckDB counts in whole
 /// numbers, chosen row by row; NULL for a NULL part, an error for a part not among them.
 pub(super) fn dynamic_date_part(part: Expr, value: Expr) -> Result<Expr> {
-    use crate::expr::BinaryOp;
     const PARTS: [&str; 21] = [
         "era",
         "millennium",
@@ -265,10 +264,7 @@ pub(super) fn dynamic_date_part(part: Expr, value: Expr) -> Result<Expr> {
         return Ok(super::interval_ops::dynamic_interval_part(part, value));
     }
     let value = temporal("date_part", std::slice::from_ref(&value))?;
-    let part = part.cast(&DataType::Utf8);
-    let name = call(ScalarFunction::Lower, vec![part.clone()], DataType::Utf8);
-    let null = Expr::Literal(ScalarValue::Null).cast(&DataType::Int64);
-    let mut branches = vec![(Expr::IsNull(Box::new(part.clone())), null)];
+    let mut named = Vec::with_capacity(PARTS.len());
     for part_name in PARTS {
         let bound = match derived_part(part_name, &value) {
             Some(bound) => bound?,
@@ -279,21 +275,37 @@ pub(super) fn dynamic_date_part(part: Expr, value: Expr) -> Result<Expr> {
             ),
         };
         assert_eq!(bound.data_type(), DataType::Int64, "{part_name} counts");
-        let named = Expr::Binary {
+        named.push((part_name, bound));
+    }
+    Ok(by_part_name(
+        part,
+        named,
+        "date_part: unknown part, or one that varies by row only as a constant: ",
+    ))
+}
+
+/// A BIGINT chosen row by row by the lower-cased name `part` holds: NULL for a NULL part, the
+/// value `named` gives a name, an error (`unknown` then the name) for any other.
+pub(super) fn by_part_name(part: Expr, named: Vec<(&str, Expr)>, unknown: &str) -> Expr {
+    use crate::expr::BinaryOp;
+    let part = part.cast(&DataType::Utf8);
+    let name = call(ScalarFunction::Lower, vec![part.clone()], DataType::Utf8);
+    let null = Expr::Literal(ScalarValue::Null).cast(&DataType::Int64);
+    let mut branches = vec![(Expr::IsNull(Box::new(part.clone())), null)];
+    for (part_name, bound) in named {
+        let is_named = Expr::Binary {
             op: BinaryOp::Eq,
             left: Box::new(name.clone()),
             right: Box::new(Expr::Literal(ScalarValue::Utf8(part_name.into()))),
         };
-        branches.push((named, bound));
+        branches.push((is_named, bound));
     }
     let message = Expr::Binary {
         op: BinaryOp::Concat,
-        left: Box::new(Expr::Literal(ScalarValue::Utf8(
-            "date_part: unknown part, or one that varies by row only as a constant: ".into(),
-        ))),
+        left: Box::new(Expr::Literal(ScalarValue::Utf8(unknown.into()))),
         right: Box::new(part),
     };
-    Ok(Expr::Case {
+    Expr::Case {
         branches,
         otherwise: Some(Box::new(call(
             ScalarFunction::RaiseError,
@@ -301,7 +313,7 @@ pub(super) fn dynamic_date_part(part: Expr, value: Expr) -> Result<Expr> {
             DataType::Int64,
         ))),
         data_type: DataType::Int64,
-    })
+    }
 }
 
 fn call(func: ScalarFunction, args: Vec<Expr>, data_type: DataType) -> Expr {

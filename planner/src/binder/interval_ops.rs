@@ -105,49 +105,18 @@ pub(super) fn interval_scale(left: &Expr, divide: bool, right: &Expr) -> Option<
 /// `date_part(part, interval)` with a part that varies by row: a CASE over the parts'
 /// names, an error for a name that is none.
 pub(super) fn dynamic_interval_part(part: Expr, value: Expr) -> Expr {
-    use crate::expr::BinaryOp;
-    use crate::scalar::ScalarValue;
-    let part = part.cast(&DataType::Utf8);
-    let name = call_function(ScalarFunction::Lower, vec![part.clone()], DataType::Utf8);
-    let null = Expr::Literal(ScalarValue::Null).cast(&DataType::Int64);
-    let mut branches = vec![(Expr::IsNull(Box::new(part.clone())), null)];
-    for (part_name, field) in FIELD_NAMES {
-        let named = Expr::Binary {
-            op: BinaryOp::Eq,
-            left: Box::new(name.clone()),
-            right: Box::new(Expr::Literal(ScalarValue::Utf8(part_name.into()))),
-        };
-        let bound = call(
-            IntervalOp::Part(field),
-            vec![value.clone()],
-            DataType::Int64,
-        );
-        branches.push((named, bound));
-    }
-    let message = Expr::Binary {
-        op: BinaryOp::Concat,
-        left: Box::new(Expr::Literal(ScalarValue::Utf8(
-            "date_part: an INTERVAL has no part ".into(),
-        ))),
-        right: Box::new(part),
-    };
-    Expr::Case {
-        branches,
-        otherwise: Some(Box::new(call_function(
-            ScalarFunction::RaiseError,
-            vec![message],
-            DataType::Int64,
-        ))),
-        data_type: DataType::Int64,
-    }
-}
-
-fn call_function(func: ScalarFunction, args: Vec<Expr>, data_type: DataType) -> Expr {
-    Expr::Function {
-        func,
-        args,
-        data_type,
-    }
+    let named = FIELD_NAMES
+        .iter()
+        .map(|(name, field)| {
+            let bound = call(
+                IntervalOp::Part(*field),
+                vec![value.clone()],
+                DataType::Int64,
+            );
+            (*name, bound)
+        })
+        .collect();
+    super::date_functions::by_part_name(part, named, "date_part: an INTERVAL has no part ")
 }
 
 /// The names of an interval's fields, as DuckDB reads them.
