@@ -155,14 +155,10 @@ fn instant_of_wall(tz: &Tz, wall: i64) -> Result<i64> {
 /// written as UTC, which names the same instants.
 fn to_text(value: &ArrayRef, zone: &str) -> ArrayRef {
     let tz = rules(zone).ok().flatten();
-    let offset = |micros: i64| match &tz {
-        Some(tz) if micros.abs() != TIMESTAMP_INFINITY => offset_at(tz, micros).unwrap_or(0),
-        _ => 0,
-    };
     let stamps = value.as_primitive::<TimestampMicrosecondType>();
     let texts: StringArray = stamps
         .iter()
-        .map(|micros| micros.map(|micros| instant_text(micros, offset(micros))))
+        .map(|micros| micros.map(|m| instant_text(m, shown_offset(tz.as_ref(), m))))
         .collect();
     Arc::new(texts)
 }
@@ -197,8 +193,14 @@ pub fn instant_text(micros: i64, offset: i32) -> String {
 /// The offset of an instant's zone label from UTC, in seconds, for printers that write one
 /// value at a time.
 pub fn offset_in(zone: &str, micros: i64) -> i32 {
-    match rules(zone) {
-        Ok(Some(tz)) if micros.abs() != TIMESTAMP_INFINITY => offset_at(&tz, micros).unwrap_or(0),
+    shown_offset(rules(zone).ok().flatten().as_ref(), micros)
+}
+
+/// The offset an instant is written with: its zone's then, none for UTC, an infinity or a
+/// zone Pondra does not know.
+fn shown_offset(tz: Option<&Tz>, micros: i64) -> i32 {
+    match tz {
+        Some(tz) if micros.abs() != TIMESTAMP_INFINITY => offset_at(tz, micros).unwrap_or(0),
         _ => 0,
     }
 }
