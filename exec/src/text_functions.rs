@@ -50,6 +50,8 @@ pub fn text_function(op: TextOp, args: &[ArrayRef]) -> Result<ArrayRef> {
         TextOp::FormatBytes { decimal } => crate::text_more::format_bytes(&args[0], decimal)?,
         TextOp::SplitRegex => crate::text_more::split_regex(args)?,
         TextOp::RegexpEscape => crate::text_more::regexp_escape(&args[0])?,
+        TextOp::ParseFormattedBytes => crate::text_more::parse_formatted_bytes(text(0))?,
+        TextOp::LikeEscape => crate::text_more::like_escape(text(0), text(1))?,
         TextOp::UrlEncode => crate::text_more::url_code(&args[0], true)?,
         TextOp::UrlDecode => crate::text_more::url_code(&args[0], false)?,
         TextOp::ToBase => crate::text_more::to_base(args)?,

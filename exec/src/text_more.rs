@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::{Array, ArrayRef, AsArray, ListBuilder, StringArray, StringBuilder};
+use arrow::array::{Array, ArrayRef, AsArray, Int64Array, ListBuilder, StringArray, StringBuilder};
 use arrow::datatypes::{Float64Type, Int64Type};
 
 use pondra_planner::TextOp;
@@ -78,6 +78,9 @@ pub fn format_bytes(sizes: &ArrayRef, decimal: bool) -> Result<ArrayRef> {
         .map(|n| {
             let n = n?;
             let magnitude = n.unsigned_abs();
+            if magnitude == 1 {
+                return Some(format!("{n} byte"));
+            }
             if magnitude < base {
                 return Some(format!("{n} bytes"));
             }
@@ -94,6 +97,106 @@ pub fn format_bytes(sizes: &ArrayRef, decimal: bool) -> Result<ArrayRef> {
         })
         .collect();
     Ok(Arc::new(out))
+}
+
+/// `parse_formatted_bytes(s)`: a number (decimals and exponents allowed) and a unit, `B` /
+/// `byte(s)`, `KB` ... `PB` (powers of 1000) or `KiB` ... `PiB` (of 1024), in any case and
+/// spacing, as a count of bytes, rounded down as DuckDB does.
+pub fn parse_formatted_bytes(texts: &StringArray) -> Result<ArrayRef> {
+    let out = texts
+        .iter()
+        .map(|text| text.map(byte_count).transpose())
+        .collect::<Result<Int64Array>>()?;
+    Ok(Arc::new(out))
+}
+
+fn byte_count(text: &str) -> Result<i64> {
+    let text = text.trim();
+    let number_end = text
+        .char_indices()
+        .find(|&(i, c)| {
+            let sign = (c == '-' || c == '+') && (i == 0 || text[..i].ends_with(['e', 'E']));
+            !(c.is_ascii_digit() || c == '.' || sign || (i > 0 && (c == 'e' || c == 'E')))
+        })
+        .map_or(text.len(), |(i, _)| i);
+    let (number, unit) = text.split_at(number_end);
+    if !number.chars().any(|c| c.is_ascii_digit()) {
+        return Err(ExecError::Execution(
+            "Memory must have a number (e.g. 1GB)".into(),
+        ));
+    }
+    let value: f64 = number
+        .parse()
+        .map_err(|_| ExecError::Execution(format!("Invalid memory limit: '{number}'")))?;
+    if value < 0.0 {
+        return Err(ExecError::Execution("Memory cannot be negative".into()));
+    }
+    let unit = unit.trim().to_ascii_lowercase();
+    let multiplier: f64 = match unit.as_str() {
+        "b" | "byte" | "bytes" => 1.0,
+        "kb" | "kilobyte" | "kilobytes" => 1e3,
+        "mb" | "megabyte" | "megabytes" => 1e6,
+        "gb" | "gigabyte" | "gigabytes" => 1e9,
+        "tb" | "terabyte" | "terabytes" => 1e12,
+        "pb" | "petabyte" | "petabytes" => 1e15,
+        "kib" => 1024.0,
+        "mib" => 1024f64.powi(2),
+        "gib" => 1024f64.powi(3),
+        "tib" => 1024f64.powi(4),
+        "pib" => 1024f64.powi(5),
+        _ => {
+            return Err(ExecError::Execution(format!(
+                "Unknown unit for memory: '{unit}' (expected: KB, MB, GB, TB for 1000^i units \
+                 or KiB, MiB, GiB, TiB for 1024^i units)"
+            )));
+        }
+    };
+    let bytes = (value * multiplier).floor();
+    if bytes >= i64::MAX as f64 {
+        return Err(ExecError::Execution(
+            "Memory value out of range: value is too large".into(),
+        ));
+    }
+    Ok(bytes as i64)
+}
+
+/// A LIKE pattern with its own escape character as one in the matcher's form, where `\`
+/// escapes: `e` before a character makes it literal, and a backslash that `e` does not
+/// escape is literal too. An empty escape turns escaping off; NULL makes the match NULL.
+pub fn like_escape(patterns: &StringArray, escapes: &StringArray) -> Result<ArrayRef> {
+    let mut out = Vec::with_capacity(patterns.len());
+    for (pattern, escape) in patterns.iter().zip(escapes.iter()) {
+        let (Some(pattern), Some(escape)) = (pattern, escape) else {
+            out.push(None);
+            continue;
+        };
+        let mut escape_chars = escape.chars();
+        let escape = escape_chars.next();
+        if escape_chars.next().is_some() {
+            return Err(ExecError::Execution(
+                "Invalid escape string. Escape string must be empty or one character.".into(),
+            ));
+        }
+        let mut rewritten = String::with_capacity(pattern.len() + 2);
+        let mut chars = pattern.chars();
+        while let Some(c) = chars.next() {
+            if Some(c) == escape {
+                let Some(escaped) = chars.next() else {
+                    return Err(ExecError::Execution(
+                        "Like pattern must not end with escape character".into(),
+                    ));
+                };
+                rewritten.push('\\');
+                rewritten.push(escaped);
+            } else if c == '\\' {
+                rewritten.push_str("\\\\");
+            } else {
+                rewritten.push(c);
+            }
+        }
+        out.push(Some(rewritten));
+    }
+    Ok(Arc::new(StringArray::from(out)))
 }
 
 /// `string_split_regex(s, pattern)`: the pieces between the pattern's matches.

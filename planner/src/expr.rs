@@ -674,6 +674,11 @@ pub enum TextOp {
         decimal: bool,
     },
     SplitRegex,
+    /// `parse_formatted_bytes(s)`: `'1.5 KiB'` as 1536 bytes (DuckDB).
+    ParseFormattedBytes,
+    /// A LIKE pattern written with its own escape character (`ESCAPE e`, the second argument)
+    /// rewritten to the backslash escapes the matcher reads.
+    LikeEscape,
     RegexpEscape,
     UrlEncode,
     UrlDecode,
@@ -707,6 +712,8 @@ impl TextOp {
             TextOp::FormatBytes { decimal: false } => "format_bytes",
             TextOp::FormatBytes { decimal: true } => "formatReadableDecimalSize",
             TextOp::SplitRegex => "string_split_regex",
+            TextOp::ParseFormattedBytes => "parse_formatted_bytes",
+            TextOp::LikeEscape => "like_escape",
             TextOp::RegexpEscape => "regexp_escape",
             TextOp::UrlEncode => "url_encode",
             TextOp::UrlDecode => "url_decode",

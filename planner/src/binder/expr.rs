@@ -745,26 +745,22 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
             negated,
             expr: inner,
             pattern,
-            escape_char: None,
+            escape_char,
             any: false,
-        } => like(
-            bind_expr(inner, ctx)?,
-            bind_expr(pattern, ctx)?,
-            *negated,
-            false,
-        ),
+        } => {
+            let pattern = escaped_pattern(bind_expr(pattern, ctx)?, escape_char.as_deref(), ctx)?;
+            like(bind_expr(inner, ctx)?, pattern, *negated, false)
+        }
         E::ILike {
             negated,
             expr: inner,
             pattern,
-            escape_char: None,
+            escape_char,
             any: false,
-        } => like(
-            bind_expr(inner, ctx)?,
-            bind_expr(pattern, ctx)?,
-            *negated,
-            true,
-        ),
+        } => {
+            let pattern = escaped_pattern(bind_expr(pattern, ctx)?, escape_char.as_deref(), ctx)?;
+            like(bind_expr(inner, ctx)?, pattern, *negated, true)
+        }
         E::Cast {
             kind: ast::CastKind::TryCast | ast::CastKind::SafeCast,
             expr: inner,
@@ -1817,6 +1813,33 @@ pub(super) fn arithmetic(
             data_type: decimal_type((precision + 1).min(38), scale),
         },
     }
+}
+
+/// A LIKE pattern with `ESCAPE e` in the matcher's form, where a backslash escapes
+/// (`like_escape` in the executor); without ESCAPE, the pattern as written.
+fn escaped_pattern(
+    pattern: Expr,
+    escape: Option<&ast::Expr>,
+    ctx: &mut Context<'_>,
+) -> Result<Expr> {
+    let Some(escape) = escape else {
+        return Ok(pattern);
+    };
+    let escape = bind_expr(escape, ctx)?;
+    for side in [&pattern, &escape] {
+        let t = side.data_type();
+        if t != DataType::Utf8 && t != DataType::Null {
+            return Err(bind_err!(
+                "LIKE ... ESCAPE needs VARCHAR operands, not {}",
+                type_name(&t)
+            ));
+        }
+    }
+    Ok(Expr::Function {
+        func: ScalarFunction::Text(crate::expr::TextOp::LikeEscape),
+        args: vec![pattern.cast(&DataType::Utf8), escape.cast(&DataType::Utf8)],
+        data_type: DataType::Utf8,
+    })
 }
 
 pub(super) fn like(

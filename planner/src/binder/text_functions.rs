@@ -40,6 +40,7 @@ pub(super) fn text_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
             (TextOp::SplitRegex, 2, crate::types::list_of(DataType::Utf8))
         }
         "regexp_escape" => (TextOp::RegexpEscape, 1, DataType::Utf8),
+        "parse_formatted_bytes" => (TextOp::ParseFormattedBytes, 1, DataType::Int64),
         "substring_grapheme" => (TextOp::SubstringGrapheme, 3, DataType::Utf8),
         "left_grapheme" => (TextOp::LeftGrapheme, 2, DataType::Utf8),
         "right_grapheme" => (TextOp::RightGrapheme, 2, DataType::Utf8),
@@ -75,6 +76,14 @@ pub(super) fn text_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
                 }
             }
             bound
+        }
+        TextOp::ParseFormattedBytes
+            if !matches!(args[0].data_type(), DataType::Utf8 | DataType::Null) =>
+        {
+            return Some(Err(bind_err!(
+                "parse_formatted_bytes takes text, not {}",
+                type_name(&args[0].data_type())
+            )));
         }
         TextOp::Chr => match integer(name, &args[0]) {
             Ok(code) => vec![code],
