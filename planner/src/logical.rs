@@ -137,6 +137,10 @@ pub enum SubqueryKind {
     Mark { probe: Option<Expr> },
     /// Adds the subquery's one value as a last column.
     Scalar,
+    /// A LATERAL join (ADR 0070): the input's columns, then the subquery's, for every row of
+    /// the subquery run for the input row, the pairs `on` (over that output) accepts; `join`
+    /// `Left` keeps an input row nothing matches, with NULLs.
+    Lateral { join: JoinKind, on: Option<Expr> },
 }
 
 impl LogicalPlan {
@@ -209,10 +213,17 @@ impl LogicalPlan {
                 let value = subquery.schema().field(0).clone();
                 Some(value.with_nullable(true))
             }
+            SubqueryKind::Lateral { .. } => None,
         };
-        let schema = match added {
-            None => self.schema(),
-            Some(field) => crate::types::schema_with(&self.schema(), [field]),
+        let schema = match (added, &kind) {
+            (_, SubqueryKind::Lateral { .. }) => {
+                let added = subquery.schema();
+                let fields = added.fields().iter();
+                let fields = fields.map(|f| f.as_ref().clone().with_nullable(true));
+                crate::types::schema_with(&self.schema(), fields.collect::<Vec<_>>())
+            }
+            (None, _) => self.schema(),
+            (Some(field), _) => crate::types::schema_with(&self.schema(), [field]),
         };
         LogicalPlan::Subquery {
             input: Box::new(self),
@@ -432,6 +443,12 @@ impl LogicalPlan {
                         writeln!(f, "{pad}Subquery Mark: {probe} IN")?
                     }
                     SubqueryKind::Scalar => writeln!(f, "{pad}Subquery Scalar")?,
+                    SubqueryKind::Lateral { join, on: None } => {
+                        writeln!(f, "{pad}Subquery Lateral {join:?}")?
+                    }
+                    SubqueryKind::Lateral { join, on: Some(on) } => {
+                        writeln!(f, "{pad}Subquery Lateral {join:?}: {on}")?
+                    }
                 }
                 input.fmt_indent(f, depth + 1)?;
                 return subquery.fmt_indent(f, depth + 1);

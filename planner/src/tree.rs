@@ -227,6 +227,7 @@ macro_rules! logical_exprs {
                     out.extend(probe)
                 }
                 SubqueryKind::Scalar => {}
+                SubqueryKind::Lateral { on, .. } => out.extend(on),
             },
         }
         out

@@ -133,6 +133,18 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
     // The optimizer orders joins and picks their sides from the tables' sizes; a view's plan
     // must not change as its tables grow, since its join states follow its joins (ADR 0054).
     let bound = Binder::for_view(snapshot).bind_query(query)?;
+    let lateral = |node: &LogicalPlan| {
+        matches!(
+            node,
+            LogicalPlan::Subquery {
+                kind: crate::logical::SubqueryKind::Lateral { .. },
+                ..
+            }
+        )
+    };
+    if crate::tree::TreeNode::exists(&bound, &mut |node| lateral(node)) {
+        return Err(unsupported!("LATERAL joins in a materialized view"));
+    }
     let plan = crate::optimizer::optimize(bound, &without_rows(snapshot))?;
     let core = find_core(&plan);
     match core {

@@ -317,7 +317,7 @@ pub(super) fn bind_aggregated(
         if func == AggregateFunction::ArrayAgg && is_distinct(function) {
             return bind_distinct_array_agg(function, agg);
         }
-        let call = bind_aggregate_call(function, func, &agg.input)?;
+        let call = bind_aggregate_call(function, func, &agg.input, binder)?;
         check_boolean_aggregate(&function_name(function), &call)?;
         return Ok(agg.column_of(call));
     }
@@ -356,6 +356,7 @@ pub(super) fn bind_aggregate_call(
     function: &ast::Function,
     func: AggregateFunction,
     input: &Scope,
+    binder: Option<&Binder<'_>>,
 ) -> Result<AggregateCall> {
     let name = func.name();
     refuse_named_arguments(function)?;
@@ -450,7 +451,22 @@ pub(super) fn bind_aggregate_call(
     if contains_aggregate(arg_expr) {
         return Err(bind_err!("aggregate function calls cannot be nested"));
     }
-    let mut arg = bind_generic(arg_expr, &mut Context::plain(input, "aggregate arguments"))?;
+    // The argument may read the row of an enclosing query (`sum(x + outer.y)`), though not
+    // hold a subquery of its own.
+    let binder = binder.filter(|_| !contains_subquery(arg_expr));
+    let mut arg_ctx = Context::Plain {
+        scope: input,
+        clause: "aggregate arguments",
+        binder,
+    };
+    let mut arg = bind_generic(arg_expr, &mut arg_ctx)?;
+    if arg.has_outer() && arg.column_indices().is_empty() {
+        // By the standard such an aggregate belongs to the enclosing query, which it would
+        // make an aggregation.
+        return Err(unsupported!(
+            "an aggregate over only an enclosing query's columns ({arg_expr})"
+        ));
+    }
     let arg_type = arg.data_type();
     match func {
         AggregateFunction::Sum
@@ -2044,7 +2060,7 @@ fn bind_distinct_array_agg(function: &ast::Function, agg: &mut Aggregation) -> R
             },
         ])),
     }
-    let call = bind_aggregate_call(&plain, AggregateFunction::ArrayAgg, &agg.input)?;
+    let call = bind_aggregate_call(&plain, AggregateFunction::ArrayAgg, &agg.input, None)?;
     let data_type = call.data_type.clone();
     let sorted = agg.column_of(call);
     Ok(Expr::Function {

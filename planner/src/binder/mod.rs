@@ -14,6 +14,7 @@ mod from;
 mod functions;
 mod interval_ops;
 mod lambdas;
+mod lateral;
 mod list_picks;
 mod macros;
 mod maps;
@@ -855,14 +856,29 @@ impl<'a> Binder<'a> {
         }
         for item in from {
             // Relations of this item not yet fixed by an outer join.
-            let base = scope.columns.len();
+            let mut base = scope.columns.len();
             let mut item_relations: Vec<LogicalPlan> = Vec::new();
             let mut item_predicates: Vec<Expr> = Vec::new();
-            let (plan, factor_scope) = self.bind_factor(&item.relation)?;
-            item_relations.push(plan);
+            let (plan, factor_scope, lateral) = self.bind_factor_after(&item.relation, &scope)?;
+            if lateral {
+                // It reads every relation to its left, which it joins as one.
+                let left = LogicalPlan::join_block(
+                    std::mem::take(&mut relations),
+                    std::mem::take(&mut predicates),
+                );
+                let kind = SubqueryKind::Lateral {
+                    join: JoinKind::Inner,
+                    on: None,
+                };
+                item_relations.push(left.subquery(plan, kind));
+                base = 0;
+            } else {
+                item_relations.push(plan);
+            }
             scope.columns.extend(factor_scope.columns);
             for join in &item.joins {
-                let (right, right_scope) = self.bind_factor(&join.relation)?;
+                let (right, right_scope, lateral) =
+                    self.bind_factor_after(&join.relation, &scope)?;
                 let left_width = scope.columns.len() - base;
                 let mut joined_scope = scope.clone();
                 joined_scope.columns.extend(right_scope.columns.clone());
@@ -872,6 +888,9 @@ impl<'a> Binder<'a> {
                     constraint,
                 } = &join.join_operator
                 {
+                    if lateral {
+                        return Err(unsupported!("an ASOF join to a LATERAL subquery"));
+                    }
                     let left = self.collapse(
                         std::mem::take(&mut item_relations),
                         std::mem::take(&mut item_predicates),
@@ -905,6 +924,35 @@ impl<'a> Binder<'a> {
                         scope.columns.len(),
                         is_right,
                     )?;
+                }
+                if lateral {
+                    let join = match kind {
+                        None => JoinKind::Inner,
+                        Some(JoinKind::Left) if !is_right => JoinKind::Left,
+                        _ => {
+                            return Err(bind_err!(
+                                "a LATERAL subquery is joined by INNER or LEFT JOIN only"
+                            ));
+                        }
+                    };
+                    // Everything to the left, earlier FROM items too, is the lateral's input.
+                    let mut left_relations = std::mem::take(&mut relations);
+                    left_relations.append(&mut item_relations);
+                    let mut left_predicates = std::mem::take(&mut predicates);
+                    left_predicates.append(&mut item_predicates);
+                    let left = LogicalPlan::join_block(left_relations, left_predicates);
+                    let on = match join {
+                        JoinKind::Inner => {
+                            item_predicates.extend(on.into_iter().flat_map(Expr::conjuncts));
+                            None
+                        }
+                        _ => on,
+                    };
+                    let kind = SubqueryKind::Lateral { join, on };
+                    item_relations.push(left.subquery(right, kind));
+                    base = 0;
+                    scope = joined_scope;
+                    continue;
                 }
                 match kind {
                     None => {
@@ -1106,27 +1154,7 @@ impl<'a> Binder<'a> {
                 let function = function_name(name)?;
                 if table_functions::is_set_function(&function) {
                     let plan = table_functions::set_function(&function, &args.args)?;
-                    // A function of one column named alone, `generate_series(1, 3) AS n`, names
-                    // its column too, as in Postgres.
-                    let plan = match alias {
-                        Some(alias)
-                            if alias.columns.is_empty() && plan.schema().fields().len() == 1 =>
-                        {
-                            let column = alias.name.clone();
-                            let named = ast::TableAlias {
-                                columns: vec![ast::TableAliasColumnDef::from_name(column.value)],
-                                ..alias.clone()
-                            };
-                            rename_columns(plan, Some(&named))?
-                        }
-                        _ => rename_columns(plan, alias.as_ref())?,
-                    };
-                    let qualifier = alias
-                        .as_ref()
-                        .map(|a| normalize(&a.name))
-                        .unwrap_or(function);
-                    let scope = Scope::from_schema(&plan.schema(), Some(&qualifier));
-                    return Ok((plan, scope));
+                    return lateral::named_function_rows(plan, &function, alias.as_ref());
                 }
                 if function == "table_changes" {
                     let (name, from, to) = table_functions::table_changes_arguments(&args.args)?;

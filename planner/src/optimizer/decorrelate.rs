@@ -7,7 +7,8 @@
 //! early (`semi_pushdown`). A scalar subquery becomes a left join to an aggregate grouped by its
 //! correlation keys, whose input is first restricted to the keys the outer rows hold where
 //! that pays (`key_domain`); or, correlated other than by equality, a join over the domain of
-//! its outer columns. Nodes are planned from the leaves up: a subquery's own subqueries, and
+//! its outer columns. A LATERAL subquery is rewritten to run over the domain of its outer
+//! columns and joined back on them (`domain_join`, ADR 0070). Nodes are planned from the leaves up: a subquery's own subqueries, and
 //! the filters of a query block below its values, are joins by the time a node is planned,
 //! which is what `key_domain` and `semi_pushdown` estimate.
 
@@ -15,6 +16,7 @@ use pondra_catalog::Snapshot;
 
 use crate::expr::{BinaryOp, Expr, JoinKind};
 use crate::logical::{LogicalPlan, SubqueryKind};
+use crate::optimizer::domain_join::join_over_domain;
 use crate::optimizer::key_domain::restrict_to_outer_keys;
 use crate::optimizer::pull_up::{
     SubqueryUse, join_condition, join_scalar_by_domain, pull_up, to_joined,
@@ -53,7 +55,24 @@ fn join_subquery(
     let width = input.schema().fields().len();
     match kind {
         SubqueryKind::Filter { join, probe } => {
-            let joined = join_filter(input, join, subquery, probe)?;
+            let pulled_up = join_filter(input.clone(), join, subquery.clone(), probe.clone());
+            let joined = match pulled_up {
+                Ok(joined) => joined,
+                Err(e) if matches!(join, JoinKind::Semi | JoinKind::Anti) => {
+                    // `pull_up` cannot take the correlation out: run it over the domain.
+                    let on = probe.map(|probe| {
+                        let field = subquery.schema().field(0).clone();
+                        let value = Expr::column(width, field.name(), field.data_type().clone());
+                        Expr::Binary {
+                            op: BinaryOp::Eq,
+                            left: Box::new(probe),
+                            right: Box::new(value),
+                        }
+                    });
+                    join_over_domain(input, subquery, join, on).map_err(|_| e)?
+                }
+                Err(e) => return Err(e),
+            };
             Ok(push_down_semi_join(joined, snapshot))
         }
         SubqueryKind::Mark { probe } => {
@@ -64,7 +83,14 @@ fn join_subquery(
             };
             join_filter(input, join, subquery, probe)
         }
-        SubqueryKind::Scalar => join_scalar(input, subquery, width, snapshot),
+        SubqueryKind::Scalar => {
+            let pulled_up = join_scalar(input.clone(), subquery.clone(), width, snapshot);
+            pulled_up.or_else(|e| {
+                // `pull_up` cannot take the correlation out: run it over the domain.
+                join_over_domain(input, subquery, JoinKind::Single, None).map_err(|_| e)
+            })
+        }
+        SubqueryKind::Lateral { join, on } => join_over_domain(input, subquery, join, on),
     }
 }
 

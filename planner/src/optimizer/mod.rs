@@ -5,6 +5,7 @@
 //! plan them, and no later pass sees either.
 
 mod decorrelate;
+mod domain_join;
 pub(crate) mod join_order;
 pub(crate) mod join_search;
 pub(crate) mod key_domain;

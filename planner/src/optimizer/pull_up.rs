@@ -125,6 +125,13 @@ pub fn pull_up(plan: LogicalPlan, usage: SubqueryUse) -> Result<(LogicalPlan, Ve
             aggregates,
             schema,
         } => {
+            if group.iter().any(Expr::has_outer)
+                || aggregates.iter().any(|a| a.exprs().any(Expr::has_outer))
+            {
+                return Err(unsupported!(
+                    "outer columns in a subquery's grouping or aggregates"
+                ));
+            }
             let (input, pulled) = pull_up(*input, usage)?;
             if pulled.is_empty() {
                 return Ok((
@@ -376,7 +383,10 @@ pub fn join_scalar_by_domain(
             "a correlated scalar subquery without an aggregate"
         ));
     };
-    if !group.is_empty() || finals.iter().any(Expr::has_outer) {
+    if !group.is_empty()
+        || finals.iter().any(Expr::has_outer)
+        || aggregates.iter().any(|a| a.exprs().any(Expr::has_outer))
+    {
         return Err(unsupported!("this correlated scalar subquery"));
     }
     let (inner, pulled) = pull_up(*input, SubqueryUse::Filter)?;
@@ -558,7 +568,7 @@ pub fn join_scalar_by_domain(
 
 /// Two key pairs that match when both sides are equal or both are NULL: whether each is NULL,
 /// and each with NULL replaced by a fixed value of its type.
-fn null_safe_key(left: Expr, right: Expr) -> Vec<(Expr, Expr)> {
+pub(crate) fn null_safe_key(left: Expr, right: Expr) -> Vec<(Expr, Expr)> {
     use crate::scalar::ScalarValue as V;
     use arrow::datatypes::DataType as T;
     let data_type = left.data_type();

@@ -1,0 +1,119 @@
+//! FROM items that read the items to their left (LATERAL, ADR 0070): a subquery marked
+//! `LATERAL`, or one (or a set-returning function) that binds only by reading them, as
+//! DuckDB allows. The binder joins such an item to everything before it with a `Subquery`
+//! node of kind `Lateral`, which the optimizer decorrelates (`domain_join`).
+
+use pondra_parser::ast;
+
+use super::changes::parse_query;
+use super::from::rename_columns;
+use super::scope::Scope;
+use super::{Binder, function_name, normalize};
+use crate::Result;
+use crate::logical::LogicalPlan;
+
+impl Binder<'_> {
+    /// A FROM item bound after the items of `left`: alone when it can be, else reading
+    /// `left`'s columns. Returns whether it reads them (its plan then has outer columns, over
+    /// `left`).
+    pub(super) fn bind_factor_after(
+        &self,
+        factor: &ast::TableFactor,
+        left: &Scope,
+    ) -> Result<(LogicalPlan, Scope, bool)> {
+        let marked = matches!(factor, ast::TableFactor::Derived { lateral: true, .. });
+        let may_read_left = matches!(
+            factor,
+            ast::TableFactor::Derived { .. } | ast::TableFactor::Table { args: Some(_), .. }
+        );
+        if left.columns.is_empty() || !may_read_left {
+            let (plan, scope) = self.bind_factor(factor)?;
+            return Ok((plan, scope, false));
+        }
+        if !marked {
+            let alone = match self.bind_factor(factor) {
+                Ok((plan, scope)) => return Ok((plan, scope, false)),
+                Err(alone) => alone,
+            };
+            return match self.bind_lateral(factor, left) {
+                Ok(Some((plan, scope))) if plan.has_outer() => Ok((plan, scope, true)),
+                _ => Err(alone),
+            };
+        }
+        match self.bind_lateral(factor, left)? {
+            Some((plan, scope)) => {
+                let reads_left = plan.has_outer();
+                Ok((plan, scope, reads_left))
+            }
+            None => {
+                let (plan, scope) = self.bind_factor(factor)?;
+                Ok((plan, scope, false))
+            }
+        }
+    }
+
+    /// `factor` bound with `left` as the query around it; `None` for an item that cannot read
+    /// other items (a table, or a function that is not set-returning).
+    fn bind_lateral(
+        &self,
+        factor: &ast::TableFactor,
+        left: &Scope,
+    ) -> Result<Option<(LogicalPlan, Scope)>> {
+        match factor {
+            ast::TableFactor::Derived {
+                subquery, alias, ..
+            } => {
+                let plan = self.bind_subquery(subquery, left)?;
+                let plan = rename_columns(plan, alias.as_ref())?;
+                let qualifier = alias.as_ref().map(|a| normalize(&a.name));
+                let scope = Scope::from_schema(&plan.schema(), qualifier.as_deref());
+                Ok(Some((plan, scope)))
+            }
+            ast::TableFactor::Table {
+                name,
+                alias,
+                args: Some(args),
+                ..
+            } => {
+                let function = function_name(name)?;
+                let args: Vec<String> = args.args.iter().map(|a| a.to_string()).collect();
+                let args = args.join(", ");
+                // Over columns, the function's rows are those of its select-list form.
+                let call = match function.as_str() {
+                    "generate_series" | "unnest" => format!("{function}({args})"),
+                    "range" => format!("unnest(range({args}))"),
+                    _ => return Ok(None),
+                };
+                let query = parse_query(&format!("SELECT {call} AS {function}"))?;
+                let plan = self.bind_subquery(&query, left)?;
+                named_function_rows(plan, &function, alias.as_ref()).map(Some)
+            }
+            _ => Ok(None),
+        }
+    }
+}
+
+/// The rows of a set-returning function in FROM, named by its alias: a function of one
+/// column named alone, `generate_series(1, 3) AS n`, names its column too, as in PostgreSQL.
+pub(super) fn named_function_rows(
+    plan: LogicalPlan,
+    function: &str,
+    alias: Option<&ast::TableAlias>,
+) -> Result<(LogicalPlan, Scope)> {
+    let plan = match alias {
+        Some(alias) if alias.columns.is_empty() && plan.schema().fields().len() == 1 => {
+            let column = alias.name.clone();
+            let named = ast::TableAlias {
+                columns: vec![ast::TableAliasColumnDef::from_name(column.value)],
+                ..alias.clone()
+            };
+            rename_columns(plan, Some(&named))?
+        }
+        _ => rename_columns(plan, alias)?,
+    };
+    let qualifier = alias
+        .map(|a| normalize(&a.name))
+        .unwrap_or_else(|| function.to_string());
+    let scope = Scope::from_schema(&plan.schema(), Some(&qualifier));
+    Ok((plan, scope))
+}
