@@ -48,6 +48,7 @@ mod morsel;
 mod nested_text;
 mod ordered;
 mod ordered_set;
+mod pg_format;
 mod pipeline;
 mod printf;
 mod profile;

@@ -676,6 +676,14 @@ pub enum TextOp {
     SplitRegex,
     /// `parse_formatted_bytes(s)`: `'1.5 KiB'` as 1536 bytes (DuckDB).
     ParseFormattedBytes,
+    /// `to_char(timestamp, template)` (PostgreSQL).
+    ToCharTime,
+    /// `to_char(number, template)`, the number as a DOUBLE.
+    ToCharNumber,
+    /// `to_date(text, template)`.
+    ToDate,
+    /// `to_timestamp(text, template)`, a wall time.
+    ToTimestamp,
     /// A LIKE pattern written with its own escape character (`ESCAPE e`, the second argument)
     /// rewritten to the backslash escapes the matcher reads.
     LikeEscape,
@@ -714,6 +722,9 @@ impl TextOp {
             TextOp::SplitRegex => "string_split_regex",
             TextOp::ParseFormattedBytes => "parse_formatted_bytes",
             TextOp::LikeEscape => "like_escape",
+            TextOp::ToCharTime | TextOp::ToCharNumber => "to_char",
+            TextOp::ToDate => "to_date",
+            TextOp::ToTimestamp => "to_timestamp",
             TextOp::RegexpEscape => "regexp_escape",
             TextOp::UrlEncode => "url_encode",
             TextOp::UrlDecode => "url_decode",

@@ -589,6 +589,9 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             if let Some(bound) = super::text_functions::text_function(&name, &args) {
                 return bound;
             }
+            if let Some(bound) = super::pg_format::pg_format_function(&name, &args, ctx) {
+                return bound;
+            }
             if let Some(bound) = super::arrays::array_function(&name, &args) {
                 return bound;
             }

@@ -21,6 +21,7 @@ mod maps;
 mod math_functions;
 mod merge;
 mod ordered_set;
+mod pg_format;
 mod recursive;
 mod schemas;
 mod scope;
