@@ -33,6 +33,7 @@ mod subqueries;
 mod table_functions;
 mod table_options;
 mod text_functions;
+mod ties;
 pub(crate) mod time_windows;
 mod where_aliases;
 mod window;
@@ -615,8 +616,14 @@ impl<'a> Binder<'a> {
 
     fn bind_query_body(&self, query: &ast::Query) -> Result<LogicalPlan> {
         let fetched;
+        let mut ties = None;
         let limit_clause = match &query.fetch {
             None => query.limit_clause.as_ref(),
+            Some(fetch) if fetch.with_ties && !fetch.percent => {
+                let limit = fetch_as_limit(&without_ties(fetch), query.limit_clause.as_ref())?;
+                ties = Some(limit);
+                None
+            }
             Some(fetch) => {
                 fetched = fetch_as_limit(fetch, query.limit_clause.as_ref())?;
                 Some(&fetched)
@@ -645,7 +652,14 @@ impl<'a> Binder<'a> {
                 order_output(plan, &scope, order_by)?
             }
         };
-        self.bind_limit(plan, limit_clause)
+        match ties {
+            Some(ast::LimitClause::LimitOffset { limit, offset, .. }) => {
+                let count = limit.map_or(Ok(1), |l| constant_count(&l, "FETCH"))?;
+                let skip = offset.map_or(Ok(0), |o| constant_count(&o.value, "OFFSET"))?;
+                ties::with_ties(plan, skip, count)
+            }
+            _ => self.bind_limit(plan, limit_clause),
+        }
     }
 
     /// A query body other than a lone SELECT with ORDER BY: VALUES, a nested query, or a set
@@ -710,7 +724,14 @@ impl<'a> Binder<'a> {
         let empty = Scope::default();
         let mut rows = Vec::new();
         for row in &values.rows {
-            let mut ctx = Context::plain(&empty, "VALUES");
+            // A value may read an enclosing query's row (a LATERAL or correlated subquery),
+            // though not hold a subquery of its own.
+            let binder = (!row.iter().any(expr::contains_subquery)).then_some(self);
+            let mut ctx = Context::Plain {
+                scope: &empty,
+                clause: "VALUES",
+                binder,
+            };
             let bound = row
                 .iter()
                 .map(|e| bind_expr(e, &mut ctx))
@@ -2254,15 +2275,24 @@ fn distinct_on(
     Ok(rewritten)
 }
 
+/// `fetch` with its WITH TIES taken off, to read its count and offset as a LIMIT's.
+fn without_ties(fetch: &ast::Fetch) -> ast::Fetch {
+    ast::Fetch {
+        with_ties: false,
+        ..fetch.clone()
+    }
+}
+
 /// `[OFFSET n ROWS] FETCH FIRST | NEXT [n] ROWS ONLY` (SQL:2008) as the LIMIT it is: one row
-/// when no count is given. `WITH TIES` and `PERCENT` are refused by name.
+/// when no count is given. `PERCENT` is refused by name (`WITH TIES` is `ties.rs`).
 fn fetch_as_limit(
     fetch: &ast::Fetch,
     limit: Option<&ast::LimitClause>,
 ) -> Result<ast::LimitClause> {
-    if fetch.with_ties || fetch.percent {
-        return Err(unsupported!("FETCH ... WITH TIES or PERCENT"));
+    if fetch.percent {
+        return Err(unsupported!("FETCH ... PERCENT"));
     }
+    assert!(!fetch.with_ties, "WITH TIES is bound by ties.rs");
     let offset = match limit {
         None => None,
         Some(ast::LimitClause::LimitOffset {
