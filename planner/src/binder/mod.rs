@@ -23,6 +23,7 @@ mod merge;
 mod ordered_set;
 mod pg_format;
 mod recursive;
+mod samples;
 mod schemas;
 mod scope;
 mod set_ops;
@@ -1131,14 +1132,27 @@ impl<'a> Binder<'a> {
 
     /// A table, a view, a CTE or a subquery in FROM, with its scope.
     fn bind_factor(&self, factor: &ast::TableFactor) -> Result<(LogicalPlan, Scope)> {
+        if let ast::TableFactor::Table {
+            args: Some(_),
+            sample: Some(_),
+            ..
+        } = factor
+        {
+            return Err(unsupported!("TABLESAMPLE of a table function"));
+        }
         match factor {
             ast::TableFactor::Table {
                 name,
                 alias,
                 args: None,
+                sample,
                 ..
             } => {
                 let (plan, name) = self.named_relation(name)?;
+                let plan = match sample {
+                    Some(sample) => samples::sampled(plan, sample)?,
+                    None => plan,
+                };
                 let qualifier = alias.as_ref().map(|a| normalize(&a.name)).unwrap_or(name);
                 let plan = rename_columns(plan, alias.as_ref())?;
                 let scope = Scope::from_schema(&plan.schema(), Some(&qualifier));
