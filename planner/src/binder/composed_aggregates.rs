@@ -8,6 +8,7 @@
 use arrow::datatypes::DataType;
 use sqlparser::ast::{self, BinaryOperator};
 
+use super::Binder;
 use super::expr::*;
 use crate::expr::{
     AggregateCall, AggregateFunction, Expr, Lambda, LambdaOp, ListOp, Moment, ScalarFunction,
@@ -121,6 +122,7 @@ pub(super) fn bind_composed(
     function: &ast::Function,
     name: &str,
     agg: &mut Aggregation,
+    binder: Option<&Binder<'_>>,
 ) -> Result<Expr> {
     let [value] = function_args(function)[..] else {
         return Err(bind_err!("{name} takes one argument"));
@@ -131,10 +133,9 @@ pub(super) fn bind_composed(
     if contains_aggregate(value) {
         return Err(bind_err!("aggregate function calls cannot be nested"));
     }
-    let value = bind_generic(
-        value,
-        &mut Context::plain(&agg.input, "aggregate arguments"),
-    )?;
+    let written = value;
+    let value = bind_generic(value, &mut argument_context(&agg.input, binder, &[value]))?;
+    refuse_outer_only(&value, written)?;
     let value = match value.data_type() {
         DataType::Null => value.cast(&DataType::Int32),
         _ => value,

@@ -305,7 +305,7 @@ pub(super) fn bind_aggregated(
         && super::ordered_set::is_ordered_set(&function_name(function))
     {
         let name = function_name(function);
-        return super::ordered_set::bind_ordered_set(function, &name, agg);
+        return super::ordered_set::bind_ordered_set(function, &name, agg, binder);
     }
     if let ast::Expr::Function(function) = expr
         && function.over.is_none()
@@ -350,6 +350,32 @@ pub(super) fn check_boolean_aggregate(name: &str, call: &AggregateCall) -> Resul
         }
         _ => Ok(()),
     }
+}
+
+/// The context an aggregate's arguments are bound in: the aggregation's input, and the row
+/// of an enclosing query (`sum(x + outer.y)`) unless an argument holds a subquery of its own.
+pub(super) fn argument_context<'a>(
+    input: &'a Scope,
+    binder: Option<&'a Binder<'a>>,
+    args: &[&ast::Expr],
+) -> Context<'a> {
+    let binder = binder.filter(|_| !args.iter().any(|a| contains_subquery(a)));
+    Context::Plain {
+        scope: input,
+        clause: "aggregate arguments",
+        binder,
+    }
+}
+
+/// An aggregate argument that reads an enclosing query's columns only belongs, by the
+/// standard, to that query, which it would make an aggregation: refused.
+pub(super) fn refuse_outer_only(arg: &Expr, written: &ast::Expr) -> Result<()> {
+    if arg.has_outer() && arg.column_indices().is_empty() {
+        return Err(unsupported!(
+            "an aggregate over only an enclosing query's columns ({written})"
+        ));
+    }
+    Ok(())
 }
 
 pub(super) fn bind_aggregate_call(
@@ -451,22 +477,8 @@ pub(super) fn bind_aggregate_call(
     if contains_aggregate(arg_expr) {
         return Err(bind_err!("aggregate function calls cannot be nested"));
     }
-    // The argument may read the row of an enclosing query (`sum(x + outer.y)`), though not
-    // hold a subquery of its own.
-    let binder = binder.filter(|_| !contains_subquery(arg_expr));
-    let mut arg_ctx = Context::Plain {
-        scope: input,
-        clause: "aggregate arguments",
-        binder,
-    };
-    let mut arg = bind_generic(arg_expr, &mut arg_ctx)?;
-    if arg.has_outer() && arg.column_indices().is_empty() {
-        // By the standard such an aggregate belongs to the enclosing query, which it would
-        // make an aggregation.
-        return Err(unsupported!(
-            "an aggregate over only an enclosing query's columns ({arg_expr})"
-        ));
-    }
+    let mut arg = bind_generic(arg_expr, &mut argument_context(input, binder, &[arg_expr]))?;
+    refuse_outer_only(&arg, arg_expr)?;
     let arg_type = arg.data_type();
     match func {
         AggregateFunction::Sum

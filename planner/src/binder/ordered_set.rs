@@ -7,6 +7,7 @@
 use arrow::datatypes::DataType;
 use sqlparser::ast;
 
+use super::Binder;
 use super::expr::*;
 use crate::expr::{AggregateCall, AggregateFunction, Expr, ScalarFunction, SortKey};
 use crate::scalar::ScalarValue;
@@ -51,7 +52,12 @@ fn by_other(name: &str) -> Option<bool> {
 /// `arg_max(x, y)`: the `x` of a row with the greatest `y` (rows whose `x` or `y` is NULL
 /// left out; `arg_max_null` keeps those whose `x` is), as the first of the values ordered by
 /// `y`; any of them when `y` ties, as DuckDB.
-fn bind_by_other(function: &ast::Function, greatest: bool, agg: &mut Aggregation) -> Result<Expr> {
+fn bind_by_other(
+    function: &ast::Function,
+    greatest: bool,
+    agg: &mut Aggregation,
+    binder: Option<&Binder<'_>>,
+) -> Result<Expr> {
     let name = function_name(function);
     let [value, by] = function_args(function)[..] else {
         return Err(bind_err!("{name} takes a value and what to order it by"));
@@ -59,7 +65,7 @@ fn bind_by_other(function: &ast::Function, greatest: bool, agg: &mut Aggregation
     if contains_aggregate(value) || contains_aggregate(by) {
         return Err(bind_err!("aggregate function calls cannot be nested"));
     }
-    let mut context = Context::plain(&agg.input, "aggregate arguments");
+    let mut context = argument_context(&agg.input, binder, &function_args(function));
     let value = bind_generic(value, &mut context)?;
     let by = bind_generic(by, &mut context)?;
     let value_type = value.data_type();
@@ -108,8 +114,13 @@ fn single_argument(
 /// `first(x [ORDER BY k])` / `arbitrary`, `last(x [ORDER BY k])` (DuckDB): the value of the
 /// group's first or last row, NULL included, in the order given (input order without one);
 /// `any_value(x)`: its first non-NULL value. Bound as the group's values in order and a pick.
-fn bind_pick(function: &ast::Function, name: &str, agg: &mut Aggregation) -> Result<Expr> {
-    let mut context = Context::plain(&agg.input, "aggregate arguments");
+fn bind_pick(
+    function: &ast::Function,
+    name: &str,
+    agg: &mut Aggregation,
+    binder: Option<&Binder<'_>>,
+) -> Result<Expr> {
+    let mut context = argument_context(&agg.input, binder, &function_args(function));
     let value = single_argument(function, name, &mut context)?;
     let mut order = Vec::new();
     if let ast::FunctionArguments::List(list) = &function.args {
@@ -185,8 +196,9 @@ fn bind_bit_fold(
     name: &str,
     op: crate::expr::BitwiseOp,
     agg: &mut Aggregation,
+    binder: Option<&Binder<'_>>,
 ) -> Result<Expr> {
-    let mut context = Context::plain(&agg.input, "aggregate arguments");
+    let mut context = argument_context(&agg.input, binder, &function_args(function));
     let value = single_argument(function, name, &mut context)?;
     let value_type = value.data_type();
     if !matches!(
@@ -226,6 +238,7 @@ pub(super) fn bind_ordered_set(
     function: &ast::Function,
     name: &str,
     agg: &mut Aggregation,
+    binder: Option<&Binder<'_>>,
 ) -> Result<Expr> {
     refuse_named_arguments(function)?;
     let distinct = matches!(
@@ -253,19 +266,19 @@ pub(super) fn bind_ordered_set(
         return Err(unsupported!("DISTINCT in {name}"));
     }
     if let Some(greatest) = by_other(name) {
-        return bind_by_other(function, greatest, agg);
+        return bind_by_other(function, greatest, agg, binder);
     }
     if matches!(name, "first" | "last" | "any_value" | "arbitrary") {
-        return bind_pick(function, name, agg);
+        return bind_pick(function, name, agg, binder);
     }
     if let Some(op) = bit_fold(name) {
-        return bind_bit_fold(function, name, op, agg);
+        return bind_bit_fold(function, name, op, agg, binder);
     }
     if super::statistics::is_statistic(name) {
-        return super::statistics::bind_statistic(function, name, agg);
+        return super::statistics::bind_statistic(function, name, agg, binder);
     }
     if super::composed_aggregates::is_composed(name) {
-        return super::composed_aggregates::bind_composed(function, name, agg);
+        return super::composed_aggregates::bind_composed(function, name, agg, binder);
     }
     let args = function_args(function);
     let within = !function.within_group.is_empty();
@@ -296,7 +309,9 @@ pub(super) fn bind_ordered_set(
         return Err(bind_err!("aggregate function calls cannot be nested"));
     }
     let input = &agg.input;
-    let value = bind_generic(value, &mut Context::plain(input, "aggregate arguments"))?;
+    let written = value;
+    let value = bind_generic(value, &mut argument_context(input, binder, &[value]))?;
+    refuse_outer_only(&value, written)?;
     // An untyped NULL (`median(NULL)`) is a number that is never there.
     let value = match value.data_type() {
         DataType::Null => value.cast(&DataType::Int32),

@@ -8,6 +8,7 @@
 use arrow::datatypes::DataType;
 use sqlparser::ast::{self, BinaryOperator};
 
+use super::Binder;
 use super::expr::*;
 use crate::expr::{AggregateCall, AggregateFunction, Expr};
 use crate::scalar::ScalarValue;
@@ -57,6 +58,7 @@ pub(super) fn bind_statistic(
     function: &ast::Function,
     name: &str,
     agg: &mut Aggregation,
+    binder: Option<&Binder<'_>>,
 ) -> Result<Expr> {
     let [y, x] = function_args(function)[..] else {
         return Err(bind_err!("{name} takes two arguments, y and x"));
@@ -67,7 +69,7 @@ pub(super) fn bind_statistic(
     if contains_aggregate(y) || contains_aggregate(x) {
         return Err(bind_err!("aggregate function calls cannot be nested"));
     }
-    let mut context = Context::plain(&agg.input, "aggregate arguments");
+    let mut context = argument_context(&agg.input, binder, &[y, x]);
     let (y, x) = (
         bind_generic(y, &mut context)?,
         bind_generic(x, &mut context)?,
