@@ -39,7 +39,7 @@ const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
 const TIMED_OUT: &str = "canceling statement due to statement timeout";
 
 /// Records of the `.test` files each folder passes; no folder may pass fewer. Of their
-/// 21,382 records, 16,033 pass (75.0%).
+/// 21,382 records, 16,044 pass (75.0%).
 const PASSING: &[(&str, usize)] = &[
     ("aggregate", 2026),
     ("cast", 801),
@@ -48,7 +48,7 @@ const PASSING: &[(&str, usize)] = &[
     ("function/date", 469),
     ("function/generic", 188),
     ("function/interval", 85),
-    ("function/list", 4030),
+    ("function/list", 4032),
     ("function/numeric", 424),
     ("function/operator", 120),
     ("function/string", 1630),
@@ -59,7 +59,7 @@ const PASSING: &[(&str, usize)] = &[
     ("projection", 156),
     ("select", 59),
     ("setops", 219),
-    ("subquery", 688),
+    ("subquery", 697),
     ("types/list", 590),
     ("types/struct", 692),
     ("window", 1004),
