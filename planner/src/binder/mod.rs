@@ -13,6 +13,7 @@ mod expr;
 mod from;
 mod functions;
 mod interval_ops;
+mod join_subqueries;
 mod lambdas;
 mod lateral;
 mod list_picks;
@@ -937,6 +938,29 @@ impl<'a> Binder<'a> {
                     other => return Err(unsupported!("the join {other:?}")),
                 };
                 let is_right = matches!(join.join_operator, J::Right(_) | J::RightOuter(_));
+                if let ast::JoinConstraint::On(condition) = constraint
+                    && expr::contains_subquery(condition)
+                    && !lateral
+                    && matches!(kind, None | Some(JoinKind::Left | JoinKind::Full))
+                {
+                    // Everything to the left, earlier FROM items too, is the join's left side.
+                    let mut left_relations = std::mem::take(&mut relations);
+                    left_relations.append(&mut item_relations);
+                    let mut left_predicates = std::mem::take(&mut predicates);
+                    left_predicates.append(&mut item_predicates);
+                    let left = LogicalPlan::join_block(left_relations, left_predicates);
+                    let kept = join_subqueries::Kept {
+                        left: matches!(kind, Some(JoinKind::Full))
+                            || kind == Some(JoinKind::Left) && !is_right,
+                        right: matches!(kind, Some(JoinKind::Full)) || is_right,
+                    };
+                    let sides = (&scope, &right_scope);
+                    let plan = self.join_on_subqueries((left, right), kept, condition, sides)?;
+                    item_relations.push(plan);
+                    base = 0;
+                    scope = joined_scope;
+                    continue;
+                }
                 let constraint =
                     &natural_as_using(constraint, &scope.columns[base..], &right_scope);
                 let on = self.join_condition(constraint, &scope, &right_scope, &joined_scope)?;
