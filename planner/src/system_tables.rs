@@ -497,6 +497,9 @@ pub fn system_table(
                 ("attidentity", DataType::Utf8),
                 ("attgenerated", DataType::Utf8),
                 ("attlen", DataType::Int32),
+                ("attstorage", DataType::Utf8),
+                ("attcompression", DataType::Utf8),
+                ("attstattarget", DataType::Int32),
             ],
             every_column(&tables, columns_of)
                 .into_iter()
@@ -516,6 +519,14 @@ pub fn system_table(
                         text(""),
                         text(""),
                         int(type_length(&c.data_type)),
+                        // Stored in place ('p') for fixed widths, extended ('x') otherwise.
+                        text(if type_length(&c.data_type) > 0 {
+                            "p"
+                        } else {
+                            "x"
+                        }),
+                        text(""),
+                        int(-1),
                     ]
                 })
                 .collect(),

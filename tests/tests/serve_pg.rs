@@ -127,6 +127,12 @@ fn psql_runs_statements_and_copy() {
     assert!(out.contains("Table \"public.t\""), "{out}");
     assert!(out.contains(" amount | numeric "), "{out}");
     assert!(out.contains("View \"public.v\""), "{out}");
+    // \d+ reads a table's options through a correlated unnest, and the columns' storage.
+    let (out, err, ok) = psql(&served, None, &["-c", "\\d+ t"]);
+    assert!(ok && err.is_empty(), "{err}");
+    assert!(out.contains("Table \"public.t\""), "{out}");
+    assert!(out.contains("| Storage "), "{out}");
+    assert!(out.contains("Access method: heap"), "{out}");
     // \d of a table with a key and an index reads pg_index and pg_constraint too.
     let (out, err, ok) = psql(
         &served,

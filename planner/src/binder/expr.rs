@@ -1554,6 +1554,24 @@ pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Exp
     {
         return bytes;
     }
+    if *op == BinaryOperator::StringConcat {
+        // Lists concatenate as lists, in both anchors; an element joins a list at its end.
+        let is_list = |e: &Expr| matches!(e.data_type(), DataType::List(_));
+        let is_null = |e: &Expr| e.data_type() == DataType::Null;
+        let function = match (is_list(&left), is_list(&right)) {
+            (true, true) => Some("list_concat"),
+            (true, false) if is_null(&right) => Some("list_concat"),
+            (false, true) if is_null(&left) => Some("list_concat"),
+            (true, false) => Some("list_append"),
+            (false, true) => Some("list_prepend"),
+            (false, false) => None,
+        };
+        if let Some(function) = function {
+            let args = [left, right];
+            return super::duckdb_functions::duckdb_function(function, &args)
+                .expect("a list function");
+        }
+    }
     if let BinaryOperator::Multiply | BinaryOperator::Divide = op
         && let Some(scaled) =
             super::interval_ops::interval_scale(&left, *op == BinaryOperator::Divide, &right)

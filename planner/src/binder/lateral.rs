@@ -76,21 +76,28 @@ impl Binder<'_> {
                 ..
             } => {
                 let function = function_name(name)?;
-                let args: Vec<String> = args.args.iter().map(|a| a.to_string()).collect();
-                let args = args.join(", ");
-                // Over columns, the function's rows are those of its select-list form.
-                let call = match function.as_str() {
-                    "generate_series" | "unnest" => format!("{function}({args})"),
-                    "range" => format!("unnest(range({args}))"),
-                    _ => return Ok(None),
+                let Some(query) = select_form(&function, &args.args)? else {
+                    return Ok(None);
                 };
-                let query = parse_query(&format!("SELECT {call} AS {function}"))?;
                 let plan = self.bind_subquery(&query, left)?;
                 named_function_rows(plan, &function, alias.as_ref()).map(Some)
             }
             _ => Ok(None),
         }
     }
+}
+
+/// A set-returning function over columns as the query of its select-list form (`SELECT
+/// unnest(t.l) AS unnest`), whose rows are the function's; `None` for other functions.
+pub(super) fn select_form(function: &str, args: &[ast::FunctionArg]) -> Result<Option<ast::Query>> {
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    let args = args.join(", ");
+    let call = match function {
+        "generate_series" | "unnest" => format!("{function}({args})"),
+        "range" => format!("unnest(range({args}))"),
+        _ => return Ok(None),
+    };
+    parse_query(&format!("SELECT {call} AS {function}")).map(Some)
 }
 
 /// The rows of a set-returning function in FROM, named by its alias: a function of one

@@ -1213,7 +1213,17 @@ impl<'a> Binder<'a> {
             } => {
                 let function = function_name(name)?;
                 if table_functions::is_set_function(&function) {
-                    let plan = table_functions::set_function(&function, &args.args)?;
+                    let plan = match table_functions::set_function(&function, &args.args) {
+                        Ok(plan) => plan,
+                        // Over an enclosing query's columns (`FROM unnest(outer.l)` in a
+                        // correlated subquery): its select-list form reads them.
+                        Err(alone) => match lateral::select_form(&function, &args.args)? {
+                            Some(query) if self.outer_scope().is_some() => {
+                                self.bind_query(&query).map_err(|_| alone)?
+                            }
+                            _ => return Err(alone),
+                        },
+                    };
                     return lateral::named_function_rows(plan, &function, alias.as_ref());
                 }
                 if function == "table_changes" {
