@@ -57,6 +57,16 @@ pub enum Expr {
         name: String,
         data_type: DataType,
     },
+    /// A column of a query further out: `depth` 2 is the enclosing query's enclosing query
+    /// (nested correlated subqueries). Decorrelating the subquery it sits in takes it for a
+    /// constant and brings it a level nearer; at depth 1, once that subquery is a join, it is
+    /// an `OuterColumn` of the query the join is in.
+    DeepOuterColumn {
+        depth: usize,
+        index: usize,
+        name: String,
+        data_type: DataType,
+    },
     /// An uncorrelated subquery's single value, computed once before the query runs.
     ScalarSubquery(Subquery),
     /// A list function applying a lambda to each list's elements (ADR 0061).
@@ -969,6 +979,7 @@ impl Expr {
             Expr::Column { .. }
             | Expr::Literal(_)
             | Expr::OuterColumn { .. }
+            | Expr::DeepOuterColumn { .. }
             | Expr::ScalarSubquery(_) => self.clone(),
             Expr::Lambda(lambda) => Expr::Lambda(Box::new(Lambda {
                 list: f(&lambda.list),
@@ -1056,6 +1067,11 @@ impl Expr {
         self.any(&|e| matches!(e, Expr::OuterColumn { .. }))
     }
 
+    /// True when the expression reads a column of any query around it, however far out.
+    pub fn has_any_outer(&self) -> bool {
+        self.any(&|e| matches!(e, Expr::OuterColumn { .. } | Expr::DeepOuterColumn { .. }))
+    }
+
     /// Every column index the expression reads.
     pub fn column_indices(&self) -> Vec<usize> {
         let mut out = Vec::new();
@@ -1101,9 +1117,9 @@ impl Expr {
     /// The type of the values this expression produces.
     pub fn data_type(&self) -> DataType {
         match self {
-            Expr::Column { data_type, .. } | Expr::OuterColumn { data_type, .. } => {
-                data_type.clone()
-            }
+            Expr::Column { data_type, .. }
+            | Expr::OuterColumn { data_type, .. }
+            | Expr::DeepOuterColumn { data_type, .. } => data_type.clone(),
             Expr::ScalarSubquery(subquery) => subquery.plan.schema().field(0).data_type().clone(),
             Expr::Literal(value) => value.data_type(),
             Expr::Binary { op, left, .. } => {
@@ -1152,6 +1168,9 @@ impl fmt::Display for Expr {
         match self {
             Expr::Column { name, index, .. } => write!(f, "{name}#{index}"),
             Expr::OuterColumn { name, index, .. } => write!(f, "outer.{name}#{index}"),
+            Expr::DeepOuterColumn {
+                name, index, depth, ..
+            } => write!(f, "outer{depth}.{name}#{index}"),
             Expr::ScalarSubquery(_) => write!(f, "(subquery)"),
             Expr::Lambda(lambda) => {
                 write!(f, "{}({}, ", lambda.op.name(), lambda.list)?;

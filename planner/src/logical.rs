@@ -180,6 +180,12 @@ impl LogicalPlan {
         self.any_expr(&mut |e| matches!(e, Expr::OuterColumn { .. }))
     }
 
+    /// True when the plan reads a column of any query around it, however far out: whether a
+    /// subquery is correlated.
+    pub fn has_any_outer(&self) -> bool {
+        self.any_expr(&mut |e| matches!(e, Expr::OuterColumn { .. } | Expr::DeepOuterColumn { .. }))
+    }
+
     /// A block of inner joins of `relations` under `predicates`; a lone relation without
     /// conditions is itself.
     pub fn join_block(mut relations: Vec<LogicalPlan>, predicates: Vec<Expr>) -> LogicalPlan {

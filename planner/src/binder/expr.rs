@@ -329,6 +329,20 @@ pub(super) fn bind_aggregated(
         return Ok(Expr::column(index, expr.to_string(), bound.data_type()));
     }
     if let ast::Expr::Identifier(_) | ast::Expr::CompoundIdentifier(_) = expr {
+        // A column of an enclosing query is one value for the whole group.
+        if let (Err(_), Some(binder)) = (bind_generic(expr, &mut plain), binder) {
+            let no_columns = Scope::default();
+            let mut outer_only = Context::Plain {
+                scope: &no_columns,
+                clause: "SELECT",
+                binder: Some(binder),
+            };
+            if let Ok(outer) = bind_generic(expr, &mut outer_only)
+                && outer.has_any_outer()
+            {
+                return Ok(outer);
+            }
+        }
         // Report a missing column as such, before complaining about grouping.
         bind_generic(expr, &mut plain)?;
         return Err(bind_err!(
@@ -370,7 +384,7 @@ pub(super) fn argument_context<'a>(
 /// An aggregate argument that reads an enclosing query's columns only belongs, by the
 /// standard, to that query, which it would make an aggregation: refused.
 pub(super) fn refuse_outer_only(arg: &Expr, written: &ast::Expr) -> Result<()> {
-    if arg.has_outer() && arg.column_indices().is_empty() {
+    if arg.has_any_outer() && arg.column_indices().is_empty() {
         return Err(unsupported!(
             "an aggregate over only an enclosing query's columns ({written})"
         ));
@@ -1045,7 +1059,7 @@ pub(super) fn scalar_subquery_of(
         return Err(unsupported!("a subquery here"));
     };
     let plan = shape(binder.bind_subquery(query, &scope)?)?;
-    if !plan.has_outer() {
+    if !plan.has_any_outer() {
         return scalar_value(plan);
     }
     if clause != "WHERE" && clause != "SELECT" {
@@ -1077,7 +1091,7 @@ pub(super) fn bind_mark(
     // A row value IN a subquery of as many columns compares rows the same way.
     let row_probe = probe.as_ref().is_some_and(super::arrays::is_row_value);
     if let Some(probe) = &probe
-        && (plan.has_outer() && (negated || clause == "SELECT") || row_probe)
+        && (plan.has_any_outer() && (negated || clause == "SELECT") || row_probe)
     {
         let (op, all) = match negated {
             true => (BinaryOperator::NotEq, true),
@@ -1117,6 +1131,21 @@ pub(super) fn scalar_value(plan: crate::logical::LogicalPlan) -> Result<Expr> {
     Ok(Expr::ScalarSubquery(crate::expr::Subquery::new(plan)))
 }
 
+/// A column of a query beyond the one directly around (nested correlated subqueries).
+fn deep_column(binder: &Binder<'_>, qualifier: &Option<String>, name: &str) -> Option<Expr> {
+    let scopes = binder.farther_scopes();
+    scopes.iter().enumerate().find_map(|(i, scope)| {
+        let index = scope.resolve(qualifier.as_deref(), name).ok()?;
+        let column = &scope.columns[index];
+        Some(Expr::DeepOuterColumn {
+            depth: i + 2,
+            index,
+            name: column.name.clone(),
+            data_type: column.data_type.clone(),
+        })
+    })
+}
+
 pub(super) fn resolve_column(
     ctx: &mut Context<'_>,
     qualifier: Option<String>,
@@ -1141,6 +1170,9 @@ pub(super) fn resolve_column(
                     });
                 }
                 None => {
+                    if let Some(deep) = binder.and_then(|b| deep_column(b, &qualifier, &name)) {
+                        return Ok(deep);
+                    }
                     let ungrouped = binder.and_then(|b| b.outer_scope()).is_some_and(|o| {
                         let scope = Scope {
                             columns: o.ungrouped,

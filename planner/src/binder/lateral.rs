@@ -36,16 +36,14 @@ impl Binder<'_> {
                 Err(alone) => alone,
             };
             return match self.bind_lateral(factor, left) {
-                Ok(Some((plan, scope))) if plan.has_outer() => Ok((plan, scope, true)),
+                Ok(Some((plan, scope))) if plan.has_any_outer() => Ok((plan, scope, true)),
                 _ => Err(alone),
             };
         }
         match self.bind_lateral(factor, left)? {
-            Some((plan, scope)) => {
-                let reads_left = plan.has_outer();
-                Ok((plan, scope, reads_left))
-            }
-            None => {
+            Some((plan, scope)) if plan.has_any_outer() => Ok((plan, scope, true)),
+            // Reading none of them, it is bound alone, where the queries around are nearer.
+            _ => {
                 let (plan, scope) = self.bind_factor(factor)?;
                 Ok((plan, scope, false))
             }

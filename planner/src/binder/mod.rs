@@ -394,6 +394,13 @@ impl<'a> Binder<'a> {
         self.outer.borrow().last().cloned()
     }
 
+    /// The scopes of the queries around the one directly around the subquery being bound,
+    /// nearest first: depth 2, 3, ...
+    pub(crate) fn farther_scopes(&self) -> Vec<Scope> {
+        let outer = self.outer.borrow();
+        outer.iter().rev().skip(1).cloned().collect()
+    }
+
     /// Binds a subquery whose outer columns come from `scope`.
     pub(crate) fn bind_subquery(&self, query: &ast::Query, scope: &Scope) -> Result<LogicalPlan> {
         self.outer.borrow_mut().push(scope.clone());
@@ -1320,7 +1327,7 @@ impl<'a> Binder<'a> {
                     } => {
                         let probe = self.bind_scalar(expr, scope, "WHERE")?;
                         let plan = self.bind_subquery(subquery, scope)?;
-                        if *negated && plan.has_outer() || arrays::is_row_value(&probe) {
+                        if *negated && plan.has_any_outer() || arrays::is_row_value(&probe) {
                             // No anti join keeps a correlated NOT IN's NULL semantics, nor a
                             // join on one key a row value's: it is a comparison with the
                             // subquery's values, row by row.

@@ -22,7 +22,7 @@ use crate::optimizer::pull_up::{
     SubqueryUse, join_condition, join_scalar_by_domain, pull_up, to_joined,
 };
 use crate::optimizer::semi_pushdown::push_down_semi_join;
-use crate::tree::TreeNode;
+use crate::tree::{PlanNode, TreeNode};
 use crate::{Result, unsupported};
 
 /// The pass: every `Subquery` node, from the leaves up, as a join.
@@ -40,9 +40,62 @@ pub fn decorrelate(plan: &mut LogicalPlan, snapshot: &Snapshot) -> Result<()> {
         else {
             unreachable!("matched above")
         };
-        *node = join_subquery(*input, *subquery, kind, snapshot)?;
+        // Columns of queries beyond this one are constants to this join; after it they are a
+        // level nearer (at depth 1, outer columns of the query the join is in).
+        let subquery = nearer(*subquery, DeepStep::Approach);
+        let joined = join_subquery(*input, subquery, kind, snapshot)?;
+        *node = nearer(joined, DeepStep::Arrive);
         Ok(())
     })
+}
+
+#[derive(Clone, Copy)]
+enum DeepStep {
+    /// Depth d becomes d - 1; depth 1 then marks the columns arrived at their query.
+    Approach,
+    /// Depth 1 becomes an `OuterColumn`.
+    Arrive,
+}
+
+fn nearer(mut plan: LogicalPlan, step: DeepStep) -> LogicalPlan {
+    fn map(expr: &Expr, step: DeepStep) -> Expr {
+        match (expr, step) {
+            (
+                Expr::DeepOuterColumn {
+                    depth,
+                    index,
+                    name,
+                    data_type,
+                },
+                DeepStep::Approach,
+            ) => Expr::DeepOuterColumn {
+                depth: depth - 1,
+                index: *index,
+                name: name.clone(),
+                data_type: data_type.clone(),
+            },
+            (
+                Expr::DeepOuterColumn {
+                    depth: 1,
+                    index,
+                    name,
+                    data_type,
+                },
+                DeepStep::Arrive,
+            ) => Expr::OuterColumn {
+                index: *index,
+                name: name.clone(),
+                data_type: data_type.clone(),
+            },
+            (other, _) => other.map_children(&mut |e| map(e, step)),
+        }
+    }
+    let has_deep = plan.any_expr(&mut |e| matches!(e, Expr::DeepOuterColumn { .. }));
+    if has_deep {
+        plan.map_exprs(&mut |e| Ok::<_, std::convert::Infallible>(map(e, step)))
+            .expect("infallible");
+    }
+    plan
 }
 
 /// `subquery` asked of every row of `input` as a join.
