@@ -169,11 +169,13 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
                 (v, _) => Ok(Value::Column(like(&v.into_array(rows)?)?)),
             }
         }
-        Expr::OuterColumn { name, .. } | Expr::DeepOuterColumn { name, .. } => {
-            Err(ExecError::Execution(format!(
-                "outer column {name} reached the executor: the subquery was not decorrelated"
-            )))
-        }
+        Expr::OuterColumn { name, .. } => Err(ExecError::Execution(format!(
+            "outer column {name} reached the executor: the subquery was not decorrelated"
+        ))),
+        Expr::DeepOuterColumn(column) => Err(ExecError::Execution(format!(
+            "outer column {} reached the executor: the subquery was not decorrelated",
+            column.name
+        ))),
         Expr::Lambda(lambda) => Ok(Value::Column(crate::lambdas::evaluate_lambda(
             lambda, batch,
         )?)),

@@ -61,12 +61,7 @@ pub enum Expr {
     /// (nested correlated subqueries). Decorrelating the subquery it sits in takes it for a
     /// constant and brings it a level nearer; at depth 1, once that subquery is a join, it is
     /// an `OuterColumn` of the query the join is in.
-    DeepOuterColumn {
-        depth: usize,
-        index: usize,
-        name: String,
-        data_type: DataType,
-    },
+    DeepOuterColumn(Box<DeepColumn>),
     /// An uncorrelated subquery's single value, computed once before the query runs.
     ScalarSubquery(Subquery),
     /// A list function applying a lambda to each list's elements (ADR 0061).
@@ -979,7 +974,7 @@ impl Expr {
             Expr::Column { .. }
             | Expr::Literal(_)
             | Expr::OuterColumn { .. }
-            | Expr::DeepOuterColumn { .. }
+            | Expr::DeepOuterColumn(_)
             | Expr::ScalarSubquery(_) => self.clone(),
             Expr::Lambda(lambda) => Expr::Lambda(Box::new(Lambda {
                 list: f(&lambda.list),
@@ -1069,7 +1064,7 @@ impl Expr {
 
     /// True when the expression reads a column of any query around it, however far out.
     pub fn has_any_outer(&self) -> bool {
-        self.any(&|e| matches!(e, Expr::OuterColumn { .. } | Expr::DeepOuterColumn { .. }))
+        self.any(&|e| matches!(e, Expr::OuterColumn { .. } | Expr::DeepOuterColumn(_)))
     }
 
     /// Every column index the expression reads.
@@ -1117,9 +1112,10 @@ impl Expr {
     /// The type of the values this expression produces.
     pub fn data_type(&self) -> DataType {
         match self {
-            Expr::Column { data_type, .. }
-            | Expr::OuterColumn { data_type, .. }
-            | Expr::DeepOuterColumn { data_type, .. } => data_type.clone(),
+            Expr::Column { data_type, .. } | Expr::OuterColumn { data_type, .. } => {
+                data_type.clone()
+            }
+            Expr::DeepOuterColumn(column) => column.data_type.clone(),
             Expr::ScalarSubquery(subquery) => subquery.plan.schema().field(0).data_type().clone(),
             Expr::Literal(value) => value.data_type(),
             Expr::Binary { op, left, .. } => {
@@ -1168,9 +1164,7 @@ impl fmt::Display for Expr {
         match self {
             Expr::Column { name, index, .. } => write!(f, "{name}#{index}"),
             Expr::OuterColumn { name, index, .. } => write!(f, "outer.{name}#{index}"),
-            Expr::DeepOuterColumn {
-                name, index, depth, ..
-            } => write!(f, "outer{depth}.{name}#{index}"),
+            Expr::DeepOuterColumn(c) => write!(f, "outer{}.{}#{}", c.depth, c.name, c.index),
             Expr::ScalarSubquery(_) => write!(f, "(subquery)"),
             Expr::Lambda(lambda) => {
                 write!(f, "{}({}, ", lambda.op.name(), lambda.list)?;
@@ -1229,6 +1223,16 @@ impl fmt::Display for Expr {
             }
         }
     }
+}
+
+/// A column of a query two or more levels out (`Expr::DeepOuterColumn`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeepColumn {
+    /// 2 for the enclosing query's enclosing query, and so on.
+    pub depth: usize,
+    pub index: usize,
+    pub name: String,
+    pub data_type: DataType,
 }
 
 /// Aggregate functions.

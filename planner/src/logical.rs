@@ -183,7 +183,7 @@ impl LogicalPlan {
     /// True when the plan reads a column of any query around it, however far out: whether a
     /// subquery is correlated.
     pub fn has_any_outer(&self) -> bool {
-        self.any_expr(&mut |e| matches!(e, Expr::OuterColumn { .. } | Expr::DeepOuterColumn { .. }))
+        self.any_expr(&mut |e| matches!(e, Expr::OuterColumn { .. } | Expr::DeepOuterColumn(_)))
     }
 
     /// A block of inner joins of `relations` under `predicates`; a lone relation without

@@ -97,7 +97,7 @@ macro_rules! expr_children {
             Expr::Column { .. }
             | Expr::Literal(_)
             | Expr::OuterColumn { .. }
-            | Expr::DeepOuterColumn { .. }
+            | Expr::DeepOuterColumn(_)
             | Expr::ScalarSubquery(_) => {}
             Expr::Binary { left, right, .. } => out.extend([&$($mut)? **left, &$($mut)? **right]),
             Expr::Not(e) | Expr::Negative(e) | Expr::IsNull(e) | Expr::IsNotNull(e) => {

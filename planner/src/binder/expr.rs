@@ -1137,12 +1137,12 @@ fn deep_column(binder: &Binder<'_>, qualifier: &Option<String>, name: &str) -> O
     scopes.iter().enumerate().find_map(|(i, scope)| {
         let index = scope.resolve(qualifier.as_deref(), name).ok()?;
         let column = &scope.columns[index];
-        Some(Expr::DeepOuterColumn {
+        Some(Expr::DeepOuterColumn(Box::new(crate::expr::DeepColumn {
             depth: i + 2,
             index,
             name: column.name.clone(),
             data_type: column.data_type.clone(),
-        })
+        })))
     })
 }
 

@@ -60,37 +60,23 @@ enum DeepStep {
 fn nearer(mut plan: LogicalPlan, step: DeepStep) -> LogicalPlan {
     fn map(expr: &Expr, step: DeepStep) -> Expr {
         match (expr, step) {
-            (
-                Expr::DeepOuterColumn {
-                    depth,
-                    index,
-                    name,
-                    data_type,
-                },
-                DeepStep::Approach,
-            ) => Expr::DeepOuterColumn {
-                depth: depth - 1,
-                index: *index,
-                name: name.clone(),
-                data_type: data_type.clone(),
-            },
-            (
-                Expr::DeepOuterColumn {
-                    depth: 1,
-                    index,
-                    name,
-                    data_type,
-                },
-                DeepStep::Arrive,
-            ) => Expr::OuterColumn {
-                index: *index,
-                name: name.clone(),
-                data_type: data_type.clone(),
-            },
+            (Expr::DeepOuterColumn(column), DeepStep::Approach) => {
+                let mut nearer = column.as_ref().clone();
+                assert!(nearer.depth >= 2, "depth 1 arrives as the join is built");
+                nearer.depth -= 1;
+                Expr::DeepOuterColumn(Box::new(nearer))
+            }
+            (Expr::DeepOuterColumn(column), DeepStep::Arrive) if column.depth == 1 => {
+                Expr::OuterColumn {
+                    index: column.index,
+                    name: column.name.clone(),
+                    data_type: column.data_type.clone(),
+                }
+            }
             (other, _) => other.map_children(&mut |e| map(e, step)),
         }
     }
-    let has_deep = plan.any_expr(&mut |e| matches!(e, Expr::DeepOuterColumn { .. }));
+    let has_deep = plan.any_expr(&mut |e| matches!(e, Expr::DeepOuterColumn(_)));
     if has_deep {
         plan.map_exprs(&mut |e| Ok::<_, std::convert::Infallible>(map(e, step)))
             .expect("infallible");
