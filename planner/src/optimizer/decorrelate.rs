@@ -16,7 +16,7 @@ use pondra_catalog::Snapshot;
 
 use crate::expr::{BinaryOp, Expr, JoinKind};
 use crate::logical::{LogicalPlan, SubqueryKind};
-use crate::optimizer::domain_join::join_over_domain;
+use crate::optimizer::domain_join::{join_over_domain, mark_over_domain};
 use crate::optimizer::key_domain::restrict_to_outer_keys;
 use crate::optimizer::pull_up::{
     SubqueryUse, join_condition, join_scalar_by_domain, pull_up, to_joined,
@@ -120,7 +120,10 @@ fn join_subquery(
             } else {
                 JoinKind::Mark
             };
-            join_filter(input, join, subquery, probe)
+            join_filter(input.clone(), join, subquery.clone(), probe.clone()).or_else(|e| {
+                // `pull_up` cannot take the correlation out: count over the domain.
+                mark_over_domain(input, subquery, probe).map_err(|_| e)
+            })
         }
         SubqueryKind::Scalar => {
             let pulled_up = join_scalar(input.clone(), subquery.clone(), width, snapshot);

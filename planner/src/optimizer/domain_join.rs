@@ -12,8 +12,8 @@ use std::sync::Arc;
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 
 use crate::expr::{
-    AggregateFunction, BinaryOp, Expr, FrameBound, JoinKind, ScalarFunction, SortKey, WindowExpr,
-    WindowFunction,
+    AggregateCall, AggregateFunction, BinaryOp, Expr, FrameBound, JoinKind, ScalarFunction,
+    SortKey, WindowExpr, WindowFunction,
 };
 use crate::logical::LogicalPlan;
 use crate::optimizer::pull_up::null_safe_key;
@@ -59,6 +59,134 @@ pub fn join_over_domain(
     Ok(keep_columns(joined, kept.collect()))
 }
 
+/// `EXISTS` (no probe) or `probe IN (subquery)` as a value, for a correlated subquery: for
+/// every input row, over the subquery's rows for it, true when one matches, NULL when none
+/// does but a NULL might (a NULL value, or a NULL probe over some rows), else false. The
+/// probe joins the domain, and each domain row counts its matches and NULLs. Output: the
+/// input's columns, then the mark.
+pub fn mark_over_domain(
+    input: LogicalPlan,
+    subquery: LogicalPlan,
+    probe: Option<Expr>,
+) -> Result<LogicalPlan> {
+    let width = input.schema().fields().len();
+    let input_schema = input.schema();
+    let mut exprs: Vec<Expr> = (0..width).map(|c| column_of(&input_schema, c, 0)).collect();
+    let mut names: Vec<String> = input_schema
+        .fields()
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    if let Some(probe) = &probe {
+        exprs.push(probe.clone());
+        names.push("probe".into());
+    }
+    // The probe, a column of the input, is an outer column the subquery reads too.
+    let input = input.project(exprs, names);
+    let mut domain = Domain::of(&input, &subquery);
+    if probe.is_some() && !domain.outer.contains(&width) {
+        domain = Domain::with_columns(&input, {
+            let mut outer = domain.outer.clone();
+            outer.push(width);
+            outer
+        });
+    }
+    let k = domain.width();
+    let rewritten = with_domain(subquery, &domain)?;
+    let rewritten_schema = rewritten.schema();
+    let count = AggregateCall::new(AggregateFunction::CountStar, None);
+    let mut aggregates = vec![count];
+    if probe.is_some() {
+        let probe_position = domain.outer.binary_search(&width).expect("added");
+        let value = column_of(&rewritten_schema, k, 0);
+        let probe_value = column_of(&rewritten_schema, probe_position, 0);
+        let equal = Expr::Binary {
+            op: BinaryOp::Eq,
+            left: Box::new(value.clone()),
+            right: Box::new(probe_value),
+        };
+        // bool_or: the maximum of the booleans.
+        aggregates.push(AggregateCall::new(AggregateFunction::Max, Some(equal)));
+        let null_value = Expr::IsNull(Box::new(value));
+        aggregates.push(AggregateCall::new(AggregateFunction::Max, Some(null_value)));
+    }
+    let mut fields = domain.fields();
+    fields.extend(
+        aggregates
+            .iter()
+            .enumerate()
+            .map(|(i, a)| Field::new(format!("m{i}"), a.data_type.clone(), true)),
+    );
+    let counted = LogicalPlan::Aggregate {
+        input: Box::new(rewritten),
+        group: domain.columns(),
+        aggregates,
+        schema: Arc::new(Schema::new(fields)),
+    };
+    let counted_schema = counted.schema();
+    let mut keys = Vec::new();
+    for (i, outer) in domain.outer.iter().enumerate() {
+        keys.extend(null_safe_key(
+            column_of(&input.schema(), *outer, 0),
+            column_of(&counted_schema, i, 0),
+        ));
+    }
+    let input_width = input.schema().fields().len();
+    let joined = LogicalPlan::join(input, counted, JoinKind::Left, keys, None);
+    let joined_schema = joined.schema();
+    let at = |i: usize| column_of(&joined_schema, input_width + k + i, 0);
+    let literal = |b: bool| Expr::Literal(ScalarValue::Boolean(b));
+    let some_rows = Expr::Binary {
+        op: BinaryOp::Gt,
+        left: Box::new(zero_when_null(at(0))),
+        right: Box::new(Expr::Literal(ScalarValue::Int64(0))),
+    };
+    let mark = match &probe {
+        None => some_rows,
+        Some(_) => {
+            let probe_is_null = Expr::IsNull(Box::new(column_of(&joined_schema, width, 0)));
+            let maybe = Expr::Binary {
+                op: BinaryOp::Or,
+                left: Box::new(Expr::Binary {
+                    op: BinaryOp::Eq,
+                    left: Box::new(at(2)),
+                    right: Box::new(literal(true)),
+                }),
+                right: Box::new(probe_is_null),
+            };
+            Expr::Case {
+                branches: vec![
+                    (Expr::Not(Box::new(some_rows)), literal(false)),
+                    (
+                        Expr::Binary {
+                            op: BinaryOp::Eq,
+                            left: Box::new(at(1)),
+                            right: Box::new(literal(true)),
+                        },
+                        literal(true),
+                    ),
+                    (
+                        maybe,
+                        Expr::Literal(ScalarValue::Null).cast(&DataType::Boolean),
+                    ),
+                ],
+                otherwise: Some(Box::new(literal(false))),
+                data_type: DataType::Boolean,
+            }
+        }
+    };
+    let mut exprs: Vec<Expr> = (0..width)
+        .map(|c| column_of(&joined_schema, c, 0))
+        .collect();
+    let mut names: Vec<String> = joined_schema.fields()[..width]
+        .iter()
+        .map(|f| f.name().clone())
+        .collect();
+    exprs.push(mark);
+    names.push("mark".into());
+    Ok(joined.project(exprs, names))
+}
+
 /// The distinct combinations of the outer columns a subquery reads, and where each is.
 struct Domain {
     plan: LogicalPlan,
@@ -75,6 +203,11 @@ impl Domain {
             }
             false
         });
+        Domain::with_columns(input, outer)
+    }
+
+    /// The domain of the input's columns `outer`.
+    fn with_columns(input: &LogicalPlan, mut outer: Vec<usize>) -> Domain {
         outer.sort_unstable();
         outer.dedup();
         let schema = input.schema();
@@ -591,7 +724,6 @@ fn keep_columns(plan: LogicalPlan, kept: Vec<usize>) -> LogicalPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::expr::AggregateCall;
 
     fn values(name: &str) -> LogicalPlan {
         LogicalPlan::Values {
