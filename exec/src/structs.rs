@@ -248,12 +248,13 @@ fn nested_text(value: &ArrayRef) -> Result<Vec<String>> {
             }
         }
         _ => {
+            // Other values by the same rule: a time, with its colons, is quoted.
             let texts = crate::casts::cast(value, &DataType::Utf8, false)?;
             let texts = texts.as_string::<i32>();
             for row in 0..value.len() {
                 out.push(match is_null(row) {
                     true => "NULL".to_string(),
-                    false => texts.value(row).to_string(),
+                    false => nested_string(texts.value(row)).into_owned(),
                 });
             }
         }
@@ -262,10 +263,16 @@ fn nested_text(value: &ArrayRef) -> Result<Vec<String>> {
 }
 
 /// A string inside a list or struct as DuckDB writes it: bare, unless it is empty, says
-/// NULL, has space at an end, or holds a character that delimits nested values; then in
+/// NULL, has space at an end, or holds a character that delimits nested values (brackets,
+/// quotes, commas, and a struct's `:` or a map's `=`); then in
 /// single quotes, with its quotes and backslashes escaped.
 pub fn nested_string(text: &str) -> std::borrow::Cow<'_, str> {
-    let delimits = |c: char| matches!(c, ',' | '[' | ']' | '{' | '}' | '(' | ')' | '\'' | '"');
+    let delimits = |c: char| {
+        matches!(
+            c,
+            ',' | '[' | ']' | '{' | '}' | '(' | ')' | '\'' | '"' | ':' | '='
+        )
+    };
     let quoted = text.is_empty()
         || text.eq_ignore_ascii_case("null")
         || text.starts_with(char::is_whitespace)
