@@ -451,7 +451,7 @@ fn filter_over(input: LogicalPlan, predicate: Expr) -> LogicalPlan {
 
 /// `(left side, right side)` of an equality between an expression over the left input only
 /// and one over the right only, the right side in the right input's own columns.
-fn equi_key(predicate: &Expr, left_width: usize) -> Option<(Expr, Expr)> {
+pub(crate) fn equi_key(predicate: &Expr, left_width: usize) -> Option<(Expr, Expr)> {
     let Expr::Binary {
         op: BinaryOp::Eq,
         left,

@@ -441,36 +441,9 @@ pub fn join_scalar_by_domain(
     let mut rest = Vec::new();
     for p in pulled {
         let joined = to_domain_space(&p, &position, domain_width);
-        if let Expr::Binary {
-            op: BinaryOp::Eq,
-            left,
-            right,
-        } = &joined
-        {
-            let side = |e: &Expr| {
-                let c = e.column_indices();
-                if c.is_empty() {
-                    None
-                } else if c.iter().all(|i| *i < domain_width) {
-                    Some(true)
-                } else if c.iter().all(|i| *i >= domain_width) {
-                    Some(false)
-                } else {
-                    None
-                }
-            };
-            let to_right = |e: &Expr| e.remap_columns(&|c| c - domain_width);
-            match (side(left), side(right)) {
-                (Some(true), Some(false)) => {
-                    keys.push(((**left).clone(), to_right(right)));
-                    continue;
-                }
-                (Some(false), Some(true)) => {
-                    keys.push(((**right).clone(), to_right(left)));
-                    continue;
-                }
-                _ => {}
-            }
+        if let Some(key) = crate::optimizer::domain_join::equi_key(&joined, domain_width) {
+            keys.push(key);
+            continue;
         }
         rest.push(joined);
     }
