@@ -130,6 +130,53 @@ pub(super) fn union_of_groupings(
     LogicalPlan::Union { inputs, schema }
 }
 
+/// The type a column of both sides of a set operation takes: the same type, the other's for
+/// an untyped NULL, the wider number, a list of the elements' common type.
+fn union_type(left: &DataType, right: &DataType) -> Option<DataType> {
+    match (left, right) {
+        (l, r) if l == r => Some(l.clone()),
+        (l, DataType::Null) => Some(l.clone()),
+        (DataType::Null, r) => Some(r.clone()),
+        (DataType::List(l), DataType::List(r)) => {
+            union_type(l.data_type(), r.data_type()).map(crate::types::list_of)
+        }
+        (l, r) => common_numeric_type(l, r),
+    }
+}
+
+/// `UNION [ALL] BY NAME` (DuckDB): both sides with the columns of either, matched by name
+/// (case aside), the left's first; a side without a column gives NULLs for it.
+fn matched_by_name(left: LogicalPlan, right: LogicalPlan) -> (LogicalPlan, LogicalPlan) {
+    let (ls, rs) = (left.schema(), right.schema());
+    let mut names: Vec<String> = Vec::new();
+    for field in ls.fields().iter().chain(rs.fields()) {
+        if !names.iter().any(|n| n.eq_ignore_ascii_case(field.name())) {
+            names.push(field.name().clone());
+        }
+    }
+    let side = |plan: LogicalPlan| {
+        let schema = plan.schema();
+        let exprs = names
+            .iter()
+            .map(|name| {
+                let found = schema
+                    .fields()
+                    .iter()
+                    .position(|f| f.name().eq_ignore_ascii_case(name));
+                match found {
+                    Some(i) => {
+                        let f = schema.field(i);
+                        Expr::column(i, f.name(), f.data_type().clone())
+                    }
+                    None => Expr::Literal(ScalarValue::Null),
+                }
+            })
+            .collect();
+        plan.project(exprs, names.clone())
+    };
+    (side(left), side(right))
+}
+
 /// UNION, INTERSECT and EXCEPT. Both inputs are brought to common column types; INTERSECT and
 /// EXCEPT count each distinct row's appearances on either side (so NULLs compare equal, as
 /// set operations require).
@@ -139,6 +186,20 @@ pub(super) fn set_operation(
     quantifier: ast::SetQuantifier,
     right: LogicalPlan,
 ) -> Result<LogicalPlan> {
+    let by_name = match quantifier {
+        ast::SetQuantifier::ByName | ast::SetQuantifier::DistinctByName => {
+            Some(ast::SetQuantifier::Distinct)
+        }
+        ast::SetQuantifier::AllByName => Some(ast::SetQuantifier::All),
+        _ => None,
+    };
+    if let Some(quantifier) = by_name {
+        if op != ast::SetOperator::Union {
+            return Err(unsupported!("{op} BY NAME"));
+        }
+        let (left, right) = matched_by_name(left, right);
+        return set_operation(left, op, quantifier, right);
+    }
     let (ls, rs) = (left.schema(), right.schema());
     if ls.fields().len() != rs.fields().len() {
         return Err(bind_err!(
@@ -150,13 +211,7 @@ pub(super) fn set_operation(
     let mut types = Vec::new();
     for (l, r) in ls.fields().iter().zip(rs.fields()) {
         let (lt, rt) = (l.data_type(), r.data_type());
-        let t = if lt == rt || *rt == DataType::Null {
-            lt.clone()
-        } else if *lt == DataType::Null {
-            rt.clone()
-        } else if let Some(n) = common_numeric_type(lt, rt) {
-            n
-        } else {
+        let Some(t) = union_type(lt, rt) else {
             return Err(bind_err!(
                 "{op} types {} and {} cannot be matched",
                 type_name(lt),
