@@ -39,9 +39,9 @@ const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
 const TIMED_OUT: &str = "canceling statement due to statement timeout";
 
 /// Records of the `.test` files each folder passes; no folder may pass fewer. Of their
-/// 21,382 records, 16,238 pass (75.9%).
+/// 21,382 records, 16,268 pass (76.1%).
 const PASSING: &[(&str, usize)] = &[
-    ("aggregate", 2026),
+    ("aggregate", 2034),
     ("cast", 806),
     ("cte", 411),
     ("filter", 205),
@@ -58,9 +58,9 @@ const PASSING: &[(&str, usize)] = &[
     ("order", 258),
     ("projection", 156),
     ("select", 59),
-    ("setops", 219),
-    ("subquery", 744),
-    ("types/list", 592),
+    ("setops", 238),
+    ("subquery", 745),
+    ("types/list", 594),
     ("types/struct", 692),
     ("window", 1004),
 ];
