@@ -108,6 +108,9 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
         _ => {}
     }
     let arity = |n: usize| expect_arity(&name, &args, n);
+    if name == "struct_concat" {
+        return super::structs::struct_concat(&args);
+    }
     if let "struct_extract" | "struct_extract_at" = name.as_str() {
         arity(2)?;
         let mut args = args;

@@ -122,6 +122,48 @@ pub(super) fn make_struct(names: Vec<String>, values: Vec<Expr>) -> Result<Expr>
     })
 }
 
+/// `struct_concat(a, b, ...)` (DuckDB): the fields of every struct in order, a NULL struct
+/// giving NULL fields; named and unnamed structs do not mix, and no name may repeat.
+pub(super) fn struct_concat(args: &[Expr]) -> Result<Expr> {
+    if args.is_empty() {
+        return Err(bind_err!(
+            "struct_concat: At least one argument is required"
+        ));
+    }
+    let (mut names, mut values) = (Vec::new(), Vec::new());
+    let mut named = None;
+    for (position, record) in args.iter().enumerate() {
+        let DataType::Struct(fields) = record.data_type() else {
+            return Err(bind_err!(
+                "struct_concat: Argument at position \"{}\" is not a STRUCT",
+                position + 1
+            ));
+        };
+        for (i, field) in fields.iter().enumerate() {
+            let is_named = !field.name().is_empty();
+            if named.is_some_and(|n| n != is_named) {
+                return Err(bind_err!(
+                    "struct_concat: Cannot mix named and unnamed STRUCTs"
+                ));
+            }
+            named = Some(is_named);
+            if is_named
+                && names
+                    .iter()
+                    .any(|n: &String| n.eq_ignore_ascii_case(field.name()))
+            {
+                return Err(bind_err!(
+                    "struct_concat: Arguments contain duplicate STRUCT entry \"{}\"",
+                    field.name()
+                ));
+            }
+            names.push(field.name().clone());
+            values.push(field_at(record.clone(), i));
+        }
+    }
+    make_struct(names, values)
+}
+
 /// The field at `index` of a struct.
 fn field_at(record: Expr, index: usize) -> Expr {
     let DataType::Struct(fields) = record.data_type() else {
