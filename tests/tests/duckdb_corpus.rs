@@ -39,7 +39,7 @@ const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
 const TIMED_OUT: &str = "canceling statement due to statement timeout";
 
 /// Records of the `.test` files each folder passes; no folder may pass fewer. Of their
-/// 21,382 records, 16,268 pass (76.1%).
+/// 21,382 records, 16,274 pass (76.1%).
 const PASSING: &[(&str, usize)] = &[
     ("aggregate", 2034),
     ("cast", 806),
@@ -61,7 +61,7 @@ const PASSING: &[(&str, usize)] = &[
     ("setops", 238),
     ("subquery", 745),
     ("types/list", 594),
-    ("types/struct", 692),
+    ("types/struct", 698),
     ("window", 1004),
 ];
 
