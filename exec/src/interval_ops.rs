@@ -39,6 +39,13 @@ pub fn function(op: IntervalOp, args: &[ArrayRef]) -> Result<ArrayRef> {
                 .collect::<Result<Int64Array>>()?;
             Arc::new(units)
         }
+        IntervalOp::Nanosecond => {
+            let nanos: Int64Array = intervals
+                .iter()
+                .map(|i| i.map(|i| micros(i) % MICROS_PER_MINUTE * 1_000))
+                .collect();
+            Arc::new(nanos)
+        }
         IntervalOp::Trunc(part) => {
             let truncated: IntervalMonthDayNanoArray = intervals
                 .iter()
@@ -83,9 +90,12 @@ fn epoch_micros(i: IntervalMonthDayNano) -> i128 {
     days * per_day + quarter_days + i128::from(micros(i))
 }
 
-/// The whole interval as a count of `per_second` units, which must fit a BIGINT.
+/// The whole interval as a count of `per_second` units, which must fit a BIGINT. Unlike the
+/// epoch in seconds, DuckDB counts every month here as 30 days, a year as 360.
 fn epoch_units(i: IntervalMonthDayNano, per_second: i64) -> Result<i64> {
-    let units = epoch_micros(i) * i128::from(per_second) / 1_000_000;
+    let days = i128::from(i.months) * i128::from(DAYS_PER_MONTH) + i128::from(i.days);
+    let micros = days * i128::from(MICROS_PER_DAY) + i128::from(micros(i));
+    let units = micros * i128::from(per_second) / 1_000_000;
     i64::try_from(units).map_err(|_| {
         ExecError::Execution(format!(
             "interval out of range: {} in units of 1/{per_second} s",
@@ -137,11 +147,10 @@ fn scale(
         if divide && factor == 0.0 {
             return Err(ExecError::Execution("division by zero".into()));
         }
-        let scaled = match (divide, factor.fract() == 0.0) {
-            (true, true) => divided(i, factor as i64),
-            (false, true) => multiplied(i, factor as i64),
-            (true, false) => fractional(i, 1.0 / factor),
-            (false, false) => fractional(i, factor),
+        // A whole multiplier scales exactly; anything else goes through doubles.
+        let scaled = match !divide && factor.fract() == 0.0 && factor.abs() < 1e15 {
+            true => multiplied(i, factor as i64),
+            false => as_postgres(i, factor, divide),
         };
         out.push(Some(scaled.ok_or_else(|| {
             ExecError::Execution(format!(
@@ -163,30 +172,34 @@ fn multiplied(i: IntervalMonthDayNano, n: i64) -> Option<IntervalMonthDayNano> {
     ))
 }
 
-/// Division by a whole number, each remainder carried to the next field exactly.
-fn divided(i: IntervalMonthDayNano, n: i64) -> Option<IntervalMonthDayNano> {
-    let months = i64::from(i.months);
-    let days = i64::from(i.days) + months % n * DAYS_PER_MONTH;
-    let micros = micros(i).checked_add(days % n * MICROS_PER_DAY)?;
-    Some(IntervalMonthDayNano::new(
-        i32::try_from(months / n).ok()?,
-        i32::try_from(days / n).ok()?,
-        micros.checked_div(n)?.checked_mul(1_000)?,
-    ))
-}
-
-fn fractional(i: IntervalMonthDayNano, factor: f64) -> Option<IntervalMonthDayNano> {
-    let months = f64::from(i.months) * factor;
-    let days = f64::from(i.days) * factor + months.fract() * DAYS_PER_MONTH as f64;
-    let micros = micros(i) as f64 * factor + days.fract() * MICROS_PER_DAY as f64;
+/// PostgreSQL's `interval_mul` / `interval_div`, which DuckDB follows: the months and days
+/// scaled and truncated, the fraction of a month carried to days (30 to the month) and the
+/// fraction of a day to time, each rounded to the microsecond so that float noise does not
+/// leave `23 days 24:00:00` where `24 days` is meant.
+fn as_postgres(i: IntervalMonthDayNano, factor: f64, divide: bool) -> Option<IntervalMonthDayNano> {
+    let apply = |v: f64| if divide { v / factor } else { v * factor };
+    let to_micro = |v: f64| (v * 1e6).round_ties_even() / 1e6;
     let whole = |v: f64| (v.is_finite() && v.abs() < i32::MAX as f64).then_some(v.trunc() as i32);
-    let micros = micros.round();
+    let (months, days) = (apply(f64::from(i.months)), apply(f64::from(i.days)));
+    let (whole_months, mut whole_days) = (whole(months)?, whole(days)?);
+    let month_days = to_micro((months - f64::from(whole_months)) * DAYS_PER_MONTH as f64);
+    let seconds_per_day = (MICROS_PER_DAY / MICROS_PER_SECOND) as f64;
+    let mut seconds = to_micro(
+        (days - f64::from(whole_days) + month_days - month_days.trunc()) * seconds_per_day,
+    );
+    if seconds.abs() >= seconds_per_day {
+        let carried = (seconds / seconds_per_day).trunc();
+        whole_days = whole_days.checked_add(carried as i32)?;
+        seconds -= carried * seconds_per_day;
+    }
+    whole_days = whole_days.checked_add(month_days.trunc() as i32)?;
+    let micros = (apply(micros(i) as f64) + seconds * MICROS_PER_SECOND as f64).round_ties_even();
     if !micros.is_finite() || micros.abs() >= (i64::MAX / 1_000) as f64 {
         return None;
     }
     Some(IntervalMonthDayNano::new(
-        whole(months)?,
-        whole(days)?,
+        whole_months,
+        whole_days,
         micros as i64 * 1_000,
     ))
 }
@@ -229,15 +242,18 @@ mod tests {
 
     #[test]
     fn scaling_carries_fractions_down() {
-        assert_eq!(fractional(interval(1, 0, 0), 1.5), Some(interval(1, 15, 0)));
+        let scaled = |i, factor| as_postgres(i, factor, false);
+        assert_eq!(scaled(interval(1, 0, 0), 1.5), Some(interval(1, 15, 0)));
         assert_eq!(
-            fractional(interval(1, 1, 0), 0.5),
+            scaled(interval(1, 1, 0), 0.5),
             Some(interval(0, 15, 12 * MICROS_PER_HOUR))
         );
         assert_eq!(
-            divided(interval(1, 1, 0), 3),
+            as_postgres(interval(1, 1, 0), 3.0, true),
             Some(interval(0, 10, 8 * MICROS_PER_HOUR))
         );
+        // 4 months * 8.2 is 32.8 months: 32 months and 24 days, not 23 days 24:00:00.
+        assert_eq!(scaled(interval(4, 0, 0), 8.2), Some(interval(32, 24, 0)));
         assert_eq!(multiplied(interval(1, 2, 3), 2), Some(interval(2, 4, 6)));
         assert_eq!(multiplied(interval(i32::MAX, 0, 0), 2), None);
     }

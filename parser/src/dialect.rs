@@ -71,6 +71,15 @@ impl Dialect for PondraDialect {
         named("map").then(|| map_type(parser))
     }
 
+    // DuckDB takes `* EXCEPT (c)` for `* EXCLUDE (c)`, and `* RENAME (c AS d)`.
+    fn supports_select_wildcard_except(&self) -> bool {
+        true
+    }
+
+    fn supports_select_wildcard_rename(&self) -> bool {
+        true
+    }
+
     as_duckdb! {
         supports_cte_materialization() -> bool;
         supports_string_literal_column_alias(explicit: bool) -> bool;

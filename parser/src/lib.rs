@@ -3,16 +3,19 @@
 mod asof;
 mod comprehensions;
 mod depth;
+mod describe_subqueries;
 mod dialect;
 mod equals_arguments;
 mod frame_exclusion;
 mod null_order;
+mod prefix_aliases;
 mod split;
 mod watermarks;
 mod windows;
 
 pub use asof::{DUCKDB_ASOF, DUCKDB_ASOF_LEFT};
 pub use depth::{MAX_DEPTH, too_deep_message};
+pub use describe_subqueries::DESCRIBE_QUERY;
 pub use frame_exclusion::{
     EXCLUDE_CURRENT_ROW, EXCLUDE_GROUP, EXCLUDE_TIES, with_exclusions_written,
 };
@@ -288,6 +291,7 @@ fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
         out.push(tokens[i].clone());
         i += 1;
     }
+    let out = describe_subqueries::describe_subqueries(prefix_aliases::prefix_aliases(out));
     let out = comprehensions::list_comprehensions(out);
     let out = asof::duckdb_asof_joins(windows::short_window_calls(out));
     let out = frame_exclusion::frame_exclusions(out);

@@ -504,8 +504,11 @@ pub enum IntervalOp {
     Part(DatePart),
     /// The whole as seconds (a DOUBLE), a year counted as 365.25 days.
     Epoch,
-    /// The whole as a BIGINT count of `per_second` units (milli-, micro-, nanoseconds).
+    /// The whole as a BIGINT count of `per_second` units (milli-, micro-, nanoseconds), a
+    /// month counted as 30 days.
     EpochUnits { per_second: i64 },
+    /// The seconds field with its fraction, in nanoseconds.
+    Nanosecond,
     /// The fields smaller than a part zeroed.
     Trunc(DatePart),
     /// `interval * number` (a DOUBLE), or `/` with `divide`.
@@ -932,6 +935,7 @@ impl ScalarFunction {
                 IntervalOp::Part(_) => "date_part",
                 IntervalOp::Epoch => "epoch",
                 IntervalOp::EpochUnits { .. } => "epoch_us",
+                IntervalOp::Nanosecond => "nanosecond",
                 IntervalOp::Trunc(_) => "date_trunc",
                 IntervalOp::Scale { divide: false } => "*",
                 IntervalOp::Scale { divide: true } => "/",

@@ -101,11 +101,15 @@ fn interval_of(part: DatePart, count: Expr) -> Result<Expr> {
 
 /// The parts computed from others, by name, of a date or timestamp: `epoch` (seconds since
 /// 1970, a DOUBLE), `julian` (the Julian day, a DOUBLE), `era` (1 after Christ, 0 before) and
-/// `yearweek` (the ISO year times 100 plus the ISO week: 202001 for 2019-12-30). `None` for
-/// the other parts.
+/// `yearweek` (the ISO year times 100 plus the ISO week: 202001 for 2019-12-30), and
+/// `timezone` (the offset from UTC in seconds), `timezone_hour` and `timezone_minute`. `None`
+/// for the other parts.
 pub(super) fn derived_part(name: &str, value: &Expr) -> Option<Result<Expr>> {
     use crate::expr::BinaryOp;
-    if !matches!(name, "epoch" | "julian" | "era" | "yearweek") {
+    if !matches!(
+        name,
+        "epoch" | "julian" | "era" | "yearweek" | "timezone" | "timezone_hour" | "timezone_minute"
+    ) {
         return None;
     }
     // An infinity has no epoch, Julian day or era: NULL, as in DuckDB.
@@ -142,8 +146,27 @@ pub(super) fn derived_part(name: &str, value: &Expr) -> Option<Result<Expr>> {
             Expr::Literal(ScalarValue::Float64(1e6)),
         )
     };
+    let int = |v: i64| Expr::Literal(ScalarValue::Int64(v));
+    // The zone's offset from UTC in seconds: an instant's wall time in the session's zone
+    // less the instant; 0 for a date or a wall time, which have no zone.
+    let offset = || {
+        let stamp = match value.data_type() {
+            DataType::Timestamp(_, Some(_)) => value.clone(),
+            _ => value.clone().cast(&TIMESTAMP),
+        };
+        let wall = value.clone().cast(&TIMESTAMP).cast(&DataType::Int64);
+        let micros = binary(BinaryOp::Minus, wall, stamp.cast(&DataType::Int64));
+        binary(BinaryOp::Divide, micros, int(1_000_000))
+    };
     Some(Ok(match name {
         "epoch" => seconds(),
+        "timezone" => offset(),
+        "timezone_hour" => binary(BinaryOp::Divide, offset(), int(3_600)),
+        "timezone_minute" => binary(
+            BinaryOp::Divide,
+            binary(BinaryOp::Modulo, offset(), int(3_600)),
+            int(60),
+        ),
         // Day 2440588 of the Julian count is 1970-01-01.
         "julian" => binary(
             BinaryOp::Plus,
@@ -206,12 +229,118 @@ pub(super) fn time_of_day(value: Expr, part: &str) -> Result<Expr> {
     Ok(value.cast(&DataType::Int64).cast(&TIMESTAMP))
 }
 
+/// The part `date_trunc` truncates to for `name`: DuckDB's Julian day and parts of a day of
+/// the week or year truncate to the day, a year-week to the week, and the epoch to the second.
+pub(super) fn trunc_part(name: &str) -> Result<DatePart> {
+    Ok(match name.to_lowercase().as_str() {
+        "julian" | "dow" | "isodow" | "doy" | "dayofweek" | "dayofyear" | "weekday" => {
+            DatePart::Day
+        }
+        "yearweek" => DatePart::Week,
+        "epoch" => DatePart::Second,
+        other => part_by_name(other)?,
+    })
+}
+
+/// `date_trunc(part, value)` of a DATE or TIMESTAMP. A date is truncated as the timestamp at
+/// its midnight, and gives a timestamp, in both anchors; an instant is truncated as its wall
+/// time, and gives an instant (ADR 0067).
+pub(super) fn date_trunc(part: DatePart, value: Expr) -> Expr {
+    let value = match value.data_type() {
+        DataType::Date32 => value.cast(&TIMESTAMP),
+        _ => value,
+    };
+    let t = value.data_type();
+    if let DataType::Timestamp(_, Some(_)) = t {
+        let truncated = call(
+            ScalarFunction::DateTrunc(part),
+            vec![value.cast(&TIMESTAMP)],
+            TIMESTAMP,
+        );
+        return truncated.cast(&t);
+    }
+    call(ScalarFunction::DateTrunc(part), vec![value], t)
+}
+
+/// `date_trunc(part, value)` with a part that varies by row: the truncations to each part
+/// DuckDB names, chosen row by row; NULL for a NULL part, an error for any other name.
+pub(super) fn dynamic_date_trunc(part: Expr, value: Expr) -> Result<Expr> {
+    const NAMES: [&str; 50] = [
+        "millennium",
+        "millennia",
+        "mil",
+        "century",
+        "centuries",
+        "decade",
+        "decades",
+        "year",
+        "years",
+        "y",
+        "yy",
+        "yyyy",
+        "yr",
+        "yrs",
+        "isoyear",
+        "quarter",
+        "quarters",
+        "month",
+        "months",
+        "mon",
+        "mm",
+        "week",
+        "weeks",
+        "w",
+        "weekofyear",
+        "yearweek",
+        "day",
+        "days",
+        "d",
+        "dd",
+        "dayofmonth",
+        "julian",
+        "dow",
+        "isodow",
+        "doy",
+        "hour",
+        "hours",
+        "h",
+        "hr",
+        "minute",
+        "minutes",
+        "m",
+        "min",
+        "second",
+        "seconds",
+        "s",
+        "sec",
+        "epoch",
+        "millisecond",
+        "microsecond",
+    ];
+    let value = temporal("date_trunc", std::slice::from_ref(&value))?;
+    let mut named = Vec::with_capacity(NAMES.len());
+    for name in NAMES {
+        named.push((name, date_trunc(trunc_part(name)?, value.clone())));
+    }
+    let data_type = named[0].1.data_type();
+    Ok(by_part_name(
+        part,
+        named,
+        "date_trunc: unknown part ",
+        data_type,
+    ))
+}
+
 /// `date_part(['year', 'month', ...], value)`: a struct of the parts, named as asked; NULL
 /// for a NULL value.
 pub(super) fn date_part_struct(names: Vec<String>, value: Expr) -> Result<Expr> {
     let mut parts = Vec::with_capacity(names.len());
     for name in &names {
         let lower = name.to_lowercase();
+        if let Some(part) = super::interval_ops::interval_part(&lower, &value) {
+            parts.push(part?);
+            continue;
+        }
         let value = time_of_day(value.clone(), &lower)?;
         parts.push(match derived_part(&lower, &value) {
             Some(derived) => derived?,
@@ -281,16 +410,22 @@ pub(super) fn dynamic_date_part(part: Expr, value: Expr) -> Result<Expr> {
         part,
         named,
         "date_part: unknown part, or one that varies by row only as a constant: ",
+        DataType::Int64,
     ))
 }
 
 /// A BIGINT chosen row by row by the lower-cased name `part` holds: NULL for a NULL part, the
 /// value `named` gives a name, an error (`unknown` then the name) for any other.
-pub(super) fn by_part_name(part: Expr, named: Vec<(&str, Expr)>, unknown: &str) -> Expr {
+pub(super) fn by_part_name(
+    part: Expr,
+    named: Vec<(&str, Expr)>,
+    unknown: &str,
+    data_type: DataType,
+) -> Expr {
     use crate::expr::BinaryOp;
     let part = part.cast(&DataType::Utf8);
     let name = call(ScalarFunction::Lower, vec![part.clone()], DataType::Utf8);
-    let null = Expr::Literal(ScalarValue::Null).cast(&DataType::Int64);
+    let null = Expr::Literal(ScalarValue::Null).cast(&data_type);
     let mut branches = vec![(Expr::IsNull(Box::new(part.clone())), null)];
     for (part_name, bound) in named {
         let is_named = Expr::Binary {
@@ -310,9 +445,9 @@ pub(super) fn by_part_name(part: Expr, named: Vec<(&str, Expr)>, unknown: &str) 
         otherwise: Some(Box::new(call(
             ScalarFunction::RaiseError,
             vec![message],
-            DataType::Int64,
+            data_type.clone(),
         ))),
-        data_type: DataType::Int64,
+        data_type,
     }
 }
 

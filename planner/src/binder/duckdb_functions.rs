@@ -133,6 +133,9 @@ fn coalesce(args: Vec<Expr>) -> Result<Expr> {
 fn part_function(name: &str, args: &[Expr]) -> Result<Expr> {
     expect_arity(name, args, 1)?;
     let value = &args[0];
+    if let Some(bound) = super::interval_ops::interval_part(name, value) {
+        return bound;
+    }
     if !matches!(
         value.data_type(),
         DataType::Date32 | DataType::Timestamp(..) | DataType::Null

@@ -401,13 +401,19 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             let list = crate::types::list_of(DataType::Utf8);
             (ScalarFunction::StringSplit, strings(args), list)
         }
-        "epoch" | "julian" | "era" => {
+        "epoch" | "julian" | "era" | "timezone_hour" | "timezone_minute" => {
             arity(1)?;
             if let Some(bound) = super::interval_ops::interval_part(&name, &args[0]) {
                 return bound;
             }
             return super::date_functions::derived_part(&name, &args[0])
-                .expect("epoch, julian and era are derived parts");
+                .expect("epoch, julian, era and the zone's parts are derived parts");
+        }
+        // `timezone(value)` is the zone's offset; `timezone(zone, value)` is AT TIME ZONE,
+        // not built.
+        "timezone" if args.len() == 1 => {
+            return super::date_functions::derived_part(&name, &args[0])
+                .expect("timezone is a derived part");
         }
         "strftime" => {
             arity(2)?;
@@ -492,12 +498,29 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
                 return derived;
             }
             let part = match &args[0] {
-                // DuckDB truncates and counts a Julian day as a day, a year-week as a week.
+                Expr::Literal(ScalarValue::Utf8(part)) if name.contains("trunc") => {
+                    super::date_functions::trunc_part(part)?
+                }
+                // DuckDB counts a Julian day as a day, a year-week as a week.
                 Expr::Literal(ScalarValue::Utf8(part)) => match part.to_lowercase().as_str() {
                     "julian" => DatePart::Day,
                     "yearweek" => DatePart::Week,
                     _ => part_by_name(part)?,
                 },
+                _ if name.contains("trunc")
+                    && matches!(args[1].data_type(), DataType::Interval(_)) =>
+                {
+                    return Ok(super::interval_ops::dynamic_interval_trunc(
+                        args[0].clone(),
+                        args[1].clone(),
+                    ));
+                }
+                _ if name.contains("trunc") => {
+                    return super::date_functions::dynamic_date_trunc(
+                        args[0].clone(),
+                        args[1].clone(),
+                    );
+                }
                 _ if matches!(name.as_str(), "date_part" | "datepart") => {
                     return super::date_functions::dynamic_date_part(
                         args[0].clone(),
@@ -520,24 +543,7 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
                 }
             }
             if name.contains("trunc") {
-                // A date is truncated as the timestamp at its midnight, and gives a timestamp,
-                // in both anchors.
-                let stamp = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None);
-                let value = match values[0].data_type() {
-                    DataType::Date32 => values[0].clone().cast(&stamp),
-                    _ => values[0].clone(),
-                };
-                // An instant is truncated as its wall time, and gives an instant (ADR 0067).
-                let t = value.data_type();
-                if let DataType::Timestamp(_, Some(_)) = t {
-                    let truncated = Expr::Function {
-                        func: ScalarFunction::DateTrunc(part),
-                        args: vec![value.cast(&stamp)],
-                        data_type: stamp,
-                    };
-                    return Ok(truncated.cast(&t));
-                }
-                (ScalarFunction::DateTrunc(part), vec![value], t)
+                return Ok(super::date_functions::date_trunc(part, values[0].clone()));
             } else if between {
                 // date_diff counts the boundaries crossed; date_sub (DuckDB) the whole parts.
                 let ts = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None);

@@ -35,12 +35,11 @@ pub(super) fn interval_trunc(part: &str, value: &Expr) -> Option<Result<Expr>> {
         return None;
     }
     let part = part.to_lowercase();
-    let field = match part.as_str() {
-        // The parts of a day of the week or year truncate to the day.
-        "dow" | "isodow" | "doy" | "dayofweek" | "dayofyear" => Some(DatePart::Day),
-        "week" | "weeks" | "w" => Some(DatePart::Week),
-        _ => field(&part),
-    };
+    let field = TRUNC_ALIASES
+        .iter()
+        .find(|(name, _)| *name == part)
+        .map(|(_, field)| *field)
+        .or_else(|| field(&part));
     Some(match field {
         Some(field) => Ok(call(
             IntervalOp::Trunc(field),
@@ -56,7 +55,17 @@ pub(super) fn interval_epoch_units(name: &str, args: &[Expr]) -> Option<Result<E
     let per_second = match name {
         "epoch_ms" => 1_000,
         "epoch_us" => 1_000_000,
-        "epoch_ns" | "nanosecond" => 1_000_000_000,
+        "epoch_ns" => 1_000_000_000,
+        "nanosecond" => {
+            let [value] = args else { return None };
+            return is_interval(value).then(|| {
+                Ok(call(
+                    IntervalOp::Nanosecond,
+                    vec![value.clone()],
+                    DataType::Int64,
+                ))
+            });
+        }
         _ => return None,
     };
     let [value] = args else { return None };
@@ -116,8 +125,52 @@ pub(super) fn dynamic_interval_part(part: Expr, value: Expr) -> Expr {
             (*name, bound)
         })
         .collect();
-    super::date_functions::by_part_name(part, named, "date_part: an INTERVAL has no part ")
+    super::date_functions::by_part_name(
+        part,
+        named,
+        "date_part: an INTERVAL has no part ",
+        DataType::Int64,
+    )
 }
+
+/// `date_trunc(part, interval)` with a part that varies by row: a CASE over the parts' names,
+/// NULL for a NULL name, an error for a name that is none.
+pub(super) fn dynamic_interval_trunc(part: Expr, value: Expr) -> Expr {
+    let named = FIELD_NAMES
+        .iter()
+        .map(|(name, _)| *name)
+        .chain(TRUNC_ALIASES.iter().map(|(name, _)| *name))
+        .map(|name| {
+            let truncated = interval_trunc(name, &value)
+                .expect("an interval")
+                .expect("a named part");
+            (name, truncated)
+        })
+        .collect();
+    super::date_functions::by_part_name(
+        part,
+        named,
+        "date_trunc: an INTERVAL has no part ",
+        value.data_type(),
+    )
+}
+
+/// The parts `date_trunc` reads on an interval beyond its fields: those of a day of the week
+/// or year truncate to the day, DuckDB's ISO year to the year, a year-week to the week, and
+/// the epoch to the second.
+const TRUNC_ALIASES: [(&str, DatePart); 11] = [
+    ("dow", DatePart::Day),
+    ("isodow", DatePart::Day),
+    ("doy", DatePart::Day),
+    ("dayofweek", DatePart::Day),
+    ("dayofyear", DatePart::Day),
+    ("week", DatePart::Week),
+    ("weeks", DatePart::Week),
+    ("w", DatePart::Week),
+    ("yearweek", DatePart::Week),
+    ("isoyear", DatePart::Year),
+    ("epoch", DatePart::Second),
+];
 
 /// The names of an interval's fields, as DuckDB reads them.
 const FIELD_NAMES: [(&str, DatePart); 56] = [

@@ -28,6 +28,7 @@ mod samples;
 mod schemas;
 mod scope;
 mod set_ops;
+mod star;
 mod statements;
 mod statistics;
 mod structs;
@@ -59,6 +60,7 @@ use from::{outer_join, rename_columns};
 use scope::Scope;
 pub(crate) use scope::normalize;
 use set_ops::{distinct_rows, grouping_sets, set_operation, union_of_groupings};
+use statements::describe_columns;
 use subqueries::{in_subquery, split_and};
 
 use crate::expr::{Expr, JoinKind, SortKey, WindowExpr};
@@ -565,12 +567,17 @@ impl<'a> Binder<'a> {
                 analyze,
                 verbose,
                 options,
+                describe_alias,
                 ..
             } => {
                 let ast::Statement::Query(query) = statement.as_ref() else {
                     return Err(unsupported!("EXPLAIN of statements other than queries"));
                 };
                 let plan = self.bind_query(query)?;
+                // DuckDB's `DESCRIBE SELECT ...` lists the query's columns, as for a table.
+                if !matches!(describe_alias, ast::DescribeAlias::Explain) {
+                    return Ok(Plan::Query(describe_columns(&plan.schema(), |_| None)));
+                }
                 if *analyze || explain_option(options.as_deref(), "ANALYZE") {
                     return Ok(Plan::ExplainAnalyze(plan));
                 }
@@ -599,6 +606,12 @@ impl<'a> Binder<'a> {
 
     /// Binds a query: its body, then ORDER BY, then LIMIT / OFFSET.
     pub fn bind_query(&self, query: &ast::Query) -> Result<LogicalPlan> {
+        // Rows are not locked: a query that asks for locks is refused rather than run without.
+        if let Some(lock) = query.locks.first() {
+            return Err(unsupported!(
+                "the locking clause {lock}: rows are not locked; the statement runs on its snapshot"
+            ));
+        }
         let Some(with) = &query.with else {
             return self.bind_query_body(query);
         };
@@ -1233,6 +1246,14 @@ impl<'a> Binder<'a> {
                     };
                     return lateral::named_function_rows(plan, &function, alias.as_ref());
                 }
+                if function == pondra_parser::DESCRIBE_QUERY {
+                    let plan = self.describe_query(&args.args)?;
+                    let plan = rename_columns(plan, alias.as_ref())?;
+                    let qualifier = alias.as_ref().map(|a| normalize(&a.name));
+                    let scope =
+                        Scope::from_schema(&plan.schema(), Some(&qualifier.unwrap_or(function)));
+                    return Ok((plan, scope));
+                }
                 if function == "table_changes" {
                     let (name, from, to) = table_functions::table_changes_arguments(&args.args)?;
                     let table = self.table(&name)?.clone();
@@ -1404,6 +1425,11 @@ impl<'a> Binder<'a> {
             }
             false => select,
         };
+        if select.into.is_some() {
+            return Err(unsupported!(
+                "SELECT ... INTO: use CREATE TABLE name AS SELECT ..."
+            ));
+        }
         self.windows.borrow_mut().push(Vec::new());
         self.named_windows
             .borrow_mut()
@@ -1541,6 +1567,17 @@ impl<'a> Binder<'a> {
         for item in &select.projection {
             match item {
                 ast::SelectItem::UnnamedExpr(e) => {
+                    if let Some(arg) = structs::unnest_argument(e) {
+                        let record =
+                            bind_in(arg, scope, aggregation.as_mut(), "SELECT", Some(self))?;
+                        if let Some(fields) = structs::unnest_fields(&record) {
+                            for (value, name) in fields {
+                                exprs.push(value);
+                                names.push(name);
+                            }
+                            continue;
+                        }
+                    }
                     exprs.push(bind_in(
                         e,
                         scope,
@@ -1561,33 +1598,32 @@ impl<'a> Binder<'a> {
                     names.push(normalize(alias));
                 }
                 ast::SelectItem::Wildcard(_) | ast::SelectItem::QualifiedWildcard(..) => {
-                    let qualifier = match item {
-                        ast::SelectItem::QualifiedWildcard(
-                            ast::SelectItemQualifiedWildcardKind::ObjectName(n),
-                            _,
-                        ) => Some(object_name(n)?),
-                        _ => None,
-                    };
-                    let mut matched = false;
-                    for (index, column) in scope.columns.iter().enumerate() {
-                        if column.hidden || (qualifier.is_some() && column.qualifier != qualifier) {
-                            continue;
-                        }
-                        matched = true;
-                        let ident = ast::Expr::Identifier(ast::Ident::new(&column.name));
-                        let expr = match aggregation.as_mut() {
-                            Some(agg) => bind_expr(&ident, &mut Context::Aggregated(agg, None))?,
-                            None => Expr::column(index, &column.name, column.data_type.clone()),
+                    for column in star::star_columns(item, scope)? {
+                        let expr = match (column.replacement, aggregation.as_mut()) {
+                            (Some(replacement), aggregation) => {
+                                bind_in(replacement, scope, aggregation, "SELECT", Some(self))?
+                            }
+                            (None, Some(agg)) => {
+                                let name = &scope.columns[column.index].name;
+                                let ident = ast::Expr::Identifier(ast::Ident::new(name));
+                                bind_expr(&ident, &mut Context::Aggregated(agg, None))?
+                            }
+                            (None, None) => {
+                                let read = &scope.columns[column.index];
+                                Expr::column(column.index, &read.name, read.data_type.clone())
+                            }
                         };
                         exprs.push(expr);
-                        names.push(column.name.clone());
-                    }
-                    if !matched {
-                        return Err(bind_err!("{item} matches no table in FROM"));
+                        names.push(column.name);
                     }
                 }
                 other => return Err(unsupported!("the select item {other}")),
             }
+        }
+        if exprs.is_empty() && !select.projection.is_empty() {
+            return Err(bind_err!(
+                "the SELECT list is empty after its stars' EXCLUDE lists"
+            ));
         }
 
         let having = match &select.having {

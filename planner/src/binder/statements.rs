@@ -563,6 +563,29 @@ impl Binder<'_> {
         LogicalPlan::Values { schema, rows }
     }
 
+    /// `describe_query('q')`, which `FROM (DESCRIBE q)` is read as: the rows `DESCRIBE q`
+    /// gives, for a query or a table.
+    pub(super) fn describe_query(&self, args: &[ast::FunctionArg]) -> Result<LogicalPlan> {
+        let text = match args {
+            [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(v)))] => {
+                match &v.value {
+                    ast::Value::SingleQuotedString(text) => text.clone(),
+                    _ => return Err(bind_err!("describe_query needs the query as text")),
+                }
+            }
+            _ => return Err(bind_err!("describe_query needs the query as text")),
+        };
+        let parsed = pondra_parser::parse_sql(&format!("DESCRIBE {text}"))
+            .map_err(|e| bind_err!("DESCRIBE {text}: {e}"))?;
+        let [statement] = parsed.as_slice() else {
+            return Err(bind_err!("DESCRIBE takes one query or table"));
+        };
+        match self.bind_statement(statement)? {
+            Plan::Query(plan) => Ok(plan),
+            _ => Err(bind_err!("DESCRIBE {text} gives no rows")),
+        }
+    }
+
     pub(super) fn describe(&self, name: &str) -> Result<LogicalPlan> {
         let table = self.table(name)?;
         let schema = match &table.kind {
@@ -574,31 +597,40 @@ impl Binder<'_> {
             }
             TableKind::Macro { .. } => return Err(bind_err!("{name} is a macro, not a table")),
         };
-        let text = |s: String| Expr::Literal(ScalarValue::Utf8(s));
         // A table's columns by their declared types (JSON is stored as text).
         let declared = |i: usize| match table.kind {
             TableKind::Table => table.columns.get(i).map(|c| c.sql_type.to_string()),
             _ => None,
         };
-        let rows = schema
-            .fields()
-            .iter()
-            .enumerate()
-            .map(|(i, f)| {
-                vec![
-                    text(f.name().clone()),
-                    text(declared(i).unwrap_or_else(|| type_name(f.data_type()))),
-                    text("YES".into()),
-                ]
-            })
-            .collect();
-        let fields = ["column_name", "column_type", "null"]
-            .into_iter()
-            .map(|n| Field::new(n, DataType::Utf8, true))
-            .collect::<Vec<_>>();
-        Ok(LogicalPlan::Values {
-            schema: Arc::new(Schema::new(fields)),
-            rows,
+        Ok(describe_columns(&schema, declared))
+    }
+}
+
+/// DESCRIBE's rows for the columns of `schema`: each one's name, type (as `declared` gives it,
+/// or from its Arrow type) and whether it may be NULL.
+pub(super) fn describe_columns(
+    schema: &arrow::datatypes::SchemaRef,
+    declared: impl Fn(usize) -> Option<String>,
+) -> LogicalPlan {
+    let text = |s: String| Expr::Literal(ScalarValue::Utf8(s));
+    let rows = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            vec![
+                text(f.name().clone()),
+                text(declared(i).unwrap_or_else(|| type_name(f.data_type()))),
+                text("YES".into()),
+            ]
         })
+        .collect();
+    let fields = ["column_name", "column_type", "null"]
+        .into_iter()
+        .map(|n| Field::new(n, DataType::Utf8, true))
+        .collect::<Vec<_>>();
+    LogicalPlan::Values {
+        schema: Arc::new(Schema::new(fields)),
+        rows,
     }
 }

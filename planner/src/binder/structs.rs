@@ -404,3 +404,41 @@ pub(super) fn common_struct_type(left: &DataType, right: &DataType) -> Result<Da
     }
     Ok(DataType::Struct(fields.into()))
 }
+
+/// The argument of a select item `unnest(x)` that may be a struct: one plain argument that
+/// calls no set-returning function (binding it twice must not add one twice).
+pub(super) fn unnest_argument(item: &ast::Expr) -> Option<&ast::Expr> {
+    let ast::Expr::Function(function) = item else {
+        return None;
+    };
+    if !function.name.to_string().eq_ignore_ascii_case("unnest") {
+        return None;
+    }
+    let ast::FunctionArguments::List(list) = &function.args else {
+        return None;
+    };
+    let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))] = list.args.as_slice() else {
+        return None;
+    };
+    let text = arg.to_string().to_lowercase();
+    let calls_set_function = ["unnest", "generate_series", "range", "over"]
+        .iter()
+        .any(|name| text.contains(name));
+    (!calls_set_function).then_some(arg)
+}
+
+/// DuckDB's `unnest(struct)` in a select list: one column per field, named as the field.
+pub(super) fn unnest_fields(record: &Expr) -> Option<Vec<(Expr, String)>> {
+    let DataType::Struct(fields) = record.data_type() else {
+        return None;
+    };
+    let columns = fields.iter().enumerate().map(|(i, field)| {
+        let value = Expr::Function {
+            func: ScalarFunction::Field(i),
+            args: vec![record.clone()],
+            data_type: field.data_type().clone(),
+        };
+        (value, field.name().clone())
+    });
+    Some(columns.collect())
+}
