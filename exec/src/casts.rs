@@ -54,6 +54,9 @@ pub fn cast(value: &ArrayRef, to: &DataType, safe: bool) -> Result<ArrayRef> {
         return cast;
     }
     let from = value.data_type();
+    if let (DataType::Struct(_), DataType::Map(..)) = (from, to) {
+        return crate::maps::from_struct(value, to, safe);
+    }
     let rounded = match (from, to) {
         // A decimal is true when it is not zero, as an integer is.
         (DataType::Decimal64(_, scale) | DataType::Decimal128(_, scale), DataType::Boolean) => {
@@ -253,11 +256,15 @@ fn texts_rounded(texts: &StringArray, to: &DataType, safe: bool) -> Result<Array
 }
 
 /// A number written in decimal, with an optional sign, fraction and exponent, rounded half
-/// away from zero; `None` when the text is not one or its magnitude passes 38 digits.
+/// away from zero, or in binary or hex; `None` when the text is not one or its magnitude
+/// passes 38 digits.
 fn whole_number(text: &str) -> Option<i128> {
     let text = text.trim();
     if let Ok(whole) = text.parse::<i128>() {
         return Some(whole);
+    }
+    if let Some(prefixed) = prefixed_whole(text) {
+        return prefixed;
     }
     let (negative, unsigned) = match text.strip_prefix('-') {
         Some(rest) => (true, rest),
@@ -298,6 +305,34 @@ fn whole_number(text: &str) -> Option<i128> {
         value += 1;
     }
     Some(if negative { -value } else { value })
+}
+
+/// A whole number DuckDB writes in binary (`0b1010`) or hex (`0xFF`), digits optionally
+/// grouped by single underscores between them; unsigned. `None` when `text` has neither
+/// prefix, `Some(None)` when what follows the prefix is not such a number.
+fn prefixed_whole(text: &str) -> Option<Option<i128>> {
+    let radix = match text.get(..2)? {
+        "0b" | "0B" => 2,
+        "0x" | "0X" => 16,
+        _ => return None,
+    };
+    let digits = &text[2..];
+    let grouped = !digits.is_empty()
+        && !digits.starts_with('_')
+        && !digits.ends_with('_')
+        && !digits.contains("__");
+    if !grouped {
+        return Some(None);
+    }
+    let digits = digits.replace('_', "");
+    if !digits.chars().all(|c| c.is_digit(radix)) {
+        return Some(None);
+    }
+    Some(
+        u128::from_str_radix(&digits, radix)
+            .ok()
+            .and_then(|v| i128::try_from(v).ok()),
+    )
 }
 
 /// A timestamp as PostgreSQL and DuckDB write it: `YYYY-MM-DD HH:MM:SS`, then the fraction of

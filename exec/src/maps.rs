@@ -1,6 +1,6 @@
 //! Maps (SQL `MAP(K, V)`, Arrow maps; ADR 0064): building them from literals, lists and
 //! entries with their keys checked distinct and present, the map functions, `histogram`, and
-//! casts between maps.
+//! casts between maps and from structs.
 
 use std::sync::Arc;
 
@@ -32,6 +32,36 @@ pub fn make(args: &[ArrayRef], data_type: &DataType, rows: usize) -> Result<Arra
     let (keys, values) = (pick(0)?, pick(1)?);
     let offsets = OffsetBuffer::from_lengths(std::iter::repeat_n(pairs, rows));
     build(data_type, offsets, keys, values, None)
+}
+
+/// `struct::MAP(K, V)` (DuckDB): a row's fields as its entries, each field's name cast to `K`
+/// and its value to `V`, in the struct's order; NULL for a NULL struct.
+pub(crate) fn from_struct(record: &ArrayRef, data_type: &DataType, safe: bool) -> Result<ArrayRef> {
+    let record = record.as_struct();
+    let (key_type, value_type) = entry_types(data_type);
+    let (rows, width) = (record.len(), record.num_columns());
+    let names: arrow::array::StringArray = (0..rows)
+        .flat_map(|_| record.column_names())
+        .map(Some)
+        .collect();
+    let keys = crate::casts::cast(&(Arc::new(names) as ArrayRef), &key_type, safe)?;
+    let fields = record
+        .columns()
+        .iter()
+        .map(|field| crate::casts::cast(field, &value_type, safe))
+        .collect::<Result<Vec<_>>>()?;
+    let values = match width {
+        0 => new_null_array(&value_type, 0),
+        _ => {
+            let sources: Vec<&dyn Array> = fields.iter().map(|f| f.as_ref()).collect();
+            let picks: Vec<(usize, usize)> = (0..rows)
+                .flat_map(|row| (0..width).map(move |field| (field, row)))
+                .collect();
+            arrow::compute::interleave(&sources, &picks)?
+        }
+    };
+    let offsets = OffsetBuffer::from_lengths(std::iter::repeat_n(width, rows));
+    build(data_type, offsets, keys, values, record.nulls().cloned())
 }
 
 /// A map array of `data_type` from its parts, each row's keys checked distinct and present.

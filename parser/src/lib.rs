@@ -8,6 +8,7 @@ mod dialect;
 mod equals_arguments;
 mod frame_exclusion;
 mod null_order;
+mod positional;
 mod prefix_aliases;
 mod split;
 mod watermarks;
@@ -20,6 +21,7 @@ pub use frame_exclusion::{
     EXCLUDE_CURRENT_ROW, EXCLUDE_GROUP, EXCLUDE_TIES, with_exclusions_written,
 };
 pub use null_order::{NullOrder, apply_null_order};
+pub use positional::positional_name;
 
 pub use split::{SplitResult, split_statements};
 pub use sqlparser::ast;
@@ -291,6 +293,7 @@ fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
         out.push(tokens[i].clone());
         i += 1;
     }
+    let out = positional::positional_references(out);
     let out = describe_subqueries::describe_subqueries(prefix_aliases::prefix_aliases(out));
     let out = comprehensions::list_comprehensions(out);
     let out = asof::duckdb_asof_joins(windows::short_window_calls(out));

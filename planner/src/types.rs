@@ -14,7 +14,10 @@ pub fn sql_type_from_ast(data_type: &ast::DataType) -> Result<SqlType> {
     }
     Ok(match data_type {
         D::Boolean | D::Bool => SqlType::Boolean,
-        D::Int(_) | D::Integer(_) | D::Int4(_) | D::Int32 => SqlType::Int,
+        // MySQL's `SIGNED [INTEGER]`, which DuckDB reads as INTEGER.
+        D::Int(_) | D::Integer(_) | D::Int4(_) | D::Int32 | D::Signed | D::SignedInteger => {
+            SqlType::Int
+        }
         D::BigInt(_) | D::Int8(_) | D::Int64 => SqlType::BigInt,
         D::Double(_) | D::DoublePrecision | D::Float8 | D::Float64 | D::Real | D::Float4 => {
             SqlType::Double

@@ -132,8 +132,50 @@ pub(super) fn bind_cast(
         ast::Expr::Array(array) if array.elem.is_empty() && item_type(&target).is_some() => {
             Ok(empty_or_text("{}", &target))
         }
-        _ => within_nested_domain(bind_expr(inner, ctx)?.cast(&target), data_type),
+        _ => within_nested_domain(bind_expr(inner, ctx)?.cast(&target), data_type)
+            .and_then(|value| with_fixed_size(value, data_type)),
     }
+}
+
+/// A cast to DuckDB's fixed-size array `T[n]`, kept as a list: each list's length checked to
+/// be `n`, an error naming both lengths otherwise.
+fn with_fixed_size(value: Expr, data_type: &ast::DataType) -> Result<Expr> {
+    use crate::expr::BinaryOp;
+    let ast::DataType::Array(ast::ArrayElemTypeDef::SquareBracket(_, Some(size))) = data_type
+    else {
+        return Ok(value);
+    };
+    let size = i64::try_from(*size).map_err(|_| bind_err!("an array of {size} elements"))?;
+    let length = super::duckdb_functions::length(std::slice::from_ref(&value))?;
+    let text = |s: String| Expr::Literal(ScalarValue::Utf8(s));
+    let concat = |left, right| Expr::Binary {
+        op: BinaryOp::Concat,
+        left: Box::new(left),
+        right: Box::new(right),
+    };
+    let message = concat(
+        concat(
+            text("Cannot cast list with length ".into()),
+            length.clone().cast(&DataType::Utf8),
+        ),
+        text(format!(" to array with length {size}")),
+    );
+    let wrong = Expr::Binary {
+        op: BinaryOp::NotEq,
+        left: Box::new(length),
+        right: Box::new(Expr::Literal(ScalarValue::Int64(size))),
+    };
+    let data_type = value.data_type();
+    let raised = Expr::Function {
+        func: ScalarFunction::RaiseError,
+        args: vec![message],
+        data_type: data_type.clone(),
+    };
+    Ok(Expr::Case {
+        branches: vec![(wrong, raised)],
+        otherwise: Some(Box::new(value)),
+        data_type,
+    })
 }
 
 /// `value` (already cast) checked against the ranges of the integer names in the type it was

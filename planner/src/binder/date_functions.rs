@@ -229,6 +229,54 @@ pub(super) fn time_of_day(value: Expr, part: &str) -> Result<Expr> {
     Ok(value.cast(&DataType::Int64).cast(&TIMESTAMP))
 }
 
+/// `epoch_ms`, `epoch_us`, `epoch_ns` and `nanosecond` of a date or timestamp: BIGINT counts
+/// since 1970 (an instant's in UTC, a wall time's as if in UTC), and the nanoseconds of the
+/// minute; NULL for an infinity. `epoch_ms` of an integer is the timestamp that many
+/// milliseconds after 1970. `None` for other names or arguments.
+pub(super) fn temporal_epoch_units(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
+    use crate::expr::BinaryOp;
+    let [value] = args else { return None };
+    let int = |v: i64| Expr::Literal(ScalarValue::Int64(v));
+    let binary = |op, left: Expr, right: Expr| Expr::Binary {
+        op,
+        left: Box::new(left),
+        right: Box::new(right),
+    };
+    let t = value.data_type();
+    if name == "epoch_ms" && matches!(t, DataType::Int32 | DataType::Int64) {
+        let micros = binary(
+            BinaryOp::Multiply,
+            value.clone().cast(&DataType::Int64),
+            int(1_000),
+        );
+        return Some(Ok(micros.cast(&TIMESTAMP)));
+    }
+    if !matches!(t, DataType::Date32 | DataType::Timestamp(..)) {
+        return None;
+    }
+    let finite = call(ScalarFunction::FiniteOnly, vec![value.clone()], t.clone());
+    let stamp = match t {
+        DataType::Timestamp(_, Some(_)) => finite,
+        _ => finite.cast(&TIMESTAMP),
+    };
+    let micros = stamp.clone().cast(&DataType::Int64);
+    Some(Ok(match name {
+        "epoch_ms" => binary(BinaryOp::Divide, micros, int(1_000)),
+        "epoch_us" => micros,
+        "epoch_ns" => binary(BinaryOp::Multiply, micros, int(1_000)),
+        "nanosecond" => {
+            let wall = stamp.cast(&TIMESTAMP);
+            let part = call(
+                ScalarFunction::DatePart(DatePart::Microsecond),
+                vec![wall],
+                DataType::Int64,
+            );
+            binary(BinaryOp::Multiply, part, int(1_000))
+        }
+        _ => return None,
+    }))
+}
+
 /// The part `date_trunc` truncates to for `name`: DuckDB's Julian day and parts of a day of
 /// the week or year truncate to the day, a year-week to the week, and the epoch to the second.
 pub(super) fn trunc_part(name: &str) -> Result<DatePart> {
@@ -265,7 +313,7 @@ pub(super) fn date_trunc(part: DatePart, value: Expr) -> Expr {
 /// `date_trunc(part, value)` with a part that varies by row: the truncations to each part
 /// DuckDB names, chosen row by row; NULL for a NULL part, an error for any other name.
 pub(super) fn dynamic_date_trunc(part: Expr, value: Expr) -> Result<Expr> {
-    const NAMES: [&str; 50] = [
+    const NAMES: [&str; 60] = [
         "millennium",
         "millennia",
         "mil",
@@ -315,7 +363,17 @@ pub(super) fn dynamic_date_trunc(part: Expr, value: Expr) -> Result<Expr> {
         "sec",
         "epoch",
         "millisecond",
+        "milliseconds",
+        "ms",
+        "msec",
+        "msecs",
         "microsecond",
+        "microseconds",
+        "us",
+        "usec",
+        "usecs",
+        "weekday",
+        "dayofweek",
     ];
     let value = temporal("date_trunc", std::slice::from_ref(&value))?;
     let mut named = Vec::with_capacity(NAMES.len());
@@ -366,7 +424,7 @@ pub(super) fn date_part_struct(names: Vec<String>, value: Expr) -> Result<Expr> 
 /// `date_part(part, value)` with a part that varies by row: each part DuckDB counts in whole
 /// numbers, chosen row by row; NULL for a NULL part, an error for a part not among them.
 pub(super) fn dynamic_date_part(part: Expr, value: Expr) -> Result<Expr> {
-    const PARTS: [&str; 21] = [
+    const PARTS: [&str; 31] = [
         "era",
         "millennium",
         "century",
@@ -387,7 +445,17 @@ pub(super) fn dynamic_date_part(part: Expr, value: Expr) -> Result<Expr> {
         "minute",
         "second",
         "millisecond",
+        "milliseconds",
+        "ms",
+        "msec",
+        "msecs",
         "microsecond",
+        "microseconds",
+        "us",
+        "usec",
+        "usecs",
+        "weekday",
+        "dayofweek",
     ];
     if let DataType::Interval(_) = value.data_type() {
         return Ok(super::interval_ops::dynamic_interval_part(part, value));

@@ -281,7 +281,7 @@ fn time_bucket(args: &[Expr]) -> Result<Expr> {
 }
 
 /// `len(x)`: a list's number of elements, or a string's characters.
-fn length(args: &[Expr]) -> Result<Expr> {
+pub(super) fn length(args: &[Expr]) -> Result<Expr> {
     expect_arity("len", args, 1)?;
     let value = args[0].clone();
     let (func, value) = match value.data_type() {

@@ -731,6 +731,16 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
                 other => Err(unsupported!("the operator {other}")),
             }
         }
+        E::IsTrue(inner) | E::IsNotTrue(inner) | E::IsFalse(inner) | E::IsNotFalse(inner) => {
+            truth_test(expr, bind_expr(inner, ctx)?)
+        }
+        E::IsUnknown(inner) | E::IsNotUnknown(inner) => {
+            let value = Box::new(truth_value(bind_expr(inner, ctx)?, "IS UNKNOWN")?);
+            Ok(match expr {
+                E::IsUnknown(_) => Expr::IsNull(value),
+                _ => Expr::IsNotNull(value),
+            })
+        }
         E::IsNull(inner) => Ok(Expr::IsNull(Box::new(bind_expr(inner, ctx)?))),
         E::IsNotNull(inner) => Ok(Expr::IsNotNull(Box::new(bind_expr(inner, ctx)?))),
         E::IsDistinctFrom(left, right) => {
@@ -1189,6 +1199,11 @@ pub(super) fn resolve_column(
                             "subquery uses ungrouped column \"{display}\" from outer query"
                         ));
                     }
+                    if qualifier.is_none()
+                        && let Some(position) = positional(ident)
+                    {
+                        return by_position(scope, position);
+                    }
                     // SQL's value functions written without parentheses, where no column
                     // has the name.
                     let database = binder.map_or(crate::system_tables::CATALOG, |b| b.database());
@@ -1201,6 +1216,37 @@ pub(super) fn resolve_column(
                 }
             }
         }
+    };
+    let column = &scope.columns[index];
+    Ok(Expr::column(
+        index,
+        column.name.clone(),
+        column.data_type.clone(),
+    ))
+}
+
+/// The position a positional reference (`#2`, read as the identifier `"#2"`) names.
+fn positional(ident: &ast::Ident) -> Option<usize> {
+    let digits = ident.value.strip_prefix('#')?;
+    let position_name = pondra_parser::positional_name(digits);
+    (ident.quote_style == Some('"') && position_name == ident.value)
+        .then(|| digits.parse().ok())
+        .flatten()
+}
+
+/// The column at `position` (from 1) among those the FROM clause shows.
+fn by_position(scope: &Scope, position: usize) -> Result<Expr> {
+    let shown: Vec<usize> = (0..scope.columns.len())
+        .filter(|&i| !scope.columns[i].hidden)
+        .collect();
+    if position == 0 {
+        return Err(bind_err!("a positional reference counts from #1"));
+    }
+    let Some(&index) = shown.get(position - 1) else {
+        return Err(bind_err!(
+            "positional reference #{position} out of range: the FROM clause has {} columns",
+            shown.len()
+        ));
     };
     let column = &scope.columns[index];
     Ok(Expr::column(
@@ -1456,6 +1502,34 @@ pub(super) fn boolean(expr: Expr, what: &str) -> Result<Expr> {
     }
 }
 
+/// The operand of `IS [NOT] TRUE | FALSE | UNKNOWN`: a boolean, or a number read as one
+/// (non-zero is true), as DuckDB reads it.
+fn truth_value(value: Expr, what: &str) -> Result<Expr> {
+    match value.data_type() {
+        t if is_numeric(&t) => Ok(value.cast(&DataType::Boolean)),
+        _ => boolean(value, what),
+    }
+}
+
+/// `x IS [NOT] TRUE` and `x IS [NOT] FALSE`: never NULL; a NULL `x` is neither true nor false.
+fn truth_test(test: &ast::Expr, value: Expr) -> Result<Expr> {
+    use ast::Expr as E;
+    let value = truth_value(value, "IS TRUE")?;
+    let asked = match test {
+        E::IsTrue(_) | E::IsNotTrue(_) => value,
+        _ => Expr::Not(Box::new(value)),
+    };
+    let holds = Expr::Function {
+        func: ScalarFunction::Coalesce,
+        args: vec![asked, Expr::Literal(ScalarValue::Boolean(false))],
+        data_type: DataType::Boolean,
+    };
+    Ok(match test {
+        E::IsNotTrue(_) | E::IsNotFalse(_) => Expr::Not(Box::new(holds)),
+        _ => holds,
+    })
+}
+
 /// Casts `expr` to `target` unless it already has that type.
 pub(super) fn coerce(expr: Expr, target: &DataType) -> Expr {
     expr.cast(target)
@@ -1691,6 +1765,8 @@ pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Exp
         }
         BinaryOp::Concat => (left.cast(&DataType::Utf8), right.cast(&DataType::Utf8)),
         op if op.is_comparison() => {
+            let (left, right) = dates_beside_dates(left, right);
+            let (lt, rt) = (left.data_type(), right.data_type());
             let lt = integer_constant_beside_decimal(&left, &rt).unwrap_or(lt);
             let rt = integer_constant_beside_decimal(&right, &lt).unwrap_or(rt);
             let target = if is_string_literal(&left) {
@@ -1700,8 +1776,11 @@ pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Exp
             };
             (coerce(left, &target), coerce(right, &target))
         }
-        BinaryOp::Plus | BinaryOp::Minus if is_temporal(&lt) && is_interval(&rt) => (left, right),
-        BinaryOp::Plus if is_interval(&lt) && is_temporal(&rt) => (right, left),
+        // A date moved by an interval is a TIMESTAMP, in both anchors: its midnight moved.
+        BinaryOp::Plus | BinaryOp::Minus if is_temporal(&lt) && is_interval(&rt) => {
+            (at_midnight(left), right)
+        }
+        BinaryOp::Plus if is_interval(&lt) && is_temporal(&rt) => (at_midnight(right), left),
         _ => {
             let lt = integer_constant_beside_decimal(&left, &rt).unwrap_or(lt);
             let rt = integer_constant_beside_decimal(&right, &lt).unwrap_or(rt);
@@ -1829,6 +1908,61 @@ fn integer_constant_beside_decimal(expr: &Expr, other: &DataType) -> Option<Data
     };
     let digits = value.unsigned_abs().checked_ilog10().map_or(1, |d| d + 1);
     Some(decimal_type(digits as u8, 0))
+}
+
+/// A DATE as the TIMESTAMP of its midnight; any other value as it is.
+fn at_midnight(value: Expr) -> Expr {
+    match value.data_type() {
+        DataType::Date32 => value.cast(&DataType::Timestamp(
+            arrow::datatypes::TimeUnit::Microsecond,
+            None,
+        )),
+        _ => value,
+    }
+}
+
+/// A date compared with a date moved by whole days and months (`d <= DATE '1998-12-01' -
+/// INTERVAL 90 DAY`): the moved date kept a DATE, which is exact, as the timestamp it was
+/// bound to falls on a midnight; so the date side is read as it is stored, and a filter on it
+/// stays one a scan can prune by.
+fn dates_beside_dates(left: Expr, right: Expr) -> (Expr, Expr) {
+    let (lt, rt) = (left.data_type(), right.data_type());
+    match (lt, rt) {
+        (DataType::Date32, DataType::Timestamp(_, None)) => {
+            let right = moved_date(&right).unwrap_or(right);
+            (left, right)
+        }
+        (DataType::Timestamp(_, None), DataType::Date32) => {
+            let left = moved_date(&left).unwrap_or(left);
+            (left, right)
+        }
+        _ => (left, right),
+    }
+}
+
+/// `date ± interval`, bound as a timestamp, as the DATE it equals when the interval has no
+/// time part; `None` for anything else.
+fn moved_date(stamp: &Expr) -> Option<Expr> {
+    let Expr::Binary {
+        op: op @ (BinaryOp::Plus | BinaryOp::Minus),
+        left,
+        right,
+    } = stamp
+    else {
+        return None;
+    };
+    let Expr::Cast { expr: date, .. } = left.as_ref() else {
+        return None;
+    };
+    let whole_days = matches!(
+        right.as_ref(),
+        Expr::Literal(ScalarValue::Interval { nanos: 0, .. })
+    );
+    (date.data_type() == DataType::Date32 && whole_days).then(|| Expr::Binary {
+        op: *op,
+        left: date.clone(),
+        right: right.clone(),
+    })
 }
 
 pub(super) fn is_temporal(t: &DataType) -> bool {

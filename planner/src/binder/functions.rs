@@ -564,6 +564,9 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             if let Some(bound) = super::interval_ops::interval_epoch_units(&name, &args) {
                 return bound;
             }
+            if let Some(bound) = super::date_functions::temporal_epoch_units(&name, &args) {
+                return bound;
+            }
             if let Some(bound) = super::duckdb_functions::duckdb_function(&name, &args) {
                 return bound;
             }
