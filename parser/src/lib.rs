@@ -221,6 +221,19 @@ fn subscribe(tokens: &[TokenWithSpan]) -> Option<Statement> {
 /// The first words of the statements DuckDB's dialect does not read and Postgres's does.
 const POSTGRES_ONLY: [&str; 4] = ["COMMENT", "LISTEN", "UNLISTEN", "NOTIFY"];
 
+/// One expression from its text, read as an expression in a statement is.
+pub fn parse_expression(text: &str) -> Result<ast::Expr, ParseError> {
+    let tokens = tokenize(text)?;
+    Parser::new(&dialect::PondraDialect(DuckDbDialect {}))
+        .with_recursion_limit(depth::NESTING_LIMIT)
+        .with_tokens_with_locations(tokens)
+        .parse_expr()
+        .map_err(|e| match e {
+            ParserError::RecursionLimitExceeded => ParseError::TooDeep,
+            e => ParseError::Syntax(clean(e.to_string())),
+        })
+}
+
 /// Parses one statement from its tokens, refusing one nested past the limits.
 fn parse_tokens(tokens: Vec<TokenWithSpan>) -> Result<Statement, ParseError> {
     // Statements only Postgres has (COMMENT ON, LISTEN) are read in its dialect.

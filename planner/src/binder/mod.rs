@@ -1,5 +1,6 @@
 //! The binder: parsed statements to bound plans over one catalog snapshot.
 
+mod all_types;
 mod alter;
 mod arrays;
 mod asof;
@@ -38,6 +39,7 @@ mod table_options;
 mod text_functions;
 mod ties;
 pub(crate) mod time_windows;
+mod top_n_aggregates;
 mod where_aliases;
 mod window;
 
@@ -466,6 +468,21 @@ impl<'a> Binder<'a> {
                     None => parsed,
                 }
             }
+            _ => parsed,
+        };
+        // DuckDB's aggregates of the first n values become the list aggregates they are.
+        let rewritten;
+        let parsed = match &parsed.statement {
+            Statement::Sql(sql) => match top_n_aggregates::rewrite_top_n(sql)? {
+                Some(statement) => {
+                    rewritten = ParsedStatement {
+                        text: parsed.text.clone(),
+                        statement: Statement::Sql(Box::new(statement)),
+                    };
+                    &rewritten
+                }
+                None => parsed,
+            },
             _ => parsed,
         };
         let mut plan = binder.bind_unoptimized(parsed)?;
@@ -1245,6 +1262,13 @@ impl<'a> Binder<'a> {
                         },
                     };
                     return lateral::named_function_rows(plan, &function, alias.as_ref());
+                }
+                if function == "test_all_types" {
+                    let plan = rename_columns(self.test_all_types(&args.args)?, alias.as_ref())?;
+                    let qualifier = alias.as_ref().map(|a| normalize(&a.name));
+                    let scope =
+                        Scope::from_schema(&plan.schema(), Some(&qualifier.unwrap_or(function)));
+                    return Ok((plan, scope));
                 }
                 if function == pondra_parser::DESCRIBE_QUERY {
                     let plan = self.describe_query(&args.args)?;
