@@ -31,6 +31,10 @@ pub(super) fn bind_lambda_call(
     args: &[&ast::Expr],
     ctx: &mut Context<'_>,
 ) -> Result<Expr> {
+    if name == "invoke" {
+        let body = invoked(args)?;
+        return bind_expr(&body, ctx);
+    }
     let Some(op) = lambda_op(name) else {
         return Err(unsupported!("a lambda as an argument of {name}"));
     };
@@ -169,4 +173,67 @@ fn bind_body(
         Err(_) => i,
     });
     Ok((body, captured))
+}
+
+/// `invoke(lambda x, y: body, a, b)` (DuckDB): the body with each parameter's argument in its
+/// place. An argument whose value changes per call (`random()`) is refused, as is a body with
+/// a lambda of its own reusing a parameter's name, which the substitution would not respect.
+fn invoked(args: &[&ast::Expr]) -> Result<ast::Expr> {
+    use std::ops::ControlFlow;
+    let [ast::Expr::Lambda(lambda), values @ ..] = args else {
+        return Err(bind_err!("invoke takes a lambda and its arguments"));
+    };
+    let params: Vec<String> = match &lambda.params {
+        ast::OneOrManyWithParens::One(p) => vec![normalize(&p.name)],
+        ast::OneOrManyWithParens::Many(ps) => ps.iter().map(|p| normalize(&p.name)).collect(),
+    };
+    if params.len() != values.len() {
+        return Err(bind_err!(
+            "invoke: the lambda takes {} arguments, given {}",
+            params.len(),
+            values.len()
+        ));
+    }
+    let volatile = |e: &ast::Expr| {
+        let text = e.to_string().to_lowercase();
+        ["random(", "uuid(", "nextval("]
+            .iter()
+            .any(|f| text.contains(f))
+    };
+    if values.iter().any(|v| volatile(v)) {
+        return Err(unsupported!(
+            "invoke with an argument that changes per call"
+        ));
+    }
+    let shadows = ast::visit_expressions(lambda.body.as_ref(), |e| match e {
+        ast::Expr::Lambda(inner) => {
+            let reused = match &inner.params {
+                ast::OneOrManyWithParens::One(p) => params.contains(&normalize(&p.name)),
+                ast::OneOrManyWithParens::Many(ps) => {
+                    ps.iter().any(|p| params.contains(&normalize(&p.name)))
+                }
+            };
+            if reused {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        }
+        _ => ControlFlow::Continue(()),
+    });
+    if shadows.is_break() {
+        return Err(unsupported!(
+            "invoke of a lambda holding a lambda that reuses one of its parameters' names"
+        ));
+    }
+    let mut body = lambda.body.as_ref().clone();
+    let _ = ast::visit_expressions_mut(&mut body, |e| {
+        if let ast::Expr::Identifier(ident) = e
+            && let Some(at) = params.iter().position(|p| *p == normalize(ident))
+        {
+            *e = ast::Expr::Nested(Box::new(values[at].clone()));
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    Ok(body)
 }

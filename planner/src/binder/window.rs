@@ -26,6 +26,9 @@ pub(super) fn bind_window(
         | Context::Aggregated(_, Some(b)) => *b,
         _ => return Err(unsupported!("window functions here")),
     };
+    if let Some(picked) = picked_from_frame(function, name, over, ctx) {
+        return picked;
+    }
     let spec = &resolve_window(binder, over, 0)?;
     let exclude = exclusion_of(spec)?;
     check_call_clauses(function, name)?;
@@ -107,6 +110,26 @@ pub(super) fn bind_window(
     };
     let index = binder.add_window(window)?;
     Ok(Expr::column(WINDOW_BASE + index, name, data_type))
+}
+
+/// `median(x)` and `mode(x)` over a window: the frame's values gathered as a list
+/// (`array_agg(x) OVER ...`), and the list's median or mode; `None` for other calls.
+fn picked_from_frame(
+    function: &ast::Function,
+    name: &str,
+    over: &ast::WindowType,
+    ctx: &mut Context<'_>,
+) -> Option<Result<Expr>> {
+    if !matches!(name, "median" | "mode") || function_args(function).len() != 1 {
+        return None;
+    }
+    let mut gather = function.clone();
+    gather.name = ast::ObjectName::from(vec![ast::Ident::new("array_agg")]);
+    let values = match bind_window(&gather, "array_agg", over, ctx) {
+        Ok(values) => values,
+        Err(e) => return Some(Err(e)),
+    };
+    super::duckdb_functions::duckdb_function(&format!("list_{name}"), &[values])
 }
 
 /// The window an OVER clause names, with what the OVER adds to a named window (`OVER w`,
