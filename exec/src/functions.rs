@@ -7,7 +7,7 @@ use arrow::array::{
     Array, ArrayRef, AsArray, BooleanArray, Date32Array, Float64Array, Int64Array, StringArray,
     TimestampMicrosecondArray,
 };
-use arrow::compute::kernels::{cmp, zip::zip};
+use arrow::compute::kernels::zip::zip;
 use arrow::compute::{cast, is_null, not};
 use arrow::datatypes::{DataType, Date32Type, Float64Type, Int64Type, TimestampMicrosecondType};
 use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime};
@@ -358,13 +358,14 @@ pub fn starts_with(args: &[ArrayRef]) -> Result<ArrayRef> {
 pub fn extreme(args: &[ArrayRef], greatest: bool) -> Result<ArrayRef> {
     let mut result = args[0].clone();
     for next in &args[1..] {
-        let better = if greatest {
-            cmp::gt(next, &result)?
-        } else {
-            cmp::lt(next, &result)?
+        // Nested values (lists, structs, maps) compare as the comparison operators do.
+        let op = match greatest {
+            true => pondra_planner::BinaryOp::Gt,
+            false => pondra_planner::BinaryOp::Lt,
         };
+        let better = crate::expr::compare(op, next, &result)?;
         // Take `next` where it is better, or where the result so far is NULL.
-        let better = nulls_as_false(&better);
+        let better = nulls_as_false(better.as_boolean());
         let result_null = is_null(&result)?;
         let take_next = arrow::compute::or(&better, &result_null)?;
         let next_null = is_null(next)?;
@@ -408,6 +409,12 @@ fn truncate_date(date: NaiveDate, part: DatePart) -> Result<NaiveDate> {
         DatePart::Month => first(date.year(), date.month()),
         DatePart::Week => {
             Ok(date - chrono::Duration::days(date.weekday().num_days_from_monday() as i64))
+        }
+        // The ISO year starts on the Monday of its first week.
+        DatePart::IsoYear => {
+            let year = date.iso_week().year();
+            NaiveDate::from_isoywd_opt(year, 1, chrono::Weekday::Mon)
+                .ok_or_else(|| fail(format!("date_trunc: the ISO year {year} is out of range")))
         }
         DatePart::Decade => first(date.year() - date.year().rem_euclid(10), 1),
         DatePart::Century => first(date.year() - (date.year() - 1).rem_euclid(100), 1),

@@ -195,15 +195,27 @@ pub(super) fn derived_part(name: &str, value: &Expr) -> Option<Result<Expr>> {
             otherwise: Some(Box::new(Expr::Literal(ScalarValue::Int64(0)))),
             data_type: DataType::Int64,
         },
-        _ => binary(
-            BinaryOp::Plus,
-            binary(
+        // The week takes the year's sign, as DuckDB writes it: -4311 for week 11 of -43.
+        _ => {
+            let hundreds = binary(
                 BinaryOp::Multiply,
                 part(DatePart::IsoYear),
                 Expr::Literal(ScalarValue::Int64(100)),
-            ),
-            part(DatePart::Week),
-        ),
+            );
+            let before_christ = binary(BinaryOp::Lt, part(DatePart::IsoYear), int(0));
+            Expr::Case {
+                branches: vec![(
+                    before_christ,
+                    binary(BinaryOp::Minus, hundreds.clone(), part(DatePart::Week)),
+                )],
+                otherwise: Some(Box::new(binary(
+                    BinaryOp::Plus,
+                    hundreds,
+                    part(DatePart::Week),
+                ))),
+                data_type: DataType::Int64,
+            }
+        }
     }))
 }
 

@@ -117,6 +117,12 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
         let key = args.pop().expect("two arguments");
         return super::structs::struct_extract(args.pop().expect("two arguments"), &key);
     }
+    if name == "constant_or_null" {
+        return constant_or_null(args);
+    }
+    if name == "assert_true" {
+        return assert_true(args);
+    }
     if name == "error" {
         arity(1)?;
         let message = args[0].clone().cast(&DataType::Utf8);
@@ -417,6 +423,13 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
         }
         "strftime" => {
             arity(2)?;
+            let mut args = args;
+            // DuckDB takes the format first too: `strftime('%Y', d)`.
+            let temporal =
+                |e: &Expr| matches!(e.data_type(), DataType::Timestamp(..) | DataType::Date32);
+            if args[0].data_type() == DataType::Utf8 && temporal(&args[1]) {
+                args.swap(0, 1);
+            }
             let mut args = args.into_iter();
             let time = args.next().expect("two args");
             let time = match time.data_type() {
@@ -664,6 +677,83 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
 }
 
 /// An error unless `name` was called with `n` arguments.
+/// `constant_or_null(c, x, ...)` (DuckDB): `c`, or NULL where any `x` is NULL.
+fn constant_or_null(args: Vec<Expr>) -> Result<Expr> {
+    let Some((constant, checked)) = args.split_first().filter(|(_, rest)| !rest.is_empty()) else {
+        return Err(bind_err!(
+            "constant_or_null takes a value and at least one argument"
+        ));
+    };
+    let data_type = constant.data_type();
+    let any_null = checked
+        .iter()
+        .map(|arg| Expr::IsNull(Box::new(arg.clone())))
+        .reduce(|left, right| Expr::Binary {
+            op: crate::expr::BinaryOp::Or,
+            left: Box::new(left),
+            right: Box::new(right),
+        })
+        .expect("at least one argument");
+    Ok(Expr::Case {
+        branches: vec![(any_null, Expr::Literal(ScalarValue::Null).cast(&data_type))],
+        otherwise: Some(Box::new(constant.clone())),
+        data_type,
+    })
+}
+
+/// `assert_true(condition [, message])` (DuckDB, as Spark's): NULL where the condition holds,
+/// an error naming the message (or "Assertion failed") where it is false or NULL.
+fn assert_true(args: Vec<Expr>) -> Result<Expr> {
+    use crate::expr::BinaryOp;
+    let (condition, message) = match args.as_slice() {
+        [condition] => (condition, None),
+        [condition, message] => (condition, Some(message)),
+        _ => {
+            return Err(bind_err!(
+                "assert_true takes a condition and an optional message"
+            ));
+        }
+    };
+    let condition = super::expr::boolean(condition.clone(), "assert_true")?;
+    let text = |s: &str| Expr::Literal(ScalarValue::Utf8(s.to_string()));
+    let failed = text("Assertion failed");
+    let message = match message {
+        None => failed,
+        Some(m) if matches!(m.data_type(), DataType::Utf8 | DataType::Null) => Expr::Function {
+            func: ScalarFunction::Coalesce,
+            args: vec![
+                Expr::Binary {
+                    op: BinaryOp::Concat,
+                    left: Box::new(text("Assertion: ")),
+                    right: Box::new(m.clone().cast(&DataType::Utf8)),
+                },
+                failed,
+            ],
+            data_type: DataType::Utf8,
+        },
+        Some(m) => {
+            return Err(bind_err!(
+                "assert_true's message must be text, not {}",
+                type_name(&m.data_type())
+            ));
+        }
+    };
+    let holds = Expr::Function {
+        func: ScalarFunction::Coalesce,
+        args: vec![condition, Expr::Literal(ScalarValue::Boolean(false))],
+        data_type: DataType::Boolean,
+    };
+    Ok(Expr::Case {
+        branches: vec![(holds, Expr::Literal(ScalarValue::Null))],
+        otherwise: Some(Box::new(Expr::Function {
+            func: ScalarFunction::RaiseError,
+            args: vec![message],
+            data_type: DataType::Null,
+        })),
+        data_type: DataType::Null,
+    })
+}
+
 pub(super) fn expect_arity(name: &str, args: &[Expr], n: usize) -> Result<()> {
     if args.len() == n {
         Ok(())
