@@ -7,6 +7,7 @@ mod describe_subqueries;
 mod dialect;
 mod equals_arguments;
 mod frame_exclusion;
+mod in_lists;
 mod null_order;
 mod positional;
 mod prefix_aliases;
@@ -308,7 +309,8 @@ fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
     }
     let out = positional::positional_references(out);
     let out = describe_subqueries::describe_subqueries(prefix_aliases::prefix_aliases(out));
-    let out = comprehensions::list_comprehensions(out);
+    // After the comprehensions, whose `FOR x IN list` is not a membership test.
+    let out = in_lists::in_lists(comprehensions::list_comprehensions(out));
     let out = asof::duckdb_asof_joins(windows::short_window_calls(out));
     let out = frame_exclusion::frame_exclusions(out);
     Ok(watermarks::streaming_clauses(out))

@@ -990,6 +990,32 @@ pub(super) fn bind_generic(expr: &ast::Expr, ctx: &mut Context<'_>) -> Result<Ex
             negated,
             ..
         } => bind_mark(subquery, Some(probe), *negated, ctx),
+        // `x IN list` (DuckDB, read as `x IN UNNEST(list)`): whether the list holds `x`; NULL
+        // for a NULL `x` or list.
+        E::In {
+            expr: probe,
+            target: ast::InTarget::Unnest(list),
+            negated,
+            ..
+        } => {
+            let probe = bind_expr(probe, ctx)?;
+            let list = bind_expr(list, ctx)?;
+            let contains =
+                super::duckdb_functions::duckdb_function("list_contains", &[list, probe.clone()])
+                    .expect("list_contains is a DuckDB function")?;
+            let contains = Expr::Case {
+                branches: vec![(
+                    Expr::IsNull(Box::new(probe)),
+                    Expr::Literal(ScalarValue::Null).cast(&DataType::Boolean),
+                )],
+                otherwise: Some(Box::new(contains)),
+                data_type: DataType::Boolean,
+            };
+            Ok(match negated {
+                true => Expr::Not(Box::new(contains)),
+                false => contains,
+            })
+        }
         E::In { .. } => Err(unsupported!("this IN")),
         other => Err(unsupported!("the expression {other}")),
     }

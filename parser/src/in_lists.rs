@@ -1,0 +1,102 @@
+//! DuckDB's `x IN [1, 2]` and `x IN list_column`: membership in a list, which sqlparser reads
+//! only in BigQuery's form `x IN UNNEST(list)`; that is what they are rewritten to. A
+//! parenthesized IN (a list of values or a subquery) is left as it is.
+
+use sqlparser::tokenizer::{Token, TokenWithSpan};
+
+fn is_word(token: &Token, word: &str) -> bool {
+    matches!(token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
+}
+
+fn next_solid(tokens: &[TokenWithSpan], from: usize) -> Option<usize> {
+    (from..tokens.len()).find(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
+}
+
+/// The index just past the list operand starting at `start`: a bracketed list literal, or a
+/// column name (`lst`, `t.lst`); `None` for anything else.
+fn operand_end(tokens: &[TokenWithSpan], start: usize) -> Option<usize> {
+    match &tokens[start].token {
+        Token::LBracket => {
+            let mut depth = 0usize;
+            for (i, token) in tokens.iter().enumerate().skip(start) {
+                match token.token {
+                    Token::LBracket => depth += 1,
+                    Token::RBracket if depth == 1 => return Some(i + 1),
+                    Token::RBracket => depth -= 1,
+                    _ => {}
+                }
+            }
+            None
+        }
+        Token::Word(w)
+            if w.quote_style.is_some() || w.keyword == sqlparser::keywords::Keyword::NoKeyword =>
+        {
+            let mut end = start + 1;
+            while tokens.get(end).map(|t| &t.token) == Some(&Token::Period)
+                && matches!(tokens.get(end + 1).map(|t| &t.token), Some(Token::Word(_)))
+            {
+                end += 2;
+            }
+            // A call (`IN f(x)`) is not a column.
+            (tokens.get(end).map(|t| &t.token) != Some(&Token::LParen)).then_some(end)
+        }
+        _ => None,
+    }
+}
+
+/// `tokens` with each `IN list` written `IN UNNEST(list)`.
+pub(crate) fn in_lists(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let mut i = 0;
+    while i < tokens.len() {
+        if !is_word(&tokens[i].token, "IN") {
+            i += 1;
+            continue;
+        }
+        let Some(start) = next_solid(&tokens, i + 1) else {
+            break;
+        };
+        if let Some(end) = operand_end(&tokens, start) {
+            tokens.insert(end, TokenWithSpan::wrap(Token::RParen));
+            tokens.splice(
+                start..start,
+                [
+                    TokenWithSpan::wrap(Token::make_keyword("UNNEST")),
+                    TokenWithSpan::wrap(Token::LParen),
+                ],
+            );
+        }
+        i = start + 1;
+    }
+    tokens
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlparser::dialect::DuckDbDialect;
+    use sqlparser::tokenizer::Tokenizer;
+
+    fn rewritten(sql: &str) -> String {
+        let tokens = Tokenizer::new(&DuckDbDialect {}, sql).tokenize().unwrap();
+        let tokens = tokens.into_iter().map(super::TokenWithSpan::wrap).collect();
+        let out = super::in_lists(tokens);
+        out.iter().map(|t| t.token.to_string()).collect()
+    }
+
+    #[test]
+    fn lists_after_in_are_unnested() {
+        assert_eq!(
+            rewritten("SELECT 1 IN [1, [2]]"),
+            "SELECT 1 IN UNNEST([1, [2]])"
+        );
+        assert_eq!(
+            rewritten("SELECT i NOT IN t.lst FROM t"),
+            "SELECT i NOT IN UNNEST(t.lst) FROM t"
+        );
+        assert_eq!(rewritten("SELECT 1 IN (1, 2)"), "SELECT 1 IN (1, 2)");
+        assert_eq!(rewritten("SELECT 1 IN f(x)"), "SELECT 1 IN f(x)");
+        assert_eq!(
+            rewritten("SELECT 1 IN (SELECT 1)"),
+            "SELECT 1 IN (SELECT 1)"
+        );
+    }
+}
