@@ -44,11 +44,29 @@ fn operand_end(tokens: &[TokenWithSpan], start: usize) -> Option<usize> {
     }
 }
 
-/// `tokens` with each `IN list` written `IN UNNEST(list)`.
+/// `tokens` with each `IN list` written `IN UNNEST(list)`; POSITION's `IN`
+/// (`position(s IN t)`) is left alone.
 pub(crate) fn in_lists(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    // For each open parenthesis, whether it is POSITION's.
+    let mut open: Vec<bool> = Vec::new();
+    let mut previous: Option<usize> = None;
     let mut i = 0;
     while i < tokens.len() {
-        if !is_word(&tokens[i].token, "IN") {
+        match tokens[i].token {
+            Token::Whitespace(_) => {
+                i += 1;
+                continue;
+            }
+            Token::LParen => {
+                open.push(previous.is_some_and(|p| is_word(&tokens[p].token, "POSITION")))
+            }
+            Token::RParen => {
+                open.pop();
+            }
+            _ => {}
+        }
+        previous = Some(i);
+        if !is_word(&tokens[i].token, "IN") || open.last() == Some(&true) {
             i += 1;
             continue;
         }
@@ -65,7 +83,7 @@ pub(crate) fn in_lists(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                 ],
             );
         }
-        i = start + 1;
+        i += 1;
     }
     tokens
 }

@@ -88,27 +88,48 @@ fn buckets(count: &ArrayRef, layout: &Layout) -> Result<ArrayRef> {
 }
 
 /// `lag(x, offset, default)` and `lead`: the value `offset` rows before or after in the
-/// partition, or the row's default where there is no such row.
+/// partition (a negative offset looks the other way), the row's default where there is no
+/// such row, and NULL where the offset is NULL. The offset may differ by row.
 fn offset_values(func: WindowFunction, args: &[ArrayRef], layout: &Layout) -> Result<ArrayRef> {
     let values = argument(args, 0)?;
-    let offset = cast(argument(args, 1)?, &DataType::Int64)?;
-    let offset = offset.as_primitive::<Int64Type>();
-    if offset.is_empty() || offset.is_null(0) {
-        return Err(ExecError::Execution(format!("{func:?} needs an offset")));
-    }
-    let offset = usize::try_from(offset.value(0)).unwrap_or(usize::MAX);
-    let default = argument(args, 2)?;
-    // Index into `values`, or into `default` (shifted past `values`) when out of range.
-    let combined = concat(&[values.as_ref(), default.as_ref()])?;
+    let offsets = cast(argument(args, 1)?, &DataType::Int64)?;
+    let offsets = offsets.as_primitive::<Int64Type>();
     let n = values.len();
+    if offsets.len() != n && offsets.len() != 1 {
+        return Err(ExecError::Execution(format!(
+            "{func:?} needs an offset per row"
+        )));
+    }
+    let offset_at = |row: usize| match offsets.len() {
+        1 => offsets.is_valid(0).then(|| offsets.value(0)),
+        _ => offsets.is_valid(row).then(|| offsets.value(row)),
+    };
+    let default = argument(args, 2)?;
+    // Index into `values`, into `default` (shifted past `values`) when out of range, or at
+    // the NULL after both for a NULL offset.
+    let null = arrow::array::new_null_array(values.data_type(), 1);
+    let combined = concat(&[values.as_ref(), default.as_ref(), null.as_ref()])?;
+    let null_pick = (n + default.len()) as u32;
     let mut picks = Vec::with_capacity(n);
     for partition in &layout.partitions {
         for row in partition.clone() {
-            let source = match func {
-                WindowFunction::Lag => row.checked_sub(offset).filter(|s| *s >= partition.start),
-                _ => row.checked_add(offset).filter(|s| *s < partition.end),
+            let Some(offset) = offset_at(row) else {
+                picks.push(null_pick);
+                continue;
             };
-            picks.push(source.unwrap_or(n + row) as u32);
+            let step = match func {
+                WindowFunction::Lag => offset.checked_neg(),
+                _ => Some(offset),
+            };
+            let source = step
+                .and_then(|step| (row as i64).checked_add(step))
+                .and_then(|source| usize::try_from(source).ok())
+                .filter(|source| partition.contains(source));
+            let fallback = match default.len() {
+                1 => n,
+                _ => n + row,
+            };
+            picks.push(source.unwrap_or(fallback) as u32);
         }
     }
     Ok(take(&combined, &UInt32Array::from(picks), None)?)

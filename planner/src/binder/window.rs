@@ -379,23 +379,16 @@ fn lag_or_lead(name: &str, args: Vec<Expr>) -> Result<(WindowFunction, Vec<Expr>
         return Err(bind_err!("{name} takes 1 to 3 arguments"));
     }
     let t = args[0].data_type();
+    // The offset may vary by row, and a negative one looks the other way, as in DuckDB.
     let offset = match args.get(1) {
-        None => 1,
-        Some(Expr::Literal(ScalarValue::Int32(n))) if *n >= 0 => *n as i64,
-        Some(Expr::Literal(ScalarValue::Int64(n))) if *n >= 0 => *n,
-        Some(other) => {
-            return Err(bind_err!("{name} needs a constant offset, not {other}"));
-        }
+        None => Expr::Literal(ScalarValue::Int64(1)),
+        Some(offset) => integer_argument(name, offset.clone())?,
     };
     let default = args
         .get(2)
         .cloned()
         .unwrap_or(Expr::Literal(ScalarValue::Null));
-    let args = vec![
-        args[0].clone(),
-        Expr::Literal(ScalarValue::Int64(offset)),
-        default.cast(&t),
-    ];
+    let args = vec![args[0].clone(), offset, default.cast(&t)];
     let func = match name {
         "lag" => WindowFunction::Lag,
         _ => WindowFunction::Lead,
