@@ -72,13 +72,9 @@ pub(crate) fn describe_subqueries(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWi
 #[cfg(test)]
 mod tests {
     use sqlparser::dialect::DuckDbDialect;
-    use sqlparser::tokenizer::Tokenizer;
 
     fn rewritten(sql: &str) -> String {
-        let tokens = Tokenizer::new(&DuckDbDialect {}, sql).tokenize().unwrap();
-        let tokens = tokens.into_iter().map(super::TokenWithSpan::wrap).collect();
-        let out = super::describe_subqueries(tokens);
-        out.iter().map(|t| t.token.to_string()).collect()
+        crate::rewritten_by(super::describe_subqueries, sql)
     }
 
     #[test]
@@ -97,7 +93,9 @@ mod tests {
     #[test]
     fn quotes_in_the_described_query_survive() {
         let sql = "SELECT * FROM (DESCRIBE SELECT 'a''b' AS x)";
-        let tokens = Tokenizer::new(&DuckDbDialect {}, sql).tokenize().unwrap();
+        let tokens = sqlparser::tokenizer::Tokenizer::new(&DuckDbDialect {}, sql)
+            .tokenize()
+            .unwrap();
         let tokens = tokens.into_iter().map(super::TokenWithSpan::wrap).collect();
         let out = super::describe_subqueries(tokens);
         let text = out.iter().find_map(|t| match &t.token {

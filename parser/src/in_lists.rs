@@ -90,14 +90,8 @@ pub(crate) fn in_lists(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
 
 #[cfg(test)]
 mod tests {
-    use sqlparser::dialect::DuckDbDialect;
-    use sqlparser::tokenizer::Tokenizer;
-
     fn rewritten(sql: &str) -> String {
-        let tokens = Tokenizer::new(&DuckDbDialect {}, sql).tokenize().unwrap();
-        let tokens = tokens.into_iter().map(super::TokenWithSpan::wrap).collect();
-        let out = super::in_lists(tokens);
-        out.iter().map(|t| t.token.to_string()).collect()
+        crate::rewritten_by(super::in_lists, sql)
     }
 
     #[test]

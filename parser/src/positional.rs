@@ -65,14 +65,8 @@ pub(crate) fn positional_references(tokens: Vec<TokenWithSpan>) -> Vec<TokenWith
 
 #[cfg(test)]
 mod tests {
-    use sqlparser::dialect::DuckDbDialect;
-    use sqlparser::tokenizer::Tokenizer;
-
     fn rewritten(sql: &str) -> String {
-        let tokens = Tokenizer::new(&DuckDbDialect {}, sql).tokenize().unwrap();
-        let tokens = tokens.into_iter().map(super::TokenWithSpan::wrap).collect();
-        let out = super::positional_references(tokens);
-        out.iter().map(|t| t.token.to_string()).collect()
+        crate::rewritten_by(super::positional_references, sql)
     }
 
     #[test]

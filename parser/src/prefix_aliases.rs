@@ -164,14 +164,8 @@ fn item_end(tokens: &[TokenWithSpan], start: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use sqlparser::dialect::DuckDbDialect;
-    use sqlparser::tokenizer::Tokenizer;
-
     fn rewritten(sql: &str) -> String {
-        let tokens = Tokenizer::new(&DuckDbDialect {}, sql).tokenize().unwrap();
-        let tokens = tokens.into_iter().map(super::TokenWithSpan::wrap).collect();
-        let out = super::prefix_aliases(tokens);
-        let text: String = out.iter().map(|t| t.token.to_string()).collect();
+        let text = crate::rewritten_by(super::prefix_aliases, sql);
         text.split_whitespace().collect::<Vec<_>>().join(" ")
     }
 

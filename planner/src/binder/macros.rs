@@ -95,7 +95,8 @@ pub(super) fn expand_macros(
         return Ok(None);
     }
     let mut expanded = statement.clone();
-    let _ = ast::VisitMut::visit(&mut expanded, &mut NameCalls { snapshot });
+    let holds = |e: &ast::Expr| calls_macro(snapshot, e);
+    let _ = ast::VisitMut::visit(&mut expanded, &mut NameItems { holds: &holds });
     for _ in 0..MAX_MACRO_DEPTH {
         let mut failure = None;
         let mut changed = false;
@@ -128,13 +129,13 @@ pub(super) fn expand_macros(
     ))
 }
 
-/// Names each select-list item that calls a macro by the call as written, as DuckDB names
-/// it, before the call is expanded.
-struct NameCalls<'s> {
-    snapshot: &'s Snapshot,
+/// Names each select-list item that `holds` something to be rewritten by the item as
+/// written, as DuckDB names it, before the rewrite (a macro's call expanded, say).
+pub(super) struct NameItems<'h> {
+    pub holds: &'h dyn Fn(&ast::Expr) -> bool,
 }
 
-impl ast::VisitorMut for NameCalls<'_> {
+impl ast::VisitorMut for NameItems<'_> {
     type Break = ();
 
     fn pre_visit_query(&mut self, query: &mut ast::Query) -> ControlFlow<()> {
@@ -143,7 +144,7 @@ impl ast::VisitorMut for NameCalls<'_> {
         };
         for item in &mut select.projection {
             if let ast::SelectItem::UnnamedExpr(expr) = item
-                && calls_macro(self.snapshot, expr)
+                && (self.holds)(expr)
             {
                 let alias = ast::Ident::with_quote('"', expr.to_string());
                 *item = ast::SelectItem::ExprWithAlias {

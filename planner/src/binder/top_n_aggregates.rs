@@ -131,7 +131,10 @@ pub(super) fn rewrite_top_n(statement: &ast::Statement) -> Result<Option<ast::St
         return Ok(None);
     }
     let mut rewritten_statement = statement.clone();
-    let _ = ast::VisitMut::visit(&mut rewritten_statement, &mut NameItems { holds: &holds });
+    let _ = ast::VisitMut::visit(
+        &mut rewritten_statement,
+        &mut super::macros::NameItems { holds: &holds },
+    );
     let mut failure = None;
     let _ = ast::visit_expressions_mut(&mut rewritten_statement, |expr| {
         let ast::Expr::Function(call) = expr else {
@@ -154,33 +157,6 @@ pub(super) fn rewrite_top_n(statement: &ast::Statement) -> Result<Option<ast::St
     match failure {
         Some(e) => Err(e),
         None => Ok(Some(rewritten_statement)),
-    }
-}
-
-/// Names each select item holding a top-N call by the item as written.
-struct NameItems<'h> {
-    holds: &'h dyn Fn(&ast::Expr) -> bool,
-}
-
-impl ast::VisitorMut for NameItems<'_> {
-    type Break = ();
-
-    fn pre_visit_query(&mut self, query: &mut ast::Query) -> ControlFlow<()> {
-        let ast::SetExpr::Select(select) = query.body.as_mut() else {
-            return ControlFlow::Continue(());
-        };
-        for item in &mut select.projection {
-            if let ast::SelectItem::UnnamedExpr(expr) = item
-                && (self.holds)(expr)
-            {
-                let alias = ast::Ident::with_quote('"', expr.to_string());
-                *item = ast::SelectItem::ExprWithAlias {
-                    expr: expr.clone(),
-                    alias,
-                };
-            }
-        }
-        ControlFlow::Continue(())
     }
 }
 
