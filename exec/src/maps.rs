@@ -136,6 +136,7 @@ pub fn map_function(op: MapOp, args: &[ArrayRef], data_type: &DataType) -> Resul
         MapOp::FromLists => from_lists(&args[0], &args[1], data_type),
         MapOp::FromEntries => from_entries(&args[0], data_type),
         MapOp::Histogram => histogram(&args[0], data_type),
+        MapOp::Bins => bins(&args[0], &args[1], data_type),
         MapOp::Keys | MapOp::Values => {
             let map = args[0].as_map();
             let column = if op == MapOp::Keys {
@@ -327,6 +328,92 @@ fn histogram(sorted: &ArrayRef, data_type: &DataType) -> Result<ArrayRef> {
         counts,
         nulls,
     )
+}
+
+/// `histogram(x, boundaries)`: per row, the boundaries sorted and kept once, each with the
+/// count of the sorted values above the boundary before it and at most it, and the values
+/// above every boundary under the key type's greatest value (integers only); NULL for no
+/// values.
+fn bins(sorted: &ArrayRef, boundaries: &ArrayRef, data_type: &DataType) -> Result<ArrayRef> {
+    let lists = sorted.as_list::<i32>();
+    let bounds = boundaries.as_list::<i32>();
+    let values = lists.values();
+    let (key_type, _) = entry_types(data_type);
+    let greatest = greatest_of(&key_type);
+    // Values, boundaries and the greatest key in one array, compared as rows.
+    let mut parts: Vec<&dyn Array> = vec![values.as_ref(), bounds.values().as_ref()];
+    if let Some(greatest) = &greatest {
+        parts.push(greatest.as_ref());
+    }
+    let all = arrow::compute::concat(&parts)?;
+    let rows = RowConverter::new(vec![SortField::new(all.data_type().clone())])?
+        .convert_columns(std::slice::from_ref(&all))?;
+    let (bound_base, greatest_at) = (values.len(), values.len() + bounds.values().len());
+    let (mut picks, mut counts, mut lengths, mut valid) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for row in 0..lists.len() {
+        let range = crate::list_functions::bounds(lists, row);
+        let bound_row = if bounds.len() == 1 { 0 } else { row };
+        let mut edges: Vec<usize> = crate::list_functions::bounds(bounds, bound_row)
+            .map(|i| bound_base + i)
+            .filter(|&i| all.is_valid(i))
+            .collect();
+        edges.sort_by(|a, b| rows.row(*a).cmp(&rows.row(*b)));
+        edges.dedup_by(|a, b| rows.row(*a) == rows.row(*b));
+        let mut bin_counts = vec![0i64; edges.len()];
+        let mut beyond = 0i64;
+        for i in range.clone() {
+            let at = edges.partition_point(|&e| rows.row(e) < rows.row(i));
+            match bin_counts.get_mut(at) {
+                Some(count) => *count += 1,
+                None => beyond += 1,
+            }
+        }
+        let before = picks.len();
+        for (edge, count) in edges.iter().zip(&bin_counts) {
+            picks.push(*edge as u32);
+            counts.push(*count);
+        }
+        if beyond > 0 {
+            if greatest.is_none() {
+                return Err(ExecError::Execution(format!(
+                    "not supported yet: histogram values of {key_type} past the last boundary"
+                )));
+            }
+            picks.push(greatest_at as u32);
+            counts.push(beyond);
+        }
+        lengths.push(picks.len() - before);
+        valid.push(lists.is_valid(row) && !range.is_empty());
+    }
+    let keys = take(&all, &UInt32Array::from(picks), None)?;
+    let counts: ArrayRef = Arc::new(Int64Array::from(counts));
+    build(
+        data_type,
+        OffsetBuffer::from_lengths(lengths),
+        keys,
+        counts,
+        Some(NullBuffer::from(valid)),
+    )
+}
+
+/// The greatest value of an integer type, the key a histogram counts values past its last
+/// boundary under (as DuckDB does); `None` for other types.
+fn greatest_of(data_type: &DataType) -> Option<ArrayRef> {
+    use arrow::array::{
+        Int8Array, Int16Array, Int32Array, UInt8Array, UInt16Array, UInt32Array as U32, UInt64Array,
+    };
+    Some(match data_type {
+        DataType::Int8 => Arc::new(Int8Array::from(vec![i8::MAX])),
+        DataType::Int16 => Arc::new(Int16Array::from(vec![i16::MAX])),
+        DataType::Int32 => Arc::new(Int32Array::from(vec![i32::MAX])),
+        DataType::Int64 => Arc::new(Int64Array::from(vec![i64::MAX])),
+        DataType::UInt8 => Arc::new(UInt8Array::from(vec![u8::MAX])),
+        DataType::UInt16 => Arc::new(UInt16Array::from(vec![u16::MAX])),
+        DataType::UInt32 => Arc::new(U32::from(vec![u32::MAX])),
+        DataType::UInt64 => Arc::new(UInt64Array::from(vec![u64::MAX])),
+        _ => return None,
+    })
 }
 
 /// A map cast to another map type: its keys and values each cast by the engine's rules.

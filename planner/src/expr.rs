@@ -494,6 +494,10 @@ pub enum MapOp {
     Cardinality,
     /// `histogram(x)`: each of a sorted list's values with its count.
     Histogram,
+    /// `histogram(x, boundaries)`: each boundary (sorted, once) with the count of the sorted
+    /// list's values above the boundary before it and at most it; values above every
+    /// boundary are counted under the type's greatest value.
+    Bins,
 }
 
 /// A function of an interval (`ScalarFunction::Interval`), as DuckDB has it: a year is 12
@@ -950,7 +954,7 @@ impl ScalarFunction {
                 MapOp::Extract => "map_extract",
                 MapOp::Contains => "map_contains",
                 MapOp::Cardinality => "cardinality",
-                MapOp::Histogram => "histogram",
+                MapOp::Histogram | MapOp::Bins => "histogram",
             },
             ScalarFunction::RegexpGroups { all: false, .. } => "regexp_extract",
             ScalarFunction::RegexpGroups { all: true, .. } => "regexp_extract_all",

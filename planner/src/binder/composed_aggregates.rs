@@ -124,8 +124,10 @@ pub(super) fn bind_composed(
     agg: &mut Aggregation,
     binder: Option<&Binder<'_>>,
 ) -> Result<Expr> {
-    let [value] = function_args(function)[..] else {
-        return Err(bind_err!("{name} takes one argument"));
+    let (value, boundaries) = match function_args(function)[..] {
+        [value] => (value, None),
+        [value, boundaries] if name == "histogram" => (value, Some(boundaries)),
+        _ => return Err(bind_err!("{name} takes one argument")),
     };
     if function.filter.is_some() {
         return Err(unsupported!("FILTER on {name}"));
@@ -140,6 +142,9 @@ pub(super) fn bind_composed(
         DataType::Null => value.cast(&DataType::Int32),
         _ => value,
     };
+    if let Some(boundaries) = boundaries {
+        return binned_histogram(agg, value, boundaries, binder);
+    }
     let parts = Parts::Rows { agg, value };
     let composed = compose(name, parts)?;
     // Over no rows the sorted values are NULL, but there is no uncertainty in nothing.
@@ -222,6 +227,39 @@ fn compose(name: &str, mut parts: Parts<'_>) -> Result<Expr> {
         }
         _ => unreachable!("{name} is a composed aggregate"),
     }
+}
+
+/// `histogram(x, boundaries)` (DuckDB): per boundary, the count of values above the one
+/// before and at most it; the boundaries a constant list.
+fn binned_histogram(
+    agg: &mut Aggregation,
+    value: Expr,
+    boundaries: &ast::Expr,
+    binder: Option<&Binder<'_>>,
+) -> Result<Expr> {
+    let item = value.data_type();
+    let bounds = bind_generic(
+        boundaries,
+        &mut argument_context(&agg.input, binder, &[boundaries]),
+    )?;
+    if !bounds.column_indices().is_empty() || bounds.has_any_outer() {
+        return Err(unsupported!("histogram with boundaries that vary by row"));
+    }
+    let bounds = match bounds.data_type() {
+        DataType::List(_) | DataType::Null => bounds.cast(&list_of(item.clone())),
+        other => {
+            return Err(bind_err!(
+                "histogram's boundaries must be a list, not {}",
+                type_name(&other)
+            ));
+        }
+    };
+    let sorted = agg.column_of(super::ordered_set::sorted_values(value, false));
+    Ok(Expr::Function {
+        func: ScalarFunction::Map(crate::expr::MapOp::Bins),
+        args: vec![sorted, bounds],
+        data_type: pondra_catalog::map_type(item, DataType::Int64),
+    })
 }
 
 /// A pick from the sorted non-NULL values.

@@ -2063,6 +2063,9 @@ fn assignable(from: &DataType, to: &DataType) -> bool {
                 || (numeric(from) && numeric(to))
                 || (matches!(from, DataType::Date32 | DataType::Timestamp(..))
                     && matches!(to, DataType::Timestamp(..)))
+                // A timestamp stored in a DATE column keeps its date, as PostgreSQL's
+                // assignment cast and DuckDB do (`DATE '2024-01-01' + INTERVAL 1 DAY`).
+                || (matches!(from, DataType::Timestamp(..)) && *to == DataType::Date32)
         }
     }
 }
