@@ -155,11 +155,17 @@ fn item_end(tokens: &[TokenWithSpan], start: usize) -> usize {
             Token::RParen | Token::RBracket | Token::RBrace => depth -= 1,
             _ if depth > 0 => {}
             Token::Comma | Token::SemiColon | Token::EOF => return i,
-            other if word_in(other, &ITEM_ENDS) => return i,
+            other if word_in(other, &ITEM_ENDS) && !is_call(tokens, i) => return i,
             _ => {}
         }
     }
     tokens.len()
+}
+
+/// Whether the word at `i` is a function's name (`left(s, 2)`), not a clause's.
+fn is_call(tokens: &[TokenWithSpan], i: usize) -> bool {
+    word_in(&tokens[i].token, &["LEFT", "RIGHT"])
+        && next_solid(tokens, i + 1).is_some_and(|n| tokens[n].token == Token::LParen)
 }
 
 #[cfg(test)]
@@ -200,6 +206,10 @@ mod tests {
         assert_eq!(rewritten("SELECT {a: 1, b: 2}"), "SELECT {a: 1, b: 2}");
         assert_eq!(rewritten("SELECT 'j': 42"), "SELECT 'j': 42");
         assert_eq!(rewritten("SELECT x::INT"), "SELECT x::INT");
+        assert_eq!(
+            rewritten("SELECT p : left(s, 2) FROM t LEFT JOIN u ON true"),
+            "SELECT left(s, 2) AS p FROM t LEFT JOIN u ON true"
+        );
         assert_eq!(
             rewritten("SELECT list_reduce(l, lambda a, x: a + x), lambda y, z: y"),
             "SELECT list_reduce(l, lambda a, x: a + x), lambda y, z: y"
