@@ -39,9 +39,9 @@ const STATEMENT_TIMEOUT: Duration = Duration::from_secs(10);
 const TIMED_OUT: &str = "canceling statement due to statement timeout";
 
 /// Records of the `.test` files each folder passes; no folder may pass fewer. Of their
-/// 21,382 records, 16,738 pass (78.3%).
+/// 21,382 records, 16,759 pass (78.4%).
 const PASSING: &[(&str, usize)] = &[
-    ("aggregate", 2056),
+    ("aggregate", 2068),
     ("cast", 884),
     ("cte", 412),
     ("filter", 205),
@@ -53,7 +53,7 @@ const PASSING: &[(&str, usize)] = &[
     ("function/operator", 120),
     ("function/string", 1632),
     ("function/timestamp", 419),
-    ("join", 1695),
+    ("join", 1696),
     ("json", 3),
     ("order", 263),
     ("projection", 212),
@@ -62,7 +62,7 @@ const PASSING: &[(&str, usize)] = &[
     ("subquery", 745),
     ("types/list", 597),
     ("types/struct", 708),
-    ("window", 1026),
+    ("window", 1034),
 ];
 
 fn corpus_dir() -> PathBuf {
