@@ -229,10 +229,14 @@ pub fn parse_expression(text: &str) -> Result<ast::Expr, ParseError> {
         .with_recursion_limit(depth::NESTING_LIMIT)
         .with_tokens_with_locations(tokens)
         .parse_expr()
-        .map_err(|e| match e {
-            ParserError::RecursionLimitExceeded => ParseError::TooDeep,
-            e => ParseError::Syntax(clean(e.to_string())),
-        })
+        .map_err(parse_error)
+}
+
+fn parse_error(e: ParserError) -> ParseError {
+    match e {
+        ParserError::RecursionLimitExceeded => ParseError::TooDeep,
+        e => ParseError::Syntax(clean(e.to_string())),
+    }
 }
 
 /// Parses one statement from its tokens, refusing one nested past the limits.
@@ -249,10 +253,7 @@ fn parse_tokens(tokens: Vec<TokenWithSpan>) -> Result<Statement, ParseError> {
         .with_recursion_limit(depth::NESTING_LIMIT)
         .with_tokens_with_locations(tokens)
         .parse_statements()
-        .map_err(|e| match e {
-            ParserError::RecursionLimitExceeded => ParseError::TooDeep,
-            e => ParseError::Syntax(clean(e.to_string())),
-        })?;
+        .map_err(parse_error)?;
     if statements.len() != 1 {
         return Err(ParseError::Syntax(match statements.len() {
             0 => "empty statement".into(),

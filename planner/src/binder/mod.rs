@@ -453,38 +453,15 @@ impl<'a> Binder<'a> {
             system_columns: text.contains("_commit_"),
             ..Binder::new(self.snapshot)
         };
-        // Calls of macros become their bodies before anything is bound (ADR 0068).
-        let expanded;
-        let parsed = match &parsed.statement {
-            Statement::Sql(sql) if !matches!(sql.as_ref(), ast::Statement::CreateMacro { .. }) => {
-                match macros::expand_macros(self.snapshot, sql)? {
-                    Some(statement) => {
-                        expanded = ParsedStatement {
-                            text: parsed.text.clone(),
-                            statement: Statement::Sql(Box::new(statement)),
-                        };
-                        &expanded
-                    }
-                    None => parsed,
-                }
-            }
-            _ => parsed,
-        };
-        // DuckDB's aggregates of the first n values become the list aggregates they are.
-        let rewritten;
-        let parsed = match &parsed.statement {
-            Statement::Sql(sql) => match top_n_aggregates::rewrite_top_n(sql)? {
-                Some(statement) => {
-                    rewritten = ParsedStatement {
-                        text: parsed.text.clone(),
-                        statement: Statement::Sql(Box::new(statement)),
-                    };
-                    &rewritten
-                }
-                None => parsed,
-            },
-            _ => parsed,
-        };
+        // Calls of macros become their bodies before anything is bound (ADR 0068), and
+        // DuckDB's aggregates of the first n values the list aggregates they are.
+        let expanded = rewritten(parsed, |sql| match sql {
+            ast::Statement::CreateMacro { .. } => Ok(None),
+            sql => macros::expand_macros(self.snapshot, sql),
+        })?;
+        let parsed = expanded.as_ref().unwrap_or(parsed);
+        let aggregates = rewritten(parsed, top_n_aggregates::rewrite_top_n)?;
+        let parsed = aggregates.as_ref().unwrap_or(parsed);
         let mut plan = binder.bind_unoptimized(parsed)?;
         for logical in plan.logical_plans_mut() {
             let bound = std::mem::replace(logical, LogicalPlan::empty());
@@ -2071,6 +2048,21 @@ fn assignable(from: &DataType, to: &DataType) -> bool {
 }
 
 /// Whether a value of type `from` may be stored in a column of type `to`.
+/// `parsed` with its SQL statement rewritten by `rewrite`; `None` when `rewrite` leaves it as
+/// it is (or it is one of Pondra's own statements).
+fn rewritten(
+    parsed: &ParsedStatement,
+    rewrite: impl Fn(&ast::Statement) -> Result<Option<ast::Statement>>,
+) -> Result<Option<ParsedStatement>> {
+    let Statement::Sql(sql) = &parsed.statement else {
+        return Ok(None);
+    };
+    Ok(rewrite(sql)?.map(|statement| ParsedStatement {
+        text: parsed.text.clone(),
+        statement: Statement::Sql(Box::new(statement)),
+    }))
+}
+
 fn check_assignable(from: &DataType, to: &DataType, column: &str) -> Result<()> {
     if assignable(from, to) {
         Ok(())

@@ -85,25 +85,12 @@ pub(super) fn star_columns<'a>(
     let excluded = exclusions(options)?;
     let replaced = replacements(options)?;
     let renamed = renames(options)?;
-    refuse_overlap(
-        &excluded,
-        "EXCLUDE",
-        replaced.iter().map(|(n, _)| n),
-        "REPLACE",
-    )?;
-    refuse_overlap(
-        &excluded,
-        "EXCLUDE",
-        renamed.iter().map(|(n, _)| n),
-        "RENAME",
-    )?;
     let replaced_names: Vec<&Named> = replaced.iter().map(|(n, _)| n).collect();
-    refuse_overlap(
-        &replaced_names,
-        "REPLACE",
-        renamed.iter().map(|(n, _)| n),
-        "RENAME",
-    )?;
+    let renamed_names: Vec<&Named> = renamed.iter().map(|(n, _)| n).collect();
+    let excluded_names: Vec<&Named> = excluded.iter().collect();
+    refuse_overlap(&excluded_names, "EXCLUDE", &replaced_names, "REPLACE")?;
+    refuse_overlap(&excluded_names, "EXCLUDE", &renamed_names, "RENAME")?;
+    refuse_overlap(&replaced_names, "REPLACE", &renamed_names, "RENAME")?;
 
     let from_star = |named: &Named, list: &str| -> Result<Vec<usize>> {
         let matched: Vec<usize> = in_star
@@ -248,14 +235,14 @@ fn refuse_duplicates<'n>(names: impl Iterator<Item = &'n Named>, list: &str) -> 
     Ok(())
 }
 
-fn refuse_overlap<'n, N: std::borrow::Borrow<Named>>(
-    first: &[N],
+fn refuse_overlap(
+    first: &[&Named],
     first_list: &str,
-    second: impl Iterator<Item = &'n Named>,
+    second: &[&Named],
     second_list: &str,
 ) -> Result<()> {
     for named in second {
-        if first.iter().any(|n| n.borrow().column == named.column) {
+        if first.iter().any(|n| n.column == named.column) {
             return Err(bind_err!(
                 "Column \"{}\" cannot occur in both {first_list} and {second_list} list",
                 named.column

@@ -49,7 +49,6 @@ fn top_n(call: &ast::Function) -> Option<TopN> {
         return None;
     };
     let name = name.value.to_lowercase();
-    let args = function_args(call)?;
     let (descending, nulls_last) = match name.as_str() {
         "min" | "arg_min" | "min_by" | "argmin" => (false, false),
         "max" | "arg_max" | "max_by" | "argmax" => (true, false),
@@ -57,6 +56,8 @@ fn top_n(call: &ast::Function) -> Option<TopN> {
         "arg_max_nulls_last" => (true, true),
         _ => return None,
     };
+    // Only calls of these names have their arguments copied.
+    let args = function_args(call)?;
     let of_values = matches!(name.as_str(), "min" | "max");
     match (of_values, args.as_slice()) {
         (true, [value, n]) => Some(TopN {
@@ -123,8 +124,9 @@ pub(super) fn rewrite_top_n(statement: &ast::Statement) -> Result<Option<ast::St
         })
         .is_break()
     };
+    // One walk over the statement: most hold no such call and are left untouched.
     let found = ast::visit_expressions(statement, |e| match e {
-        e if holds(e) => ControlFlow::Break(()),
+        ast::Expr::Function(call) if top_n(call).is_some() => ControlFlow::Break(()),
         _ => ControlFlow::Continue(()),
     });
     if found.is_continue() {
