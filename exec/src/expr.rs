@@ -432,7 +432,14 @@ fn binary(op: BinaryOp, l: &ArrayRef, r: &ArrayRef) -> Result<ArrayRef> {
     if op.is_comparison() && nested {
         return arrays::compare(op, l, r);
     }
-    let (l, r) = (l.as_ref(), r.as_ref());
+    let canonical;
+    let (l, r) = match op.is_comparison() && l.data_type().is_floating() {
+        true => {
+            canonical = [l, r].map(crate::float_equality::canonical_floats);
+            (canonical[0].as_ref(), canonical[1].as_ref())
+        }
+        false => (l.as_ref(), r.as_ref()),
+    };
     Ok(match op {
         BinaryOp::And => Arc::new(boolean::and_kleene(l.as_boolean(), r.as_boolean())?),
         BinaryOp::Or => Arc::new(boolean::or_kleene(l.as_boolean(), r.as_boolean())?),

@@ -18,7 +18,8 @@ pub(crate) fn in_constants(probe: &ArrayRef, constants: &[ArrayRef]) -> Result<B
     debug_assert!(constants.iter().all(|c| c.len() == 1));
     debug_assert!(constants.iter().all(|c| c.data_type() == probe.data_type()));
     let parts: Vec<&dyn Array> = constants.iter().map(|c| c.as_ref()).collect();
-    let list = concat(&parts)?;
+    let list = crate::float_equality::canonical_floats(&concat(&parts)?);
+    let probe = &crate::float_equality::canonical_floats(probe);
     let converter = RowConverter::new(vec![SortField::new(probe.data_type().clone())])?;
     let list_rows = converter.convert_columns(std::slice::from_ref(&list))?;
     let list_has_null = list.null_count() > 0;

@@ -9,6 +9,7 @@
 //! hash each row once, and intern it into the table of the partition its hash picks.
 
 use std::hash::BuildHasher;
+use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{
@@ -148,6 +149,16 @@ impl KeyEncoder {
             .any(|(k, t)| k.data_type() != t)
         {
             return self.encode(&self.cast_keys(keys)?, nulls);
+        }
+        if keys.iter().any(|k| k.data_type().is_floating()) {
+            // Keys equal as SQL compares them (`-0.0` and `0.0`, any two NaNs) encode alike.
+            let canonical: Vec<ArrayRef> = keys
+                .iter()
+                .map(crate::float_equality::canonical_floats)
+                .collect();
+            if canonical.iter().zip(keys).any(|(c, k)| !Arc::ptr_eq(c, k)) {
+                return self.encode(&canonical, nulls);
+            }
         }
         let has_null = null_rows(keys);
         let (encoded, too_long) = self.pack_or_convert(keys)?;

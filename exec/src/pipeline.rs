@@ -19,6 +19,7 @@ use crate::memory::{MemoryPool, Reservation};
 use crate::morsel::{Morsels, PagePruning, ScanStatistics, is_scan, read_unit, scan_units};
 use crate::ordered::{ANOTHER_WORKER_FAILED, OrderedDelivery};
 use crate::profile::{NodeStats, Profile};
+use crate::recursive_cte::RecursiveResult;
 use crate::repeated_scans::{Repeat, RepeatedScans, ScanRecorder};
 use crate::scan::as_schema;
 use crate::scan_filter::{Above, ScanFilter, join_keys_over_scan, through_projection};
@@ -26,6 +27,10 @@ use crate::shared::SharedAggregates;
 use crate::sink::{BatchSink, Collected, Flow, Sink, Split};
 use crate::sort::SortSink;
 use crate::{ExecError, Result};
+use pondra_planner::TreeNode;
+
+/// Rows that operators of one plan read in turn.
+type SharedRows = Arc<Vec<RecordBatch>>;
 
 /// What a running plan can reach: the lake, the snapshot it reads, and rows handed to it.
 pub struct ExecContext {
@@ -35,8 +40,9 @@ pub struct ExecContext {
     pub runtime: tokio::runtime::Handle,
     /// The rows of the plan's `Input` leaf, if it has one.
     pub input: Vec<RecordBatch>,
-    /// The rows each running recursive CTE's step reads, by CTE id.
-    pub working_tables: std::sync::Mutex<HashMap<usize, Arc<Vec<RecordBatch>>>>,
+    /// The rows each running recursive CTE's step reads, by CTE id and whether they are its
+    /// result so far (`recurring.name`) rather than its last iteration's rows.
+    working_tables: std::sync::Mutex<HashMap<(usize, bool), SharedRows>>,
     /// Rows and time per operator, for EXPLAIN ANALYZE.
     pub profile: Option<Profile>,
     /// The memory operators that can spill reserve what they hold from.
@@ -76,9 +82,17 @@ impl ExecContext {
         self.profile.as_ref().map(|p| p.stats(node))
     }
 
-    fn working_table(&self, id: usize) -> Arc<Vec<RecordBatch>> {
+    fn working_table(&self, id: usize, recurring: bool) -> Arc<Vec<RecordBatch>> {
         let tables = self.working_tables.lock().expect("working tables lock");
-        tables.get(&id).cloned().unwrap_or_default()
+        tables.get(&(id, recurring)).cloned().unwrap_or_default()
+    }
+
+    fn set_working_table(&self, id: usize, recurring: bool, rows: Option<Vec<RecordBatch>>) {
+        let mut tables = self.working_tables.lock().expect("working tables lock");
+        match rows {
+            Some(rows) => tables.insert((id, recurring), Arc::new(rows)),
+            None => tables.remove(&(id, recurring)),
+        };
     }
 }
 
@@ -586,8 +600,12 @@ fn run_pipeline_into<'p>(
                 }
             }
         }
-        PhysicalPlan::WorkingTable { id, schema } => {
-            for batch in ctx.working_table(*id).iter() {
+        PhysicalPlan::WorkingTable {
+            id,
+            schema,
+            recurring,
+        } => {
+            for batch in ctx.working_table(*id, *recurring).iter() {
                 let batch = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?;
                 if out.emit(batch)? == Flow::Done {
                     break;
@@ -599,35 +617,39 @@ fn run_pipeline_into<'p>(
             step,
             id,
             distinct,
+            key,
         } => {
             leaf = false;
-            let mut seen = distinct.then(|| NewRows::new(&plan_schema)).transpose()?;
-            let mut added = run_pipeline(anchor, collect(ctx), None, ctx)?;
-            loop {
+            let reads_recurring = step.exists(&mut |n| {
+                matches!(n, PhysicalPlan::WorkingTable { id: i, recurring: true, .. } if i == id)
+            });
+            let mut result =
+                RecursiveResult::new(&plan_schema, *distinct, key.as_deref(), reads_recurring)?;
+            let mut rows = run_pipeline(anchor, collect(ctx), None, ctx)?;
+            let ended = loop {
                 ctx.control.check()?;
-                if let Some(seen) = &mut seen {
-                    added = seen.keep_new(added)?;
-                }
-                if added.iter().all(|b| b.num_rows() == 0) {
-                    break;
-                }
-                let batches = added
+                let rows_as_cte = rows
                     .iter()
                     .map(|b| RecordBatch::try_new(plan_schema.clone(), b.columns().to_vec()))
                     .collect::<std::result::Result<Vec<_>, _>>()?;
-                if out.emit_all(batches)? == Flow::Done {
-                    break;
+                let applied = result.apply(rows_as_cte)?;
+                if out.emit_all(applied.emit)? == Flow::Done {
+                    break false;
                 }
-                ctx.working_tables
-                    .lock()
-                    .expect("working tables lock")
-                    .insert(*id, Arc::new(added));
-                added = run_pipeline(step, collect(ctx), None, ctx)?;
+                if applied.working.is_empty() {
+                    break true;
+                }
+                ctx.set_working_table(*id, false, Some(applied.working));
+                if reads_recurring {
+                    ctx.set_working_table(*id, true, Some(result.so_far()?));
+                }
+                rows = run_pipeline(step, collect(ctx), None, ctx)?;
+            };
+            ctx.set_working_table(*id, false, None);
+            ctx.set_working_table(*id, true, None);
+            if ended {
+                out.emit_all(result.finish()?)?;
             }
-            ctx.working_tables
-                .lock()
-                .expect("working tables lock")
-                .remove(id);
         }
         PhysicalPlan::HashAggregate {
             input,
@@ -947,39 +969,6 @@ fn aggregate_runs(
         }
     }
     Ok(())
-}
-
-/// The rows a recursive CTE with UNION has produced so far, to drop repeats.
-struct NewRows {
-    converter: arrow::row::RowConverter,
-    seen: std::collections::HashSet<Box<[u8]>>,
-}
-
-impl NewRows {
-    fn new(schema: &SchemaRef) -> Result<NewRows> {
-        let fields = schema
-            .fields()
-            .iter()
-            .map(|f| arrow::row::SortField::new(f.data_type().clone()))
-            .collect();
-        Ok(NewRows {
-            converter: arrow::row::RowConverter::new(fields)?,
-            seen: Default::default(),
-        })
-    }
-
-    /// The rows of `batches` not seen before (each once), now seen.
-    fn keep_new(&mut self, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
-        let mut out = Vec::with_capacity(batches.len());
-        for batch in batches {
-            let rows = self.converter.convert_columns(batch.columns())?;
-            let keep: arrow::array::BooleanArray = (0..batch.num_rows())
-                .map(|i| Some(self.seen.insert(rows.row(i).as_ref().into())))
-                .collect();
-            out.push(crate::select::filter_batch(&batch, &keep)?);
-        }
-        Ok(out)
-    }
 }
 
 /// The rows of a VALUES list as one batch.

@@ -12,6 +12,7 @@ mod null_order;
 mod positional;
 mod prefix_aliases;
 mod split;
+mod using_key;
 mod watermarks;
 mod windows;
 
@@ -26,6 +27,7 @@ pub use positional::positional_name;
 
 pub use split::{SplitResult, split_statements};
 pub use sqlparser::ast;
+pub use using_key::USING_KEY;
 
 use sqlparser::dialect::DuckDbDialect;
 use sqlparser::parser::{Parser, ParserError};
@@ -135,7 +137,7 @@ fn parse_one(text: &str) -> Result<Statement, ParseError> {
     {
         return Ok(Statement::Checkpoint);
     }
-    let tokens = drop_macro_as_function(tokenize(text)?);
+    let tokens = table_as_query(drop_macro_as_function(tokenize(text)?));
     if let Some(subscribe) = subscribe(&tokens) {
         return Ok(subscribe);
     }
@@ -177,6 +179,31 @@ fn drop_macro_as_function(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> 
     if table_macro {
         tokens.remove(next);
     }
+    tokens
+}
+
+/// A statement `TABLE name` read as the query `SELECT * FROM name` it stands for: sqlparser
+/// reads `TABLE name` only as a query's body, after a WITH.
+fn table_as_query(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
+    let Some(first) = tokens
+        .iter()
+        .position(|t| !matches!(t.token, Token::Whitespace(_)))
+    else {
+        return tokens;
+    };
+    if !matches!(&tokens[first].token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("table"))
+    {
+        return tokens;
+    }
+    let space = || TokenWithSpan::wrap(Token::Whitespace(sqlparser::tokenizer::Whitespace::Space));
+    let select = [
+        TokenWithSpan::wrap(Token::make_keyword("SELECT")),
+        space(),
+        TokenWithSpan::wrap(Token::Mul),
+        space(),
+        TokenWithSpan::wrap(Token::make_keyword("FROM")),
+    ];
+    tokens.splice(first..=first, select);
     tokens
 }
 
@@ -272,7 +299,8 @@ fn parse_tokens(tokens: Vec<TokenWithSpan>) -> Result<Statement, ParseError> {
 /// Postgres reads them: `OPERATOR(schema.op)` as the bare operator, and `E'...'` as a string
 /// with backslash escapes; Flink's window table functions in their short form; and the
 /// streaming clauses (`WATERMARK FOR`, `EMIT ON WINDOW CLOSE`) as options; DuckDB's ASOF
-/// joins in the form sqlparser reads; and window frames' `EXCLUDE` clauses as markers.
+/// joins in the form sqlparser reads; window frames' `EXCLUDE` clauses as markers; and the
+/// key of a keyed recursive CTE as marks on its columns.
 fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
     let tokens = Tokenizer::new(&DuckDbDialect {}, text)
         .tokenize_with_location()
@@ -313,7 +341,7 @@ fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
     // After the comprehensions, whose `FOR x IN list` is not a membership test.
     let out = in_lists::in_lists(comprehensions::list_comprehensions(out));
     let out = asof::duckdb_asof_joins(windows::short_window_calls(out));
-    let out = frame_exclusion::frame_exclusions(out);
+    let out = using_key::using_keys(frame_exclusion::frame_exclusions(out))?;
     Ok(watermarks::streaming_clauses(out))
 }
 

@@ -102,7 +102,10 @@ impl PhysicalPlan {
                 repeat_text(self.scan_repeat())
             ),
             PhysicalPlan::Values { rows, .. } => format!("Values: {} rows", rows.len()),
-            PhysicalPlan::WorkingTable { id, .. } => format!("WorkingTable: {id}"),
+            PhysicalPlan::WorkingTable { id, recurring, .. } => match recurring {
+                true => format!("RecurringTable: {id}"),
+                false => format!("WorkingTable: {id}"),
+            },
             PhysicalPlan::ChangeRecords {
                 table, from, to, ..
             } => format!("ChangeRecords: {} {from}..={to}", table.name),
@@ -150,9 +153,15 @@ impl PhysicalPlan {
                 }
                 text
             }
-            PhysicalPlan::RecursiveCte { id, distinct, .. } => {
+            PhysicalPlan::RecursiveCte {
+                id, distinct, key, ..
+            } => {
                 let union = if *distinct { "UNION" } else { "UNION ALL" };
-                format!("RecursiveCte {id}: {union}")
+                let key = key
+                    .as_ref()
+                    .map(|k| format!(" USING KEY {k:?}"))
+                    .unwrap_or_default();
+                format!("RecursiveCte {id}: {union}{key}")
             }
         }
     }

@@ -87,15 +87,23 @@ pub enum LogicalPlan {
     },
     /// `WITH RECURSIVE`: the rows of `anchor`, then of `step` run again and again over the rows
     /// the previous run added (its `WorkingTable` leaves), until a run adds none. With
-    /// `distinct` (UNION), rows seen before are not added.
+    /// `distinct` (UNION), rows seen before are not added. With a `key` (DuckDB's
+    /// `USING KEY`, ADR 0071) the result holds one row per key, which later rows replace, and is
+    /// emitted once at the end.
     RecursiveCte {
         anchor: Box<LogicalPlan>,
         step: Box<LogicalPlan>,
         id: usize,
         distinct: bool,
+        key: Option<Vec<usize>>,
     },
-    /// The rows the previous run of recursive CTE `id` added.
-    WorkingTable { id: usize, schema: SchemaRef },
+    /// The rows the previous run of recursive CTE `id` added, or with `recurring`, its result
+    /// so far (`recurring.name`).
+    WorkingTable {
+        id: usize,
+        schema: SchemaRef,
+        recurring: bool,
+    },
     /// What the change records of `table` say of the commits `from..=to` (ADR 0048): the rows
     /// they updated or deleted and their new versions, and the insertion of rows an earlier
     /// commit in the range added that a record has kept since. The rest of `table_changes`
@@ -363,7 +371,14 @@ impl LogicalPlan {
         match self {
             LogicalPlan::Scan { table, .. } => return writeln!(f, "{pad}Scan: {}", table.name),
             LogicalPlan::Input { .. } => return writeln!(f, "{pad}Input"),
-            LogicalPlan::WorkingTable { id, .. } => return writeln!(f, "{pad}WorkingTable: {id}"),
+            LogicalPlan::WorkingTable { id, recurring, .. } => {
+                let which = if *recurring {
+                    "RecurringTable"
+                } else {
+                    "WorkingTable"
+                };
+                return writeln!(f, "{pad}{which}: {id}");
+            }
             LogicalPlan::ChangeRecords { table, .. } => {
                 return writeln!(f, "{pad}ChangeRecords: {}", table.name);
             }
@@ -372,9 +387,14 @@ impl LogicalPlan {
                 step,
                 id,
                 distinct,
+                key,
             } => {
                 let union = if *distinct { "UNION" } else { "UNION ALL" };
-                writeln!(f, "{pad}RecursiveCte {id}: {union}")?;
+                let key = key
+                    .as_ref()
+                    .map(|k| format!(" USING KEY {k:?}"))
+                    .unwrap_or_default();
+                writeln!(f, "{pad}RecursiveCte {id}: {union}{key}")?;
                 anchor.fmt_indent(f, depth + 1)?;
                 return step.fmt_indent(f, depth + 1);
             }

@@ -96,10 +96,13 @@ pub enum PhysicalPlan {
         step: Box<PhysicalPlan>,
         id: usize,
         distinct: bool,
+        key: Option<Vec<usize>>,
     },
+    /// See `LogicalPlan::WorkingTable`.
     WorkingTable {
         id: usize,
         schema: SchemaRef,
+        recurring: bool,
     },
     /// As `LogicalPlan::ChangeRecords`.
     ChangeRecords {
@@ -356,20 +359,27 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
             to: *to,
             schema: schema.clone(),
         },
-        LogicalPlan::WorkingTable { id, schema } => PhysicalPlan::WorkingTable {
+        LogicalPlan::WorkingTable {
+            id,
+            schema,
+            recurring,
+        } => PhysicalPlan::WorkingTable {
             id: *id,
             schema: schema.clone(),
+            recurring: *recurring,
         },
         LogicalPlan::RecursiveCte {
             anchor,
             step,
             id,
             distinct,
+            key,
         } => PhysicalPlan::RecursiveCte {
             anchor: child(anchor, &all_of(anchor)),
             step: child(step, &all_of(step)),
             id: *id,
             distinct: *distinct,
+            key: key.clone(),
         },
         LogicalPlan::Values { schema, rows } => PhysicalPlan::Values {
             schema: schema.clone(),

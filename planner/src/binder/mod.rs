@@ -695,6 +695,13 @@ impl<'a> Binder<'a> {
                 let right = self.bind_set_expr(right)?;
                 set_operation(left, *op, *set_quantifier, right)
             }
+            // `TABLE name`: every row of the relation, as `SELECT * FROM name`.
+            ast::SetExpr::Table(table) if table.table_name.is_some() => {
+                let parts = [&table.schema_name, &table.table_name];
+                let name =
+                    ast::ObjectName::from(parts.into_iter().flatten().cloned().collect::<Vec<_>>());
+                Ok(self.named_relation(&name)?.0)
+            }
             other => Err(unsupported!("the query form {other}")),
         }
     }
@@ -1139,6 +1146,11 @@ impl<'a> Binder<'a> {
     /// system table), with its unqualified name.
     pub(super) fn named_relation(&self, name: &ast::ObjectName) -> Result<(LogicalPlan, String)> {
         let (schema, name) = qualified_name(name)?;
+        if schema.as_deref() == Some(recursive::RECURRING)
+            && let Some(plan) = self.cte(&format!("{}.{name}", recursive::RECURRING))
+        {
+            return Ok((self.in_session_zone(plan), name));
+        }
         let plan = match schema.as_deref() {
             Some("pg_catalog" | "information_schema") => {
                 let schema = schema.as_deref().unwrap_or_default();

@@ -1,4 +1,6 @@
-//! `WITH RECURSIVE`: a CTE whose query is `anchor UNION [ALL] step`, where `step` reads the CTE.
+//! `WITH RECURSIVE`: a CTE whose query is `anchor UNION [ALL] step`, where `step` reads the CTE
+//! (the last iteration's rows by its name, the result so far as `recurring.name`), maybe keyed
+//! by DuckDB's `USING KEY` (ADR 0071).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -41,13 +43,19 @@ impl Binder<'_> {
         let anchor = rename_columns(self.bind_query(&part(left))?, Some(&cte.alias))?;
         let schema = anchor.schema();
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        let working = LogicalPlan::WorkingTable {
+        let table = |recurring| LogicalPlan::WorkingTable {
             id,
             schema: schema.clone(),
+            recurring,
         };
-        self.ctes.borrow_mut().push((name.clone(), working));
+        // The step reads the last iteration's rows by the CTE's name and the result so far as
+        // `recurring.name` (ADR 0071); nothing outside the step reads either.
+        let recurring_name = format!("{RECURRING}.{name}");
+        self.ctes.borrow_mut().push((name.clone(), table(false)));
+        self.ctes.borrow_mut().push((recurring_name, table(true)));
         let step = self.bind_query(&part(right));
-        self.ctes.borrow_mut().pop();
+        let depth = self.ctes.borrow().len() - 2;
+        self.ctes.borrow_mut().truncate(depth);
         let step = step?;
         if !step.exists(&mut |n| matches!(n, LogicalPlan::WorkingTable { id: i, .. } if *i == id)) {
             return Ok(None);
@@ -76,6 +84,25 @@ impl Binder<'_> {
             step: Box::new(step.project(exprs, names)),
             id,
             distinct,
+            key: key_columns(&cte.alias),
         }))
     }
+}
+
+/// The schema name through which a recursive CTE's step reads the CTE's result so far.
+pub(super) const RECURRING: &str = "recurring";
+
+/// The positions of the columns the parser marked as the CTE's `USING KEY`, if any.
+fn key_columns(alias: &ast::TableAlias) -> Option<Vec<usize>> {
+    let key: Vec<usize> = alias
+        .columns
+        .iter()
+        .enumerate()
+        .filter(|(_, column)| {
+            matches!(&column.data_type, Some(ast::DataType::Custom(name, _))
+                if name.to_string().eq_ignore_ascii_case(pondra_parser::USING_KEY))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    (!key.is_empty()).then_some(key)
 }
