@@ -337,9 +337,11 @@ impl Node {
             None => Vec::new(),
         };
         let zone = session.map_or_else(|| "UTC".to_string(), Session::time_zone);
+        let variables = session.map(Session::variables).unwrap_or_default();
         Ok(self
             .binder(snapshot, &external, &temporary)
             .with_time_zone(&zone)
+            .with_variables(&variables)
             .bind_statement(statement)?)
     }
 
@@ -433,6 +435,18 @@ impl Node {
                 Ok(done("VACUUM"))
             }
             Plan::Nothing { tag } => Ok(done(tag)),
+            Plan::SetVariable { name, value } => {
+                let session = session.ok_or_else(|| {
+                    NodeError::Other("a variable needs a session to belong to".into())
+                })?;
+                let tag = if value.is_some() { "SET" } else { "RESET" };
+                let value = match value {
+                    Some(plan) => Some(self.variable_value(&name, plan, snapshot).await?),
+                    None => None,
+                };
+                session.set_variable(name, value);
+                Ok(done(tag))
+            }
             Plan::CreateTableAs {
                 name,
                 input,
@@ -469,6 +483,25 @@ impl Node {
     }
 
     /// Runs a query plan on an executor thread and returns its rows.
+    /// The value `SET VARIABLE name = ...` gives the variable: the one value of `plan`.
+    async fn variable_value(
+        &self,
+        name: &str,
+        plan: LogicalPlan,
+        snapshot: Arc<Snapshot>,
+    ) -> Result<pondra_planner::ScalarValue> {
+        let batches = self.run_query(plan, snapshot, Vec::new()).await?;
+        let mut rows = batches.iter().filter(|b| b.num_rows() > 0);
+        match (rows.next(), rows.next()) {
+            (Some(batch), None) if batch.num_rows() == 1 => {
+                Ok(pondra_planner::ScalarValue::at(batch.column(0).as_ref(), 0))
+            }
+            _ => Err(NodeError::Other(format!(
+                "SET VARIABLE {name} takes one value, not a query of several rows"
+            ))),
+        }
+    }
+
     pub(crate) async fn run_query(
         &self,
         plan: LogicalPlan,

@@ -1,6 +1,7 @@
 //! A client's session: the settings its statements run under (`statement_timeout`,
-//! `default_null_order`) and the statement it is running, for a cancel request to reach.
+//! `default_null_order`), its variables and the statement it is running, for a cancel request to reach.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -8,6 +9,7 @@ use arrow::array::{RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use pondra_exec::{MemoryPool, StatementControl, StopReason};
 use pondra_parser::{NullOrder, ast};
+use pondra_planner::ScalarValue;
 
 use crate::node::{StatementResult, done};
 use crate::temporary::TemporaryTables;
@@ -33,6 +35,8 @@ pub struct Session {
     null_order: Mutex<Option<NullOrder>>,
     /// The zone instants are shown and read in (`SET TimeZone`, ADR 0067).
     time_zone: Mutex<String>,
+    /// Its variables (`SET VARIABLE`), which `getvariable(name)` reads.
+    variables: Mutex<HashMap<String, ScalarValue>>,
 }
 
 /// Where a session stands, as Postgres's ReadyForQuery tells clients.
@@ -54,7 +58,25 @@ impl Session {
             temporary: Mutex::new(TemporaryTables::default()),
             null_order: Mutex::new(None),
             time_zone: Mutex::new("UTC".into()),
+            variables: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The session's variables.
+    pub fn variables(&self) -> HashMap<String, ScalarValue> {
+        self.variables
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Sets variable `name` to `value`, or with none unsets it.
+    pub(crate) fn set_variable(&self, name: String, value: Option<ScalarValue>) {
+        let mut variables = self.variables.lock().unwrap_or_else(|e| e.into_inner());
+        match value {
+            Some(value) => variables.insert(name, value),
+            None => variables.remove(&name),
+        };
     }
 
     /// The session's default NULL order, when it set one other than PostgreSQL's.

@@ -417,6 +417,7 @@ impl Node {
             | Plan::Explain(_)
             | Plan::ExplainAnalyze(_)
             | Plan::Checkpoint
+            | Plan::SetVariable { .. }
             | Plan::Vacuum { .. }
             | Plan::CopyTo { .. } => {
                 unreachable!("not a write")

@@ -13,6 +13,7 @@ mod positional;
 mod prefix_aliases;
 mod split;
 mod using_key;
+mod variables;
 mod watermarks;
 mod windows;
 
@@ -43,6 +44,12 @@ pub enum Statement {
     /// `SUBSCRIBE [TO] name` (Materialize's form), or `COPY (SUBSCRIBE [TO] name) TO STDOUT`
     /// with `copy`: stream the changes of a view or table (ADR 0054).
     Subscribe { relation: String, copy: bool },
+    /// DuckDB's `SET VARIABLE name = expr` (the value as the query `SELECT expr`), or with no
+    /// value `RESET VARIABLE name`.
+    SetVariable {
+        name: String,
+        value: Option<Box<ast::Query>>,
+    },
 }
 
 /// What a statement does, for deciding who may run it.
@@ -63,7 +70,9 @@ impl Statement {
         let statement = match self {
             Statement::Sql(statement) => statement,
             Statement::Checkpoint => return StatementKind::Write,
-            Statement::Subscribe { .. } => return StatementKind::Read,
+            Statement::Subscribe { .. } | Statement::SetVariable { .. } => {
+                return StatementKind::Read;
+            }
         };
         match statement.as_ref() {
             // The memory limit is the whole process's: an administrator's to change.
@@ -141,6 +150,22 @@ fn parse_one(text: &str) -> Result<Statement, ParseError> {
     if let Some(subscribe) = subscribe(&tokens) {
         return Ok(subscribe);
     }
+    let (variable, tokens) = match variables::assignment(tokens)? {
+        variables::Assignment::Other(tokens) => (None, tokens),
+        variables::Assignment::Reset(name) => {
+            return Ok(Statement::SetVariable { name, value: None });
+        }
+        variables::Assignment::Set(name, select) => (Some(name), select),
+    };
+    let statement = parse_bounded(tokens)?;
+    match variable {
+        Some(name) => variables::set_variable(name, statement),
+        None => Ok(statement),
+    }
+}
+
+/// Parses `tokens`, refusing a statement nested too deep.
+fn parse_bounded(tokens: Vec<TokenWithSpan>) -> Result<Statement, ParseError> {
     let bound = depth::depth_bound(tokens.iter().map(|t| &t.token));
     if bound > depth::HARD_BOUND {
         return Err(ParseError::TooDeep);

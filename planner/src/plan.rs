@@ -138,6 +138,12 @@ pub enum Plan {
     Explain(String),
     /// Runs a query and prints its plan with the rows and time of each operator.
     ExplainAnalyze(LogicalPlan),
+    /// `SET VARIABLE name = expr`: `value` gives one row of one column, the variable's value;
+    /// without one, `RESET VARIABLE name`.
+    SetVariable {
+        name: String,
+        value: Option<LogicalPlan>,
+    },
 }
 
 impl Plan {
@@ -149,6 +155,7 @@ impl Plan {
             | Plan::CreateTableAs { input, .. }
             | Plan::CopyTo { input, .. }
             | Plan::Rewrite { input, .. } => vec![input],
+            Plan::SetVariable { value, .. } => value.iter_mut().collect(),
             _ => Vec::new(),
         }
     }

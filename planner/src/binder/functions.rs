@@ -620,6 +620,19 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
             if let Some(bound) = super::arrays::array_function(&name, &args) {
                 return bound;
             }
+            if name == "getvariable" {
+                return match (args.as_slice(), ctx.binder()) {
+                    ([Expr::Literal(ScalarValue::Utf8(variable))], Some(binder)) => {
+                        Ok(Expr::Literal(binder.variable(variable)))
+                    }
+                    ([Expr::Literal(ScalarValue::Utf8(_))], None) => Err(unsupported!(
+                        "getvariable() here: variables belong to a session"
+                    )),
+                    _ => Err(bind_err!(
+                        "getvariable takes a variable's name as constant text"
+                    )),
+                };
+            }
             if matches!(name.as_str(), "current_database" | "current_catalog") && args.is_empty() {
                 let database = ctx
                     .binder()

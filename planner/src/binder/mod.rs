@@ -120,6 +120,8 @@ pub struct Binder<'a> {
     /// Whether a materialized view is read as a leaf (a scan of its rows as a query sees them)
     /// rather than through its read plan: how a view over views is planned (ADR 0054).
     views_as_leaves: bool,
+    /// The session's variables (`SET VARIABLE`), which `getvariable(name)` reads.
+    variables: Option<&'a HashMap<String, ScalarValue>>,
 }
 
 /// How deep views may read views. A view that comes to read itself (a table it read dropped
@@ -249,6 +251,7 @@ impl<'a> Binder<'a> {
             addressed: None,
             system_columns: false,
             views_as_leaves: false,
+            variables: None,
         }
     }
 
@@ -273,6 +276,7 @@ impl<'a> Binder<'a> {
             statement_micros: self.statement_micros,
             addressed: Some(table.id),
             system_columns: true,
+            variables: self.variables,
             ..Binder::new(self.snapshot)
         }
     }
@@ -281,6 +285,22 @@ impl<'a> Binder<'a> {
     /// knows, or `UTC`).
     pub fn with_time_zone(self, time_zone: &'a str) -> Binder<'a> {
         Binder { time_zone, ..self }
+    }
+
+    /// The same binder, for a session with `variables` set.
+    pub fn with_variables(self, variables: &'a HashMap<String, ScalarValue>) -> Binder<'a> {
+        Binder {
+            variables: Some(variables),
+            ..self
+        }
+    }
+
+    /// The value of the session's variable `name`: NULL when it is not set, as in DuckDB.
+    pub(crate) fn variable(&self, name: &str) -> ScalarValue {
+        self.variables
+            .and_then(|v| v.get(name))
+            .cloned()
+            .unwrap_or(ScalarValue::Null)
     }
 
     /// The session's zone.
@@ -451,6 +471,7 @@ impl<'a> Binder<'a> {
             time_zone: self.time_zone,
             statement_micros: self.statement_micros,
             system_columns: text.contains("_commit_"),
+            variables: self.variables,
             ..Binder::new(self.snapshot)
         };
         // Calls of macros become their bodies before anything is bound (ADR 0068), and
@@ -480,6 +501,18 @@ impl<'a> Binder<'a> {
                      {relation}) TO STDOUT on the Postgres door, or GET /views/{relation}/changes \
                      over HTTP"
                 ));
+            }
+            Statement::SetVariable { name, value } => {
+                let value = value.as_ref().map(|q| self.bind_query(q)).transpose()?;
+                if let Some(value) = &value
+                    && value.schema().fields().len() != 1
+                {
+                    return Err(bind_err!("SET VARIABLE {name} takes one value"));
+                }
+                return Ok(Plan::SetVariable {
+                    name: name.clone(),
+                    value,
+                });
             }
             Statement::Sql(statement) => statement.as_ref(),
         };
@@ -1262,6 +1295,13 @@ impl<'a> Binder<'a> {
                 if function == pondra_parser::DESCRIBE_QUERY {
                     let plan = self.describe_query(&args.args)?;
                     let plan = rename_columns(plan, alias.as_ref())?;
+                    let qualifier = alias.as_ref().map(|a| normalize(&a.name));
+                    let scope =
+                        Scope::from_schema(&plan.schema(), Some(&qualifier.unwrap_or(function)));
+                    return Ok((plan, scope));
+                }
+                if function == "query" {
+                    let plan = rename_columns(self.query_function(&args.args)?, alias.as_ref())?;
                     let qualifier = alias.as_ref().map(|a| normalize(&a.name));
                     let scope =
                         Scope::from_schema(&plan.schema(), Some(&qualifier.unwrap_or(function)));

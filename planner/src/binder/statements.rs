@@ -586,6 +586,33 @@ impl Binder<'_> {
         }
     }
 
+    /// DuckDB's table function `query(text)`: the rows of the query in `text`, a constant (a
+    /// variable's value, say).
+    pub(super) fn query_function(&self, args: &[ast::FunctionArg]) -> Result<LogicalPlan> {
+        let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))] = args else {
+            return Err(bind_err!("query() takes one argument, the query's text"));
+        };
+        let empty = super::scope::Scope::default();
+        let mut ctx = super::expr::Context::Plain {
+            scope: &empty,
+            clause: "query()",
+            binder: Some(self),
+        };
+        let text = match super::expr::bind_expr(arg, &mut ctx)? {
+            Expr::Literal(ScalarValue::Utf8(text)) => text,
+            Expr::Literal(ScalarValue::Null) => return Err(bind_err!("query() of NULL")),
+            _ => return Err(bind_err!("query() needs the query's text as a constant")),
+        };
+        let parsed = pondra_parser::parse_sql(&text).map_err(|e| bind_err!("query(): {e}"))?;
+        let [statement] = parsed.as_slice() else {
+            return Err(bind_err!("query() runs one query"));
+        };
+        match self.bind_statement(statement)? {
+            Plan::Query(plan) => Ok(plan),
+            _ => Err(bind_err!("query() runs a query, not {}", statement.text)),
+        }
+    }
+
     pub(super) fn describe(&self, name: &str) -> Result<LogicalPlan> {
         let table = self.table(name)?;
         let schema = match &table.kind {
