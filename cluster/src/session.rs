@@ -1,5 +1,5 @@
 //! A client's session: the settings its statements run under (`statement_timeout`,
-//! `default_null_order`), its variables and the statement it is running, for a cancel request to reach.
+//! `default_null_order`, `threads`), its variables and the statement it is running, for a cancel request to reach.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,6 +18,7 @@ use crate::{NodeError, Result};
 
 const STATEMENT_TIMEOUT: &str = "statement_timeout";
 const DEFAULT_NULL_ORDER: &str = "default_null_order";
+const THREADS: &str = "threads";
 
 /// One client's settings and running statement. Doors keep one per connection (the Postgres
 /// wire) or per request (HTTP, Flight SQL); the shell keeps one for its run.
@@ -35,6 +36,8 @@ pub struct Session {
     null_order: Mutex<Option<NullOrder>>,
     /// The zone instants are shown and read in (`SET TimeZone`, ADR 0067).
     time_zone: Mutex<String>,
+    /// The most threads its statements run on (`SET threads`); `None` for all.
+    threads: Mutex<Option<usize>>,
     /// Its variables (`SET VARIABLE`), which `getvariable(name)` reads.
     variables: Mutex<HashMap<String, ScalarValue>>,
 }
@@ -59,6 +62,7 @@ impl Session {
             null_order: Mutex::new(None),
             time_zone: Mutex::new("UTC".into()),
             variables: Mutex::new(HashMap::new()),
+            threads: Mutex::new(None),
         })
     }
 
@@ -152,7 +156,8 @@ impl Session {
 
     /// The control of a statement starting now in this session.
     pub(crate) fn begin(&self, memory: Arc<MemoryPool>) -> Arc<StatementControl> {
-        let control = StatementControl::start(memory, self.statement_timeout());
+        let threads = *self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        let control = StatementControl::start_on(memory, self.statement_timeout(), threads);
         *self.running.lock().unwrap_or_else(|e| e.into_inner()) = Some(control.clone());
         control
     }
@@ -195,6 +200,18 @@ impl Session {
                 let order = self.null_order().unwrap_or(NullOrder::POSTGRES);
                 Some(Ok(one_text(DEFAULT_NULL_ORDER, order.name().to_string())))
             }
+            ast::Statement::Set(ast::Set::SingleAssignment {
+                variable, values, ..
+            }) if is_threads(&variable.to_string()) => {
+                Some(self.set_threads(values).map(|()| done("SET")))
+            }
+            ast::Statement::ShowVariable { variable }
+                if variable.len() == 1 && is_threads(&variable[0].value) =>
+            {
+                let threads = *self.threads.lock().unwrap_or_else(|e| e.into_inner());
+                let threads = threads.unwrap_or_else(pondra_exec::process_threads);
+                Some(Ok(one_text(THREADS, threads.to_string())))
+            }
             _ => None,
         }
     }
@@ -219,6 +236,30 @@ impl Session {
             })?,
         };
         *self.null_order.lock().unwrap_or_else(|e| e.into_inner()) = Some(order);
+        Ok(())
+    }
+
+    /// `SET threads = n` (DuckDB's setting): the session's statements run on at most `n`
+    /// threads; `DEFAULT` for every thread of the process.
+    fn set_threads(&self, values: &[ast::Expr]) -> Result<()> {
+        let invalid = || {
+            NodeError::Other("SET threads takes a number of threads, 1 or more, or DEFAULT".into())
+        };
+        let threads = match values {
+            [ast::Expr::Identifier(ident)] if ident.value.eq_ignore_ascii_case("default") => None,
+            [ast::Expr::Value(v)] => match &v.value {
+                ast::Value::Number(text, _) | ast::Value::SingleQuotedString(text) => {
+                    let threads: usize = text.trim().parse().map_err(|_| invalid())?;
+                    if threads == 0 {
+                        return Err(invalid());
+                    }
+                    Some(threads)
+                }
+                _ => return Err(invalid()),
+            },
+            _ => return Err(invalid()),
+        };
+        *self.threads.lock().unwrap_or_else(|e| e.into_inner()) = threads;
         Ok(())
     }
 
@@ -276,14 +317,22 @@ pub fn is_session_setting(statement: &ast::Statement) -> bool {
     match statement {
         ast::Statement::Set(ast::Set::SingleAssignment { variable, .. }) => {
             let name = variable.to_string();
-            is_statement_timeout(&name) || is_null_order(&name)
+            is_statement_timeout(&name) || is_null_order(&name) || is_threads(&name)
         }
         ast::Statement::ShowVariable { variable } => {
-            variable.len() == 1
-                && (is_statement_timeout(&variable[0].value) || is_null_order(&variable[0].value))
+            let [name] = variable.as_slice() else {
+                return false;
+            };
+            is_statement_timeout(&name.value)
+                || is_null_order(&name.value)
+                || is_threads(&name.value)
         }
         _ => false,
     }
+}
+
+fn is_threads(name: &str) -> bool {
+    name.eq_ignore_ascii_case(THREADS)
 }
 
 fn is_null_order(name: &str) -> bool {

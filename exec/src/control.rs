@@ -75,6 +75,33 @@ pub fn size_thread_pool() {
     });
 }
 
+/// How many threads the process's statements run on.
+pub fn process_threads() -> usize {
+    size_thread_pool();
+    rayon::current_num_threads()
+}
+
+/// A pool of `threads` threads, made once per size: sizes are below the global pool's, so
+/// there are few.
+fn pool_of(threads: usize) -> Arc<rayon::ThreadPool> {
+    static POOLS: Mutex<Vec<Option<Arc<rayon::ThreadPool>>>> = Mutex::new(Vec::new());
+    let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+    if pools.len() <= threads {
+        pools.resize(threads + 1, None);
+    }
+    pools[threads]
+        .get_or_insert_with(|| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .stack_size(STATEMENT_STACK_BYTES)
+                .thread_name(move |i| format!("pondra-{threads}-{i}"))
+                .build()
+                .expect("a thread pool of a size below the global pool's");
+            Arc::new(pool)
+        })
+        .clone()
+}
+
 /// Allocations below this size are not checked against the pool: checking costs more than
 /// they can hurt.
 const CHECKED_ALLOCATION: usize = 1 << 20;
@@ -86,6 +113,8 @@ pub struct StatementControl {
     stopped: AtomicU8,
     deadline: Option<Instant>,
     memory: Arc<MemoryPool>,
+    /// The most threads its pipelines run on (`SET threads`); `None` for the whole pool.
+    threads: Option<usize>,
 }
 
 /// Every statement running in the process, for stopping them all at shutdown.
@@ -102,6 +131,20 @@ thread_local! {
 impl StatementControl {
     /// The control of a statement starting now, stopped after `timeout` if one is given.
     pub fn start(memory: Arc<MemoryPool>, timeout: Option<Duration>) -> Arc<StatementControl> {
+        StatementControl::start_on(memory, timeout, None)
+    }
+
+    /// As [`start`](Self::start), for a statement whose pipelines run on at most `threads`
+    /// threads.
+    pub fn start_on(
+        memory: Arc<MemoryPool>,
+        timeout: Option<Duration>,
+        threads: Option<usize>,
+    ) -> Arc<StatementControl> {
+        assert!(
+            threads != Some(0),
+            "a statement runs on at least one thread"
+        );
         let stopped = match SHUTTING_DOWN.load(Ordering::Relaxed) {
             true => StopReason::Shutdown.code(),
             false => 0,
@@ -110,6 +153,7 @@ impl StatementControl {
             stopped: AtomicU8::new(stopped),
             deadline: timeout.map(|t| Instant::now() + t),
             memory,
+            threads,
         });
         let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
         running.retain(|c| c.strong_count() > 0);
@@ -124,6 +168,20 @@ impl StatementControl {
 
     pub fn memory(&self) -> &Arc<MemoryPool> {
         &self.memory
+    }
+
+    /// Runs `work` for this statement on a pool of its `threads` when it asked for fewer than
+    /// the process's pool has, so that every parallel part of it (pipelines, sorts, window
+    /// partitions) uses at most that many.
+    pub fn within_threads<T: Send>(self: &Arc<Self>, work: impl FnOnce() -> T + Send) -> T {
+        size_thread_pool();
+        match self.threads.filter(|&n| n < rayon::current_num_threads()) {
+            Some(threads) => pool_of(threads).install(|| {
+                let _entered = self.enter();
+                work()
+            }),
+            None => work(),
+        }
     }
 
     /// Stops the statement at its next check. The first reason given is the one reported.
@@ -231,6 +289,25 @@ pub fn shut_down() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_statement_runs_on_the_threads_it_asked_for() {
+        let all = process_threads();
+        let pool = MemoryPool::new(1 << 30);
+        let one = StatementControl::start_on(pool.clone(), None, Some(1));
+        let inside = one.within_threads(|| {
+            // The work is the statement's on the pool's thread too.
+            let current = CURRENT.with(|c| c.borrow().clone());
+            (rayon::current_num_threads(), current.is_some())
+        });
+        assert_eq!(inside.0, 1);
+        assert!(
+            inside.1 || all == 1,
+            "a pool's thread works for the statement"
+        );
+        let many = StatementControl::start_on(pool, None, Some(all + 8));
+        assert_eq!(many.within_threads(rayon::current_num_threads), all);
+    }
 
     #[test]
     fn the_first_reason_stays_and_a_deadline_stops() {

@@ -78,7 +78,7 @@ mod zoned_times;
 pub use casts::{
     interval_text, time_text, timestamp_text, with_text_for_tables, with_timestamps_as_text,
 };
-pub use control::{STATEMENT_STACK_BYTES, StatementControl, StopReason};
+pub use control::{STATEMENT_STACK_BYTES, StatementControl, StopReason, process_threads};
 pub use error::{ExecError, Result};
 pub use expr::evaluate;
 pub use infinite_times::{DATE_INFINITY, TIMESTAMP_INFINITY, date_text};

@@ -283,8 +283,10 @@ fn collect<'p>(ctx: &ExecContext) -> Sink<'p> {
 
 /// Runs a physical plan to completion and returns its rows.
 pub fn execute(plan: &PhysicalPlan, ctx: &ExecContext) -> Result<Vec<RecordBatch>> {
-    let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
-    run_pipeline(&plan, collect(ctx), None, ctx)
+    ctx.control.within_threads(|| {
+        let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
+        run_pipeline(&plan, collect(ctx), None, ctx)
+    })
 }
 
 /// Runs a physical plan and returns its rows with the plan as run, each operator with the
@@ -297,11 +299,13 @@ pub fn execute_profiled(
         .profile
         .as_ref()
         .expect("a profiled run needs a profile");
-    let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
-    // The subqueries' nodes were profiled as they ran; only this plan's nodes are shown.
-    profile.clear();
-    let rows = run_pipeline(&plan, collect(ctx), None, ctx)?;
-    Ok((rows, profile.render(&plan)))
+    ctx.control.within_threads(|| {
+        let plan = crate::subquery::resolve_subqueries(plan, ctx)?;
+        // The subqueries' nodes were profiled as they ran; only this plan's nodes are shown.
+        profile.clear();
+        let rows = run_pipeline(&plan, collect(ctx), None, ctx)?;
+        Ok((rows, profile.render(&plan)))
+    })
 }
 
 /// Runs the pipeline that ends at `sink` (the sink of breaker `sink_node`, if any): the
