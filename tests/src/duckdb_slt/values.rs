@@ -215,6 +215,18 @@ fn write_nested(out: &mut String, array: &dyn Array, row: usize) {
         DataType::Utf8 if array.is_valid(row) => out.push_str(&pondra_cluster::nested_string(
             array.as_string::<i32>().value(row),
         )),
+        // Times and intervals are text there too, quoted when they hold a space or a colon.
+        DataType::Date32
+        | DataType::Time32(_)
+        | DataType::Time64(_)
+        | DataType::Timestamp(..)
+        | DataType::Interval(_)
+            if array.is_valid(row) =>
+        {
+            let mut text = String::new();
+            write_value(&mut text, array, row);
+            out.push_str(&pondra_cluster::nested_string(&text));
+        }
         _ => write_value(out, array, row),
     }
 }
