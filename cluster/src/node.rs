@@ -314,7 +314,10 @@ impl Node {
             .unwrap_or_else(|| self.snapshot());
         let plan = self.bind_in(&snapshot, session, statement)?;
         Ok(match plan {
-            Plan::Query(plan) => Some(plan.schema()),
+            Plan::Query(plan)
+            | Plan::Returning {
+                returning: plan, ..
+            } => Some(plan.schema()),
             Plan::Explain(_) | Plan::ExplainAnalyze(_) => Some(plan_schema()),
             _ => None,
         })
@@ -466,6 +469,35 @@ impl Node {
                 })?;
                 self.insert_temporary(session, &table.name, input, snapshot)
                     .await
+            }
+            Plan::Returning { write, returning } => {
+                let schema = returning.schema();
+                let batches = match transaction {
+                    None => self.write_returning(*write, Some(returning)).await?.1,
+                    Some(transaction) => {
+                        let prepared = self.prepare_write(*write, &snapshot).await?;
+                        let returned = self
+                            .run_query(returning, snapshot.clone(), prepared.rows)
+                            .await;
+                        let batches = match returned {
+                            Ok(batches) => batches,
+                            Err(e) => {
+                                let objects = crate::transaction::objects_named(&prepared.changes);
+                                self.delete_objects(objects).await;
+                                return Err(e);
+                            }
+                        };
+                        let pending = transaction.base().commit + 1;
+                        let view = self.catalog.with_changes(
+                            &snapshot,
+                            prepared.changes.clone(),
+                            pending,
+                        )?;
+                        transaction.add(prepared.changes, view);
+                        batches
+                    }
+                };
+                Ok(StatementResult::Rows { schema, batches })
             }
             write => match transaction {
                 None => self.execute_write(write).await,

@@ -38,7 +38,7 @@ impl Node {
         table: &Arc<TableDef>,
         input: LogicalPlan,
         kind: RewriteKind,
-    ) -> Result<(usize, Vec<Change>)> {
+    ) -> Result<(usize, Vec<Change>, Vec<RecordBatch>)> {
         if snapshot.table(&table.name).map(|t| t.id) != Some(table.id) {
             return Err(NodeError::Other(format!(
                 "table {} was dropped or replaced while the statement was planned",
@@ -50,7 +50,7 @@ impl Node {
             changed.add(table, &result, kind)?;
         }
         if changed.touched == 0 {
-            return Ok((0, Vec::new()));
+            return Ok((0, Vec::new(), Vec::new()));
         }
         let mut changes = deletion_changes(snapshot, table, &changed.deleted);
         let appended = changed
@@ -59,6 +59,11 @@ impl Node {
             .map(|batch| crate::keyed::checked_text(table, batch))
             .collect::<Result<Vec<_>>>()?;
         let removed = changed.removed;
+        // What RETURNING reads (ADR 0072): an UPDATE's new rows, a DELETE's old ones.
+        let written = match kind {
+            RewriteKind::Delete => removed.clone(),
+            _ => appended.clone(),
+        };
         if appended.iter().any(|b| b.num_rows() > 0) {
             for batch in &appended {
                 check_not_null(table, batch)?;
@@ -81,7 +86,7 @@ impl Node {
             .maintain_views(snapshot, table, &appended, &removed, &changes)
             .await?;
         changes.extend(views);
-        Ok((changed.touched, changes))
+        Ok((changed.touched, changes, written))
     }
 }
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use arrow::array::RecordBatch;
 use arrow::compute::concat_batches;
 use pondra_catalog::{Change, SegmentPayload, Snapshot, TableDef, TableKind};
-use pondra_planner::{Plan, ViewPlan, load_view};
+use pondra_planner::{LogicalPlan, Plan, ViewPlan, load_view};
 use pondra_storage::encode_log_segment;
 
 use crate::event_time::{Written, event_time_change};
@@ -59,6 +59,9 @@ fn appends_only(snapshot: &Snapshot, name: &str) -> bool {
 pub(crate) struct Prepared {
     pub changes: Vec<Change>,
     pub tag: String,
+    /// The rows it writes, in the table's columns, for RETURNING (ADR 0072): an INSERT's rows,
+    /// an UPDATE's new versions, a DELETE's deleted rows; none for other statements.
+    pub rows: Vec<RecordBatch>,
 }
 
 impl Prepared {
@@ -66,7 +69,12 @@ impl Prepared {
         Prepared {
             changes,
             tag: tag.into(),
+            rows: Vec::new(),
         }
+    }
+
+    fn with_rows(self, rows: Vec<RecordBatch>) -> Prepared {
+        Prepared { rows, ..self }
     }
 }
 
@@ -74,13 +82,41 @@ impl Node {
     /// Runs a statement that writes, outside a transaction: its changes are prepared against
     /// the latest snapshot and committed, durably, before it returns.
     pub(crate) async fn execute_write(&self, plan: Plan) -> Result<StatementResult> {
+        let (tag, _) = self.write_returning(plan, None).await?;
+        Ok(done(tag))
+    }
+
+    /// As [`execute_write`](Self::execute_write), with RETURNING (ADR 0072): `returning` runs
+    /// over the rows the statement writes before it commits, so that a RETURNING that fails
+    /// fails the write. Returns the command tag and the rows `returning` gives.
+    pub(crate) async fn write_returning(
+        &self,
+        plan: Plan,
+        returning: Option<LogicalPlan>,
+    ) -> Result<(String, Vec<RecordBatch>)> {
         let (_guard, snapshot) = match &plan {
             Plan::Insert { table, .. } => self.lock_for_append(&table.name).await,
             _ => self.lock_exclusive().await,
         };
         let prepared = self.prepare_write(plan, &snapshot).await?;
+        let returned = match returning {
+            Some(returning) => {
+                self.run_query(returning, snapshot.clone(), prepared.rows)
+                    .await
+            }
+            None => Ok(Vec::new()),
+        };
+        let returned = match returned {
+            Ok(returned) => returned,
+            Err(e) => {
+                // The write will not commit: what it wrote for the commit goes too.
+                let objects = crate::transaction::objects_named(&prepared.changes);
+                self.delete_objects(objects).await;
+                return Err(e);
+            }
+        };
         self.commit_changes(&snapshot, prepared.changes).await?;
-        Ok(done(prepared.tag))
+        Ok((prepared.tag, returned))
     }
 
     /// Takes the write lock for a write that appends rows to the table named `table`, and the
@@ -258,7 +294,7 @@ impl Node {
                 let (count, changes) = self
                     .insert_changes(snapshot, &table, &rows, Vec::new(), replace)
                     .await?;
-                Ok(Prepared::new(changes, format!("INSERT 0 {count}")))
+                Ok(Prepared::new(changes, format!("INSERT 0 {count}")).with_rows(rows))
             }
             Plan::CreateMaterializedView {
                 name,
@@ -403,16 +439,17 @@ impl Node {
                 ))
             }
             Plan::Rewrite { table, input, kind } => {
-                let (rows, changes) = self.rewrite(snapshot, &table, input, kind).await?;
+                let (rows, changes, written) = self.rewrite(snapshot, &table, input, kind).await?;
                 let verb = match kind {
                     pondra_planner::RewriteKind::Update => "UPDATE",
                     pondra_planner::RewriteKind::Delete => "DELETE",
                     pondra_planner::RewriteKind::Merge => "MERGE",
                     pondra_planner::RewriteKind::Upsert => "INSERT 0",
                 };
-                Ok(Prepared::new(changes, format!("{verb} {rows}")))
+                Ok(Prepared::new(changes, format!("{verb} {rows}")).with_rows(written))
             }
             Plan::Query(_)
+            | Plan::Returning { .. }
             | Plan::Nothing { .. }
             | Plan::Explain(_)
             | Plan::ExplainAnalyze(_)

@@ -138,6 +138,12 @@ pub enum Plan {
     Explain(String),
     /// Runs a query and prints its plan with the rows and time of each operator.
     ExplainAnalyze(LogicalPlan),
+    /// A write with RETURNING (ADR 0072): `write` (an `Insert` or `Rewrite`), then `returning`
+    /// over an `Input` leaf of the rows it wrote, in the table's columns.
+    Returning {
+        write: Box<Plan>,
+        returning: LogicalPlan,
+    },
     /// `SET VARIABLE name = expr`: `value` gives one row of one column, the variable's value;
     /// without one, `RESET VARIABLE name`.
     SetVariable {
@@ -156,6 +162,11 @@ impl Plan {
             | Plan::CopyTo { input, .. }
             | Plan::Rewrite { input, .. } => vec![input],
             Plan::SetVariable { value, .. } => value.iter_mut().collect(),
+            Plan::Returning { write, returning } => {
+                let mut plans = write.logical_plans_mut();
+                plans.push(returning);
+                plans
+            }
             _ => Vec::new(),
         }
     }

@@ -43,6 +43,13 @@ with psycopg.connect(**connect, autocommit=True) as conn:
     cur.execute("SELECT count(*) FROM people WHERE name = %s", ("x' OR '1'='1",))
     assert cur.fetchone() == (0,)
 
+    # RETURNING gives the rows a write wrote (ADR 0072), with parameters too.
+    cur.execute("INSERT INTO people (id, name) VALUES (%s, %s) RETURNING id, upper(name)", (6, "eve"))
+    assert cur.fetchall() == [(6, "EVE")]
+    assert [d.name for d in cur.description] == ["id", "upper(name)"]
+    cur.execute("DELETE FROM people WHERE id = %s RETURNING name", (6,))
+    assert cur.fetchall() == [("eve",)]
+
     try:
         cur.execute("SELECT * FROM missing")
         raise AssertionError("a missing table must fail")

@@ -26,8 +26,14 @@ impl Binder<'_> {
         if update.from.is_some() {
             return Err(unsupported!("UPDATE ... FROM"));
         }
-        if update.returning.is_some() {
-            return Err(unsupported!("UPDATE ... RETURNING"));
+        if let Some(items) = &update.returning {
+            let without = ast::Update {
+                returning: None,
+                ..update.clone()
+            };
+            let write = self.bind_update(&without)?;
+            let (table, qualifier) = self.changed_table(&update.table.relation, "UPDATE")?;
+            return self.returning(write, &table, Some(qualifier), items);
         }
         if !update.table.joins.is_empty() {
             return Err(unsupported!("UPDATE of a join"));
@@ -114,8 +120,26 @@ impl Binder<'_> {
         if delete.using.is_some() {
             return Err(unsupported!("DELETE ... USING"));
         }
-        if delete.returning.is_some() {
-            return Err(unsupported!("DELETE ... RETURNING"));
+        if let Some(items) = &delete.returning {
+            let without = ast::Delete {
+                returning: None,
+                ..delete.clone()
+            };
+            let write = self.bind_delete(&without)?;
+            let Plan::Rewrite { table, .. } = &write else {
+                unreachable!("a DELETE binds to a rewrite");
+            };
+            let table = table.clone();
+            let from = match &delete.from {
+                ast::FromTable::WithFromKeyword(f) | ast::FromTable::WithoutKeyword(f) => f,
+            };
+            let qualifier = match from.first().map(|f| &f.relation) {
+                Some(ast::TableFactor::Table {
+                    alias: Some(alias), ..
+                }) => Some(normalize(&alias.name)),
+                _ => None,
+            };
+            return self.returning(write, &table, qualifier, items);
         }
         if delete.limit.is_some() || !delete.order_by.is_empty() {
             return Err(unsupported!("DELETE with ORDER BY or LIMIT"));

@@ -17,6 +17,9 @@ use crate::scalar::ScalarValue;
 use crate::types::sql_type_from_ast;
 use crate::{Result, bind_err, unsupported};
 
+/// The name under which a RETURNING list reads the rows its write wrote.
+const RETURNED_ROWS: &str = "pondra_returned_rows";
+
 impl Binder<'_> {
     pub(super) fn bind_create_table(&self, create: &ast::CreateTable) -> Result<Plan> {
         let name = object_name(&create.name)?;
@@ -452,8 +455,19 @@ impl Binder<'_> {
             }
             None => self.table(&name)?.clone(),
         };
-        if insert.returning.is_some() {
-            return Err(unsupported!("INSERT ... RETURNING"));
+        if let Some(items) = &insert.returning {
+            if insert.on.is_some() || self.temporary.iter().any(|t| t.id == table.id) {
+                return Err(unsupported!(
+                    "RETURNING with ON CONFLICT, or into a temporary table"
+                ));
+            }
+            let without = ast::Insert {
+                returning: None,
+                ..insert.clone()
+            };
+            let write = self.bind_insert(&without)?;
+            let alias = insert.table_alias.as_ref().map(|a| normalize(&a.alias));
+            return self.returning(write, &table, alias, items);
         }
         match (&insert.or, &insert.on) {
             (None, None) => {}
@@ -485,6 +499,54 @@ impl Binder<'_> {
             }),
             other => Ok(other),
         }
+    }
+
+    /// `write` with a RETURNING list over the rows it writes to `table` (ADR 0072); the list
+    /// reads them as `alias` (the table's name when none).
+    pub(super) fn returning(
+        &self,
+        write: Plan,
+        table: &pondra_catalog::TableDef,
+        alias: Option<String>,
+        items: &[ast::SelectItem],
+    ) -> Result<Plan> {
+        let fields: Vec<Field> = table
+            .columns
+            .iter()
+            .map(|c| Field::new(&c.name, c.sql_type.to_arrow(), true))
+            .collect();
+        let rows = LogicalPlan::Input {
+            schema: Arc::new(Schema::new(fields)),
+        };
+        let qualifier = alias.unwrap_or_else(|| {
+            table
+                .name
+                .rsplit('.')
+                .next()
+                .unwrap_or_default()
+                .to_string()
+        });
+        let query = format!("SELECT 1 FROM {RETURNED_ROWS} AS \"{qualifier}\"");
+        let parsed = pondra_parser::parse_sql(&query).map_err(|e| bind_err!("RETURNING: {e}"))?;
+        let pondra_parser::Statement::Sql(statement) = &parsed[0].statement else {
+            unreachable!("a query parses to SQL");
+        };
+        let ast::Statement::Query(mut query) = statement.as_ref().clone() else {
+            unreachable!("a SELECT parses to a query");
+        };
+        if let ast::SetExpr::Select(select) = query.body.as_mut() {
+            select.projection = items.to_vec();
+        }
+        let depth = self.ctes.borrow().len();
+        self.ctes
+            .borrow_mut()
+            .push((RETURNED_ROWS.to_string(), rows));
+        let returning = self.bind_query(&query);
+        self.ctes.borrow_mut().truncate(depth);
+        Ok(Plan::Returning {
+            write: Box::new(write),
+            returning: returning?,
+        })
     }
 
     /// Appends the rows of `input` to `table`, into `columns` (all of them when empty).
