@@ -24,6 +24,18 @@ fn parse(text: &str, format: &str) -> Option<i64> {
         chrono::format::StrftimeItems::new(&format),
     )
     .ok()?;
+    // chrono takes a second of 60 for a leap second, and an hour of 13 to 23 beside AM or PM;
+    // DuckDB reads neither.
+    if parsed.second == Some(60) {
+        return None;
+    }
+    let half_day = format.contains("%p") || format.contains("%P");
+    if half_day && parsed.hour_div_12 == Some(1) && parsed.hour_mod_12.is_some_and(|h| h > 0) {
+        let hour_format = format.contains("%H") || format.contains("%k");
+        if hour_format {
+            return None;
+        }
+    }
     let weeks = parsed.week_from_sun.is_some()
         || parsed.week_from_mon.is_some()
         || parsed.isoweek.is_some();
@@ -108,5 +120,8 @@ mod tests {
             Some(1_577_959_200_500_000)
         );
         assert_eq!(parse("nope", "%Y-%m-%d"), None);
+        assert_eq!(parse("2000-10-01 23:59:60", "%Y-%m-%d %H:%M:%S"), None);
+        assert_eq!(parse("20:03 PM", "%H:%M %p"), None);
+        assert_eq!(parse("08:03 PM", "%I:%M %p"), Some(72_180_000_000 - 2_208_988_800_000_000));
     }
 }
