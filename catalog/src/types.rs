@@ -390,6 +390,9 @@ pub struct TableDef {
     /// `COMMENT ON`: the table's comment under the empty name, each column's under its name.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub comments: std::collections::BTreeMap<String, String>,
+    /// Each column's default, as SQL text, under the column's name (ADR 0073).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub defaults: std::collections::BTreeMap<String, String>,
     /// `WITH (ttl = ..., ttl_column = ...)`: when its rows expire.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl: Option<Ttl>,
@@ -453,6 +456,7 @@ impl TableDef {
             key: Vec::new(),
             unique: Vec::new(),
             comments: Default::default(),
+            defaults: Default::default(),
             ttl: None,
             watermark: None,
             folds: Default::default(),

@@ -172,6 +172,7 @@ impl Node {
                 watermark,
                 folds,
                 publish,
+                defaults,
                 if_not_exists,
                 or_replace,
             } => {
@@ -186,6 +187,7 @@ impl Node {
                     watermark,
                     folds,
                     publish,
+                    defaults,
                     ..TableDef::new(name, columns, TableKind::Table)
                 };
                 changes.push(Change::CreateTable { def, initial: None });

@@ -122,6 +122,9 @@ mod tests {
         assert_eq!(parse("nope", "%Y-%m-%d"), None);
         assert_eq!(parse("2000-10-01 23:59:60", "%Y-%m-%d %H:%M:%S"), None);
         assert_eq!(parse("20:03 PM", "%H:%M %p"), None);
-        assert_eq!(parse("08:03 PM", "%I:%M %p"), Some(72_180_000_000 - 2_208_988_800_000_000));
+        assert_eq!(
+            parse("08:03 PM", "%I:%M %p"),
+            Some(72_180_000_000 - 2_208_988_800_000_000)
+        );
     }
 }

@@ -25,6 +25,8 @@ pub enum Plan {
         folds: std::collections::BTreeMap<String, pondra_catalog::Fold>,
         /// `WITH (publish = '...')`: the formats it is published in (ADR 0058).
         publish: Vec<pondra_catalog::TableFormat>,
+        /// Each column's `DEFAULT`, as SQL text (ADR 0073).
+        defaults: std::collections::BTreeMap<String, String>,
         if_not_exists: bool,
         /// `CREATE OR REPLACE TABLE`: a table of the name is dropped in the same commit.
         or_replace: bool,

@@ -967,13 +967,14 @@ pub fn system_table(
                     let oid = pg_type_of(&c.data_type).0;
                     let udt_name = TYPES.iter().find(|t| t.0 == oid).map_or("", |t| t.1);
                     let (schema, table) = schema_and_name(&c.table.name);
+                    let default = c.table.defaults.get(&c.name).map_or(Cell::Null, text);
                     vec![
                         text(database),
                         text(schema),
                         text(table),
                         text(c.name),
                         int(c.position),
-                        Cell::Null,
+                        default,
                         text(if c.not_null { "NO" } else { "YES" }),
                         text(pg_type_of(&c.data_type).1),
                         // Text columns have no declared length.

@@ -59,15 +59,46 @@ impl Binder<'_> {
                         drop_column(&mut def, name, *if_exists)?;
                     }
                 }
+                ast::AlterTableOperation::AlterColumn { column_name, op } => {
+                    self.alter_default(&mut def, column_name, op)?;
+                }
                 _ => {
                     return Err(unsupported!(
-                        "ALTER TABLE other than RENAME TO, RENAME COLUMN, ADD COLUMN, DROP COLUMN and SET (publish = ...)"
+                        "ALTER TABLE other than RENAME TO, RENAME COLUMN, ADD COLUMN, DROP COLUMN, ALTER COLUMN SET/DROP DEFAULT and SET (publish = ...)"
                     ));
                 }
             }
         }
         super::table_options::check_publishable(&def.columns, &def.publish)?;
         Ok(Plan::AlterColumns { table: def })
+    }
+
+    /// `ALTER COLUMN c SET DEFAULT e` or `DROP DEFAULT` (ADR 0073): what later INSERTs give
+    /// the column; rows already written keep their values.
+    fn alter_default(
+        &self,
+        def: &mut TableDef,
+        column: &ast::Ident,
+        op: &ast::AlterColumnOperation,
+    ) -> Result<()> {
+        let name = normalize(column);
+        let Some(column) = def.columns.iter().find(|c| c.name == name) else {
+            return Err(bind_err!(
+                "column \"{name}\" of relation \"{}\" does not exist",
+                def.name
+            ));
+        };
+        match op {
+            ast::AlterColumnOperation::SetDefault { value } => {
+                self.column_default(value, &name, &column.sql_type.to_arrow())?;
+                def.defaults.insert(name, value.to_string());
+            }
+            ast::AlterColumnOperation::DropDefault => {
+                def.defaults.remove(&name);
+            }
+            other => return Err(unsupported!("ALTER COLUMN ... {other}")),
+        }
+        Ok(())
     }
 
     /// `VACUUM [FULL] [table]`: Postgres's options beyond FULL are refused.
@@ -161,6 +192,9 @@ fn rename_column(def: &mut TableDef, from: &ast::Ident, to: &ast::Ident) -> Resu
     if let Some(fold) = def.folds.remove(&from) {
         def.folds.insert(to.clone(), fold);
     }
+    if let Some(default) = def.defaults.remove(&from) {
+        def.defaults.insert(to.clone(), default);
+    }
     if let Some(comment) = def.comments.remove(&from) {
         def.comments.insert(to, comment);
     }
@@ -232,6 +266,7 @@ fn drop_column(def: &mut TableDef, name: &ast::Ident, if_exists: bool) -> Result
     def.columns.remove(position);
     def.indexes.retain(|index| !holds(&index.columns));
     def.comments.remove(&name);
+    def.defaults.remove(&name);
     def.folds.remove(&name);
     Ok(())
 }

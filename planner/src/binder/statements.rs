@@ -67,6 +67,7 @@ impl Binder<'_> {
             });
         }
         let mut columns: Vec<Column> = Vec::new();
+        let mut defaults = std::collections::BTreeMap::new();
         let mut key: Vec<String> = Vec::new();
         let mut unique: Vec<Vec<String>> = Vec::new();
         for def in &create.columns {
@@ -78,6 +79,11 @@ impl Binder<'_> {
             for option in &def.options {
                 match &option.option {
                     ast::ColumnOption::Null => {}
+                    ast::ColumnOption::Default(value) => {
+                        let sql_type = sql_type_from_ast(&def.data_type)?;
+                        self.column_default(value, &column_name, &sql_type.to_arrow())?;
+                        defaults.insert(column_name.clone(), value.to_string());
+                    }
                     ast::ColumnOption::NotNull => not_null = true,
                     ast::ColumnOption::PrimaryKey(_) => {
                         if !key.is_empty() {
@@ -148,8 +154,10 @@ impl Binder<'_> {
             return Err(bind_err!("a table needs at least one column"));
         }
         if create.temporary {
-            if !key.is_empty() || !unique.is_empty() {
-                return Err(unsupported!("constraints on a temporary table"));
+            if !key.is_empty() || !unique.is_empty() || !defaults.is_empty() {
+                return Err(unsupported!(
+                    "constraints and defaults on a temporary table"
+                ));
             }
             // A temporary table starts as the empty result of its columns.
             let fields: Vec<arrow::datatypes::Field> = columns
@@ -179,9 +187,44 @@ impl Binder<'_> {
             watermark: options.watermark,
             folds: options.folds,
             publish: options.publish,
+            defaults,
             if_not_exists: create.if_not_exists,
             or_replace: create.or_replace,
         })
+    }
+
+    /// A column's default bound as a value of `target` (ADR 0073): over no columns, without
+    /// subqueries.
+    pub(super) fn column_default(
+        &self,
+        value: &ast::Expr,
+        column: &str,
+        target: &DataType,
+    ) -> Result<Expr> {
+        let empty = super::scope::Scope::default();
+        let mut ctx = super::expr::Context::plain(&empty, "DEFAULT");
+        let bound = super::expr::bind_expr(value, &mut ctx)
+            .map_err(|e| bind_err!("the default of column {column}: {e}"))?;
+        check_assignable(&bound.data_type(), target, column)?;
+        Ok(bound.cast(target))
+    }
+
+    /// The value an INSERT gives `column` of `table` when it does not name it: its default,
+    /// else NULL.
+    fn insert_default(
+        &self,
+        table: &pondra_catalog::TableDef,
+        column: &pondra_catalog::Column,
+    ) -> Result<Expr> {
+        let target = column.sql_type.to_arrow();
+        match table.defaults.get(&column.name) {
+            Some(text) => {
+                let value = pondra_parser::parse_expression(text)
+                    .map_err(|e| bind_err!("the default of column {}: {e}", column.name))?;
+                self.column_default(&value, &column.name, &target)
+            }
+            None => Ok(Expr::Literal(ScalarValue::Null).cast(&target)),
+        }
     }
 
     /// `CREATE OR REPLACE TABLE name`: what it replaces must be a table no materialized view
@@ -485,11 +528,26 @@ impl Binder<'_> {
                 ));
             }
         }
-        let source = insert
-            .source
-            .as_ref()
-            .ok_or_else(|| unsupported!("INSERT without VALUES or SELECT"))?;
-        let input = self.bind_query(source)?;
+        let Some(source) = insert.source.as_ref() else {
+            // `INSERT INTO t DEFAULT VALUES`: one row of every column's default.
+            let defaults = table
+                .columns
+                .iter()
+                .map(|column| self.insert_default(&table, column))
+                .collect::<Result<Vec<_>>>()?;
+            let fields: Vec<Field> = table
+                .columns
+                .iter()
+                .map(|c| Field::new(&c.name, c.sql_type.to_arrow(), true))
+                .collect();
+            let input = LogicalPlan::Values {
+                schema: Arc::new(Schema::new(fields)),
+                rows: vec![defaults],
+            };
+            return self.insert_plan(table, input, &[]);
+        };
+        let with_defaults = self.values_defaults(source, &table, &insert.columns)?;
+        let input = self.bind_query(with_defaults.as_ref().unwrap_or(source))?;
         let replace = insert.or.is_some();
         match self.insert_plan(table, input, &insert.columns)? {
             Plan::Insert { table, input, .. } => Ok(Plan::Insert {
@@ -549,6 +607,61 @@ impl Binder<'_> {
         })
     }
 
+    /// `source` with each `DEFAULT` of its VALUES rows replaced by its column's default (or
+    /// NULL); `None` when it has none.
+    fn values_defaults(
+        &self,
+        source: &ast::Query,
+        table: &pondra_catalog::TableDef,
+        columns: &[ast::ObjectName],
+    ) -> Result<Option<ast::Query>> {
+        let is_default = |e: &ast::Expr| {
+            matches!(e, ast::Expr::Identifier(i) if i.quote_style.is_none()
+                && i.value.eq_ignore_ascii_case("default"))
+        };
+        let ast::SetExpr::Values(values) = source.body.as_ref() else {
+            return Ok(None);
+        };
+        if !values
+            .rows
+            .iter()
+            .flat_map(|row| row.iter())
+            .any(is_default)
+        {
+            return Ok(None);
+        }
+        let mut targets = Vec::new();
+        for position in 0..values.rows.first().map_or(0, |row| row.len()) {
+            let name = match columns.get(position) {
+                Some(name) => Some(object_name(name)?),
+                None if columns.is_empty() => table.columns.get(position).map(|c| c.name.clone()),
+                None => None,
+            };
+            targets.push(name);
+        }
+        let mut source = source.clone();
+        let ast::SetExpr::Values(values) = source.body.as_mut() else {
+            unreachable!("checked above");
+        };
+        for row in &mut values.rows {
+            for (position, value) in row.iter_mut().enumerate() {
+                if !is_default(value) {
+                    continue;
+                }
+                let default = targets
+                    .get(position)
+                    .and_then(|t| t.as_ref())
+                    .and_then(|name| table.defaults.get(name));
+                *value = match default {
+                    Some(text) => pondra_parser::parse_expression(text)
+                        .map_err(|e| bind_err!("a column's default: {e}"))?,
+                    None => ast::Expr::value(ast::Value::Null),
+                };
+            }
+        }
+        Ok(Some(source))
+    }
+
     /// Appends the rows of `input` to `table`, into `columns` (all of them when empty).
     pub(super) fn insert_plan(
         &self,
@@ -603,7 +716,7 @@ impl Binder<'_> {
                     Expr::column(source_index, field.name(), field.data_type().clone())
                         .cast(&target)
                 }
-                None => Expr::Literal(ScalarValue::Null).cast(&target),
+                None => self.insert_default(&table, column)?,
             };
             exprs.push(expr);
         }
