@@ -7,6 +7,7 @@ mod asof;
 mod blobs;
 mod changes;
 mod clock;
+mod columns_expression;
 mod composed_aggregates;
 mod date_functions;
 mod duckdb_functions;
@@ -1617,7 +1618,8 @@ impl<'a> Binder<'a> {
         // The projection, with output names.
         let mut exprs = Vec::new();
         let mut names = Vec::new();
-        for item in &select.projection {
+        let expanded = columns_expression::expand_columns(&select.projection, scope)?;
+        for item in expanded.as_ref().unwrap_or(&select.projection) {
             match item {
                 ast::SelectItem::UnnamedExpr(e) => {
                     if let Some(arg) = structs::unnest_argument(e) {
