@@ -392,6 +392,36 @@ pub(super) fn bind_ordered_set(
     })
 }
 
+/// `quantile_cont(x, q)`, `quantile_disc(x, q)` and `quantile(x, q)` of a list of a frame's
+/// values (a window's `array_agg(x)`), with a constant fraction `q`.
+pub(super) fn list_quantile(name: &str, list: Expr, fraction: &ast::Expr) -> Result<Expr> {
+    let DataType::List(item) = list.data_type() else {
+        return Err(bind_err!("{name} over a window needs its values as a list"));
+    };
+    let item = item.data_type().clone();
+    let continuous = name == "quantile_cont";
+    if continuous && !is_numeric(&item) {
+        return Err(bind_err!(
+            "{name}({}) is not defined: it interpolates numbers",
+            super::expr::type_name(&item)
+        ));
+    }
+    let fraction = constant_fraction(fraction, name)?;
+    let sorted = Expr::Function {
+        func: ScalarFunction::List(crate::expr::ListOp::Sort {
+            descending: false,
+            nulls_first: false,
+        }),
+        args: vec![super::composed_aggregates::present_elements(&list, &item)],
+        data_type: list.data_type(),
+    };
+    Ok(Expr::Function {
+        func: ScalarFunction::SortedQuantile { continuous },
+        args: vec![sorted, Expr::Literal(ScalarValue::Float64(fraction))],
+        data_type: if continuous { DataType::Float64 } else { item },
+    })
+}
+
 /// A group's non-NULL values of `value`, sorted, as an array (NULL over no rows).
 pub(super) fn sorted_values(value: Expr, descending: bool) -> AggregateCall {
     let data_type = value.data_type();

@@ -112,24 +112,47 @@ pub(super) fn bind_window(
     Ok(Expr::column(WINDOW_BASE + index, name, data_type))
 }
 
-/// `median(x)` and `mode(x)` over a window: the frame's values gathered as a list
-/// (`array_agg(x) OVER ...`), and the list's median or mode; `None` for other calls.
+/// The aggregates computed from a frame's values sorted (`median`, `mode`, `mad`, the
+/// quantiles), composed of several (`skewness`, `entropy`, ...) or picked from them (`first`,
+/// `any_value`, `bit_and`, ...) over a window: the frame's
+/// values gathered as a list (`array_agg(x) OVER ...`), and the list's aggregate; `None` for
+/// other calls.
 fn picked_from_frame(
     function: &ast::Function,
     name: &str,
     over: &ast::WindowType,
     ctx: &mut Context<'_>,
 ) -> Option<Result<Expr>> {
-    if !matches!(name, "median" | "mode") || function_args(function).len() != 1 {
-        return None;
-    }
+    let args = function_args(function);
+    let quantile = matches!(name, "quantile_cont" | "quantile_disc" | "quantile");
+    // Aggregates the window engine has no state for, but lists can fold.
+    let folded = aggregate_function(name).is_none()
+        && matches!(
+            name,
+            "first" | "last" | "any_value" | "arbitrary" | "bit_and" | "bit_or" | "bit_xor"
+        );
+    let composed =
+        folded || super::composed_aggregates::is_list_composed(name) && name != "histogram";
+    let fraction = match (quantile, composed, args.as_slice()) {
+        (true, _, [value, fraction]) => Some((*value, *fraction)),
+        (false, true, [_]) => None,
+        _ => return None,
+    };
     let mut gather = function.clone();
     gather.name = ast::ObjectName::from(vec![ast::Ident::new("array_agg")]);
+    if let (Some((value, _)), ast::FunctionArguments::List(list)) = (fraction, &mut gather.args) {
+        list.args = vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(
+            value.clone(),
+        ))];
+    }
     let values = match bind_window(&gather, "array_agg", over, ctx) {
         Ok(values) => values,
         Err(e) => return Some(Err(e)),
     };
-    super::duckdb_functions::duckdb_function(&format!("list_{name}"), &[values])
+    match fraction {
+        Some((_, fraction)) => Some(super::ordered_set::list_quantile(name, values, fraction)),
+        None => super::duckdb_functions::duckdb_function(&format!("list_{name}"), &[values]),
+    }
 }
 
 /// The window an OVER clause names, with what the OVER adds to a named window (`OVER w`,
