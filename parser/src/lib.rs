@@ -9,6 +9,7 @@ mod equals_arguments;
 mod frame_exclusion;
 mod in_lists;
 mod null_order;
+mod null_treatment;
 mod positional;
 mod prefix_aliases;
 mod split;
@@ -325,7 +326,8 @@ fn parse_tokens(tokens: Vec<TokenWithSpan>) -> Result<Statement, ParseError> {
 /// with backslash escapes; Flink's window table functions in their short form; and the
 /// streaming clauses (`WATERMARK FOR`, `EMIT ON WINDOW CLOSE`) as options; DuckDB's ASOF
 /// joins in the form sqlparser reads; window frames' `EXCLUDE` clauses as markers; and the
-/// key of a keyed recursive CTE as marks on its columns.
+/// key of a keyed recursive CTE as marks on its columns; `IGNORE NULLS` behind the arguments it
+/// ends.
 fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
     let tokens = Tokenizer::new(&DuckDbDialect {}, text)
         .tokenize_with_location()
@@ -367,6 +369,7 @@ fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
     let out = in_lists::in_lists(comprehensions::list_comprehensions(out));
     let out = asof::duckdb_asof_joins(windows::short_window_calls(out));
     let out = using_key::using_keys(frame_exclusion::frame_exclusions(out))?;
+    let out = null_treatment::null_treatments(out);
     Ok(watermarks::streaming_clauses(out))
 }
 

@@ -1566,6 +1566,9 @@ pub struct WindowExpr {
     pub order_by: Vec<SortKey>,
     pub frame: Frame,
     pub data_type: DataType,
+    /// `IGNORE NULLS` (lag, lead, first_value, last_value, nth_value): rows whose value is
+    /// NULL are passed over, as if the partition did not hold them.
+    pub ignore_nulls: bool,
 }
 
 /// One key of an ORDER BY.

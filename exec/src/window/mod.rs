@@ -231,7 +231,7 @@ fn values_in_window_order(input: &Sorted<'_>) -> Result<ArrayRef> {
         };
     }
     if !window.func.uses_frame() {
-        return ranking::values(window.func, &input.args, layout);
+        return ranking::values(window.func, &input.args, layout, window.ignore_nulls);
     }
     let frames = Frames::new(&window.frame, layout, &input.order, &window.order_by)?;
     let value = || {
@@ -240,14 +240,20 @@ fn values_in_window_order(input: &Sorted<'_>) -> Result<ArrayRef> {
             .first()
             .ok_or_else(|| ExecError::Execution(format!("{:?} needs an argument", window.func)))
     };
+    let ignore_nulls = window.ignore_nulls;
     match window.func {
+        WindowFunction::FirstValue if ignore_nulls => values::first_present(value()?, &frames),
         WindowFunction::FirstValue => values::first_values(value()?, &frames),
+        WindowFunction::LastValue if ignore_nulls => values::last_present(value()?, &frames),
         WindowFunction::LastValue => values::last_values(value()?, &frames),
         WindowFunction::NthValue => {
             let n = input.args.get(1).ok_or_else(|| {
                 ExecError::Execution("nth_value needs the row's number".to_string())
             })?;
-            values::nth_values(value()?, n, &frames)
+            match ignore_nulls {
+                true => values::nth_present(value()?, n, &frames),
+                false => values::nth_values(value()?, n, &frames),
+            }
         }
         WindowFunction::Aggregate(func) => {
             aggregates::values(func, input.args.first(), &window.data_type, &frames)

@@ -12,7 +12,12 @@ use super::Layout;
 use crate::{ExecError, Result};
 
 /// The values of `func` for every sorted row.
-pub(super) fn values(func: WindowFunction, args: &[ArrayRef], layout: &Layout) -> Result<ArrayRef> {
+pub(super) fn values(
+    func: WindowFunction,
+    args: &[ArrayRef],
+    layout: &Layout,
+    ignore_nulls: bool,
+) -> Result<ArrayRef> {
     let per_row = |value: &dyn Fn(usize, &std::ops::Range<usize>) -> i64| {
         let mut out = Vec::with_capacity(layout.rows());
         for partition in &layout.partitions {
@@ -44,7 +49,9 @@ pub(super) fn values(func: WindowFunction, args: &[ArrayRef], layout: &Layout) -
             (layout.peers(row).end - partition.start) as f64 / partition.len() as f64
         }),
         WindowFunction::Ntile => buckets(argument(args, 0)?, layout)?,
-        WindowFunction::Lag | WindowFunction::Lead => offset_values(func, args, layout)?,
+        WindowFunction::Lag | WindowFunction::Lead => {
+            offset_values(func, args, layout, ignore_nulls)?
+        }
         other => {
             return Err(ExecError::Execution(format!("{other:?} reads a frame")));
         }
@@ -90,7 +97,12 @@ fn buckets(count: &ArrayRef, layout: &Layout) -> Result<ArrayRef> {
 /// `lag(x, offset, default)` and `lead`: the value `offset` rows before or after in the
 /// partition (a negative offset looks the other way), the row's default where there is no
 /// such row, and NULL where the offset is NULL. The offset may differ by row.
-fn offset_values(func: WindowFunction, args: &[ArrayRef], layout: &Layout) -> Result<ArrayRef> {
+fn offset_values(
+    func: WindowFunction,
+    args: &[ArrayRef],
+    layout: &Layout,
+    ignore_nulls: bool,
+) -> Result<ArrayRef> {
     let values = argument(args, 0)?;
     let offsets = cast(argument(args, 1)?, &DataType::Int64)?;
     let offsets = offsets.as_primitive::<Int64Type>();
@@ -110,6 +122,8 @@ fn offset_values(func: WindowFunction, args: &[ArrayRef], layout: &Layout) -> Re
     let null = arrow::array::new_null_array(values.data_type(), 1);
     let combined = concat(&[values.as_ref(), default.as_ref(), null.as_ref()])?;
     let null_pick = (n + default.len()) as u32;
+    // With IGNORE NULLS the offset counts only the rows holding a value.
+    let present = ignore_nulls.then(|| super::values::Present::new(values));
     let mut picks = Vec::with_capacity(n);
     for partition in &layout.partitions {
         for row in partition.clone() {
@@ -121,10 +135,13 @@ fn offset_values(func: WindowFunction, args: &[ArrayRef], layout: &Layout) -> Re
                 WindowFunction::Lag => offset.checked_neg(),
                 _ => Some(offset),
             };
-            let source = step
-                .and_then(|step| (row as i64).checked_add(step))
-                .and_then(|source| usize::try_from(source).ok())
-                .filter(|source| partition.contains(source));
+            let source = match (&present, step) {
+                (Some(present), Some(step)) => present.stepped(row, step, partition),
+                _ => step
+                    .and_then(|step| (row as i64).checked_add(step))
+                    .and_then(|source| usize::try_from(source).ok())
+                    .filter(|source| partition.contains(source)),
+            };
             let fallback = match default.len() {
                 1 => n,
                 _ => n + row,

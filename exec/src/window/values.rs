@@ -58,6 +58,117 @@ pub(super) fn nth_values(values: &ArrayRef, n: &ArrayRef, frames: &Frames<'_>) -
     })
 }
 
+/// Where a column's non-NULL values are, for the picks that pass over NULLs (`IGNORE NULLS`).
+pub(super) struct Present {
+    /// The rows holding a value, in order.
+    rows: Vec<usize>,
+    /// For each row `r` (and one past the last), how many of `rows` lie before `r`.
+    before: Vec<usize>,
+}
+
+impl Present {
+    pub(super) fn new(values: &ArrayRef) -> Present {
+        let mut rows = Vec::new();
+        let mut before = Vec::with_capacity(values.len() + 1);
+        for row in 0..values.len() {
+            before.push(rows.len());
+            if values.is_valid(row) {
+                rows.push(row);
+            }
+        }
+        before.push(rows.len());
+        Present { rows, before }
+    }
+
+    /// The `n`th (from 0) row with a value in `start..end`, if there is one.
+    fn nth_in(&self, start: usize, end: usize, n: usize) -> Option<usize> {
+        let at = self.before[start].checked_add(n)?;
+        (at < self.before[end]).then(|| self.rows[at])
+    }
+
+    /// The last row with a value in `start..end`, if any.
+    fn last_in(&self, start: usize, end: usize) -> Option<usize> {
+        (self.before[end] > self.before[start]).then(|| self.rows[self.before[end] - 1])
+    }
+
+    /// The row `step` rows with a value away from `row` (before it when negative), within
+    /// `bounds`; `row` itself for a step of 0.
+    pub(super) fn stepped(
+        &self,
+        row: usize,
+        step: i64,
+        bounds: &std::ops::Range<usize>,
+    ) -> Option<usize> {
+        let found = match step {
+            0 => Some(row),
+            s if s < 0 => {
+                let back = usize::try_from(s.unsigned_abs()).ok()?;
+                self.before[row].checked_sub(back).map(|at| self.rows[at])
+            }
+            s => {
+                let ahead = usize::try_from(s).ok()?;
+                let at = self.before[row + 1].checked_add(ahead - 1)?;
+                self.rows.get(at).copied()
+            }
+        };
+        found.filter(|r| bounds.contains(r))
+    }
+}
+
+/// `first_value(x IGNORE NULLS)`: every row's frame's first value that is not NULL.
+pub(super) fn first_present(values: &ArrayRef, frames: &Frames<'_>) -> Result<ArrayRef> {
+    let present = Present::new(values);
+    pick(values, frames, |row| {
+        Ok(frames
+            .pieces(row)
+            .into_iter()
+            .find_map(|p| present.nth_in(p.start, p.end, 0)))
+    })
+}
+
+/// `last_value(x IGNORE NULLS)`: every row's frame's last value that is not NULL.
+pub(super) fn last_present(values: &ArrayRef, frames: &Frames<'_>) -> Result<ArrayRef> {
+    let present = Present::new(values);
+    pick(values, frames, |row| {
+        Ok(frames
+            .pieces(row)
+            .into_iter()
+            .rev()
+            .find_map(|p| present.last_in(p.start, p.end)))
+    })
+}
+
+/// `nth_value(x, n IGNORE NULLS)`: every row's frame's `n`th value that is not NULL.
+pub(super) fn nth_present(
+    values: &ArrayRef,
+    n: &ArrayRef,
+    frames: &Frames<'_>,
+) -> Result<ArrayRef> {
+    let present = Present::new(values);
+    let n = cast(n, &DataType::Int64)?;
+    let n = n.as_primitive::<Int64Type>();
+    pick(values, frames, |row| {
+        if n.is_null(row) {
+            return Ok(None);
+        }
+        let wanted = n.value(row);
+        if wanted <= 0 {
+            return Err(ExecError::Execution(
+                "argument of nth_value must be greater than zero".into(),
+            ));
+        }
+        let mut left = usize::try_from(wanted - 1).unwrap_or(usize::MAX);
+        for piece in frames.pieces(row) {
+            let held = present.before[piece.end] - present.before[piece.start];
+            if left < held {
+                return Ok(present.nth_in(piece.start, piece.end, left));
+            }
+            left -= held;
+        }
+        Ok(None)
+    })
+}
+
 /// The value at the row `chosen` picks for each row, NULL where it picks none.
 fn pick(
     values: &ArrayRef,

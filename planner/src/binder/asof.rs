@@ -143,6 +143,7 @@ pub(super) fn asof_join(
                 order_by: Vec::new(),
                 frame: whole_partition(),
                 data_type: DataType::Int64,
+                ignore_nulls: false,
             },
             "asof_row",
         ),
@@ -185,6 +186,7 @@ pub(super) fn asof_join(
         }],
         frame: whole_partition(),
         data_type: DataType::Int64,
+        ignore_nulls: false,
     };
     let ranked = with_window(joined, best, "asof_rank");
     let width = left_width + numbered + right_schema.fields().len();

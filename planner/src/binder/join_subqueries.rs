@@ -100,6 +100,7 @@ fn numbered(plan: LogicalPlan) -> LogicalPlan {
             FrameBound::UnboundedFollowing,
         ),
         data_type: DataType::Int64,
+        ignore_nulls: false,
     };
     let field = Field::new("\u{1}row", DataType::Int64, true);
     LogicalPlan::Window {

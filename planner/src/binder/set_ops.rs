@@ -332,6 +332,7 @@ fn number_duplicates(plan: LogicalPlan) -> LogicalPlan {
         order_by: Vec::new(),
         frame: Frame::rows(FrameBound::UnboundedPreceding, FrameBound::CurrentRow),
         data_type: DataType::Int64,
+        ignore_nulls: false,
     };
     let mut fields: Vec<Field> = schema.fields().iter().map(|f| f.as_ref().clone()).collect();
     fields.push(Field::new("copy", DataType::Int64, true));

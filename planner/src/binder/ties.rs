@@ -58,6 +58,7 @@ fn ordered_by_rank(input: LogicalPlan, keys: Vec<SortKey>, last_rank: usize) -> 
             FrameBound::UnboundedFollowing,
         ),
         data_type: DataType::Int64,
+        ignore_nulls: false,
     };
     let field = Field::new("tie_rank", DataType::Int64, true);
     let ranked = LogicalPlan::Window {

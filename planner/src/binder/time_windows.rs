@@ -291,6 +291,7 @@ fn window_call(
         order_by,
         frame,
         data_type,
+        ignore_nulls: false,
     }
 }
 

@@ -31,7 +31,7 @@ pub(super) fn bind_window(
     }
     let spec = &resolve_window(binder, over, 0)?;
     let exclude = exclusion_of(spec)?;
-    check_call_clauses(function, name)?;
+    let ignore_nulls = check_call_clauses(function, name)?;
     let star = matches!(
         &function.args,
         ast::FunctionArguments::List(list) if matches!(
@@ -61,6 +61,19 @@ pub(super) fn bind_window(
         args.push(key);
     }
     let (func, args, data_type) = window_call(name, args, star)?;
+    let passes_over_nulls = matches!(
+        func,
+        WindowFunction::Lag
+            | WindowFunction::Lead
+            | WindowFunction::FirstValue
+            | WindowFunction::LastValue
+            | WindowFunction::NthValue
+    );
+    if ignore_nulls && !passes_over_nulls {
+        return Err(bind_err!(
+            "IGNORE NULLS applies to lag, lead, first_value, last_value and nth_value, not {name}"
+        ));
+    }
     let (func, args) = match &function.filter {
         Some(filter) => {
             let condition = boolean(bind_expr(filter, ctx)?, "FILTER")?;
@@ -107,6 +120,7 @@ pub(super) fn bind_window(
         order_by,
         frame,
         data_type: data_type.clone(),
+        ignore_nulls,
     };
     let index = binder.add_window(window)?;
     Ok(Expr::column(WINDOW_BASE + index, name, data_type))
@@ -229,8 +243,8 @@ fn exclusion_of(spec: &ast::WindowSpec) -> Result<FrameExclusion> {
 }
 
 /// Refuses what a window function call may carry besides its arguments and OVER, which would
-/// otherwise be dropped unseen.
-fn check_call_clauses(function: &ast::Function, name: &str) -> Result<()> {
+/// otherwise be dropped unseen; whether it says IGNORE NULLS.
+fn check_call_clauses(function: &ast::Function, name: &str) -> Result<bool> {
     if !function.within_group.is_empty() {
         return Err(unsupported!("WITHIN GROUP on window functions"));
     }
@@ -249,10 +263,7 @@ fn check_call_clauses(function: &ast::Function, name: &str) -> Result<()> {
             }
         }
     }
-    if ignore_nulls {
-        return Err(unsupported!("IGNORE NULLS in window functions"));
-    }
-    Ok(())
+    Ok(ignore_nulls)
 }
 
 /// `agg(x) FILTER (WHERE c) OVER (...)`: the aggregate of `CASE WHEN c THEN x END`, for the

@@ -348,6 +348,7 @@ fn with_domain(plan: LogicalPlan, domain: &Domain) -> Result<LogicalPlan> {
                         order_by: shifted_keys(&w.order_by, domain),
                         frame: w.frame.clone(),
                         data_type: w.data_type.clone(),
+                        ignore_nulls: w.ignore_nulls,
                     }
                 })
                 .collect();
@@ -598,6 +599,7 @@ fn first_per_domain(
             FrameBound::UnboundedFollowing,
         ),
         data_type: DataType::Int64,
+        ignore_nulls: false,
     };
     let field = Field::new("lateral_row", DataType::Int64, true);
     let numbered = LogicalPlan::Window {
