@@ -1630,6 +1630,11 @@ pub fn equality(left: Expr, right: Expr) -> Result<Expr> {
     binary(left, &BinaryOperator::Eq, right)
 }
 
+/// `left >= right`, with the casts a comparison needs.
+pub fn at_least(left: Expr, right: Expr) -> Result<Expr> {
+    binary(left, &BinaryOperator::GtEq, right)
+}
+
 /// The comparison an operator is, if it is one.
 pub(super) fn comparison(op: &BinaryOperator) -> Option<BinaryOp> {
     Some(match op {

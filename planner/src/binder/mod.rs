@@ -979,6 +979,7 @@ impl<'a> Binder<'a> {
                     let plan = self.bind_asof(left, right, (match_condition, constraint), sides)?;
                     let left_width = scope.columns.len() - base;
                     item_relations.push(plan(base, left_width)?);
+                    hide_using_copies(constraint, &mut joined_scope, scope.columns.len(), false)?;
                     scope = joined_scope;
                     continue;
                 }
@@ -1093,12 +1094,26 @@ impl<'a> Binder<'a> {
         (match_condition, constraint): (&ast::Expr, &ast::JoinConstraint),
         [scope, right_scope, joined_scope]: [&Scope; 3],
     ) -> Result<impl FnOnce(usize, usize) -> Result<LogicalPlan>> {
-        if matches!(constraint, ast::JoinConstraint::Using(_)) {
-            return Err(unsupported!(
-                "ASOF JOIN ... USING (write ON a.k = b.k AND a.ts >= b.ts)"
-            ));
-        }
-        let on = self.join_condition(constraint, scope, right_scope, joined_scope)?;
+        let on = match constraint {
+            // DuckDB's `USING (k, ..., ts)`: equal keys, and the last column `l.ts >= r.ts`.
+            ast::JoinConstraint::Using(names) => {
+                let Some((last, keys)) = names.split_last() else {
+                    return Err(bind_err!("ASOF JOIN ... USING needs the time column"));
+                };
+                let keys = ast::JoinConstraint::Using(keys.to_vec());
+                let equal = self.join_condition(&keys, scope, right_scope, joined_scope)?;
+                let name = object_name(last)?;
+                let l = scope.resolve(None, &name)?;
+                let r = right_scope.resolve(None, &name)?;
+                let (lc, rc) = (&scope.columns[l], &right_scope.columns[r]);
+                let at_or_before = expr::at_least(
+                    Expr::column(l, &lc.name, lc.data_type.clone()),
+                    Expr::column(scope.columns.len() + r, &rc.name, rc.data_type.clone()),
+                )?;
+                Expr::and_all(equal.into_iter().chain([at_or_before]).collect())
+            }
+            _ => self.join_condition(constraint, scope, right_scope, joined_scope)?,
+        };
         let (keep_unmatched, matched) = match asof::asof_form(match_condition) {
             asof::AsofForm::DuckDb { keep_unmatched } => (keep_unmatched, None),
             asof::AsofForm::Snowflake { match_condition } => {
