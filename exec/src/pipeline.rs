@@ -27,7 +27,7 @@ use crate::shared::SharedAggregates;
 use crate::sink::{BatchSink, Collected, Flow, Sink, Split};
 use crate::sort::SortSink;
 use crate::{ExecError, Result};
-use pondra_planner::TreeNode;
+use pondra_planner::{TreeNode, WorkingRows};
 
 /// Rows that operators of one plan read in turn.
 type SharedRows = Arc<Vec<RecordBatch>>;
@@ -42,7 +42,7 @@ pub struct ExecContext {
     pub input: Vec<RecordBatch>,
     /// The rows each running recursive CTE's step reads, by CTE id and whether they are its
     /// result so far (`recurring.name`) rather than its last iteration's rows.
-    working_tables: std::sync::Mutex<HashMap<(usize, bool), SharedRows>>,
+    working_tables: std::sync::Mutex<HashMap<(usize, WorkingRows), SharedRows>>,
     /// Rows and time per operator, for EXPLAIN ANALYZE.
     pub profile: Option<Profile>,
     /// The memory operators that can spill reserve what they hold from.
@@ -82,16 +82,16 @@ impl ExecContext {
         self.profile.as_ref().map(|p| p.stats(node))
     }
 
-    fn working_table(&self, id: usize, recurring: bool) -> Arc<Vec<RecordBatch>> {
+    fn working_table(&self, id: usize, which: WorkingRows) -> Arc<Vec<RecordBatch>> {
         let tables = self.working_tables.lock().expect("working tables lock");
-        tables.get(&(id, recurring)).cloned().unwrap_or_default()
+        tables.get(&(id, which)).cloned().unwrap_or_default()
     }
 
-    fn set_working_table(&self, id: usize, recurring: bool, rows: Option<Vec<RecordBatch>>) {
+    fn set_working_table(&self, id: usize, which: WorkingRows, rows: Option<Vec<RecordBatch>>) {
         let mut tables = self.working_tables.lock().expect("working tables lock");
         match rows {
-            Some(rows) => tables.insert((id, recurring), Arc::new(rows)),
-            None => tables.remove(&(id, recurring)),
+            Some(rows) => tables.insert((id, which), Arc::new(rows)),
+            None => tables.remove(&(id, which)),
         };
     }
 }
@@ -604,12 +604,8 @@ fn run_pipeline_into<'p>(
                 }
             }
         }
-        PhysicalPlan::WorkingTable {
-            id,
-            schema,
-            recurring,
-        } => {
-            for batch in ctx.working_table(*id, *recurring).iter() {
+        PhysicalPlan::WorkingTable { id, schema, rows } => {
+            for batch in ctx.working_table(*id, *rows).iter() {
                 let batch = RecordBatch::try_new(schema.clone(), batch.columns().to_vec())?;
                 if out.emit(batch)? == Flow::Done {
                     break;
@@ -622,37 +618,59 @@ fn run_pipeline_into<'p>(
             id,
             distinct,
             key,
+            finalize,
         } => {
             leaf = false;
-            let reads_recurring = step.exists(&mut |n| {
-                matches!(n, PhysicalPlan::WorkingTable { id: i, recurring: true, .. } if i == id)
+            let reads_so_far = step.exists(&mut |n| {
+                matches!(n, PhysicalPlan::WorkingTable { id: i, rows: WorkingRows::SoFar, .. } if i == id)
             });
+            let finalized = finalize.as_ref().map(|f| f.schema());
+            let (distinct, key) = (*distinct, key.as_deref());
             let mut result =
-                RecursiveResult::new(&plan_schema, *distinct, key.as_deref(), reads_recurring)?;
+                RecursiveResult::new(&anchor.schema(), distinct, key, reads_so_far, finalized)?;
+            // A keyed CTE with aggregates finalizes all its rows after each run.
+            let mut finalize_rows = |candidates: Vec<RecordBatch>| -> Result<Vec<RecordBatch>> {
+                let Some(finalize) = finalize else {
+                    return Ok(Vec::new());
+                };
+                ctx.set_working_table(*id, WorkingRows::Candidates, Some(candidates));
+                run_pipeline(finalize, collect(ctx), None, ctx)
+            };
             let mut rows = run_pipeline(anchor, collect(ctx), None, ctx)?;
+            let candidate_schema = anchor.schema();
             let ended = loop {
                 ctx.control.check()?;
                 let rows_as_cte = rows
                     .iter()
-                    .map(|b| RecordBatch::try_new(plan_schema.clone(), b.columns().to_vec()))
+                    .map(|b| RecordBatch::try_new(candidate_schema.clone(), b.columns().to_vec()))
                     .collect::<std::result::Result<Vec<_>, _>>()?;
-                let applied = result.apply(rows_as_cte)?;
+                let applied = result.apply(rows_as_cte, &mut finalize_rows)?;
                 if out.emit_all(applied.emit)? == Flow::Done {
                     break false;
                 }
                 if applied.working.is_empty() {
                     break true;
                 }
-                ctx.set_working_table(*id, false, Some(applied.working));
-                if reads_recurring {
-                    ctx.set_working_table(*id, true, Some(result.so_far()?));
+                ctx.set_working_table(*id, WorkingRows::Last, Some(applied.working));
+                if reads_so_far {
+                    ctx.set_working_table(*id, WorkingRows::SoFar, Some(result.so_far()?));
                 }
                 rows = run_pipeline(step, collect(ctx), None, ctx)?;
             };
-            ctx.set_working_table(*id, false, None);
-            ctx.set_working_table(*id, true, None);
+            for which in [
+                WorkingRows::Last,
+                WorkingRows::SoFar,
+                WorkingRows::Candidates,
+            ] {
+                ctx.set_working_table(*id, which, None);
+            }
             if ended {
-                out.emit_all(result.finish()?)?;
+                let rows = result.finish()?;
+                let rows = rows
+                    .iter()
+                    .map(|b| RecordBatch::try_new(plan_schema.clone(), b.columns().to_vec()))
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
+                out.emit_all(rows)?;
             }
         }
         PhysicalPlan::HashAggregate {

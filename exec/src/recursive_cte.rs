@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;
+use std::sync::Arc;
 
 use arrow::array::BooleanArray;
 use arrow::datatypes::SchemaRef;
@@ -31,19 +32,32 @@ pub(crate) enum RecursiveResult {
         so_far: Option<Vec<RecordBatch>>,
     },
     Keyed(Box<KeyedRows>),
+    Aggregated(Box<AggregatedRows>),
 }
+
+/// Runs a keyed CTE's finalize plan over all the rows made so far (with their arrival
+/// numbers): the result as it stands.
+pub(crate) type Finalize<'a> = dyn FnMut(Vec<RecordBatch>) -> Result<Vec<RecordBatch>> + 'a;
 
 impl RecursiveResult {
     /// An empty result; `keeps_rows` when the step reads the result so far.
+    /// `finalized`: the schema of the finalize plan's rows, when the key has aggregates.
     pub fn new(
         schema: &SchemaRef,
         distinct: bool,
         key: Option<&[usize]>,
         keeps_rows: bool,
+        finalized: Option<SchemaRef>,
     ) -> Result<RecursiveResult> {
-        Ok(match key {
-            Some(key) => RecursiveResult::Keyed(Box::new(KeyedRows::new(schema, key, distinct)?)),
-            None => RecursiveResult::Appended {
+        Ok(match (key, finalized) {
+            (Some(key), Some(finalized)) => RecursiveResult::Aggregated(Box::new(
+                AggregatedRows::new(finalized, key, distinct)?,
+            )),
+            (Some(key), None) => {
+                RecursiveResult::Keyed(Box::new(KeyedRows::new(schema, key, distinct)?))
+            }
+            (None, Some(_)) => unreachable!("aggregates come with a key"),
+            (None, None) => RecursiveResult::Appended {
                 seen: distinct.then(|| NewRows::new(schema)).transpose()?,
                 so_far: keeps_rows.then(Vec::new),
             },
@@ -51,7 +65,11 @@ impl RecursiveResult {
     }
 
     /// Adds the rows of the anchor or of one run of the step.
-    pub fn apply(&mut self, rows: Vec<RecordBatch>) -> Result<Applied> {
+    pub fn apply(
+        &mut self,
+        rows: Vec<RecordBatch>,
+        finalize: &mut Finalize<'_>,
+    ) -> Result<Applied> {
         match self {
             RecursiveResult::Appended { seen, so_far } => {
                 let added = match seen {
@@ -72,6 +90,10 @@ impl RecursiveResult {
                 emit: Vec::new(),
                 working: keyed.apply(rows)?,
             }),
+            RecursiveResult::Aggregated(aggregated) => Ok(Applied {
+                emit: Vec::new(),
+                working: aggregated.apply(rows, finalize)?,
+            }),
         }
     }
 
@@ -80,6 +102,7 @@ impl RecursiveResult {
         match self {
             RecursiveResult::Appended { so_far, .. } => Ok(so_far.clone().unwrap_or_default()),
             RecursiveResult::Keyed(keyed) => keyed.batches(),
+            RecursiveResult::Aggregated(aggregated) => Ok(aggregated.finalized.clone()),
         }
     }
 
@@ -88,6 +111,7 @@ impl RecursiveResult {
         match self {
             RecursiveResult::Appended { .. } => Ok(Vec::new()),
             RecursiveResult::Keyed(keyed) => keyed.batches(),
+            RecursiveResult::Aggregated(aggregated) => Ok(aggregated.finalized),
         }
     }
 }
@@ -209,5 +233,111 @@ impl KeyedRows {
                 Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
             })
             .collect()
+    }
+}
+
+/// A keyed result whose key has payload aggregates (`USING KEY (k, min(v))`): every row made
+/// so far is kept, numbered by arrival, and the result is the finalize plan over them.
+pub(crate) struct AggregatedRows {
+    /// The finalize plan's columns: the CTE's as its name shows them.
+    finalized_schema: SchemaRef,
+    keys: RowConverter,
+    rows: RowConverter,
+    key: Vec<usize>,
+    candidates: Vec<RecordBatch>,
+    arrivals: i64,
+    finalized: Vec<RecordBatch>,
+    /// Each key's finalized row, to tell which changed.
+    previous: HashMap<Box<[u8]>, Box<[u8]>>,
+    distinct: bool,
+}
+
+impl AggregatedRows {
+    fn new(finalized_schema: SchemaRef, key: &[usize], distinct: bool) -> Result<AggregatedRows> {
+        assert!(!key.is_empty(), "a keyed recursive CTE has key columns");
+        Ok(AggregatedRows {
+            keys: converter(&finalized_schema, key.iter().copied())?,
+            rows: converter(&finalized_schema, 0..finalized_schema.fields().len())?,
+            finalized_schema,
+            key: key.to_vec(),
+            candidates: Vec::new(),
+            arrivals: 0,
+            finalized: Vec::new(),
+            previous: HashMap::new(),
+            distinct,
+        })
+    }
+
+    /// Adds `batches` to the rows made so far and finalizes them again; returns the next
+    /// working table: the rows as they came (in the finalized columns' types) under UNION
+    /// ALL, the finalized rows of the keys whose row changed under UNION.
+    fn apply(
+        &mut self,
+        batches: Vec<RecordBatch>,
+        finalize: &mut Finalize<'_>,
+    ) -> Result<Vec<RecordBatch>> {
+        for batch in batches.iter().filter(|b| b.num_rows() > 0) {
+            let rows = batch.num_rows() as i64;
+            let arrival =
+                arrow::array::Int64Array::from_iter_values(self.arrivals..self.arrivals + rows);
+            self.arrivals += rows;
+            let mut columns = batch.columns().to_vec();
+            columns.push(Arc::new(arrival));
+            let mut fields: Vec<_> = batch.schema().fields().iter().cloned().collect();
+            fields.push(Arc::new(arrow::datatypes::Field::new(
+                "arrival",
+                arrow::datatypes::DataType::Int64,
+                false,
+            )));
+            let schema = Arc::new(arrow::datatypes::Schema::new(fields));
+            self.candidates.push(RecordBatch::try_new(schema, columns)?);
+        }
+        let finalized: Vec<RecordBatch> = finalize(self.candidates.clone())?
+            .into_iter()
+            .map(|b| RecordBatch::try_new(self.finalized_schema.clone(), b.columns().to_vec()))
+            .collect::<std::result::Result<_, _>>()?;
+        let mut current = HashMap::new();
+        let mut changed_batches = Vec::new();
+        for batch in &finalized {
+            let key_columns: Vec<_> = self.key.iter().map(|&k| batch.column(k).clone()).collect();
+            let keys = self.keys.convert_columns(&key_columns)?;
+            let rows = self.rows.convert_columns(batch.columns())?;
+            let mut changed = Vec::with_capacity(batch.num_rows());
+            for i in 0..batch.num_rows() {
+                let key: Box<[u8]> = keys.row(i).as_ref().into();
+                let row: Box<[u8]> = rows.row(i).as_ref().into();
+                changed.push(Some(self.previous.get(&key) != Some(&row)));
+                current.insert(key, row);
+            }
+            let changed: BooleanArray = changed.into_iter().collect();
+            changed_batches.push(crate::select::filter_batch(batch, &changed)?);
+        }
+        self.previous = current;
+        self.finalized = finalized;
+        if self.distinct {
+            return Ok(changed_batches
+                .into_iter()
+                .filter(|b| b.num_rows() > 0)
+                .collect());
+        }
+        batches
+            .into_iter()
+            .filter(|b| b.num_rows() > 0)
+            .map(|b| self.as_finalized(&b))
+            .collect()
+    }
+
+    /// A step's row in the finalized columns' types (`sum` of INTEGER is BIGINT).
+    fn as_finalized(&self, batch: &RecordBatch) -> Result<RecordBatch> {
+        let columns = batch
+            .columns()
+            .iter()
+            .zip(self.finalized_schema.fields())
+            .map(|(column, field)| arrow::compute::cast(column, field.data_type()))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok(RecordBatch::try_new(
+            self.finalized_schema.clone(),
+            columns,
+        )?)
     }
 }

@@ -29,7 +29,7 @@ pub use positional::positional_name;
 
 pub use split::{SplitResult, split_statements};
 pub use sqlparser::ast;
-pub use using_key::USING_KEY;
+pub use using_key::{KEY_AGGREGATE, USING_KEY};
 
 use sqlparser::dialect::DuckDbDialect;
 use sqlparser::parser::{Parser, ParserError};

@@ -9,6 +9,9 @@ use crate::ParseError;
 
 /// The type name that marks a key column of a CTE's column list.
 pub const USING_KEY: &str = "pondra_using_key";
+/// The type name that marks a column a payload aggregate of the key fills; its one modifier is
+/// the aggregate's text (`pondra_key_aggregate('min(v)')`).
+pub const KEY_AGGREGATE: &str = "pondra_key_aggregate";
 
 fn is_word(token: &TokenWithSpan, word: &str) -> bool {
     matches!(&token.token, Token::Word(w) if w.quote_style.is_none()
@@ -88,26 +91,66 @@ pub(crate) fn using_keys(mut tokens: Vec<TokenWithSpan>) -> Result<Vec<TokenWith
             .ok_or_else(|| refused("expected ( after USING KEY".into()))?;
         let key_close =
             closing(&tokens, key_open).ok_or_else(|| refused("unbalanced parentheses".into()))?;
-        let names = key_names(&tokens[key_open + 1..key_close])?;
-        let mut marked = Vec::new();
-        for name in names {
-            let column = (columns_open + 1..columns_close)
-                .find(|&c| same_name(&tokens[c].token, &name))
-                .ok_or_else(|| {
-                    refused(format!(
-                        "the key column {name} is not in the CTE's column list"
-                    ))
-                })?;
-            marked.push(column);
+        let items = key_items(&tokens[key_open + 1..key_close])?;
+        let column_of = |name: &Token| {
+            (columns_open + 1..columns_close).find(|&c| same_name(&tokens[c].token, name))
+        };
+        let mut marks: Vec<(usize, Vec<TokenWithSpan>)> = Vec::new();
+        for item in items {
+            let (column, mark) = match item {
+                KeyItem::Column(name) => {
+                    let column = column_of(&name).ok_or_else(|| {
+                        refused(format!(
+                            "the key column {name} is not in the CTE's column list"
+                        ))
+                    })?;
+                    (column, Token::make_word(USING_KEY, None))
+                }
+                KeyItem::Aggregate { text, target } => {
+                    let named: Vec<usize> = match &target {
+                        Some(name) => column_of(name).into_iter().collect(),
+                        None => {
+                            let mut read: Vec<usize> =
+                                text.1.iter().filter_map(&column_of).collect();
+                            read.sort_unstable();
+                            read.dedup();
+                            read
+                        }
+                    };
+                    let [column] = named[..] else {
+                        return Err(refused(format!(
+                            "say which column {} fills, as in {} AS v",
+                            text.0, text.0
+                        )));
+                    };
+                    let mark = Token::make_word(KEY_AGGREGATE, None);
+                    marks.push((
+                        column,
+                        vec![
+                            TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space)),
+                            TokenWithSpan::wrap(mark),
+                            TokenWithSpan::wrap(Token::LParen),
+                            TokenWithSpan::wrap(Token::SingleQuotedString(text.0)),
+                            TokenWithSpan::wrap(Token::RParen),
+                        ],
+                    ));
+                    continue;
+                }
+            };
+            marks.push((
+                column,
+                vec![
+                    TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space)),
+                    TokenWithSpan::wrap(mark),
+                ],
+            ));
+        }
+        marks.sort_by_key(|(column, _)| *column);
+        if marks.windows(2).any(|pair| pair[0].0 == pair[1].0) {
+            return Err(refused("a column is named twice in the key".into()));
         }
         tokens.drain(i..=key_close);
-        marked.sort_unstable();
-        marked.dedup();
-        for column in marked.into_iter().rev() {
-            let mark = [
-                TokenWithSpan::wrap(Token::Whitespace(Whitespace::Space)),
-                TokenWithSpan::wrap(Token::make_word(USING_KEY, None)),
-            ];
+        for (column, mark) in marks.into_iter().rev() {
             tokens.splice(column + 1..column + 1, mark);
         }
         i = columns_close;
@@ -115,28 +158,86 @@ pub(crate) fn using_keys(mut tokens: Vec<TokenWithSpan>) -> Result<Vec<TokenWith
     Ok(tokens)
 }
 
-/// The column names of a key's parentheses, refusing anything else (an aggregate).
-fn key_names(inside: &[TokenWithSpan]) -> Result<Vec<Token>, ParseError> {
-    let solid: Vec<&Token> = inside
-        .iter()
-        .map(|t| &t.token)
-        .filter(|t| !matches!(t, Token::Whitespace(_)))
-        .collect();
-    let mut names = Vec::new();
-    for item in solid.split(|t| **t == Token::Comma) {
-        match item {
-            [name @ Token::Word(_)] => names.push((*name).clone()),
-            _ => {
-                let text: String = inside.iter().map(|t| t.token.to_string()).collect();
-                return Err(ParseError::Syntax(format!(
-                    "not supported yet: USING KEY ({}): a key lists columns; payload \
-                     aggregates in the key are not built",
-                    text.trim()
-                )));
-            }
-        }
+/// One item of a key's parentheses.
+enum KeyItem {
+    /// A key column.
+    Column(Token),
+    /// A payload aggregate (`min(v)`, `sum(x) AS total`): its text with the words it reads,
+    /// and the column its `AS` names.
+    Aggregate {
+        text: (String, Vec<Token>),
+        target: Option<Token>,
+    },
+}
+
+/// A token as SQL text; a string's quotes doubled inside it, which its display does not.
+fn sql_text(token: &Token) -> String {
+    match token {
+        Token::SingleQuotedString(s) => format!("'{}'", s.replace('\'', "''")),
+        other => other.to_string(),
     }
-    Ok(names)
+}
+
+fn is_as(token: &Token) -> bool {
+    matches!(token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case("AS"))
+}
+
+/// The items of a key's parentheses, split at their top-level commas.
+fn key_items(inside: &[TokenWithSpan]) -> Result<Vec<KeyItem>, ParseError> {
+    let mut items = Vec::new();
+    let mut depth = 0usize;
+    let mut current: Vec<&Token> = Vec::new();
+    let mut flush = |current: &mut Vec<&Token>| -> Result<(), ParseError> {
+        let solid: Vec<&Token> = current
+            .iter()
+            .copied()
+            .filter(|t| !matches!(t, Token::Whitespace(_)))
+            .collect();
+        let item = match solid.as_slice() {
+            [] => return Err(ParseError::Syntax("USING KEY: an empty key item".into())),
+            [name @ Token::Word(_)] => KeyItem::Column((*name).clone()),
+            [_, .., as_word, name @ Token::Word(_)] if is_as(as_word) => {
+                // The tokens before the last `AS`, spaces as written.
+                let before_as = current.iter().rposition(|t| is_as(t)).unwrap_or(0);
+                let text: String = current[..before_as].iter().map(|t| sql_text(t)).collect();
+                let text = text.trim().to_string();
+                KeyItem::Aggregate {
+                    text: (text, Vec::new()),
+                    target: Some((*name).clone()),
+                }
+            }
+            expr => {
+                let text: String = current.iter().map(|t| sql_text(t)).collect();
+                let words = expr
+                    .iter()
+                    .skip(1)
+                    .filter(|t| matches!(t, Token::Word(_)))
+                    .map(|t| (*t).clone())
+                    .collect();
+                KeyItem::Aggregate {
+                    text: (text.trim().to_string(), words),
+                    target: None,
+                }
+            }
+        };
+        items.push(item);
+        current.clear();
+        Ok(())
+    };
+    for token in inside.iter().map(|t| &t.token) {
+        match token {
+            Token::LParen => depth += 1,
+            Token::RParen => depth = depth.saturating_sub(1),
+            Token::Comma if depth == 0 => {
+                flush(&mut current)?;
+                continue;
+            }
+            _ => {}
+        }
+        current.push(token);
+    }
+    flush(&mut current)?;
+    Ok(items)
 }
 
 #[cfg(test)]
@@ -161,6 +262,12 @@ mod tests {
         );
         let sql = "WITH RECURSIVE t(a, \"B\") USING KEY (\"B\", A) AS (SELECT 1, 2) TABLE t";
         assert!(text(sql).contains("(a pondra_using_key, \"B\" pondra_using_key)"));
+        let sql = "WITH RECURSIVE t(k, v, n) USING KEY (k, min(v), count(*) AS n) AS (SELECT 1, 2, 3) TABLE t";
+        assert!(
+            text(sql).contains("(k pondra_using_key, v pondra_key_aggregate('min(v)'), n pondra_key_aggregate('count(*)'))"),
+            "{}",
+            text(sql)
+        );
     }
 
     #[test]
@@ -169,9 +276,10 @@ mod tests {
         assert!(err.to_string().contains("key column b"), "{err}");
         let err = parse_sql("WITH RECURSIVE t USING KEY (b) AS (SELECT 1) TABLE t").unwrap_err();
         assert!(err.to_string().contains("column list"), "{err}");
-        let err =
-            parse_sql("WITH RECURSIVE t(k, v) USING KEY (k, min(v)) AS (SELECT 1, 2) TABLE t")
-                .unwrap_err();
-        assert!(err.to_string().contains("min(v)"), "{err}");
+        let err = parse_sql(
+            "WITH RECURSIVE t(k, v, w) USING KEY (k, min(v + w)) AS (SELECT 1, 2, 3) TABLE t",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("say which column min"), "{err}");
     }
 }

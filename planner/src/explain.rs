@@ -102,10 +102,7 @@ impl PhysicalPlan {
                 repeat_text(self.scan_repeat())
             ),
             PhysicalPlan::Values { rows, .. } => format!("Values: {} rows", rows.len()),
-            PhysicalPlan::WorkingTable { id, recurring, .. } => match recurring {
-                true => format!("RecurringTable: {id}"),
-                false => format!("WorkingTable: {id}"),
-            },
+            PhysicalPlan::WorkingTable { id, rows, .. } => format!("WorkingTable {id}: {rows:?}"),
             PhysicalPlan::ChangeRecords {
                 table, from, to, ..
             } => format!("ChangeRecords: {} {from}..={to}", table.name),

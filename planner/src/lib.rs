@@ -36,7 +36,7 @@ pub use expr::{
 };
 pub use external::{ExternalFile, ExternalTable, FileFormat};
 pub use interval_join::StateExpiry;
-pub use logical::{LogicalPlan, SubqueryKind};
+pub use logical::{LogicalPlan, SubqueryKind, WorkingRows};
 pub use physical::{PhysicalPlan, create_physical_plan};
 pub use plan::{Plan, RewriteKind};
 pub use repeated_scans::RepeatedScan;

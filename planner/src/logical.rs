@@ -10,6 +10,18 @@ use crate::tree::{PlanNode, TreeNode};
 
 use crate::expr::{AggregateCall, Expr, JoinKind, SortKey, WindowExpr};
 
+/// Which rows of a running recursive CTE a `WorkingTable` leaf reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WorkingRows {
+    /// The rows the previous iteration made: the CTE's name in its step.
+    Last,
+    /// The result so far: `recurring.name` (ADR 0071).
+    SoFar,
+    /// Every row the anchor and the steps made, each with its arrival number: what a keyed
+    /// CTE's payload aggregates are computed over.
+    Candidates,
+}
+
 /// A relational plan over typed columns. Every node knows its output schema.
 #[derive(Clone, Debug)]
 pub enum LogicalPlan {
@@ -96,13 +108,16 @@ pub enum LogicalPlan {
         id: usize,
         distinct: bool,
         key: Option<Vec<usize>>,
+        /// With payload aggregates in the key (`USING KEY (k, min(v))`): the result as it
+        /// stands, computed from every row the anchor and the steps made (the `Candidates`
+        /// working table, with each row's arrival number last).
+        finalize: Option<Box<LogicalPlan>>,
     },
-    /// The rows the previous run of recursive CTE `id` added, or with `recurring`, its result
-    /// so far (`recurring.name`).
+    /// Rows of running recursive CTE `id`: see [`WorkingRows`].
     WorkingTable {
         id: usize,
         schema: SchemaRef,
-        recurring: bool,
+        rows: WorkingRows,
     },
     /// What the change records of `table` say of the commits `from..=to` (ADR 0048): the rows
     /// they updated or deleted and their new versions, and the insertion of rows an earlier
@@ -179,7 +194,9 @@ impl LogicalPlan {
             LogicalPlan::Filter { input, .. }
             | LogicalPlan::Sort { input, .. }
             | LogicalPlan::Limit { input, .. } => input.schema(),
-            LogicalPlan::RecursiveCte { anchor, .. } => anchor.schema(),
+            LogicalPlan::RecursiveCte {
+                anchor, finalize, ..
+            } => finalize.as_ref().unwrap_or(anchor).schema(),
         }
     }
 
@@ -371,13 +388,8 @@ impl LogicalPlan {
         match self {
             LogicalPlan::Scan { table, .. } => return writeln!(f, "{pad}Scan: {}", table.name),
             LogicalPlan::Input { .. } => return writeln!(f, "{pad}Input"),
-            LogicalPlan::WorkingTable { id, recurring, .. } => {
-                let which = if *recurring {
-                    "RecurringTable"
-                } else {
-                    "WorkingTable"
-                };
-                return writeln!(f, "{pad}{which}: {id}");
+            LogicalPlan::WorkingTable { id, rows, .. } => {
+                return writeln!(f, "{pad}WorkingTable {id}: {rows:?}");
             }
             LogicalPlan::ChangeRecords { table, .. } => {
                 return writeln!(f, "{pad}ChangeRecords: {}", table.name);
@@ -388,6 +400,7 @@ impl LogicalPlan {
                 id,
                 distinct,
                 key,
+                finalize,
             } => {
                 let union = if *distinct { "UNION" } else { "UNION ALL" };
                 let key = key
@@ -396,7 +409,11 @@ impl LogicalPlan {
                     .unwrap_or_default();
                 writeln!(f, "{pad}RecursiveCte {id}: {union}{key}")?;
                 anchor.fmt_indent(f, depth + 1)?;
-                return step.fmt_indent(f, depth + 1);
+                step.fmt_indent(f, depth + 1)?;
+                if let Some(finalize) = finalize {
+                    finalize.fmt_indent(f, depth + 1)?;
+                }
+                return Ok(());
             }
             LogicalPlan::Union { inputs, .. } => {
                 writeln!(f, "{pad}Union")?;

@@ -97,12 +97,13 @@ pub enum PhysicalPlan {
         id: usize,
         distinct: bool,
         key: Option<Vec<usize>>,
+        finalize: Option<Box<PhysicalPlan>>,
     },
     /// See `LogicalPlan::WorkingTable`.
     WorkingTable {
         id: usize,
         schema: SchemaRef,
-        recurring: bool,
+        rows: crate::logical::WorkingRows,
     },
     /// As `LogicalPlan::ChangeRecords`.
     ChangeRecords {
@@ -225,7 +226,9 @@ impl PhysicalPlan {
             PhysicalPlan::Filter { input, .. }
             | PhysicalPlan::Sort { input, .. }
             | PhysicalPlan::Limit { input, .. } => input.schema(),
-            PhysicalPlan::RecursiveCte { anchor, .. } => anchor.schema(),
+            PhysicalPlan::RecursiveCte {
+                anchor, finalize, ..
+            } => finalize.as_ref().unwrap_or(anchor).schema(),
         }
     }
 }
@@ -359,14 +362,10 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
             to: *to,
             schema: schema.clone(),
         },
-        LogicalPlan::WorkingTable {
-            id,
-            schema,
-            recurring,
-        } => PhysicalPlan::WorkingTable {
+        LogicalPlan::WorkingTable { id, schema, rows } => PhysicalPlan::WorkingTable {
             id: *id,
             schema: schema.clone(),
-            recurring: *recurring,
+            rows: *rows,
         },
         LogicalPlan::RecursiveCte {
             anchor,
@@ -374,12 +373,14 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
             id,
             distinct,
             key,
+            finalize,
         } => PhysicalPlan::RecursiveCte {
             anchor: child(anchor, &all_of(anchor)),
             step: child(step, &all_of(step)),
             id: *id,
             distinct: *distinct,
             key: key.clone(),
+            finalize: finalize.as_ref().map(|f| child(f, &all_of(f))),
         },
         LogicalPlan::Values { schema, rows } => PhysicalPlan::Values {
             schema: schema.clone(),

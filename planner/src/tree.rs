@@ -185,8 +185,10 @@ macro_rules! logical_children {
             LogicalPlan::Subquery { input, subquery, .. } => {
                 vec![&$($mut)? **input, &$($mut)? **subquery]
             }
-            LogicalPlan::RecursiveCte { anchor, step, .. } => {
-                vec![&$($mut)? **anchor, &$($mut)? **step]
+            LogicalPlan::RecursiveCte { anchor, step, finalize, .. } => {
+                let mut children = vec![&$($mut)? **anchor, &$($mut)? **step];
+                children.extend(finalize.into_iter().map(|f| &$($mut)? **f));
+                children
             }
         }
     };
@@ -272,8 +274,10 @@ macro_rules! physical_children {
             | PhysicalPlan::Sort { input, .. }
             | PhysicalPlan::Limit { input, .. } => vec![&$($mut)? **input],
             PhysicalPlan::Union { inputs, .. } => inputs.into_iter().collect(),
-            PhysicalPlan::RecursiveCte { anchor, step, .. } => {
-                vec![&$($mut)? **anchor, &$($mut)? **step]
+            PhysicalPlan::RecursiveCte { anchor, step, finalize, .. } => {
+                let mut children = vec![&$($mut)? **anchor, &$($mut)? **step];
+                children.extend(finalize.into_iter().map(|f| &$($mut)? **f));
+                children
             }
             PhysicalPlan::HashJoin { left, right, .. } => vec![&$($mut)? **left, &$($mut)? **right],
         }

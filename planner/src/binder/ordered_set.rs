@@ -33,6 +33,8 @@ pub fn is_ordered_set(name: &str) -> bool {
             | "bit_and"
             | "bit_or"
             | "bit_xor"
+            | "count_if"
+            | "countif"
     ) || by_other(name).is_some()
         || super::statistics::is_statistic(name)
         || super::composed_aggregates::is_composed(name)
@@ -234,6 +236,35 @@ fn bind_bit_fold(
     })
 }
 
+/// `count_if(p)` (DuckDB): how many of the group's rows `p` holds for, as
+/// `count(CASE WHEN p THEN 1 END)` (0 over no rows).
+fn bind_count_if(
+    function: &ast::Function,
+    name: &str,
+    agg: &mut Aggregation,
+    binder: Option<&Binder<'_>>,
+) -> Result<Expr> {
+    let [predicate] = function_args(function)[..] else {
+        return Err(bind_err!("{name} takes one condition"));
+    };
+    let mut count = function.clone();
+    count.name = ast::ObjectName::from(vec![ast::Ident::new("count")]);
+    let when = ast::Expr::Case {
+        case_token: ast::helpers::attached_token::AttachedToken::empty(),
+        end_token: ast::helpers::attached_token::AttachedToken::empty(),
+        operand: None,
+        conditions: vec![ast::CaseWhen {
+            condition: predicate.clone(),
+            result: ast::Expr::value(ast::Value::Number("1".into(), false)),
+        }],
+        else_result: None,
+    };
+    if let ast::FunctionArguments::List(list) = &mut count.args {
+        list.args = vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(when))];
+    }
+    bind_aggregated(&ast::Expr::Function(count), agg, binder)
+}
+
 pub(super) fn bind_ordered_set(
     function: &ast::Function,
     name: &str,
@@ -241,6 +272,9 @@ pub(super) fn bind_ordered_set(
     binder: Option<&Binder<'_>>,
 ) -> Result<Expr> {
     refuse_named_arguments(function)?;
+    if matches!(name, "count_if" | "countif") {
+        return bind_count_if(function, name, agg, binder);
+    }
     let distinct = matches!(
         &function.args,
         ast::FunctionArguments::List(list)
