@@ -19,6 +19,7 @@ use crate::logical::LogicalPlan;
 use crate::optimizer::pull_up::null_safe_key;
 use crate::scalar::ScalarValue;
 use crate::tree::PlanNode;
+use crate::tree::TreeNode;
 use crate::{Result, unsupported};
 
 /// `input` joined to `subquery` run for each of its rows, under `on` (over the input's
@@ -192,6 +193,9 @@ struct Domain {
     plan: LogicalPlan,
     /// The outer columns, ascending; domain column `i` holds `outer[i]`.
     outer: Vec<usize>,
+    /// The recursive CTEs being rewritten around the node: their working tables' rows carry
+    /// the domain columns in front, so a step reading them needs no cross product.
+    recursive: Vec<usize>,
 }
 
 impl Domain {
@@ -221,7 +225,32 @@ impl Domain {
             aggregates: vec![],
             schema: Arc::new(Schema::new(fields)),
         };
-        Domain { plan, outer }
+        Domain {
+            plan,
+            outer,
+            recursive: Vec::new(),
+        }
+    }
+
+    /// Whether `plan` must be rewritten to carry the domain rather than crossed with it: it
+    /// reads an outer column, or a working table whose rows carry the domain.
+    fn needed_by(&self, plan: &LogicalPlan) -> bool {
+        plan.has_outer()
+            || !self.recursive.is_empty()
+                && plan.exists(&mut |n| {
+                    matches!(n, LogicalPlan::WorkingTable { id, .. } if self.recursive.contains(id))
+                })
+    }
+
+    /// The domain for the step of recursive CTE `id`, whose working tables carry it.
+    fn inside_recursive(&self, id: usize) -> Domain {
+        let mut recursive = self.recursive.clone();
+        recursive.push(id);
+        Domain {
+            plan: self.plan.clone(),
+            outer: self.outer.clone(),
+            recursive,
+        }
     }
 
     fn width(&self) -> usize {
@@ -273,7 +302,7 @@ impl Domain {
 /// `plan` run for every domain row at once: the domain's columns, then `plan`'s.
 fn with_domain(plan: LogicalPlan, domain: &Domain) -> Result<LogicalPlan> {
     let k = domain.width();
-    if !plan.has_outer() {
+    if !domain.needed_by(&plan) {
         return Ok(LogicalPlan::join(
             domain.plan.clone(),
             plan,
@@ -407,6 +436,35 @@ fn with_domain(plan: LogicalPlan, domain: &Domain) -> Result<LogicalPlan> {
             filter,
             ..
         } => join_with_domain(*left, *right, kind, on, filter, domain),
+        // Each domain row's recursion runs apart: its rows carry the domain columns, which
+        // the step reads from the working table (and UNION, a key, tell rows apart by).
+        LogicalPlan::RecursiveCte {
+            anchor,
+            step,
+            id,
+            distinct,
+            key,
+            finalize: None,
+        } => {
+            let anchor = with_domain(*anchor, domain)?;
+            let step = with_domain(*step, &domain.inside_recursive(id))?;
+            let key = key.map(|key| (0..k).chain(key.iter().map(|c| c + k)).collect());
+            Ok(LogicalPlan::RecursiveCte {
+                anchor: Box::new(anchor),
+                step: Box::new(step),
+                id,
+                distinct,
+                key,
+                finalize: None,
+            })
+        }
+        LogicalPlan::WorkingTable { id, schema, rows } if domain.recursive.contains(&id) => {
+            Ok(LogicalPlan::WorkingTable {
+                id,
+                schema: domain.in_front_of(&schema),
+                rows,
+            })
+        }
         other => Err(unsupported!(
             "{} reading the outer row in a LATERAL subquery",
             node_name(&other)
@@ -645,7 +703,7 @@ fn join_with_domain(
     let k = domain.width();
     let left_width = left.schema().fields().len();
     let keeps_left_rows_only = !matches!(kind, JoinKind::Right | JoinKind::Full);
-    let right_reads_outer = right.has_outer() || on.iter().any(|(_, r)| r.has_outer());
+    let right_reads_outer = domain.needed_by(&right) || on.iter().any(|(_, r)| r.has_outer());
     if keeps_left_rows_only && !right_reads_outer {
         let left = with_domain(left, domain)?;
         let on = on
