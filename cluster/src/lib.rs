@@ -33,6 +33,7 @@ mod value_counts;
 mod view_cascade;
 mod view_changes;
 mod view_stream;
+mod with_writes;
 mod write;
 
 pub use append::AppendOutcome;

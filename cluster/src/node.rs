@@ -20,6 +20,9 @@ use crate::{NodeError, Result};
 tokio::task_local! {
     /// The control of the statement the current task runs (`Node::execute_in`).
     static CONTROL: Arc<StatementControl>;
+    /// The rows the writes in the running statement's WITH returned, by the number of the
+    /// working table that reads them (ADR 0074): every query the statement runs sees them.
+    pub(crate) static RETURNED: Arc<Vec<(usize, Vec<RecordBatch>)>>;
 }
 
 /// How a node tiers and cleans up.
@@ -313,14 +316,7 @@ impl Node {
             .and_then(Session::transaction_view)
             .unwrap_or_else(|| self.snapshot());
         let plan = self.bind_in(&snapshot, session, statement)?;
-        Ok(match plan {
-            Plan::Query(plan)
-            | Plan::Returning {
-                returning: plan, ..
-            } => Some(plan.schema()),
-            Plan::Explain(_) | Plan::ExplainAnalyze(_) => Some(plan_schema()),
-            _ => None,
-        })
+        Ok(answer_schema(&plan))
     }
 
     /// Binds `statement` over `snapshot`, seeing the process's external tables and the
@@ -438,6 +434,10 @@ impl Node {
                 Ok(done("VACUUM"))
             }
             Plan::Nothing { tag } => Ok(done(tag)),
+            Plan::WithWrites { writes, query } => {
+                self.run_with_writes(writes, *query, transaction, snapshot)
+                    .await
+            }
             Plan::SetVariable { name, value } => {
                 let session = session.ok_or_else(|| {
                     NodeError::Other("a variable needs a session to belong to".into())
@@ -549,6 +549,11 @@ impl Node {
             input,
             control.clone(),
         );
+        let _ = RETURNED.try_with(|returned| {
+            for (id, rows) in returned.iter() {
+                ctx.hand_rows(*id, rows.clone());
+            }
+        });
         let run = move || {
             let _entered = control.enter();
             pondra_exec::execute(&physical, &ctx)
@@ -639,6 +644,19 @@ fn node_name() -> String {
 /// spell of following: a retry of one of them names it again, and the leader commits it once.
 pub(crate) fn producer_name() -> String {
     format!("{}-{}", node_name(), crate::write::unique_name())
+}
+
+/// The columns of the rows `plan` answers with, if it answers with rows.
+fn answer_schema(plan: &Plan) -> Option<SchemaRef> {
+    match plan {
+        Plan::Query(plan)
+        | Plan::Returning {
+            returning: plan, ..
+        } => Some(plan.schema()),
+        Plan::Explain(_) | Plan::ExplainAnalyze(_) => Some(plan_schema()),
+        Plan::WithWrites { query, .. } => answer_schema(query),
+        _ => None,
+    }
 }
 
 /// Runs `work` on a blocking thread; a panic there becomes the panic of the awaiting task,

@@ -457,6 +457,7 @@ impl Node {
             | Plan::ExplainAnalyze(_)
             | Plan::Checkpoint
             | Plan::SetVariable { .. }
+            | Plan::WithWrites { .. }
             | Plan::Vacuum { .. }
             | Plan::CopyTo { .. } => {
                 unreachable!("not a write")

@@ -87,6 +87,12 @@ impl ExecContext {
         tables.get(&(id, which)).cloned().unwrap_or_default()
     }
 
+    /// Hands the plan the rows an INSERT, UPDATE or DELETE in the statement's WITH returned,
+    /// which its `Returned` working table `id` reads (ADR 0074).
+    pub fn hand_rows(&self, id: usize, rows: Vec<RecordBatch>) {
+        self.set_working_table(id, WorkingRows::Returned, Some(rows));
+    }
+
     fn set_working_table(&self, id: usize, which: WorkingRows, rows: Option<Vec<RecordBatch>>) {
         let mut tables = self.working_tables.lock().expect("working tables lock");
         match rows {

@@ -82,6 +82,8 @@ impl Statement {
             {
                 StatementKind::Schema
             }
+            // A query with an INSERT, UPDATE or DELETE in its WITH, or over one, writes.
+            ast::Statement::Query(query) if writes(query) => StatementKind::Write,
             ast::Statement::Query(_)
             | ast::Statement::Explain { .. }
             | ast::Statement::ExplainTable { .. }
@@ -101,6 +103,26 @@ impl Statement {
             _ => StatementKind::Schema,
         }
     }
+}
+
+/// Whether a query is a write: its body or a CTE of its WITH is an INSERT, UPDATE, DELETE or
+/// MERGE.
+pub fn writes(query: &ast::Query) -> bool {
+    let is_write = |body: &ast::SetExpr| {
+        matches!(
+            body,
+            ast::SetExpr::Insert(_)
+                | ast::SetExpr::Update(_)
+                | ast::SetExpr::Delete(_)
+                | ast::SetExpr::Merge(_)
+        )
+    };
+    is_write(&query.body)
+        || query
+            .with
+            .iter()
+            .flat_map(|with| &with.cte_tables)
+            .any(|cte| is_write(&cte.query.body))
 }
 
 /// A statement with the text it came from (materialized views keep their defining text).

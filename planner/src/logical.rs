@@ -20,6 +20,9 @@ pub enum WorkingRows {
     /// Every row the anchor and the steps made, each with its arrival number: what a keyed
     /// CTE's payload aggregates are computed over.
     Candidates,
+    /// The rows the RETURNING of an INSERT, UPDATE or DELETE in the statement's WITH gave
+    /// (ADR 0074); `id` numbers the write, not a recursive CTE.
+    Returned,
 }
 
 /// A relational plan over typed columns. Every node knows its output schema.

@@ -146,6 +146,13 @@ pub enum Plan {
         write: Box<Plan>,
         returning: LogicalPlan,
     },
+    /// A statement whose top-level WITH holds writes (ADR 0074): each write with the number
+    /// of the `Returned` working table its CTE's name reads, then the statement's own query or
+    /// write, all on one snapshot and in one commit.
+    WithWrites {
+        writes: Vec<(usize, Plan)>,
+        query: Box<Plan>,
+    },
     /// `SET VARIABLE name = expr`: `value` gives one row of one column, the variable's value;
     /// without one, `RESET VARIABLE name`.
     SetVariable {
@@ -167,6 +174,14 @@ impl Plan {
             Plan::Returning { write, returning } => {
                 let mut plans = write.logical_plans_mut();
                 plans.push(returning);
+                plans
+            }
+            Plan::WithWrites { writes, query } => {
+                let mut plans: Vec<&mut LogicalPlan> = writes
+                    .iter_mut()
+                    .flat_map(|(_, write)| write.logical_plans_mut())
+                    .collect();
+                plans.extend(query.logical_plans_mut());
                 plans
             }
             _ => Vec::new(),

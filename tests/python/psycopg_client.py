@@ -49,6 +49,10 @@ with psycopg.connect(**connect, autocommit=True) as conn:
     assert [d.name for d in cur.description] == ["id", "upper(name)"]
     cur.execute("DELETE FROM people WHERE id = %s RETURNING name", (6,))
     assert cur.fetchall() == [("eve",)]
+    # A write inside WITH (ADR 0074), its rows read by the query.
+    cur.execute("WITH added AS (INSERT INTO people (id, name) VALUES (%s, %s) RETURNING id) SELECT id * 10 FROM added", (7, "fay"))
+    assert cur.fetchall() == [(70,)]
+    cur.execute("DELETE FROM people WHERE id = 7")
 
     try:
         cur.execute("SELECT * FROM missing")

@@ -43,6 +43,7 @@ pub(crate) mod time_windows;
 mod top_n_aggregates;
 mod where_aliases;
 mod window;
+mod with_writes;
 
 pub(crate) use expr::aggregate_function;
 use std::cell::RefCell;
@@ -518,6 +519,9 @@ impl<'a> Binder<'a> {
             Statement::Sql(statement) => statement.as_ref(),
         };
         match statement {
+            ast::Statement::Query(query) if pondra_parser::writes(query) => {
+                self.bind_with_writes(query)
+            }
             ast::Statement::Query(query) => Ok(Plan::Query(self.bind_query(query)?)),
             ast::Statement::CreateTable(create) => self.bind_create_table(create),
             ast::Statement::Drop {
@@ -646,14 +650,12 @@ impl<'a> Binder<'a> {
         let depth = self.ctes.borrow().len();
         let result = (|| {
             for cte in &with.cte_tables {
-                let recursive = match with.recursive {
-                    true => self.bind_recursive_cte(cte)?,
-                    false => None,
-                };
-                let plan = match recursive {
-                    Some(plan) => plan,
-                    None => rename_columns(self.bind_query(&cte.query)?, Some(&cte.alias))?,
-                };
+                if with_writes::is_write(&cte.query.body) {
+                    return Err(unsupported!(
+                        "INSERT, UPDATE and DELETE in a WITH below a statement's top level"
+                    ));
+                }
+                let plan = self.bind_cte(cte, with.recursive)?;
                 self.ctes
                     .borrow_mut()
                     .push((normalize(&cte.alias.name), plan));
@@ -662,6 +664,18 @@ impl<'a> Binder<'a> {
         })();
         self.ctes.borrow_mut().truncate(depth);
         result
+    }
+
+    /// The plan of one CTE of a WITH (`recursive` when it says WITH RECURSIVE).
+    fn bind_cte(&self, cte: &ast::Cte, recursive: bool) -> Result<LogicalPlan> {
+        let recursive = match recursive {
+            true => self.bind_recursive_cte(cte)?,
+            false => None,
+        };
+        match recursive {
+            Some(plan) => Ok(plan),
+            None => rename_columns(self.bind_query(&cte.query)?, Some(&cte.alias)),
+        }
     }
 
     fn bind_query_body(&self, query: &ast::Query) -> Result<LogicalPlan> {
