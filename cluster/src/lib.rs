@@ -16,6 +16,7 @@ mod lease;
 mod merge_table;
 mod node;
 mod own_index;
+mod prepared;
 mod publish;
 mod publish_delta;
 mod publish_iceberg;

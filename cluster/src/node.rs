@@ -231,6 +231,9 @@ impl Node {
             if let Some(result) = session.run_setting(sql) {
                 return result;
             }
+            if crate::prepared::is_prepared_statement(sql) {
+                return self.run_prepared_statement(session, sql).await;
+            }
             if let Some(order) = session.null_order() {
                 pondra_parser::apply_null_order(sql, order);
             }

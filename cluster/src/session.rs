@@ -40,6 +40,8 @@ pub struct Session {
     threads: Mutex<Option<usize>>,
     /// Its variables (`SET VARIABLE`), which `getvariable(name)` reads.
     variables: Mutex<HashMap<String, ScalarValue>>,
+    /// Its prepared statements (SQL's PREPARE).
+    prepared: Mutex<crate::prepared::PreparedStatements>,
 }
 
 /// Where a session stands, as Postgres's ReadyForQuery tells clients.
@@ -63,6 +65,7 @@ impl Session {
             time_zone: Mutex::new("UTC".into()),
             variables: Mutex::new(HashMap::new()),
             threads: Mutex::new(None),
+            prepared: Mutex::new(Default::default()),
         })
     }
 
@@ -100,6 +103,14 @@ impl Session {
     /// Sets the zone, a name [`zone_name`](crate::zone_name) gave.
     pub fn set_time_zone(&self, zone: String) {
         *self.time_zone.lock().unwrap_or_else(|e| e.into_inner()) = zone;
+    }
+
+    /// Runs `f` on the session's prepared statements.
+    pub(crate) fn with_prepared<T>(
+        &self,
+        f: impl FnOnce(&mut crate::prepared::PreparedStatements) -> T,
+    ) -> T {
+        f(&mut self.prepared.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Runs `f` on the session's temporary tables.

@@ -531,8 +531,20 @@ pub fn substitute_placeholders(sql: &str, values: &[String]) -> Result<String, P
         .tokenize()
         .map_err(|e| ParseError::Syntax(e.to_string()))?;
     let mut out = String::with_capacity(sql.len());
+    // DuckDB's `?` placeholders stand for the values in the order they come.
+    let mut next_question = 0;
     for token in tokens {
         match &token {
+            Token::Placeholder(name) if name == "?" => {
+                let value = values.get(next_question).ok_or_else(|| {
+                    ParseError::Syntax(format!(
+                        "no value was given for ? number {}",
+                        next_question + 1
+                    ))
+                })?;
+                next_question += 1;
+                out.push_str(value);
+            }
             Token::Placeholder(name) if name.starts_with('$') => {
                 let index: usize = name[1..]
                     .parse()
