@@ -140,7 +140,10 @@ fn union_type(left: &DataType, right: &DataType) -> Option<DataType> {
         (DataType::List(l), DataType::List(r)) => {
             union_type(l.data_type(), r.data_type()).map(crate::types::list_of)
         }
-        (l, r) => common_numeric_type(l, r),
+        // Numbers meet at the wider; dates and timestamps, structs and maps as CASE's
+        // branches meet.
+        (l, r) => common_numeric_type(l, r)
+            .or_else(|| super::expr::common_type(&[l.clone(), r.clone()]).ok()),
     }
 }
 
