@@ -667,7 +667,9 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::TimeBucket => crate::date_parts::time_bucket(args),
         ScalarFunction::BitFold(op) => functions::bit_fold(&args[0], op),
         ScalarFunction::List(op) => crate::list_functions::list_function(op, args),
-        ScalarFunction::Strptime { lenient } => crate::strptime::strptime(args, lenient),
+        ScalarFunction::Strptime { lenient, zoned } => {
+            crate::strptime::strptime(args, lenient, zoned)
+        }
         ScalarFunction::StringSplit => functions::string_split(args),
         ScalarFunction::DistinctRuns => crate::ordered_set::distinct_runs(&args[0]),
         ScalarFunction::Greatest => functions::extreme(args, true),

@@ -12,11 +12,13 @@ use crate::{ExecError, Result};
 /// those of 1900-01-01 00:00:00, a weekday is read but not checked against the date, and `%-d`
 /// is `%d` (numbers are read with or without their padding).
 fn parse(text: &str, format: &str) -> Option<i64> {
-    // A fraction after a point is read as chrono reads `%.f`, any number of digits.
+    // A fraction after a point is read as chrono reads `%.f`, any number of digits; an
+    // offset with or without its minutes (`+02`, `+0215`, `+02:15`).
     let format = format
         .replace(".%f", "%.f")
         .replace("%f", "%6f")
-        .replace("%-", "%");
+        .replace("%-", "%")
+        .replace("%z", "%#z");
     let mut parsed = chrono::format::Parsed::new();
     chrono::format::parse(
         &mut parsed,
@@ -36,11 +38,26 @@ fn parse(text: &str, format: &str) -> Option<i64> {
             return None;
         }
     }
+    // A full date wins over a week number, which DuckDB then reads but does not check.
+    if parsed.month.is_some() && parsed.day.is_some() || parsed.ordinal.is_some() {
+        parsed.week_from_sun = None;
+        parsed.week_from_mon = None;
+        parsed.isoweek = None;
+    }
     let weeks = parsed.week_from_sun.is_some()
         || parsed.week_from_mon.is_some()
         || parsed.isoweek.is_some();
     if !weeks {
         parsed.weekday = None;
+    } else if parsed.weekday.is_none() {
+        // A week without its day is its first: Sunday for `%U`, Monday for `%W` and `%V`.
+        parsed.weekday = Some(match parsed.week_from_sun {
+            Some(_) => chrono::Weekday::Sun,
+            None => chrono::Weekday::Mon,
+        });
+    }
+    if parsed.isoweek.is_some() && parsed.isoyear.is_none() && parsed.isoyear_mod_100.is_none() {
+        parsed.isoyear = Some(parsed.year.unwrap_or(1900));
     }
     let has_year = parsed.year.is_some()
         || parsed.year_mod_100.is_some()
@@ -60,13 +77,16 @@ fn parse(text: &str, format: &str) -> Option<i64> {
     parsed.minute = parsed.minute.or(Some(0));
     let date = parsed.to_naive_date().ok()?;
     let time = parsed.to_naive_time().ok()?;
-    Some(NaiveDateTime::new(date, time).and_utc().timestamp_micros())
+    let micros = NaiveDateTime::new(date, time).and_utc().timestamp_micros();
+    // With an offset the text names an instant: the wall time less its offset from UTC.
+    let offset = i64::from(parsed.offset.unwrap_or(0));
+    micros.checked_sub(offset.checked_mul(1_000_000)?)
 }
 
 /// `strptime(texts, formats)`: the formats are one per row (text), or one list of formats per
 /// row, the first that reads the text winning. A text no format reads is an error, or NULL
 /// when `lenient` (`try_strptime`).
-pub fn strptime(args: &[ArrayRef], lenient: bool) -> Result<ArrayRef> {
+pub fn strptime(args: &[ArrayRef], lenient: bool, zoned: bool) -> Result<ArrayRef> {
     let texts = args[0].as_string::<i32>();
     let formats_of = |row: usize| -> Vec<String> {
         match args[1].as_list_opt::<i32>() {
@@ -105,7 +125,11 @@ pub fn strptime(args: &[ArrayRef], lenient: bool) -> Result<ArrayRef> {
             }
         }
     }
-    Ok(Arc::new(TimestampMicrosecondArray::from(out)))
+    let stamps = TimestampMicrosecondArray::from(out);
+    Ok(match zoned {
+        true => Arc::new(stamps.with_timezone("UTC")),
+        false => Arc::new(stamps),
+    })
 }
 
 #[cfg(test)]
@@ -122,6 +146,24 @@ mod tests {
         assert_eq!(parse("nope", "%Y-%m-%d"), None);
         assert_eq!(parse("2000-10-01 23:59:60", "%Y-%m-%d %H:%M:%S"), None);
         assert_eq!(parse("20:03 PM", "%H:%M %p"), None);
+        let day = |y, m, d| {
+            chrono::NaiveDate::from_ymd_opt(y, m, d)
+                .unwrap()
+                .and_hms_opt(0, 0, 0)
+                .unwrap()
+                .and_utc()
+                .timestamp_micros()
+        };
+        // Week numbers, as DuckDB reads them.
+        assert_eq!(parse("1", "%W"), Some(day(1900, 1, 1)));
+        assert_eq!(parse("1", "%U"), Some(day(1900, 1, 7)));
+        assert_eq!(parse("1", "%V"), Some(day(1900, 1, 1)));
+        assert_eq!(parse("30", "%U"), Some(day(1900, 7, 29)));
+        assert_eq!(parse("1-4", "%U-%w"), Some(day(1900, 1, 11)));
+        assert_eq!(
+            parse("2021-05-12 19-4", "%Y-%m-%d %U-%w"),
+            Some(day(2021, 5, 12))
+        );
         assert_eq!(
             parse("08:03 PM", "%I:%M %p"),
             Some(72_180_000_000 - 2_208_988_800_000_000)

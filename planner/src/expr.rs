@@ -382,9 +382,11 @@ pub enum ScalarFunction {
     /// `regexp_extract_all(s, pattern, group)`: every match's group, as a list.
     RegexpExtractAll,
     /// `strptime(text, format or formats)`: a timestamp; NULL where no format reads the text
-    /// when `lenient` (`try_strptime`), an error otherwise.
+    /// when `lenient` (`try_strptime`), an error otherwise. With `zoned` (a constant format
+    /// that reads an offset, `%z`) the instant the text names, as a TIMESTAMPTZ.
     Strptime {
         lenient: bool,
+        zoned: bool,
     },
     /// `string_split(s, separator)`: an array of text.
     StringSplit,
@@ -905,8 +907,8 @@ impl ScalarFunction {
                 ListOp::Intersect => "list_intersect",
                 ListOp::Zip => "list_zip",
             },
-            ScalarFunction::Strptime { lenient: false } => "strptime",
-            ScalarFunction::Strptime { lenient: true } => "try_strptime",
+            ScalarFunction::Strptime { lenient: false, .. } => "strptime",
+            ScalarFunction::Strptime { lenient: true, .. } => "try_strptime",
             ScalarFunction::ListAggregate(_) => "list_aggregate",
             ScalarFunction::Bitwise(op) => match op {
                 BitwiseOp::And => "&",

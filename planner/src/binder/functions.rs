@@ -395,9 +395,17 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
                 _ => format.cast(&DataType::Utf8),
             };
             let lenient = name == "try_strptime";
-            let stamp = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, None);
+            // A format that reads an offset gives an instant, as in DuckDB.
+            let zoned = super::structs::constant_strings(&format)
+                .or_else(|| match &format {
+                    Expr::Literal(ScalarValue::Utf8(text)) => Some(vec![text.clone()]),
+                    _ => None,
+                })
+                .is_some_and(|formats| formats.iter().all(|f| f.contains("%z")));
+            let zone = zoned.then(|| "UTC".into());
+            let stamp = DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, zone);
             (
-                ScalarFunction::Strptime { lenient },
+                ScalarFunction::Strptime { lenient, zoned },
                 vec![text, format],
                 stamp,
             )
