@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
-use arrow::array::BooleanArray;
+use arrow::array::{ArrayRef, BooleanArray};
 use arrow::datatypes::SchemaRef;
 use arrow::record_batch::RecordBatch;
 use arrow::row::{OwnedRow, RowConverter, SortField};
@@ -134,7 +134,13 @@ impl NewRows {
     fn keep_new(&mut self, batches: Vec<RecordBatch>) -> Result<Vec<RecordBatch>> {
         let mut out = Vec::with_capacity(batches.len());
         for batch in batches {
-            let rows = self.converter.convert_columns(batch.columns())?;
+            // Rows equal as SQL compares them (`-0.0` and `0.0`) are repeats.
+            let canonical: Vec<ArrayRef> = batch
+                .columns()
+                .iter()
+                .map(crate::float_equality::canonical_floats)
+                .collect();
+            let rows = self.converter.convert_columns(&canonical)?;
             let keep: BooleanArray = (0..batch.num_rows())
                 .map(|i| Some(self.seen.insert(rows.row(i).as_ref().into())))
                 .collect();
@@ -184,7 +190,11 @@ impl KeyedRows {
         // Each slot these rows touched, with its row before them (none for a new key).
         let mut before: HashMap<usize, Option<OwnedRow>> = HashMap::new();
         for batch in &batches {
-            let key_columns: Vec<_> = self.key.iter().map(|&k| batch.column(k).clone()).collect();
+            let key_columns: Vec<_> = self
+                .key
+                .iter()
+                .map(|&k| crate::float_equality::canonical_floats(batch.column(k)))
+                .collect();
             let keys = self.keys.convert_columns(&key_columns)?;
             let rows = self.rows.convert_columns(batch.columns())?;
             for i in 0..batch.num_rows() {
@@ -299,7 +309,11 @@ impl AggregatedRows {
         let mut current = HashMap::new();
         let mut changed_batches = Vec::new();
         for batch in &finalized {
-            let key_columns: Vec<_> = self.key.iter().map(|&k| batch.column(k).clone()).collect();
+            let key_columns: Vec<_> = self
+                .key
+                .iter()
+                .map(|&k| crate::float_equality::canonical_floats(batch.column(k)))
+                .collect();
             let keys = self.keys.convert_columns(&key_columns)?;
             let rows = self.rows.convert_columns(batch.columns())?;
             let mut changed = Vec::with_capacity(batch.num_rows());
