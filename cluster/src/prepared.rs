@@ -60,6 +60,12 @@ impl Node {
                 data_types,
                 statement,
             } => {
+                if is_prepared_statement(statement) {
+                    return Err(NodeError::Other(
+                        "PREPARE prepares a query or a write, not PREPARE, EXECUTE or DEALLOCATE"
+                            .into(),
+                    ));
+                }
                 let prepared = Prepared {
                     text: statement.to_string(),
                     types: data_types.clone(),

@@ -289,6 +289,21 @@ impl<'a> Binder<'a> {
         Binder { time_zone, ..self }
     }
 
+    /// A fresh binder for another statement of the same session: its tables, zone, clock
+    /// and variables, none of this statement's scopes.
+    pub(super) fn sharing_session(&self) -> Binder<'a> {
+        Binder {
+            external: self.external,
+            database: self.database,
+            view_depth: self.view_depth,
+            temporary: self.temporary,
+            time_zone: self.time_zone,
+            statement_micros: self.statement_micros,
+            variables: self.variables,
+            ..Binder::new(self.snapshot)
+        }
+    }
+
     /// The same binder, for a session with `variables` set.
     pub fn with_variables(self, variables: &'a HashMap<String, ScalarValue>) -> Binder<'a> {
         Binder {

@@ -782,7 +782,19 @@ impl Binder<'_> {
         let [statement] = parsed.as_slice() else {
             return Err(bind_err!("query() runs one query"));
         };
-        match self.bind_statement(statement)? {
+        // A query's text may call query() again (a variable holding itself): bounded as views
+        // reading views are.
+        if self.view_depth >= super::MAX_VIEW_DEPTH {
+            return Err(bind_err!(
+                "query() runs query() more than {} deep (does a text run itself?)",
+                super::MAX_VIEW_DEPTH
+            ));
+        }
+        let nested = Binder {
+            view_depth: self.view_depth + 1,
+            ..self.sharing_session()
+        };
+        match nested.bind_statement(statement)? {
             Plan::Query(plan) => Ok(plan),
             _ => Err(bind_err!("query() runs a query, not {}", statement.text)),
         }
