@@ -67,7 +67,14 @@ fn slt_files(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn slt_files_pass() {
-    let runtime = Arc::new(tokio::runtime::Runtime::new().unwrap());
+    // Statements run on threads with the server's stacks, as they do in `pondra serve`.
+    let runtime = Arc::new(
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .thread_stack_size(pondra_cluster::STATEMENT_STACK_BYTES)
+            .build()
+            .unwrap(),
+    );
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("slt");
     let files = slt_files(&dir);
     assert!(!files.is_empty(), "no .slt files in {}", dir.display());

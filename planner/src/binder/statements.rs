@@ -782,12 +782,12 @@ impl Binder<'_> {
         let [statement] = parsed.as_slice() else {
             return Err(bind_err!("query() runs one query"));
         };
-        // A query's text may call query() again (a variable holding itself): bounded as views
-        // reading views are.
-        if self.view_depth >= super::MAX_VIEW_DEPTH {
+        // A query's text may call query() again (a variable holding itself): bounded, well
+        // within a statement thread's stack.
+        const MAX_QUERY_DEPTH: usize = 16;
+        if self.view_depth >= MAX_QUERY_DEPTH {
             return Err(bind_err!(
-                "query() runs query() more than {} deep (does a text run itself?)",
-                super::MAX_VIEW_DEPTH
+                "query() runs query() more than {MAX_QUERY_DEPTH} deep (does a text run itself?)"
             ));
         }
         let nested = Binder {
