@@ -651,6 +651,8 @@ fn run_pipeline_into<'p>(
                     .map(|b| RecordBatch::try_new(candidate_schema.clone(), b.columns().to_vec()))
                     .collect::<std::result::Result<Vec<_>, _>>()?;
                 let applied = result.apply(rows_as_cte, &mut finalize_rows)?;
+                // What the recursion keeps grows with every run: bounded by the memory limit.
+                ctx.control.check_allocation(result.held_bytes())?;
                 if out.emit_all(applied.emit)? == Flow::Done {
                     break false;
                 }

@@ -106,6 +106,25 @@ impl RecursiveResult {
         }
     }
 
+    /// About how many bytes the result holds: the rows kept to drop repeats or to read as
+    /// `recurring.name`, a key's rows, or every row made (with payload aggregates).
+    pub fn held_bytes(&self) -> usize {
+        let batches =
+            |b: &[RecordBatch]| b.iter().map(|b| b.get_array_memory_size()).sum::<usize>();
+        match self {
+            RecursiveResult::Appended { seen, so_far } => {
+                seen.as_ref().map_or(0, |s| s.seen.len() * 32)
+                    + so_far.as_deref().map_or(0, batches)
+            }
+            RecursiveResult::Keyed(keyed) => {
+                keyed.stored.iter().map(|r| r.as_ref().len() + 32).sum()
+            }
+            RecursiveResult::Aggregated(aggregated) => {
+                batches(&aggregated.candidates) + batches(&aggregated.finalized)
+            }
+        }
+    }
+
     /// The rows left to emit once the recursion has ended.
     pub fn finish(self) -> Result<Vec<RecordBatch>> {
         match self {
@@ -150,6 +169,15 @@ impl NewRows {
     }
 }
 
+/// The key columns of `batch`, floats made canonical, in `keys`' row format.
+fn key_rows(keys: &RowConverter, key: &[usize], batch: &RecordBatch) -> Result<arrow::row::Rows> {
+    let columns: Vec<ArrayRef> = key
+        .iter()
+        .map(|&k| crate::float_equality::canonical_floats(batch.column(k)))
+        .collect();
+    Ok(keys.convert_columns(&columns)?)
+}
+
 fn converter(schema: &SchemaRef, columns: impl Iterator<Item = usize>) -> Result<RowConverter> {
     let fields = columns
         .map(|c| SortField::new(schema.field(c).data_type().clone()))
@@ -190,12 +218,7 @@ impl KeyedRows {
         // Each slot these rows touched, with its row before them (none for a new key).
         let mut before: HashMap<usize, Option<OwnedRow>> = HashMap::new();
         for batch in &batches {
-            let key_columns: Vec<_> = self
-                .key
-                .iter()
-                .map(|&k| crate::float_equality::canonical_floats(batch.column(k)))
-                .collect();
-            let keys = self.keys.convert_columns(&key_columns)?;
+            let keys = key_rows(&self.keys, &self.key, batch)?;
             let rows = self.rows.convert_columns(batch.columns())?;
             for i in 0..batch.num_rows() {
                 let row = rows.row(i).owned();
@@ -309,12 +332,7 @@ impl AggregatedRows {
         let mut current = HashMap::new();
         let mut changed_batches = Vec::new();
         for batch in &finalized {
-            let key_columns: Vec<_> = self
-                .key
-                .iter()
-                .map(|&k| crate::float_equality::canonical_floats(batch.column(k)))
-                .collect();
-            let keys = self.keys.convert_columns(&key_columns)?;
+            let keys = key_rows(&self.keys, &self.key, batch)?;
             let rows = self.rows.convert_columns(batch.columns())?;
             let mut changed = Vec::with_capacity(batch.num_rows());
             for i in 0..batch.num_rows() {

@@ -4,20 +4,13 @@
 //! marker as "the inequality is in ON", and whether rows of `a` without a match are kept.
 //! A join that already has a `MATCH_CONDITION` is left as it is.
 
+use crate::tokens::{is_word, next_solid};
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
 
 /// The marker of DuckDB's inner ASOF join.
 pub const DUCKDB_ASOF: &str = "duckdb";
 /// The marker of DuckDB's `ASOF LEFT JOIN`.
 pub const DUCKDB_ASOF_LEFT: &str = "duckdb left";
-
-fn is_word(token: &TokenWithSpan, word: &str) -> bool {
-    matches!(&token.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
-}
-
-fn next_solid(tokens: &[TokenWithSpan], from: usize) -> Option<usize> {
-    (from..tokens.len()).find(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
-}
 
 /// `tokens` with each DuckDB ASOF join rewritten (see the module's comment).
 pub(crate) fn duckdb_asof_joins(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {

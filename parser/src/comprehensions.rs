@@ -2,6 +2,7 @@
 //! `[f(x) FOR x IN list IF p(x)]` becomes `list_transform(list_filter(list, x -> p(x)),
 //! x -> f(x))`, and `[f(x, i) FOR x, i IN list]` takes each element's position as `i`.
 
+use crate::tokens::is_word_token;
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 /// `tokens` with every list comprehension rewritten, outer ones first.
@@ -14,10 +15,6 @@ pub(crate) fn list_comprehensions(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWi
         }
     }
     tokens
-}
-
-fn is_word(token: &Token, word: &str) -> bool {
-    matches!(token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
 }
 
 /// The parts of the first comprehension in `tokens`, rewritten.
@@ -84,11 +81,11 @@ fn parts_of(tokens: &[TokenWithSpan], open: usize) -> Option<Parts> {
                     });
                 }
             }
-            t if depth == 1 && for_at.is_none() && is_word(t, "for") => for_at = Some(at),
-            t if depth == 1 && for_at.is_some() && in_at.is_none() && is_word(t, "in") => {
+            t if depth == 1 && for_at.is_none() && is_word_token(t, "for") => for_at = Some(at),
+            t if depth == 1 && for_at.is_some() && in_at.is_none() && is_word_token(t, "in") => {
                 in_at = Some(at)
             }
-            t if depth == 1 && in_at.is_some() && if_at.is_none() && is_word(t, "if") => {
+            t if depth == 1 && in_at.is_some() && if_at.is_none() && is_word_token(t, "if") => {
                 if_at = Some(at)
             }
             _ => {}

@@ -2,33 +2,11 @@
 //! inside parentheses. It is rewritten to the table function `describe_query('q')`, whose
 //! rows are those `DESCRIBE q` gives.
 
+use crate::tokens::{closing, is_word, next_solid};
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 /// The table function a parenthesized DESCRIBE becomes.
 pub const DESCRIBE_QUERY: &str = "describe_query";
-
-fn is_word(token: &TokenWithSpan, word: &str) -> bool {
-    matches!(&token.token, Token::Word(w) if w.quote_style.is_none()
-        && w.value.eq_ignore_ascii_case(word))
-}
-
-fn next_solid(tokens: &[TokenWithSpan], from: usize) -> Option<usize> {
-    (from..tokens.len()).find(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
-}
-
-/// The index of the `)` closing the `(` at `open`.
-fn closing(tokens: &[TokenWithSpan], open: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    for (i, token) in tokens.iter().enumerate().skip(open) {
-        match token.token {
-            Token::LParen => depth += 1,
-            Token::RParen if depth == 1 => return Some(i),
-            Token::RParen => depth -= 1,
-            _ => {}
-        }
-    }
-    None
-}
 
 /// A token as SQL text; a string's quotes doubled inside it, which its display does not.
 fn sql_text(token: &TokenWithSpan) -> String {

@@ -3,26 +3,13 @@
 //! a marker is put where a window name would stand, `OVER (pondra_exclude_ties ORDER BY ...)`.
 //! The binder reads the marker back as the frame's exclusion.
 
+use crate::tokens::{is_word, next_solid, previous_solid};
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
 
 /// The window names that stand for `EXCLUDE CURRENT ROW`, `EXCLUDE GROUP` and `EXCLUDE TIES`.
 pub const EXCLUDE_CURRENT_ROW: &str = "pondra_exclude_current_row";
 pub const EXCLUDE_GROUP: &str = "pondra_exclude_group";
 pub const EXCLUDE_TIES: &str = "pondra_exclude_ties";
-
-fn is_word(token: &TokenWithSpan, word: &str) -> bool {
-    matches!(&token.token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
-}
-
-fn next_solid(tokens: &[TokenWithSpan], from: usize) -> Option<usize> {
-    (from..tokens.len()).find(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
-}
-
-fn previous_solid(tokens: &[TokenWithSpan], before: usize) -> Option<usize> {
-    (0..before)
-        .rev()
-        .find(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
-}
 
 /// `tokens` with each frame exclusion of an `OVER (...)` turned into its marker (see the
 /// module's comment). An `EXCLUDE` anywhere else is left for the parser.

@@ -2,15 +2,8 @@
 //! only in BigQuery's form `x IN UNNEST(list)`; that is what they are rewritten to. A
 //! parenthesized IN (a list of values or a subquery) is left as it is.
 
+use crate::tokens::{is_word_token, next_solid};
 use sqlparser::tokenizer::{Token, TokenWithSpan};
-
-fn is_word(token: &Token, word: &str) -> bool {
-    matches!(token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
-}
-
-fn next_solid(tokens: &[TokenWithSpan], from: usize) -> Option<usize> {
-    (from..tokens.len()).find(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
-}
 
 /// The index just past the list operand starting at `start`: a bracketed list literal, or a
 /// column name (`lst`, `t.lst`); `None` for anything else.
@@ -58,7 +51,7 @@ pub(crate) fn in_lists(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
                 continue;
             }
             Token::LParen => {
-                open.push(previous.is_some_and(|p| is_word(&tokens[p].token, "POSITION")))
+                open.push(previous.is_some_and(|p| is_word_token(&tokens[p].token, "POSITION")))
             }
             Token::RParen => {
                 open.pop();
@@ -66,7 +59,7 @@ pub(crate) fn in_lists(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithSpan> {
             _ => {}
         }
         previous = Some(i);
-        if !is_word(&tokens[i].token, "IN") || open.last() == Some(&true) {
+        if !is_word_token(&tokens[i].token, "IN") || open.last() == Some(&true) {
             i += 1;
             continue;
         }

@@ -13,6 +13,7 @@ mod null_treatment;
 mod positional;
 mod prefix_aliases;
 mod split;
+mod tokens;
 mod using_key;
 mod variables;
 mod watermarks;
@@ -105,18 +106,20 @@ impl Statement {
     }
 }
 
+/// Whether a query's body is an INSERT, UPDATE, DELETE or MERGE.
+pub fn is_write(body: &ast::SetExpr) -> bool {
+    matches!(
+        body,
+        ast::SetExpr::Insert(_)
+            | ast::SetExpr::Update(_)
+            | ast::SetExpr::Delete(_)
+            | ast::SetExpr::Merge(_)
+    )
+}
+
 /// Whether a query is a write: its body or a CTE of its WITH is an INSERT, UPDATE, DELETE or
 /// MERGE.
 pub fn writes(query: &ast::Query) -> bool {
-    let is_write = |body: &ast::SetExpr| {
-        matches!(
-            body,
-            ast::SetExpr::Insert(_)
-                | ast::SetExpr::Update(_)
-                | ast::SetExpr::Delete(_)
-                | ast::SetExpr::Merge(_)
-        )
-    };
     is_write(&query.body)
         || query
             .with

@@ -2,16 +2,8 @@
 //! (`last_value(x IGNORE NULLS) OVER w`), which sqlparser reads only after them, as the SQL
 //! standard writes it (`last_value(x) IGNORE NULLS OVER w`): the words are moved there.
 
+use crate::tokens::{is_word, next_solid};
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
-
-fn is_word(token: &TokenWithSpan, word: &str) -> bool {
-    matches!(&token.token, Token::Word(w) if w.quote_style.is_none()
-        && w.value.eq_ignore_ascii_case(word))
-}
-
-fn next_solid(tokens: &[TokenWithSpan], from: usize) -> Option<usize> {
-    (from..tokens.len()).find(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
-}
 
 /// `tokens` with each `IGNORE NULLS` or `RESPECT NULLS` that ends a call's arguments moved
 /// behind its closing parenthesis.

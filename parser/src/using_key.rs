@@ -6,55 +6,13 @@
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
 
 use crate::ParseError;
+use crate::tokens::{closing, is_word, next_solid, opening, previous_solid};
 
 /// The type name that marks a key column of a CTE's column list.
 pub const USING_KEY: &str = "pondra_using_key";
 /// The type name that marks a column a payload aggregate of the key fills; its one modifier is
 /// the aggregate's text (`pondra_key_aggregate('min(v)')`).
 pub const KEY_AGGREGATE: &str = "pondra_key_aggregate";
-
-fn is_word(token: &TokenWithSpan, word: &str) -> bool {
-    matches!(&token.token, Token::Word(w) if w.quote_style.is_none()
-        && w.value.eq_ignore_ascii_case(word))
-}
-
-fn next_solid(tokens: &[TokenWithSpan], from: usize) -> Option<usize> {
-    (from..tokens.len()).find(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
-}
-
-fn previous_solid(tokens: &[TokenWithSpan], before: usize) -> Option<usize> {
-    (0..before)
-        .rev()
-        .find(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
-}
-
-/// The index of the `(` opening the `)` at `close`.
-fn opening(tokens: &[TokenWithSpan], close: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    for i in (0..=close).rev() {
-        match tokens[i].token {
-            Token::RParen => depth += 1,
-            Token::LParen if depth == 1 => return Some(i),
-            Token::LParen => depth -= 1,
-            _ => {}
-        }
-    }
-    None
-}
-
-/// The index of the `)` closing the `(` at `open`.
-fn closing(tokens: &[TokenWithSpan], open: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    for (i, token) in tokens.iter().enumerate().skip(open) {
-        match token.token {
-            Token::LParen => depth += 1,
-            Token::RParen if depth == 1 => return Some(i),
-            Token::RParen => depth -= 1,
-            _ => {}
-        }
-    }
-    None
-}
 
 /// Whether two column names are the same: unquoted names match in any case.
 fn same_name(a: &Token, b: &Token) -> bool {

@@ -4,11 +4,8 @@
 
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
 
+use crate::tokens::is_word_token;
 use crate::{ParseError, Statement};
-
-fn is_word(token: &Token, word: &str) -> bool {
-    matches!(token, Token::Word(w) if w.quote_style.is_none() && w.value.eq_ignore_ascii_case(word))
-}
 
 /// What a statement's tokens say of variables.
 pub(crate) enum Assignment {
@@ -28,9 +25,9 @@ pub(crate) fn assignment(tokens: Vec<TokenWithSpan>) -> Result<Assignment, Parse
     let [verb, variable, rest @ ..] = solid.as_slice() else {
         return Ok(Assignment::Other(tokens));
     };
-    let reset = is_word(&tokens[*verb].token, "RESET");
-    let names_variable = is_word(&tokens[*variable].token, "VARIABLE");
-    if !(reset || is_word(&tokens[*verb].token, "SET")) || !names_variable {
+    let reset = is_word_token(&tokens[*verb].token, "RESET");
+    let names_variable = is_word_token(&tokens[*variable].token, "VARIABLE");
+    if !(reset || is_word_token(&tokens[*verb].token, "SET")) || !names_variable {
         return Ok(Assignment::Other(tokens));
     }
     let Some((Token::Word(word), rest)) = rest.split_first().map(|(n, r)| (&tokens[*n].token, r))
@@ -51,7 +48,7 @@ pub(crate) fn assignment(tokens: Vec<TokenWithSpan>) -> Result<Assignment, Parse
     }
     let assign = rest
         .first()
-        .filter(|&&a| tokens[a].token == Token::Eq || is_word(&tokens[a].token, "TO"));
+        .filter(|&&a| tokens[a].token == Token::Eq || is_word_token(&tokens[a].token, "TO"));
     let Some(&assign) = assign.filter(|_| rest.len() > 1) else {
         return Err(ParseError::Syntax(format!(
             "SET VARIABLE {name} needs = and a value"

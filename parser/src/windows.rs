@@ -5,6 +5,7 @@
 //! sqlparser has no grammar for a `TABLE t` argument or for `DESCRIPTOR`, so the tokens are
 //! rewritten before it reads them.
 
+use crate::tokens::next_solid;
 use sqlparser::tokenizer::{Token, TokenWithSpan};
 
 /// The window functions of Flink's form.
@@ -16,11 +17,6 @@ fn is_word(token: Option<&TokenWithSpan>, word: &str) -> bool {
 
 fn is_window_function(token: Option<&TokenWithSpan>) -> bool {
     WINDOW_FUNCTIONS.iter().any(|f| is_word(token, f))
-}
-
-/// The index of the next token from `from` that is not whitespace.
-fn next_solid(tokens: &[TokenWithSpan], from: usize) -> Option<usize> {
-    (from..tokens.len()).find(|&i| !matches!(tokens[i].token, Token::Whitespace(_)))
 }
 
 /// `tokens` with each Flink window call rewritten (see the module's comment).

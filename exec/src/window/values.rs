@@ -38,16 +38,9 @@ pub(super) fn nth_values(values: &ArrayRef, n: &ArrayRef, frames: &Frames<'_>) -
     let n = cast(n, &DataType::Int64)?;
     let n = n.as_primitive::<Int64Type>();
     pick(values, frames, |row| {
-        if n.is_null(row) {
+        let Some(mut left) = nth_index(n, row)? else {
             return Ok(None);
-        }
-        let wanted = n.value(row);
-        if wanted <= 0 {
-            return Err(ExecError::Execution(
-                "argument of nth_value must be greater than zero".into(),
-            ));
-        }
-        let mut left = usize::try_from(wanted - 1).unwrap_or(usize::MAX);
+        };
         for piece in frames.pieces(row) {
             if left < piece.len() {
                 return Ok(Some(piece.start + left));
@@ -148,16 +141,9 @@ pub(super) fn nth_present(
     let n = cast(n, &DataType::Int64)?;
     let n = n.as_primitive::<Int64Type>();
     pick(values, frames, |row| {
-        if n.is_null(row) {
+        let Some(mut left) = nth_index(n, row)? else {
             return Ok(None);
-        }
-        let wanted = n.value(row);
-        if wanted <= 0 {
-            return Err(ExecError::Execution(
-                "argument of nth_value must be greater than zero".into(),
-            ));
-        }
-        let mut left = usize::try_from(wanted - 1).unwrap_or(usize::MAX);
+        };
         for piece in frames.pieces(row) {
             let held = present.before[piece.end] - present.before[piece.start];
             if left < held {
@@ -167,6 +153,20 @@ pub(super) fn nth_present(
         }
         Ok(None)
     })
+}
+
+/// `nth_value`'s `n` at `row`, counted from 0; `None` for a NULL `n`.
+fn nth_index(n: &arrow::array::Int64Array, row: usize) -> Result<Option<usize>> {
+    if n.is_null(row) {
+        return Ok(None);
+    }
+    let wanted = n.value(row);
+    if wanted <= 0 {
+        return Err(ExecError::Execution(
+            "argument of nth_value must be greater than zero".into(),
+        ));
+    }
+    Ok(Some(usize::try_from(wanted - 1).unwrap_or(usize::MAX)))
 }
 
 /// The value at the row `chosen` picks for each row, NULL where it picks none.
@@ -198,6 +198,19 @@ pub(super) fn frame_lists(
             "array_agg gives a list, not {data_type}"
         )));
     };
+    // The lists hold every frame's values: refused when they would not fit in the
+    // statement's memory (a median over a 100-row frame of 10 million rows is a billion).
+    let mut held = 0usize;
+    for row in 0..frames.rows() {
+        held = frames
+            .pieces(row)
+            .iter()
+            .fold(held, |held, piece| held.saturating_add(piece.len()));
+    }
+    // An index and the value, and the copies the list functions over it make (a median
+    // filters and sorts each list).
+    let per_value = 4 + 3 * item.data_type().primitive_width().unwrap_or(16);
+    crate::control::check_allocation(held.saturating_mul(per_value))?;
     let mut indices: Vec<u32> = Vec::new();
     let mut lengths = Vec::with_capacity(frames.rows());
     let mut present = Vec::with_capacity(frames.rows());

@@ -270,16 +270,9 @@ impl<'a> Binder<'a> {
     /// table carry the hidden row address, and the system columns its change record keeps.
     pub(super) fn addressing(&self, table: &pondra_catalog::TableDef) -> Binder<'a> {
         Binder {
-            external: self.external,
-            database: self.database,
-            view_depth: self.view_depth,
-            temporary: self.temporary,
-            time_zone: self.time_zone,
-            statement_micros: self.statement_micros,
             addressed: Some(table.id),
             system_columns: true,
-            variables: self.variables,
-            ..Binder::new(self.snapshot)
+            ..self.sharing_session()
         }
     }
 
@@ -481,15 +474,8 @@ impl<'a> Binder<'a> {
             ));
         }
         let binder = Binder {
-            external: self.external,
-            database: self.database,
-            view_depth: self.view_depth,
-            temporary: self.temporary,
-            time_zone: self.time_zone,
-            statement_micros: self.statement_micros,
             system_columns: text.contains("_commit_"),
-            variables: self.variables,
-            ..Binder::new(self.snapshot)
+            ..self.sharing_session()
         };
         // Calls of macros become their bodies before anything is bound (ADR 0068), and
         // DuckDB's aggregates of the first n values the list aggregates they are.

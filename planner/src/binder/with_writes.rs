@@ -14,16 +14,7 @@ use crate::{Result, bind_err, unsupported};
 /// Numbers the writes of WITHs, so that each CTE name reads its own write's rows.
 static NEXT_WRITE: AtomicUsize = AtomicUsize::new(1 << 40);
 
-/// Whether a query body is a write.
-pub(super) fn is_write(body: &ast::SetExpr) -> bool {
-    matches!(
-        body,
-        ast::SetExpr::Insert(_)
-            | ast::SetExpr::Update(_)
-            | ast::SetExpr::Delete(_)
-            | ast::SetExpr::Merge(_)
-    )
-}
+pub(super) use pondra_parser::is_write;
 
 impl Binder<'_> {
     /// A query whose WITH holds writes, or a write under a WITH.
