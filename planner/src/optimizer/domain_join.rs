@@ -446,6 +446,19 @@ fn with_domain(plan: LogicalPlan, domain: &Domain) -> Result<LogicalPlan> {
             key,
             finalize: None,
         } => {
+            // A step reading the CTE more than once (a self-join, a subquery over it) is not
+            // rewritten yet: each read would have to join the others on the domain.
+            let mut reads = 0;
+            step.exists(&mut |n| {
+                reads +=
+                    usize::from(matches!(n, LogicalPlan::WorkingTable { id: i, .. } if *i == id));
+                false
+            });
+            if reads > 1 {
+                return Err(unsupported!(
+                    "a recursive CTE reading the outer row in a LATERAL subquery, whose step reads the CTE more than once"
+                ));
+            }
             let anchor = with_domain(*anchor, domain)?;
             let step = with_domain(*step, &domain.inside_recursive(id))?;
             let key = key.map(|key| (0..k).chain(key.iter().map(|c| c + k)).collect());
