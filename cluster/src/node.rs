@@ -478,18 +478,10 @@ impl Node {
                 let batches = match transaction {
                     None => self.write_returning(*write, Some(returning)).await?.1,
                     Some(transaction) => {
-                        let prepared = self.prepare_write(*write, &snapshot).await?;
-                        let returned = self
-                            .run_query(returning, snapshot.clone(), prepared.rows)
-                            .await;
-                        let batches = match returned {
-                            Ok(batches) => batches,
-                            Err(e) => {
-                                let objects = crate::transaction::objects_named(&prepared.changes);
-                                self.delete_objects(objects).await;
-                                return Err(e);
-                            }
-                        };
+                        let mut prepared = self.prepare_write(*write, &snapshot).await?;
+                        let batches = self
+                            .returned_rows(returning, &snapshot, &mut prepared)
+                            .await?;
                         let pending = transaction.base().commit + 1;
                         let view = self.catalog.with_changes(
                             &snapshot,

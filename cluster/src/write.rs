@@ -98,25 +98,35 @@ impl Node {
             Plan::Insert { table, .. } => self.lock_for_append(&table.name).await,
             _ => self.lock_exclusive().await,
         };
-        let prepared = self.prepare_write(plan, &snapshot).await?;
+        let mut prepared = self.prepare_write(plan, &snapshot).await?;
         let returned = match returning {
             Some(returning) => {
-                self.run_query(returning, snapshot.clone(), prepared.rows)
-                    .await
+                self.returned_rows(returning, &snapshot, &mut prepared)
+                    .await?
             }
-            None => Ok(Vec::new()),
-        };
-        let returned = match returned {
-            Ok(returned) => returned,
-            Err(e) => {
-                // The write will not commit: what it wrote for the commit goes too.
-                let objects = crate::transaction::objects_named(&prepared.changes);
-                self.delete_objects(objects).await;
-                return Err(e);
-            }
+            None => Vec::new(),
         };
         self.commit_changes(&snapshot, prepared.changes).await?;
         Ok((prepared.tag, returned))
+    }
+
+    /// The rows `returning` gives over what `prepared` wrote; when it fails, the write will
+    /// not commit, and the objects it wrote for the commit are deleted.
+    pub(crate) async fn returned_rows(
+        &self,
+        returning: LogicalPlan,
+        snapshot: &Arc<Snapshot>,
+        prepared: &mut Prepared,
+    ) -> Result<Vec<RecordBatch>> {
+        let rows = std::mem::take(&mut prepared.rows);
+        match self.run_query(returning, snapshot.clone(), rows).await {
+            Ok(returned) => Ok(returned),
+            Err(e) => {
+                let objects = crate::transaction::objects_named(&prepared.changes);
+                self.delete_objects(objects).await;
+                Err(e)
+            }
+        }
     }
 
     /// Takes the write lock for a write that appends rows to the table named `table`, and the
