@@ -10,6 +10,10 @@ use roaring::RoaringBitmap;
 /// its container's position among the table's containers and its ordinal there.
 pub const ROW_ADDRESS: &str = "_row_address";
 
+/// The hidden column of each row's number in its table (ADR 0075): the rows of the containers
+/// before its own, deleted ones included, plus its ordinal there. DuckDB's `rowid`.
+pub const ROW_ID: &str = "rowid";
+
 /// The low bits of a row address that hold the row's ordinal in its container.
 const ORDINAL_BITS: u32 = 40;
 

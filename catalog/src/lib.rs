@@ -16,7 +16,7 @@ mod wire;
 
 pub use catalog::{Catalog, Change, now_ms};
 pub use deletions::{
-    Container, DeletionVector, ROW_ADDRESS, decode_deletion_vector, encode_deletion_vector,
+    Container, DeletionVector, ROW_ADDRESS, ROW_ID, decode_deletion_vector, encode_deletion_vector,
     row_address, split_row_address,
 };
 pub use error::{CatalogError, Result};

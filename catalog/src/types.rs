@@ -535,6 +535,12 @@ impl TableDef {
     /// `_commit_version` and `_commit_timestamp` after them; with `addressed`, the hidden row
     /// address last (ADR 0048).
     pub fn scan_schema(&self, system: bool, addressed: bool) -> SchemaRef {
+        self.scan_schema_numbered(system, false, addressed)
+    }
+
+    /// As [`TableDef::scan_schema`], and with `numbered`, the hidden row number `rowid` after
+    /// the system columns (ADR 0075).
+    pub fn scan_schema_numbered(&self, system: bool, numbered: bool, addressed: bool) -> SchemaRef {
         let mut fields = self.arrow_schema().fields().to_vec();
         let hidden = |name: &str, data_type: DataType| {
             let metadata = std::collections::HashMap::from([(HIDDEN_COLUMN.into(), "true".into())]);
@@ -542,6 +548,9 @@ impl TableDef {
         };
         if system {
             fields.extend(system_fields().map(|f| hidden(f.name(), f.data_type().clone())));
+        }
+        if numbered {
+            fields.push(hidden(crate::ROW_ID, DataType::Int64));
         }
         if addressed {
             fields.push(hidden(crate::ROW_ADDRESS, DataType::Int64));

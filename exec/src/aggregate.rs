@@ -9,7 +9,7 @@ use arrow::array::{
     Array, ArrayRef, AsArray, Float64Array, Int64Array, RecordBatch, RecordBatchOptions,
     StringArray, new_null_array,
 };
-use arrow::compute::cast;
+use arrow::compute::{SortOptions, cast};
 use arrow::datatypes::{DataType, Float64Type, Int64Type, SchemaRef};
 use arrow::row::{OwnedRow, RowConverter, SortField};
 use pondra_planner::{AggregateCall, AggregateFunction, Expr};
@@ -152,8 +152,15 @@ impl Accumulator {
             },
             AggregateFunction::Min | AggregateFunction::Max => {
                 let data_type = arg_type.unwrap_or(DataType::Null);
+                // NULLs are skipped, so the option places only the NULLs inside a nested
+                // value: as the greatest, DuckDB's order (and ORDER BY's).
+                let nulls_greatest = SortOptions {
+                    descending: false,
+                    nulls_first: false,
+                };
+                let field = SortField::new_with_options(data_type.clone(), nulls_greatest);
                 Accumulator::Extreme {
-                    converter: RowConverter::new(vec![SortField::new(data_type.clone())])?,
+                    converter: RowConverter::new(vec![field])?,
                     best: Vec::new(),
                     max: call.func == AggregateFunction::Max,
                     data_type,

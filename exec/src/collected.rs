@@ -106,10 +106,13 @@ impl OrderedInput {
         }];
         for (position, options) in self.options.iter().enumerate() {
             let pieces: Vec<&dyn Array> = self.keys.iter().map(|k| k[position].as_ref()).collect();
-            columns.push(SortColumn {
-                values: concat(&pieces)?,
-                options: Some(*options),
-            });
+            let key = concat(&pieces)?;
+            crate::sort::push_key_columns(
+                &mut columns,
+                key,
+                options.descending,
+                options.nulls_first,
+            )?;
         }
         let order = lexsort_to_indices(&columns, None)?;
         let values = take(&values, &order, None)?;

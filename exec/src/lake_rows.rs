@@ -12,7 +12,7 @@ use arrow::array::{
 };
 use arrow::compute::{concat, filter_record_batch};
 use arrow::datatypes::{DataType, Schema, SchemaRef};
-use pondra_catalog::{COMMIT_VERSION, DeletionVector, ROW_ADDRESS, row_address};
+use pondra_catalog::{COMMIT_VERSION, DeletionVector, ROW_ADDRESS, ROW_ID, row_address};
 use pondra_planner::PhysicalPlan;
 use pondra_storage::{ParquetFooter, read_parquet_row_group};
 
@@ -106,6 +106,9 @@ pub fn read_live_rows(
                 (_, ROW_ADDRESS) => Arc::new(Int64Array::from_iter_values(
                     ordinals.iter().map(|&o| row_address(place.position, o)),
                 )),
+                (_, ROW_ID) => Arc::new(Int64Array::from_iter_values(
+                    ordinals.iter().map(|&o| (place.first_row + o) as i64),
+                )),
                 (_, name) => match (&place.commits, &stored) {
                     (_, Some((version, time))) => match name {
                         COMMIT_VERSION => version.slice(offset, rows),
@@ -178,7 +181,7 @@ fn stored_commits(
 ) -> Result<Option<(ArrayRef, ArrayRef)>> {
     let wanted = schema.fields()[width..]
         .iter()
-        .any(|f| f.name() != ROW_ADDRESS && f.data_type() != &DataType::Null);
+        .any(|f| f.name() != ROW_ADDRESS && f.name() != ROW_ID && f.data_type() != &DataType::Null);
     let (true, Commits::Stored, ScanUnit::RowGroup { file, row_group }) =
         (wanted, &place.commits, unit)
     else {

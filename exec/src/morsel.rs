@@ -52,6 +52,9 @@ pub struct ScanFile {
 #[derive(Clone, Debug)]
 pub struct Place {
     pub position: usize,
+    /// The rows of the table's containers before this one, deleted ones included: the
+    /// `rowid` of its first row.
+    pub first_row: u64,
     pub deleted: Option<DeletionVector>,
     pub commits: Commits,
 }
@@ -159,8 +162,9 @@ pub fn scan_units<'p>(
     match node {
         PhysicalPlan::TableScan { table, .. } => {
             let width = table.columns.len();
-            let place = |position: usize, container: Container, commits| Place {
+            let place = |position: usize, first_row, container: Container, commits| Place {
                 position,
+                first_row,
                 deleted: ctx.snapshot.deletion_vector(table.id, &container).cloned(),
                 commits,
             };
@@ -169,7 +173,10 @@ pub fn scan_units<'p>(
                 micros: ms as i64 * 1000,
             };
             let files = ctx.snapshot.files(table.id);
+            let mut first_row = 0;
             for (position, file) in files.iter().enumerate() {
+                let file_first_row = first_row;
+                first_row += file.rows;
                 let layout = table.layout_of(&file.column_ids);
                 let range = |column: usize| {
                     let statistics = file.columns.get(stored_position(&layout, column)?)?;
@@ -186,7 +193,8 @@ pub fn scan_units<'p>(
                     true => Commits::Stored,
                     false => constant(file.commit, file.committed_at_ms),
                 };
-                let place = place(position, Container::File(file.path.clone()), commits);
+                let container = Container::File(file.path.clone());
+                let place = place(position, file_first_row, container, commits);
                 if layout.is_some() {
                     // Written before an ADD or DROP COLUMN: read whole, mapped by column id.
                     let morsel = Morsel::of_file(file, table);
@@ -211,6 +219,8 @@ pub fn scan_units<'p>(
             }
             let segments = ctx.snapshot.segments(table.id).iter();
             for (position, segment) in (files.len()..).zip(segments) {
+                let segment_first_row = first_row;
+                first_row += segment.rows;
                 // A segment's column ranges skip it undecoded (ADR 0048).
                 let layout = table.layout_of(&segment.column_ids);
                 let range = |column: usize| {
@@ -228,7 +238,7 @@ pub fn scan_units<'p>(
                 let commits = constant(segment.commit, segment.committed_at_ms);
                 units.push(ScanUnit::Table {
                     morsel: Morsel::of_segment(segment, table),
-                    place: place(position, container, commits),
+                    place: place(position, segment_first_row, container, commits),
                 });
             }
         }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use arrow::array::RecordBatch;
+use arrow::array::{ArrayRef, RecordBatch};
 use arrow::compute::{
     SortColumn, SortOptions, concat_batches, lexsort_to_indices, take_record_batch,
 };
@@ -140,40 +140,55 @@ impl<'p> SortSink<'p> {
     }
 }
 
-/// The sort key columns of `batch`: one per key, and before a key that `splits_nulls` a
+/// The sort key columns of `batch`: one per key, and before a key that `splits_nulls_of` a
 /// column of whether its value is NULL.
 fn sort_columns(keys: &[SortKey], batch: &RecordBatch) -> Result<Vec<SortColumn>> {
     let mut columns = Vec::with_capacity(keys.len());
     for key in keys {
         let values = evaluate(&key.expr, batch)?;
-        if splits_nulls(key) {
-            let missing = arrow::compute::is_null(&values)?;
-            columns.push(SortColumn {
-                values: Arc::new(missing),
-                options: Some(null_flag_options(key)),
-            });
-        }
-        columns.push(SortColumn {
-            values,
-            options: Some(sort_options(key)),
-        });
+        push_key_columns(&mut columns, values, key.descending, key.nulls_first)?;
     }
     Ok(columns)
+}
+
+/// Pushes the sort columns of one key's `values` ordered as asked: the values, and before
+/// them, for a nested key whose NULL order `splits_nulls_of`, whether each is NULL. Every sort of
+/// values (ORDER BY, an ordered aggregate's input) orders nested values through this.
+pub fn push_key_columns(
+    columns: &mut Vec<SortColumn>,
+    values: ArrayRef,
+    descending: bool,
+    nulls_first: bool,
+) -> Result<()> {
+    let split = splits_nulls_of(values.data_type(), descending, nulls_first);
+    if split {
+        columns.push(SortColumn {
+            values: Arc::new(arrow::compute::is_null(&values)?),
+            options: Some(null_flag_options(nulls_first)),
+        });
+    }
+    columns.push(SortColumn {
+        values,
+        options: Some(sort_options(split, descending, nulls_first)),
+    });
+    Ok(())
 }
 
 /// The row format's fields for `sort_columns`' columns.
 fn sort_fields(keys: &[SortKey]) -> Vec<SortField> {
     let mut fields = Vec::with_capacity(keys.len());
     for key in keys {
-        if splits_nulls(key) {
+        let data_type = key.expr.data_type();
+        let split = splits_nulls_of(&data_type, key.descending, key.nulls_first);
+        if split {
             fields.push(SortField::new_with_options(
                 DataType::Boolean,
-                null_flag_options(key),
+                null_flag_options(key.nulls_first),
             ));
         }
         fields.push(SortField::new_with_options(
-            key.expr.data_type(),
-            sort_options(key),
+            data_type,
+            sort_options(split, key.descending, key.nulls_first),
         ));
     }
     fields
@@ -184,34 +199,34 @@ fn sort_fields(keys: &[SortKey]) -> Vec<SortField> {
 /// DuckDB orders a NULL inside a nested value as the greatest value whatever the key's NULL
 /// order, and Arrow gives the values inside the key's own NULL order (flipped when
 /// descending); they agree when the key's NULLs go where its greatest values do.
-fn splits_nulls(key: &SortKey) -> bool {
+fn splits_nulls_of(data_type: &DataType, descending: bool, nulls_first: bool) -> bool {
     let nested = matches!(
-        key.expr.data_type(),
+        data_type,
         DataType::List(_)
             | DataType::LargeList(_)
             | DataType::FixedSizeList(..)
             | DataType::Struct(_)
             | DataType::Map(..)
     );
-    nested && key.nulls_first != key.descending
+    nested && nulls_first != descending
 }
 
 /// NULLs (true) first or last as the key asks.
-fn null_flag_options(key: &SortKey) -> SortOptions {
+fn null_flag_options(nulls_first: bool) -> SortOptions {
     SortOptions {
-        descending: key.nulls_first,
+        descending: nulls_first,
         nulls_first: false,
     }
 }
 
-fn sort_options(key: &SortKey) -> SortOptions {
+fn sort_options(split: bool, descending: bool, nulls_first: bool) -> SortOptions {
     SortOptions {
-        descending: key.descending,
+        descending,
         // A key whose NULLs have a column of their own puts them where its values inside
         // it sort their NULLs: among the greatest.
-        nulls_first: match splits_nulls(key) {
-            true => key.descending,
-            false => key.nulls_first,
+        nulls_first: match split {
+            true => descending,
+            false => nulls_first,
         },
     }
 }

@@ -774,7 +774,8 @@ fn join_side_columns(
 fn scan_schema_like(table: &pondra_catalog::TableDef, schema: &SchemaRef) -> SchemaRef {
     let has = |name: &str| schema.fields().iter().any(|f| f.name() == name);
     let system = has(pondra_catalog::COMMIT_VERSION);
-    table.scan_schema(system, has(pondra_catalog::ROW_ADDRESS))
+    let numbered = has(pondra_catalog::ROW_ID);
+    table.scan_schema_numbered(system, numbered, has(pondra_catalog::ROW_ADDRESS))
 }
 
 #[cfg(test)]

@@ -154,13 +154,12 @@ fn sort_order(
         })
         .collect();
     for (values, key) in order.iter().zip(&window.order_by) {
-        sort_columns.push(SortColumn {
-            values: values.clone(),
-            options: Some(SortOptions {
-                descending: key.descending,
-                nulls_first: key.nulls_first,
-            }),
-        });
+        crate::sort::push_key_columns(
+            &mut sort_columns,
+            values.clone(),
+            key.descending,
+            key.nulls_first,
+        )?;
     }
     if sort_columns.is_empty() {
         return Ok(UInt32Array::from_iter_values(0..rows as u32));

@@ -136,7 +136,7 @@ pub(super) fn bind_composed(
         return Err(bind_err!("aggregate function calls cannot be nested"));
     }
     let written = value;
-    let value = bind_generic(value, &mut argument_context(&agg.input, binder, &[value]))?;
+    let value = bind_generic(value, &mut argument_context(&agg.input, binder))?;
     refuse_outer_only(&value, written)?;
     let value = match value.data_type() {
         DataType::Null => value.cast(&DataType::Int32),
@@ -238,10 +238,7 @@ fn binned_histogram(
     binder: Option<&Binder<'_>>,
 ) -> Result<Expr> {
     let item = value.data_type();
-    let bounds = bind_generic(
-        boundaries,
-        &mut argument_context(&agg.input, binder, &[boundaries]),
-    )?;
+    let bounds = bind_generic(boundaries, &mut argument_context(&agg.input, binder))?;
     if !bounds.column_indices().is_empty() || bounds.has_any_outer() {
         return Err(unsupported!("histogram with boundaries that vary by row"));
     }

@@ -367,13 +367,13 @@ pub(super) fn check_boolean_aggregate(name: &str, call: &AggregateCall) -> Resul
 }
 
 /// The context an aggregate's arguments are bound in: the aggregation's input, and the row
-/// of an enclosing query (`sum(x + outer.y)`) unless an argument holds a subquery of its own.
+/// of an enclosing query (`sum(x + outer.y)`).
 pub(super) fn argument_context<'a>(
     input: &'a Scope,
     binder: Option<&'a Binder<'a>>,
-    args: &[&ast::Expr],
 ) -> Context<'a> {
-    let binder = binder.filter(|_| !args.iter().any(|a| contains_subquery(a)));
+    // An uncorrelated subquery is one value computed before the query runs; a correlated one
+    // (or EXISTS / IN) would need a join below the aggregation, and is refused by the clause.
     Context::Plain {
         scope: input,
         clause: "aggregate arguments",
@@ -491,7 +491,7 @@ pub(super) fn bind_aggregate_call(
     if contains_aggregate(arg_expr) {
         return Err(bind_err!("aggregate function calls cannot be nested"));
     }
-    let mut arg = bind_generic(arg_expr, &mut argument_context(input, binder, &[arg_expr]))?;
+    let mut arg = bind_generic(arg_expr, &mut argument_context(input, binder))?;
     refuse_outer_only(&arg, arg_expr)?;
     let arg_type = arg.data_type();
     match func {

@@ -119,6 +119,9 @@ pub struct Binder<'a> {
     /// Whether scans of tables carry the hidden system columns: only when the statement
     /// names one, so that the plans of other statements stay as they were.
     system_columns: bool,
+    /// Whether scans of tables carry the hidden row number `rowid`: likewise only when the
+    /// statement names it (ADR 0075).
+    row_ids: bool,
     /// Whether a materialized view is read as a leaf (a scan of its rows as a query sees them)
     /// rather than through its read plan: how a view over views is planned (ADR 0054).
     views_as_leaves: bool,
@@ -252,6 +255,7 @@ impl<'a> Binder<'a> {
             statement_micros: clock::statement_micros(),
             addressed: None,
             system_columns: false,
+            row_ids: false,
             views_as_leaves: false,
             variables: None,
         }
@@ -272,6 +276,7 @@ impl<'a> Binder<'a> {
         Binder {
             addressed: Some(table.id),
             system_columns: true,
+            row_ids: self.row_ids,
             ..self.sharing_session()
         }
     }
@@ -399,6 +404,21 @@ impl<'a> Binder<'a> {
         Ok(current.len() - 1)
     }
 
+    /// How many set-returning functions the select list being bound has so far.
+    fn set_function_count(&self) -> usize {
+        self.set_functions.borrow().last().map_or(0, Vec::len)
+    }
+
+    /// Renumbers the columns the select list's set-returning functions read, as the select
+    /// list's own are once the columns before theirs are known.
+    fn remap_set_functions(&self, remap: impl Fn(&Expr) -> Expr) {
+        if let Some(arrays) = self.set_functions.borrow_mut().last_mut() {
+            for array in arrays {
+                *array = remap(array);
+            }
+        }
+    }
+
     /// Records the array a set-returning function in the select list being bound unnests;
     /// returns its number.
     pub(crate) fn add_set_function(&self, array: Expr) -> Result<usize> {
@@ -475,6 +495,7 @@ impl<'a> Binder<'a> {
         }
         let binder = Binder {
             system_columns: text.contains("_commit_"),
+            row_ids: text.contains(pondra_catalog::ROW_ID),
             ..self.sharing_session()
         };
         // Calls of macros become their bodies before anything is bound (ADR 0068), and
@@ -892,8 +913,11 @@ impl<'a> Binder<'a> {
             TableKind::Table => {
                 let scan = LogicalPlan::Scan {
                     table: table.clone(),
-                    schema: table
-                        .scan_schema(self.system_columns, self.addressed == Some(table.id)),
+                    schema: table.scan_schema_numbered(
+                        self.system_columns,
+                        self.row_ids,
+                        self.addressed == Some(table.id),
+                    ),
                 };
                 Ok(match &table.ttl {
                     None => scan,
@@ -1711,6 +1735,7 @@ impl<'a> Binder<'a> {
             ));
         }
 
+        let set_functions_before = self.set_function_count();
         let having = match &select.having {
             Some(h) => Some(bind_in(
                 h,
@@ -1721,6 +1746,12 @@ impl<'a> Binder<'a> {
             )?),
             None => None,
         };
+        // A grouped context does not name its clause: the count tells one in HAVING.
+        if self.set_function_count() != set_functions_before {
+            return Err(bind_err!(
+                "set-returning functions are not allowed in HAVING"
+            ));
+        }
         let mut grouped_subqueries = Vec::new();
         let qualify_with_aliases = select
             .qualify
@@ -1787,7 +1818,7 @@ impl<'a> Binder<'a> {
                 .map_or(0, |a| a.group.len() + a.aggregates.len());
             let remap = |e: &Expr| {
                 e.remap_columns(&|c| {
-                    if c >= GROUPED_SUBQUERY_BASE {
+                    if (GROUPED_SUBQUERY_BASE..SET_FUNCTION_BASE).contains(&c) {
                         width + c - GROUPED_SUBQUERY_BASE
                     } else {
                         c
@@ -1797,6 +1828,7 @@ impl<'a> Binder<'a> {
             exprs = exprs.iter().map(remap).collect();
             having = having.as_ref().map(remap);
             qualify = qualify.as_ref().map(remap);
+            self.remap_set_functions(remap);
             grouped_subqueries = correlated;
         }
         if let Some(agg) = aggregation {
@@ -1849,7 +1881,7 @@ impl<'a> Binder<'a> {
             let base = plan.schema().fields().len();
             let remap = |e: &Expr| {
                 e.remap_columns(&|c| {
-                    if c >= WINDOW_BASE {
+                    if (WINDOW_BASE..GROUPED_SUBQUERY_BASE).contains(&c) {
                         base + c - WINDOW_BASE
                     } else {
                         c
@@ -1858,6 +1890,7 @@ impl<'a> Binder<'a> {
             };
             exprs = exprs.iter().map(remap).collect();
             let qualify = qualify.as_ref().map(remap);
+            self.remap_set_functions(remap);
             let schema = crate::types::schema_with(
                 &plan.schema(),
                 windows

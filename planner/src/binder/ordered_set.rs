@@ -67,7 +67,7 @@ fn bind_by_other(
     if contains_aggregate(value) || contains_aggregate(by) {
         return Err(bind_err!("aggregate function calls cannot be nested"));
     }
-    let mut context = argument_context(&agg.input, binder, &function_args(function));
+    let mut context = argument_context(&agg.input, binder);
     let value = bind_generic(value, &mut context)?;
     let by = bind_generic(by, &mut context)?;
     let value_type = value.data_type();
@@ -122,7 +122,7 @@ fn bind_pick(
     agg: &mut Aggregation,
     binder: Option<&Binder<'_>>,
 ) -> Result<Expr> {
-    let mut context = argument_context(&agg.input, binder, &function_args(function));
+    let mut context = argument_context(&agg.input, binder);
     let value = single_argument(function, name, &mut context)?;
     let mut order = Vec::new();
     if let ast::FunctionArguments::List(list) = &function.args {
@@ -200,7 +200,7 @@ fn bind_bit_fold(
     agg: &mut Aggregation,
     binder: Option<&Binder<'_>>,
 ) -> Result<Expr> {
-    let mut context = argument_context(&agg.input, binder, &function_args(function));
+    let mut context = argument_context(&agg.input, binder);
     let value = single_argument(function, name, &mut context)?;
     let value_type = value.data_type();
     if !matches!(
@@ -344,7 +344,7 @@ pub(super) fn bind_ordered_set(
     }
     let input = &agg.input;
     let written = value;
-    let value = bind_generic(value, &mut argument_context(input, binder, &[value]))?;
+    let value = bind_generic(value, &mut argument_context(input, binder))?;
     refuse_outer_only(&value, written)?;
     // An untyped NULL (`median(NULL)`) is a number that is never there.
     let value = match value.data_type() {

@@ -69,7 +69,7 @@ pub(super) fn bind_statistic(
     if contains_aggregate(y) || contains_aggregate(x) {
         return Err(bind_err!("aggregate function calls cannot be nested"));
     }
-    let mut context = argument_context(&agg.input, binder, &[y, x]);
+    let mut context = argument_context(&agg.input, binder);
     let (y, x) = (
         bind_generic(y, &mut context)?,
         bind_generic(x, &mut context)?,

@@ -93,8 +93,8 @@ pub fn set_function_array(name: &str, args: Vec<Expr>) -> Result<Expr> {
     }
 }
 
-/// A set-returning function in a select list: each input row once per element, the element
-/// in place of the call.
+/// A set-returning function in a select list: each input row (each group's, in a grouped
+/// select) once per element, the element in place of the call.
 pub fn select_list_set_function(name: &str, args: Vec<Expr>, ctx: &Context<'_>) -> Result<Expr> {
     let binder = match ctx {
         Context::Plain {
@@ -107,10 +107,9 @@ pub fn select_list_set_function(name: &str, args: Vec<Expr>, ctx: &Context<'_>) 
                 "set-returning functions are not allowed in {clause}"
             ));
         }
-        Context::Aggregated(..) => {
-            return Err(unsupported!(
-                "set-returning functions in a grouped select list"
-            ));
+        Context::Aggregated(_, Some(binder)) => *binder,
+        Context::Aggregated(_, None) => {
+            return Err(bind_err!("set-returning functions are not allowed here"));
         }
     };
     let array = set_function_array(name, args)?;
