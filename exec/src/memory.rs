@@ -6,18 +6,25 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use crate::{ExecError, Result};
 
 /// The share of the machine's memory a process lets queries hold unless told otherwise.
 const DEFAULT_SHARE: f64 = 0.8;
 
+/// What operators that can spill may hold while spilling is forced (`debug_force_external`):
+/// enough for a few batches, so that every sort, join and aggregation of more spills.
+const FORCED_SPILL_LIMIT: usize = 1 << 20;
+
 /// How much memory queries may hold, and how much they hold now.
 #[derive(Debug)]
 pub struct MemoryPool {
     limit: AtomicUsize,
     used: AtomicUsize,
+    /// Operators that can spill do so past `FORCED_SPILL_LIMIT` whatever the limit: DuckDB's
+    /// `debug_force_external`, to run the spilling paths on small inputs.
+    force_spill: AtomicBool,
     /// Where spilled rows are written: the system's temporary folder unless told otherwise.
     spill_dir: PathBuf,
 }
@@ -32,6 +39,7 @@ impl MemoryPool {
         Arc::new(MemoryPool {
             limit: AtomicUsize::new(limit),
             used: AtomicUsize::new(0),
+            force_spill: AtomicBool::new(false),
             spill_dir: dir,
         })
     }
@@ -48,6 +56,15 @@ impl MemoryPool {
     /// Changes the limit; what is held already stays held.
     pub fn set_limit(&self, bytes: usize) {
         self.limit.store(bytes, Ordering::Relaxed);
+    }
+
+    /// Whether operators that can spill do so past a small fixed amount (see `force_spill`).
+    pub fn forces_spill(&self) -> bool {
+        self.force_spill.load(Ordering::Relaxed)
+    }
+
+    pub fn set_force_spill(&self, forced: bool) {
+        self.force_spill.store(forced, Ordering::Relaxed);
     }
 
     /// The bytes reserved now.
@@ -75,7 +92,11 @@ impl MemoryPool {
     }
 
     fn try_grow(&self, bytes: usize) -> bool {
-        self.try_grow_to(bytes, self.limit())
+        let limit = match self.forces_spill() {
+            true => self.limit().min(FORCED_SPILL_LIMIT),
+            false => self.limit(),
+        };
+        self.try_grow_to(bytes, limit)
     }
 
     fn try_grow_to(&self, bytes: usize, limit: usize) -> bool {
