@@ -15,6 +15,7 @@ mod leader;
 mod lease;
 mod merge_table;
 mod node;
+mod optimizer_setting;
 mod own_index;
 mod prepared;
 mod publish;

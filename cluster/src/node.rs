@@ -340,10 +340,12 @@ impl Node {
         };
         let zone = session.map_or_else(|| "UTC".to_string(), Session::time_zone);
         let variables = session.map(Session::variables).unwrap_or_default();
+        let optimizer = session.map(Session::optimizer_settings).unwrap_or_default();
         Ok(self
             .binder(snapshot, &external, &temporary)
             .with_time_zone(&zone)
             .with_variables(&variables)
+            .with_optimizer_settings(&optimizer)
             .bind_statement(statement)?)
     }
 

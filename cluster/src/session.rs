@@ -1,5 +1,5 @@
 //! A client's session: the settings its statements run under (`statement_timeout`,
-//! `default_null_order`, `threads`), its variables and the statement it is running, for a cancel request to reach.
+//! `default_null_order`, `threads`, `disabled_optimizers`), its variables and the statement it is running, for a cancel request to reach.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,7 +9,7 @@ use arrow::array::{RecordBatch, StringArray};
 use arrow::datatypes::{DataType, Field, Schema};
 use pondra_exec::{MemoryPool, StatementControl, StopReason};
 use pondra_parser::{NullOrder, ast};
-use pondra_planner::ScalarValue;
+use pondra_planner::{OptimizerSettings, ScalarValue};
 
 use crate::node::{StatementResult, done};
 use crate::temporary::TemporaryTables;
@@ -40,6 +40,8 @@ pub struct Session {
     threads: Mutex<Option<usize>>,
     /// Its variables (`SET VARIABLE`), which `getvariable(name)` reads.
     variables: Mutex<HashMap<String, ScalarValue>>,
+    /// What it turned off in the optimizer (`SET disabled_optimizers`).
+    optimizer: Mutex<OptimizerSettings>,
     /// Its prepared statements (SQL's PREPARE).
     prepared: Mutex<crate::prepared::PreparedStatements>,
 }
@@ -64,6 +66,7 @@ impl Session {
             null_order: Mutex::new(None),
             time_zone: Mutex::new("UTC".into()),
             variables: Mutex::new(HashMap::new()),
+            optimizer: Mutex::new(OptimizerSettings::default()),
             threads: Mutex::new(None),
             prepared: Mutex::new(Default::default()),
         })
@@ -84,6 +87,18 @@ impl Session {
             Some(value) => variables.insert(name, value),
             None => variables.remove(&name),
         };
+    }
+
+    /// What the session turned off in the optimizer.
+    pub fn optimizer_settings(&self) -> OptimizerSettings {
+        self.optimizer
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub(crate) fn set_optimizer_settings(&self, settings: OptimizerSettings) {
+        *self.optimizer.lock().unwrap_or_else(|e| e.into_inner()) = settings;
     }
 
     /// The session's default NULL order, when it set one other than PostgreSQL's.
@@ -188,6 +203,11 @@ impl Session {
     ) -> Option<Result<StatementResult>> {
         if crate::time_zone::is_time_zone_setting(statement) {
             return Some(crate::time_zone::run_time_zone_setting(statement, self));
+        }
+        if crate::optimizer_setting::is_optimizer_setting(statement) {
+            return Some(crate::optimizer_setting::run_optimizer_setting(
+                statement, self,
+            ));
         }
         match statement {
             ast::Statement::Set(ast::Set::SingleAssignment {
@@ -322,7 +342,9 @@ pub(crate) fn one_text(name: &str, text: String) -> StatementResult {
 
 /// Whether `statement` is one a session answers itself (`SET statement_timeout`).
 pub fn is_session_setting(statement: &ast::Statement) -> bool {
-    if crate::time_zone::is_time_zone_setting(statement) {
+    if crate::time_zone::is_time_zone_setting(statement)
+        || crate::optimizer_setting::is_optimizer_setting(statement)
+    {
         return true;
     }
     match statement {

@@ -13,6 +13,7 @@ pub use integer_domains::IntegerDomain;
 mod interval_join;
 mod logical;
 mod optimizer;
+pub use optimizer::OptimizerSettings;
 mod physical;
 mod plan;
 mod repeated_scans;

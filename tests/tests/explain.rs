@@ -732,3 +732,51 @@ fn an_aggregation_computed_twice_runs_once() {
         assert!(!lines.iter().any(|l| l.contains("shared=")), "{lines:?}");
     });
 }
+
+/// DuckDB's `disabled_optimizers`: `join_order` joins a block's relations in the order
+/// written, `build_side_probe_side` builds each join's right input, `top_n` sorts every row.
+#[test]
+fn disabled_optimizers_change_plans() {
+    let setup = "CREATE TABLE big AS SELECT range AS i FROM range(10000);
+        CREATE TABLE small AS SELECT range AS i FROM range(10);
+        CREATE TABLE mid AS SELECT range AS i FROM range(100)";
+    let joins =
+        "EXPLAIN SELECT count(*) FROM small, big, mid WHERE big.i = small.i AND small.i = mid.i";
+    let top = "EXPLAIN SELECT * FROM big ORDER BY i DESC LIMIT 3";
+    with_lake(setup, |node, runtime| {
+        let trimmed = |sql: &str| -> Vec<String> {
+            let lines = plan_lines(node, runtime, sql);
+            lines.iter().map(|l| l.trim().to_string()).collect()
+        };
+        // Searched: the small relation joins first, and each join builds its smaller input.
+        let searched = trimmed(joins);
+        assert!(
+            searched
+                .iter()
+                .any(|l| l.ends_with("estimated=[probe=100 build=10 rows=10]")),
+            "{searched:?}"
+        );
+        let as_written = trimmed(&format!(
+            "SET disabled_optimizers = 'join_order,build_side_probe_side'; {joins}"
+        ));
+        let joins_and_scans: Vec<&str> = as_written
+            .iter()
+            .map(String::as_str)
+            .filter(|l| l.starts_with("Join") || l.starts_with("Scan"))
+            .collect();
+        assert_eq!(
+            joins_and_scans,
+            [
+                "Join Inner: on=[i#0 = i#0] estimated=[probe=10 build=100 rows=10]",
+                "Join Inner: on=[i#0 = i#0] estimated=[probe=10 build=10000 rows=10]",
+                "Scan: small",
+                "Scan: big",
+                "Scan: mid",
+            ]
+        );
+        assert!(trimmed(top).iter().any(|l| l.starts_with("TopN 3")));
+        let sorted = trimmed(&format!("SET disabled_optimizers = 'top_n'; {top}"));
+        assert!(sorted.iter().any(|l| l == "Sort: i#0 DESC"), "{sorted:?}");
+        assert!(!sorted.iter().any(|l| l.starts_with("TopN")), "{sorted:?}");
+    });
+}

@@ -70,7 +70,7 @@ use subqueries::{in_subquery, split_and};
 use crate::expr::{Expr, JoinKind, SortKey, WindowExpr};
 use crate::external::ExternalTable;
 use crate::logical::{LogicalPlan, SubqueryKind};
-use crate::optimizer::{optimize, optimize_traced};
+use crate::optimizer::{OptimizerSettings, optimize_traced, optimize_with};
 use crate::plan::Plan;
 use crate::scalar::ScalarValue;
 use crate::{PlanError, Result, bind_err, unsupported};
@@ -125,6 +125,9 @@ pub struct Binder<'a> {
     /// Whether a materialized view is read as a leaf (a scan of its rows as a query sees them)
     /// rather than through its read plan: how a view over views is planned (ADR 0054).
     views_as_leaves: bool,
+    /// What the session turned off in the optimizer (`SET disabled_optimizers`); none when
+    /// `None`.
+    optimizer: Option<&'a OptimizerSettings>,
     /// The session's variables (`SET VARIABLE`), which `getvariable(name)` reads.
     variables: Option<&'a HashMap<String, ScalarValue>>,
 }
@@ -256,6 +259,7 @@ impl<'a> Binder<'a> {
             addressed: None,
             system_columns: false,
             row_ids: false,
+            optimizer: None,
             views_as_leaves: false,
             variables: None,
         }
@@ -298,8 +302,21 @@ impl<'a> Binder<'a> {
             time_zone: self.time_zone,
             statement_micros: self.statement_micros,
             variables: self.variables,
+            optimizer: self.optimizer,
             ..Binder::new(self.snapshot)
         }
+    }
+
+    /// The same binder, for a session that turned off some of the optimizer.
+    pub fn with_optimizer_settings(self, settings: &'a OptimizerSettings) -> Binder<'a> {
+        Binder {
+            optimizer: Some(settings),
+            ..self
+        }
+    }
+
+    fn optimizer_settings(&self) -> OptimizerSettings {
+        self.optimizer.cloned().unwrap_or_default()
     }
 
     /// The same binder, for a session with `variables` set.
@@ -510,7 +527,7 @@ impl<'a> Binder<'a> {
         let mut plan = binder.bind_unoptimized(parsed)?;
         for logical in plan.logical_plans_mut() {
             let bound = std::mem::replace(logical, LogicalPlan::empty());
-            *logical = optimize(bound, self.snapshot)?;
+            *logical = optimize_with(bound, self.snapshot, &self.optimizer_settings())?;
         }
         Ok(plan)
     }
@@ -636,9 +653,12 @@ impl<'a> Binder<'a> {
                     return Ok(Plan::ExplainAnalyze(plan));
                 }
                 if !*verbose && !explain_option(options.as_deref(), "VERBOSE") {
-                    return Ok(Plan::Explain(optimize(plan, self.snapshot)?.to_string()));
+                    let settings = self.optimizer_settings();
+                    let plan = optimize_with(plan, self.snapshot, &settings)?;
+                    return Ok(Plan::Explain(plan.to_string()));
                 }
-                let (plan, trace) = optimize_traced(plan, self.snapshot)?;
+                let (plan, trace) =
+                    optimize_traced(plan, self.snapshot, &self.optimizer_settings())?;
                 let mut steps: Vec<String> = trace
                     .into_iter()
                     .map(|(step, text)| format!("{step}:\n{text}"))

@@ -14,7 +14,7 @@ use pondra_catalog::Snapshot;
 use crate::cardinality::{Estimate, JoinEstimate, estimate, join_estimate, selectivity};
 use crate::expr::{BinaryOp, Expr, JoinKind};
 use crate::logical::LogicalPlan;
-use crate::optimizer::join_search;
+use crate::optimizer::{OptimizerSettings, join_search};
 use crate::tree::TreeNode;
 
 /// One relation of a join block: its plan and its columns' positions in the block's scope.
@@ -47,8 +47,9 @@ impl Shape {
     /// The join of `self` and `other` under the predicates that first meet in it: which side
     /// is probed (the larger; the other is built), the equi-join keys (probe side, build
     /// side), the other predicates as one filter over the joined layout, and the joined shape.
-    pub fn join(&self, other: &Shape, predicates: &[&Expr]) -> Joined {
-        let other_probed = self.estimate.rows < other.estimate.rows;
+    /// With `choose_sides` false, `self` is probed and `other` built, as written.
+    pub fn join(&self, other: &Shape, predicates: &[&Expr], choose_sides: bool) -> Joined {
+        let other_probed = choose_sides && self.estimate.rows < other.estimate.rows;
         let (probe, build) = if other_probed {
             (other, self)
         } else {
@@ -117,7 +118,11 @@ pub(crate) struct Predicate {
 
 /// The pass: every join block, from the leaves up, as joins in the order of least estimated
 /// cost.
-pub fn order_join_blocks(plan: &mut LogicalPlan, snapshot: &Snapshot) -> crate::Result<()> {
+pub fn order_join_blocks(
+    plan: &mut LogicalPlan,
+    snapshot: &Snapshot,
+    settings: &OptimizerSettings,
+) -> crate::Result<()> {
     plan.transform_up(&mut |node| {
         if let LogicalPlan::JoinBlock { .. } = node {
             let LogicalPlan::JoinBlock {
@@ -137,7 +142,7 @@ pub fn order_join_blocks(plan: &mut LogicalPlan, snapshot: &Snapshot) -> crate::
                     relation
                 })
                 .collect();
-            *node = plan_join_block(relations, predicates, snapshot);
+            *node = plan_join_block(relations, predicates, snapshot, settings);
         }
         Ok(())
     })
@@ -149,6 +154,7 @@ pub fn plan_join_block(
     relations: Vec<Relation>,
     predicates: Vec<Expr>,
     snapshot: &Snapshot,
+    settings: &OptimizerSettings,
 ) -> LogicalPlan {
     assert!(!relations.is_empty(), "a join block has relations");
     let widths: Vec<usize> = relations
@@ -192,13 +198,26 @@ pub fn plan_join_block(
         groups.push(group);
     }
 
-    let mut group = match join_search::best_order(
-        &groups.iter().map(|g| g.shape.clone()).collect::<Vec<_>>(),
-        &pending,
-    ) {
+    let sides = Sides(settings.chooses_build_sides());
+    let searched = match settings.orders_joins() {
+        true => join_search::best_order(
+            &groups.iter().map(|g| g.shape.clone()).collect::<Vec<_>>(),
+            &pending,
+        ),
+        false => None,
+    };
+    let mut group = match searched {
         Some(order) => {
             let mut slots: Vec<Option<Group>> = groups.into_iter().map(Some).collect();
-            build_order(&order, &mut slots, &mut pending)
+            build_order(&order, &mut slots, &mut pending, sides)
+        }
+        None if !settings.orders_joins() => {
+            // As written: each relation joined to those before it.
+            let mut groups = groups.into_iter();
+            let first = groups.next().expect("a join block has relations");
+            groups.fold(first, |joined, next| {
+                join_groups(joined, next, &mut pending, sides)
+            })
         }
         None => {
             while groups.len() > 1 {
@@ -206,7 +225,7 @@ pub fn plan_join_block(
                 let (first, second) = (a.min(b), a.max(b));
                 let g2 = groups.remove(second);
                 let g1 = groups.remove(first);
-                groups.push(join_groups(g1, g2, &mut pending));
+                groups.push(join_groups(g1, g2, &mut pending, sides));
             }
             groups.pop().expect("one group left")
         }
@@ -227,19 +246,24 @@ fn build_order(
     order: &join_search::Order,
     slots: &mut [Option<Group>],
     pending: &mut Vec<Predicate>,
+    sides: Sides,
 ) -> Group {
     match order {
         join_search::Order::Relation(index) => slots[*index].take().expect("each relation once"),
         join_search::Order::Join(left, right) => {
-            let left = build_order(left, slots, pending);
-            let right = build_order(right, slots, pending);
-            join_groups(left, right, pending)
+            let left = build_order(left, slots, pending, sides);
+            let right = build_order(right, slots, pending, sides);
+            join_groups(left, right, pending, sides)
         }
     }
 }
 
+/// Whether a join builds its smaller input (true), or its second one as written.
+#[derive(Clone, Copy)]
+struct Sides(bool);
+
 /// Joins two groups under the pending predicates that first meet in their join.
-fn join_groups(g1: Group, g2: Group, pending: &mut Vec<Predicate>) -> Group {
+fn join_groups(g1: Group, g2: Group, pending: &mut Vec<Predicate>, sides: Sides) -> Group {
     let joined: BTreeSet<usize> = g1
         .shape
         .relations
@@ -276,7 +300,7 @@ fn join_groups(g1: Group, g2: Group, pending: &mut Vec<Predicate>) -> Group {
         keys,
         filter,
         shape,
-    } = g1.shape.join(&g2.shape, &exprs);
+    } = g1.shape.join(&g2.shape, &exprs, sides.0);
     // The larger side streams (probe, left); the smaller is built (right).
     let (probe_plan, build_plan) = if other_probed {
         (g2.plan, g1.plan)

@@ -85,7 +85,7 @@ fn join_parts(
         .filter(|(_, mask)| **mask & !set == 0 && **mask & !left != 0 && **mask & !right != 0)
         .map(|(p, _)| &p.expr)
         .collect();
-    let joined = a.shape.join(&b.shape, &meeting);
+    let joined = a.shape.join(&b.shape, &meeting, true);
     if joined.keys.is_empty() {
         return None;
     }
