@@ -444,17 +444,24 @@ pub(super) fn bind_aggregate_call(
     }
     let mut args = list.args.as_slice();
     let mut separator = None;
+    let mut null_separator = false;
     if matches!(
         func,
         AggregateFunction::StringAgg | AggregateFunction::StringAggDistinct
     ) {
         separator = Some(match args {
-            [_] if function_name(function) != "string_agg" => ",".to_string(),
+            // Without a separator, a comma (DuckDB; Postgres asks for one).
+            [_] => ",".to_string(),
             [
                 _,
                 ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(ast::Expr::Value(v))),
             ] => match &v.value {
                 ast::Value::SingleQuotedString(s) => s.clone(),
+                // A NULL separator makes the result NULL, as in DuckDB: no value is kept.
+                ast::Value::Null => {
+                    null_separator = true;
+                    String::new()
+                }
                 other => {
                     return Err(bind_err!(
                         "{name}'s separator must be a string, not {other}"
@@ -493,6 +500,14 @@ pub(super) fn bind_aggregate_call(
     }
     let mut arg = bind_generic(arg_expr, &mut argument_context(input, binder))?;
     refuse_outer_only(&arg, arg_expr)?;
+    if null_separator {
+        arg = Expr::Literal(ScalarValue::Null);
+    }
+    if distinct && order.iter().any(|key| key.expr != arg) {
+        return Err(bind_err!(
+            "in a DISTINCT aggregate, ORDER BY expressions must appear in the argument list"
+        ));
+    }
     let arg_type = arg.data_type();
     match func {
         AggregateFunction::Sum
