@@ -136,7 +136,9 @@ pub fn map_function(op: MapOp, args: &[ArrayRef], data_type: &DataType) -> Resul
         MapOp::FromLists => from_lists(&args[0], &args[1], data_type),
         MapOp::FromEntries => from_entries(&args[0], data_type),
         MapOp::Histogram => histogram(&args[0], data_type),
-        MapOp::Bins => bins(&args[0], &args[1], data_type),
+        MapOp::Bins => bins(&args[0], &args[1], data_type, false),
+        MapOp::ExactBins => bins(&args[0], &args[1], data_type, true),
+        MapOp::IsOtherBin => is_other_bin(&args[0]),
         MapOp::Keys | MapOp::Values => {
             let map = args[0].as_map();
             let column = if op == MapOp::Keys {
@@ -334,12 +336,18 @@ fn histogram(sorted: &ArrayRef, data_type: &DataType) -> Result<ArrayRef> {
 /// count of the sorted values above the boundary before it and at most it, and the values
 /// above every boundary under the key type's greatest value (integers only); NULL for no
 /// values.
-fn bins(sorted: &ArrayRef, boundaries: &ArrayRef, data_type: &DataType) -> Result<ArrayRef> {
+/// `histogram(x, boundaries)`, or with `exact` `histogram_exact(x, bins)`: see `MapOp::Bins`.
+fn bins(
+    sorted: &ArrayRef,
+    boundaries: &ArrayRef,
+    data_type: &DataType,
+    exact: bool,
+) -> Result<ArrayRef> {
     let lists = sorted.as_list::<i32>();
     let bounds = boundaries.as_list::<i32>();
     let values = lists.values();
     let (key_type, _) = entry_types(data_type);
-    let greatest = greatest_of(&key_type);
+    let greatest = other_bin_key(&key_type);
     // Values, boundaries and the greatest key in one array, compared as rows.
     let mut parts: Vec<&dyn Array> = vec![values.as_ref(), bounds.values().as_ref()];
     if let Some(greatest) = &greatest {
@@ -364,7 +372,8 @@ fn bins(sorted: &ArrayRef, boundaries: &ArrayRef, data_type: &DataType) -> Resul
         let mut beyond = 0i64;
         for i in range.clone() {
             let at = edges.partition_point(|&e| rows.row(e) < rows.row(i));
-            match bin_counts.get_mut(at) {
+            let missed = exact && edges.get(at).is_none_or(|&e| rows.row(e) != rows.row(i));
+            match bin_counts.get_mut(at).filter(|_| !missed) {
                 Some(count) => *count += 1,
                 None => beyond += 1,
             }
@@ -397,9 +406,34 @@ fn bins(sorted: &ArrayRef, boundaries: &ArrayRef, data_type: &DataType) -> Resul
     )
 }
 
-/// The greatest value of an integer type, the key a histogram counts values past its last
-/// boundary under (as DuckDB does); `None` for other types.
-fn greatest_of(data_type: &DataType) -> Option<ArrayRef> {
+/// Whether each value is its type's "other" key (`other_bin_key`); false for a type without one.
+fn is_other_bin(values: &ArrayRef) -> Result<ArrayRef> {
+    let Some(other) = other_bin_key(values.data_type()) else {
+        let nulls = values.logical_nulls();
+        let flags: arrow::array::BooleanArray = (0..values.len())
+            .map(|i| {
+                nulls
+                    .as_ref()
+                    .is_none_or(|n| n.is_valid(i))
+                    .then_some(false)
+            })
+            .collect();
+        return Ok(Arc::new(flags));
+    };
+    let converter = RowConverter::new(vec![SortField::new(values.data_type().clone())])?;
+    let rows = converter.convert_columns(std::slice::from_ref(values))?;
+    let other = converter.convert_columns(&[other])?;
+    let flags: arrow::array::BooleanArray = (0..values.len())
+        .map(|i| values.is_valid(i).then(|| rows.row(i) == other.row(0)))
+        .collect();
+    Ok(Arc::new(flags))
+}
+
+/// The key a histogram counts values past its last boundary (or, exact, in no bin) under, as
+/// DuckDB has it: an integer type's greatest value, infinity for floats, dates and
+/// timestamps, the empty text, the empty list, a struct of its fields' keys; `None` for
+/// other types.
+fn other_bin_key(data_type: &DataType) -> Option<ArrayRef> {
     use arrow::array::{
         Int8Array, Int16Array, Int32Array, UInt8Array, UInt16Array, UInt32Array as U32, UInt64Array,
     };
@@ -412,6 +446,31 @@ fn greatest_of(data_type: &DataType) -> Option<ArrayRef> {
         DataType::UInt16 => Arc::new(UInt16Array::from(vec![u16::MAX])),
         DataType::UInt32 => Arc::new(U32::from(vec![u32::MAX])),
         DataType::UInt64 => Arc::new(UInt64Array::from(vec![u64::MAX])),
+        DataType::Float32 => Arc::new(arrow::array::Float32Array::from(vec![f32::INFINITY])),
+        DataType::Float64 => Arc::new(arrow::array::Float64Array::from(vec![f64::INFINITY])),
+        DataType::Date32 => Arc::new(arrow::array::Date32Array::from(vec![
+            crate::infinite_times::DATE_INFINITY,
+        ])),
+        DataType::Timestamp(arrow::datatypes::TimeUnit::Microsecond, zone) => Arc::new(
+            arrow::array::TimestampMicrosecondArray::from(vec![
+                crate::infinite_times::TIMESTAMP_INFINITY,
+            ])
+            .with_timezone_opt(zone.clone()),
+        ),
+        DataType::Utf8 => Arc::new(arrow::array::StringArray::from(vec![""])),
+        DataType::List(item) => Arc::new(arrow::array::ListArray::new(
+            item.clone(),
+            OffsetBuffer::from_lengths([0]),
+            arrow::array::new_empty_array(item.data_type()),
+            None,
+        )),
+        DataType::Struct(fields) => {
+            let keys = fields
+                .iter()
+                .map(|f| other_bin_key(f.data_type()))
+                .collect::<Option<Vec<_>>>()?;
+            Arc::new(arrow::array::StructArray::new(fields.clone(), keys, None))
+        }
         _ => return None,
     })
 }

@@ -500,6 +500,12 @@ pub enum MapOp {
     /// list's values above the boundary before it and at most it; values above every
     /// boundary are counted under the type's greatest value.
     Bins,
+    /// `histogram_exact(x, bins)`: each bin (sorted, once) with the count of the sorted
+    /// list's values equal to it; the others are counted under the type's "other" key, as
+    /// for `Bins`.
+    ExactBins,
+    /// `is_histogram_other_bin(x)`: whether `x` is its type's "other" key.
+    IsOtherBin,
 }
 
 /// A function of an interval (`ScalarFunction::Interval`), as DuckDB has it: a year is 12
@@ -957,6 +963,8 @@ impl ScalarFunction {
                 MapOp::Contains => "map_contains",
                 MapOp::Cardinality => "cardinality",
                 MapOp::Histogram | MapOp::Bins => "histogram",
+                MapOp::ExactBins => "histogram_exact",
+                MapOp::IsOtherBin => "is_histogram_other_bin",
             },
             ScalarFunction::RegexpGroups { all: false, .. } => "regexp_extract",
             ScalarFunction::RegexpGroups { all: true, .. } => "regexp_extract_all",

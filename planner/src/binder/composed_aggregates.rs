@@ -22,13 +22,21 @@ use crate::{Result, bind_err, unsupported};
 pub fn is_composed(name: &str) -> bool {
     matches!(
         name,
-        "skewness" | "kurtosis" | "kurtosis_pop" | "sem" | "favg" | "entropy" | "mad" | "histogram"
+        "skewness"
+            | "kurtosis"
+            | "kurtosis_pop"
+            | "sem"
+            | "favg"
+            | "entropy"
+            | "mad"
+            | "histogram"
+            | "histogram_exact"
     )
 }
 
 /// Whether `name` is one of these over a list's elements.
 pub(super) fn is_list_composed(name: &str) -> bool {
-    is_composed(name) || matches!(name, "median" | "mode")
+    is_composed(name) && name != "histogram_exact" || matches!(name, "median" | "mode")
 }
 
 /// Where a formula's parts come from.
@@ -125,8 +133,13 @@ pub(super) fn bind_composed(
     binder: Option<&Binder<'_>>,
 ) -> Result<Expr> {
     let (value, boundaries) = match function_args(function)[..] {
+        [value, boundaries] if name.starts_with("histogram") => (value, Some(boundaries)),
+        _ if name == "histogram_exact" => {
+            return Err(bind_err!(
+                "histogram_exact takes a value and a list of bins"
+            ));
+        }
         [value] => (value, None),
-        [value, boundaries] if name == "histogram" => (value, Some(boundaries)),
         _ => return Err(bind_err!("{name} takes one argument")),
     };
     if function.filter.is_some() {
@@ -143,7 +156,8 @@ pub(super) fn bind_composed(
         _ => value,
     };
     if let Some(boundaries) = boundaries {
-        return binned_histogram(agg, value, boundaries, binder);
+        let exact = name == "histogram_exact";
+        return binned_histogram(agg, (value, exact), boundaries, binder);
     }
     let parts = Parts::Rows { agg, value };
     let composed = compose(name, parts)?;
@@ -230,10 +244,11 @@ fn compose(name: &str, mut parts: Parts<'_>) -> Result<Expr> {
 }
 
 /// `histogram(x, boundaries)` (DuckDB): per boundary, the count of values above the one
-/// before and at most it; the boundaries a constant list.
+/// before and at most it; with `exact` (`histogram_exact(x, bins)`), of values equal to it.
+/// The boundaries a constant list.
 fn binned_histogram(
     agg: &mut Aggregation,
-    value: Expr,
+    (value, exact): (Expr, bool),
     boundaries: &ast::Expr,
     binder: Option<&Binder<'_>>,
 ) -> Result<Expr> {
@@ -253,7 +268,10 @@ fn binned_histogram(
     };
     let sorted = agg.column_of(super::ordered_set::sorted_values(value, false));
     Ok(Expr::Function {
-        func: ScalarFunction::Map(crate::expr::MapOp::Bins),
+        func: ScalarFunction::Map(match exact {
+            true => crate::expr::MapOp::ExactBins,
+            false => crate::expr::MapOp::Bins,
+        }),
         args: vec![sorted, bounds],
         data_type: pondra_catalog::map_type(item, DataType::Int64),
     })

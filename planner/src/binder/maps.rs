@@ -41,6 +41,16 @@ pub(super) fn map_function(name: &str, args: &[Expr]) -> Option<Result<Expr>> {
         "map" | "map_from_entries" | "map_keys" | "map_values" | "map_entries" | "map_contains"
         | "map_extract" | "map_extract_value" => {}
         "cardinality" | "element_at" if args.first().is_some_and(is_map) => {}
+        "is_histogram_other_bin" => {
+            return Some(match args {
+                [value] => Ok(Expr::Function {
+                    func: ScalarFunction::Map(MapOp::IsOtherBin),
+                    args: vec![value.clone()],
+                    data_type: DataType::Boolean,
+                }),
+                _ => Err(bind_err!("is_histogram_other_bin takes one value")),
+            });
+        }
         _ => return None,
     }
     Some(bind_map_function(name, args))
