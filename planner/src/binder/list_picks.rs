@@ -159,7 +159,7 @@ fn two_lists(name: &str, args: &[Expr], op: ListOp) -> Result<Expr> {
 /// `list_zip(l1, l2, ... [, truncate])`: a list of unnamed structs, the i-th of the i-th
 /// elements, as long as the longest list (NULL past a shorter one's end, a NULL list being
 /// empty), or with `truncate` as the shortest.
-fn zip(args: &[Expr]) -> Result<Expr> {
+pub(super) fn zip(args: &[Expr]) -> Result<Expr> {
     let (lists, truncate) = match args.split_last() {
         Some((last, lists)) if last.data_type() == DataType::Boolean && !lists.is_empty() => {
             (lists, last.clone())

@@ -1942,10 +1942,30 @@ impl<'a> Binder<'a> {
                     .collect();
                 plan = plan.unnest(array.clone(), "element");
             }
-            _ => {
-                return Err(unsupported!(
-                    "more than one set-returning function in a select list"
-                ));
+            arrays => {
+                // Zipped, as Postgres and DuckDB do: as many rows as the longest array has
+                // elements, NULL past a shorter one's end. Each call is its field of the pair.
+                let zipped = list_picks::zip(arrays)?;
+                let DataType::List(item) = zipped.data_type() else {
+                    unreachable!("list_zip gives a list")
+                };
+                let element = Expr::column(
+                    plan.schema().fields().len(),
+                    "element",
+                    item.data_type().clone(),
+                );
+                for expr in &mut exprs {
+                    crate::tree::TreeNode::transform_up(expr, &mut |e: &mut Expr| {
+                        if let Expr::Column { index, .. } = e
+                            && *index >= SET_FUNCTION_BASE
+                        {
+                            *e = structs::field_at(element.clone(), *index - SET_FUNCTION_BASE);
+                        }
+                        Ok::<_, std::convert::Infallible>(())
+                    })
+                    .expect("infallible");
+                }
+                plan = plan.unnest(zipped, "element");
             }
         }
         plan = plan.project(exprs, names.clone());

@@ -165,7 +165,7 @@ pub(super) fn struct_concat(args: &[Expr]) -> Result<Expr> {
 }
 
 /// The field at `index` of a struct.
-fn field_at(record: Expr, index: usize) -> Expr {
+pub(super) fn field_at(record: Expr, index: usize) -> Expr {
     let DataType::Struct(fields) = record.data_type() else {
         unreachable!("a field is taken from a struct")
     };
