@@ -80,6 +80,58 @@ pub fn mode(lists: &ArrayRef) -> Result<ArrayRef> {
     Ok(take(values.as_ref(), &indices, None)?)
 }
 
+/// Per row, the `k` most frequent values of the sorted list (see `ScalarFunction::SortedTopK`),
+/// as a list; NULL for a NULL or empty list.
+pub fn top_k(lists: &ArrayRef, k: &ArrayRef) -> Result<ArrayRef> {
+    let lists = lists.as_list::<i32>();
+    let values = lists.values();
+    let k = k.as_primitive::<arrow::datatypes::Int64Type>();
+    let converter = RowConverter::new(vec![SortField::new(values.data_type().clone())])?;
+    let rows = converter.convert_columns(std::slice::from_ref(values))?;
+    let offsets = lists.value_offsets();
+    let (mut picks, mut lengths, mut valid) = (Vec::new(), Vec::new(), Vec::new());
+    for row in 0..lists.len() {
+        let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
+        let wanted = if k.len() == 1 {
+            k.value(0)
+        } else {
+            k.value(row)
+        };
+        if lists.is_null(row) || start == end {
+            lengths.push(0);
+            valid.push(false);
+            continue;
+        }
+        // Runs of equal values, as (first index, length); sorted by length, longest first,
+        // and stably, so equally frequent ones stay in value order.
+        let mut runs = Vec::new();
+        let mut run_start = start;
+        for i in start + 1..=end {
+            if i == end || rows.row(i) != rows.row(run_start) {
+                runs.push((run_start, i - run_start));
+                run_start = i;
+            }
+        }
+        runs.sort_by_key(|run| std::cmp::Reverse(run.1));
+        let kept = runs.len().min(wanted.max(0) as usize);
+        picks.extend(runs[..kept].iter().map(|&(first, _)| first as u32));
+        lengths.push(kept);
+        valid.push(true);
+    }
+    let items = take(values.as_ref(), &UInt32Array::from(picks), None)?;
+    let field = Arc::new(arrow::datatypes::Field::new(
+        "item",
+        values.data_type().clone(),
+        true,
+    ));
+    Ok(Arc::new(arrow::array::ListArray::try_new(
+        field,
+        arrow::buffer::OffsetBuffer::from_lengths(lengths),
+        items,
+        Some(arrow::buffer::NullBuffer::from(valid)),
+    )?))
+}
+
 /// Per row, the base-2 entropy of how often each value of the sorted list occurs: 0 for an
 /// empty list, NULL for a NULL one.
 pub fn entropy(lists: &ArrayRef) -> Result<ArrayRef> {

@@ -316,6 +316,10 @@ pub enum ScalarFunction {
     },
     /// The most frequent of a group's sorted values, the first of equally frequent ones.
     SortedMode,
+    /// `approx_top_k(x, k)` (DuckDB): a list of the `k` (a constant) most frequent of a
+    /// group's sorted values, the most frequent first, equally frequent ones in value order.
+    /// Counted exactly.
+    SortedTopK,
     /// `random()`: a DOUBLE drawn uniformly from [0, 1), a new one for each row.
     Random,
     /// `entropy(x)` (DuckDB): the base-2 entropy of how often each of a group's sorted
@@ -860,6 +864,7 @@ impl ScalarFunction {
             ScalarFunction::SortedQuantile { continuous: true } => "percentile_cont",
             ScalarFunction::SortedQuantile { continuous: false } => "percentile_disc",
             ScalarFunction::SortedMode => "mode",
+            ScalarFunction::SortedTopK => "approx_top_k",
             ScalarFunction::SortedEntropy => "entropy",
             ScalarFunction::Random => "random",
             ScalarFunction::SortedMad => "mad",

@@ -25,6 +25,7 @@ pub fn is_ordered_set(name: &str) -> bool {
             | "percentile_cont"
             | "percentile_disc"
             | "mode"
+            | "approx_top_k"
             | "approx_quantile"
             | "first"
             | "last"
@@ -275,6 +276,9 @@ pub(super) fn bind_ordered_set(
     if matches!(name, "count_if" | "countif") {
         return bind_count_if(function, name, agg, binder);
     }
+    if name == "approx_top_k" {
+        return bind_top_k(function, agg, binder);
+    }
     let distinct = matches!(
         &function.args,
         ast::FunctionArguments::List(list)
@@ -494,6 +498,46 @@ fn ordered_value(function: &ast::Function) -> Result<(&ast::Expr, bool)> {
 }
 
 /// A quantile's fraction: a constant from 0 to 1.
+/// `approx_top_k(x, k)` (DuckDB): the `k` most frequent values of `x`, counted exactly; `k` a
+/// constant from 1 to 999,999, as DuckDB takes it.
+fn bind_top_k(
+    function: &ast::Function,
+    agg: &mut Aggregation,
+    binder: Option<&Binder<'_>>,
+) -> Result<Expr> {
+    let [value, k] = function_args(function)[..] else {
+        return Err(bind_err!("approx_top_k takes a value and a count k"));
+    };
+    if function.filter.is_some() {
+        return Err(unsupported!("FILTER on approx_top_k"));
+    }
+    let k = match k.to_string().parse::<i64>() {
+        Ok(k) if k <= 0 => return Err(bind_err!("approx_top_k: k value must be > 0")),
+        Ok(k) if k >= 1_000_000 => {
+            return Err(bind_err!("approx_top_k: k value must be < 1000000"));
+        }
+        Ok(k) => k,
+        Err(_) if k.to_string().eq_ignore_ascii_case("NULL") => {
+            return Err(bind_err!("approx_top_k: k value must not be NULL"));
+        }
+        Err(_) => {
+            return Err(unsupported!(
+                "approx_top_k with a k other than a constant ({k})"
+            ));
+        }
+    };
+    let written = value;
+    let value = bind_generic(value, &mut argument_context(&agg.input, binder))?;
+    refuse_outer_only(&value, written)?;
+    let data_type = crate::types::list_of(value.data_type());
+    let sorted = agg.column_of(sorted_values(value, false));
+    Ok(Expr::Function {
+        func: ScalarFunction::SortedTopK,
+        args: vec![sorted, Expr::Literal(ScalarValue::Int64(k))],
+        data_type,
+    })
+}
+
 fn constant_fraction(expr: &ast::Expr, name: &str) -> Result<f64> {
     let text = expr.to_string();
     match text.parse::<f64>() {
