@@ -1,7 +1,8 @@
 //! DuckDB's `COLUMNS(...)` in a select list: an item holding it stands for one item per column
 //! of the FROM clause it selects, each named as its column. `COLUMNS(*)` selects every column
 //! `*` would, `COLUMNS('regex')` those whose names the regular expression finds a match in, and
-//! `COLUMNS(['a', 'b'])` the columns named.
+//! `COLUMNS(['a', 'b'])` the columns named. In a PARTITION BY list (and so in DISTINCT ON), a
+//! `COLUMNS(...)` key stands for the columns it selects.
 
 use std::ops::ControlFlow;
 
@@ -60,6 +61,26 @@ pub(super) fn expand_columns(
         }
     }
     Ok(Some(expanded))
+}
+
+/// A list of expressions (a window's PARTITION BY, which DISTINCT ON becomes) with each that
+/// is a `COLUMNS(...)` call replaced by the columns it selects.
+pub(super) fn expand_columns_in_list(exprs: &[ast::Expr], scope: &Scope) -> Result<Vec<ast::Expr>> {
+    let mut expanded = Vec::with_capacity(exprs.len());
+    for expr in exprs {
+        if !is_columns_call(expr) {
+            expanded.push(expr.clone());
+            continue;
+        }
+        let selector = selector(expr)?;
+        let columns = selected(&selector, scope)?;
+        expanded.extend(
+            columns
+                .into_iter()
+                .map(|c| ast::Expr::Identifier(ast::Ident::with_quote('"', c))),
+        );
+    }
+    Ok(expanded)
 }
 
 /// The argument of the item's `COLUMNS(...)`; an item holds one selector only.

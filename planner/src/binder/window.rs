@@ -81,8 +81,13 @@ pub(super) fn bind_window(
         }
         None => (func, args),
     };
-    let partition_by = spec
-        .partition_by
+    let partition_exprs = match ctx {
+        Context::Plain { scope, .. } => {
+            super::columns_expression::expand_columns_in_list(&spec.partition_by, scope)?
+        }
+        Context::Aggregated(..) => spec.partition_by.clone(),
+    };
+    let partition_by = partition_exprs
         .iter()
         .map(|e| bind_expr(e, ctx))
         .collect::<Result<Vec<_>>>()?;
