@@ -114,6 +114,28 @@ fn rewritten(call: &ast::Function, top: &TopN) -> String {
     }
 }
 
+/// A constant `n` is checked as DuckDB checks it: not NULL, from 1 to 999,999.
+fn check_count(call: &ast::Function, top: &TopN) -> Result<()> {
+    let Some(n) = &top.n else {
+        return Ok(());
+    };
+    let of = match call.name.to_string().to_lowercase().as_str() {
+        "min" | "max" => "MIN/MAX",
+        _ => "arg_min/arg_max",
+    };
+    let text = n.to_string();
+    if text.eq_ignore_ascii_case("NULL") {
+        return Err(bind_err!("invalid input for {of}: n value cannot be NULL"));
+    }
+    match text.parse::<i64>() {
+        Ok(n) if n <= 0 => Err(bind_err!("invalid input for {of}: n value must be > 0")),
+        Ok(n) if n >= 1_000_000 => Err(bind_err!(
+            "invalid input for {of}: n value must be < 1000000"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// `statement` with each top-N aggregate rewritten (see the module's comment), and each select
 /// item holding one named by the item as written; `None` when it holds none.
 pub(super) fn rewrite_top_n(statement: &ast::Statement) -> Result<Option<ast::Statement>> {
@@ -145,6 +167,10 @@ pub(super) fn rewrite_top_n(statement: &ast::Statement) -> Result<Option<ast::St
         let Some(top) = top_n(call) else {
             return ControlFlow::Continue(());
         };
+        if let Err(e) = check_count(call, &top) {
+            failure = Some(e);
+            return ControlFlow::Break(());
+        }
         match pondra_parser::parse_expression(&rewritten(call, &top)) {
             Ok(list) => {
                 *expr = list;
