@@ -7,6 +7,7 @@ mod describe_subqueries;
 mod dialect;
 mod equals_arguments;
 mod frame_exclusion;
+mod from_values;
 mod in_lists;
 mod null_order;
 mod null_treatment;
@@ -388,7 +389,7 @@ fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
         out.push(tokens[i].clone());
         i += 1;
     }
-    let out = positional::positional_references(out);
+    let out = positional::positional_references(from_values::from_values(out));
     let out = describe_subqueries::describe_subqueries(prefix_aliases::prefix_aliases(out));
     // After the comprehensions, whose `FOR x IN list` is not a membership test.
     let out = in_lists::in_lists(comprehensions::list_comprehensions(out));
