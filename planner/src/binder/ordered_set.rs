@@ -1,5 +1,5 @@
 //! Ordered-set aggregates: `median(x)`, `quantile_cont(x, q)`, `quantile_disc(x, q)`,
-//! `approx_quantile` (exact here), `arg_min(x, y)` / `arg_max` (DuckDB), and
+//! `approx_quantile` and `reservoir_quantile` (exact here), `approx_top_k` (counted exactly), `arg_min(x, y)` / `arg_max` (DuckDB), and
 //! `percentile_cont(q) | percentile_disc(q) | mode() WITHIN GROUP (ORDER BY x)` (PostgreSQL)
 //! and `mode(x)`, and the picks `first`, `last`, `any_value` (DuckDB). Each is bound as a group's values in order (an `array_agg ... ORDER BY`
 //! with a filter) and a scalar function that picks from that sorted array.
@@ -27,6 +27,7 @@ pub fn is_ordered_set(name: &str) -> bool {
             | "mode"
             | "approx_top_k"
             | "approx_quantile"
+            | "reservoir_quantile"
             | "first"
             | "last"
             | "any_value"
@@ -338,6 +339,16 @@ pub(super) fn bind_ordered_set(
         ("quantile_cont" | "quantile_disc" | "quantile" | "approx_quantile", false, [x, q]) => {
             (*x, false, Some(*q))
         }
+        // DuckDB's quantile of a sample of the given size: the sample is every value here.
+        ("reservoir_quantile", false, [x, q]) => (*x, false, Some(*q)),
+        ("reservoir_quantile", false, [x, q, size]) => match size.to_string().parse::<i64>() {
+            Ok(size) if size > 0 => (*x, false, Some(*q)),
+            _ => {
+                return Err(bind_err!(
+                    "reservoir_quantile's sample size must be a positive constant, not {size}"
+                ));
+            }
+        },
         _ => return Err(bind_err!("{name}: wrong arguments (see its documentation)")),
     };
     if function.filter.is_some() {
