@@ -366,12 +366,19 @@ pub(super) fn bind_ordered_set(
         DataType::Null => value.cast(&DataType::Int32),
         _ => value,
     };
-    let value_type = value.data_type();
-    // A median of anything but numbers is the lower middle value, as DuckDB's.
+    // A median interpolates numbers and times, and is of anything else the lower middle value,
+    // as DuckDB's.
     let continuous = match name {
-        "median" => is_numeric(&value_type),
+        "median" => is_numeric(&value.data_type()) || temporal_back(&value.data_type()).is_some(),
         _ => matches!(name, "quantile_cont" | "percentile_cont"),
     };
+    // Times are interpolated as their microseconds, and made times again after.
+    let back = temporal_back(&value.data_type()).filter(|_| continuous);
+    let value = match &back {
+        Some(_) => micros_of(value),
+        None => value,
+    };
+    let value_type = value.data_type();
     if continuous && !is_numeric(&value_type) {
         return Err(bind_err!(
             "{name}({}) is not defined: it interpolates numbers",
@@ -412,13 +419,19 @@ pub(super) fn bind_ordered_set(
         ),
         _ => (ScalarFunction::SortedQuantile { continuous }, value_type),
     };
-    let quantile = |fraction: f64| Expr::Function {
-        func,
-        args: vec![
-            sorted.clone(),
-            Expr::Literal(ScalarValue::Float64(fraction)),
-        ],
-        data_type: data_type.clone(),
+    let quantile = |fraction: f64| {
+        let pick = Expr::Function {
+            func,
+            args: vec![
+                sorted.clone(),
+                Expr::Literal(ScalarValue::Float64(fraction)),
+            ],
+            data_type: data_type.clone(),
+        };
+        match &back {
+            Some(back) => pick.cast(&DataType::Int64).cast(back),
+            None => pick,
+        }
     };
     Ok(match fractions {
         None => quantile(fraction),
@@ -439,6 +452,31 @@ pub(super) fn bind_ordered_set(
             }
         }
     })
+}
+
+/// The type an interpolated time of type `data_type` is given back as (a date's is a
+/// TIMESTAMP, as in DuckDB); `None` for any other type.
+fn temporal_back(data_type: &DataType) -> Option<DataType> {
+    use arrow::datatypes::TimeUnit::Microsecond;
+    match data_type {
+        DataType::Date32 => Some(DataType::Timestamp(Microsecond, None)),
+        DataType::Timestamp(Microsecond, _) | DataType::Time64(Microsecond) => {
+            Some(data_type.clone())
+        }
+        _ => None,
+    }
+}
+
+/// A time as its microseconds (since the epoch, or midnight), a DOUBLE to interpolate.
+fn micros_of(value: Expr) -> Expr {
+    let value = match value.data_type() {
+        DataType::Date32 => value.cast(&DataType::Timestamp(
+            arrow::datatypes::TimeUnit::Microsecond,
+            None,
+        )),
+        _ => value,
+    };
+    value.cast(&DataType::Int64).cast(&DataType::Float64)
 }
 
 /// `quantile_cont(x, q)`, `quantile_disc(x, q)` and `quantile(x, q)` of a list of a frame's
