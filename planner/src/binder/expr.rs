@@ -137,7 +137,7 @@ pub fn aggregate_function(name: &str) -> Option<AggregateFunction> {
         // Over booleans, false < true: all true is the least, any true the greatest.
         "bool_and" | "every" => AggregateFunction::Min,
         "bool_or" => AggregateFunction::Max,
-        "grouping" => AggregateFunction::GroupingId,
+        "grouping" | "grouping_id" => AggregateFunction::GroupingId,
         "product" => AggregateFunction::Product,
         "fsum" | "kahan_sum" | "sumkahan" => AggregateFunction::KahanSum,
         _ => return None,

@@ -1610,13 +1610,6 @@ impl<'a> Binder<'a> {
         select: &ast::Select,
         order_by: &[ast::OrderByExpr],
     ) -> Result<LogicalPlan> {
-        if select.having.is_some()
-            && matches!(&select.group_by, ast::GroupByExpr::Expressions(g, _) if g.is_empty())
-            && !select.projection.iter().any(item_has_aggregate)
-            && !select.having.as_ref().is_some_and(contains_aggregate)
-        {
-            return Err(bind_err!("HAVING needs GROUP BY or an aggregate"));
-        }
         let (relations, predicates, scope) = self.bind_from(&select.from)?;
         let outer = self.outer_scope();
         let lateral =
@@ -1648,7 +1641,9 @@ impl<'a> Binder<'a> {
         let group_by = &group_by;
         let aggregating = !group_by.is_empty()
             || select.projection.iter().any(item_has_aggregate)
-            || select.having.as_ref().is_some_and(contains_aggregate)
+            // HAVING makes the query grouped, all its rows one group without GROUP BY, as
+            // in Postgres and DuckDB.
+            || select.having.is_some()
             || order_by.iter().any(|o| contains_aggregate(&o.expr));
 
         let aggregation = if aggregating {

@@ -204,6 +204,11 @@ fn bind_bit_fold(
 ) -> Result<Expr> {
     let mut context = argument_context(&agg.input, binder);
     let value = single_argument(function, name, &mut context)?;
+    // An untyped NULL is an integer that is never there.
+    let value = match value.data_type() {
+        DataType::Null => value.cast(&DataType::Int32),
+        _ => value,
+    };
     let value_type = value.data_type();
     if !matches!(
         value_type,
@@ -435,12 +440,15 @@ pub(super) fn bind_ordered_set(
     };
     Ok(match fractions {
         None => quantile(fraction),
-        Some(fractions) if fractions.is_empty() => {
-            return Err(bind_err!("{name} needs at least one fraction"));
-        }
         Some(fractions) => {
-            // No values, no list, as in DuckDB.
-            let list = super::arrays::make_array(fractions.into_iter().map(quantile).collect())?;
+            // No values, no list, as in DuckDB; no fractions, an empty list.
+            let list = match fractions.is_empty() {
+                true => {
+                    let item = back.clone().unwrap_or_else(|| data_type.clone());
+                    Expr::Literal(ScalarValue::Utf8("{}".into())).cast(&crate::types::list_of(item))
+                }
+                false => super::arrays::make_array(fractions.into_iter().map(quantile).collect())?,
+            };
             let list_type = list.data_type();
             Expr::Case {
                 branches: vec![(

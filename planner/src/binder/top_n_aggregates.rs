@@ -28,7 +28,11 @@ fn function_args(call: &ast::Function) -> Option<Vec<ast::Expr>> {
     let ast::FunctionArguments::List(list) = &call.args else {
         return None;
     };
-    if list.duplicate_treatment.is_some() || !list.clauses.is_empty() {
+    let only_order = list
+        .clauses
+        .iter()
+        .all(|c| matches!(c, ast::FunctionArgumentClause::OrderBy(_)));
+    if list.duplicate_treatment.is_some() || !only_order {
         return None;
     }
     list.args
@@ -85,6 +89,20 @@ fn top_n(call: &ast::Function) -> Option<TopN> {
     }
 }
 
+/// The ORDER BY keys written inside the call's parentheses.
+fn written_order(call: &ast::Function) -> Vec<ast::OrderByExpr> {
+    let ast::FunctionArguments::List(list) = &call.args else {
+        return Vec::new();
+    };
+    list.clauses
+        .iter()
+        .flat_map(|clause| match clause {
+            ast::FunctionArgumentClause::OrderBy(keys) => keys.clone(),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
 /// The SQL of the ordered list aggregate a top-N call is.
 fn rewritten(call: &ast::Function, top: &TopN) -> String {
     let direction = match top.descending {
@@ -106,7 +124,12 @@ fn rewritten(call: &ast::Function, top: &TopN) -> String {
     let filter = condition
         .map(|c| format!(" FILTER (WHERE {c})"))
         .unwrap_or_default();
-    let list = format!("array_agg({arg} ORDER BY {by} {direction} NULLS LAST){filter}");
+    // An ORDER BY written in the call orders the input: it breaks ties of `by`.
+    let ties: String = written_order(call)
+        .iter()
+        .map(|key| format!(", {key}"))
+        .collect();
+    let list = format!("array_agg({arg} ORDER BY {by} {direction} NULLS LAST{ties}){filter}");
     match &top.n {
         Some(n) => format!("list_slice({list}, 1, {n})"),
         // Without n, the first value itself (NULL for no rows).
