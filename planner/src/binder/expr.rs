@@ -317,6 +317,9 @@ pub(super) fn bind_aggregated(
         if func == AggregateFunction::ArrayAgg && is_distinct(function) {
             return bind_distinct_array_agg(function, agg);
         }
+        if let Some(average) = temporal_average(function, func, agg, binder)? {
+            return Ok(average);
+        }
         let call = bind_aggregate_call(function, func, &agg.input, binder)?;
         check_boolean_aggregate(&function_name(function), &call)?;
         return Ok(agg.column_of(call));
@@ -390,6 +393,45 @@ pub(super) fn refuse_outer_only(arg: &Expr, written: &ast::Expr) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// `avg` of dates, times or timestamps (DuckDB): the average of their microseconds, made a
+/// time again (a date's a TIMESTAMP); `None` for any other call.
+fn temporal_average(
+    function: &ast::Function,
+    func: AggregateFunction,
+    agg: &mut Aggregation,
+    binder: Option<&Binder<'_>>,
+) -> Result<Option<Expr>> {
+    let ast::FunctionArguments::List(list) = &function.args else {
+        return Ok(None);
+    };
+    let [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))] = list.args.as_slice() else {
+        return Ok(None);
+    };
+    if func != AggregateFunction::Avg || contains_aggregate(arg) {
+        return Ok(None);
+    }
+    let value = bind_generic(arg, &mut argument_context(&agg.input, binder))?;
+    let Some(back) = super::ordered_set::temporal_back(&value.data_type()) else {
+        return Ok(None);
+    };
+    refuse_outer_only(&value, arg)?;
+    let func = match list.duplicate_treatment {
+        Some(ast::DuplicateTreatment::Distinct) => AggregateFunction::AvgDistinct,
+        _ => AggregateFunction::Avg,
+    };
+    let call = AggregateCall {
+        func,
+        arg: Some(super::ordered_set::micros_of(value)),
+        data_type: DataType::Float64,
+        separator: None,
+        order: Vec::new(),
+        filter: None,
+    };
+    let call = with_filter(call, function.filter.as_deref(), &agg.input)?;
+    let average = agg.column_of(call);
+    Ok(Some(average.cast(&DataType::Int64).cast(&back)))
 }
 
 pub(super) fn bind_aggregate_call(

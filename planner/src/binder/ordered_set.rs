@@ -464,7 +464,7 @@ pub(super) fn bind_ordered_set(
 
 /// The type an interpolated time of type `data_type` is given back as (a date's is a
 /// TIMESTAMP, as in DuckDB); `None` for any other type.
-fn temporal_back(data_type: &DataType) -> Option<DataType> {
+pub(super) fn temporal_back(data_type: &DataType) -> Option<DataType> {
     use arrow::datatypes::TimeUnit::Microsecond;
     match data_type {
         DataType::Date32 => Some(DataType::Timestamp(Microsecond, None)),
@@ -476,7 +476,7 @@ fn temporal_back(data_type: &DataType) -> Option<DataType> {
 }
 
 /// A time as its microseconds (since the epoch, or midnight), a DOUBLE to interpolate.
-fn micros_of(value: Expr) -> Expr {
+pub(super) fn micros_of(value: Expr) -> Expr {
     let value = match value.data_type() {
         DataType::Date32 => value.cast(&DataType::Timestamp(
             arrow::datatypes::TimeUnit::Microsecond,
