@@ -641,6 +641,7 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         }
         ScalarFunction::SortedMode => crate::ordered_set::mode(&args[0]),
         ScalarFunction::SortedTopK => crate::ordered_set::top_k(&args[0], &args[1]),
+        ScalarFunction::ModeInOrder => crate::ordered_set::mode_in_order(&args[0]),
         ScalarFunction::Random => unreachable!("random() is drawn per row with the batch"),
         ScalarFunction::SortedEntropy => crate::ordered_set::entropy(&args[0]),
         ScalarFunction::SortedMad => crate::ordered_set::median_absolute_deviation(&args[0]),

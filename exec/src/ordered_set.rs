@@ -80,6 +80,35 @@ pub fn mode(lists: &ArrayRef) -> Result<ArrayRef> {
     Ok(take(values.as_ref(), &indices, None)?)
 }
 
+/// Per row, the most frequent value of the list, of equally frequent ones the first in it;
+/// NULL for a NULL or empty list.
+pub fn mode_in_order(lists: &ArrayRef) -> Result<ArrayRef> {
+    let lists = lists.as_list::<i32>();
+    let values = lists.values();
+    let converter = RowConverter::new(vec![SortField::new(values.data_type().clone())])?;
+    let rows = converter.convert_columns(std::slice::from_ref(values))?;
+    let offsets = lists.value_offsets();
+    let indices: UInt32Array = (0..lists.len())
+        .map(|row| {
+            let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
+            if lists.is_null(row) || start == end {
+                return None;
+            }
+            // Each distinct value's count and first place.
+            let mut seen: hashbrown::HashMap<&[u8], (usize, usize)> = hashbrown::HashMap::new();
+            for i in start..end {
+                seen.entry(rows.row(i).data()).or_insert((0, i)).0 += 1;
+            }
+            let (_, first) = seen
+                .values()
+                .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
+                .expect("a value");
+            Some(*first as u32)
+        })
+        .collect();
+    Ok(take(values.as_ref(), &indices, None)?)
+}
+
 /// Per row, the `k` most frequent values of the sorted list (see `ScalarFunction::SortedTopK`),
 /// as a list; NULL for a NULL or empty list.
 pub fn top_k(lists: &ArrayRef, k: &ArrayRef) -> Result<ArrayRef> {

@@ -316,6 +316,9 @@ pub enum ScalarFunction {
     },
     /// The most frequent of a group's sorted values, the first of equally frequent ones.
     SortedMode,
+    /// `mode(x ORDER BY y)`: the most frequent value of a list, of equally frequent ones the
+    /// first in the list.
+    ModeInOrder,
     /// `approx_top_k(x, k)` (DuckDB): a list of the `k` (a constant) most frequent of a
     /// group's sorted values, the most frequent first, equally frequent ones in value order.
     /// Counted exactly.
@@ -865,6 +868,7 @@ impl ScalarFunction {
             ScalarFunction::SortedQuantile { continuous: false } => "percentile_disc",
             ScalarFunction::SortedMode => "mode",
             ScalarFunction::SortedTopK => "approx_top_k",
+            ScalarFunction::ModeInOrder => "mode",
             ScalarFunction::SortedEntropy => "entropy",
             ScalarFunction::Random => "random",
             ScalarFunction::SortedMad => "mad",

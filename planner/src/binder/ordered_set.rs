@@ -335,10 +335,8 @@ pub(super) fn bind_ordered_set(
             let (value, descending) = ordered_value(function)?;
             (value, descending, None)
         }
-        ("mode", false, [_]) if argument_order(function) => {
-            return Err(unsupported!(
-                "ORDER BY in mode (which would break its ties by that order)"
-            ));
+        ("mode", false, [value]) if argument_order(function) => {
+            return bind_mode_in_order(function, value, agg, binder);
         }
         ("median" | "mode", false, [x]) => (*x, false, None),
         ("quantile_cont" | "quantile_disc" | "quantile" | "approx_quantile", false, [x, q]) => {
@@ -532,6 +530,38 @@ pub(super) fn sorted_values(value: Expr, descending: bool) -> AggregateCall {
         }],
         filter: Some(Expr::IsNotNull(Box::new(value))),
     }
+}
+
+/// `mode(x ORDER BY y)` (DuckDB): the most frequent value, of equally frequent ones the first
+/// in that order: a pick from the group's values gathered in order.
+fn bind_mode_in_order(
+    function: &ast::Function,
+    value: &ast::Expr,
+    agg: &mut Aggregation,
+    binder: Option<&Binder<'_>>,
+) -> Result<Expr> {
+    let present = ast::Expr::IsNotNull(Box::new(value.clone()));
+    let mut gather = function.clone();
+    gather.name = ast::ObjectName::from(vec![ast::Ident::new("array_agg")]);
+    gather.filter = Some(Box::new(match function.filter.as_deref() {
+        Some(filter) => ast::Expr::BinaryOp {
+            left: Box::new(ast::Expr::Nested(Box::new(filter.clone()))),
+            op: ast::BinaryOperator::And,
+            right: Box::new(present),
+        },
+        None => present,
+    }));
+    let call =
+        super::expr::bind_aggregate_call(&gather, AggregateFunction::ArrayAgg, &agg.input, binder)?;
+    let list = agg.column_of(call);
+    let DataType::List(item) = list.data_type() else {
+        unreachable!("array_agg gives a list")
+    };
+    Ok(Expr::Function {
+        func: ScalarFunction::ModeInOrder,
+        args: vec![list],
+        data_type: item.data_type().clone(),
+    })
 }
 
 /// Whether a call orders its rows inside its parentheses (`f(x ORDER BY y)`).
