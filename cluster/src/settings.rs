@@ -4,10 +4,6 @@
 //! spill to disk past a small fixed amount, whatever the limit, to run their spilling paths);
 //! `SHOW` and `RESET` of each.
 
-use std::sync::Arc;
-
-use arrow::array::{RecordBatch, StringArray};
-use arrow::datatypes::{DataType, Field, Schema};
 use pondra_exec::{MemoryPool, default_memory_limit, format_size, parse_memory_size};
 use pondra_parser::ast;
 
@@ -131,16 +127,5 @@ fn boolean_of(setting: Setting, values: &[ast::Expr]) -> Result<bool> {
 }
 
 fn one_text(setting: Setting, text: String) -> StatementResult {
-    let schema = Arc::new(Schema::new(vec![Field::new(
-        setting.name(),
-        DataType::Utf8,
-        false,
-    )]));
-    let column = StringArray::from(vec![text]);
-    let batch =
-        RecordBatch::try_new(schema.clone(), vec![Arc::new(column)]).expect("one text column");
-    StatementResult::Rows {
-        schema,
-        batches: vec![batch],
-    }
+    crate::session::one_text(setting.name(), text)
 }

@@ -53,36 +53,44 @@ pub fn quantile(lists: &ArrayRef, fractions: &ArrayRef, continuous: bool) -> Res
 
 /// Per row, the most frequent value of the sorted list (the first of equally frequent ones).
 pub fn mode(lists: &ArrayRef) -> Result<ArrayRef> {
-    let lists = lists.as_list::<i32>();
-    let values = lists.values();
-    let converter = RowConverter::new(vec![SortField::new(values.data_type().clone())])?;
-    let rows = converter.convert_columns(std::slice::from_ref(values))?;
-    let offsets = lists.value_offsets();
-    let indices: UInt32Array = (0..lists.len())
-        .map(|row| {
-            let (start, end) = (offsets[row] as usize, offsets[row + 1] as usize);
-            if lists.is_null(row) || start == end {
-                return None;
-            }
-            let (mut best, mut best_count) = (start, 0);
-            let mut run_start = start;
-            for i in start..=end {
-                if i == end || rows.row(i) != rows.row(run_start) {
-                    if i - run_start > best_count {
-                        (best, best_count) = (run_start, i - run_start);
-                    }
-                    run_start = i;
+    pick_per_list(lists, |range, rows| {
+        let (mut best, mut best_count) = (range.start, 0);
+        let mut run_start = range.start;
+        for i in range.clone() {
+            if i + 1 == range.end || rows.row(i + 1) != rows.row(run_start) {
+                if i + 1 - run_start > best_count {
+                    (best, best_count) = (run_start, i + 1 - run_start);
                 }
+                run_start = i + 1;
             }
-            Some(best as u32)
-        })
-        .collect();
-    Ok(take(values.as_ref(), &indices, None)?)
+        }
+        best
+    })
 }
 
 /// Per row, the most frequent value of the list, of equally frequent ones the first in it;
 /// NULL for a NULL or empty list.
 pub fn mode_in_order(lists: &ArrayRef) -> Result<ArrayRef> {
+    pick_per_list(lists, |range, rows| {
+        // Each distinct value's count and first place.
+        let mut seen: hashbrown::HashMap<&[u8], (usize, usize)> = hashbrown::HashMap::new();
+        for i in range {
+            seen.entry(rows.row(i).data()).or_insert((0, i)).0 += 1;
+        }
+        let (_, first) = seen
+            .values()
+            .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
+            .expect("a value");
+        *first
+    })
+}
+
+/// Per row, the value of the list that `pick` chooses by its place among the list's values
+/// (given as their rows, to compare); NULL for a NULL or empty list.
+fn pick_per_list(
+    lists: &ArrayRef,
+    pick: impl Fn(std::ops::Range<usize>, &arrow::row::Rows) -> usize,
+) -> Result<ArrayRef> {
     let lists = lists.as_list::<i32>();
     let values = lists.values();
     let converter = RowConverter::new(vec![SortField::new(values.data_type().clone())])?;
@@ -94,16 +102,9 @@ pub fn mode_in_order(lists: &ArrayRef) -> Result<ArrayRef> {
             if lists.is_null(row) || start == end {
                 return None;
             }
-            // Each distinct value's count and first place.
-            let mut seen: hashbrown::HashMap<&[u8], (usize, usize)> = hashbrown::HashMap::new();
-            for i in start..end {
-                seen.entry(rows.row(i).data()).or_insert((0, i)).0 += 1;
-            }
-            let (_, first) = seen
-                .values()
-                .max_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)))
-                .expect("a value");
-            Some(*first as u32)
+            let chosen = pick(start..end, &rows);
+            debug_assert!((start..end).contains(&chosen), "a value of the list");
+            Some(chosen as u32)
         })
         .collect();
     Ok(take(values.as_ref(), &indices, None)?)
