@@ -1545,6 +1545,20 @@ pub fn literal(value: &Value) -> Result<ScalarValue> {
 }
 
 pub(super) fn number_literal(text: &str) -> Result<ScalarValue> {
+    // `5_000`: underscores between digits group them, as PostgreSQL 16 and DuckDB read them.
+    if text.contains('_') {
+        let bytes = text.as_bytes();
+        let grouping = bytes.iter().enumerate().all(|(i, &b)| {
+            b != b'_'
+                || (i > 0
+                    && bytes[i - 1].is_ascii_digit()
+                    && bytes.get(i + 1).is_some_and(u8::is_ascii_digit))
+        });
+        if !grouping {
+            return Err(bind_err!("invalid number {text}"));
+        }
+        return number_literal(&text.replace('_', ""));
+    }
     if let Ok(v) = text.parse::<i64>() {
         return Ok(match i32::try_from(v) {
             Ok(small) => ScalarValue::Int32(small),

@@ -95,6 +95,19 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
     if ast_args.iter().any(|a| matches!(a, ast::Expr::Lambda(_))) {
         return super::lambdas::bind_lambda_call(&name, &ast_args, ctx);
     }
+    // `unnest(generate_series(...))` (DuckDB): the series is the array unnested, as DuckDB's
+    // generate_series is a list outside FROM; alone in a select list it is Postgres's rows.
+    if let ("unnest", [ast::Expr::Function(inner)]) = (name.as_str(), ast_args.as_slice())
+        && function_name(inner) == "generate_series"
+        && inner.over.is_none()
+    {
+        let series_args = function_args(inner)
+            .into_iter()
+            .map(|a| bind_expr(a, ctx))
+            .collect::<Result<Vec<_>>>()?;
+        let series = super::table_functions::set_function_array("generate_series", series_args)?;
+        return super::table_functions::select_list_set_function(&name, vec![series], ctx);
+    }
     let args = ast_args
         .into_iter()
         .map(|a| bind_expr(a, ctx))

@@ -142,6 +142,9 @@ fn picked_from_frame(
     over: &ast::WindowType,
     ctx: &mut Context<'_>,
 ) -> Option<Result<Expr>> {
+    if let Some(distinct) = distinct_over_frame(function, name, over, ctx) {
+        return Some(distinct);
+    }
     let args = function_args(function);
     let quantile = matches!(name, "quantile_cont" | "quantile_disc" | "quantile");
     // Aggregates the window engine has no state for, but lists can fold.
@@ -172,6 +175,54 @@ fn picked_from_frame(
         Some((_, fraction)) => Some(super::ordered_set::list_quantile(name, values, fraction)),
         None => super::duckdb_functions::duckdb_function(&format!("list_{name}"), &[values]),
     }
+}
+
+/// `count | sum | avg | min | max(DISTINCT x) OVER ...`: the frame's values gathered as a list
+/// (`array_agg(x) OVER ...`), each once (`list_distinct`, which drops NULLs), and the list's
+/// aggregate; `None` for other calls.
+fn distinct_over_frame(
+    function: &ast::Function,
+    name: &str,
+    over: &ast::WindowType,
+    ctx: &mut Context<'_>,
+) -> Option<Result<Expr>> {
+    let ast::FunctionArguments::List(list) = &function.args else {
+        return None;
+    };
+    let one_value = matches!(
+        list.args.as_slice(),
+        [ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(_))]
+    );
+    if list.duplicate_treatment != Some(ast::DuplicateTreatment::Distinct)
+        || !one_value
+        || !matches!(name, "count" | "sum" | "avg" | "min" | "max")
+    {
+        return None;
+    }
+    let mut gather = function.clone();
+    gather.name = ast::ObjectName::from(vec![ast::Ident::new("array_agg")]);
+    if let ast::FunctionArguments::List(list) = &mut gather.args {
+        list.duplicate_treatment = None;
+    }
+    let folded = (|| {
+        let values = bind_window(&gather, "array_agg", over, ctx)?;
+        let list_function = |name: &str, args: &[Expr]| {
+            super::duckdb_functions::duckdb_function(name, args)
+                .unwrap_or_else(|| Err(bind_err!("{name} is not a list function")))
+        };
+        let distinct = list_function("list_distinct", &[values])?;
+        let folded = list_function(&format!("list_{name}"), &[distinct])?;
+        // A frame without rows gathers no list: no values, counted as none.
+        Ok(match name {
+            "count" => Expr::Function {
+                func: crate::expr::ScalarFunction::Coalesce,
+                args: vec![folded, Expr::Literal(ScalarValue::Int64(0))],
+                data_type: DataType::Int64,
+            },
+            _ => folded,
+        })
+    })();
+    Some(folded)
 }
 
 /// The window an OVER clause names, with what the OVER adds to a named window (`OVER w`,
