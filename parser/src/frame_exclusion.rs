@@ -3,7 +3,7 @@
 //! a marker is put where a window name would stand, `OVER (pondra_exclude_ties ORDER BY ...)`.
 //! The binder reads the marker back as the frame's exclusion.
 
-use crate::tokens::{is_word, next_solid, previous_solid};
+use crate::tokens::{enclosing_open, is_word, next_solid, previous_solid};
 use sqlparser::tokenizer::{Token, TokenWithSpan, Whitespace};
 
 /// The window names that stand for `EXCLUDE CURRENT ROW`, `EXCLUDE GROUP` and `EXCLUDE TIES`.
@@ -26,7 +26,7 @@ pub(crate) fn frame_exclusions(mut tokens: Vec<TokenWithSpan>) -> Vec<TokenWithS
         };
         let closes_spec =
             next_solid(&tokens, last + 1).is_some_and(|close| tokens[close].token == Token::RParen);
-        let Some(open) = opening_paren(&tokens, i).filter(|_| closes_spec) else {
+        let Some(open) = enclosing_open(&tokens, i).filter(|_| closes_spec) else {
             i += 1;
             continue;
         };
@@ -67,20 +67,6 @@ fn exclusion_at(tokens: &[TokenWithSpan], at: usize) -> Option<(Option<&'static 
     }
     if is_word(&tokens[first], "TIES") {
         return Some((Some(EXCLUDE_TIES), first));
-    }
-    None
-}
-
-/// The index of the `(` that opens the parentheses `at` is inside.
-fn opening_paren(tokens: &[TokenWithSpan], at: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    for i in (0..at).rev() {
-        match tokens[i].token {
-            Token::RParen => depth += 1,
-            Token::LParen if depth == 0 => return Some(i),
-            Token::LParen => depth -= 1,
-            _ => {}
-        }
     }
     None
 }

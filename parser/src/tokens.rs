@@ -41,11 +41,17 @@ pub(crate) fn closing(tokens: &[TokenWithSpan], open: usize) -> Option<usize> {
 
 /// The index of the `(` opening the `)` at `close`.
 pub(crate) fn opening(tokens: &[TokenWithSpan], close: usize) -> Option<usize> {
+    debug_assert_eq!(tokens[close].token, Token::RParen, "a closing parenthesis");
+    enclosing_open(tokens, close)
+}
+
+/// The index of the `(` that opens the parentheses the token at `at` is inside.
+pub(crate) fn enclosing_open(tokens: &[TokenWithSpan], at: usize) -> Option<usize> {
     let mut depth = 0usize;
-    for i in (0..=close).rev() {
+    for i in (0..at).rev() {
         match tokens[i].token {
             Token::RParen => depth += 1,
-            Token::LParen if depth == 1 => return Some(i),
+            Token::LParen if depth == 0 => return Some(i),
             Token::LParen => depth -= 1,
             _ => {}
         }

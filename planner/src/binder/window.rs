@@ -160,14 +160,7 @@ fn picked_from_frame(
         (false, true, [_]) => None,
         _ => return None,
     };
-    let mut gather = function.clone();
-    gather.name = ast::ObjectName::from(vec![ast::Ident::new("array_agg")]);
-    if let (Some((value, _)), ast::FunctionArguments::List(list)) = (fraction, &mut gather.args) {
-        list.args = vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(
-            value.clone(),
-        ))];
-    }
-    let values = match bind_window(&gather, "array_agg", over, ctx) {
+    let values = match gather_frame(function, fraction.map(|(value, _)| value), over, ctx) {
         Ok(values) => values,
         Err(e) => return Some(Err(e)),
     };
@@ -199,30 +192,54 @@ fn distinct_over_frame(
     {
         return None;
     }
-    let mut gather = function.clone();
-    gather.name = ast::ObjectName::from(vec![ast::Ident::new("array_agg")]);
-    if let ast::FunctionArguments::List(list) = &mut gather.args {
+    let mut each_value = function.clone();
+    if let ast::FunctionArguments::List(list) = &mut each_value.args {
         list.duplicate_treatment = None;
     }
-    let folded = (|| {
-        let values = bind_window(&gather, "array_agg", over, ctx)?;
-        let list_function = |name: &str, args: &[Expr]| {
-            super::duckdb_functions::duckdb_function(name, args)
-                .unwrap_or_else(|| Err(bind_err!("{name} is not a list function")))
-        };
-        let distinct = list_function("list_distinct", &[values])?;
-        let folded = list_function(&format!("list_{name}"), &[distinct])?;
-        // A frame without rows gathers no list: no values, counted as none.
-        Ok(match name {
-            "count" => Expr::Function {
-                func: crate::expr::ScalarFunction::Coalesce,
-                args: vec![folded, Expr::Literal(ScalarValue::Int64(0))],
-                data_type: DataType::Int64,
-            },
-            _ => folded,
-        })
-    })();
-    Some(folded)
+    Some(fold_distinct(&each_value, name, over, ctx))
+}
+
+/// See `distinct_over_frame`: `function` is the call without its DISTINCT.
+fn fold_distinct(
+    function: &ast::Function,
+    name: &str,
+    over: &ast::WindowType,
+    ctx: &mut Context<'_>,
+) -> Result<Expr> {
+    let values = gather_frame(function, None, over, ctx)?;
+    let list_function = |name: &str, args: &[Expr]| {
+        super::duckdb_functions::duckdb_function(name, args)
+            .unwrap_or_else(|| Err(bind_err!("{name} is not a list function")))
+    };
+    let distinct = list_function("list_distinct", &[values])?;
+    let folded = list_function(&format!("list_{name}"), &[distinct])?;
+    // A frame without rows gathers no list: no values, counted as none.
+    Ok(match name {
+        "count" => Expr::Function {
+            func: crate::expr::ScalarFunction::Coalesce,
+            args: vec![folded, Expr::Literal(ScalarValue::Int64(0))],
+            data_type: DataType::Int64,
+        },
+        _ => folded,
+    })
+}
+
+/// The values of `function`'s frames as a list: the call made `array_agg(...) OVER ...`, with
+/// its FILTER; with `value`, of that argument alone.
+fn gather_frame(
+    function: &ast::Function,
+    value: Option<&ast::Expr>,
+    over: &ast::WindowType,
+    ctx: &mut Context<'_>,
+) -> Result<Expr> {
+    let mut gather = function.clone();
+    gather.name = ast::ObjectName::from(vec![ast::Ident::new("array_agg")]);
+    if let (Some(value), ast::FunctionArguments::List(list)) = (value, &mut gather.args) {
+        list.args = vec![ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(
+            value.clone(),
+        ))];
+    }
+    bind_window(&gather, "array_agg", over, ctx)
 }
 
 /// The window an OVER clause names, with what the OVER adds to a named window (`OVER w`,
