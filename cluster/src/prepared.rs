@@ -26,14 +26,6 @@ struct Prepared {
     types: Vec<ast::DataType>,
 }
 
-/// A name as SQL means it: unquoted names in lower case.
-fn normalized(ident: &ast::Ident) -> String {
-    match ident.quote_style {
-        Some(_) => ident.value.clone(),
-        None => ident.value.to_lowercase(),
-    }
-}
-
 /// Whether `statement` is one of these.
 pub(crate) fn is_prepared_statement(statement: &ast::Statement) -> bool {
     matches!(
@@ -70,7 +62,7 @@ impl Node {
                     text: statement.to_string(),
                     types: data_types.clone(),
                 };
-                let name = normalized(name);
+                let name = pondra_planner::normalize(name);
                 session.with_prepared(|p| match p.statements.contains_key(&name) {
                     true => Err(NodeError::Other(format!(
                         "prepared statement \"{name}\" already exists"
@@ -83,7 +75,7 @@ impl Node {
                 Ok(done("PREPARE"))
             }
             ast::Statement::Deallocate { name, .. } => {
-                let name = normalized(name);
+                let name = pondra_planner::normalize(name);
                 session.with_prepared(|p| {
                     if name == "all" {
                         p.statements.clear();

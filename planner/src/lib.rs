@@ -27,7 +27,7 @@ mod value_counts;
 mod view;
 mod view_stream;
 
-pub use binder::{Binder, interval_from_text, object_name};
+pub use binder::{Binder, interval_from_text, normalize, object_name};
 pub use error::{PlanError, Result};
 pub use expr::{
     AggregateCall, AggregateFunction, BinaryOp, BitwiseOp, BlobOp, DatePart, Expr, Frame,

@@ -62,7 +62,7 @@ use expr::{
 };
 use from::{outer_join, rename_columns};
 use scope::Scope;
-pub(crate) use scope::normalize;
+pub use scope::normalize;
 use set_ops::{distinct_rows, grouping_sets, set_operation, union_of_groupings};
 use statements::describe_columns;
 use subqueries::{in_subquery, split_and};
