@@ -197,7 +197,13 @@ fn compute(all: &RecordBatch, window: &WindowExpr) -> Result<(ArrayRef, Option<U
             .collect::<Result<Vec<_>, _>>()?)
     };
     let order = sorted(&order)?;
-    let layout = Layout::new(&keys(&sorted(&partition)?)?, &keys(&order)?, n);
+    // Numbering rows needs no peer groups: their ORDER BY keys are not encoded to find them.
+    let peer_keys = match window.func {
+        WindowFunction::RowNumber | WindowFunction::Ntile => None,
+        WindowFunction::Lag | WindowFunction::Lead => None,
+        _ => keys(&order)?,
+    };
+    let layout = Layout::new(&keys(&sorted(&partition)?)?, &peer_keys, n);
     let input = Sorted {
         window,
         args: sorted(&evaluate_all(&window.args, all)?)?,

@@ -349,13 +349,48 @@ fn with_domain(plan: LogicalPlan, domain: &Domain) -> Result<LogicalPlan> {
             }
         }
         LogicalPlan::Limit { input, skip, fetch } => {
-            let (input, keys) = match *input {
+            // `LIMIT` over a projection of sorted rows (`ORDER BY` a column not selected):
+            // the projection is taken after the limit, so that the numbering below sees the
+            // sort's keys. Row by row, it gives the same rows either way.
+            if is_projection_over_sort(&input) {
+                let LogicalPlan::Project {
+                    input: sorted,
+                    exprs,
+                    schema,
+                } = *input
+                else {
+                    unreachable!("a projection")
+                };
+                let limited = LogicalPlan::Limit {
+                    input: sorted,
+                    skip,
+                    fetch,
+                };
+                return with_domain(
+                    LogicalPlan::Project {
+                        input: Box::new(limited),
+                        exprs,
+                        schema,
+                    },
+                    domain,
+                );
+            }
+            let (input, keys, fetch) = match *input {
                 LogicalPlan::Sort {
                     input,
                     keys,
-                    fetch: None,
-                } => (with_domain(*input, domain)?, shifted_keys(&keys, domain)),
-                other => (with_domain(other, domain)?, vec![]),
+                    fetch: sorted_fetch,
+                } => {
+                    // The sort's own fetch first, then this limit's rows of those.
+                    let fetch = match (fetch, sorted_fetch) {
+                        (fetch, None) => fetch,
+                        (None, Some(f)) => Some(f.saturating_sub(skip)),
+                        (Some(n), Some(f)) => Some(n.min(f.saturating_sub(skip))),
+                    };
+                    let keys = shifted_keys(&keys, domain);
+                    (with_domain(*input, domain)?, keys, fetch)
+                }
+                other => (with_domain(other, domain)?, vec![], fetch),
             };
             Ok(first_per_domain(input, keys, skip, fetch, domain))
         }
@@ -482,6 +517,16 @@ fn with_domain(plan: LogicalPlan, domain: &Domain) -> Result<LogicalPlan> {
             "{} reading the outer row in a LATERAL subquery",
             node_name(&other)
         )),
+    }
+}
+
+/// Whether `plan` projects (perhaps through further projections) the rows of a sort.
+fn is_projection_over_sort(plan: &LogicalPlan) -> bool {
+    match plan {
+        LogicalPlan::Project { input, .. } => {
+            matches!(input.as_ref(), LogicalPlan::Sort { .. }) || is_projection_over_sort(input)
+        }
+        _ => false,
     }
 }
 
