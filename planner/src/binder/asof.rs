@@ -7,9 +7,10 @@
 //! right row of their keys that the inequality allows, and each keeps its best match, the
 //! first by time in its number's partition. That costs the pairs the inequality allows per key;
 //! a merge of both sides in time order is the refinement. Among right rows tied on the best
-//! time, one is kept. In a materialized view the left rows are told apart by their values
-//! instead, which a view's stream follows as a window by partition (ADR 0054): there, every
-//! right row tied on the best time is kept.
+//! time, the least by its values is kept. In a materialized view the left rows are told apart
+//! by their values instead, which a view's stream follows as a window by partition (ADR
+//! 0054): there the right rows are made distinct first (a window too), and each left row keeps
+//! the least of the distinct right rows tied on the best time, as the query does.
 
 use arrow::datatypes::{DataType, Field};
 use pondra_parser::{DUCKDB_ASOF, DUCKDB_ASOF_LEFT, ast};
@@ -61,8 +62,7 @@ pub(super) enum LeftRows {
     /// By a number given to each: one right row per left row.
     Numbered,
     /// By their values, in a materialized view, whose stream computes a window by partition
-    /// (ADR 0054): each left row keeps every right row tied on the best time, and equal left
-    /// rows each keep them.
+    /// (ADR 0054): over distinct right rows, each copy of a left row keeps the one match.
     ByValue,
 }
 
@@ -131,6 +131,11 @@ pub(super) fn asof_join(
     };
     let left_schema = left.schema();
     let right_schema = right.schema();
+    // In a view, a right row and its exact copies are one match: each left row keeps one.
+    let right = match left_rows {
+        LeftRows::Numbered => right,
+        LeftRows::ByValue => distinct_by_window(right),
+    };
     // Numbered, the left rows gain a column, and the right side's columns move one along.
     let numbered = usize::from(left_rows == LeftRows::Numbered);
     let left = match left_rows {
@@ -175,15 +180,30 @@ pub(super) fn asof_join(
             (WindowFunction::Rank, by_value.collect())
         }
     };
+    // Of right rows tied on the best time, the least by their values: one match per left
+    // row, the same in a query and in a view that follows it.
+    let mut order_by = vec![SortKey {
+        expr: shift(inequality.right),
+        descending: matches!(inequality.op, BinaryOp::GtEq | BinaryOp::Gt),
+        nulls_first: false,
+    }];
+    let right_start = left_width + numbered;
+    order_by.extend(
+        right_schema
+            .fields()
+            .iter()
+            .enumerate()
+            .map(|(i, f)| SortKey {
+                expr: Expr::column(right_start + i, f.name(), f.data_type().clone()),
+                descending: false,
+                nulls_first: false,
+            }),
+    );
     let best = WindowExpr {
         func,
         args: Vec::new(),
         partition_by,
-        order_by: vec![SortKey {
-            expr: shift(inequality.right),
-            descending: matches!(inequality.op, BinaryOp::GtEq | BinaryOp::Gt),
-            nulls_first: false,
-        }],
+        order_by,
         frame: whole_partition(),
         data_type: DataType::Int64,
         ignore_nulls: false,
@@ -210,6 +230,37 @@ pub(super) fn asof_join(
         })
         .unzip();
     Ok(first.project(exprs, names))
+}
+
+/// `plan`'s rows, each distinct row once: the first of the rows equal in every column, as a
+/// window by partition, which a view's stream follows.
+fn distinct_by_window(plan: LogicalPlan) -> LogicalPlan {
+    let schema = plan.schema();
+    let width = schema.fields().len();
+    let columns: Vec<Expr> = Expr::columns_of(&schema);
+    let numbered = with_window(
+        plan,
+        WindowExpr {
+            func: WindowFunction::RowNumber,
+            args: Vec::new(),
+            partition_by: columns.clone(),
+            order_by: Vec::new(),
+            frame: whole_partition(),
+            data_type: DataType::Int64,
+            ignore_nulls: false,
+        },
+        "asof_copy",
+    );
+    let first = LogicalPlan::Filter {
+        input: Box::new(numbered),
+        predicate: Expr::Binary {
+            op: BinaryOp::Eq,
+            left: Box::new(Expr::column(width, "asof_copy", DataType::Int64)),
+            right: Box::new(Expr::Literal(ScalarValue::Int64(1))),
+        },
+    };
+    let names = schema.fields().iter().map(|f| f.name().clone()).collect();
+    first.project(columns, names)
 }
 
 fn whole_partition() -> Frame {
