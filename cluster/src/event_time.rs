@@ -55,14 +55,14 @@ pub(crate) fn event_time_change(
 }
 
 /// For a view that emits on window close (or takes an allowed lateness, ADR 0056), the
-/// position of `window_end` in its state and the watermark its table had in `snapshot`,
+/// position of its window column (`window_end`, or `window_start`) in its state and the watermark its table had in `snapshot`,
 /// before the commit, less the lateness: windows ending at or below it are closed (final).
 /// `None` when every window is open.
 pub(crate) fn closed_at_or_below(snapshot: &Snapshot, plan: &ViewPlan) -> Option<(usize, i64)> {
     let close = plan.window_close.as_ref()?;
     let table = snapshot.table(&close.table.name).unwrap_or(&close.table);
     let watermark = snapshot.watermark(table)?;
-    Some((close.state_column, watermark.saturating_sub(close.lateness)))
+    Some((close.state_column, close.closed_at_or_below(watermark)))
 }
 
 /// How a commit that writes `added` rows to `written` moves the windows of `plan` that are
@@ -82,7 +82,7 @@ pub(crate) fn closing(
         return Ok(None);
     };
     // Closed means an end at or below the bound: below the bound plus one microsecond.
-    let bound = |watermark: i64| watermark.saturating_sub(close.lateness).saturating_add(1);
+    let bound = |watermark: i64| close.closed_at_or_below(watermark).saturating_add(1);
     let closing = Expiring {
         column: close.state_column,
         from: snapshot.watermark(table).map(bound),

@@ -25,6 +25,7 @@ mod tree;
 mod types;
 mod value_counts;
 mod view;
+mod view_ctes;
 mod view_stream;
 
 pub use binder::{Binder, interval_from_text, normalize, object_name};

@@ -18,7 +18,7 @@ pub fn nested_view_statements(
     create: &ast::CreateView,
     name: &str,
 ) -> Result<Option<Vec<(String, String)>>> {
-    let mut query = create.query.as_ref().clone();
+    let mut query = crate::view_ctes::inline_ctes(&create.query)?;
     let mut created = Vec::new();
     split(&mut query, name, &mut created);
     if created.is_empty() {

@@ -108,6 +108,19 @@ pub struct WindowClose {
     pub state_column: usize,
     /// Its position among the view's columns.
     output_column: usize,
+    /// What the column adds up to its window's end: 0 for `window_end`, the window's length
+    /// for a view that keeps `window_start` alone, in microseconds.
+    end_offset: i64,
+}
+
+impl WindowClose {
+    /// The greatest value of the window column whose window a watermark closes: the window
+    /// ends at or below the watermark less the lateness.
+    pub fn closed_at_or_below(&self, watermark: i64) -> i64 {
+        watermark
+            .saturating_sub(self.lateness)
+            .saturating_sub(self.end_offset)
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -284,7 +297,9 @@ impl ViewPlan {
             Some(watermark) => Expr::Binary {
                 op: BinaryOp::LtEq,
                 left: Box::new(end.cast(&DataType::Int64)),
-                right: Box::new(Expr::Literal(ScalarValue::Int64(watermark))),
+                right: Box::new(Expr::Literal(ScalarValue::Int64(
+                    close.closed_at_or_below(watermark),
+                ))),
             },
             None => Expr::Literal(ScalarValue::Boolean(false)),
         };
@@ -819,7 +834,8 @@ fn core_column(plan: &LogicalPlan, index: usize) -> Option<usize> {
 /// Plans the materialized view `create` defines, with its options: `emit = 'on_window_close'`
 /// (`EMIT ON WINDOW CLOSE`, ADR 0055) and `allowed_lateness = INTERVAL '...'` (ADR 0056).
 pub fn plan_created_view(snapshot: &Snapshot, create: &ast::CreateView) -> Result<ViewPlan> {
-    let mut plan = plan_view(snapshot, &create.query)?;
+    let query = crate::view_ctes::inline_ctes(&create.query)?;
+    let mut plan = plan_view(snapshot, &query)?;
     for table in plan.tables() {
         // The change a view passes on (ADR 0054) is of its state, which such a view's reads
         // filter.
@@ -914,30 +930,38 @@ fn window_close(plan: &ViewPlan, what: &str) -> Result<WindowClose> {
     }
     let missing = || {
         bind_err!(
-            "{what}: the view must keep the window_end of a TUMBLE or HOP window over {} (as a group key, when it aggregates)",
+            "{what}: the view must keep the window_end (or, grouping, the window_start) of a TUMBLE or HOP window over {} (as a group key, when it aggregates)",
             table.name
         )
     };
-    let (output_column, state_column) = match &plan.read {
+    let (output_column, state_column, end_offset) = match &plan.read {
         ReadShape::Rows => {
             let found = plan
                 .state_columns
                 .iter()
                 .position(|c| c.name == "window_end");
             let found = found.ok_or_else(missing)?;
-            (found, found)
+            (found, found, 0)
         }
         ReadShape::Merge {
             group_count, upper, ..
         } => {
             let schema = upper.schema();
-            let output = schema
-                .fields()
-                .iter()
-                .position(|f| f.name() == "window_end");
-            let output = output.ok_or_else(missing)?;
-            let group = core_column(upper, output).filter(|g| g < group_count);
-            (output, group.ok_or_else(missing)?)
+            let group_of = |name: &str| {
+                let output = schema.fields().iter().position(|f| f.name() == name)?;
+                let group = core_column(upper, output).filter(|g| g < group_count)?;
+                Some((output, group))
+            };
+            match group_of("window_end") {
+                Some((output, group)) => (output, group, 0),
+                // A TUMBLE or HOP window's end is its start and its length.
+                None => {
+                    let (output, group) = group_of("window_start").ok_or_else(missing)?;
+                    let (input, key) = plan.group_key_of(output).ok_or_else(missing)?;
+                    let length = window_length(input, key).ok_or_else(missing)?;
+                    (output, group, length)
+                }
+            }
         }
     };
     Ok(WindowClose {
@@ -946,7 +970,57 @@ fn window_close(plan: &ViewPlan, what: &str) -> Result<WindowClose> {
         lateness: 0,
         state_column,
         output_column,
+        end_offset,
     })
+}
+
+/// The length of the window whose start `key` (over `input`) is, when it is a TUMBLE or HOP
+/// window's `window_start`: the start of a TUMBLE known by its form, or either found beside
+/// the `window_end` the same projection computes from it.
+fn window_length(input: &LogicalPlan, key: &Expr) -> Option<i64> {
+    if let Some((_, size)) = crate::binder::time_windows::tumble_start_of(key) {
+        return Some(size);
+    }
+    let (exprs, start) = defining_projection(input, key)?;
+    let Expr::Cast { expr: start, .. } = start else {
+        return None;
+    };
+    exprs.iter().find_map(|end| match end {
+        Expr::Cast { expr, .. } => match expr.as_ref() {
+            Expr::Binary {
+                op: BinaryOp::Plus,
+                left,
+                right,
+            } if left == start => match right.as_ref() {
+                Expr::Literal(ScalarValue::Int64(length)) if *length > 0 => Some(*length),
+                _ => None,
+            },
+            _ => None,
+        },
+        _ => None,
+    })
+}
+
+/// The projection that computes `expr` (a column of `plan`, read through other projections
+/// and filters), and the expression it computes it with.
+fn defining_projection<'a>(
+    plan: &'a LogicalPlan,
+    expr: &'a Expr,
+) -> Option<(&'a [Expr], &'a Expr)> {
+    let Expr::Column { index, .. } = expr else {
+        return None;
+    };
+    match plan {
+        LogicalPlan::Project { input, exprs, .. } => {
+            let inner = exprs.get(*index)?;
+            match inner {
+                Expr::Column { .. } => defining_projection(input, inner),
+                _ => Some((exprs, inner)),
+            }
+        }
+        LogicalPlan::Filter { input, .. } => defining_projection(input, expr),
+        _ => None,
+    }
 }
 
 /// `plan` with its core (see [`find_core`]) replaced.
