@@ -221,6 +221,13 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
             crate::maps::map_function(*op, values, data_type)
         }),
         Expr::Function {
+            func: ScalarFunction::Json(op),
+            args,
+            data_type,
+        } => typed_call(args, batch, |values, rows| {
+            crate::json::json_function(*op, values, data_type, rows)
+        }),
+        Expr::Function {
             func: ScalarFunction::RegexpGroups { all, insensitive },
             args,
             data_type,
@@ -234,7 +241,7 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
         Expr::Function {
             func: ScalarFunction::RandomUuid,
             ..
-        } => Ok(Value::Column(crate::json::random_uuids(rows))),
+        } => Ok(Value::Column(crate::uuids::random_uuids(rows))),
         Expr::Function {
             func: ScalarFunction::Coalesce,
             args,
@@ -648,7 +655,7 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::MomentStatistic(moment) => crate::moments::moment_statistic(args, moment),
         ScalarFunction::JsonGet { text } => crate::json::json_get(args, text),
         ScalarFunction::JsonCheck => crate::json::json_check(&args[0]),
-        ScalarFunction::UuidText => crate::json::uuid_text(&args[0]),
+        ScalarFunction::UuidText => crate::uuids::uuid_text(&args[0]),
         ScalarFunction::FiniteOnly => Ok(crate::infinite_times::finite_only(&args[0])),
         ScalarFunction::RandomUuid => unreachable!("UUIDs are drawn per row with the batch"),
         ScalarFunction::MakeDate => crate::date_makers::make_date(args),
@@ -707,7 +714,6 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::TimeSeries { inclusive } => crate::date_parts::time_series(args, inclusive),
         ScalarFunction::KeyHash => Ok(Arc::new(crate::key_hash::key_hashes(args)?)),
         ScalarFunction::ExpandArray => arrays::expand(&args[0]),
-        ScalarFunction::JsonBuildObject => functions::json_build_object(args),
         ScalarFunction::InjectedPanic => {
             let text = args[0].as_string::<i32>();
             let message = (0..text.len())
@@ -727,6 +733,7 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::MakeMap | ScalarFunction::Map(_) => {
             unreachable!("maps are made with their type")
         }
+        ScalarFunction::Json(_) => unreachable!("JSON functions are made with their type"),
         ScalarFunction::Round => {
             let values = args[0].as_primitive::<Float64Type>();
             let digits = args.get(1).map(|d| d.as_primitive::<Int64Type>());

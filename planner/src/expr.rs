@@ -477,8 +477,8 @@ pub enum ScalarFunction {
     /// `{'a': x}`, `struct_pack(a := x)`, `row(x)`: a struct of the arguments, named by the
     /// call's struct type (ADR 0063).
     MakeStruct,
-    /// `json_build_object(key, value, ...)`: a JSON object of the pairs, as text.
-    JsonBuildObject,
+    /// The JSON functions over JSON held as text (`json_functions`).
+    Json(JsonOp),
     /// `pondra_panic(text)`: a panic on purpose, to show that one is caught at the statement's
     /// boundary. Only builds with the `fault-injection` feature bind the name.
     InjectedPanic,
@@ -513,6 +513,107 @@ pub enum MapOp {
     ExactBins,
     /// `is_histogram_other_bin(x)`: whether `x` is its type's "other" key.
     IsOtherBin,
+}
+
+/// How JSON text is written: DuckDB's compactly (`{"a":1,"b":[1,2]}`), PostgreSQL's `jsonb`
+/// with spaces (`{"a": 1, "b": [1, 2]}`), or as PostgreSQL's `json` builders write objects
+/// (`{"a" : 1, "b" : [1,2]}`, `json_object_agg` inside padded braces).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JsonStyle {
+    Compact,
+    Jsonb,
+    PgJson,
+    PgJsonAgg,
+}
+
+/// A JSON function (`ScalarFunction::Json`), over JSON held as text. Values that go into a
+/// document are JSON text by then (`ToJson`), so builders only assemble.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JsonOp {
+    /// `to_json(x)`: a value as JSON text (lists as arrays, structs and maps as objects).
+    ToJson(JsonStyle),
+    /// JSON text written again in a style (what a `jsonb` function returns).
+    Restyle(JsonStyle),
+    /// `json_object(k, v, ...)`, `json_build_object`: text keys and JSON values alternating.
+    Object(JsonStyle),
+    /// `json_array(...)`, `json_build_array`: of JSON values.
+    Array(JsonStyle),
+    /// A list of JSON values as one array (`json_agg`'s last step); NULL for a NULL list.
+    ArrayOfList(JsonStyle),
+    /// A list of `{key, value}` structs (text key, JSON value) as one object
+    /// (`json_object_agg`'s last step).
+    ObjectOfEntries(JsonStyle),
+    /// PostgreSQL's `json_object(text[])` (keys and values alternating) and
+    /// `json_object(keys text[], values text[])`: an object of text values.
+    ObjectOfTexts,
+    /// `json_array_length(j [, path])`: 0 for what is not an array, or with `strict`
+    /// (`jsonb_array_length`) an error.
+    ArrayLength { strict: bool },
+    /// `json_typeof(j)` (PostgreSQL's names: object, array, string, number, boolean, null) or
+    /// with `duckdb` `json_type(j [, path])` (OBJECT, ARRAY, VARCHAR, BIGINT, UBIGINT, DOUBLE,
+    /// BOOLEAN, NULL).
+    TypeOf { duckdb: bool },
+    /// `json_keys(j [, path])`: an object's keys as a list, in order.
+    Keys,
+    /// `json_valid(text)`.
+    Valid,
+    /// `json_exists(j, path)`: whether the path leads somewhere.
+    Exists,
+    /// `json_contains(haystack, needle)`, `@>` of `jsonb`: whether the needle is contained.
+    Contains,
+    /// `json_merge_patch(a, b, ...)` (RFC 7396).
+    MergePatch,
+    /// `json_strip_nulls(j)`: without the object members whose value is null, at any depth.
+    StripNulls(JsonStyle),
+    /// `json_pretty(j)`, `jsonb_pretty`: indented by four spaces.
+    Pretty,
+    /// `jsonb_set(target, path, value [, create_missing])`.
+    Set,
+    /// `json_value(j, path)`: a scalar's JSON, NULL for an object or an array.
+    Value,
+    /// `json_extract_path(j, VARIADIC keys)`, `j #> path`: keys, and array places as numbers,
+    /// from a list; the value as JSON or (`text`) as text.
+    ExtractPath { text: bool },
+    /// `json_array_elements(j)`: the elements as a list, as JSON or (`text`) as text.
+    Elements { text: bool },
+    /// `json_each(j)`: the members as a list of `{key, value}`, values as JSON or as text.
+    Entries { text: bool },
+}
+
+impl JsonOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            JsonOp::ToJson(JsonStyle::Jsonb) => "to_jsonb",
+            JsonOp::ToJson(_) => "to_json",
+            JsonOp::Restyle(_) => "jsonb",
+            JsonOp::Object(JsonStyle::Compact) => "json_object",
+            JsonOp::Object(JsonStyle::Jsonb) => "jsonb_build_object",
+            JsonOp::Object(_) => "json_build_object",
+            JsonOp::Array(JsonStyle::Compact) => "json_array",
+            JsonOp::Array(_) => "json_build_array",
+            JsonOp::ArrayOfList(_) => "json_agg",
+            JsonOp::ObjectOfEntries(_) => "json_object_agg",
+            JsonOp::ObjectOfTexts => "json_object",
+            JsonOp::ArrayLength { .. } => "json_array_length",
+            JsonOp::TypeOf { duckdb: true } => "json_type",
+            JsonOp::TypeOf { duckdb: false } => "json_typeof",
+            JsonOp::Keys => "json_keys",
+            JsonOp::Valid => "json_valid",
+            JsonOp::Exists => "json_exists",
+            JsonOp::Contains => "json_contains",
+            JsonOp::MergePatch => "json_merge_patch",
+            JsonOp::StripNulls(_) => "json_strip_nulls",
+            JsonOp::Pretty => "json_pretty",
+            JsonOp::Set => "jsonb_set",
+            JsonOp::Value => "json_value",
+            JsonOp::ExtractPath { text: false } => "json_extract_path",
+            JsonOp::ExtractPath { text: true } => "json_extract_path_text",
+            JsonOp::Elements { text: false } => "json_array_elements",
+            JsonOp::Elements { text: true } => "json_array_elements_text",
+            JsonOp::Entries { text: false } => "json_each",
+            JsonOp::Entries { text: true } => "json_each_text",
+        }
+    }
 }
 
 /// A function of an interval (`ScalarFunction::Interval`), as DuckDB has it: a year is 12
@@ -978,7 +1079,7 @@ impl ScalarFunction {
             ScalarFunction::RegexpGroups { all: false, .. } => "regexp_extract",
             ScalarFunction::RegexpGroups { all: true, .. } => "regexp_extract_all",
             ScalarFunction::InjectedPanic => "pondra_panic",
-            ScalarFunction::JsonBuildObject => "json_build_object",
+            ScalarFunction::Json(op) => op.name(),
         }
     }
 }

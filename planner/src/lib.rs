@@ -32,9 +32,9 @@ pub use binder::{Binder, interval_from_text, normalize, object_name};
 pub use error::{PlanError, Result};
 pub use expr::{
     AggregateCall, AggregateFunction, BinaryOp, BitwiseOp, BlobOp, DatePart, Expr, Frame,
-    FrameBound, FrameExclusion, FrameOffset, FrameUnits, IntervalOp, JoinKind, Lambda, LambdaOp,
-    ListOp, MapOp, MathOp, Moment, ScalarFunction, SortKey, Subquery, TextOp, WindowExpr,
-    WindowFunction,
+    FrameBound, FrameExclusion, FrameOffset, FrameUnits, IntervalOp, JoinKind, JsonOp, JsonStyle,
+    Lambda, LambdaOp, ListOp, MapOp, MathOp, Moment, ScalarFunction, SortKey, Subquery, TextOp,
+    WindowExpr, WindowFunction,
 };
 pub use external::{ExternalFile, ExternalTable, FileFormat};
 pub use interval_join::StateExpiry;

@@ -1,6 +1,10 @@
 //! JSON held as text: `->` and `->>` (PostgreSQL), `json_extract` and `json_extract_string`
-//! (DuckDB), and `CAST(text AS JSON)`, which checks the text is JSON. A document that is not
-//! JSON is an error, as in both anchors; a path that leads nowhere gives NULL.
+//! (DuckDB), `CAST(text AS JSON)`, which checks the text is JSON, and the JSON functions
+//! (`functions`), which write documents as `render` does. A document that is not JSON is an
+//! error, as in both anchors; a path that leads nowhere gives NULL.
+
+mod functions;
+mod render;
 
 use std::sync::Arc;
 
@@ -8,12 +12,30 @@ use arrow::array::{Array, ArrayRef, AsArray, StringArray};
 use arrow::datatypes::{DataType, Int64Type};
 use serde_json::Value;
 
+pub use functions::json_function;
+
 use crate::{ExecError, Result};
 
-/// One step of a path into a document: an object's key or an array's index.
+/// One step of a path into a document: an object's key or an array's index, or (PostgreSQL's
+/// path of texts) a key that is also a number, an index into an array.
 enum Step {
     Key(String),
     Index(i64),
+    KeyOrIndex(String, i64),
+}
+
+/// Where `steps` lead in `document`, if anywhere; an index from the end when negative.
+fn follow<'a>(document: &'a Value, steps: &[Step]) -> Option<&'a Value> {
+    steps
+        .iter()
+        .try_fold(document, |value, step| match (step, value) {
+            (Step::Key(key) | Step::KeyOrIndex(key, _), Value::Object(members)) => members.get(key),
+            (Step::Index(i) | Step::KeyOrIndex(_, i), Value::Array(items)) => {
+                let index = if *i < 0 { items.len() as i64 + i } else { *i };
+                items.get(usize::try_from(index).ok()?)
+            }
+            _ => None,
+        })
 }
 
 /// Per row, the value `args[1]` (a key, an index or a `$.a.b[0]` path) leads to in the
@@ -44,14 +66,7 @@ pub fn json_get(args: &[ArrayRef], text: bool) -> Result<ArrayRef> {
             continue;
         };
         let document = parse(documents.value(row))?;
-        let found = path.iter().try_fold(&document, |value, step| match step {
-            Step::Key(key) => value.get(key),
-            Step::Index(i) => {
-                let items = value.as_array()?;
-                let index = if *i < 0 { items.len() as i64 + i } else { *i };
-                items.get(usize::try_from(index).ok()?)
-            }
-        });
+        let found = follow(&document, path);
         out.push(match (found, text) {
             (None, _) | (Some(Value::Null), true) => None,
             (Some(Value::String(s)), true) => Some(s.clone()),
@@ -68,37 +83,6 @@ pub fn json_check(value: &ArrayRef) -> Result<ArrayRef> {
         parse(text)?;
     }
     Ok(value.clone())
-}
-
-/// Text read as UUIDs (hyphenated or not, in braces, as a URN) and written in their canonical
-/// form, lower-case and hyphenated; text that is no UUID is an error naming it.
-pub fn uuid_text(value: &ArrayRef) -> Result<ArrayRef> {
-    let texts = value.as_string::<i32>();
-    let mut out = Vec::with_capacity(texts.len());
-    for text in texts {
-        out.push(match text {
-            None => None,
-            Some(text) => Some(
-                uuid::Uuid::parse_str(text.trim())
-                    .map_err(|_| {
-                        ExecError::Execution(format!(
-                            "invalid input syntax for type uuid: \"{text}\""
-                        ))
-                    })?
-                    .hyphenated()
-                    .to_string(),
-            ),
-        });
-    }
-    Ok(Arc::new(arrow::array::StringArray::from(out)))
-}
-
-/// `rows` random (version 4) UUIDs as canonical text.
-pub fn random_uuids(rows: usize) -> ArrayRef {
-    let uuids: arrow::array::StringArray = (0..rows)
-        .map(|_| Some(uuid::Uuid::new_v4().hyphenated().to_string()))
-        .collect();
-    Arc::new(uuids)
 }
 
 fn parse(text: &str) -> Result<Value> {

@@ -132,6 +132,9 @@ pub(super) fn bind_composed(
     agg: &mut Aggregation,
     binder: Option<&Binder<'_>>,
 ) -> Result<Expr> {
+    // Each passes over NULL values: FILTER's other rows as NULLs.
+    let unfiltered = super::ordered_set::filter_as_nulls(function, &[0]);
+    let function = &unfiltered;
     let (value, boundaries) = match function_args(function)[..] {
         [value, boundaries] if name.starts_with("histogram") => (value, Some(boundaries)),
         _ if name == "histogram_exact" => {
@@ -142,9 +145,6 @@ pub(super) fn bind_composed(
         [value] => (value, None),
         _ => return Err(bind_err!("{name} takes one argument")),
     };
-    if function.filter.is_some() {
-        return Err(unsupported!("FILTER on {name}"));
-    }
     if contains_aggregate(value) {
         return Err(bind_err!("aggregate function calls cannot be nested"));
     }

@@ -1104,6 +1104,7 @@ impl Aggregation {
                     name: String::new(),
                     data_type: other.data_type(),
                     hidden: false,
+                    merged: false,
                 },
             })
             .collect();
@@ -1844,6 +1845,24 @@ pub(super) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Exp
             BinaryOperator::Arrow => return super::functions::json_get(vec![left, right], false),
             BinaryOperator::LongArrow => {
                 return super::functions::json_get(vec![left, right], true);
+            }
+            BinaryOperator::HashArrow | BinaryOperator::HashLongArrow => {
+                let text = matches!(op, BinaryOperator::HashLongArrow);
+                return super::json_functions::path_operator(left, right, text);
+            }
+            // `@>` and `<@` of JSON text (PostgreSQL's jsonb containment).
+            BinaryOperator::AtArrow | BinaryOperator::ArrowAt
+                if [&left, &right]
+                    .iter()
+                    .all(|e| matches!(e.data_type(), DataType::Utf8 | DataType::Null)) =>
+            {
+                let (haystack, needle) = match op {
+                    BinaryOperator::AtArrow => (left, right),
+                    _ => (right, left),
+                };
+                let name = "jsonb_contains";
+                return super::json_functions::json_function(name, &[haystack, needle])
+                    .expect("a JSON function");
             }
             BinaryOperator::BitwiseAnd => return bitwise(left, BitwiseOp::And, right),
             BinaryOperator::BitwiseOr => return bitwise(left, BitwiseOp::Or, right),

@@ -2,10 +2,90 @@
 
 use pondra_parser::ast;
 
-use super::scope::normalize;
-use crate::expr::{BinaryOp, Expr, JoinKind};
+use super::scope::{Scope, ScopeColumn, normalize};
+use crate::expr::{BinaryOp, Expr, JoinKind, ScalarFunction};
 use crate::logical::LogicalPlan;
 use crate::{Result, bind_err};
+
+/// After `FULL JOIN ... USING (k)` (or `NATURAL FULL JOIN`), an unqualified `k` and `*` name
+/// one column, `coalesce(left.k, right.k)`, as in PostgreSQL; each side's own `k` stays
+/// reachable qualified. `plan` is the join of the FROM item's columns from `base` (the left
+/// side's `left_width` of them first) in `joined`; the merged columns are placed before the
+/// left side's copies, in the plan and in `joined`.
+pub(super) fn merge_using_columns(
+    plan: LogicalPlan,
+    constraint: &ast::JoinConstraint,
+    joined: &mut Scope,
+    (base, left_width): (usize, usize),
+) -> Result<LogicalPlan> {
+    let ast::JoinConstraint::Using(names) = constraint else {
+        return Ok(plan);
+    };
+    let schema = plan.schema();
+    let width = schema.fields().len();
+    assert_eq!(
+        joined.columns.len(),
+        base + width,
+        "the scope covers the item's columns"
+    );
+    let column = |i: usize| {
+        let field = schema.field(i);
+        Expr::column(i, field.name(), field.data_type().clone())
+    };
+    // For each left key's position, the merged column placed before it.
+    let mut merged: Vec<(usize, ScopeColumn, Expr)> = Vec::new();
+    for name in names {
+        let name = super::object_name(name)?;
+        let item = &joined.columns[base..];
+        let find = |range: std::ops::Range<usize>| {
+            range
+                .rev()
+                .find(|&i| !item[i].hidden && item[i].name.eq_ignore_ascii_case(&name))
+        };
+        let (Some(l), Some(r)) = (find(0..left_width), find(left_width..width)) else {
+            return Err(bind_err!(
+                "column \"{name}\" named in USING is missing from a side"
+            ));
+        };
+        let (left, right) = (column(l), column(r));
+        let data_type = match (left.data_type(), right.data_type()) {
+            (a, b) if a == b => a,
+            (a, b) => crate::types::common_numeric_type(&a, &b).unwrap_or(a),
+        };
+        let value = Expr::Function {
+            func: ScalarFunction::Coalesce,
+            args: vec![left.cast(&data_type), right.cast(&data_type)],
+            data_type: data_type.clone(),
+        };
+        let scope_column = ScopeColumn {
+            qualifier: None,
+            name: item[l].name.clone(),
+            data_type,
+            hidden: false,
+            merged: false,
+        };
+        merged.push((l, scope_column, value));
+        for copy in [base + l, base + r] {
+            joined.columns[copy].hidden = true;
+            joined.columns[copy].merged = true;
+        }
+    }
+    let mut exprs = Vec::with_capacity(width + merged.len());
+    let mut names = Vec::with_capacity(width + merged.len());
+    let mut columns = joined.columns[..base].to_vec();
+    for i in 0..width {
+        for (_, scope_column, value) in merged.iter().filter(|(l, ..)| *l == i) {
+            exprs.push(value.clone());
+            names.push(scope_column.name.clone());
+            columns.push(scope_column.clone());
+        }
+        exprs.push(column(i));
+        names.push(schema.field(i).name().clone());
+        columns.push(joined.columns[base + i].clone());
+    }
+    joined.columns = columns;
+    Ok(plan.project(exprs, names))
+}
 
 /// An outer (or semi / anti) join of `left` (its columns first) and `right` on `on`, bound over
 /// left columns then right columns. `is_right` for RIGHT JOIN (`kind` is then a left join

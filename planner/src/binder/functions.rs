@@ -116,6 +116,9 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
         "unnest" | "generate_series" | "_pg_expandarray" => {
             return super::table_functions::select_list_set_function(&name, args, ctx);
         }
+        name if super::json_functions::is_json_set_function(name) => {
+            return super::table_functions::select_list_set_function(name, args, ctx);
+        }
         // As in DuckDB, whose `range` it is: an array outside FROM.
         "range" => return super::table_functions::set_function_array(&name, args),
         _ => {}
@@ -152,6 +155,9 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
         return super::structs::struct_search(&name, args.pop().expect("two arguments"), value);
     }
     if let Some(bound) = super::blobs::blob_function(&name, &args) {
+        return bound;
+    }
+    if let Some(bound) = super::json_functions::json_function(&name, &args) {
         return bound;
     }
     let (func, args, data_type) = match name.as_str() {
@@ -261,27 +267,6 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
         "starts_with" | "prefix" => {
             arity(2)?;
             (ScalarFunction::StartsWith, strings(args), DataType::Boolean)
-        }
-        "json_build_object" | "jsonb_build_object" => {
-            if args.len() % 2 != 0 {
-                return Err(bind_err!(
-                    "{name} takes pairs of a key and a value, not {} arguments",
-                    args.len()
-                ));
-            }
-            // Keys are text; values keep their types, which the JSON text shows.
-            let args = args
-                .into_iter()
-                .enumerate()
-                .map(|(i, a)| {
-                    if i % 2 == 0 {
-                        a.cast(&DataType::Utf8)
-                    } else {
-                        a
-                    }
-                })
-                .collect();
-            (ScalarFunction::JsonBuildObject, args, DataType::Utf8)
         }
         #[cfg(feature = "fault-injection")]
         "pondra_panic" => {

@@ -85,6 +85,7 @@ fn row_column() -> ScopeColumn {
         name: "\u{1}row".into(),
         data_type: DataType::Int64,
         hidden: true,
+        merged: false,
     }
 }
 

@@ -136,6 +136,7 @@ fn bind_body(
             name: name.clone(),
             data_type: data_type.clone(),
             hidden: false,
+            merged: false,
         });
     let visible: Vec<(usize, ScopeColumn)> = outer
         .unwrap_or_default()

@@ -5,7 +5,6 @@
 
 use pondra_parser::ast;
 
-use super::changes::parse_query;
 use super::from::rename_columns;
 use super::scope::Scope;
 use super::{Binder, function_name, normalize};
@@ -21,7 +20,17 @@ impl Binder<'_> {
         factor: &ast::TableFactor,
         left: &Scope,
     ) -> Result<(LogicalPlan, Scope, bool)> {
-        let marked = matches!(factor, ast::TableFactor::Derived { lateral: true, .. });
+        let converted;
+        let (factor, marked) = match function_as_table(factor) {
+            Some(table) => {
+                converted = table;
+                (&converted, true)
+            }
+            None => (
+                factor,
+                matches!(factor, ast::TableFactor::Derived { lateral: true, .. }),
+            ),
+        };
         let may_read_left = matches!(
             factor,
             ast::TableFactor::Derived { .. } | ast::TableFactor::Table { args: Some(_), .. }
@@ -71,31 +80,92 @@ impl Binder<'_> {
                 name,
                 alias,
                 args: Some(args),
+                with_ordinality,
                 ..
             } => {
                 let function = function_name(name)?;
-                let Some(query) = select_form(&function, &args.args)? else {
+                if !super::table_functions::is_set_function(&function) {
                     return Ok(None);
-                };
-                let plan = self.bind_subquery(&query, left)?;
-                named_function_rows(plan, &function, alias.as_ref()).map(Some)
+                }
+                if let Some(query) = select_form(&function, &args.args, *with_ordinality)? {
+                    let plan = self.bind_subquery(&query, left)?;
+                    return named_function_rows(plan, &function, alias.as_ref()).map(Some);
+                }
+                self.outer.borrow_mut().push(left.clone());
+                let plan = super::table_functions::set_function(
+                    &function,
+                    &args.args,
+                    Some(self),
+                    *with_ordinality,
+                );
+                self.outer.borrow_mut().pop();
+                named_function_rows(plan?, &function, alias.as_ref()).map(Some)
             }
             _ => Ok(None),
         }
     }
 }
 
-/// A set-returning function over columns as the query of its select-list form (`SELECT
-/// unnest(t.l) AS unnest`), whose rows are the function's; `None` for other functions.
-pub(super) fn select_form(function: &str, args: &[ast::FunctionArg]) -> Result<Option<ast::Query>> {
+/// `[LATERAL] f(args) [WITH ORDINALITY] [AS alias]`, which the parser gives apart, as the
+/// table function item it is; `None` for other items.
+pub(super) fn function_as_table(factor: &ast::TableFactor) -> Option<ast::TableFactor> {
+    let ast::TableFactor::Function {
+        name,
+        args,
+        with_ordinality,
+        alias,
+        ..
+    } = factor
+    else {
+        return None;
+    };
+    Some(ast::TableFactor::Table {
+        name: name.clone(),
+        alias: alias.clone(),
+        args: Some(ast::TableFunctionArgs {
+            args: args.clone(),
+            settings: None,
+        }),
+        with_hints: Vec::new(),
+        version: None,
+        with_ordinality: *with_ordinality,
+        partitions: Vec::new(),
+        json_path: None,
+        sample: None,
+        index_directives: Vec::new(),
+        inheritance: None,
+    })
+}
+
+/// A set-returning function whose arguments hold a subquery (`unnest((SELECT a))`), as the
+/// query of its select-list form (`SELECT unnest((SELECT a)) AS unnest`), where subqueries
+/// are bound; `None` for arguments without one, bound as they are.
+pub(super) fn select_form(
+    function: &str,
+    args: &[ast::FunctionArg],
+    ordinality: bool,
+) -> Result<Option<ast::Query>> {
+    let holds_subquery = args.iter().any(|a| match a {
+        ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => {
+            super::expr::contains_subquery(e)
+        }
+        _ => false,
+    });
+    if !holds_subquery {
+        return Ok(None);
+    }
+    if ordinality {
+        return Err(crate::unsupported!(
+            "WITH ORDINALITY on {function} over a subquery"
+        ));
+    }
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let args = args.join(", ");
     let call = match function {
-        "generate_series" | "unnest" => format!("{function}({args})"),
         "range" => format!("unnest(range({args}))"),
-        _ => return Ok(None),
+        _ => format!("{function}({args})"),
     };
-    parse_query(&format!("SELECT {call} AS {function}")).map(Some)
+    super::changes::parse_query(&format!("SELECT {call} AS {function}")).map(Some)
 }
 
 /// The rows of a set-returning function in FROM, named by its alias: a function of one

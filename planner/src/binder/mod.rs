@@ -16,6 +16,7 @@ mod from;
 mod functions;
 mod interval_ops;
 mod join_subqueries;
+mod json_functions;
 mod lambdas;
 mod lateral;
 mod list_picks;
@@ -1130,7 +1131,16 @@ impl<'a> Binder<'a> {
                             base,
                         );
                         let on = on.map(|e| e.remap_columns(&|c| c - base));
-                        let plan = outer_join(left, right, kind, on, left_width, is_right)?;
+                        let mut plan = outer_join(left, right, kind, on, left_width, is_right)?;
+                        if kind == JoinKind::Full {
+                            let sides = (base, left_width);
+                            plan = from::merge_using_columns(
+                                plan,
+                                constraint,
+                                &mut joined_scope,
+                                sides,
+                            )?;
+                        }
                         if !kind.left_only() {
                             scope = joined_scope;
                         }
@@ -1343,22 +1353,29 @@ impl<'a> Binder<'a> {
                 name,
                 alias,
                 args: Some(args),
+                with_ordinality,
                 ..
             } => {
                 let function = function_name(name)?;
                 if table_functions::is_set_function(&function) {
-                    let plan = match table_functions::set_function(&function, &args.args) {
-                        Ok(plan) => plan,
-                        // Over an enclosing query's columns (`FROM unnest(outer.l)` in a
-                        // correlated subquery): its select-list form reads them.
-                        Err(alone) => match lateral::select_form(&function, &args.args)? {
-                            Some(query) if self.outer_scope().is_some() => {
-                                self.bind_query(&query).map_err(|_| alone)?
-                            }
-                            _ => return Err(alone),
-                        },
-                    };
+                    if let Some(query) =
+                        lateral::select_form(&function, &args.args, *with_ordinality)?
+                    {
+                        let plan = self.bind_query(&query)?;
+                        return lateral::named_function_rows(plan, &function, alias.as_ref());
+                    }
+                    // Its arguments may read an enclosing query's columns (`FROM
+                    // unnest(outer.l)` in a correlated subquery).
+                    let plan = table_functions::set_function(
+                        &function,
+                        &args.args,
+                        Some(self),
+                        *with_ordinality,
+                    )?;
                     return lateral::named_function_rows(plan, &function, alias.as_ref());
+                }
+                if *with_ordinality {
+                    return Err(unsupported!("WITH ORDINALITY on {function}"));
                 }
                 if function == "test_all_types" {
                     let plan = rename_columns(self.test_all_types(&args.args)?, alias.as_ref())?;
@@ -1639,7 +1656,11 @@ impl<'a> Binder<'a> {
             _ => return Err(unsupported!("GROUP BY ... WITH ROLLUP / CUBE")),
         };
         let group_by = &group_by;
+        // `GROUP BY ()` groups all rows into one, which a select without aggregates has too.
+        let groups_by_empty_set = matches!(&select.group_by,
+            ast::GroupByExpr::Expressions(exprs, _) if exprs.iter().any(set_ops::is_empty_set));
         let aggregating = !group_by.is_empty()
+            || groups_by_empty_set
             || select.projection.iter().any(item_has_aggregate)
             // HAVING makes the query grouped, all its rows one group without GROUP BY, as
             // in Postgres and DuckDB.
@@ -2432,6 +2453,7 @@ fn hide_using_copies(
             false => left_width + r,
         };
         joined.columns[hidden].hidden = true;
+        joined.columns[hidden].merged = true;
     }
     Ok(())
 }

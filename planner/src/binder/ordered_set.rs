@@ -38,6 +38,7 @@ pub fn is_ordered_set(name: &str) -> bool {
             | "count_if"
             | "countif"
     ) || by_other(name).is_some()
+        || super::json_functions::is_json_aggregate(name)
         || super::statistics::is_statistic(name)
         || super::composed_aggregates::is_composed(name)
 }
@@ -285,6 +286,9 @@ pub(super) fn bind_ordered_set(
     if name == "approx_top_k" {
         return bind_top_k(function, agg, binder);
     }
+    if super::json_functions::is_json_aggregate(name) {
+        return super::json_functions::bind_json_aggregate(function, name, agg, binder);
+    }
     let distinct = matches!(
         &function.args,
         ast::FunctionArguments::List(list)
@@ -354,15 +358,23 @@ pub(super) fn bind_ordered_set(
         },
         _ => return Err(bind_err!("{name}: wrong arguments (see its documentation)")),
     };
-    if function.filter.is_some() {
-        return Err(unsupported!("FILTER on {name}"));
-    }
     if contains_aggregate(value) {
         return Err(bind_err!("aggregate function calls cannot be nested"));
     }
     let input = &agg.input;
     let written = value;
     let value = bind_generic(value, &mut argument_context(input, binder))?;
+    // `FILTER (WHERE p)`: the values of the rows `p` holds for.
+    let condition = match function.filter.as_deref() {
+        Some(condition) if contains_aggregate(condition) => {
+            return Err(bind_err!("aggregate functions are not allowed in FILTER"));
+        }
+        Some(condition) => Some(bind_generic(
+            condition,
+            &mut argument_context(input, binder),
+        )?),
+        None => None,
+    };
     refuse_outer_only(&value, written)?;
     // An untyped NULL (`median(NULL)`) is a number that is never there.
     let value = match value.data_type() {
@@ -404,7 +416,15 @@ pub(super) fn bind_ordered_set(
         (_, Some(q), None) => constant_fraction(q, name)?,
         (_, None, None) => 0.0,
     };
-    let mut sorted = agg.column_of(sorted_values(value, descending));
+    let mut call = sorted_values(value, descending);
+    if let Some(condition) = condition {
+        call.filter = Some(Expr::Binary {
+            op: crate::expr::BinaryOp::And,
+            left: Box::new(condition),
+            right: Box::new(call.filter.take().expect("values are filtered")),
+        });
+    }
+    let mut sorted = agg.column_of(call);
     if distinct {
         // Each value once: the sorted values' runs of equal ones, kept once.
         let data_type = sorted.data_type();
@@ -573,6 +593,37 @@ fn argument_order(function: &ast::Function) -> bool {
     )
 }
 
+/// `f(x, ...) FILTER (WHERE p)` as `f(CASE WHEN p THEN x END, ...)`, for an aggregate that
+/// passes over NULL values: the arguments at `positions` are NULL where `p` does not hold.
+/// The call as it is without a FILTER.
+pub(super) fn filter_as_nulls(function: &ast::Function, positions: &[usize]) -> ast::Function {
+    let Some(condition) = function.filter.as_deref() else {
+        return function.clone();
+    };
+    let mut unfiltered = function.clone();
+    unfiltered.filter = None;
+    if let ast::FunctionArguments::List(list) = &mut unfiltered.args {
+        for &position in positions {
+            let Some(ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(arg))) =
+                list.args.get_mut(position)
+            else {
+                continue;
+            };
+            *arg = ast::Expr::Case {
+                case_token: ast::helpers::attached_token::AttachedToken::empty(),
+                end_token: ast::helpers::attached_token::AttachedToken::empty(),
+                operand: None,
+                conditions: vec![ast::CaseWhen {
+                    condition: condition.clone(),
+                    result: arg.clone(),
+                }],
+                else_result: None,
+            };
+        }
+    }
+    unfiltered
+}
+
 /// The value and direction of `WITHIN GROUP (ORDER BY x [DESC])`.
 fn ordered_value(function: &ast::Function) -> Result<(&ast::Expr, bool)> {
     match function.within_group.as_slice() {
@@ -595,9 +646,6 @@ fn bind_top_k(
     let [value, k] = function_args(function)[..] else {
         return Err(bind_err!("approx_top_k takes a value and a count k"));
     };
-    if function.filter.is_some() {
-        return Err(unsupported!("FILTER on approx_top_k"));
-    }
     let k = match k.to_string().parse::<i64>() {
         Ok(k) if k <= 0 => return Err(bind_err!("approx_top_k: k value must be > 0")),
         Ok(k) if k >= 1_000_000 => {
@@ -617,7 +665,16 @@ fn bind_top_k(
     let value = bind_generic(value, &mut argument_context(&agg.input, binder))?;
     refuse_outer_only(&value, written)?;
     let data_type = crate::types::list_of(value.data_type());
-    let sorted = agg.column_of(sorted_values(value, false));
+    let mut call = sorted_values(value, false);
+    if let Some(condition) = function.filter.as_deref() {
+        let condition = bind_generic(condition, &mut argument_context(&agg.input, binder))?;
+        call.filter = Some(Expr::Binary {
+            op: crate::expr::BinaryOp::And,
+            left: Box::new(condition),
+            right: Box::new(call.filter.take().expect("values are filtered")),
+        });
+    }
+    let sorted = agg.column_of(call);
     Ok(Expr::Function {
         func: ScalarFunction::SortedTopK,
         args: vec![sorted, Expr::Literal(ScalarValue::Int64(k))],

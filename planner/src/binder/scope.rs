@@ -9,8 +9,10 @@ pub struct ScopeColumn {
     pub qualifier: Option<String>,
     pub name: String,
     pub data_type: DataType,
-    /// A system column: named, it is found; `*` leaves it out.
+    /// A system column, or a copy a USING join merged: named, it is found; `*` leaves it out.
     pub hidden: bool,
+    /// A side's own copy of a column `JOIN ... USING` merged: `t.*` keeps it.
+    pub merged: bool,
 }
 
 /// The columns an expression can name: its input's, in order.
@@ -33,6 +35,7 @@ impl Scope {
                 name: f.name().clone(),
                 data_type: f.data_type().clone(),
                 hidden: f.metadata().contains_key(pondra_catalog::HIDDEN_COLUMN),
+                merged: false,
             })
             .collect();
         Scope {

@@ -52,6 +52,8 @@ pub(super) fn grouping_sets(
                 any = true;
                 items.clone()
             }
+            // `()`: the empty grouping set, all rows one group.
+            ast::Expr::Tuple(items) if items.is_empty() => vec![vec![]],
             plain => vec![vec![plain.clone()]],
         };
         sets = sets
@@ -76,8 +78,14 @@ pub(super) fn grouping_sets(
     if any {
         Ok((all, Some(sets)))
     } else {
-        Ok((exprs.to_vec(), None))
+        let plain = exprs.iter().filter(|e| !is_empty_set(e)).cloned();
+        Ok((plain.collect(), None))
     }
+}
+
+/// Whether a GROUP BY item is `()`, the empty grouping set.
+pub(super) fn is_empty_set(expr: &ast::Expr) -> bool {
+    matches!(expr, ast::Expr::Tuple(items) if items.is_empty())
 }
 
 /// One aggregation per grouping set, each with NULL for the keys it does not group by, in one

@@ -76,7 +76,11 @@ pub(super) fn star_columns<'a>(
     let in_star: Vec<usize> = (0..scope.columns.len())
         .filter(|&i| {
             let column = &scope.columns[i];
-            !column.hidden && (qualifier.is_none() || column.qualifier == qualifier)
+            // `t.*` is all of t's columns, its copy of a USING column too.
+            match &qualifier {
+                None => !column.hidden,
+                Some(_) => (!column.hidden || column.merged) && column.qualifier == qualifier,
+            }
         })
         .collect();
     if in_star.is_empty() {

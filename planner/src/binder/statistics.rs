@@ -13,7 +13,7 @@ use super::expr::*;
 use crate::expr::{AggregateCall, AggregateFunction, Expr};
 use crate::scalar::ScalarValue;
 use crate::types::is_numeric;
-use crate::{Result, bind_err, unsupported};
+use crate::{Result, bind_err};
 
 /// Whether `name` is one of these aggregates.
 pub fn is_statistic(name: &str) -> bool {
@@ -60,12 +60,12 @@ pub(super) fn bind_statistic(
     agg: &mut Aggregation,
     binder: Option<&Binder<'_>>,
 ) -> Result<Expr> {
+    // A pair counts only where both values are there: FILTER's other rows as NULLs.
+    let unfiltered = super::ordered_set::filter_as_nulls(function, &[0, 1]);
+    let function = &unfiltered;
     let [y, x] = function_args(function)[..] else {
         return Err(bind_err!("{name} takes two arguments, y and x"));
     };
-    if function.filter.is_some() {
-        return Err(unsupported!("FILTER on {name}"));
-    }
     if contains_aggregate(y) || contains_aggregate(x) {
         return Err(bind_err!("aggregate function calls cannot be nested"));
     }

@@ -1,13 +1,15 @@
 //! Functions that give rows of their own: `generate_series`, `range`, `unnest`,
-//! `_pg_expandarray` and `pg_get_keywords`. In FROM, their arguments are constants or
-//! expressions of them; a function over a column of another FROM item (LATERAL) is not
-//! supported yet. In a select list, they unnest per input row (one such function per list).
+//! `_pg_expandarray`, `pg_get_keywords` and the set-returning JSON functions. In FROM, their
+//! arguments may read the columns of earlier FROM items (a LATERAL function, `lateral.rs`) or
+//! of the query around, and `WITH ORDINALITY` numbers their rows. In a select list, they unnest
+//! per input row (several side by side).
 
 use std::sync::Arc;
 
 use arrow::datatypes::{DataType, Field, Schema};
 use pondra_parser::ast;
 
+use super::Binder;
 use super::expr::{Context, SET_FUNCTION_BASE, bind_expr, is_string_literal, type_name};
 use super::scope::Scope;
 use crate::expr::{Expr, ScalarFunction};
@@ -21,14 +23,25 @@ pub fn is_set_function(name: &str) -> bool {
     matches!(
         name,
         "generate_series" | "range" | "unnest" | "pg_get_keywords" | "_pg_expandarray"
-    )
+    ) || super::json_functions::is_json_set_function(name)
 }
 
 /// The rows of the set-returning function `name` over `args`, in a column named after it (a
-/// function giving records has a column per field).
-pub fn set_function(name: &str, args: &[ast::FunctionArg]) -> Result<LogicalPlan> {
+/// function giving records has a column per field); `WITH ORDINALITY` adds each row's place,
+/// from 1, in a column `ordinality`. With a binder, the arguments may read the columns of the
+/// query around (outer columns: a LATERAL function, or one in a correlated subquery).
+pub fn set_function(
+    name: &str,
+    args: &[ast::FunctionArg],
+    binder: Option<&Binder<'_>>,
+    ordinality: bool,
+) -> Result<LogicalPlan> {
     let empty = Scope::default();
-    let mut ctx = Context::plain(&empty, "FROM");
+    let mut ctx = Context::Plain {
+        scope: &empty,
+        clause: "FROM",
+        binder,
+    };
     let args = args
         .iter()
         .map(|a| match a {
@@ -40,6 +53,9 @@ pub fn set_function(name: &str, args: &[ast::FunctionArg]) -> Result<LogicalPlan
         if !args.is_empty() {
             return Err(bind_err!("pg_get_keywords takes no arguments"));
         }
+        if ordinality {
+            return Err(unsupported!("pg_get_keywords() WITH ORDINALITY"));
+        }
         return Ok(keywords());
     }
     // One row of no columns to unnest from.
@@ -47,22 +63,51 @@ pub fn set_function(name: &str, args: &[ast::FunctionArg]) -> Result<LogicalPlan
         schema: Arc::new(Schema::empty()),
         rows: vec![Vec::new()],
     };
-    let elements = one_row.unnest(set_function_array(name, args)?, name);
-    let element = Expr::columns_of(&elements.schema()).remove(0);
-    match element.data_type() {
-        DataType::Struct(fields) => {
-            let exprs = (0..fields.len())
-                .map(|i| Expr::Function {
-                    func: ScalarFunction::Field(i),
-                    args: vec![element.clone()],
-                    data_type: fields[i].data_type().clone(),
-                })
-                .collect();
-            let names = fields.iter().map(|f| f.name().clone()).collect();
-            Ok(elements.project(exprs, names))
+    let array = set_function_array(name, args)?;
+    let array = match ordinality {
+        // Each element beside its place: the array zipped with 1, 2, ... its length.
+        true => {
+            let length = super::duckdb_functions::length(std::slice::from_ref(&array))?;
+            let stop = Expr::Binary {
+                op: crate::expr::BinaryOp::Plus,
+                left: Box::new(length),
+                right: Box::new(Expr::Literal(ScalarValue::Int64(1))),
+            };
+            let places =
+                set_function_array("range", vec![Expr::Literal(ScalarValue::Int64(1)), stop])?;
+            super::list_picks::zip(&[array, places])?
         }
-        _ => Ok(elements),
+        false => array,
+    };
+    let elements = one_row.unnest(array, name);
+    let element = Expr::columns_of(&elements.schema()).remove(0);
+    let (value, place) = match ordinality {
+        true => (
+            super::structs::field_at(element.clone(), 0),
+            Some(super::structs::field_at(element, 1)),
+        ),
+        false => (element, None),
+    };
+    // A function giving records has a column per field; `unnest` of structs gives the
+    // structs, as DuckDB's does.
+    let (mut exprs, mut names): (Vec<Expr>, Vec<String>) = match value.data_type() {
+        DataType::Struct(fields) if name != "unnest" => (0..fields.len())
+            .map(|i| {
+                let field = Expr::Function {
+                    func: ScalarFunction::Field(i),
+                    args: vec![value.clone()],
+                    data_type: fields[i].data_type().clone(),
+                };
+                (field, fields[i].name().clone())
+            })
+            .unzip(),
+        _ => (vec![value], vec![name.to_string()]),
+    };
+    if let Some(place) = place {
+        exprs.push(place);
+        names.push("ordinality".into());
     }
+    Ok(elements.project(exprs, names))
 }
 
 /// The array whose elements the set-returning function `name` gives, one per row.
@@ -75,6 +120,9 @@ pub fn set_function_array(name: &str, args: Vec<Expr>) -> Result<Expr> {
         )),
         _ => Err(bind_err!("{name} takes one array")),
     };
+    if let Some(array) = super::json_functions::json_set_function(name, &args) {
+        return array;
+    }
     match name {
         "unnest" => array(args),
         "_pg_expandarray" => {

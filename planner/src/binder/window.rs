@@ -145,6 +145,9 @@ fn picked_from_frame(
     if let Some(distinct) = distinct_over_frame(function, name, over, ctx) {
         return Some(distinct);
     }
+    if matches!(name, "string_agg" | "group_concat" | "listagg") {
+        return Some(string_agg_over_frame(function, name, over, ctx));
+    }
     let args = function_args(function);
     let quantile = matches!(name, "quantile_cont" | "quantile_disc" | "quantile");
     // Aggregates the window engine has no state for, but lists can fold.
@@ -168,6 +171,30 @@ fn picked_from_frame(
         Some((_, fraction)) => Some(super::ordered_set::list_quantile(name, values, fraction)),
         None => super::duckdb_functions::duckdb_function(&format!("list_{name}"), &[values]),
     }
+}
+
+/// `string_agg(x, separator) OVER ...`: the frame's values gathered as a list and joined, the
+/// NULLs passed over (NULL when none is left); FILTER's other rows count as NULLs.
+fn string_agg_over_frame(
+    function: &ast::Function,
+    name: &str,
+    over: &ast::WindowType,
+    ctx: &mut Context<'_>,
+) -> Result<Expr> {
+    let unfiltered = super::ordered_set::filter_as_nulls(function, &[0]);
+    let (value, separator) = match function_args(&unfiltered).as_slice() {
+        [value] => ((*value).clone(), None),
+        [value, separator] => ((*value).clone(), Some((*separator).clone())),
+        _ => return Err(bind_err!("{name} takes a value and a separator")),
+    };
+    let values = gather_frame(&unfiltered, Some(&value), over, ctx)?;
+    let separator = match separator {
+        Some(separator) => bind_expr(&separator, ctx)?,
+        None => Expr::Literal(ScalarValue::Utf8(",".into())),
+    };
+    let aggregate = Expr::Literal(ScalarValue::Utf8("string_agg".into()));
+    super::duckdb_functions::duckdb_function("list_aggr", &[values, aggregate, separator])
+        .unwrap_or_else(|| Err(bind_err!("list_aggr is not a list function")))
 }
 
 /// `count | sum | avg | min | max(DISTINCT x) OVER ...`: the frame's values gathered as a list
