@@ -17,6 +17,7 @@ mod merge_table;
 mod node;
 mod optimizer_setting;
 mod own_index;
+mod pg_parameters;
 mod prepared;
 mod publish;
 mod publish_delta;
@@ -46,15 +47,16 @@ pub use leader::{
 };
 pub use lease::{JITTER_MS, Lease, Step};
 pub use node::{Node, NodeOptions, StatementResult};
+pub use pg_parameters::parameters as pg_parameters;
 pub use pondra_catalog::{
     CatalogError, CommitsAfter, ForwardedCommit, Leader, SqlType, StreamedCommit,
 };
 pub use pondra_exec::control::{running as running_statements, shut_down as stop_all_statements};
 pub use pondra_exec::{
     DATE_INFINITY, MemoryPool, STATEMENT_STACK_BYTES, StatementControl, StopReason,
-    TIMESTAMP_INFINITY, date_text, default_memory_limit, instant_text, interval_text,
-    nested_as_text, nested_string, offset_in, parse_memory_size, time_text, timestamp_text,
-    with_text_for_tables, with_timestamps_as_text, zone_name,
+    TIMESTAMP_INFINITY, bounded_message, date_text, default_memory_limit, instant_text,
+    interval_text, nested_as_text, nested_string, offset_in, parse_memory_size, time_text,
+    timestamp_text, with_text_for_tables, with_timestamps_as_text, zone_name,
 };
 pub use pondra_parser::{
     ParsedStatement, Statement, StatementKind, parse_sql, placeholder_count, split_statements,

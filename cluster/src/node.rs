@@ -282,7 +282,7 @@ impl Node {
             transaction.abort();
         }
         session.put_transaction(transaction);
-        result
+        result.map_err(bounded)
     }
 
     /// The control of the statement the current task runs; one nothing stops for work that
@@ -310,10 +310,13 @@ impl Node {
         let Some(statement) = statements.last() else {
             return Ok(None);
         };
-        if let pondra_parser::Statement::Sql(sql) = &statement.statement
-            && crate::time_zone::is_time_zone_setting(sql)
-        {
-            return Ok(crate::time_zone::result_schema(sql));
+        if let pondra_parser::Statement::Sql(sql) = &statement.statement {
+            if crate::time_zone::is_time_zone_setting(sql) {
+                return Ok(crate::time_zone::result_schema(sql));
+            }
+            if crate::session::is_session_setting(sql) || crate::settings::is_process_setting(sql) {
+                return Ok(crate::session::setting_schema(sql));
+            }
         }
         let snapshot = session
             .and_then(Session::transaction_view)
@@ -351,7 +354,8 @@ impl Node {
 
     /// Runs one parsed statement.
     pub async fn execute_statement(&self, statement: &ParsedStatement) -> Result<StatementResult> {
-        self.execute_statement_in(statement, None, None).await
+        let result = self.execute_statement_in(statement, None, None).await;
+        result.map_err(bounded)
     }
 
     /// Runs one parsed statement, in `transaction` when one is given: it then reads the
@@ -723,4 +727,14 @@ fn explain_result(plan: &str) -> StatementResult {
         schema,
         batches: vec![batch],
     }
+}
+
+/// `error` with its message cut when it is too long: a message quoting a client's input
+/// (a value, a pattern, a statement) never carries all of it back (`bounded_message`).
+fn bounded(error: NodeError) -> NodeError {
+    let message = error.to_string();
+    if message.len() <= pondra_exec::MESSAGE_CHARS {
+        return error;
+    }
+    NodeError::Other(pondra_exec::bounded_message(message))
 }

@@ -44,6 +44,8 @@ pub struct Session {
     optimizer: Mutex<OptimizerSettings>,
     /// Its prepared statements (SQL's PREPARE).
     prepared: Mutex<crate::prepared::PreparedStatements>,
+    /// The PostgreSQL parameters it set, by name (`crate::pg_parameters`).
+    parameters: Mutex<HashMap<String, String>>,
 }
 
 /// Where a session stands, as Postgres's ReadyForQuery tells clients.
@@ -69,7 +71,29 @@ impl Session {
             optimizer: Mutex::new(OptimizerSettings::default()),
             threads: Mutex::new(None),
             prepared: Mutex::new(Default::default()),
+            parameters: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The value the session set for a PostgreSQL parameter, if it set one.
+    pub(crate) fn parameter(&self, name: &str) -> Option<String> {
+        let parameters = self.parameters.lock().unwrap_or_else(|e| e.into_inner());
+        parameters.get(name).cloned()
+    }
+
+    pub(crate) fn set_parameter(&self, name: String, value: String) {
+        let mut parameters = self.parameters.lock().unwrap_or_else(|e| e.into_inner());
+        parameters.insert(name, value);
+    }
+
+    pub(crate) fn reset_parameter(&self, name: &str) {
+        let mut parameters = self.parameters.lock().unwrap_or_else(|e| e.into_inner());
+        parameters.remove(name);
+    }
+
+    pub(crate) fn reset_parameters(&self) {
+        let mut parameters = self.parameters.lock().unwrap_or_else(|e| e.into_inner());
+        parameters.clear();
     }
 
     /// The session's variables.
@@ -243,6 +267,10 @@ impl Session {
                 let threads = threads.unwrap_or_else(pondra_exec::process_threads);
                 Some(Ok(one_text(THREADS, threads.to_string())))
             }
+            _ if crate::settings::is_process_setting(statement) => None,
+            _ if crate::pg_parameters::is_parameter_statement(statement) => {
+                Some(crate::pg_parameters::run(statement, self))
+            }
             _ => None,
         }
     }
@@ -328,6 +356,24 @@ impl Session {
     }
 }
 
+/// The column a setting statement answers: `SHOW name`'s one, named after it; `None` for
+/// the others.
+pub(crate) fn setting_schema(statement: &ast::Statement) -> Option<arrow::datatypes::SchemaRef> {
+    let ast::Statement::ShowVariable { variable } = statement else {
+        return None;
+    };
+    let name = variable
+        .iter()
+        .map(|i| i.value.to_lowercase())
+        .collect::<Vec<_>>()
+        .join("_");
+    Some(Arc::new(Schema::new(vec![Field::new(
+        name,
+        DataType::Utf8,
+        false,
+    )])))
+}
+
 /// A one-row, one-column answer to `SHOW name`.
 pub(crate) fn one_text(name: &str, text: String) -> StatementResult {
     let schema = Arc::new(Schema::new(vec![Field::new(name, DataType::Utf8, false)]));
@@ -340,10 +386,16 @@ pub(crate) fn one_text(name: &str, text: String) -> StatementResult {
     }
 }
 
-/// Whether `statement` is one a session answers itself (`SET statement_timeout`).
+/// Whether `statement` is one a session answers itself (`SET statement_timeout`, the
+/// PostgreSQL parameters clients set).
 pub fn is_session_setting(statement: &ast::Statement) -> bool {
     if crate::time_zone::is_time_zone_setting(statement)
         || crate::optimizer_setting::is_optimizer_setting(statement)
+    {
+        return true;
+    }
+    if !crate::settings::is_process_setting(statement)
+        && crate::pg_parameters::is_parameter_statement(statement)
     {
         return true;
     }

@@ -549,14 +549,38 @@ impl Patterns {
 
     pub(crate) fn get(&mut self, pattern: &str) -> Result<&regex::Regex> {
         if self.last.as_ref().is_none_or(|(p, _)| p != pattern) {
-            let compiled = regex::RegexBuilder::new(pattern)
-                .case_insensitive(self.insensitive)
-                .build()
-                .map_err(|e| fail(format!("invalid regular expression {pattern:?}: {e}")))?;
+            let compiled = compile_regex(pattern, self.insensitive)?;
             self.last = Some((pattern.to_string(), compiled));
         }
         Ok(&self.last.as_ref().expect("just set").1)
     }
+}
+
+/// The longest regular expression compiled, in bytes: a longer one is refused before its
+/// parse, which no cancel or timeout could stop.
+pub const MAX_PATTERN_BYTES: usize = 1 << 20;
+
+/// `pattern` compiled; an error quoting the pattern cut short, as every error quoting input.
+pub(crate) fn compile_regex(pattern: &str, insensitive: bool) -> Result<regex::Regex> {
+    if pattern.len() > MAX_PATTERN_BYTES {
+        return Err(fail(format!(
+            "invalid regular expression {}: longer than the {MAX_PATTERN_BYTES} bytes a pattern may have",
+            crate::quoted_excerpt(pattern),
+        )));
+    }
+    regex::RegexBuilder::new(pattern)
+        .case_insensitive(insensitive)
+        .build()
+        .map_err(|e| {
+            let reason = match e {
+                regex::Error::Syntax(_) => "invalid syntax".to_string(),
+                other => other.to_string(),
+            };
+            fail(format!(
+                "invalid regular expression {}: {reason}",
+                crate::quoted_excerpt(pattern)
+            ))
+        })
 }
 
 pub fn regexp_match(args: &[ArrayRef], insensitive: bool) -> Result<ArrayRef> {
@@ -702,77 +726,6 @@ fn regex_group_references(text: &str) -> String {
         }
         out.push(c);
     }
-    out
-}
-
-/// `json_build_object(k1, v1, ...)`: per row, a JSON object of the pairs, as Postgres writes
-/// it: strings quoted, numbers and booleans bare, NULLs `null`.
-pub fn json_build_object(args: &[ArrayRef]) -> Result<ArrayRef> {
-    use arrow::util::display::{ArrayFormatter, FormatOptions};
-    let rows = args.first().map_or(1, |a| a.len());
-    let options = FormatOptions::default();
-    let formatters = args
-        .iter()
-        .map(|a| ArrayFormatter::try_new(a.as_ref(), &options))
-        .collect::<std::result::Result<Vec<_>, _>>()?;
-    let mut made = StringSize::default();
-    let out = (0..rows)
-        .map(|row| {
-            let mut object = String::from("{");
-            for pair in 0..args.len() / 2 {
-                let (key, value) = (&args[2 * pair], &args[2 * pair + 1]);
-                if pair > 0 {
-                    object.push_str(", ");
-                }
-                let key_text = match key.is_null(row) {
-                    true => return Err(fail("a JSON object's key cannot be NULL")),
-                    false => formatters[2 * pair].value(row).to_string(),
-                };
-                object.push_str(&json_string(&key_text));
-                object.push_str(" : ");
-                let text = formatters[2 * pair + 1].value(row).to_string();
-                match value.data_type() {
-                    _ if value.is_null(row) => object.push_str("null"),
-                    DataType::Boolean
-                    | DataType::Int8
-                    | DataType::Int16
-                    | DataType::Int32
-                    | DataType::Int64
-                    | DataType::UInt8
-                    | DataType::UInt16
-                    | DataType::UInt32
-                    | DataType::UInt64
-                    | DataType::Float32
-                    | DataType::Float64
-                    | DataType::Decimal64(..)
-                    | DataType::Decimal128(..) => object.push_str(&text),
-                    _ => object.push_str(&json_string(&text)),
-                }
-            }
-            object.push('}');
-            made.add(object.len())?;
-            Ok(Some(object))
-        })
-        .collect::<Result<StringArray>>()?;
-    Ok(Arc::new(out))
-}
-
-/// `text` as a JSON string literal.
-fn json_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
     out
 }
 

@@ -211,8 +211,7 @@ pub fn split_regex(args: &[ArrayRef]) -> Result<ArrayRef> {
         }
         let pattern = patterns.value(row);
         if compiled.as_ref().is_none_or(|(p, _)| p != pattern) {
-            let regex = regex::Regex::new(pattern)
-                .map_err(|e| fail(format!("string_split_regex: bad pattern {pattern:?}: {e}")))?;
+            let regex = crate::functions::compile_regex(pattern, false)?;
             compiled = Some((pattern.to_string(), regex));
         }
         let (_, regex) = compiled.as_ref().expect("compiled above");

@@ -9,6 +9,7 @@ mod equals_arguments;
 mod frame_exclusion;
 mod from_values;
 mod in_lists;
+mod messages;
 mod null_order;
 mod null_treatment;
 mod positional;
@@ -26,6 +27,7 @@ pub use describe_subqueries::DESCRIBE_QUERY;
 pub use frame_exclusion::{
     EXCLUDE_CURRENT_ROW, EXCLUDE_GROUP, EXCLUDE_TIES, with_exclusions_written,
 };
+pub use messages::{MESSAGE_CHARS, bounded_message, quoted_excerpt};
 pub use null_order::{NullOrder, apply_null_order};
 pub use positional::positional_name;
 
@@ -314,7 +316,7 @@ pub fn parse_expression(text: &str) -> Result<ast::Expr, ParseError> {
 fn parse_error(e: ParserError) -> ParseError {
     match e {
         ParserError::RecursionLimitExceeded => ParseError::TooDeep,
-        e => ParseError::Syntax(clean(e.to_string())),
+        e => ParseError::Syntax(bounded_message(clean(e.to_string()))),
     }
 }
 
@@ -357,7 +359,7 @@ fn parse_tokens(tokens: Vec<TokenWithSpan>) -> Result<Statement, ParseError> {
 fn tokenize(text: &str) -> Result<Vec<TokenWithSpan>, ParseError> {
     let tokens = Tokenizer::new(&DuckDbDialect {}, text)
         .tokenize_with_location()
-        .map_err(|e| ParseError::Syntax(e.to_string()))?;
+        .map_err(|e| ParseError::Syntax(bounded_message(e.to_string())))?;
     let mut out = Vec::with_capacity(tokens.len());
     let mut i = 0;
     while i < tokens.len() {

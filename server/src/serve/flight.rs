@@ -129,7 +129,7 @@ fn split_statement_handle(handle: &[u8]) -> Result<(String, String), Status> {
 type DoGetStream = Pin<Box<dyn Stream<Item = Result<arrow_flight::FlightData, Status>> + Send>>;
 
 fn failed(e: impl ToString) -> Status {
-    Status::invalid_argument(e.to_string())
+    Status::invalid_argument(pondra_cluster::bounded_message(e.to_string()))
 }
 
 impl FlightDoor {

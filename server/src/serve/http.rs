@@ -42,7 +42,8 @@ struct Failure(StatusCode, String);
 
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
-        let body = format!("{{\"error\":{}}}", quote(&self.1));
+        let message = pondra_cluster::bounded_message(self.1);
+        let body = format!("{{\"error\":{}}}", quote(&message));
         (self.0, [(header::CONTENT_TYPE, "application/json")], body).into_response()
     }
 }

@@ -149,7 +149,7 @@ fn user_error(code: &str, message: impl Into<String>) -> PgWireError {
     PgWireError::UserError(Box::new(ErrorInfo::new(
         "ERROR".into(),
         code.into(),
-        message.into(),
+        pondra_cluster::bounded_message(message.into()),
     )))
 }
 
@@ -173,6 +173,10 @@ fn sqlstate(message: &str) -> &'static str {
         "54001"
     } else if message.starts_with("internal error") {
         "XX000"
+    } else if message.starts_with("unrecognized configuration parameter") {
+        "42704"
+    } else if message.starts_with("parameter") && message.ends_with("cannot be changed") {
+        "55P02"
     } else if message.starts_with("syntax error") {
         "42601"
     } else if message.contains("does not exist") {
@@ -195,6 +199,7 @@ fn sqlstate(message: &str) -> &'static str {
 }
 
 fn error_info(message: String) -> ErrorInfo {
+    let message = pondra_cluster::bounded_message(message);
     ErrorInfo::new("ERROR".into(), sqlstate(&message).into(), message)
 }
 

@@ -42,12 +42,18 @@ pub fn session_answer(statement: &ParsedStatement) -> Option<SessionAnswer> {
             if name == "all" {
                 return Some(show_all());
             }
-            let value = SETTINGS.iter().find(|(n, _)| *n == name)?.1;
-            let column = name.replace(' ', "_");
-            let schema = Arc::new(Schema::new(vec![Field::new(column, DataType::Utf8, false)]));
+            // Every transaction reads one snapshot (ADR 0045).
+            if name != "transaction isolation level" {
+                return None;
+            }
+            let schema = Arc::new(Schema::new(vec![Field::new(
+                "transaction_isolation",
+                DataType::Utf8,
+                false,
+            )]));
             let batch = RecordBatch::try_new(
                 schema.clone(),
-                vec![Arc::new(StringArray::from(vec![value]))],
+                vec![Arc::new(StringArray::from(vec!["repeatable read"]))],
             )
             .expect("one text column");
             SessionAnswer::Rows(schema, vec![batch])
@@ -56,22 +62,6 @@ pub fn session_answer(statement: &ParsedStatement) -> Option<SessionAnswer> {
     })
 }
 
-/// The settings a session shows, as Postgres names them.
-const SETTINGS: [(&str, &str); 11] = [
-    // Every transaction reads one snapshot (ADR 0045).
-    ("transaction isolation level", "repeatable read"),
-    ("transaction_isolation", "repeatable read"),
-    ("server_version", pondra_cluster::SERVER_VERSION),
-    ("server_encoding", "UTF8"),
-    ("client_encoding", "UTF8"),
-    ("standard_conforming_strings", "on"),
-    ("datestyle", "ISO, MDY"),
-    ("timezone", "UTC"),
-    ("search_path", "public"),
-    ("max_identifier_length", "63"),
-    ("integer_datetimes", "on"),
-];
-
 /// `SHOW ALL`: each setting with its value and a description, as Postgres lists them.
 fn show_all() -> SessionAnswer {
     let schema = Arc::new(Schema::new(vec![
@@ -79,9 +69,9 @@ fn show_all() -> SessionAnswer {
         Field::new("setting", DataType::Utf8, false),
         Field::new("description", DataType::Utf8, false),
     ]));
-    let rows = SETTINGS.iter().filter(|(name, _)| !name.contains(' '));
-    let names: StringArray = rows.clone().map(|(n, _)| Some(*n)).collect();
-    let values: StringArray = rows.clone().map(|(_, v)| Some(*v)).collect();
+    let rows = pondra_cluster::pg_parameters();
+    let names: StringArray = rows.clone().map(|(n, _)| Some(n)).collect();
+    let values: StringArray = rows.clone().map(|(_, v)| Some(v)).collect();
     let descriptions: StringArray = rows.map(|_| Some("as Pondra has it")).collect();
     let batch = RecordBatch::try_new(
         schema.clone(),
