@@ -4,7 +4,7 @@
 //! place, a server on a bucket keeps what it acknowledged, a table published there reads through
 //! `delta_scan` and `iceberg_scan` at its URL, and an unknown scheme is an error.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Output;

@@ -10,16 +10,15 @@
 //! (ADR 0049: views follow updates, deletes and upserts by retraction), and each view over
 //! joins must equal what DuckDB answers to it (ADR 0054: inner, outer and three-table joins,
 //! aggregated or not, follow changes to either side; views over views), and so must views over
-//! TUMBLE and HOP windows of a third table whose rows arrive out of order.
+//! TUMBLE and HOP windows of a third table whose rows arrive out of order. Each view of the
+//! first two kinds is created a second time written with CTEs, and must hold the same rows.
 //!
-//! `cargo test -p pondra-tests --test changes_oracle` runs 400 statements;
-//! `cargo test --release -p pondra-tests --test changes_oracle -- --ignored` runs 20,000.
+//! `cargo test -p pondra-tests --test e2e changes_oracle::` runs 400 statements;
+//! `cargo test --release -p pondra-tests --test e2e changes_oracle:: -- --ignored` runs 20,000.
 //! `PONDRA_ORACLE_SEED` replays a seed, `PONDRA_ORACLE_STATEMENTS` sets the length.
 
-mod common;
+use crate::common::oracle::Oracle;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 use std::sync::Arc;
 
 use pondra_cluster::{Node, NodeOptions};
@@ -191,6 +190,50 @@ const WINDOW_VIEWS: [(&str, &str, &str); 5] = [
          + 30000000) FROM events WHERE v > 0",
     ),
 ];
+
+/// An ASOF join whose right rows tie on the best time (an appended table holds many rows of
+/// one key and value): each keyed row keeps one match, the least of the tied rows by their
+/// values, in the view as in its query.
+const ASOF_TIES: (&str, &str) = (
+    "asof_ties",
+    "SELECT a.k, a.v, b.s, b.v AS matched FROM keyed a ASOF JOIN appended b \
+     ON a.k = b.k AND a.v >= b.v",
+);
+
+/// The relations the CTE-written copies of the views read through a CTE.
+const CTE_READS: [&str; 5] = ["appended", "keyed", "join_by_s", "keyed_by_s", "join_rows"];
+
+/// `query` written with a CTE for each relation of `CTE_READS` it reads (`WITH keyed_w AS
+/// (SELECT * FROM keyed) ... FROM keyed_w AS keyed`, read twice where the query reads it
+/// twice): every view form checked against its query is checked so written too.
+fn with_ctes(query: &str) -> String {
+    let words: Vec<&str> = query.split_whitespace().collect();
+    let mut read = Vec::new();
+    let mut out = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        let after_from = i > 0 && matches!(words[i - 1], "FROM" | "JOIN");
+        if !after_from || !CTE_READS.contains(word) {
+            out.push(word.to_string());
+            continue;
+        }
+        if !read.contains(word) {
+            read.push(*word);
+        }
+        // Keywords are upper case in these queries; an alias is a lower-case word.
+        let aliased = words
+            .get(i + 1)
+            .is_some_and(|next| next.chars().all(|c| c.is_ascii_lowercase()));
+        out.push(match aliased {
+            true => format!("{word}_w"),
+            false => format!("{word}_w AS {word}"),
+        });
+    }
+    let ctes: Vec<String> = read
+        .iter()
+        .map(|r| format!("{r}_w AS (SELECT * FROM {r})"))
+        .collect();
+    format!("WITH {} {}", ctes.join(", "), out.join(" "))
+}
 
 /// The count tables of the views' mins and maxes (ADR 0052), by view and position, with the
 /// query over the base table that gives the same rows: per group, each value and how many rows
@@ -427,86 +470,6 @@ impl Generator {
     }
 }
 
-/// DuckDB, answering statement by statement.
-struct Oracle {
-    child: Child,
-    input: ChildStdin,
-    output: BufReader<ChildStdout>,
-}
-
-impl Oracle {
-    fn start() -> Oracle {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/duckdb_oracle.py");
-        let mut child = common::python()
-            .arg(script)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python runs the oracle");
-        let input = child.stdin.take().expect("stdin");
-        let output = BufReader::new(child.stdout.take().expect("stdout"));
-        Oracle {
-            child,
-            input,
-            output,
-        }
-    }
-
-    fn line(&mut self) -> String {
-        let mut line = String::new();
-        self.output
-            .read_line(&mut line)
-            .expect("the oracle answers");
-        assert!(
-            !line.is_empty(),
-            "the oracle stopped (is duckdb installed?)"
-        );
-        line.trim_end_matches('\n').to_string()
-    }
-
-    /// Runs `sql`: `Err` with DuckDB's message when it refuses it.
-    fn run(&mut self, sql: &str) -> Result<(), String> {
-        writeln!(self.input, "{sql}").expect("the oracle reads");
-        let answer = self.line();
-        match answer.strip_prefix("error ") {
-            Some(message) => Err(message.to_string()),
-            None => Ok(()),
-        }
-    }
-
-    /// The rows `sql` answers, sorted.
-    fn query(&mut self, sql: &str) -> Vec<String> {
-        writeln!(self.input, "query {sql}").expect("the oracle reads");
-        let line = self.line();
-        let count: usize = match line.strip_prefix("rows ") {
-            Some(count) => count.parse().unwrap(),
-            None => panic!("DuckDB cannot answer {sql}: {line}"),
-        };
-        (0..count).map(|_| self.line()).collect()
-    }
-
-    /// Each table's rows, sorted.
-    fn rows(&mut self) -> Vec<Vec<String>> {
-        writeln!(self.input, "check {}", TABLES.join(" ")).expect("the oracle reads");
-        let mut tables = Vec::new();
-        loop {
-            let line = self.line();
-            if line == "end" {
-                return tables;
-            }
-            let count: usize = line.rsplit(' ').next().unwrap().parse().unwrap();
-            tables.push((0..count).map(|_| self.line()).collect());
-        }
-    }
-}
-
-impl Drop for Oracle {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The rows `sql` answers on `node`, sorted, as the oracle writes them (a timestamp as
 /// Python writes it, with a space before the time).
 fn sorted_rows(node: &Arc<Node>, runtime: &tokio::runtime::Runtime, sql: &str) -> Vec<String> {
@@ -539,21 +502,28 @@ fn check_views(
     oracle: &mut Oracle,
     context: &str,
 ) {
-    for (view, query) in VIEWS {
+    for (view, query) in VIEWS.iter().chain([&ASOF_TIES]) {
+        let expected = sorted_rows(node, runtime, query);
         let held = sorted_rows(node, runtime, &format!("SELECT * FROM {view}"));
         assert_eq!(
-            held,
-            sorted_rows(node, runtime, query),
+            held, expected,
             "{context}: view {view} differs from its query"
+        );
+        let held = sorted_rows(node, runtime, &format!("SELECT * FROM {view}_cte"));
+        assert_eq!(
+            held, expected,
+            "{context}: view {view}_cte differs from its query"
         );
     }
     for (view, query) in JOIN_VIEWS {
-        let held = sorted_rows(node, runtime, &format!("SELECT * FROM {view}"));
-        assert_eq!(
-            held,
-            oracle.query(query),
-            "{context}: view {view} differs from DuckDB's answer to its query"
-        );
+        let expected = oracle.query(query);
+        for name in [view.to_string(), format!("{view}_cte")] {
+            let held = sorted_rows(node, runtime, &format!("SELECT * FROM {name}"));
+            assert_eq!(
+                held, expected,
+                "{context}: view {name} differs from DuckDB's answer to its query"
+            );
+        }
     }
     for (view, _, query) in WINDOW_VIEWS {
         let held = sorted_rows(node, runtime, &format!("SELECT * FROM {view}"));
@@ -694,6 +664,17 @@ fn run(default_statements: usize, default_seed: u64) {
         let create = format!("CREATE MATERIALIZED VIEW {view} AS {query}");
         run_sql(&node, &runtime, &create).unwrap();
     }
+    let (ties, ties_query) = ASOF_TIES;
+    let create = format!("CREATE MATERIALIZED VIEW {ties} AS {ties_query}");
+    run_sql(&node, &runtime, &create).unwrap();
+    // The same views written with CTEs, created after the views they read.
+    for (view, query) in VIEWS.iter().chain(&JOIN_VIEWS).chain([&ASOF_TIES]) {
+        let create = format!(
+            "CREATE MATERIALIZED VIEW {view}_cte AS {}",
+            with_ctes(query)
+        );
+        run_sql(&node, &runtime, &create).unwrap_or_else(|e| panic!("{create}: {e:?}"));
+    }
     // A keyed table joined on its whole key is its own index (ADR 0054): it keeps no state.
     let states = |view| runtime.block_on(node.view_join_states(view)).unwrap().len();
     assert_eq!(
@@ -745,7 +726,7 @@ fn run(default_statements: usize, default_seed: u64) {
             let rows = pondra_rows(&node, &runtime);
             assert_eq!(
                 rows,
-                oracle.rows(),
+                oracle.rows(&TABLES),
                 "seed {seed}, after statement {n}; the statements since the last check:\n{recent}"
             );
             assert_eq!(

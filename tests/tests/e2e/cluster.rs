@@ -1,7 +1,7 @@
 //! Processes sharing one lake (ADR 0053): `pondra sql` on a lake a server leads hands its
 //! commits to the server instead of fencing it.
 
-mod common;
+use crate::common;
 
 use common::{Served, curl, sql, stderr, stdout};
 

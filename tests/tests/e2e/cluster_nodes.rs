@@ -4,7 +4,7 @@
 //! exactly-once batches through every node while the leader is killed three times; at the
 //! end every acknowledged batch is there once, and every node returns the same rows.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};

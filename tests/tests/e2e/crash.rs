@@ -1,7 +1,7 @@
 //! Writers killed with SIGKILL at random moments lose nothing they acknowledged, and a
 //! transaction is there whole or not at all: on a folder, and on a bucket of a real S3 API.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::process::Stdio;
@@ -115,12 +115,17 @@ fn run_or_kill(lake: &Lake, statement: &str, kill_after: Option<Duration>) -> En
     }
 }
 
-/// The test's random numbers, from `PONDRA_CRASH_SEED` or a seed it prints.
+/// The seed CI runs: fixed, so that the statements and when each is killed are decided alike
+/// on every run (the kills still land wherever the process has got to by then).
+const CI_SEED: u64 = 20_261_206;
+
+/// The test's random numbers, from `PONDRA_CRASH_SEED` (any seed, to search further) or
+/// `CI_SEED`.
 fn seeded_rng() -> rand::rngs::StdRng {
     let seed: u64 = std::env::var("PONDRA_CRASH_SEED")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or_else(rand::random);
+        .unwrap_or(CI_SEED);
     eprintln!("crash test seed: {seed} (rerun with PONDRA_CRASH_SEED={seed})");
     rand::rngs::StdRng::seed_from_u64(seed)
 }

@@ -4,7 +4,7 @@
 //! back as an error. Each against `pondra serve` on a small TPC-H lake, through the Postgres
 //! door (tokio-postgres) and the HTTP door.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -260,6 +260,38 @@ fn a_cancel_request_and_a_statement_timeout_stop_an_endless_query_within_a_secon
                 .unwrap(),
             "5"
         );
+    });
+}
+
+#[test]
+fn an_error_quoting_a_huge_input_is_cut_short_and_answered_at_once() {
+    let (_dir, served) = serve(&["--statement-timeout", "5s"]);
+    let huge_name = format!("SELECT * FROM \"{}\"", "t".repeat(1_000_000));
+    let statements = [
+        "SELECT 'a' ~ repeat('x', 100000000)",
+        "SELECT CAST(repeat('9', 10000000) AS INT)",
+        huge_name.as_str(),
+    ];
+    runtime().block_on(async {
+        let client = connect(&served).await;
+        for sql in statements {
+            let started = Instant::now();
+            let error = bounded(scalar(&client, sql)).await.unwrap_err();
+            assert!(
+                error.len() < 6_000,
+                "{} bytes of error for {}...: {}...",
+                error.len(),
+                &sql[..40],
+                &error[..200]
+            );
+            assert!(
+                started.elapsed() < Duration::from_secs(5),
+                "{:?} for {}...",
+                started.elapsed(),
+                &sql[..40]
+            );
+        }
+        assert_eq!(scalar(&client, "SELECT 1").await.unwrap(), "1");
     });
 }
 

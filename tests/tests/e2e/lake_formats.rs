@@ -1,7 +1,7 @@
 //! Other engines' table formats read in place (ADR 0058): a Delta Lake table written by
 //! deltalake (delta-rs), read by `delta_scan` as its newest version.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

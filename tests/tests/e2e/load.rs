@@ -10,7 +10,7 @@
 //! docs/status.md come from `PONDRA_LOAD_SECS=60 cargo test --release -p pondra-tests --test
 //! load -- --nocapture --test-threads 1`.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;

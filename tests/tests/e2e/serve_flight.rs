@@ -1,6 +1,6 @@
 //! `pondra serve`'s Arrow Flight SQL door, used with Python's ADBC Flight SQL driver.
 
-mod common;
+use crate::common;
 
 use common::{Served, python};
 

@@ -1,6 +1,6 @@
 //! `pondra serve`'s HTTP door, used with curl as a user would.
 
-mod common;
+use crate::common;
 
 use common::{Served, curl};
 

@@ -1,7 +1,7 @@
 //! `pondra serve`'s Postgres door with the Postgres JDBC driver, which DBeaver and Metabase
 //! connect through: the catalog metadata they browse, and a prepared statement.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

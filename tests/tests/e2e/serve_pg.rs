@@ -1,6 +1,6 @@
 //! `pondra serve`'s Postgres door, used with psql and Python's psycopg.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

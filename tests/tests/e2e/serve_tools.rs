@@ -2,7 +2,7 @@
 //! psycopg, SQLAlchemy 2.1 and pandas (psycopg and psycopg2), jupysql's magics in IPython, and a
 //! dbt 1.9 project (seed, two runs, tests). `.ci/run` installs them into the test virtualenv.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -1,6 +1,6 @@
 //! The shell and `pondra sql` as a user runs them: the quickstart and the orders example.
 
-mod common;
+use crate::common;
 
 use common::{copy_dir, shell, sql, stderr, stdout};
 

@@ -249,7 +249,7 @@ fn sqlite_corpus_passes_no_fewer_records() {
 }
 
 /// The per-file report with the first failures of each (`cargo test --release -p pondra-tests
-/// --test sqlite_corpus -- --ignored --nocapture`; `PONDRA_SLT_FILTER` narrows the files).
+/// --test e2e sqlite_corpus:: -- --ignored --nocapture`; `PONDRA_SLT_FILTER` narrows the files).
 #[test]
 #[ignore]
 fn sqlite_corpus_report() {

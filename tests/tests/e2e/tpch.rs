@@ -1,7 +1,7 @@
 //! The 22 TPC-H queries over a generated lake, checked against the reference answers
 //! (`tpch/answers/sf<N>/q<N>.csv`: decimals exact, doubles rounded to 6 places).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -222,7 +222,7 @@ fn tpch_sf0_1_answers_over_parquet_files_within_4_mb() {
     );
 }
 
-/// Scale 1: run before closing TPC-H work (`cargo test --release -p pondra-tests --test tpch
+/// Scale 1: run before closing TPC-H work (`cargo test --release -p pondra-tests --test e2e tpch::
 /// -- --ignored`).
 #[test]
 #[ignore]

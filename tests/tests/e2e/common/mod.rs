@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod oracle;
 pub mod s3;
 
 use std::io::Write;
