@@ -3,6 +3,7 @@
 
 pub mod duckdb_slt;
 pub mod fuzz;
+pub mod query_generator;
 
 use arrow::array::RecordBatch;
 use arrow::datatypes::SchemaRef;
