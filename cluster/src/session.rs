@@ -192,6 +192,12 @@ impl Session {
             .unwrap_or_else(|e| e.into_inner())
     }
 
+    /// How far the statement running now has read: morsels read and to read so far.
+    pub fn progress(&self) -> Option<(u64, u64)> {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        running.as_ref().and_then(|control| control.progress())
+    }
+
     /// Stops the statement running now, if any: a cancel request, or its client gone.
     pub fn stop_running(&self, reason: StopReason) -> bool {
         let running = self.running.lock().unwrap_or_else(|e| e.into_inner());

@@ -9,7 +9,7 @@
 //! [`check_allocation`].
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
@@ -115,6 +115,10 @@ pub struct StatementControl {
     memory: Arc<MemoryPool>,
     /// The most threads its pipelines run on (`SET threads`); `None` for the whole pool.
     threads: Option<usize>,
+    /// The morsels its scans have to read and have read so far: its progress, as a shell
+    /// shows it (later pipelines add theirs as they start).
+    morsels_total: AtomicU64,
+    morsels_read: AtomicU64,
 }
 
 /// Every statement running in the process, for stopping them all at shutdown.
@@ -154,6 +158,8 @@ impl StatementControl {
             deadline: timeout.map(|t| Instant::now() + t),
             memory,
             threads,
+            morsels_total: AtomicU64::new(0),
+            morsels_read: AtomicU64::new(0),
         });
         let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
         running.retain(|c| c.strong_count() > 0);
@@ -168,6 +174,24 @@ impl StatementControl {
 
     pub fn memory(&self) -> &Arc<MemoryPool> {
         &self.memory
+    }
+
+    /// A scan starts: `morsels` more to read.
+    pub fn add_morsels(&self, morsels: usize) {
+        self.morsels_total
+            .fetch_add(morsels as u64, Ordering::Relaxed);
+    }
+
+    /// A scan read one of its morsels.
+    pub fn morsel_read(&self) {
+        self.morsels_read.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The morsels read and to read so far; `None` before any scan starts.
+    pub fn progress(&self) -> Option<(u64, u64)> {
+        let total = self.morsels_total.load(Ordering::Relaxed);
+        let read = self.morsels_read.load(Ordering::Relaxed).min(total);
+        (total > 0).then_some((read, total))
     }
 
     /// Runs `work` for this statement on a pool of its `threads` when it asked for fewer than

@@ -501,6 +501,7 @@ fn run_pipeline_into<'p>(
                     Morsels::Read(units)
                 }
             };
+            ctx.control.add_morsels(morsels.len());
             let recorder = match &repeat {
                 Repeat::Keep { .. } => Some(ScanRecorder::new(morsels.len(), &ctx.memory)),
                 _ => None,
@@ -901,6 +902,7 @@ impl Source<'_, '_> {
             )?,
             Morsels::Kept(kept) => kept.morsels[morsel].clone(),
         };
+        ctx.control.morsel_read();
         if let Some(recorder) = self.recorder {
             recorder.record(morsel, &batches);
         }

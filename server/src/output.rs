@@ -12,6 +12,8 @@ pub enum Format {
     Csv,
     /// A JSON array of objects, one per row.
     Json,
+    /// A Markdown table.
+    Markdown,
 }
 
 /// Prints one statement's result to stdout. Statements without rows print nothing.
@@ -50,6 +52,10 @@ pub fn print_result(result: &StatementResult, format: Format) -> Result<(), Stri
                 writer.write(batch).map_err(|e| failed(&e))?;
             }
         }
+        Format::Markdown => {
+            let text = markdown(&schema, &batches).map_err(|e| failed(&e))?;
+            write!(out, "{text}").map_err(|e| failed(&e))?;
+        }
         Format::Json => {
             let mut writer = arrow::json::ArrayWriter::new(&mut out);
             let refs: Vec<&arrow::array::RecordBatch> = batches.iter().collect();
@@ -60,4 +66,32 @@ pub fn print_result(result: &StatementResult, format: Format) -> Result<(), Stri
         }
     }
     out.flush().map_err(|e| failed(&e))
+}
+
+/// Rows as a Markdown table: a header, its rule, a line per row; `|` in a value escaped.
+fn markdown(
+    schema: &arrow::datatypes::SchemaRef,
+    batches: &[arrow::array::RecordBatch],
+) -> Result<String, arrow::error::ArrowError> {
+    use arrow::util::display::{ArrayFormatter, FormatOptions};
+    let cell = |text: &str| text.replace('|', "\\|");
+    let names: Vec<String> = schema.fields().iter().map(|f| cell(f.name())).collect();
+    let mut out = format!("| {} |\n", names.join(" | "));
+    out.push_str(&format!("|{}|\n", vec!["---"; names.len()].join("|")));
+    let options = FormatOptions::default().with_null("NULL");
+    for batch in batches {
+        let formatters = batch
+            .columns()
+            .iter()
+            .map(|c| ArrayFormatter::try_new(c.as_ref(), &options))
+            .collect::<Result<Vec<_>, _>>()?;
+        for row in 0..batch.num_rows() {
+            let cells: Vec<String> = formatters
+                .iter()
+                .map(|f| cell(&f.value(row).to_string()))
+                .collect();
+            out.push_str(&format!("| {} |\n", cells.join(" | ")));
+        }
+    }
+    Ok(out)
 }

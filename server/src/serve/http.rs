@@ -85,7 +85,8 @@ async fn sql(
     body: Bytes,
 ) -> Result<Response, Failure> {
     let role = role(&server, &headers, "sql")?;
-    let sql = std::str::from_utf8(&body).map_err(|_| bad_request("the SQL is not UTF-8"))?;
+    let sql = sql_of(&headers, &body)?;
+    let sql = sql.as_str();
     authorize(role, sql).map_err(|reason| {
         if reason.starts_with("permission denied") {
             eprintln!("refused: http sql: {reason}");
@@ -125,7 +126,12 @@ async fn sql(
     };
     if accept.contains(ARROW_STREAM) {
         let bytes = encode::arrow_stream(&schema, &batches).map_err(bad_request)?;
-        return Ok(([(header::CONTENT_TYPE, ARROW_STREAM)], bytes).into_response());
+        let mut response = ([(header::CONTENT_TYPE, ARROW_STREAM)], bytes).into_response();
+        // A statement that returns no rows says what it did (`INSERT 0 3`), as JSON does.
+        if let Some(tag) = tag.and_then(|t| header::HeaderValue::from_str(&t).ok()) {
+            response.headers_mut().insert("x-pondra-tag", tag);
+        }
+        return Ok(response);
     }
     if accept.contains("text/csv") {
         let bytes = encode::csv(&schema, &batches).map_err(bad_request)?;
@@ -141,6 +147,37 @@ async fn sql(
         json.push_str(&format!(",\"tag\":{}}}", quote(&tag)));
     }
     Ok(([(header::CONTENT_TYPE, "application/json")], json).into_response())
+}
+
+/// The SQL a request runs: its body, or in a JSON body (`{"sql": "...", "params": [...]}`)
+/// the statement with its `$n` or `?` parameters written in as literals.
+fn sql_of(headers: &HeaderMap, body: &[u8]) -> Result<String, Failure> {
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if !content_type.starts_with("application/json") {
+        let sql = std::str::from_utf8(body).map_err(|_| bad_request("the SQL is not UTF-8"))?;
+        return Ok(sql.to_string());
+    }
+    let request: serde_json::Value = serde_json::from_slice(body)
+        .map_err(|e| bad_request(format!("the request is not JSON: {e}")))?;
+    let Some(serde_json::Value::String(sql)) = request.get("sql") else {
+        return Err(bad_request(
+            "a JSON request is {\"sql\": \"...\", \"params\": [...]}",
+        ));
+    };
+    let params = match request.get("params") {
+        None | Some(serde_json::Value::Null) => return Ok(sql.clone()),
+        Some(serde_json::Value::Array(params)) => params,
+        Some(_) => return Err(bad_request("params is a list of values")),
+    };
+    let literals = params
+        .iter()
+        .map(super::literal::json_literal)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(bad_request)?;
+    pondra_cluster::substitute_placeholders(sql, &literals).map_err(bad_request)
 }
 
 async fn append(

@@ -1,4 +1,5 @@
-//! Values bound to a statement's parameters, written as SQL literals in its place-holders.
+//! Values bound to a statement's parameters, written as SQL literals in its place-holders:
+//! Arrow values (the Postgres and Flight doors) and JSON values (the HTTP door).
 
 use arrow::array::{Array, ArrayRef};
 use arrow::datatypes::DataType;
@@ -37,5 +38,52 @@ pub fn arrow_literal(column: &ArrayRef, row: usize) -> Result<String, String> {
         DataType::Timestamp(..) => format!("TIMESTAMP {}", quote_literal(&text.replace('T', " "))),
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => quote_literal(&text),
         other => return Err(format!("a parameter of type {other} is not supported yet")),
+    })
+}
+
+/// The types a JSON parameter may name (`{"type": "DATE", "value": "2024-01-01"}`), for values
+/// JSON has no literal of.
+const NAMED_TYPES: [&str; 7] = [
+    "DATE",
+    "TIME",
+    "TIMESTAMP",
+    "TIMESTAMPTZ",
+    "DECIMAL",
+    "INTERVAL",
+    "UUID",
+];
+
+/// A JSON parameter as a SQL literal: null, booleans, numbers (a fraction as DOUBLE), strings,
+/// arrays as lists, and `{"type": T, "value": text}` as a typed value.
+pub fn json_literal(value: &serde_json::Value) -> Result<String, String> {
+    use serde_json::Value;
+    Ok(match value {
+        Value::Null => "NULL".into(),
+        Value::Bool(b) => b.to_string().to_uppercase(),
+        Value::Number(n) if n.is_i64() || n.is_u64() => n.to_string(),
+        Value::Number(n) => format!("CAST({} AS DOUBLE)", quote_literal(&n.to_string())),
+        Value::String(text) => quote_literal(text),
+        Value::Array(items) => {
+            let items = items
+                .iter()
+                .map(json_literal)
+                .collect::<Result<Vec<_>, _>>()?;
+            format!("[{}]", items.join(", "))
+        }
+        Value::Object(typed) => {
+            let (Some(Value::String(name)), Some(Value::String(text))) =
+                (typed.get("type"), typed.get("value"))
+            else {
+                return Err("a parameter object is {\"type\": ..., \"value\": \"text\"}".into());
+            };
+            let name = name.to_uppercase();
+            if !NAMED_TYPES.contains(&name.as_str()) {
+                return Err(format!(
+                    "a parameter of type {name} is not supported (types: {})",
+                    NAMED_TYPES.join(", ")
+                ));
+            }
+            format!("CAST({} AS {name})", quote_literal(text))
+        }
     })
 }

@@ -192,3 +192,58 @@ fn tpch_run_stops_quietly_when_its_reader_leaves() {
     assert!(!output.status.success());
     assert!(!stderr(&output).contains("panicked"), "{}", stderr(&output));
 }
+
+#[test]
+fn the_shell_takes_duckdb_and_psql_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let script = dir.path().join("more.sql");
+    std::fs::write(
+        &script,
+        "INSERT INTO t VALUES (2, 'b');\nSELECT count(*) AS n FROM t;\n",
+    )
+    .unwrap();
+    let input = format!(
+        "CREATE TABLE t (id INT, name VARCHAR);\n\
+         INSERT INTO t VALUES (1, 'a|z');\n\
+         .tables\n\
+         \\d t\n\
+         .mode csv\n\
+         SELECT * FROM t;\n\
+         .mode markdown\n\
+         SELECT * FROM t;\n\
+         .read {}\n\
+         .mode json\n\
+         .timer on\n\
+         SELECT 7 AS seven;\n\
+         .timer off\n\
+         .mode nonsense\n\
+         .help\n\
+         \\q\n\
+         SELECT 'not run';\n",
+        script.display()
+    );
+    let output = shell(&lake, &input);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let printed = stdout(&output);
+    assert!(printed.contains("| t "), "{printed}");
+    assert!(
+        printed.contains("| id ") && printed.contains("VARCHAR"),
+        "{printed}"
+    );
+    assert!(printed.contains("id,name\n1,a|z\n"), "{printed}");
+    assert!(
+        printed.contains("| id | name |\n|---|---|\n| 1 | a\\|z |\n"),
+        "{printed}"
+    );
+    assert!(printed.contains("| n |\n|---|\n| 2 |\n"), "{printed}");
+    assert!(printed.contains("[{\"seven\":7}]"), "{printed}");
+    assert!(printed.contains("Run Time: "), "{printed}");
+    assert!(printed.contains(".read FILE"), "{printed}");
+    assert!(!printed.contains("not run"), "{printed}");
+    assert!(
+        stderr(&output).contains(".mode nonsense"),
+        "{}",
+        stderr(&output)
+    );
+}
