@@ -19,6 +19,7 @@ mod hardening;
 mod lake_formats;
 mod load;
 mod nexmark;
+mod python_package;
 mod query_oracle;
 mod serve_flight;
 mod serve_http;
