@@ -113,11 +113,13 @@ class Connection:
         arrow = _pyarrow()
         accept = ARROW_STREAM if arrow is not None else "application/json"
         headers = {"Content-Type": content_type, "Accept": accept}
-        status, response_headers, payload = self._request("POST", "/sql", body, headers)
+        read_arrow = lambda response: arrow.ipc.open_stream(response).read_all()  # noqa: E731
+        _, response_headers, payload = self._request(
+            "POST", "/sql", body, headers, read=read_arrow if arrow is not None else None
+        )
         tag = response_headers.get("x-pondra-tag")
         if response_headers.get("content-type", "").startswith(ARROW_STREAM):
-            table = arrow.ipc.open_stream(io.BytesIO(payload)).read_all()
-            return Result._of_arrow(table, tag)
+            return Result._of_arrow(payload, tag)
         document = json.loads(payload, parse_float=str)
         return Result._of_json(document, tag or document.get("tag"))
 
@@ -155,8 +157,10 @@ class Connection:
     # The wire.
 
     def _request(
-        self, method: str, path: str, body: bytes, headers: dict
-    ) -> Tuple[int, dict, bytes]:
+        self, method: str, path: str, body: bytes, headers: dict, read: Any = None
+    ) -> Tuple[int, dict, Any]:
+        """Sends a request; the answer's status, headers and body (read by `read` from the
+        response as it arrives, when given and the answer is an Arrow stream)."""
         if self._closed:
             raise Error("the connection is closed")
         headers = dict(headers)
@@ -170,14 +174,28 @@ class Connection:
                 try:
                     connection.request(method, path, body=body, headers=headers)
                     response = connection.getresponse()
-                    payload = response.read()
                     break
-                except (ConnectionError, http.client.HTTPException, OSError):
-                    # A kept-alive connection the node closed: once more on a new one.
+                except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                    # A kept-alive connection the node had closed, before it read the
+                    # request: once more on a new one.
                     connection.close()
                     self._http = None
                     if attempt == 1:
                         raise
+            streamed = read is not None and response.status < 400 and (
+                response.getheader("content-type", "").startswith(ARROW_STREAM)
+            )
+            try:
+                if streamed:
+                    # Parsed as it arrives, without a copy of the whole body.
+                    payload = read(response)
+                    response.read()
+                else:
+                    payload = response.read()
+            except Exception:
+                connection.close()
+                self._http = None
+                raise
         response_headers = {k.lower(): v for k, v in response.getheaders()}
         if response.status >= 400:
             try:
@@ -375,7 +393,8 @@ class Result:
         import polars
 
         if self._table is not None:
-            return polars.from_arrow(self._table)
+            # The batches as they came: Polars reads them chunk by chunk, without a copy.
+            return polars.from_arrow(self._table, rechunk=False)
         return polars.DataFrame(self._all_rows(), schema=self._columns, orient="row")
 
     fetchdf = df

@@ -126,19 +126,39 @@ fn text_timestamps(batches: &[RecordBatch]) -> Result<Vec<RecordBatch>, String> 
         .collect()
 }
 
-pub fn arrow_stream(schema: &SchemaRef, batches: &[RecordBatch]) -> Result<Vec<u8>, String> {
-    let mut out = Vec::new();
-    {
-        let schema = arrow_client_schema(schema);
-        let mut writer = arrow::ipc::writer::StreamWriter::try_new(&mut out, &schema)
-            .map_err(|e| e.to_string())?;
-        for batch in batches {
-            let batch = arrow_client_batch(batch).map_err(|e| e.to_string())?;
-            writer.write(&batch).map_err(|e| e.to_string())?;
+/// A result as an Arrow IPC stream in pieces, a message of the stream each (the schema, then
+/// a batch each, then the end), written as the body is sent: a client reads the first rows
+/// while the last are still being written.
+pub fn arrow_stream_pieces(
+    schema: &SchemaRef,
+    batches: Vec<RecordBatch>,
+) -> impl Iterator<Item = Result<bytes::Bytes, String>> + Send + 'static {
+    let schema = arrow_client_schema(schema);
+    let writer =
+        arrow::ipc::writer::StreamWriter::try_new(Vec::new(), &schema).map_err(|e| e.to_string());
+    let mut writer = Some(writer);
+    let mut batches = batches.into_iter();
+    let mut finished = false;
+    std::iter::from_fn(move || {
+        let mut current = match writer.take()? {
+            Ok(current) => current,
+            Err(e) => return Some(Err(e)),
+        };
+        let written = match batches.next() {
+            Some(batch) => arrow_client_batch(&batch).and_then(|b| current.write(&b)),
+            None if finished => return None,
+            None => {
+                finished = true;
+                current.finish()
+            }
+        };
+        if let Err(e) = written {
+            return Some(Err(e.to_string()));
         }
-        writer.finish().map_err(|e| e.to_string())?;
-    }
-    Ok(out)
+        let piece = std::mem::take(current.get_mut());
+        writer = Some(Ok(current));
+        Some(Ok(bytes::Bytes::from(piece)))
+    })
 }
 
 /// A result's columns as Arrow clients receive them: 64-bit decimals (ADR 0028) as

@@ -125,8 +125,10 @@ async fn sql(
         None => return Err(bad_request("no statement")),
     };
     if accept.contains(ARROW_STREAM) {
-        let bytes = encode::arrow_stream(&schema, &batches).map_err(bad_request)?;
-        let mut response = ([(header::CONTENT_TYPE, ARROW_STREAM)], bytes).into_response();
+        let pieces = encode::arrow_stream_pieces(&schema, batches)
+            .map(|piece| piece.map_err(std::io::Error::other));
+        let body = axum::body::Body::from_stream(futures::stream::iter(pieces));
+        let mut response = ([(header::CONTENT_TYPE, ARROW_STREAM)], body).into_response();
         // A statement that returns no rows says what it did (`INSERT 0 3`), as JSON does.
         if let Some(tag) = tag.and_then(|t| header::HeaderValue::from_str(&t).ok()) {
             response.headers_mut().insert("x-pondra-tag", tag);
