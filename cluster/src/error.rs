@@ -19,10 +19,10 @@ pub enum NodeError {
     #[error("internal error: {0}")]
     Internal(String),
     /// A transaction's commit lost to a concurrent one (SQLSTATE 40001).
-    #[error("{}", crate::transaction::SERIALIZATION_FAILURE)]
+    #[error("{}", crate::sessions::transaction::SERIALIZATION_FAILURE)]
     SerializationFailure,
     /// A statement sent to a transaction that a failed statement aborted (SQLSTATE 25P02).
-    #[error("{}", crate::transaction::ABORTED)]
+    #[error("{}", crate::sessions::transaction::ABORTED)]
     Aborted,
     /// A savepoint statement outside a transaction (SQLSTATE 25P01).
     #[error("{0} can only be used in transaction blocks")]

@@ -11,10 +11,11 @@ use pondra_parser::ParsedStatement;
 use pondra_planner::{Binder, ExternalTable, LogicalPlan, Plan, create_physical_plan};
 use pondra_storage::{Lake, ObjectCache};
 
-use crate::leader::{Term, take_lead};
-use crate::session::Session;
-use crate::temporary::TemporaryTables;
-use crate::transaction::Transaction;
+use crate::lead::leader::{Term, take_lead};
+use crate::sessions::session::Session;
+use crate::sessions::temporary::TemporaryTables;
+use crate::sessions::transaction::Transaction;
+use crate::statement_result::{StatementResult, done};
 use crate::{NodeError, Result};
 
 tokio::task_local! {
@@ -54,18 +55,6 @@ impl Default for NodeOptions {
     }
 }
 
-/// What one statement produced.
-#[derive(Debug)]
-pub enum StatementResult {
-    /// Rows for the client.
-    Rows {
-        schema: SchemaRef,
-        batches: Vec<RecordBatch>,
-    },
-    /// A statement that returns no rows, with its command tag (`INSERT 0 3`, `CREATE TABLE`).
-    Done { tag: String },
-}
-
 /// A running Pondra process on one lake: it leads (or hands its commits to the process that
 /// does), holds the catalog and runs statements.
 pub struct Node {
@@ -75,7 +64,7 @@ pub struct Node {
     /// The term this node leads, or whose leader it follows.
     pub(crate) term: std::sync::atomic::AtomicU64,
     started: Instant,
-    /// Held by every write until its commit is durable (`write.rs` `lock_for_append`): shared
+    /// Held by every write until its commit is durable (`writes/commit.rs` `lock_for_append`): shared
     /// by appends to plain tables, which prepare in parallel and are grouped into one catalog
     /// commit (ADR 0046); exclusive for every other write, which plans against the commit it
     /// follows.
@@ -85,7 +74,7 @@ pub struct Node {
     /// Parquet files registered as tables for this process, read in place.
     external: std::sync::RwLock<HashMap<String, Arc<ExternalTable>>>,
     /// What the publisher last wrote of each published table's formats (ADR 0058).
-    pub(crate) published: crate::publish::PublishedVersions,
+    pub(crate) published: crate::publishing::publish::PublishedVersions,
 }
 
 impl Node {
@@ -231,13 +220,13 @@ impl Node {
             if let Some(result) = session.run_setting(sql) {
                 return result;
             }
-            if crate::prepared::is_prepared_statement(sql) {
+            if crate::sessions::prepared::is_prepared_statement(sql) {
                 return self.run_prepared_statement(session, sql).await;
             }
             if let Some(order) = session.null_order() {
                 pondra_parser::apply_null_order(sql, order);
             }
-            if let Some(control) = crate::transaction::control_of(sql) {
+            if let Some(control) = crate::sessions::transaction::control_of(sql) {
                 return self.run_transaction_control(session, control).await;
             }
         }
@@ -311,11 +300,13 @@ impl Node {
             return Ok(None);
         };
         if let pondra_parser::Statement::Sql(sql) = &statement.statement {
-            if crate::time_zone::is_time_zone_setting(sql) {
-                return Ok(crate::time_zone::result_schema(sql));
+            if crate::sessions::time_zone::is_time_zone_setting(sql) {
+                return Ok(crate::sessions::time_zone::result_schema(sql));
             }
-            if crate::session::is_session_setting(sql) || crate::settings::is_process_setting(sql) {
-                return Ok(crate::session::setting_schema(sql));
+            if crate::sessions::session::is_session_setting(sql)
+                || crate::sessions::settings::is_process_setting(sql)
+            {
+                return Ok(crate::sessions::session::setting_schema(sql));
             }
         }
         let snapshot = session
@@ -399,11 +390,11 @@ impl Node {
         session: Option<&Session>,
     ) -> Result<StatementResult> {
         if let pondra_parser::Statement::Sql(sql) = &statement.statement {
-            if crate::settings::is_process_setting(sql) {
-                return crate::settings::run_setting(sql, &self.options.memory);
+            if crate::sessions::settings::is_process_setting(sql) {
+                return crate::sessions::settings::run_setting(sql, &self.options.memory);
             }
             if let Some(session) = session
-                && let Some(result) = crate::temporary::drop_temporary(session, sql)
+                && let Some(result) = crate::sessions::temporary::drop_temporary(session, sql)
             {
                 return result;
             }
@@ -431,7 +422,7 @@ impl Node {
             Plan::CopyTo { input, path } => {
                 let schema = input.schema();
                 let batches = self.run_query(input, snapshot, Vec::new()).await?;
-                let rows = crate::copy::write_file(&path, &schema, &batches)?;
+                let rows = crate::writes::copy::write_file(&path, &schema, &batches)?;
                 Ok(done(format!("COPY {rows}")))
             }
             Plan::Checkpoint => {
@@ -630,7 +621,7 @@ impl Node {
         let leads = self.leads();
         self.catalog.close().await?;
         if leads {
-            crate::leader::end_term(&self.lake, self.term().number).await?;
+            crate::lead::leader::end_term(&self.lake, self.term().number).await?;
         }
         Ok(())
     }
@@ -644,7 +635,7 @@ fn node_name() -> String {
 /// A name for this process's commits handed to a leader, unique to this process and this
 /// spell of following: a retry of one of them names it again, and the leader commits it once.
 pub(crate) fn producer_name() -> String {
-    format!("{}-{}", node_name(), crate::write::unique_name())
+    format!("{}-{}", node_name(), crate::object_names::unique_name())
 }
 
 /// The columns of the rows `plan` answers with, if it answers with rows.
@@ -706,10 +697,6 @@ fn internal_error(statement: &str, panic: Box<dyn std::any::Any + Send>) -> Node
     let shown: String = statement.chars().take(500).collect();
     eprintln!("internal error: a statement panicked: {message}; statement: {shown}");
     NodeError::Internal(message)
-}
-
-pub(crate) fn done(tag: impl Into<String>) -> StatementResult {
-    StatementResult::Done { tag: tag.into() }
 }
 
 /// The one column EXPLAIN returns.

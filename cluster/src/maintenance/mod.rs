@@ -1,0 +1,5 @@
+//! The leader's background work on the lake: the log tail tiered into Parquet, files compacted
+//! and rewritten, replaced objects deleted after the retention.
+
+pub(crate) mod compaction;
+pub(crate) mod tiering;

@@ -1,0 +1,310 @@
+//! Appends of rows that arrive as Arrow batches (HTTP, Flight SQL ingest, COPY FROM STDIN),
+//! optionally exactly once per producer and sequence number.
+
+use arrow::array::{RecordBatch, new_null_array};
+use arrow::compute::{CastOptions, cast_with_options};
+use std::sync::Arc;
+
+use pondra_catalog::{Change, Snapshot, TableDef, TableKind};
+
+use crate::node::Node;
+use crate::sessions::session::Session;
+use crate::sessions::transaction::Transaction;
+use crate::{NodeError, Result};
+
+/// What became of an append.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppendOutcome {
+    /// The rows were committed.
+    Appended(usize),
+    /// The producer had already appended this sequence number (or a later one): a retry,
+    /// dropped.
+    Duplicate,
+}
+
+impl Node {
+    /// Appends `batches` to `table`. Columns are matched by name and cast to the table's
+    /// types; columns the batches lack are NULL. With a producer and sequence number, the
+    /// append happens at most once: the producer's last sequence number is committed with the
+    /// rows, and an append whose number is not above it is dropped.
+    ///
+    /// Appends to a plain table prepare in parallel and may share a catalog commit (ADR
+    /// 0046); the sequence number is checked again when the commit is made, against every
+    /// commit before it and the appends earlier in the same one.
+    pub async fn append(
+        &self,
+        table: &str,
+        batches: &[RecordBatch],
+        producer: Option<(&str, u64)>,
+    ) -> Result<AppendOutcome> {
+        let claim = match producer {
+            Some(("", _)) => return Err(NodeError::Other("a producer needs a name".into())),
+            Some((producer, sequence)) => Some((producer.to_string(), sequence)),
+            None => None,
+        };
+        let (_guard, snapshot) = self.lock_for_append(table).await;
+        let table = appendable(&snapshot, table)?;
+        let mut extra = Vec::new();
+        if let Some((producer, sequence)) = &claim {
+            // A retry of a committed append is dropped before its rows are encoded.
+            if has_appended(&snapshot, producer, *sequence) {
+                return Ok(AppendOutcome::Duplicate);
+            }
+            extra.push(Change::ProducerSequence {
+                producer: producer.clone(),
+                sequence: *sequence,
+            });
+        }
+        let conformed = conform(&table, batches)?;
+        let (rows, changes) = self
+            .insert_changes(&snapshot, &table, &conformed, extra, false)
+            .await?;
+        if changes.is_empty() {
+            return Ok(AppendOutcome::Appended(0));
+        }
+        let objects = crate::sessions::transaction::objects_named(&changes);
+        let committed = self
+            .commit_or_delete(objects, move |latest| {
+                if let Some((producer, sequence)) = &claim
+                    && has_appended(latest, producer, *sequence)
+                {
+                    return Err(NotAppended::Duplicate);
+                }
+                Ok(crate::sessions::transaction::rebase(
+                    &snapshot, latest, changes,
+                )?)
+            })
+            .await;
+        match committed {
+            Ok(_) => Ok(AppendOutcome::Appended(rows)),
+            Err(NotAppended::Duplicate) => Ok(AppendOutcome::Duplicate),
+            Err(NotAppended::Failed(e)) => Err(e),
+        }
+    }
+
+    /// Appends `batches` to `table` as `append` does, in the session's transaction when one is
+    /// open (COPY FROM STDIN inside BEGIN ... COMMIT); returns the rows appended.
+    pub async fn append_in(
+        &self,
+        session: &Session,
+        table: &str,
+        batches: &[RecordBatch],
+    ) -> Result<usize> {
+        let Some(mut transaction) = session.take_transaction() else {
+            return match self.append(table, batches, None).await? {
+                AppendOutcome::Appended(rows) => Ok(rows),
+                AppendOutcome::Duplicate => Ok(0),
+            };
+        };
+        let appended = match transaction.is_aborted() {
+            true => Err(NodeError::Aborted),
+            false => self.append_to(&mut transaction, table, batches).await,
+        };
+        if appended.is_err() {
+            transaction.abort();
+        }
+        session.put_transaction(Some(transaction));
+        appended
+    }
+
+    async fn append_to(
+        &self,
+        transaction: &mut Transaction,
+        table: &str,
+        batches: &[RecordBatch],
+    ) -> Result<usize> {
+        let snapshot = transaction.view().clone();
+        let table = appendable(&snapshot, table)?;
+        let conformed = conform(&table, batches)?;
+        let (rows, changes) = self
+            .insert_changes(&snapshot, &table, &conformed, Vec::new(), false)
+            .await?;
+        let pending = transaction.base().commit + 1;
+        let view = self
+            .catalog
+            .with_changes(&snapshot, changes.clone(), pending)?;
+        transaction.add(changes, view);
+        Ok(rows)
+    }
+}
+
+/// Why an append's commit was not made.
+enum NotAppended {
+    /// Its producer's sequence number was committed first, by a retry of it or a later append.
+    Duplicate,
+    Failed(NodeError),
+}
+
+impl From<NodeError> for NotAppended {
+    fn from(error: NodeError) -> Self {
+        NotAppended::Failed(error)
+    }
+}
+
+impl From<pondra_catalog::CatalogError> for NotAppended {
+    fn from(error: pondra_catalog::CatalogError) -> Self {
+        NotAppended::Failed(error.into())
+    }
+}
+
+/// Whether `producer` has appended `sequence`, or a later number, by the commit of `snapshot`.
+fn has_appended(snapshot: &Snapshot, producer: &str, sequence: u64) -> bool {
+    snapshot
+        .producers
+        .get(producer)
+        .is_some_and(|last| *last >= sequence)
+}
+
+/// The table named `name` of `snapshot`, if rows can be appended to it.
+fn appendable(snapshot: &Snapshot, name: &str) -> Result<Arc<TableDef>> {
+    let table = snapshot
+        .table(name)
+        .ok_or_else(|| pondra_catalog::CatalogError::TableNotFound(name.to_string()))?
+        .clone();
+    if !matches!(table.kind, TableKind::Table) {
+        return Err(NodeError::Other(format!(
+            "cannot append to {}: it is a view",
+            table.name
+        )));
+    }
+    Ok(table)
+}
+
+/// `batches` in the columns and types of `table`, matched by name.
+fn conform(table: &TableDef, batches: &[RecordBatch]) -> Result<Vec<RecordBatch>> {
+    let schema = table.arrow_schema();
+    let options = CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    let mut conformed = Vec::with_capacity(batches.len());
+    for batch in batches {
+        for field in batch.schema().fields() {
+            if schema.field_with_name(field.name()).is_err() {
+                return Err(NodeError::Other(format!(
+                    "table {} has no column named {}",
+                    table.name,
+                    field.name()
+                )));
+            }
+        }
+        let columns = schema
+            .fields()
+            .iter()
+            .map(|field| match batch.column_by_name(field.name()) {
+                Some(column) => cast_with_options(column, field.data_type(), &options)
+                    .map_err(|e| NodeError::Other(format!("column {}: {e}", field.name()))),
+                None => Ok(new_null_array(field.data_type(), batch.num_rows())),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        conformed.push(RecordBatch::try_new(schema.clone(), columns)?);
+    }
+    Ok(conformed)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use arrow::array::{Int32Array, Int64Array};
+    use arrow::datatypes::{DataType, Field, Schema};
+
+    use super::*;
+    use crate::node::NodeOptions;
+
+    const PRODUCERS: usize = 8;
+    const SEQUENCES: u64 = 20;
+    const ROWS: usize = 10;
+
+    fn rows(producer: usize, sequence: u64) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("producer", DataType::Int32, true),
+            Field::new("seq", DataType::Int64, true),
+        ]));
+        let producers = Int32Array::from(vec![producer as i32; ROWS]);
+        let sequences = Int64Array::from(vec![sequence as i64; ROWS]);
+        RecordBatch::try_new(schema, vec![Arc::new(producers), Arc::new(sequences)]).unwrap()
+    }
+
+    /// Producer `producer`'s appends, in order, each sent twice at once (a client that
+    /// retried before its first attempt was answered); how many of each outcome it saw.
+    async fn produce(node: Arc<Node>, producer: usize) -> (u64, u64) {
+        let name = format!("producer-{producer}");
+        let (mut appended, mut duplicates) = (0, 0);
+        for sequence in 1..=SEQUENCES {
+            let batch = [rows(producer, sequence)];
+            let claim = Some((name.as_str(), sequence));
+            let (first, retry) = tokio::join!(
+                node.append("events", &batch, claim),
+                node.append("events", &batch, claim),
+            );
+            for outcome in [first.unwrap(), retry.unwrap()] {
+                match outcome {
+                    AppendOutcome::Appended(rows) => {
+                        assert_eq!(rows, ROWS);
+                        appended += 1;
+                    }
+                    AppendOutcome::Duplicate => duplicates += 1,
+                }
+            }
+        }
+        (appended, duplicates)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_appends_with_sequence_numbers_commit_once_in_shared_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = Node::open_folder(dir.path(), NodeOptions::default())
+            .await
+            .unwrap();
+        node.execute("CREATE TABLE events (producer INT, seq BIGINT)")
+            .await
+            .unwrap();
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|producer| tokio::spawn(produce(node.clone(), producer)))
+            .collect();
+        for producer in producers {
+            assert_eq!(producer.await.unwrap(), (SEQUENCES, SEQUENCES));
+        }
+        let snapshot = node.snapshot();
+        let table = snapshot.table("events").unwrap();
+        let segments = snapshot.segments(table.id);
+        assert_eq!(segments.len(), PRODUCERS * SEQUENCES as usize);
+        let commits: BTreeSet<u64> = segments.iter().map(|s| s.commit).collect();
+        assert!(
+            commits.len() < segments.len(),
+            "appends share commits: {} commits for {} appends",
+            commits.len(),
+            segments.len()
+        );
+        node.close().await.unwrap();
+        drop(node);
+
+        // Reopened, each producer's rows are there once per sequence number.
+        let node = Node::open_folder(dir.path(), NodeOptions::default())
+            .await
+            .unwrap();
+        let results = node
+            .execute("SELECT count(*), count(DISTINCT producer * 1000 + seq) FROM events")
+            .await
+            .unwrap();
+        let crate::StatementResult::Rows { batches, .. } = &results[0] else {
+            panic!("a query returns rows");
+        };
+        let expected = (PRODUCERS * SEQUENCES as usize) as i64;
+        let column = |i: usize| {
+            batches[0]
+                .column(i)
+                .as_any()
+                .downcast_ref::<Int64Array>()
+                .unwrap()
+                .value(0)
+        };
+        assert_eq!((column(0), column(1)), (expected * ROWS as i64, expected));
+        for producer in 0..PRODUCERS {
+            let name = format!("producer-{producer}");
+            assert_eq!(node.snapshot().producers.get(&name), Some(&SEQUENCES));
+        }
+        node.close().await.unwrap();
+    }
+}
