@@ -8,6 +8,7 @@ mod node;
 mod object_names;
 mod publishing;
 mod sessions;
+mod spread;
 mod statement_result;
 mod tables;
 mod views;
@@ -34,12 +35,13 @@ pub use pondra_parser::{
     ParsedStatement, Statement, StatementKind, parse_sql, placeholder_count, split_statements,
     substitute_placeholders,
 };
-pub use pondra_planner::{SERVER_VERSION, push_array_item};
+pub use pondra_planner::{SERVER_VERSION, SpreadMode, push_array_item};
 pub use pondra_storage::{Lake, Location, ObjectCache, default_capacity as default_cache_capacity};
 pub use sessions::pg_parameters::parameters as pg_parameters;
 pub use sessions::session::{Session, TransactionStatus, is_session_setting, parse_timeout};
 pub use sessions::settings::is_process_setting;
 pub use sessions::transaction::TransactionControl;
+pub use spread::{PartRequest, Peer, Peers, SpreadStats};
 pub use statement_result::StatementResult;
 pub use views::subscription::{COMMIT_COLUMN, DIFF_COLUMN, Subscription};
 pub use writes::append::AppendOutcome;

@@ -8,7 +8,9 @@ use arrow::datatypes::SchemaRef;
 use pondra_catalog::{Catalog, CatalogError, Snapshot};
 use pondra_exec::{ExecContext, MemoryPool, StatementControl, StopReason};
 use pondra_parser::ParsedStatement;
-use pondra_planner::{Binder, ExternalTable, LogicalPlan, Plan, create_physical_plan};
+use pondra_planner::{
+    Binder, ExternalTable, LogicalPlan, PhysicalPlan, Plan, create_physical_plan,
+};
 use pondra_storage::{Lake, ObjectCache};
 
 use crate::lead::leader::{Term, take_lead};
@@ -20,7 +22,7 @@ use crate::{NodeError, Result};
 
 tokio::task_local! {
     /// The control of the statement the current task runs (`Node::execute_in`).
-    static CONTROL: Arc<StatementControl>;
+    pub(crate) static CONTROL: Arc<StatementControl>;
     /// The rows the writes in the running statement's WITH returned, by the number of the
     /// working table that reads them (ADR 0074): every query the statement runs sees them.
     pub(crate) static RETURNED: Arc<Vec<(usize, Vec<RecordBatch>)>>;
@@ -75,6 +77,8 @@ pub struct Node {
     external: std::sync::RwLock<HashMap<String, Arc<ExternalTable>>>,
     /// What the publisher last wrote of each published table's formats (ADR 0058).
     pub(crate) published: crate::publishing::publish::PublishedVersions,
+    /// Its peers for spread queries, its default and its measures (ADR 0076).
+    pub(crate) spread: crate::spread::SpreadState,
 }
 
 impl Node {
@@ -144,6 +148,7 @@ impl Node {
             tier_lock: tokio::sync::Mutex::new(()),
             external: std::sync::RwLock::new(HashMap::new()),
             published: Default::default(),
+            spread: Default::default(),
         })
     }
 
@@ -318,7 +323,7 @@ impl Node {
 
     /// Binds `statement` over `snapshot`, seeing the process's external tables and the
     /// session's temporary ones.
-    fn bind_in(
+    pub(crate) fn bind_in(
         &self,
         snapshot: &Snapshot,
         session: Option<&Session>,
@@ -407,10 +412,17 @@ impl Node {
         match plan {
             Plan::Query(plan) => {
                 let schema = plan.schema();
-                let batches = self.run_query(plan, snapshot, Vec::new()).await?;
+                let physical = create_physical_plan(&plan);
+                let decided = self.decide_spread(physical, &snapshot, session, statement);
+                let batches = self
+                    .run_physical(decided.plan, snapshot, Vec::new(), decided.gatherer)
+                    .await?;
                 Ok(StatementResult::Rows { schema, batches })
             }
-            Plan::Explain(text) => Ok(explain_result(&text)),
+            Plan::Explain(text) => {
+                let spread = self.explain_spread(&snapshot, session, statement)?;
+                Ok(explain_result(&(text + &spread)))
+            }
             Plan::ExplainAnalyze(plan) => {
                 let started = Instant::now();
                 let (batches, profile) = self.run_profiled(plan, snapshot).await?;
@@ -533,14 +545,27 @@ impl Node {
         input: Vec<RecordBatch>,
     ) -> Result<Vec<RecordBatch>> {
         let physical = create_physical_plan(&plan);
+        self.run_physical(physical, snapshot, input, None).await
+    }
+
+    /// Runs a physical plan on an executor thread and returns its rows; a spread plan's
+    /// Gather takes its rows from `gatherer`.
+    pub(crate) async fn run_physical(
+        &self,
+        physical: PhysicalPlan,
+        snapshot: Arc<Snapshot>,
+        input: Vec<RecordBatch>,
+        gatherer: Option<Arc<dyn pondra_exec::Gatherer>>,
+    ) -> Result<Vec<RecordBatch>> {
         let control = self.control();
-        let ctx = ExecContext::new(
+        let mut ctx = ExecContext::new(
             self.lake.clone(),
             snapshot,
             tokio::runtime::Handle::current(),
             input,
             control.clone(),
         );
+        ctx.gatherer = gatherer;
         let _ = RETURNED.try_with(|returned| {
             for (id, rows) in returned.iter() {
                 ctx.hand_rows(*id, rows.clone());

@@ -26,6 +26,7 @@ mod error;
 mod expr;
 mod float_equality;
 mod functions;
+mod gather;
 mod in_set;
 mod infinite_times;
 mod interval_ops;
@@ -82,6 +83,7 @@ pub use casts::{
 pub use control::{STATEMENT_STACK_BYTES, StatementControl, StopReason, process_threads};
 pub use error::{ExecError, Result};
 pub use expr::evaluate;
+pub use gather::{Gatherer, run_part};
 pub use infinite_times::{DATE_INFINITY, TIMESTAMP_INFINITY, date_text};
 pub use json::json_check;
 pub use key_hash::key_hashes;

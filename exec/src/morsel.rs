@@ -259,6 +259,21 @@ pub fn scan_units<'p>(
         }
         _ => return Ok(None),
     }
+    if let PhysicalPlan::TableScan {
+        slice: Some(slice), ..
+    } = node
+    {
+        // Every node lists the same units from the same snapshot: the slices are disjoint
+        // and cover the scan (ADR 0076).
+        assert!(slice.part < slice.parts, "a slice is one of its parts");
+        let (part, parts) = (slice.part, slice.parts);
+        units = units
+            .into_iter()
+            .enumerate()
+            .filter(|(ordinal, _)| ordinal % parts == part)
+            .map(|(_, unit)| unit)
+            .collect();
+    }
     Ok(Some((units, skipped)))
 }
 

@@ -53,6 +53,9 @@ pub struct ExecContext {
     shared: SharedAggregates,
     /// Tables the query scans more than once, with the rows kept by the scans that ran.
     repeated: RepeatedScans,
+    /// Where a spread plan's Gather gets its rows (ADR 0076); none on a node that runs its
+    /// plans alone.
+    pub gatherer: Option<Arc<dyn crate::gather::Gatherer>>,
 }
 
 impl ExecContext {
@@ -75,6 +78,25 @@ impl ExecContext {
             control,
             shared: SharedAggregates::default(),
             repeated: RepeatedScans::default(),
+            gatherer: None,
+        }
+    }
+
+    /// A context for one part of a spread plan run by this statement (ADR 0076): the same
+    /// lake, snapshot, memory and control, nothing shared with the plan's other scans.
+    pub fn for_part(&self) -> ExecContext {
+        ExecContext {
+            lake: self.lake.clone(),
+            snapshot: self.snapshot.clone(),
+            runtime: self.runtime.clone(),
+            input: Vec::new(),
+            working_tables: Default::default(),
+            profile: None,
+            memory: self.memory.clone(),
+            control: self.control.clone(),
+            shared: SharedAggregates::default(),
+            repeated: RepeatedScans::default(),
+            gatherer: None,
         }
     }
 
@@ -283,7 +305,7 @@ impl Output<'_, '_> {
 }
 
 /// A sink collecting rows within the statement's memory limit.
-fn collect<'p>(ctx: &ExecContext) -> Sink<'p> {
+pub(crate) fn collect<'p>(ctx: &ExecContext) -> Sink<'p> {
     Sink::Collect(Collected::within(&ctx.memory))
 }
 
@@ -317,7 +339,7 @@ pub fn execute_profiled(
 /// Runs the pipeline that ends at `sink` (the sink of breaker `sink_node`, if any): the
 /// streaming operators down from `plan` to the first source or breaker, whose rows are pushed
 /// through them.
-fn run_pipeline<'p>(
+pub(crate) fn run_pipeline<'p>(
     plan: &'p PhysicalPlan,
     sink: Sink<'p>,
     sink_node: Option<&'p PhysicalPlan>,
@@ -583,6 +605,16 @@ fn run_pipeline_into<'p>(
                     .map(|batch| as_schema(batch, &plan_schema))
                     .collect::<Result<Vec<_>>>()?;
                 if out.emit_all(rows)? == Flow::Done {
+                    break;
+                }
+            }
+        }
+        PhysicalPlan::Gather {
+            fragment, parts, ..
+        } => {
+            leaf = false;
+            for batch in crate::gather::gathered(fragment, *parts, ctx)? {
+                if out.emit(batch)? == Flow::Done {
                     break;
                 }
             }

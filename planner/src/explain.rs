@@ -89,10 +89,27 @@ impl PhysicalPlan {
     /// The node as one line of EXPLAIN: its operator and what it holds, not its inputs.
     pub fn describe(&self) -> String {
         match self {
-            PhysicalPlan::TableScan { table, filter, .. } => {
+            PhysicalPlan::TableScan {
+                table,
+                filter,
+                slice,
+                ..
+            } => {
                 let repeat = repeat_text(self.scan_repeat());
-                format!("TableScan: {}{}{repeat}", table.name, filter_text(filter))
+                let slice = match slice {
+                    Some(slice) => format!(" sliced={}/{}", slice.part, slice.parts),
+                    None => String::new(),
+                };
+                format!(
+                    "TableScan: {}{}{repeat}{slice}",
+                    table.name,
+                    filter_text(filter)
+                )
             }
+            PhysicalPlan::Gather { parts, nodes, .. } => match nodes.is_empty() {
+                true => format!("Gather: {parts} parts"),
+                false => format!("Gather: {parts} parts on {}", nodes.join(", ")),
+            },
             PhysicalPlan::Input { .. } => "Input".into(),
             PhysicalPlan::ParquetScan { table, filter, .. } => format!(
                 "ParquetScan: {} ({} files){}{}",

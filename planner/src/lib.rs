@@ -19,6 +19,7 @@ mod plan;
 mod repeated_scans;
 mod scalar;
 mod shared_aggregates;
+mod spread;
 mod sub_views;
 mod system_tables;
 mod tree;
@@ -39,10 +40,14 @@ pub use expr::{
 pub use external::{ExternalFile, ExternalTable, FileFormat};
 pub use interval_join::StateExpiry;
 pub use logical::{LogicalPlan, SubqueryKind, WorkingRows};
-pub use physical::{PhysicalPlan, create_physical_plan};
+pub use physical::{PhysicalPlan, Slice, create_physical_plan};
 pub use plan::{Plan, RewriteKind};
 pub use repeated_scans::RepeatedScan;
 pub use scalar::ScalarValue;
+pub use spread::{
+    DEFAULT_NETWORK_BYTES_PER_SECOND, Spread, SpreadContext, SpreadMode, fingerprint, fragment_of,
+    spread, with_slice_part,
+};
 pub use sub_views::nested_view_statements;
 pub use system_tables::SERVER_VERSION;
 pub use tree::{PlanNode, TreeNode};

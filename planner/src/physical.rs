@@ -27,6 +27,9 @@ pub enum PhysicalPlan {
         filter: Option<Expr>,
         /// What the scan shares with the query's other scans of the table (ADR 0034).
         repeat: Option<RepeatedScan>,
+        /// The part of the table's scan units this scan reads, in a spread plan (ADR 0076);
+        /// `None` for all of them.
+        slice: Option<Slice>,
     },
     Input {
         schema: SchemaRef,
@@ -124,6 +127,22 @@ pub enum PhysicalPlan {
         /// What join ordering expected of this join (see `LogicalPlan::Join`).
         estimate: Option<JoinEstimate>,
     },
+    /// The rows of `fragment` run on each of `parts` slices of its sliced scan, one part per
+    /// node, concatenated in part order (ADR 0076). A source: the fragment runs elsewhere.
+    Gather {
+        fragment: Box<PhysicalPlan>,
+        parts: usize,
+        /// The nodes that run the parts, in part order, as EXPLAIN names them.
+        nodes: Vec<String>,
+    },
+}
+
+/// Which of a scan's units a sliced scan reads: those whose ordinal is `part` modulo `parts`
+/// (ADR 0076).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slice {
+    pub part: usize,
+    pub parts: usize,
 }
 
 impl PhysicalPlan {
@@ -147,6 +166,7 @@ impl PhysicalPlan {
                 columns,
                 filter: None,
                 repeat: None,
+                slice: None,
             },
             PhysicalPlan::ParquetScan { table, .. } => {
                 PhysicalPlan::parquet_scan(table.clone(), columns)
@@ -229,6 +249,7 @@ impl PhysicalPlan {
             PhysicalPlan::RecursiveCte {
                 anchor, finalize, ..
             } => finalize.as_ref().unwrap_or(anchor).schema(),
+            PhysicalPlan::Gather { fragment, .. } => fragment.schema(),
         }
     }
 }
@@ -317,6 +338,7 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
                 columns,
                 filter: None,
                 repeat: None,
+                slice: None,
             }
         }
         LogicalPlan::Window {

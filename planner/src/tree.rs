@@ -273,6 +273,7 @@ macro_rules! physical_children {
             | PhysicalPlan::HashAggregate { input, .. }
             | PhysicalPlan::Sort { input, .. }
             | PhysicalPlan::Limit { input, .. } => vec![&$($mut)? **input],
+            PhysicalPlan::Gather { fragment, .. } => vec![&$($mut)? **fragment],
             PhysicalPlan::Union { inputs, .. } => inputs.into_iter().collect(),
             PhysicalPlan::RecursiveCte { anchor, step, finalize, .. } => {
                 let mut children = vec![&$($mut)? **anchor, &$($mut)? **step];
@@ -293,6 +294,7 @@ macro_rules! physical_exprs {
             | PhysicalPlan::ChangeRecords { .. }
             | PhysicalPlan::Limit { .. }
             | PhysicalPlan::Union { .. }
+            | PhysicalPlan::Gather { .. }
             | PhysicalPlan::RecursiveCte { .. } => {}
             PhysicalPlan::TableScan { filter, .. } | PhysicalPlan::ParquetScan { filter, .. } => {
                 out.extend(filter)

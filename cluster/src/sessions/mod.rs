@@ -6,6 +6,7 @@ pub(crate) mod pg_parameters;
 pub(crate) mod prepared;
 pub(crate) mod session;
 pub(crate) mod settings;
+pub(crate) mod spread_setting;
 pub(crate) mod temporary;
 pub(crate) mod time_zone;
 pub(crate) mod transaction;

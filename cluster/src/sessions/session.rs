@@ -46,6 +46,8 @@ pub struct Session {
     prepared: Mutex<crate::sessions::prepared::PreparedStatements>,
     /// The PostgreSQL parameters it set, by name (`pg_parameters.rs`).
     parameters: Mutex<HashMap<String, String>>,
+    /// Whether its queries spread over the cluster (`SET spread`, ADR 0076).
+    spread: Mutex<crate::sessions::spread_setting::SpreadSetting>,
 }
 
 /// Where a session stands, as Postgres's ReadyForQuery tells clients.
@@ -72,6 +74,7 @@ impl Session {
             threads: Mutex::new(None),
             prepared: Mutex::new(Default::default()),
             parameters: Mutex::new(HashMap::new()),
+            spread: Mutex::new(Default::default()),
         })
     }
 
@@ -126,6 +129,17 @@ impl Session {
     }
 
     /// The session's default NULL order, when it set one other than PostgreSQL's.
+    pub fn spread_setting(&self) -> crate::sessions::spread_setting::SpreadSetting {
+        *self.spread.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn set_spread_setting(
+        &self,
+        setting: crate::sessions::spread_setting::SpreadSetting,
+    ) {
+        *self.spread.lock().unwrap_or_else(|e| e.into_inner()) = setting;
+    }
+
     pub fn null_order(&self) -> Option<NullOrder> {
         let order = *self.null_order.lock().unwrap_or_else(|e| e.into_inner());
         order.filter(|order| *order != NullOrder::POSTGRES)
@@ -238,6 +252,11 @@ impl Session {
         }
         if crate::sessions::optimizer_setting::is_optimizer_setting(statement) {
             return Some(crate::sessions::optimizer_setting::run_optimizer_setting(
+                statement, self,
+            ));
+        }
+        if crate::sessions::spread_setting::is_spread_setting(statement) {
+            return Some(crate::sessions::spread_setting::run_spread_setting(
                 statement, self,
             ));
         }
@@ -399,6 +418,7 @@ pub(crate) fn one_text(name: &str, text: String) -> StatementResult {
 pub fn is_session_setting(statement: &ast::Statement) -> bool {
     if crate::sessions::time_zone::is_time_zone_setting(statement)
         || crate::sessions::optimizer_setting::is_optimizer_setting(statement)
+        || crate::sessions::spread_setting::is_spread_setting(statement)
     {
         return true;
     }

@@ -42,6 +42,10 @@ impl TemporaryTables {
         self.definitions.values().cloned().collect()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.definitions().is_empty()
+    }
+
     pub fn contains(&self, name: &str) -> bool {
         self.tables.contains_key(name)
     }

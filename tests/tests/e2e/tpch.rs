@@ -176,7 +176,49 @@ fn run_scale_within(
 
 #[test]
 fn tpch_sf0_1_answers_over_a_lake() {
-    run_scale(0.1, "tpch/answers/sf0.1", Source::Lake);
+    let answers = Path::new(env!("CARGO_MANIFEST_DIR")).join("tpch/answers/sf0.1");
+    let options = NodeOptions::default();
+    run_scale_within(
+        0.1,
+        "tpch/answers/sf0.1",
+        Source::Lake,
+        options,
+        |node, runtime| {
+            // Cut into three parts, all run here (ADR 0076): the same answers, to the bit.
+            let session = pondra_cluster::Session::new(None);
+            let run = |sql: &str| -> Result<Vec<RecordBatch>, String> {
+                let mut rows = Vec::new();
+                for statement in pondra_cluster::parse_sql(sql).map_err(|e| e.to_string())? {
+                    let result = runtime.block_on(node.execute_in(&session, statement));
+                    if let pondra_cluster::StatementResult::Rows { batches, .. } =
+                        result.map_err(|e| e.to_string())?
+                    {
+                        rows = batches;
+                    }
+                }
+                Ok(rows)
+            };
+            let text =
+                |rows: &[RecordBatch]| arrow::util::pretty::pretty_format_batches(rows).unwrap();
+            let mut failures = Vec::new();
+            for query in 1..=22 {
+                let sql = pondra_tpch::query(query).unwrap();
+                run("RESET debug_spread_parts").unwrap();
+                let alone = run(sql).unwrap();
+                run("SET debug_spread_parts = 3").unwrap();
+                let cut = run(sql).unwrap();
+                if let Err(e) = check(query, &cut, &answers) {
+                    failures.push(format!("cut into parts: {e}"));
+                } else if text(&alone).to_string() != text(&cut).to_string() {
+                    failures.push(format!("q{query} cut into parts: other bits than alone"));
+                }
+            }
+            let plan = run(&format!("EXPLAIN {}", pondra_tpch::query(1).unwrap())).unwrap();
+            let plan = text(&plan).to_string();
+            assert!(plan.contains("Gather: 3 parts"), "{plan}");
+            assert!(failures.is_empty(), "{}", failures.join("\n"));
+        },
+    );
 }
 
 #[test]

@@ -1,0 +1,169 @@
+//! The coordinator's Gather (ADR 0076): part 0 runs here while the other parts run on the other
+//! nodes at once; a part that fails or stalls is asked again once, then run here. The rows
+//! come back in part order, whatever order the parts end in.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use arrow::array::RecordBatch;
+use pondra_exec::{ExecContext, Gatherer, run_part};
+use pondra_planner::PhysicalPlan;
+
+use super::steps::{PartSteps, Runner};
+use super::{Counters, PartRequest, Peer, Peers};
+
+/// A part asked of another node fails when it has not answered this long after the
+/// coordinator finished its own part, or this many times as long as that part took.
+const STALL_FLOOR: Duration = Duration::from_secs(10);
+const STALL_FACTOR: u32 = 4;
+
+/// How often the coordinator looks at a cancel and at stalled parts while it waits.
+const WAIT_TICK: Duration = Duration::from_millis(50);
+
+/// Gathers the parts of a spread plan from the nodes taking part.
+pub(crate) struct ClusterGatherer {
+    /// The way to the other nodes; none when every part runs here (`debug_spread_parts`).
+    pub(crate) peers: Option<Arc<dyn Peers>>,
+    /// The other nodes taking part, part 1 on the first.
+    pub(crate) taking_part: Vec<Peer>,
+    /// What each node is asked, but for the part.
+    pub(crate) request: PartRequest,
+    pub(crate) counters: Arc<Counters>,
+}
+
+/// A part in flight on another node.
+struct Ask {
+    started: Instant,
+    task: tokio::task::AbortHandle,
+}
+
+type Answer = (usize, Result<Vec<RecordBatch>, String>, Duration);
+
+impl Gatherer for ClusterGatherer {
+    fn gather(
+        &self,
+        fragment: &PhysicalPlan,
+        parts: usize,
+        ctx: &ExecContext,
+    ) -> pondra_exec::Result<Vec<RecordBatch>> {
+        let mut gathered: Vec<Option<Vec<RecordBatch>>> = vec![None; parts];
+        let Some(peers) = &self.peers else {
+            // Every part here, in turn: the cut and the slices without a network.
+            for (part, rows) in gathered.iter_mut().enumerate() {
+                *rows = Some(run_part(fragment, part, ctx)?);
+            }
+            return Ok(gathered.into_iter().flatten().flatten().collect());
+        };
+        assert_eq!(parts, self.taking_part.len() + 1, "a part per node");
+        self.counters.spread_queries.fetch_add(1, Ordering::Relaxed);
+        let mut steps = PartSteps::new(parts);
+        let (answers, answered) = mpsc::channel::<Answer>();
+        let mut in_flight = InFlight((0..parts).map(|_| None).collect());
+        let asks = &mut in_flight.0;
+        for (part, runner) in steps.first_runs() {
+            if let Runner::Peer(peer) = runner {
+                asks[part] = Some(self.ask(peers, peer, part, &answers, ctx));
+            }
+        }
+        let own = Instant::now();
+        gathered[0] = Some(run_part(fragment, 0, ctx)?);
+        steps.succeeded(0);
+        let stall = STALL_FLOOR.max(own.elapsed() * STALL_FACTOR);
+        let own_done = Instant::now();
+        while !steps.finished() {
+            ctx.control.check()?;
+            let failed: Vec<usize> = match answered.recv_timeout(WAIT_TICK) {
+                Ok((part, Ok(rows), took)) => {
+                    let bytes = rows.iter().map(|b| b.get_array_memory_size() as u64).sum();
+                    self.counters.exchanged(bytes, took.as_secs_f64());
+                    gathered[part] = Some(rows);
+                    asks[part] = None;
+                    steps.succeeded(part);
+                    Vec::new()
+                }
+                Ok((part, Err(e), _)) => {
+                    eprintln!("part {part} of a spread query failed: {e}");
+                    vec![part]
+                }
+                Err(_) => stalled(asks, own_done, stall),
+            };
+            for part in failed {
+                if let Some(ask) = asks[part].take() {
+                    ask.task.abort();
+                }
+                match steps.failed(part) {
+                    Runner::Peer(peer) => {
+                        self.counters.parts_retried.fetch_add(1, Ordering::Relaxed);
+                        asks[part] = Some(self.ask(peers, peer, part, &answers, ctx));
+                    }
+                    Runner::Here => {
+                        self.counters.parts_run_here.fetch_add(1, Ordering::Relaxed);
+                        gathered[part] = Some(run_part(fragment, part, ctx)?);
+                        steps.succeeded(part);
+                    }
+                }
+            }
+        }
+        let rows = gathered
+            .into_iter()
+            .map(|rows| rows.expect("every part gathered"));
+        Ok(rows.flatten().collect())
+    }
+}
+
+impl ClusterGatherer {
+    /// Asks `part` of the `peer`-th node taking part; its answer comes on `answers`.
+    fn ask(
+        &self,
+        peers: &Arc<dyn Peers>,
+        peer: usize,
+        part: usize,
+        answers: &mpsc::Sender<Answer>,
+        ctx: &ExecContext,
+    ) -> Ask {
+        self.counters.parts_asked.fetch_add(1, Ordering::Relaxed);
+        let request = PartRequest {
+            part,
+            ..self.request.clone()
+        };
+        let running = peers.run_part(&self.taking_part[peer], &request);
+        let answers = answers.clone();
+        let started = Instant::now();
+        let task = ctx.runtime.spawn(async move {
+            let rows = running.await;
+            let _ = answers.send((part, rows, started.elapsed()));
+        });
+        Ask {
+            started,
+            task: task.abort_handle(),
+        }
+    }
+}
+
+/// The parts in flight that have stalled: asked `stall` before now, counted from when the
+/// coordinator finished its own part at the earliest.
+fn stalled(asks: &[Option<Ask>], own_done: Instant, stall: Duration) -> Vec<usize> {
+    asks.iter()
+        .enumerate()
+        .filter_map(|(part, ask)| {
+            let ask = ask.as_ref()?;
+            let since = ask.started.max(own_done);
+            (since.elapsed() > stall).then_some(part)
+        })
+        .collect()
+}
+
+/// The parts in flight, by part. Dropped when the Gather ends, early too (an error, a
+/// cancel): the asks still in flight stop, and their nodes see the connection close and stop
+/// their parts.
+struct InFlight(Vec<Option<Ask>>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        for ask in self.0.iter().flatten() {
+            ask.task.abort();
+        }
+    }
+}

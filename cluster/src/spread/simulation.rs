@@ -1,0 +1,143 @@
+//! A seeded simulation of a Gather's parts (ADR 0076), as the cluster simulation drives the
+//! lease: nodes that die mid-step, connections that drop, asks that time out, each decided by
+//! the seed; the coordinator follows `PartSteps`. Every run must end with every part's rows,
+//! gathered in part order, or with the statement's own error; never with some parts missing.
+
+use std::collections::BTreeMap;
+
+use super::steps::{PartSteps, Runner};
+
+/// SplitMix64: a seeded generator with no dependency.
+struct Random(u64);
+
+impl Random {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// What one run of the simulated query gave.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    Rows(Vec<u64>),
+    Error,
+}
+
+/// The rows part `part` gives, wherever it runs.
+fn rows_of(part: usize) -> Vec<u64> {
+    (0..3).map(|i| part as u64 * 100 + i).collect()
+}
+
+/// One simulated query over `parts` parts, with faults drawn from `random`; `poisoned` makes
+/// one part raise the statement's own error wherever it runs.
+fn run(
+    random: &mut Random,
+    parts: usize,
+    poisoned: Option<usize>,
+) -> (Outcome, BTreeMap<usize, u32>) {
+    let mut steps = PartSteps::new(parts);
+    // When each other node dies, in ticks from the start; some never do.
+    let deaths: Vec<Option<u64>> = (1..parts)
+        .map(|_| random.chance(30).then(|| random.below(20)))
+        .collect();
+    // The asks in flight: (the tick it answers, part, peer).
+    let mut in_flight: Vec<(u64, usize, usize)> = Vec::new();
+    let mut asks: BTreeMap<usize, u32> = BTreeMap::new();
+    let mut gathered: BTreeMap<usize, Vec<u64>> = BTreeMap::new();
+    let mut now = 0;
+    let mut ask = |part: usize, peer: usize, now: u64, random: &mut Random, flight: &mut Vec<_>| {
+        *asks.entry(part).or_default() += 1;
+        flight.push((now + 1 + random.below(10), part, peer));
+    };
+    for (part, runner) in steps.first_runs() {
+        if let Runner::Peer(peer) = runner {
+            ask(part, peer, now, random, &mut in_flight);
+        }
+    }
+    // The coordinator's own part first, as the real Gather runs it.
+    if poisoned == Some(0) {
+        return (Outcome::Error, asks);
+    }
+    gathered.insert(0, rows_of(0));
+    steps.succeeded(0);
+    while !steps.finished() {
+        now += 1;
+        assert!(now < 1_000, "the gather ends");
+        let (due, waiting): (Vec<_>, Vec<_>) = in_flight.into_iter().partition(|a| a.0 <= now);
+        in_flight = waiting;
+        for (_, part, peer) in due {
+            let dead = deaths[peer].is_some_and(|death| death <= now);
+            let dropped = random.chance(10);
+            let failed = dead || dropped || poisoned == Some(part);
+            if !failed {
+                gathered.insert(part, rows_of(part));
+                steps.succeeded(part);
+                continue;
+            }
+            match steps.failed(part) {
+                Runner::Peer(peer) => ask(part, peer, now, random, &mut in_flight),
+                Runner::Here => {
+                    if poisoned == Some(part) {
+                        return (Outcome::Error, asks);
+                    }
+                    gathered.insert(part, rows_of(part));
+                    steps.succeeded(part);
+                }
+            }
+        }
+    }
+    assert_eq!(gathered.len(), parts, "every part gathered once");
+    let rows = gathered.into_values().flatten().collect();
+    (Outcome::Rows(rows), asks)
+}
+
+fn simulate(seed: u64, runs: usize) {
+    let mut random = Random(seed);
+    for _ in 0..runs {
+        let parts = 2 + random.below(7) as usize;
+        let poisoned = random
+            .chance(10)
+            .then(|| random.below(parts as u64) as usize);
+        let (outcome, asks) = run(&mut random, parts, poisoned);
+        match poisoned {
+            Some(_) => assert_eq!(outcome, Outcome::Error, "seed {seed}"),
+            None => {
+                let expected: Vec<u64> = (0..parts).flat_map(rows_of).collect();
+                assert_eq!(outcome, Outcome::Rows(expected), "seed {seed}");
+            }
+        }
+        // A part is asked of another node at most twice before the coordinator runs it.
+        assert!(asks.values().all(|&n| n <= 2), "seed {seed}: {asks:?}");
+    }
+}
+
+#[test]
+fn gathers_every_part_in_order_through_deaths_and_drops() {
+    for seed in [1, 7, 20261206] {
+        simulate(seed, 2_000);
+    }
+}
+
+/// The long run: `cargo test -p pondra-cluster spread_simulation_long -- --ignored --nocapture`.
+#[test]
+#[ignore]
+fn spread_simulation_long() {
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1);
+    println!("seed {seed}");
+    simulate(seed, 1_000_000);
+}

@@ -1,0 +1,150 @@
+//! Spread plans (ADR 0076): one physical plan run by several nodes, each on a slice of the
+//! largest table the plan reads, their rows gathered by the node that got the query. Every
+//! node plans the statement itself over the same snapshot and cuts it the same way
+//! (`cut.rs`); a fingerprint of the fragment proves they agree. `cost.rs` decides whether a
+//! plan is worth spreading.
+
+mod cost;
+mod cut;
+mod partial;
+
+use std::hash::{Hash, Hasher};
+
+use pondra_catalog::Snapshot;
+
+use crate::physical::{PhysicalPlan, Slice};
+use crate::tree::TreeNode;
+
+pub use cost::DEFAULT_NETWORK_BYTES_PER_SECOND;
+
+/// Whether a session's queries run on several nodes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum SpreadMode {
+    /// When the time the other nodes save outweighs moving the rows.
+    #[default]
+    Auto,
+    /// Whenever the plan can be cut and another node is there.
+    Always,
+    /// Never: every query runs on the node that got it.
+    Never,
+}
+
+impl SpreadMode {
+    pub fn parse(text: &str) -> Option<SpreadMode> {
+        match text.to_ascii_lowercase().as_str() {
+            "auto" => Some(SpreadMode::Auto),
+            "always" | "on" | "true" => Some(SpreadMode::Always),
+            "never" | "off" | "false" => Some(SpreadMode::Never),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SpreadMode::Auto => "auto",
+            SpreadMode::Always => "always",
+            SpreadMode::Never => "never",
+        }
+    }
+}
+
+/// What the planner knows of the cluster when it decides to spread a plan.
+#[derive(Clone, Debug)]
+pub struct SpreadContext {
+    pub mode: SpreadMode,
+    /// The nodes that may take part, this one first.
+    pub nodes: Vec<String>,
+    /// The cores of the node with the fewest.
+    pub cores: usize,
+    /// What exchanges between the nodes moved per second, as last measured.
+    pub network_bytes_per_second: f64,
+}
+
+/// A plan cut for several nodes, or why it runs on one.
+#[derive(Clone, Debug)]
+pub enum Spread {
+    /// The plan with its Gather; the fingerprint of the Gather's fragment.
+    Spread {
+        plan: PhysicalPlan,
+        fingerprint: u64,
+    },
+    Local {
+        reason: String,
+    },
+}
+
+/// The plan to run for `plan` given the cluster: cut for its nodes, or left to run here.
+pub fn spread(plan: &PhysicalPlan, snapshot: &Snapshot, context: &SpreadContext) -> Spread {
+    let parts = context.nodes.len();
+    let local = |reason: &str| Spread::Local {
+        reason: reason.to_string(),
+    };
+    if context.mode == SpreadMode::Never {
+        return local("spread = 'never'");
+    }
+    if parts < 2 {
+        return local("no other node takes part");
+    }
+    let mut cut = match cut::cut(plan, snapshot, parts) {
+        Ok(cut) => cut,
+        Err(reason) => return Spread::Local { reason },
+    };
+    if context.mode == SpreadMode::Auto
+        && let Err(reason) = cost::worth_spreading(&cut, snapshot, context)
+    {
+        return Spread::Local { reason };
+    }
+    let fingerprint = fingerprint(cut.fragment());
+    cut.name_nodes(&context.nodes);
+    Spread::Spread {
+        plan: cut.into_plan(),
+        fingerprint,
+    }
+}
+
+/// The fragment of `plan` cut for `parts` nodes and its fingerprint, as every node taking
+/// part cuts it: what a node asked for a part runs.
+pub fn fragment_of(
+    plan: &PhysicalPlan,
+    snapshot: &Snapshot,
+    parts: usize,
+) -> Result<(PhysicalPlan, u64), String> {
+    let cut = cut::cut(plan, snapshot, parts)?;
+    let fragment = cut.fragment().clone();
+    let fingerprint = fingerprint(&fragment);
+    Ok((fragment, fingerprint))
+}
+
+/// A hash of the fragment as it prints: equal on two nodes when they planned the same
+/// fragment. The hasher has fixed keys, so every process computes the same.
+pub fn fingerprint(fragment: &PhysicalPlan) -> u64 {
+    #[allow(deprecated)]
+    let mut hasher = std::hash::SipHasher::new_with_keys(0x7370_7265_6164, 0x0076);
+    format!("{fragment:?}").hash(&mut hasher);
+    hasher.finish()
+}
+
+/// `fragment` with its sliced scan reading part `part`.
+pub fn with_slice_part(fragment: &PhysicalPlan, part: usize) -> PhysicalPlan {
+    let mut fragment = fragment.clone();
+    let mut sliced = 0;
+    let Ok(()) = fragment.transform_down(&mut |node| {
+        if let PhysicalPlan::TableScan {
+            slice: Some(slice), ..
+        } = node
+        {
+            assert!(part < slice.parts, "part {part} of {} parts", slice.parts);
+            *slice = Slice {
+                part,
+                parts: slice.parts,
+            };
+            sliced += 1;
+        }
+        Ok::<_, std::convert::Infallible>(())
+    });
+    assert_eq!(sliced, 1, "a fragment has one sliced scan");
+    fragment
+}
+
+#[cfg(test)]
+mod tests;
