@@ -7,8 +7,9 @@ use arrow::datatypes::DataType;
 use pondra_catalog::{COMMIT_TIMESTAMP, COMMIT_VERSION, Index, ROW_ADDRESS, TableDef, TableKind};
 use pondra_parser::ast;
 
+use super::assign::check_assignable;
 use super::scope::normalize;
-use super::{Binder, check_assignable, object_name};
+use super::{Binder, object_name};
 use crate::expr::Expr;
 use crate::logical::LogicalPlan;
 use crate::plan::{Plan, RewriteKind};

@@ -6,8 +6,9 @@
 use pondra_parser::ast;
 
 use super::from::rename_columns;
+use super::names::function_name;
 use super::scope::Scope;
-use super::{Binder, function_name, normalize};
+use super::{Binder, normalize};
 use crate::Result;
 use crate::logical::LogicalPlan;
 

@@ -17,8 +17,9 @@ use arrow::datatypes::DataType;
 use pondra_catalog::{COMMIT_TIMESTAMP, COMMIT_VERSION, ROW_ADDRESS, TableDef};
 use pondra_parser::ast;
 
+use super::Binder;
+use super::assign::check_assignable;
 use super::scope::normalize;
-use super::{Binder, check_assignable};
 use crate::expr::{BinaryOp, Expr};
 use crate::logical::LogicalPlan;
 use crate::plan::{Plan, RewriteKind};

@@ -134,7 +134,7 @@ fn bind_pick(
                 return Err(unsupported!("{clause} inside {name}(...)"));
             };
             for item in items {
-                let (descending, nulls_first) = super::sort_options(item)?;
+                let (descending, nulls_first) = super::order_by::sort_options(item)?;
                 let expr = bind_generic(&item.expr, &mut context)?;
                 order.push(SortKey {
                     expr,

@@ -6,9 +6,10 @@ use arrow::datatypes::{DataType, Field, Schema};
 use pondra_catalog::{Column, TableKind};
 use pondra_parser::ast;
 
+use super::assign::check_assignable;
 use super::scope::normalize;
 use super::table_options::table_options;
-use super::{Binder, check_assignable, object_name, type_name};
+use super::{Binder, object_name, type_name};
 use crate::expr::Expr;
 use crate::external::ExternalTable;
 use crate::logical::LogicalPlan;

@@ -3,7 +3,8 @@
 //! aliases): `SELECT a + 1 AS b, b * 2 FROM t` computes `(a + 1) * 2`. A name is an alias only where no column of the FROM clause (nor
 //! of an enclosing query) has it, and only outside subqueries, whose names are their own. An
 //! alias of an aggregate or a window function is replaced too, so that the error says WHERE
-//! cannot filter on those.
+//! cannot filter on those. QUALIFY may name a select-list alias too (a window function's,
+//! DuckDB), replaced where no column has the name.
 
 use std::ops::ControlFlow;
 
@@ -103,4 +104,33 @@ impl VisitorMut for Rewriter<'_> {
         }
         ControlFlow::Continue(())
     }
+}
+
+/// `predicate` with each name of a select-list alias that is not a column of `scope` replaced
+/// by the aliased expression: QUALIFY may name a window function by its alias (DuckDB).
+pub(super) fn with_select_aliases(
+    predicate: &ast::Expr,
+    projection: &[ast::SelectItem],
+    scope: &Scope,
+) -> ast::Expr {
+    let mut predicate = predicate.clone();
+    let _ = ast::visit_expressions_mut(&mut predicate, |expr| {
+        if let ast::Expr::Identifier(ident) = expr
+            && scope.resolve(None, &normalize(ident)).is_err()
+        {
+            let aliased = projection.iter().find_map(|item| match item {
+                ast::SelectItem::ExprWithAlias { expr, alias }
+                    if normalize(alias) == normalize(ident) =>
+                {
+                    Some(expr.clone())
+                }
+                _ => None,
+            });
+            if let Some(aliased) = aliased {
+                *expr = ast::Expr::Nested(Box::new(aliased));
+            }
+        }
+        std::ops::ControlFlow::<()>::Continue(())
+    });
+    predicate
 }
