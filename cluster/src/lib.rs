@@ -28,8 +28,8 @@ pub use pondra_exec::control::{running as running_statements, shut_down as stop_
 pub use pondra_exec::{
     DATE_INFINITY, MemoryPool, STATEMENT_STACK_BYTES, StatementControl, StopReason,
     TIMESTAMP_INFINITY, bounded_message, date_text, default_memory_limit, instant_text,
-    interval_text, nested_as_text, nested_string, offset_in, parse_memory_size, time_text,
-    timestamp_text, with_text_for_tables, with_timestamps_as_text, zone_name,
+    interval_text, nested_as_text, nested_string, offset_in, parse_memory_size, process_threads,
+    time_text, timestamp_text, with_text_for_tables, with_timestamps_as_text, zone_name,
 };
 pub use pondra_parser::{
     ParsedStatement, Statement, StatementKind, parse_sql, placeholder_count, split_statements,

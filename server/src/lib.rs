@@ -84,6 +84,11 @@ enum Command {
         /// Answer queries and refuse writes: a node of the lake's cluster that never leads.
         #[arg(long)]
         read_only: bool,
+        /// Whether queries run on several nodes of the cluster (ADR 0076): auto (when the
+        /// time the other nodes save outweighs moving the rows), always or never. Sessions
+        /// may `SET spread`.
+        #[arg(long, default_value = "auto", value_parser = parse_spread)]
+        spread: pondra_cluster::SpreadMode,
         /// A token that may read.
         #[arg(long)]
         token_read: Option<String>,
@@ -257,6 +262,7 @@ pub fn run_cli() -> ExitCode {
         flight_port,
         advertise,
         read_only,
+        spread,
         token_read,
         token_write,
         token_admin,
@@ -280,6 +286,7 @@ pub fn run_cli() -> ExitCode {
             flight_port,
             advertise,
             read_only,
+            spread,
             tokens,
             node: options,
             statement_timeout,
@@ -568,4 +575,9 @@ async fn run_sql(node: &Arc<Node>, sql: &str, format: Format) -> ExitCode {
 fn print_line(line: std::fmt::Arguments<'_>) -> bool {
     use std::io::Write;
     writeln!(std::io::stdout(), "{line}").is_ok()
+}
+
+fn parse_spread(text: &str) -> Result<pondra_cluster::SpreadMode, String> {
+    pondra_cluster::SpreadMode::parse(text)
+        .ok_or_else(|| format!("'{text}' is not auto, always or never"))
 }

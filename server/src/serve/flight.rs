@@ -393,6 +393,44 @@ fn sql_info() -> SqlInfoData {
 impl FlightSqlService for FlightDoor {
     type FlightService = FlightDoor;
 
+    /// A part of another node's spread query (ADR 0076): the request in the first message's
+    /// app metadata, the part's rows streamed back.
+    async fn do_exchange_fallback(
+        &self,
+        request: Request<tonic::Streaming<arrow_flight::FlightData>>,
+    ) -> Result<Response<<Self as FlightService>::DoExchangeStream>, Status> {
+        let role = self.role(&request)?;
+        let node = self.node(&request).await?;
+        let mut messages = request.into_inner();
+        let first = messages
+            .message()
+            .await?
+            .ok_or_else(|| Status::invalid_argument("an exchange without a message"))?;
+        let command = first.flight_descriptor.as_ref().map(|d| d.cmd.as_ref());
+        if command != Some(super::peers::PART_COMMAND.as_bytes()) {
+            return Err(Status::unimplemented(
+                "do_exchange runs the parts of spread queries only",
+            ));
+        }
+        let part: pondra_cluster::PartRequest = serde_json::from_slice(&first.app_metadata)
+            .map_err(|e| Status::invalid_argument(format!("not a part request: {e}")))?;
+        authorize(role, &part.statement).map_err(|reason| {
+            eprintln!("refused: flight: {reason}");
+            Status::permission_denied(reason)
+        })?;
+        let batches = node.run_part(part).await.map_err(failed)?;
+        let schema = match batches.first() {
+            Some(batch) => batch.schema(),
+            None => Arc::new(Schema::empty()),
+        };
+        let stream = FlightDataEncoderBuilder::new()
+            .with_schema(schema)
+            .with_dictionary_handling(arrow_flight::encode::DictionaryHandling::Resend)
+            .build(futures::stream::iter(batches.into_iter().map(Ok)))
+            .map_err(Status::from);
+        Ok(Response::new(Box::pin(stream)))
+    }
+
     async fn get_flight_info_statement(
         &self,
         query: CommandStatementQuery,

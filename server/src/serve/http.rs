@@ -452,12 +452,17 @@ async fn stats(State(server): State<Arc<Server>>, headers: HeaderMap) -> Result<
     }
     // With --lakes a server leads every lake it holds; with --dir, the one lake's cluster
     // decides (ADR 0053).
-    let (leads, term) = match server.lakes.single_node() {
-        Some(node) => (node.leads(), node.term().number.to_string()),
-        None => (true, "null".into()),
+    let (leads, term, spread) = match server.lakes.single_node() {
+        Some(node) => (
+            node.leads(),
+            node.term().number.to_string(),
+            serde_json::to_string(&node.spread_stats()).unwrap_or_else(|_| "null".into()),
+        ),
+        None => (true, "null".into(), "null".into()),
     };
+    // Spread queries this node coordinated, their parts and the bytes gathered (ADR 0076).
     let body = format!(
-        "{{\"untiered_rows\":{untiered},\"commits\":{commits},\"uptime_secs\":{:.3},\"statements_running\":{},\"leader\":{leads},\"term\":{term},\"tables\":[{}]}}",
+        "{{\"untiered_rows\":{untiered},\"commits\":{commits},\"uptime_secs\":{:.3},\"statements_running\":{},\"leader\":{leads},\"term\":{term},\"spread\":{spread},\"tables\":[{}]}}",
         server.started.elapsed().as_secs_f64(),
         pondra_cluster::running_statements(),
         tables.join(",")
@@ -475,7 +480,8 @@ async fn cluster(
     let me = quote(&server.advertise);
     let Some(membership) = &server.membership else {
         let body = format!(
-            "{{\"self\":{me},\"term\":null,\"leader\":{me},\"nodes\":[{{\"addr\":{me},\"role\":\"leader\",\"last_seen_ms\":0}}]}}"
+            "{{\"self\":{me},\"term\":null,\"leader\":{me},\"nodes\":[{{\"addr\":{me},\"role\":\"leader\",\"last_seen_ms\":0,\"cores\":{}}}]}}",
+            pondra_cluster::process_threads()
         );
         return Ok(([(header::CONTENT_TYPE, "application/json")], body).into_response());
     };
@@ -535,7 +541,9 @@ async fn commit_stream(
             .get("role")
             .and_then(|r| super::membership::NodeRole::parse(r)),
     ) {
-        membership.register(addr, follower);
+        let flight = params.get("flight").cloned();
+        let cores = params.get("cores").and_then(|c| c.parse().ok());
+        membership.register(addr, follower, flight, cores);
     }
     if node.snapshot().commit <= after {
         node.wait_for_commit_after(after, super::membership::LONG_POLL)

@@ -61,6 +61,20 @@ pub struct Member {
     pub addr: String,
     pub role: String,
     pub last_seen_ms: u64,
+    /// Where its Flight door listens, for the parts of spread queries (ADR 0076).
+    #[serde(default)]
+    pub flight: Option<String>,
+    #[serde(default)]
+    pub cores: Option<usize>,
+}
+
+/// What a node knows of another.
+#[derive(Clone, Debug)]
+struct Known {
+    role: NodeRole,
+    seen: Instant,
+    flight: Option<String>,
+    cores: Option<usize>,
 }
 
 /// One answer of the leader's stream (`GET /cluster/commits`).
@@ -79,6 +93,8 @@ pub struct StreamAnswer {
 pub struct Membership {
     pub node: Arc<Node>,
     advertise: String,
+    /// Where this node's Flight door listens, as others reach it.
+    flight: String,
     read_only: bool,
     /// Where this node sends its commits while it follows.
     leader: Arc<HttpLeader>,
@@ -101,7 +117,7 @@ struct View {
     unheard: bool,
     /// While leading: the nodes that long-poll this one. While following: those the leader
     /// named in its last answer.
-    members: HashMap<String, (NodeRole, Instant)>,
+    members: HashMap<String, Known>,
     beating: Option<Beating>,
 }
 
@@ -111,6 +127,7 @@ impl Membership {
         location: &str,
         options: NodeOptions,
         advertise: String,
+        flight: String,
         read_only: bool,
         token: Option<String>,
     ) -> Result<Arc<Membership>, String> {
@@ -157,6 +174,7 @@ impl Membership {
         Ok(Arc::new(Membership {
             node,
             advertise,
+            flight,
             read_only,
             leader,
             http,
@@ -220,32 +238,50 @@ impl Membership {
         &self.advertise
     }
 
-    /// Notes a node that long-polls this one.
-    pub fn register(&self, addr: &str, role: NodeRole) {
+    /// Notes a node that long-polls this one, with its Flight door and cores.
+    pub fn register(
+        &self,
+        addr: &str,
+        role: NodeRole,
+        flight: Option<String>,
+        cores: Option<usize>,
+    ) {
         if addr != self.advertise {
-            let mut view = self.view();
-            view.members
-                .insert(addr.to_string(), (role, Instant::now()));
+            let known = Known {
+                role,
+                seen: Instant::now(),
+                flight,
+                cores,
+            };
+            self.view().members.insert(addr.to_string(), known);
         }
+    }
+
+    pub fn flight(&self) -> &str {
+        &self.flight
     }
 
     /// Every node this one knows, itself first.
     pub fn members(&self) -> Vec<Member> {
         let mut view = self.view();
         view.members
-            .retain(|_, (_, seen)| seen.elapsed() < FORGET_AFTER);
+            .retain(|_, known| known.seen.elapsed() < FORGET_AFTER);
         let mut members = vec![Member {
             addr: self.advertise.clone(),
             role: self.role().name().into(),
             last_seen_ms: 0,
+            flight: Some(self.flight.clone()),
+            cores: Some(pondra_cluster::process_threads()),
         }];
         let mut others: Vec<_> = view
             .members
             .iter()
-            .map(|(addr, (role, seen))| Member {
+            .map(|(addr, known)| Member {
                 addr: addr.clone(),
-                role: role.name().into(),
-                last_seen_ms: seen.elapsed().as_millis() as u64,
+                role: known.role.name().into(),
+                last_seen_ms: known.seen.elapsed().as_millis() as u64,
+                flight: known.flight.clone(),
+                cores: known.cores,
             })
             .collect();
         others.sort_by(|a, b| a.addr.cmp(&b.addr));
@@ -433,9 +469,11 @@ impl Membership {
     async fn poll_stream(&self, addr: &str) -> Result<(), String> {
         let after = self.node.snapshot().commit;
         let url = format!(
-            "http://{addr}/cluster/commits?after={after}&addr={}&role={}",
+            "http://{addr}/cluster/commits?after={after}&addr={}&role={}&flight={}&cores={}",
             self.advertise,
-            self.role().name()
+            self.role().name(),
+            self.flight,
+            pondra_cluster::process_threads()
         );
         let mut request = self.http.get(&url);
         if let Some(token) = &self.token {
@@ -462,7 +500,13 @@ impl Membership {
                     let role = NodeRole::parse(&m.role)?;
                     let ago = Duration::from_millis(m.last_seen_ms);
                     let seen = Instant::now().checked_sub(ago).unwrap_or_else(Instant::now);
-                    Some((m.addr.clone(), (role, seen)))
+                    let known = Known {
+                        role,
+                        seen,
+                        flight: m.flight.clone(),
+                        cores: m.cores,
+                    };
+                    Some((m.addr.clone(), known))
                 })
                 .collect();
         }

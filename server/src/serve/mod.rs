@@ -10,6 +10,7 @@ mod iceberg_rest;
 mod lakes;
 mod literal;
 mod membership;
+mod peers;
 mod pg;
 
 use std::net::SocketAddr;
@@ -55,6 +56,8 @@ pub struct ServeOptions {
     pub advertise: Option<String>,
     /// Answer queries and refuse writes (`--read-only`).
     pub read_only: bool,
+    /// Whether sessions spread their queries over the cluster unless they say (`--spread`).
+    pub spread: pondra_cluster::SpreadMode,
     pub pg_port: u16,
     pub flight_port: u16,
     pub tokens: Tokens,
@@ -71,6 +74,13 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         .advertise
         .clone()
         .unwrap_or_else(|| default_advertise(&options.host, http_port));
+    // Other nodes reach the Flight door for the parts of spread queries (ADR 0076).
+    let flight = bind(&options.host, options.flight_port, "flight").await?;
+    let flight_port = flight.local_addr().map_err(|e| e.to_string())?.port();
+    let flight_advertise = match advertise.rsplit_once(':') {
+        Some((host, _)) => format!("{host}:{flight_port}"),
+        None => format!("{advertise}:{flight_port}"),
+    };
     // With --dir the server is a node of its lake's cluster (ADR 0053); with --lakes it leads
     // every lake it opens.
     let (lakes, membership) = match &options.lakes {
@@ -80,10 +90,16 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
                 &options.dir,
                 options.node.clone(),
                 advertise.clone(),
+                flight_advertise,
                 options.read_only,
                 options.tokens.admin_token(),
             )
             .await?;
+            membership.node.set_default_spread(options.spread);
+            membership.node.set_peers(Arc::new(peers::FlightPeers {
+                membership: membership.clone(),
+                token: options.tokens.admin_token(),
+            }));
             let lakes = Lakes::single(membership.node.clone(), options.node.clone());
             (lakes, Some(membership))
         }
@@ -112,7 +128,6 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let pg = bind(&options.host, options.pg_port, "pg").await?;
     let pg_task = tokio::spawn(pg::run(pg, server.clone(), stopped.clone()));
 
-    let flight = bind(&options.host, options.flight_port, "flight").await?;
     let flight_task = tokio::spawn(flight::run(flight, server.clone(), stopped.clone()));
 
     println!("ready");

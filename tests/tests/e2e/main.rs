@@ -29,5 +29,6 @@ mod serve_tools;
 mod shell;
 mod slt;
 mod spilling;
+mod spread;
 mod sqlite_corpus;
 mod tpch;

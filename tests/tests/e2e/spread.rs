@@ -1,0 +1,213 @@
+//! Spread queries over three `pondra serve` processes on one lake (ADR 0076): the 22 TPC-H
+//! answers with `spread = 'always'` equal one node's, to the bit, with the parts run on the
+//! other nodes; a query run five times gives the same bits; a point query under `auto` stays
+//! local; a node killed with SIGKILL while spread queries run leaves every answer right.
+
+use crate::common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::{Served, curl};
+
+/// Small enough for a debug build in CI; `spread_tpch_sf1` is the long run.
+const CI_SCALE: &str = "0.01";
+
+fn post_sql(addr: &str, body: &str) -> (String, u16) {
+    let url = format!("http://{addr}/sql");
+    curl(&["-m", "120", "-X", "POST", &url, "--data-binary", body])
+}
+
+/// The rows of the last statement of `sql` on `addr`, as JSON text.
+fn rows(addr: &str, sql: &str) -> String {
+    let (answer, status) = post_sql(addr, sql);
+    assert_eq!(status, 200, "{sql}: {answer}");
+    let json: serde_json::Value = serde_json::from_str(&answer).unwrap();
+    json["rows"].to_string()
+}
+
+fn get_json(addr: &str, path: &str) -> serde_json::Value {
+    let (answer, status) = curl(&["-m", "5", &format!("http://{addr}{path}")]);
+    assert_eq!(status, 200, "{answer}");
+    serde_json::from_str(&answer).unwrap()
+}
+
+fn until<T>(patience: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let started = Instant::now();
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        assert!(
+            started.elapsed() < patience,
+            "{what}: not within {patience:?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn query(n: usize) -> String {
+    pondra_tpch::query(n)
+        .unwrap()
+        .trim()
+        .trim_end_matches(';')
+        .to_string()
+}
+
+/// Three nodes on `lake`, holding TPC-H at `scale`, once each knows the other two's Flight
+/// doors.
+fn three_nodes(lake: &Path, scale: &str) -> Vec<Served> {
+    let generated = common::pondra()
+        .arg("--dir")
+        .arg(lake)
+        .args(["tpch", "gen", "--sf", scale])
+        .output()
+        .unwrap();
+    assert!(generated.status.success(), "{}", common::stderr(&generated));
+    let nodes: Vec<Served> = (0..3).map(|_| Served::start(lake, &[])).collect();
+    for node in &nodes {
+        until(
+            Duration::from_secs(15),
+            "every node knows the others' doors",
+            || {
+                let cluster = get_json(&node.http(), "/cluster");
+                let nodes = cluster["nodes"].as_array()?;
+                let ready = nodes.iter().filter(|n| n["flight"].is_string()).count();
+                (ready == 3).then_some(())
+            },
+        );
+    }
+    nodes
+}
+
+fn spread_stats(addr: &str) -> serde_json::Value {
+    get_json(addr, "/stats")["spread"].clone()
+}
+
+#[test]
+fn tpch_answers_spread_over_three_nodes_equal_one_nodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let nodes = three_nodes(&lake, CI_SCALE);
+    let coordinator = nodes[1].http();
+    let mut differing = Vec::new();
+    for n in 1..=22 {
+        let alone = rows(&coordinator, &format!("SET spread = 'never'; {}", query(n)));
+        let spread = rows(
+            &coordinator,
+            &format!("SET spread = 'always'; {}", query(n)),
+        );
+        if alone != spread {
+            differing.push(format!("q{n}: alone {alone}\nspread {spread}"));
+        }
+    }
+    assert!(differing.is_empty(), "{}", differing.join("\n"));
+    let stats = spread_stats(&coordinator);
+    assert_eq!(stats["spread_queries"], 22, "{stats}");
+    assert_eq!(stats["parts_asked"], 44, "{stats}");
+    assert_eq!(
+        stats["parts_run_here"], 0,
+        "every part ran where it was asked: {stats}"
+    );
+
+    // The plan names its Gather and the nodes taking part.
+    let plan = rows(
+        &coordinator,
+        &format!("SET spread = 'always'; EXPLAIN {}", query(1)),
+    );
+    assert!(plan.contains("Gather: 3 parts on"), "{plan}");
+    assert!(plan.contains("sliced=0/3"), "{plan}");
+
+    // The same bits every time.
+    let first = rows(
+        &coordinator,
+        &format!("SET spread = 'always'; {}", query(1)),
+    );
+    for _ in 0..4 {
+        assert_eq!(
+            rows(
+                &coordinator,
+                &format!("SET spread = 'always'; {}", query(1))
+            ),
+            first
+        );
+    }
+
+    // Under `auto`, a point query stays on the node that got it, and says why.
+    let point = "EXPLAIN SELECT o_totalprice FROM orders WHERE o_orderkey = 7";
+    let plan = rows(&coordinator, point);
+    assert!(
+        plan.contains("Runs on this node: spreading would save"),
+        "{plan}"
+    );
+    let plan = rows(&coordinator, &format!("SET spread = 'never'; {point}"));
+    assert!(
+        plan.contains("Runs on this node: spread = 'never'"),
+        "{plan}"
+    );
+}
+
+#[test]
+fn a_node_killed_during_spread_queries_leaves_every_answer_right() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let mut nodes = three_nodes(&lake, CI_SCALE);
+    let coordinator = nodes[0].http();
+    let queries = [1, 3, 9, 18];
+    let expected: Vec<String> = queries
+        .iter()
+        .map(|&n| rows(&coordinator, &format!("SET spread = 'never'; {}", query(n))))
+        .collect();
+    let asking = {
+        let coordinator = coordinator.clone();
+        let expected = expected.clone();
+        std::thread::spawn(move || {
+            for round in 0..6 {
+                for (i, &n) in queries.iter().enumerate() {
+                    let sql = format!("SET spread = 'always'; {}", query(n));
+                    let got = rows(&coordinator, &sql);
+                    assert_eq!(got, expected[i], "q{n} in round {round}");
+                }
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let killed = nodes.remove(2);
+    let pid = killed.pid();
+    // SIGKILL: the node dies mid-part, without a word.
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-9", &pid.to_string()])
+            .status()
+            .unwrap()
+            .success()
+    );
+    asking.join().expect("every answer right");
+    drop(killed);
+    let stats = spread_stats(&coordinator);
+    assert!(stats["spread_queries"].as_u64().unwrap() >= 24, "{stats}");
+}
+
+/// Scale 1: `cargo test --release -p pondra-tests --test e2e spread::spread_tpch_sf1 --
+/// --ignored --nocapture`.
+#[test]
+#[ignore]
+fn spread_tpch_sf1() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let nodes = three_nodes(&lake, "1");
+    let coordinator = nodes[0].http();
+    for n in 1..=22 {
+        let started = Instant::now();
+        let alone = rows(&coordinator, &format!("SET spread = 'never'; {}", query(n)));
+        let local = started.elapsed();
+        let started = Instant::now();
+        let spread = rows(
+            &coordinator,
+            &format!("SET spread = 'always'; {}", query(n)),
+        );
+        eprintln!("q{n}: alone {local:?}, spread {:?}", started.elapsed());
+        assert_eq!(alone, spread, "q{n}");
+    }
+    eprintln!("{}", spread_stats(&coordinator));
+}
