@@ -317,17 +317,18 @@ impl Node {
         let snapshot = session
             .and_then(Session::transaction_view)
             .unwrap_or_else(|| self.snapshot());
-        let plan = self.bind_in(&snapshot, session, statement)?;
+        let plan = self.bind_in(&snapshot, session, statement, pondra_planner::now_micros())?;
         Ok(answer_schema(&plan))
     }
 
-    /// Binds `statement` over `snapshot`, seeing the process's external tables and the
-    /// session's temporary ones.
+    /// Binds `statement` over `snapshot` at the moment `micros`, seeing the process's external
+    /// tables and the session's temporary ones.
     pub(crate) fn bind_in(
         &self,
         snapshot: &Snapshot,
         session: Option<&Session>,
         statement: &ParsedStatement,
+        micros: i64,
     ) -> Result<Plan> {
         let mut external = self.external.read().expect("external tables lock").clone();
         let temporary = match session {
@@ -343,6 +344,7 @@ impl Node {
         Ok(self
             .binder(snapshot, &external, &temporary)
             .with_time_zone(&zone)
+            .at_time(micros)
             .with_variables(&variables)
             .with_optimizer_settings(&optimizer)
             .bind_statement(statement)?)
@@ -408,28 +410,41 @@ impl Node {
             Some(transaction) => transaction.view().clone(),
             None => self.snapshot(),
         };
-        let plan = self.bind_in(&snapshot, session, statement)?;
+        let micros = pondra_planner::now_micros();
+        let plan = self.bind_in(&snapshot, session, statement, micros)?;
         match plan {
             Plan::Query(plan) => {
                 let schema = plan.schema();
                 let physical = create_physical_plan(&plan);
-                let decided = self.decide_spread(physical, &snapshot, session, statement);
+                let decided = self.decide_spread(physical, &snapshot, session, statement, micros);
+                let gatherer = decided
+                    .gatherer
+                    .map(|g| g as Arc<dyn pondra_exec::Gatherer>);
                 let batches = self
-                    .run_physical(decided.plan, snapshot, Vec::new(), decided.gatherer)
+                    .run_physical(decided.plan, snapshot, Vec::new(), gatherer)
                     .await?;
                 Ok(StatementResult::Rows { schema, batches })
             }
             Plan::Explain(text) => {
-                let spread = self.explain_spread(&snapshot, session, statement)?;
+                let spread = self.explain_spread(&snapshot, session, statement, micros)?;
                 Ok(explain_result(&(text + &spread)))
             }
             Plan::ExplainAnalyze(plan) => {
                 let started = Instant::now();
-                let (batches, profile) = self.run_profiled(plan, snapshot).await?;
+                let physical = create_physical_plan(&plan);
+                let decided = match crate::spread::inner_query(statement) {
+                    Some(query) => self.decide_spread(physical, &snapshot, session, &query, micros),
+                    None => crate::spread::Decided::alone(physical),
+                };
+                let parts = decided.gatherer.clone();
+                let (batches, profile) = self
+                    .run_profiled(decided.plan, snapshot, decided.gatherer.map(|g| g as _))
+                    .await?;
                 let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
                 let total = started.elapsed().as_secs_f64() * 1e3;
                 let header = format!("Total: {rows} rows in {total:.3} ms\n");
-                Ok(explain_result(&(header + &profile)))
+                let parts = parts.map_or_else(String::new, |g| g.report_text());
+                Ok(explain_result(&(header + &profile + &parts)))
             }
             Plan::CopyTo { input, path } => {
                 let schema = input.schema();
@@ -582,10 +597,10 @@ impl Node {
     /// rows and time.
     async fn run_profiled(
         &self,
-        plan: LogicalPlan,
+        physical: PhysicalPlan,
         snapshot: Arc<Snapshot>,
+        gatherer: Option<Arc<dyn pondra_exec::Gatherer>>,
     ) -> Result<(Vec<RecordBatch>, String)> {
-        let physical = create_physical_plan(&plan);
         let control = self.control();
         let mut ctx = ExecContext::new(
             self.lake.clone(),
@@ -595,6 +610,7 @@ impl Node {
             control.clone(),
         );
         ctx.profile = Some(pondra_exec::Profile::default());
+        ctx.gatherer = gatherer;
         let run = move || {
             let _entered = control.enter();
             pondra_exec::execute_profiled(&physical, &ctx)

@@ -6,7 +6,6 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use pondra_catalog::Snapshot;
-use pondra_exec::Gatherer;
 use pondra_parser::ParsedStatement;
 use pondra_planner::{PhysicalPlan, Spread, SpreadContext, SpreadMode, spread};
 
@@ -17,12 +16,21 @@ use crate::sessions::session::Session;
 /// A plan as it will run: spread, with the Gather's source of rows, or local and why.
 pub(crate) struct Decided {
     pub(crate) plan: PhysicalPlan,
-    pub(crate) gatherer: Option<Arc<dyn Gatherer>>,
+    pub(crate) gatherer: Option<Arc<ClusterGatherer>>,
     /// Why the plan runs on this node alone, when it does.
     pub(crate) local_reason: Option<String>,
 }
 
 impl Decided {
+    /// `plan` as it is, run here.
+    pub(crate) fn alone(plan: PhysicalPlan) -> Decided {
+        Decided {
+            plan,
+            gatherer: None,
+            local_reason: None,
+        }
+    }
+
     fn local(plan: PhysicalPlan, reason: &str) -> Decided {
         Decided {
             plan,
@@ -41,6 +49,7 @@ impl Node {
         snapshot: &Snapshot,
         session: Option<&Session>,
         statement: &ParsedStatement,
+        micros: i64,
     ) -> Decided {
         let Some(session) = session else {
             return Decided::local(plan, "the statement has no session");
@@ -106,12 +115,14 @@ impl Node {
             fingerprint,
             time_zone: session.time_zone(),
             disabled_optimizers: session.optimizer_settings().text(),
+            statement_micros: micros,
         };
         let gatherer = ClusterGatherer {
             peers: (setting.debug_parts < 2).then_some(peers).flatten(),
             taking_part,
             request,
             counters: counters.clone(),
+            reports: Default::default(),
         };
         Decided {
             plan,
@@ -130,38 +141,42 @@ impl Node {
         snapshot: &Snapshot,
         session: Option<&Session>,
         statement: &ParsedStatement,
+        micros: i64,
     ) -> crate::Result<String> {
         let debugging = session.is_some_and(|s| s.spread_setting().debug_parts >= 2);
         let clustered = self
             .spread
             .peers()
             .is_some_and(|peers| !peers.peers().is_empty());
-        let pondra_parser::Statement::Sql(sql) = &statement.statement else {
+        let Some(query) = inner_query(statement).filter(|_| debugging || clustered) else {
             return Ok(String::new());
         };
-        let pondra_parser::ast::Statement::Explain {
-            statement: inner, ..
-        } = sql.as_ref()
+        let pondra_planner::Plan::Query(plan) = self.bind_in(snapshot, session, &query, micros)?
         else {
             return Ok(String::new());
         };
-        if !(debugging || clustered)
-            || !matches!(inner.as_ref(), pondra_parser::ast::Statement::Query(_))
-        {
-            return Ok(String::new());
-        }
-        let query = ParsedStatement {
-            text: inner.to_string(),
-            statement: pondra_parser::Statement::Sql(inner.clone()),
-        };
-        let pondra_planner::Plan::Query(plan) = self.bind_in(snapshot, session, &query)? else {
-            return Ok(String::new());
-        };
         let physical = pondra_planner::create_physical_plan(&plan);
-        let decided = self.decide_spread(physical, snapshot, session, &query);
+        let decided = self.decide_spread(physical, snapshot, session, &query, micros);
         Ok(match decided.local_reason {
             Some(reason) => format!("\n\nRuns on this node: {reason}"),
             None => format!("\n\nSpread:\n{}", decided.plan),
         })
     }
+}
+
+/// The query an `EXPLAIN [ANALYZE]` statement explains, as a statement of its own.
+pub(crate) fn inner_query(statement: &ParsedStatement) -> Option<ParsedStatement> {
+    let pondra_parser::Statement::Sql(sql) = &statement.statement else {
+        return None;
+    };
+    let pondra_parser::ast::Statement::Explain {
+        statement: inner, ..
+    } = sql.as_ref()
+    else {
+        return None;
+    };
+    matches!(inner.as_ref(), pondra_parser::ast::Statement::Query(_)).then(|| ParsedStatement {
+        text: inner.to_string(),
+        statement: pondra_parser::Statement::Sql(inner.clone()),
+    })
 }

@@ -31,6 +31,20 @@ pub(crate) struct ClusterGatherer {
     /// What each node is asked, but for the part.
     pub(crate) request: PartRequest,
     pub(crate) counters: Arc<Counters>,
+    /// Where each part ran, its rows, bytes and time, for EXPLAIN ANALYZE.
+    pub(crate) reports: std::sync::Mutex<Vec<PartReport>>,
+}
+
+/// One part as it ran.
+#[derive(Clone, Debug)]
+pub(crate) struct PartReport {
+    part: usize,
+    node: String,
+    rows: usize,
+    bytes: usize,
+    took: Duration,
+    /// How many times it was asked before it gave its rows.
+    asks: u32,
 }
 
 /// A part in flight on another node.
@@ -52,7 +66,10 @@ impl Gatherer for ClusterGatherer {
         let Some(peers) = &self.peers else {
             // Every part here, in turn: the cut and the slices without a network.
             for (part, rows) in gathered.iter_mut().enumerate() {
-                *rows = Some(run_part(fragment, part, ctx)?);
+                let started = Instant::now();
+                let part_rows = run_part(fragment, part, ctx)?;
+                self.report(part, "here".into(), &part_rows, started.elapsed(), 0);
+                *rows = Some(part_rows);
             }
             return Ok(gathered.into_iter().flatten().flatten().collect());
         };
@@ -68,8 +85,11 @@ impl Gatherer for ClusterGatherer {
             }
         }
         let own = Instant::now();
-        gathered[0] = Some(run_part(fragment, 0, ctx)?);
+        let own_rows = run_part(fragment, 0, ctx)?;
+        self.report(0, "here".into(), &own_rows, own.elapsed(), 0);
+        gathered[0] = Some(own_rows);
         steps.succeeded(0);
+        let mut asked = vec![1u32; parts];
         let stall = STALL_FLOOR.max(own.elapsed() * STALL_FACTOR);
         let own_done = Instant::now();
         while !steps.finished() {
@@ -78,6 +98,8 @@ impl Gatherer for ClusterGatherer {
                 Ok((part, Ok(rows), took)) => {
                     let bytes = rows.iter().map(|b| b.get_array_memory_size() as u64).sum();
                     self.counters.exchanged(bytes, took.as_secs_f64());
+                    let node = self.taking_part[part - 1].name.clone();
+                    self.report(part, node, &rows, took, asked[part]);
                     gathered[part] = Some(rows);
                     asks[part] = None;
                     steps.succeeded(part);
@@ -95,12 +117,16 @@ impl Gatherer for ClusterGatherer {
                 }
                 match steps.failed(part) {
                     Runner::Peer(peer) => {
+                        asked[part] += 1;
                         self.counters.parts_retried.fetch_add(1, Ordering::Relaxed);
                         asks[part] = Some(self.ask(peers, peer, part, &answers, ctx));
                     }
                     Runner::Here => {
                         self.counters.parts_run_here.fetch_add(1, Ordering::Relaxed);
-                        gathered[part] = Some(run_part(fragment, part, ctx)?);
+                        let started = Instant::now();
+                        let rows = run_part(fragment, part, ctx)?;
+                        self.report(part, "here".into(), &rows, started.elapsed(), asked[part]);
+                        gathered[part] = Some(rows);
                         steps.succeeded(part);
                     }
                 }
@@ -114,6 +140,47 @@ impl Gatherer for ClusterGatherer {
 }
 
 impl ClusterGatherer {
+    fn report(&self, part: usize, node: String, rows: &[RecordBatch], took: Duration, asks: u32) {
+        let report = PartReport {
+            part,
+            node,
+            rows: rows.iter().map(RecordBatch::num_rows).sum(),
+            bytes: rows.iter().map(RecordBatch::get_array_memory_size).sum(),
+            took,
+            asks,
+        };
+        self.reports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(report);
+    }
+
+    /// The parts as they ran, a line each, for EXPLAIN ANALYZE.
+    pub(crate) fn report_text(&self) -> String {
+        let mut reports = self
+            .reports
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        reports.sort_by_key(|r| r.part);
+        let mut text = String::from("Parts:\n");
+        for r in reports {
+            let asked = match r.asks {
+                0 | 1 => String::new(),
+                n => format!(" after {n} asks"),
+            };
+            text.push_str(&format!(
+                "  part {} on {}: {} rows, {} bytes, {:.3} ms{asked}\n",
+                r.part,
+                r.node,
+                r.rows,
+                r.bytes,
+                r.took.as_secs_f64() * 1e3
+            ));
+        }
+        text
+    }
+
     /// Asks `part` of the `peer`-th node taking part; its answer comes on `answers`.
     fn ask(
         &self,

@@ -21,6 +21,7 @@ use arrow::array::RecordBatch;
 use pondra_planner::{DEFAULT_NETWORK_BYTES_PER_SECOND, SpreadMode};
 use serde::{Deserialize, Serialize};
 
+pub(crate) use coordinate::{Decided, inner_query};
 pub(crate) use gather::ClusterGatherer;
 
 /// Another node that may run parts of this node's queries.
@@ -61,6 +62,8 @@ pub struct PartRequest {
     pub fingerprint: u64,
     pub time_zone: String,
     pub disabled_optimizers: String,
+    /// The moment the statement runs at: what `now()` gives on every node.
+    pub statement_micros: i64,
 }
 
 /// What `/stats` reports of spread queries.

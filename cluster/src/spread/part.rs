@@ -57,7 +57,13 @@ impl Node {
         let [statement] = statements.as_slice() else {
             return Err(NodeError::Other("a part runs one statement".into()));
         };
-        let Plan::Query(plan) = self.bind_in(&snapshot, Some(session), statement)? else {
+        let Plan::Query(plan) = self.bind_in(
+            &snapshot,
+            Some(session),
+            statement,
+            request.statement_micros,
+        )?
+        else {
             return Err(NodeError::Other("a part runs a query".into()));
         };
         let physical = create_physical_plan(&plan);

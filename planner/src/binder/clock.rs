@@ -50,7 +50,8 @@ pub(super) fn now(name: &str, ctx: &Context<'_>) -> Result<Expr> {
 }
 
 /// Microseconds since the epoch now.
-pub(super) fn statement_micros() -> i64 {
+/// Now, in microseconds since the epoch: the moment a statement binds at.
+pub fn statement_micros() -> i64 {
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();

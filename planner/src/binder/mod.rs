@@ -11,6 +11,7 @@ mod blobs;
 mod catalog_functions;
 mod changes;
 mod clock;
+pub use clock::statement_micros as now_micros;
 mod columns_expression;
 mod composed_aggregates;
 mod date_functions;
@@ -191,6 +192,16 @@ impl<'a> Binder<'a> {
     /// knows, or `UTC`).
     pub fn with_time_zone(self, time_zone: &'a str) -> Binder<'a> {
         Binder { time_zone, ..self }
+    }
+
+    /// The same binder, for a statement that runs at `micros` (microseconds since the epoch):
+    /// what `now()` gives. Every node running a part of a spread query binds it at the
+    /// coordinator's moment (ADR 0076).
+    pub fn at_time(self, micros: i64) -> Binder<'a> {
+        Binder {
+            statement_micros: micros,
+            ..self
+        }
     }
 
     /// A fresh binder for another statement of the same session: its tables, zone, clock

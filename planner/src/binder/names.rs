@@ -23,8 +23,6 @@ pub(super) fn qualified_name(name: &ast::ObjectName) -> Result<(Option<String>, 
     }
 }
 
-/// An object's name, normalized: a table of `public` by its name alone (`t`, `public.t` and
-/// dbt's `database.public.t` name `t`), one of another schema as `schema.table`.
 /// The interval `text` writes as DuckDB and Postgres write them (`1 year 2 days`,
 /// `3 days 12:30:00`, `2 days ago`): its months, days and nanoseconds; `None` for text that
 /// is no interval.
@@ -39,6 +37,8 @@ pub fn interval_from_text(text: &str) -> Option<(i32, i32, i64)> {
     }
 }
 
+/// An object's name, normalized: a table of `public` by its name alone (`t`, `public.t` and
+/// dbt's `database.public.t` name `t`), one of another schema as `schema.table`.
 pub fn object_name(name: &ast::ObjectName) -> Result<String> {
     let part = |i: &ast::ObjectNamePart| {
         i.as_ident()

@@ -11,7 +11,6 @@ use crate::logical::{LogicalPlan, SubqueryKind};
 use crate::{Result, bind_err, unsupported};
 
 impl<'a> Binder<'a> {
-    /// Records a window function of the SELECT being bound; returns its number.
     /// The definition of the window `name` in the innermost SELECT's WINDOW clause.
     pub(crate) fn named_window(&self, name: &ast::Ident) -> Option<ast::NamedWindowExpr> {
         let named = self.named_windows.borrow();
@@ -22,6 +21,7 @@ impl<'a> Binder<'a> {
             .map(|definition| definition.1.clone())
     }
 
+    /// Records a window function of the SELECT being bound; returns its number.
     pub(crate) fn add_window(&self, window: WindowExpr) -> Result<usize> {
         let mut windows = self.windows.borrow_mut();
         let current = windows

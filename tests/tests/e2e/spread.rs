@@ -110,6 +110,24 @@ fn tpch_answers_spread_over_three_nodes_equal_one_nodes() {
         "every part ran where it was asked: {stats}"
     );
 
+    // `now()` is the coordinator's moment on every node: the parts plan alike and run there.
+    let recent = "SELECT count(*) FROM lineitem WHERE l_shipdate < now()";
+    let alone = rows(&coordinator, &format!("SET spread = 'never'; {recent}"));
+    assert_eq!(
+        rows(&coordinator, &format!("SET spread = 'always'; {recent}")),
+        alone
+    );
+    assert_eq!(spread_stats(&coordinator)["parts_run_here"], 0);
+
+    // EXPLAIN ANALYZE tells where each part ran, its rows, bytes and time.
+    let analyzed = rows(
+        &coordinator,
+        &format!("SET spread = 'always'; EXPLAIN ANALYZE {}", query(1)),
+    );
+    for part in 0..3 {
+        assert!(analyzed.contains(&format!("part {part} on ")), "{analyzed}");
+    }
+
     // The plan names its Gather and the nodes taking part.
     let plan = rows(
         &coordinator,
