@@ -81,6 +81,10 @@ enum Command {
         /// default the address listened on, or this host's name when that is every address.
         #[arg(long)]
         advertise: Option<String>,
+        /// The HOST:PORT other nodes reach this server's Flight door by, for the parts of
+        /// spread queries (ADR 0076). By default the --advertise host with the Flight port.
+        #[arg(long)]
+        advertise_flight: Option<String>,
         /// Answer queries and refuse writes: a node of the lake's cluster that never leads.
         #[arg(long)]
         read_only: bool,
@@ -261,6 +265,7 @@ pub fn run_cli() -> ExitCode {
         pg_port,
         flight_port,
         advertise,
+        advertise_flight,
         read_only,
         spread,
         token_read,
@@ -285,6 +290,7 @@ pub fn run_cli() -> ExitCode {
             pg_port,
             flight_port,
             advertise,
+            advertise_flight,
             read_only,
             spread,
             tokens,

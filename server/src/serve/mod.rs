@@ -54,6 +54,8 @@ pub struct ServeOptions {
     pub http_port: u16,
     /// The HOST:PORT other processes reach the HTTP door by; none for the default.
     pub advertise: Option<String>,
+    /// The HOST:PORT other nodes reach the Flight door by; none for the default.
+    pub advertise_flight: Option<String>,
     /// Answer queries and refuse writes (`--read-only`).
     pub read_only: bool,
     /// Whether sessions spread their queries over the cluster unless they say (`--spread`).
@@ -77,9 +79,10 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     // Other nodes reach the Flight door for the parts of spread queries (ADR 0076).
     let flight = bind(&options.host, options.flight_port, "flight").await?;
     let flight_port = flight.local_addr().map_err(|e| e.to_string())?.port();
-    let flight_advertise = match advertise.rsplit_once(':') {
-        Some((host, _)) => format!("{host}:{flight_port}"),
-        None => format!("{advertise}:{flight_port}"),
+    let flight_advertise = match (&options.advertise_flight, advertise.rsplit_once(':')) {
+        (Some(flight), _) => flight.clone(),
+        (None, Some((host, _))) => format!("{host}:{flight_port}"),
+        (None, None) => format!("{advertise}:{flight_port}"),
     };
     // With --dir the server is a node of its lake's cluster (ADR 0053); with --lakes it leads
     // every lake it opens.

@@ -17,7 +17,7 @@ const WRITERS: usize = 4;
 const KILLS: usize = 3;
 
 /// The addresses of the writable nodes, which change as nodes are killed and restarted.
-type Doors = Arc<Mutex<Vec<String>>>;
+pub(crate) type Doors = Arc<Mutex<Vec<String>>>;
 
 fn post_sql(addr: &str, body: &str) -> (String, u16) {
     let url = format!("http://{addr}/sql");
@@ -57,7 +57,7 @@ fn until<T>(patience: Duration, what: &str, mut check: impl FnMut() -> Option<T>
 /// A writer: appends batch after batch of its own, each once (producer, seq), through the
 /// nodes in turn; a batch that fails is sent again, to the next node, until one acknowledges
 /// it. Returns the sequence numbers acknowledged.
-fn write(writer: usize, doors: Doors, stop: Arc<AtomicBool>) -> Vec<u64> {
+pub(crate) fn write(writer: usize, doors: Doors, stop: Arc<AtomicBool>) -> Vec<u64> {
     let mut acknowledged = Vec::new();
     let mut turn = writer;
     for seq in 1.. {

@@ -229,3 +229,164 @@ fn spread_tpch_sf1() {
     }
     eprintln!("{}", spread_stats(&coordinator));
 }
+
+/// The three nodes reach each other through proxies that delay and drop some connections,
+/// and the leader is cut off from the others for 10 s (no node reaches it), then healed,
+/// while writers append exactly-once batches through every node and spread queries run on
+/// every node. The leader still beats in the lake, so the others keep it (ADR 0053) but cannot
+/// hand it their commits nor hear its stream: their writes fail over to other doors, their
+/// parts lag and run on the coordinator. Nothing acknowledged is lost or doubled, no answer is
+/// wrong, and the cluster heals by itself: one leader, every node known, parts running where
+/// they are asked.
+#[test]
+fn a_leader_cut_off_for_ten_seconds_loses_nothing_and_heals() {
+    use common::proxy::{Chaos, Proxy};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let generated = common::pondra()
+        .arg("--dir")
+        .arg(&lake)
+        .args(["tpch", "gen", "--sf", CI_SCALE])
+        .output()
+        .unwrap();
+    assert!(generated.status.success(), "{}", common::stderr(&generated));
+    let chaos = Chaos {
+        delayed_per_mille: 20,
+        delay: Duration::from_millis(30),
+        dropped_per_mille: 5,
+    };
+    let mut nodes = Vec::new();
+    let mut proxies = Vec::new();
+    for n in 0..3u64 {
+        let (http, flight) = (
+            Proxy::start(2 * n + 1, chaos),
+            Proxy::start(2 * n + 2, chaos),
+        );
+        let (advertise, advertise_flight) = (http.address.to_string(), flight.address.to_string());
+        let args = [
+            "--advertise",
+            &advertise,
+            "--advertise-flight",
+            &advertise_flight,
+        ];
+        let node = Served::start(&lake, &args);
+        http.forward_to(&node.http());
+        flight.forward_to(&node.doors["flight"]);
+        nodes.push(node);
+        proxies.push((advertise, http, flight));
+    }
+    let doors: Vec<String> = nodes.iter().map(Served::http).collect();
+    let healed = |patience: Duration| {
+        until(patience, "one leader, every node known", || {
+            let leaders: Vec<String> = doors
+                .iter()
+                .map(|door| {
+                    let cluster = get_json(door, "/cluster");
+                    let known = cluster["nodes"].as_array().map_or(0, Vec::len);
+                    (known == 3).then(|| cluster["leader"].as_str().unwrap_or("").to_string())
+                })
+                .collect::<Option<_>>()?;
+            leaders
+                .iter()
+                .all(|l| *l == leaders[0])
+                .then(|| leaders[0].clone())
+        })
+    };
+    let leader = healed(Duration::from_secs(20));
+    let leader_index = proxies
+        .iter()
+        .position(|p| p.0 == leader)
+        .expect("a node leads");
+    let (answer, status) = post_sql(&doors[0], "CREATE TABLE events (writer INT, seq BIGINT)");
+    assert_eq!(status, 200, "{answer}");
+    let queries = [1, 3, 18];
+    let expected: Vec<String> = queries
+        .iter()
+        .map(|&n| rows(&doors[1], &format!("SET spread = 'never'; {}", query(n))))
+        .collect();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let writing: crate::cluster_nodes::Doors = Arc::new(Mutex::new(doors.clone()));
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let (doors, stop) = (writing.clone(), stop.clone());
+            std::thread::spawn(move || crate::cluster_nodes::write(w, doors, stop))
+        })
+        .collect();
+    let querying = {
+        let (doors, stop, expected) = (doors.clone(), stop.clone(), expected.clone());
+        std::thread::spawn(move || {
+            let mut answered = 0;
+            for round in 0.. {
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+                let (i, door) = (round % queries.len(), &doors[round % doors.len()]);
+                let sql = format!("SET spread = 'always'; {}", query(queries[i]));
+                let (answer, status) = post_sql(door, &sql);
+                if status == 200 {
+                    let json: serde_json::Value = serde_json::from_str(&answer).unwrap();
+                    assert_eq!(
+                        json["rows"].to_string(),
+                        expected[i],
+                        "q{} on {door}",
+                        queries[i]
+                    );
+                    answered += 1;
+                }
+            }
+            answered
+        })
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    let (_, http, flight) = &proxies[leader_index];
+    http.set_cut(true);
+    flight.set_cut(true);
+    std::thread::sleep(Duration::from_secs(10));
+    http.set_cut(false);
+    flight.set_cut(false);
+    let leader = healed(Duration::from_secs(30));
+    std::thread::sleep(Duration::from_secs(2));
+    stop.store(true, Ordering::SeqCst);
+    let acknowledged: Vec<Vec<u64>> = writers.into_iter().map(|w| w.join().unwrap()).collect();
+    let answered = querying.join().expect("no wrong answer");
+    assert!(answered > 0, "spread queries answered through the cut");
+
+    // Every acknowledged batch is there once, on every node.
+    let leader_door = &doors[proxies.iter().position(|p| p.0 == leader).unwrap()];
+    let count = |door: &str, sql: &str| -> i64 {
+        let json: serde_json::Value = serde_json::from_str(&rows(door, sql)).unwrap();
+        json[0][0].as_i64().unwrap()
+    };
+    let doubled = "SELECT count(*) FROM (SELECT writer, seq, count(*) AS n FROM events \
+                   GROUP BY writer, seq) g WHERE n <> 2";
+    assert_eq!(
+        count(leader_door, doubled),
+        0,
+        "a batch appended twice or half"
+    );
+    let expected_rows: i64 = acknowledged.iter().map(|a| a.len() as i64 * 2).sum();
+    assert!(expected_rows > 0);
+    for door in &doors {
+        until(
+            Duration::from_secs(10),
+            "every acknowledged row on every node",
+            || (count(door, "SELECT count(*) FROM events") == expected_rows).then_some(()),
+        );
+    }
+    // Healed: every part of a spread query runs where it is asked again.
+    let before = spread_stats(&doors[1])["parts_run_here"].as_u64().unwrap();
+    until(
+        Duration::from_secs(10),
+        "parts run on the healed nodes",
+        || {
+            let sql = format!("SET spread = 'always'; {}", query(1));
+            assert_eq!(rows(&doors[1], &sql), expected[0]);
+            let stats = spread_stats(&doors[1]);
+            (stats["parts_run_here"].as_u64().unwrap() == before).then_some(())
+        },
+    );
+}

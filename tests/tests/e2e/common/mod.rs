@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod oracle;
+pub mod proxy;
 pub mod s3;
 
 use std::io::Write;
