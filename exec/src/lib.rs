@@ -83,7 +83,7 @@ pub use casts::{
 pub use control::{STATEMENT_STACK_BYTES, StatementControl, StopReason, process_threads};
 pub use error::{ExecError, Result};
 pub use expr::evaluate;
-pub use gather::{Gatherer, run_part};
+pub use gather::{GatheredParts, Gatherer, run_part};
 pub use infinite_times::{DATE_INFINITY, TIMESTAMP_INFINITY, date_text};
 pub use json::json_check;
 pub use key_hash::key_hashes;

@@ -613,8 +613,8 @@ fn run_pipeline_into<'p>(
             fragment, parts, ..
         } => {
             leaf = false;
-            for batch in crate::gather::gathered(fragment, *parts, ctx)? {
-                if out.emit(batch)? == Flow::Done {
+            for batch in crate::gather::gathered(fragment, *parts, ctx)?.into_batches()? {
+                if out.emit(batch?)? == Flow::Done {
                     break;
                 }
             }

@@ -8,7 +8,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
-use pondra_exec::{ExecContext, Gatherer, run_part};
+use pondra_exec::{ExecContext, GatheredParts, Gatherer, run_part};
 use pondra_planner::PhysicalPlan;
 
 use super::steps::{PartSteps, Runner};
@@ -61,17 +61,17 @@ impl Gatherer for ClusterGatherer {
         fragment: &PhysicalPlan,
         parts: usize,
         ctx: &ExecContext,
-    ) -> pondra_exec::Result<Vec<RecordBatch>> {
-        let mut gathered: Vec<Option<Vec<RecordBatch>>> = vec![None; parts];
+    ) -> pondra_exec::Result<GatheredParts> {
+        let mut gathered = GatheredParts::new(parts, &ctx.memory);
         let Some(peers) = &self.peers else {
             // Every part here, in turn: the cut and the slices without a network.
-            for (part, rows) in gathered.iter_mut().enumerate() {
+            for part in 0..parts {
                 let started = Instant::now();
-                let part_rows = run_part(fragment, part, ctx)?;
-                self.report(part, "here".into(), &part_rows, started.elapsed(), 0);
-                *rows = Some(part_rows);
+                let rows = run_part(fragment, part, ctx)?;
+                self.report(part, "here".into(), &rows, started.elapsed(), 0);
+                gathered.put(part, rows)?;
             }
-            return Ok(gathered.into_iter().flatten().flatten().collect());
+            return Ok(gathered);
         };
         assert_eq!(parts, self.taking_part.len() + 1, "a part per node");
         self.counters.spread_queries.fetch_add(1, Ordering::Relaxed);
@@ -87,7 +87,7 @@ impl Gatherer for ClusterGatherer {
         let own = Instant::now();
         let own_rows = run_part(fragment, 0, ctx)?;
         self.report(0, "here".into(), &own_rows, own.elapsed(), 0);
-        gathered[0] = Some(own_rows);
+        gathered.put(0, own_rows)?;
         steps.succeeded(0);
         let mut asked = vec![1u32; parts];
         let stall = STALL_FLOOR.max(own.elapsed() * STALL_FACTOR);
@@ -100,7 +100,7 @@ impl Gatherer for ClusterGatherer {
                     self.counters.exchanged(bytes, took.as_secs_f64());
                     let node = self.taking_part[part - 1].name.clone();
                     self.report(part, node, &rows, took, asked[part]);
-                    gathered[part] = Some(rows);
+                    gathered.put(part, rows)?;
                     asks[part] = None;
                     steps.succeeded(part);
                     Vec::new()
@@ -126,16 +126,13 @@ impl Gatherer for ClusterGatherer {
                         let started = Instant::now();
                         let rows = run_part(fragment, part, ctx)?;
                         self.report(part, "here".into(), &rows, started.elapsed(), asked[part]);
-                        gathered[part] = Some(rows);
+                        gathered.put(part, rows)?;
                         steps.succeeded(part);
                     }
                 }
             }
         }
-        let rows = gathered
-            .into_iter()
-            .map(|rows| rows.expect("every part gathered"));
-        Ok(rows.flatten().collect())
+        Ok(gathered)
     }
 }
 

@@ -213,6 +213,15 @@ fn tpch_sf0_1_answers_over_a_lake() {
                     failures.push(format!("q{query} cut into parts: other bits than alone"));
                 }
             }
+            // Gathered parts spill to disk when the memory pool refuses them, as joins do.
+            run("SET debug_force_external = true").unwrap();
+            for query in [1, 3, 18] {
+                let cut = run(pondra_tpch::query(query).unwrap()).unwrap();
+                if let Err(e) = check(query, &cut, &answers) {
+                    failures.push(format!("cut into parts, spilled: {e}"));
+                }
+            }
+            run("SET debug_force_external = false").unwrap();
             let plan = run(&format!("EXPLAIN {}", pondra_tpch::query(1).unwrap())).unwrap();
             let plan = text(&plan).to_string();
             assert!(plan.contains("Gather: 3 parts"), "{plan}");
