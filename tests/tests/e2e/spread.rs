@@ -54,17 +54,57 @@ fn query(n: usize) -> String {
         .to_string()
 }
 
+/// Where the three nodes' lake is: a folder, or a bucket of moto's S3 (each node with a cache
+/// of its own, as on separate machines).
+enum LakeAt {
+    Folder(std::path::PathBuf),
+    Bucket {
+        url: String,
+        env: Vec<(&'static str, String)>,
+        caches: std::path::PathBuf,
+    },
+}
+
+impl LakeAt {
+    fn command(&self) -> std::process::Command {
+        let mut command = common::pondra();
+        match self {
+            LakeAt::Folder(path) => command.arg("--dir").arg(path),
+            LakeAt::Bucket { url, env, .. } => command
+                .envs(env.iter().map(|(k, v)| (k, v)))
+                .arg("--dir")
+                .arg(url),
+        };
+        command
+    }
+
+    fn start(&self, n: usize, args: &[&str]) -> Served {
+        match self {
+            LakeAt::Folder(path) => Served::start(path, args),
+            LakeAt::Bucket { url, env, caches } => {
+                let cache = caches.join(n.to_string());
+                let mut all = vec!["--cache-dir", cache.to_str().unwrap()];
+                all.extend_from_slice(args);
+                Served::start_at(url, env, &all)
+            }
+        }
+    }
+}
+
 /// Three nodes on `lake`, holding TPC-H at `scale`, once each knows the other two's Flight
 /// doors.
 fn three_nodes(lake: &Path, scale: &str) -> Vec<Served> {
-    let generated = common::pondra()
-        .arg("--dir")
-        .arg(lake)
+    three_nodes_at(&LakeAt::Folder(lake.to_path_buf()), scale)
+}
+
+fn three_nodes_at(lake: &LakeAt, scale: &str) -> Vec<Served> {
+    let generated = lake
+        .command()
         .args(["tpch", "gen", "--sf", scale])
         .output()
         .unwrap();
     assert!(generated.status.success(), "{}", common::stderr(&generated));
-    let nodes: Vec<Served> = (0..3).map(|_| Served::start(lake, &[])).collect();
+    let nodes: Vec<Served> = (0..3).map(|n| lake.start(n, &[])).collect();
     for node in &nodes {
         until(
             Duration::from_secs(15),
@@ -163,6 +203,30 @@ fn tpch_answers_spread_over_three_nodes_equal_one_nodes() {
         plan.contains("Runs on this node: spread = 'never'"),
         "{plan}"
     );
+}
+
+#[test]
+fn tpch_answers_spread_over_three_nodes_on_moto_equal_one_nodes() {
+    let s3 = common::s3::S3::start();
+    let caches = tempfile::tempdir().unwrap();
+    let lake = LakeAt::Bucket {
+        url: format!("s3://{}/lake", s3.bucket("spread")),
+        env: s3.env(),
+        caches: caches.path().to_path_buf(),
+    };
+    let nodes = three_nodes_at(&lake, CI_SCALE);
+    let coordinator = nodes[2].http();
+    for n in 1..=22 {
+        let alone = rows(&coordinator, &format!("SET spread = 'never'; {}", query(n)));
+        let spread = rows(
+            &coordinator,
+            &format!("SET spread = 'always'; {}", query(n)),
+        );
+        assert_eq!(alone, spread, "q{n}");
+    }
+    let stats = spread_stats(&coordinator);
+    assert_eq!(stats["parts_asked"], 44, "{stats}");
+    assert_eq!(stats["parts_run_here"], 0, "{stats}");
 }
 
 #[test]
