@@ -2,7 +2,8 @@
 # Scale-out of spread queries (ADR 0076) on one machine: two `pondra serve` nodes on one TPC-H
 # lake, each pinned to a core of its own (taskset). For each query, side by side: the best of
 # RUNS on one node and one core (`SET spread = 'never'`), then on both nodes and both cores
-# (`SET spread = 'always'`). Prints each query's times and ratio two / one, and the totals.
+# (`SET spread = 'always'`), then as the planner decides (`SET spread = 'auto'`, the default).
+# Prints each query's times and ratios to one node, and the totals.
 # Usage: bench/spread.sh SF [RUNS]. The lake goes to $BENCH_DATA (default
 # ~/.cache/pondra-bench/spread-sf<SF>).
 set -euo pipefail
@@ -30,18 +31,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Starts a node pinned to core $1; prints its HTTP address once it is ready.
+# Starts a node pinned to core $1 and waits until it is ready.
 start_node() {
     local core="$1" log="$out/node$1"
     taskset -c "$core" "$pondra" --dir "$data/lake" serve --http-port 0 --pg-port 0 \
         --flight-port 0 > "$log.out" 2> "$log.err" &
     pids+=("$!")
     until grep -q '^ready$' "$log.out" 2>/dev/null; do sleep 0.1; done
-    sed -n 's/^http listening on //p' "$log.out"
 }
 
-first="$(start_node 0)"
-start_node 1 > /dev/null
+start_node 0
+start_node 1
+first="$(sed -n 's/^http listening on //p' "$out/node0.out")"
 echo "TPC-H SF $sf, best of $runs runs; one node on core 0 against two nodes on cores 0 and 1" >&2
 
 python3 - "$first" "$runs" <<'PY'
@@ -83,20 +84,24 @@ for _ in range(300):
 else:
     raise SystemExit("the two nodes did not meet")
 
-print(f"{'query':>6} {'one node':>10} {'two nodes':>10} {'two/one':>8}")
-total_one = total_two = 0.0
-slower = []
+print(f"{'query':>6} {'one node':>10} {'always':>10} {'ratio':>6} {'auto':>10} {'ratio':>6}")
+totals = [0.0, 0.0, 0.0]
+slower = {"always": [], "auto": []}
 for n in range(1, 23):
     query = Path(f"tpch/queries/q{n}.sql").read_text().strip().rstrip(";")
     one, rows_one = best("never", query)
-    two, rows_two = best("always", query)
-    if rows_one != rows_two:
+    always, rows_always = best("always", query)
+    auto, rows_auto = best("auto", query)
+    if not rows_one == rows_always == rows_auto:
         raise SystemExit(f"q{n}: the two nodes answered otherwise than one")
-    total_one += one
-    total_two += two
-    if two > one * 1.05:
-        slower.append(f"q{n}")
-    print(f"{'q' + str(n):>6} {one:10.3f} {two:10.3f} {two / one:8.2f}")
-print(f"{'total':>6} {total_one:10.3f} {total_two:10.3f} {total_two / total_one:8.2f}")
-print(f"slower on two nodes (by more than 5%): {', '.join(slower) or 'none'}")
+    for i, t in enumerate((one, always, auto)):
+        totals[i] += t
+    for name, t in (("always", always), ("auto", auto)):
+        if t > one * 1.05:
+            slower[name].append(f"q{n}")
+    print(f"{'q' + str(n):>6} {one:10.3f} {always:10.3f} {always / one:6.2f} {auto:10.3f} {auto / one:6.2f}")
+one, always, auto = totals
+print(f"{'total':>6} {one:10.3f} {always:10.3f} {always / one:6.2f} {auto:10.3f} {auto / one:6.2f}")
+for name in ("always", "auto"):
+    print(f"slower than one node with spread = '{name}' (by more than 5%): {', '.join(slower[name]) or 'none'}")
 PY

@@ -26,9 +26,10 @@ pub struct RepeatedScan {
 /// A scan's group: its table and its filter.
 #[derive(PartialEq)]
 enum Table {
-    /// A lake table by id, and the width of the scan's rows: a scan that adds the row
-    /// address (ADR 0048) reads other rows than one that does not.
-    Lake(u64, usize),
+    /// A lake table by id, the width of the scan's rows (a scan that adds the row address,
+    /// ADR 0048, reads other rows than one that does not), and the slice it reads, in a spread
+    /// plan (ADR 0076): a slice shares nothing with the whole table.
+    Lake(u64, usize, Option<crate::physical::Slice>),
     Files(Vec<String>),
 }
 
@@ -136,9 +137,10 @@ fn scan_parts(scan: &PhysicalPlan) -> (Table, Option<&[usize]>, Option<&Expr>) {
             schema,
             columns,
             filter,
+            slice,
             ..
         } => {
-            let table = Table::Lake(table.id, schema.fields().len());
+            let table = Table::Lake(table.id, schema.fields().len(), *slice);
             (table, columns.as_deref(), filter.as_ref())
         }
         PhysicalPlan::ParquetScan {

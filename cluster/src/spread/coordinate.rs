@@ -102,9 +102,13 @@ impl Node {
             network_bytes_per_second: counters.network_bytes_per_second.load(Ordering::Relaxed)
                 as f64,
         };
-        let (plan, fingerprint) = match spread(&plan, snapshot, &context) {
+        let (plan, fingerprint, sliced) = match spread(&plan, snapshot, &context) {
             Spread::Local { reason } => return Decided::local(plan, &reason),
-            Spread::Spread { plan, fingerprint } => (plan, fingerprint),
+            Spread::Spread {
+                plan,
+                fingerprint,
+                sliced,
+            } => (plan, fingerprint, sliced),
         };
         let parts = context.nodes.len();
         let request = PartRequest {
@@ -116,6 +120,7 @@ impl Node {
             time_zone: session.time_zone(),
             disabled_optimizers: session.optimizer_settings().text(),
             statement_micros: micros,
+            sliced,
         };
         let gatherer = ClusterGatherer {
             peers: (setting.debug_parts < 2).then_some(peers).flatten(),

@@ -64,6 +64,8 @@ pub struct PartRequest {
     pub disabled_optimizers: String,
     /// The moment the statement runs at: what `now()` gives on every node.
     pub statement_micros: i64,
+    /// The path from the plan's root to the scan the coordinator sliced.
+    pub sliced: Vec<usize>,
 }
 
 /// What `/stats` reports of spread queries.

@@ -68,7 +68,7 @@ impl Node {
         };
         let physical = create_physical_plan(&plan);
         let (fragment, fingerprint) =
-            fragment_of(&physical, &snapshot, request.parts).map_err(NodeError::Other)?;
+            fragment_of(&physical, request.parts, &request.sliced).map_err(NodeError::Other)?;
         if fingerprint != request.fingerprint {
             return Err(NodeError::Other(
                 "this node plans the statement into another fragment than the coordinator".into(),

@@ -1,14 +1,12 @@
 //! Where a plan is cut for several nodes (ADR 0076): below the cut, the fragment every node
-//! runs on its slice of the largest table the plan reads; above it, what the node that got the
+//! runs on its slice of one table the plan reads; above it, what the node that got the
 //! query runs over the gathered rows.
 //!
-//! From the largest scan the cut walks up while each operator is row-wise in the sliced input
+//! From the sliced scan the cut walks up while each operator is row-wise in the sliced input
 //! (each output row comes from one input row of one slice): filters, projections, unnest, and
 //! hash joins whose other input holds no slice. Above that region, a decomposable aggregate
 //! is split into a partial one per slice and a final one; a top-N and a LIMIT are applied per
 //! slice and again; anything else gathers the region's rows.
-
-use pondra_catalog::Snapshot;
 
 use crate::expr::JoinKind;
 use crate::physical::{PhysicalPlan, Slice};
@@ -22,6 +20,9 @@ pub(super) struct Cut {
     plan: PhysicalPlan,
     /// Where the Gather is: the child indexes from the root.
     gather_path: Vec<usize>,
+    /// Whether an aggregate, top-N or LIMIT was split above the slice, so that the parts
+    /// give fewer rows than they read; else the parts give the region's rows.
+    pub(super) split: bool,
 }
 
 impl Cut {
@@ -71,11 +72,27 @@ fn node_at_mut<'p>(plan: &'p mut PhysicalPlan, path: &[usize]) -> &'p mut Physic
     node
 }
 
-/// Cuts `plan` for `parts` nodes; why not, when it cannot be.
-pub(super) fn cut(plan: &PhysicalPlan, snapshot: &Snapshot, parts: usize) -> Result<Cut, String> {
-    assert!(parts >= 2, "a cut is for several nodes");
+/// The scans a cut may slice: every lake table's scan in the plan (not in its scalar
+/// subqueries), by their paths from the root; why none, when there is none.
+pub(super) fn candidates(plan: &PhysicalPlan) -> Result<Vec<Vec<usize>>, String> {
     refuse_unsliceable(plan)?;
-    let scan_path = largest_scan(plan, snapshot)?;
+    let mut found = Vec::new();
+    let mut path = Vec::new();
+    scans(plan, &mut path, &mut |path| found.push(path.to_vec()));
+    match found.is_empty() {
+        true => Err("the plan reads no lake table".into()),
+        false => Ok(found),
+    }
+}
+
+/// Cuts `plan` for `parts` nodes, slicing the scan at `scan_path`.
+pub(super) fn cut(plan: &PhysicalPlan, parts: usize, scan_path: &[usize]) -> Cut {
+    assert!(parts >= 2, "a cut is for several nodes");
+    assert!(
+        matches!(node_at(plan, scan_path), PhysicalPlan::TableScan { .. }),
+        "a cut slices a table scan"
+    );
+    let scan_path = scan_path.to_vec();
     // The region: the highest ancestor of the scan through which it stays row-wise.
     let mut region = scan_path.len();
     while region > 0 {
@@ -97,6 +114,7 @@ pub(super) fn cut(plan: &PhysicalPlan, snapshot: &Snapshot, parts: usize) -> Res
             split_above(parent).then(|| parent_path.to_vec())
         }
     };
+    let was_split = split.is_some();
     let gather_path = match split {
         // The parent now stands over a Gather of its per-slice part.
         Some(parent_path) => gather_below_split(&mut plan, parent_path),
@@ -107,7 +125,11 @@ pub(super) fn cut(plan: &PhysicalPlan, snapshot: &Snapshot, parts: usize) -> Res
             region_path
         }
     };
-    Ok(Cut { plan, gather_path })
+    Cut {
+        plan,
+        gather_path,
+        split: was_split,
+    }
 }
 
 /// Plans whose parts cannot run apart, by what they hold anywhere.
@@ -131,36 +153,13 @@ fn refuse_unsliceable(plan: &PhysicalPlan) -> Result<(), String> {
     }
 }
 
-/// The path to the scan of the table with the most rows (the first such scan).
-fn largest_scan(plan: &PhysicalPlan, snapshot: &Snapshot) -> Result<Vec<usize>, String> {
-    let mut best: Option<(Vec<usize>, u64)> = None;
-    let mut path = Vec::new();
-    scans(
-        plan,
-        &mut path,
-        &mut |path, rows| {
-            if best.as_ref().is_none_or(|(_, most)| rows > *most) {
-                best = Some((path.to_vec(), rows));
-            }
-        },
-        snapshot,
-    );
-    best.map(|(path, _)| path)
-        .ok_or_else(|| "the plan reads no lake table".to_string())
-}
-
-fn scans(
-    node: &PhysicalPlan,
-    path: &mut Vec<usize>,
-    found: &mut dyn FnMut(&[usize], u64),
-    snapshot: &Snapshot,
-) {
-    if let PhysicalPlan::TableScan { table, .. } = node {
-        found(path, snapshot.row_count(table.id));
+fn scans(node: &PhysicalPlan, path: &mut Vec<usize>, found: &mut dyn FnMut(&[usize])) {
+    if let PhysicalPlan::TableScan { .. } = node {
+        found(path);
     }
     for (i, child) in node.children().into_iter().enumerate() {
         path.push(i);
-        scans(child, path, found, snapshot);
+        scans(child, path, found);
         path.pop();
     }
 }
@@ -209,7 +208,7 @@ fn clear_sharing(plan: &mut PhysicalPlan) {
 fn slice_scan(scan: &mut PhysicalPlan, parts: usize) {
     match scan {
         PhysicalPlan::TableScan { slice, .. } => *slice = Some(Slice { part: 0, parts }),
-        _ => unreachable!("the largest scan is a table scan"),
+        _ => unreachable!("a cut slices a table scan"),
     }
 }
 
@@ -293,23 +292,12 @@ fn sliced_parts(node: &PhysicalPlan) -> usize {
     parts.expect("a split node has a sliced scan below it")
 }
 
-/// A Gather of `fragment`'s parts. The fragment shares scans and aggregations within itself,
-/// but none of the sliced table's: its other scans read the table whole.
+/// A Gather of `fragment`'s parts. The fragment shares scans and aggregations within itself;
+/// its sliced scan shares nothing with the scans that read its table whole.
 fn gather_of(fragment: PhysicalPlan, parts: usize) -> PhysicalPlan {
     let mut fragment = fragment;
     crate::shared_aggregates::number_repeated_aggregates(&mut fragment);
     crate::repeated_scans::mark_repeated_scans(&mut fragment);
-    let sliced = match sliced_scan_in(&fragment) {
-        Some(PhysicalPlan::TableScan { table, .. }) => table.id,
-        _ => unreachable!("a fragment has a sliced scan"),
-    };
-    fragment.for_each_with_subqueries(&mut |node| {
-        if let PhysicalPlan::TableScan { table, repeat, .. } = node
-            && table.id == sliced
-        {
-            *repeat = None;
-        }
-    });
     PhysicalPlan::Gather {
         fragment: Box::new(fragment),
         parts,

@@ -1,8 +1,8 @@
-//! Spread plans (ADR 0076): one physical plan run by several nodes, each on a slice of the
-//! largest table the plan reads, their rows gathered by the node that got the query. Every
-//! node plans the statement itself over the same snapshot and cuts it the same way
-//! (`cut.rs`); a fingerprint of the fragment proves they agree. `cost.rs` decides whether a
-//! plan is worth spreading.
+//! Spread plans (ADR 0076): one physical plan run by several nodes, each on a slice of one
+//! table the plan reads (preferring a cut whose parts aggregate, then the largest table),
+//! their rows gathered by the node that got the query. Every node plans the statement itself over the same snapshot and cuts
+//! it at the scan the coordinator names (`cut.rs`); a fingerprint of the fragment proves they
+//! agree. `cost.rs` decides whether a plan is worth spreading.
 
 mod cost;
 mod cut;
@@ -63,10 +63,12 @@ pub struct SpreadContext {
 /// A plan cut for several nodes, or why it runs on one.
 #[derive(Clone, Debug)]
 pub enum Spread {
-    /// The plan with its Gather; the fingerprint of the Gather's fragment.
+    /// The plan with its Gather; the fingerprint of the Gather's fragment; the path from the
+    /// root to the scan it slices, which the other nodes cut at.
     Spread {
         plan: PhysicalPlan,
         fingerprint: u64,
+        sliced: Vec<usize>,
     },
     Local {
         reason: String,
@@ -85,10 +87,21 @@ pub fn spread(plan: &PhysicalPlan, snapshot: &Snapshot, context: &SpreadContext)
     if parts < 2 {
         return local("no other node takes part");
     }
-    let mut cut = match cut::cut(plan, snapshot, parts) {
-        Ok(cut) => cut,
+    let candidates = match cut::candidates(plan) {
+        Ok(candidates) => candidates,
         Err(reason) => return Spread::Local { reason },
     };
+    // A cut whose parts aggregate or cut short what they read over one that gathers the
+    // rows it reads; then the largest table; the first of equals.
+    let mut best: Option<((bool, u64), cut::Cut, Vec<usize>)> = None;
+    for path in candidates {
+        let cut = cut::cut(plan, parts, &path);
+        let key = (cut.split, cost::table_rows(cut.sliced_scan(), snapshot));
+        if best.as_ref().is_none_or(|(most, ..)| key > *most) {
+            best = Some((key, cut, path));
+        }
+    }
+    let (_, mut cut, sliced) = best.expect("a candidate");
     if context.mode == SpreadMode::Auto
         && let Err(reason) = cost::worth_spreading(&cut, snapshot, context)
     {
@@ -99,17 +112,22 @@ pub fn spread(plan: &PhysicalPlan, snapshot: &Snapshot, context: &SpreadContext)
     Spread::Spread {
         plan: cut.into_plan(),
         fingerprint,
+        sliced,
     }
 }
 
-/// The fragment of `plan` cut for `parts` nodes and its fingerprint, as every node taking
-/// part cuts it: what a node asked for a part runs.
+/// The fragment of `plan` cut for `parts` nodes at the scan `sliced` leads to, and its
+/// fingerprint, as every node taking part cuts it: what a node asked for a part runs.
 pub fn fragment_of(
     plan: &PhysicalPlan,
-    snapshot: &Snapshot,
     parts: usize,
+    sliced: &[usize],
 ) -> Result<(PhysicalPlan, u64), String> {
-    let cut = cut::cut(plan, snapshot, parts)?;
+    let candidates = cut::candidates(plan)?;
+    if parts < 2 || !candidates.iter().any(|c| c == sliced) {
+        return Err("the coordinator sliced a scan this node's plan does not have".into());
+    }
+    let cut = cut::cut(plan, parts, sliced);
     let fragment = cut.fragment().clone();
     let fingerprint = fingerprint(&fragment);
     Ok((fragment, fingerprint))

@@ -170,14 +170,22 @@ fn every_node_cuts_the_same_fragment_and_slices_it_by_part() {
         scan(table(1, "sales")),
         vec![call(AggregateFunction::Sum, Some(price()))],
     );
-    let Spread::Spread { fingerprint, .. } = spread(&plan, &Snapshot::default(), &context(3))
+    let Spread::Spread {
+        fingerprint,
+        sliced,
+        ..
+    } = spread(&plan, &Snapshot::default(), &context(3))
     else {
         panic!("spread");
     };
-    let (fragment, theirs) = fragment_of(&plan, &Snapshot::default(), 3).expect("cut");
+    let (fragment, theirs) = fragment_of(&plan, 3, &sliced).expect("cut");
     assert_eq!(fingerprint, theirs);
-    let (_, two_parts) = fragment_of(&plan, &Snapshot::default(), 2).expect("cut");
+    let (_, two_parts) = fragment_of(&plan, 2, &sliced).expect("cut");
     assert_ne!(fingerprint, two_parts, "the parts are part of the fragment");
+    assert!(
+        fragment_of(&plan, 3, &[7]).is_err(),
+        "a scan the plan does not have"
+    );
     assert!(
         with_slice_part(&fragment, 2)
             .to_string()

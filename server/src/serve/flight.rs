@@ -51,7 +51,8 @@ pub async fn run(
         next_handle: Default::default(),
         running: Default::default(),
     };
-    let incoming = tonic::transport::server::TcpIncoming::from(listener);
+    // Without TCP_NODELAY a small answer waits for the client's delayed ACK, 40 ms.
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
     tonic::transport::Server::builder()
         .add_service(FlightServiceServer::new(door))
         .serve_with_incoming_shutdown(incoming, async move {
