@@ -78,6 +78,9 @@ pub(super) fn worth_spreading(
     snapshot: &Snapshot,
     context: &SpreadContext,
 ) -> Result<(), String> {
+    if cut.unshares {
+        return Err("its aggregation is computed once for two parts of the query".into());
+    }
     let parts = context.nodes.len();
     let Weighed { read, saved, moved } = weigh(cut, snapshot, parts, context.cores);
     let network = context.network_bytes_per_second.max(1.0);

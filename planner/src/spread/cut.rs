@@ -23,6 +23,8 @@ pub(super) struct Cut {
     /// Whether an aggregate, top-N or LIMIT was split above the slice, so that the parts
     /// give fewer rows than they read; else the parts give the region's rows.
     pub(super) split: bool,
+    /// Whether the split aggregation was one the query shares between two occurrences.
+    pub(super) unshares: bool,
 }
 
 impl Cut {
@@ -102,6 +104,16 @@ pub(super) fn cut(plan: &PhysicalPlan, parts: usize, scan_path: &[usize]) -> Cut
         }
         region -= 1;
     }
+    // An aggregation the query computes twice (a view read twice) is computed once on one
+    // node; split, each occurrence is computed apart.
+    let unshares = region > 0
+        && matches!(
+            node_at(plan, &scan_path[..region - 1]),
+            PhysicalPlan::HashAggregate {
+                shared: Some(_),
+                ..
+            }
+        );
     let mut plan = plan.clone();
     clear_sharing(&mut plan);
     let region_path = scan_path[..region].to_vec();
@@ -129,6 +141,7 @@ pub(super) fn cut(plan: &PhysicalPlan, parts: usize, scan_path: &[usize]) -> Cut
         plan,
         gather_path,
         split: was_split,
+        unshares,
     }
 }
 
