@@ -263,18 +263,24 @@ pub fn scan_units<'p>(
         slice: Some(slice), ..
     } = node
     {
-        // Every node lists the same units from the same snapshot: the slices are disjoint
-        // and cover the scan (ADR 0076).
         assert!(slice.part < slice.parts, "a slice is one of its parts");
-        let (part, parts) = (slice.part, slice.parts);
-        units = units
-            .into_iter()
-            .enumerate()
-            .filter(|(ordinal, _)| ordinal % parts == part)
-            .map(|(_, unit)| unit)
-            .collect();
+        units.retain(|unit| slice_key(unit) % slice.parts == slice.part);
     }
     Ok(Some((units, skipped)))
+}
+
+/// Which slice of a sliced scan a unit belongs to (ADR 0076), from where it lies among the
+/// table's containers (and, in a data file, its row group's number): every node finds the
+/// same key for it in the same snapshot, whatever its statistics let a node skip, so the
+/// slices are disjoint and cover the table.
+fn slice_key(unit: &ScanUnit<'_>) -> usize {
+    match unit {
+        ScanUnit::Table { place, .. } => place.position,
+        ScanUnit::RowGroup { file, row_group } => {
+            file.place.as_ref().map_or(0, |place| place.position) + row_group
+        }
+        ScanUnit::TextFile(_) => unreachable!("a sliced scan reads a lake table"),
+    }
 }
 
 /// Where a container of `layout` (none: the table's own) stores the table's `column`; none when

@@ -137,8 +137,8 @@ pub enum PhysicalPlan {
     },
 }
 
-/// Which of a scan's units a sliced scan reads: those whose ordinal is `part` modulo `parts`
-/// (ADR 0076).
+/// Which of a scan's units a sliced scan reads: those whose place among the table's containers
+/// (plus its row group's number, in a data file) is `part` modulo `parts` (ADR 0076).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slice {
     pub part: usize,
