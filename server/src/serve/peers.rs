@@ -19,8 +19,10 @@ use super::membership::Membership;
 /// The command a part request's descriptor carries.
 pub const PART_COMMAND: &str = "pondra.part";
 
-/// A member takes part in spread queries while it was heard from this recently.
-const LIVE: Duration = Duration::from_secs(3);
+/// A member takes part in spread queries while it was heard from this recently. Generous: a
+/// node busy with long queries on few cores answers its polls late, and a part asked of a
+/// node that is gone fails at once and runs on the coordinator.
+const LIVE: Duration = Duration::from_secs(10);
 
 /// How long connecting to another node's Flight door may take.
 const CONNECT: Duration = Duration::from_secs(2);
