@@ -293,16 +293,12 @@ fn is_split_point(node: &PhysicalPlan) -> bool {
 }
 
 fn sliced_parts(node: &PhysicalPlan) -> usize {
-    let mut parts = None;
-    node.visit(&mut |n| {
-        if let PhysicalPlan::TableScan {
+    match sliced_scan_in(node) {
+        Some(PhysicalPlan::TableScan {
             slice: Some(slice), ..
-        } = n
-        {
-            parts = Some(slice.parts);
-        }
-    });
-    parts.expect("a split node has a sliced scan below it")
+        }) => slice.parts,
+        _ => unreachable!("a split node has a sliced scan below it"),
+    }
 }
 
 /// A Gather of `fragment`'s parts. The fragment shares scans and aggregations within itself;

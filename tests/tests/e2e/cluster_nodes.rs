@@ -40,7 +40,7 @@ fn number(addr: &str, query: &str) -> Option<i64> {
     json["rows"][0][0].as_i64()
 }
 
-fn until<T>(patience: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+pub(crate) fn until<T>(patience: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
     let started = Instant::now();
     loop {
         if let Some(value) = check() {

@@ -8,6 +8,7 @@ use crate::common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use crate::cluster_nodes::until;
 use common::{Served, curl};
 
 /// Small enough for a debug build in CI; `spread_tpch_sf1` is the long run.
@@ -30,20 +31,6 @@ fn get_json(addr: &str, path: &str) -> serde_json::Value {
     let (answer, status) = curl(&["-m", "5", &format!("http://{addr}{path}")]);
     assert_eq!(status, 200, "{answer}");
     serde_json::from_str(&answer).unwrap()
-}
-
-fn until<T>(patience: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let started = Instant::now();
-    loop {
-        if let Some(value) = check() {
-            return value;
-        }
-        assert!(
-            started.elapsed() < patience,
-            "{what}: not within {patience:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn query(n: usize) -> String {
