@@ -53,7 +53,9 @@ struct Ask {
     task: tokio::task::AbortHandle,
 }
 
-type Answer = (usize, Result<Vec<RecordBatch>, String>, Duration);
+/// A part's answer: the part, which ask of it answered (1 for the first), its rows or why
+/// not, and how long it took.
+type Answer = (usize, u32, Result<Vec<RecordBatch>, String>, Duration);
 
 impl Gatherer for ClusterGatherer {
     fn gather(
@@ -79,9 +81,10 @@ impl Gatherer for ClusterGatherer {
         let (answers, answered) = mpsc::channel::<Answer>();
         let mut in_flight = InFlight((0..parts).map(|_| None).collect());
         let asks = &mut in_flight.0;
+        let mut asked = vec![1u32; parts];
         for (part, runner) in steps.first_runs() {
             if let Runner::Peer(peer) = runner {
-                asks[part] = Some(self.ask(peers, peer, part, &answers, ctx));
+                asks[part] = Some(self.ask(peers, peer, part, 1, &answers, ctx));
             }
         }
         let own = Instant::now();
@@ -89,13 +92,15 @@ impl Gatherer for ClusterGatherer {
         self.report(0, "here".into(), &own_rows, own.elapsed(), 0);
         gathered.put(0, own_rows)?;
         steps.succeeded(0);
-        let mut asked = vec![1u32; parts];
         let stall = STALL_FLOOR.max(own.elapsed() * STALL_FACTOR);
         let own_done = Instant::now();
         while !steps.finished() {
             ctx.control.check()?;
             let failed: Vec<usize> = match answered.recv_timeout(WAIT_TICK) {
-                Ok((part, Ok(rows), took)) => {
+                // An earlier ask of a part asked again since (it stalled, or its failure was
+                // counted) may still answer: only the part's latest ask counts.
+                Ok((part, ask, ..)) if asks[part].is_none() || ask != asked[part] => Vec::new(),
+                Ok((part, _, Ok(rows), took)) => {
                     let bytes = rows.iter().map(|b| b.get_array_memory_size() as u64).sum();
                     self.counters.exchanged(bytes, took.as_secs_f64());
                     let node = self.taking_part[part - 1].name.clone();
@@ -105,7 +110,7 @@ impl Gatherer for ClusterGatherer {
                     steps.succeeded(part);
                     Vec::new()
                 }
-                Ok((part, Err(e), _)) => {
+                Ok((part, _, Err(e), _)) => {
                     eprintln!("part {part} of a spread query failed: {e}");
                     vec![part]
                 }
@@ -119,7 +124,8 @@ impl Gatherer for ClusterGatherer {
                     Runner::Peer(peer) => {
                         asked[part] += 1;
                         self.counters.parts_retried.fetch_add(1, Ordering::Relaxed);
-                        asks[part] = Some(self.ask(peers, peer, part, &answers, ctx));
+                        let ask = self.ask(peers, peer, part, asked[part], &answers, ctx);
+                        asks[part] = Some(ask);
                     }
                     Runner::Here => {
                         self.counters.parts_run_here.fetch_add(1, Ordering::Relaxed);
@@ -178,12 +184,14 @@ impl ClusterGatherer {
         text
     }
 
-    /// Asks `part` of the `peer`-th node taking part; its answer comes on `answers`.
+    /// Asks `part` of the `peer`-th node taking part, the `attempt`-th time; its answer comes
+    /// on `answers`.
     fn ask(
         &self,
         peers: &Arc<dyn Peers>,
         peer: usize,
         part: usize,
+        attempt: u32,
         answers: &mpsc::Sender<Answer>,
         ctx: &ExecContext,
     ) -> Ask {
@@ -197,7 +205,7 @@ impl ClusterGatherer {
         let started = Instant::now();
         let task = ctx.runtime.spawn(async move {
             let rows = running.await;
-            let _ = answers.send((part, rows, started.elapsed()));
+            let _ = answers.send((part, attempt, rows, started.elapsed()));
         });
         Ask {
             started,
