@@ -41,7 +41,7 @@ pub use sessions::pg_parameters::parameters as pg_parameters;
 pub use sessions::session::{Session, TransactionStatus, is_session_setting, parse_timeout};
 pub use sessions::settings::is_process_setting;
 pub use sessions::transaction::TransactionControl;
-pub use spread::{PartRequest, Peer, Peers, SpreadStats};
+pub use spread::{Delivery, PartRequest, Peer, Peers, SpreadStats};
 pub use statement_result::StatementResult;
 pub use views::subscription::{COMMIT_COLUMN, DIFF_COLUMN, Subscription};
 pub use writes::append::AppendOutcome;

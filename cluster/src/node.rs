@@ -421,7 +421,7 @@ impl Node {
                     .gatherer
                     .map(|g| g as Arc<dyn pondra_exec::Gatherer>);
                 let batches = self
-                    .run_physical(decided.plan, snapshot, Vec::new(), gatherer)
+                    .run_physical(decided.plan, snapshot, Vec::new(), gatherer, None)
                     .await?;
                 Ok(StatementResult::Rows { schema, batches })
             }
@@ -560,7 +560,8 @@ impl Node {
         input: Vec<RecordBatch>,
     ) -> Result<Vec<RecordBatch>> {
         let physical = create_physical_plan(&plan);
-        self.run_physical(physical, snapshot, input, None).await
+        self.run_physical(physical, snapshot, input, None, None)
+            .await
     }
 
     /// Runs a physical plan on an executor thread and returns its rows; a spread plan's
@@ -571,6 +572,7 @@ impl Node {
         snapshot: Arc<Snapshot>,
         input: Vec<RecordBatch>,
         gatherer: Option<Arc<dyn pondra_exec::Gatherer>>,
+        exchanger: Option<Arc<dyn pondra_exec::Exchanger>>,
     ) -> Result<Vec<RecordBatch>> {
         let control = self.control();
         let mut ctx = ExecContext::new(
@@ -581,6 +583,7 @@ impl Node {
             control.clone(),
         );
         ctx.gatherer = gatherer;
+        ctx.exchanger = exchanger;
         let _ = RETURNED.try_with(|returned| {
             for (id, rows) in returned.iter() {
                 ctx.hand_rows(*id, rows.clone());

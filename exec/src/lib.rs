@@ -23,6 +23,7 @@ mod dictionary_filter;
 mod direct_ids;
 mod eras;
 mod error;
+mod exchange;
 mod expr;
 mod float_equality;
 mod functions;
@@ -82,6 +83,10 @@ pub use casts::{
 };
 pub use control::{STATEMENT_STACK_BYTES, StatementControl, StopReason, process_threads};
 pub use error::{ExecError, Result};
+pub use exchange::{
+    EXCHANGE_STALL, Exchanger, MailboxKey, Mailboxes, exchange_failure, is_exchange_failure,
+    partition, run_parts_at_once,
+};
 pub use expr::evaluate;
 pub use gather::{GatheredParts, Gatherer, run_part};
 pub use infinite_times::{DATE_INFINITY, TIMESTAMP_INFINITY, date_text};

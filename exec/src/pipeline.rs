@@ -56,6 +56,9 @@ pub struct ExecContext {
     /// Where a spread plan's Gather gets its rows (ADR 0076); none on a node that runs its
     /// plans alone.
     pub gatherer: Option<Arc<dyn crate::gather::Gatherer>>,
+    /// Where a spread plan's part sends and gets the rows of its Exchanges; none outside a
+    /// part.
+    pub exchanger: Option<Arc<dyn crate::exchange::Exchanger>>,
 }
 
 impl ExecContext {
@@ -79,6 +82,7 @@ impl ExecContext {
             shared: SharedAggregates::default(),
             repeated: RepeatedScans::default(),
             gatherer: None,
+            exchanger: None,
         }
     }
 
@@ -97,6 +101,7 @@ impl ExecContext {
             shared: SharedAggregates::default(),
             repeated: RepeatedScans::default(),
             gatherer: None,
+            exchanger: None,
         }
     }
 
@@ -614,6 +619,20 @@ fn run_pipeline_into<'p>(
         } => {
             leaf = false;
             for batch in crate::gather::gathered(fragment, *parts, ctx)?.into_batches()? {
+                if out.emit(batch?)? == Flow::Done {
+                    break;
+                }
+            }
+        }
+        PhysicalPlan::Exchange {
+            input,
+            keys,
+            parts,
+            id,
+        } => {
+            leaf = false;
+            let rows = crate::exchange::exchanged(input, keys, *parts, *id, ctx)?;
+            for batch in rows.into_batches()? {
                 if out.emit(batch?)? == Flow::Done {
                     break;
                 }

@@ -110,6 +110,9 @@ impl PhysicalPlan {
                 true => format!("Gather: {parts} parts"),
                 false => format!("Gather: {parts} parts on {}", nodes.join(", ")),
             },
+            PhysicalPlan::Exchange {
+                keys, parts, id, ..
+            } => format!("Exchange {id}: {parts} parts by {}", list(keys)),
             PhysicalPlan::Input { .. } => "Input".into(),
             PhysicalPlan::ParquetScan { table, filter, .. } => format!(
                 "ParquetScan: {} ({} files){}{}",

@@ -45,8 +45,8 @@ pub use plan::{Plan, RewriteKind};
 pub use repeated_scans::RepeatedScan;
 pub use scalar::ScalarValue;
 pub use spread::{
-    DEFAULT_NETWORK_BYTES_PER_SECOND, Spread, SpreadContext, SpreadMode, fingerprint, fragment_of,
-    spread, with_slice_part,
+    DEFAULT_NETWORK_BYTES_PER_SECOND, Spread, SpreadContext, SpreadMode, exchanges, fingerprint,
+    fragment_of, spread, with_slice_part,
 };
 pub use sub_views::nested_view_statements;
 pub use system_tables::SERVER_VERSION;

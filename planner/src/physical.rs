@@ -135,6 +135,15 @@ pub enum PhysicalPlan {
         /// The nodes that run the parts, in part order, as EXPLAIN names them.
         nodes: Vec<String>,
     },
+    /// Inside a fragment: `input` runs on every part and each row goes to the part its keys
+    /// hash to; this part's rows from every part, in sending part order (ADR 0076). `id`
+    /// numbers the fragment's exchanges in plan order.
+    Exchange {
+        input: Box<PhysicalPlan>,
+        keys: Vec<Expr>,
+        parts: usize,
+        id: usize,
+    },
 }
 
 /// Which of a scan's units a sliced scan reads: those whose place among the table's containers
@@ -245,7 +254,8 @@ impl PhysicalPlan {
             | PhysicalPlan::ParquetScan { schema, .. } => schema.clone(),
             PhysicalPlan::Filter { input, .. }
             | PhysicalPlan::Sort { input, .. }
-            | PhysicalPlan::Limit { input, .. } => input.schema(),
+            | PhysicalPlan::Limit { input, .. }
+            | PhysicalPlan::Exchange { input, .. } => input.schema(),
             PhysicalPlan::RecursiveCte {
                 anchor, finalize, ..
             } => finalize.as_ref().unwrap_or(anchor).schema(),

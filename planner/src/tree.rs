@@ -272,7 +272,8 @@ macro_rules! physical_children {
             | PhysicalPlan::Projection { input, .. }
             | PhysicalPlan::HashAggregate { input, .. }
             | PhysicalPlan::Sort { input, .. }
-            | PhysicalPlan::Limit { input, .. } => vec![&$($mut)? **input],
+            | PhysicalPlan::Limit { input, .. }
+            | PhysicalPlan::Exchange { input, .. } => vec![&$($mut)? **input],
             PhysicalPlan::Gather { fragment, .. } => vec![&$($mut)? **fragment],
             PhysicalPlan::Union { inputs, .. } => inputs.into_iter().collect(),
             PhysicalPlan::RecursiveCte { anchor, step, finalize, .. } => {
@@ -302,7 +303,9 @@ macro_rules! physical_exprs {
             PhysicalPlan::Values { rows, .. } => out.extend(rows.into_iter().flatten()),
             PhysicalPlan::Filter { predicate, .. } => out.push(predicate),
             PhysicalPlan::Unnest { array, .. } => out.push(array),
-            PhysicalPlan::Projection { exprs, .. } => out.extend(exprs),
+            PhysicalPlan::Projection { exprs, .. } | PhysicalPlan::Exchange { keys: exprs, .. } => {
+                out.extend(exprs)
+            }
             PhysicalPlan::HashAggregate {
                 group, aggregates, ..
             } => {

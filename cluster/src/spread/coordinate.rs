@@ -102,13 +102,14 @@ impl Node {
             network_bytes_per_second: counters.network_bytes_per_second.load(Ordering::Relaxed)
                 as f64,
         };
-        let (plan, fingerprint, sliced) = match spread(&plan, snapshot, &context) {
+        let (plan, fingerprint, sliced, exchange) = match spread(&plan, snapshot, &context) {
             Spread::Local { reason } => return Decided::local(plan, &reason),
             Spread::Spread {
                 plan,
                 fingerprint,
                 sliced,
-            } => (plan, fingerprint, sliced),
+                exchange,
+            } => (*plan, fingerprint, sliced, exchange),
         };
         let parts = context.nodes.len();
         let request = PartRequest {
@@ -121,12 +122,16 @@ impl Node {
             disabled_optimizers: session.optimizer_settings().text(),
             statement_micros: micros,
             sliced,
+            exchange,
+            round: 0,
+            part_nodes: Vec::new(),
         };
         let gatherer = ClusterGatherer {
             peers: (setting.debug_parts < 2).then_some(peers).flatten(),
             taking_part,
             request,
             counters: counters.clone(),
+            mailboxes: self.spread_mailboxes(),
             reports: Default::default(),
         };
         Decided {

@@ -16,11 +16,11 @@ use super::{Counters, PartRequest, Peer, Peers};
 
 /// A part asked of another node fails when it has not answered this long after the
 /// coordinator finished its own part, or this many times as long as that part took.
-const STALL_FLOOR: Duration = Duration::from_secs(10);
-const STALL_FACTOR: u32 = 4;
+pub(super) const STALL_FLOOR: Duration = Duration::from_secs(10);
+pub(super) const STALL_FACTOR: u32 = 4;
 
 /// How often the coordinator looks at a cancel and at stalled parts while it waits.
-const WAIT_TICK: Duration = Duration::from_millis(50);
+pub(super) const WAIT_TICK: Duration = Duration::from_millis(50);
 
 /// Gathers the parts of a spread plan from the nodes taking part.
 pub(crate) struct ClusterGatherer {
@@ -31,6 +31,8 @@ pub(crate) struct ClusterGatherer {
     /// What each node is asked, but for the part.
     pub(crate) request: PartRequest,
     pub(crate) counters: Arc<Counters>,
+    /// Where the rows parts deliver to the parts run here wait.
+    pub(crate) mailboxes: Arc<pondra_exec::Mailboxes>,
     /// Where each part ran, its rows, bytes and time, for EXPLAIN ANALYZE.
     pub(crate) reports: std::sync::Mutex<Vec<PartReport>>,
 }
@@ -48,9 +50,9 @@ pub(crate) struct PartReport {
 }
 
 /// A part in flight on another node.
-struct Ask {
-    started: Instant,
-    task: tokio::task::AbortHandle,
+pub(super) struct Ask {
+    pub(super) started: Instant,
+    pub(super) task: tokio::task::AbortHandle,
 }
 
 /// A part's answer: the part, which ask of it answered (1 for the first), its rows or why
@@ -64,6 +66,9 @@ impl Gatherer for ClusterGatherer {
         parts: usize,
         ctx: &ExecContext,
     ) -> pondra_exec::Result<GatheredParts> {
+        if pondra_planner::exchanges(fragment) {
+            return self.gather_in_rounds(fragment, parts, ctx);
+        }
         let mut gathered = GatheredParts::new(parts, &ctx.memory);
         let Some(peers) = &self.peers else {
             // Every part here, in turn: the cut and the slices without a network.
@@ -143,7 +148,14 @@ impl Gatherer for ClusterGatherer {
 }
 
 impl ClusterGatherer {
-    fn report(&self, part: usize, node: String, rows: &[RecordBatch], took: Duration, asks: u32) {
+    pub(super) fn report(
+        &self,
+        part: usize,
+        node: String,
+        rows: &[RecordBatch],
+        took: Duration,
+        asks: u32,
+    ) {
         let report = PartReport {
             part,
             node,
@@ -216,7 +228,7 @@ impl ClusterGatherer {
 
 /// The parts in flight that have stalled: asked `stall` before now, counted from when the
 /// coordinator finished its own part at the earliest.
-fn stalled(asks: &[Option<Ask>], own_done: Instant, stall: Duration) -> Vec<usize> {
+pub(super) fn stalled(asks: &[Option<Ask>], own_done: Instant, stall: Duration) -> Vec<usize> {
     asks.iter()
         .enumerate()
         .filter_map(|(part, ask)| {
@@ -230,7 +242,7 @@ fn stalled(asks: &[Option<Ask>], own_done: Instant, stall: Duration) -> Vec<usiz
 /// The parts in flight, by part. Dropped when the Gather ends, early too (an error, a
 /// cancel): the asks still in flight stop, and their nodes see the connection close and stop
 /// their parts.
-struct InFlight(Vec<Option<Ask>>);
+pub(super) struct InFlight(pub(super) Vec<Option<Ask>>);
 
 impl Drop for InFlight {
     fn drop(&mut self) {

@@ -5,8 +5,10 @@
 //! (`Peers`, over Arrow Flight).
 
 mod coordinate;
+mod exchange;
 mod gather;
 mod part;
+mod rounds;
 mod steps;
 
 #[cfg(test)]
@@ -42,12 +44,35 @@ pub trait Peers: Send + Sync {
     /// The nodes that may take part in a query now, in a fixed order.
     fn peers(&self) -> Vec<Peer>;
 
+    /// Where this node's Flight door listens, as the others reach it.
+    fn own_flight(&self) -> String;
+
     /// Runs `request` on `peer`: the rows of its part, or why not.
     fn run_part(
         &self,
         peer: &Peer,
         request: &PartRequest,
     ) -> Pin<Box<dyn Future<Output = Result<Vec<RecordBatch>, String>> + Send + 'static>>;
+
+    /// Delivers a part's rows of an exchange to the node whose Flight door is at `flight`;
+    /// done once that node holds them all.
+    fn deliver(
+        &self,
+        flight: &str,
+        delivery: &Delivery,
+        rows: Vec<RecordBatch>,
+    ) -> Pin<Box<dyn Future<Output = Result<(), String>> + Send + 'static>>;
+}
+
+/// Which rows a delivery carries: part `from`'s rows for part `to` of exchange `exchange` in
+/// round `round` of a spread query.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct Delivery {
+    pub round: u64,
+    pub exchange: usize,
+    pub from: usize,
+    pub to: usize,
+    pub parts: usize,
 }
 
 /// What a node is asked to run: a part of the statement's spread plan, planned over the
@@ -66,6 +91,14 @@ pub struct PartRequest {
     pub statement_micros: i64,
     /// The path from the plan's root to the scan the coordinator sliced.
     pub sliced: Vec<usize>,
+    /// Whether the cut exchanges rows between the parts; then the round they run in and the
+    /// Flight door of the node running each part.
+    #[serde(default)]
+    pub exchange: bool,
+    #[serde(default)]
+    pub round: u64,
+    #[serde(default)]
+    pub part_nodes: Vec<String>,
 }
 
 /// What `/stats` reports of spread queries.
@@ -75,6 +108,7 @@ pub struct SpreadStats {
     pub parts_asked: u64,
     pub parts_retried: u64,
     pub parts_run_here: u64,
+    pub exchange_rounds: u64,
     pub bytes_exchanged: u64,
     pub network_bytes_per_second: u64,
 }
@@ -82,6 +116,8 @@ pub struct SpreadStats {
 /// A node's part in spread queries: its peers, its default, its measures.
 pub(crate) struct SpreadState {
     peers: RwLock<Option<Arc<dyn Peers>>>,
+    /// The rows other parts delivered to the parts this node runs.
+    mailboxes: std::sync::OnceLock<Arc<pondra_exec::Mailboxes>>,
     default_mode: Mutex<SpreadMode>,
     pub(crate) counters: Arc<Counters>,
 }
@@ -92,6 +128,8 @@ pub(crate) struct Counters {
     pub(crate) parts_asked: AtomicU64,
     pub(crate) parts_retried: AtomicU64,
     pub(crate) parts_run_here: AtomicU64,
+    /// Rounds of spread queries whose parts exchange rows.
+    pub(crate) exchange_rounds: AtomicU64,
     pub(crate) bytes_exchanged: AtomicU64,
     /// What the last exchanges moved per second, smoothed.
     pub(crate) network_bytes_per_second: AtomicU64,
@@ -125,6 +163,7 @@ impl Default for SpreadState {
             .store(DEFAULT_NETWORK_BYTES_PER_SECOND as u64, Ordering::Relaxed);
         SpreadState {
             peers: RwLock::new(None),
+            mailboxes: std::sync::OnceLock::new(),
             default_mode: Mutex::new(SpreadMode::Auto),
             counters: Arc::new(counters),
         }
@@ -134,6 +173,16 @@ impl Default for SpreadState {
 impl SpreadState {
     pub(crate) fn peers(&self) -> Option<Arc<dyn Peers>> {
         self.peers.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The mailboxes of the parts this node runs, their rows held within `memory`.
+    pub(crate) fn mailboxes(
+        &self,
+        memory: &Arc<pondra_exec::MemoryPool>,
+    ) -> Arc<pondra_exec::Mailboxes> {
+        self.mailboxes
+            .get_or_init(|| Arc::new(pondra_exec::Mailboxes::new(memory.clone())))
+            .clone()
     }
 
     pub(crate) fn default_mode(&self) -> SpreadMode {
@@ -148,6 +197,7 @@ impl SpreadState {
             parts_asked: read(&c.parts_asked),
             parts_retried: read(&c.parts_retried),
             parts_run_here: read(&c.parts_run_here),
+            exchange_rounds: read(&c.exchange_rounds),
             bytes_exchanged: read(&c.bytes_exchanged),
             network_bytes_per_second: read(&c.network_bytes_per_second),
         }

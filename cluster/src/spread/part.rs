@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 
 use arrow::array::RecordBatch;
 use pondra_catalog::Snapshot;
-use pondra_exec::{StatementControl, StopReason};
+use pondra_exec::{Exchanger, StatementControl, StopReason};
 use pondra_planner::{OptimizerSettings, Plan, create_physical_plan, fragment_of, with_slice_part};
 
 use super::PartRequest;
+use super::exchange::ClusterExchanger;
 use crate::node::{CONTROL, Node};
 use crate::sessions::session::Session;
 use crate::{NodeError, Result};
@@ -67,16 +68,56 @@ impl Node {
             return Err(NodeError::Other("a part runs a query".into()));
         };
         let physical = create_physical_plan(&plan);
-        let (fragment, fingerprint) =
-            fragment_of(&physical, request.parts, &request.sliced).map_err(NodeError::Other)?;
+        let (fragment, fingerprint) = fragment_of(
+            &physical,
+            request.parts,
+            &request.sliced,
+            request.exchange,
+            &snapshot,
+        )
+        .map_err(NodeError::Other)?;
         if fingerprint != request.fingerprint {
             return Err(NodeError::Other(
                 "this node plans the statement into another fragment than the coordinator".into(),
             ));
         }
+        let exchanger = match request.exchange {
+            true => Some(self.part_exchanger(request)?),
+            false => None,
+        };
         let fragment = with_slice_part(&fragment, request.part);
-        self.run_physical(fragment, snapshot, Vec::new(), None)
-            .await
+        let rows = self
+            .run_physical(fragment, snapshot, Vec::new(), None, exchanger.clone())
+            .await;
+        if let (Err(_), Some(exchanger)) = (&rows, exchanger) {
+            exchanger.abandon();
+        }
+        rows
+    }
+
+    /// The exchanger of the part `request` asks for, in the coordinator's round.
+    fn part_exchanger(&self, request: &PartRequest) -> Result<Arc<dyn Exchanger>> {
+        let peers = self.spread.peers();
+        let Some(own_flight) = peers.as_ref().map(|p| p.own_flight()) else {
+            return Err(NodeError::Other(
+                "this node is not in a cluster: it cannot exchange rows".into(),
+            ));
+        };
+        if request.part_nodes.len() != request.parts {
+            return Err(NodeError::Other(format!(
+                "a part request names {} nodes for {} parts",
+                request.part_nodes.len(),
+                request.parts
+            )));
+        }
+        Ok(Arc::new(ClusterExchanger {
+            mailboxes: self.spread_mailboxes(),
+            peers,
+            round: request.round,
+            part: request.part,
+            part_nodes: request.part_nodes.clone(),
+            own_flight,
+        }))
     }
 
     /// The snapshot of commit `commit`, once this node's catalog holds it.

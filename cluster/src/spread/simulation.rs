@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::steps::{PartSteps, Runner};
+use super::steps::{PartSteps, RoundSteps, Runner};
 
 /// SplitMix64: a seeded generator with no dependency.
 struct Random(u64);
@@ -130,6 +130,80 @@ fn gathers_every_part_in_order_through_deaths_and_drops() {
     }
 }
 
+/// One simulated query whose parts exchange rows, round after round as `RoundSteps` says:
+/// every part of a round runs at once and sends to every other, so a node that dies during
+/// the round, a dropped delivery or a part that fails stops the whole round. A round's rows
+/// count only when every part gave them. The rounds it took, and its outcome.
+fn run_rounds(random: &mut Random, parts: usize, poisoned: Option<usize>) -> (Outcome, u32) {
+    let mut steps = RoundSteps::new(parts);
+    // The tick each other node dies at, counted in rounds; some never do.
+    let deaths: Vec<Option<u64>> = (1..parts)
+        .map(|_| random.chance(30).then(|| random.below(4)))
+        .collect();
+    let mut round = 0;
+    loop {
+        round += 1;
+        assert!(round <= 4, "a query takes at most four rounds");
+        let mut gave_rows = vec![false; parts];
+        // The parts answer in an order of the seed's; the first failure stops the round.
+        let mut order: Vec<usize> = (0..parts).collect();
+        for i in (1..order.len()).rev() {
+            order.swap(i, random.below(i as u64 + 1) as usize);
+        }
+        let mut failed = false;
+        for part in order {
+            let fails = match steps.runners()[part] {
+                Runner::Here => poisoned == Some(part),
+                Runner::Peer(peer) => {
+                    let dead = deaths[peer].is_some_and(|death| death < round as u64);
+                    dead || random.chance(10) || poisoned == Some(part)
+                }
+            };
+            if fails {
+                failed = true;
+                break;
+            }
+            gave_rows[part] = true;
+        }
+        if !failed {
+            let rows = (0..parts).flat_map(rows_of).collect();
+            return (Outcome::Rows(rows), round);
+        }
+        // A part here that fails raises the statement's own error; a failure on another node
+        // (the node's, or the statement's there) runs the round again.
+        let here_poisoned = poisoned.is_some_and(|p| steps.runners()[p] == Runner::Here);
+        if here_poisoned || !steps.failed(&gave_rows) {
+            return (Outcome::Error, round);
+        }
+    }
+}
+
+fn simulate_rounds(seed: u64, runs: usize) {
+    let mut random = Random(seed);
+    for _ in 0..runs {
+        let parts = 2 + random.below(7) as usize;
+        let poisoned = random
+            .chance(10)
+            .then(|| random.below(parts as u64) as usize);
+        let (outcome, rounds) = run_rounds(&mut random, parts, poisoned);
+        match poisoned {
+            Some(_) => assert_eq!(outcome, Outcome::Error, "seed {seed}"),
+            None => {
+                let expected: Vec<u64> = (0..parts).flat_map(rows_of).collect();
+                assert_eq!(outcome, Outcome::Rows(expected), "seed {seed}");
+            }
+        }
+        assert!(rounds <= 4, "seed {seed}: {rounds} rounds");
+    }
+}
+
+#[test]
+fn exchanging_parts_give_every_part_in_order_or_the_statements_error() {
+    for seed in [1, 7, 20261206] {
+        simulate_rounds(seed, 2_000);
+    }
+}
+
 /// The long run: `cargo test -p pondra-cluster spread_simulation_long -- --ignored --nocapture`.
 #[test]
 #[ignore]
@@ -140,4 +214,5 @@ fn spread_simulation_long() {
         .unwrap_or(1);
     println!("seed {seed}");
     simulate(seed, 1_000_000);
+    simulate_rounds(seed, 1_000_000);
 }

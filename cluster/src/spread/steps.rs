@@ -90,3 +90,63 @@ impl PartSteps {
         self.parts.iter().all(|state| *state == State::Done)
     }
 }
+
+/// Where the parts of a spread plan that exchanges rows run, round after round (ADR 0076):
+/// its parts wait for each other, so a failed part fails its round and every part runs again.
+/// The second round asks the same nodes; the third runs here the parts that did not give
+/// their rows in the second; the fourth runs every part here. A round of parts all run here
+/// fails only with the statement's own error.
+#[derive(Debug)]
+pub(crate) struct RoundSteps {
+    runners: Vec<Runner>,
+    rounds: u32,
+}
+
+impl RoundSteps {
+    /// Part 0 on the coordinator, part `i` on the `i`-th other node.
+    pub(crate) fn new(parts: usize) -> RoundSteps {
+        assert!(parts >= 1, "a Gather has parts");
+        RoundSteps {
+            runners: PartSteps::new(parts)
+                .first_runs()
+                .into_iter()
+                .map(|(_, r)| r)
+                .collect(),
+            rounds: 1,
+        }
+    }
+
+    /// Every part on the coordinator.
+    pub(crate) fn all_here(parts: usize) -> RoundSteps {
+        RoundSteps {
+            runners: vec![Runner::Here; parts],
+            rounds: 1,
+        }
+    }
+
+    pub(crate) fn runners(&self) -> &[Runner] {
+        &self.runners
+    }
+
+    /// The round failed; `gave_rows[p]` says whether part `p` gave its rows in it. False when
+    /// no round is left: the round's error is the statement's.
+    pub(crate) fn failed(&mut self, gave_rows: &[bool]) -> bool {
+        assert_eq!(gave_rows.len(), self.runners.len(), "a flag per part");
+        if self.runners.iter().all(|r| *r == Runner::Here) {
+            return false;
+        }
+        self.rounds += 1;
+        match self.rounds {
+            2 => {}
+            3 => {
+                for (runner, gave) in self.runners.iter_mut().zip(gave_rows) {
+                    if !gave {
+                        *runner = Runner::Here;
+                    }
+                }
+            }
+            _ => self.runners.fill(Runner::Here),
+        }
+        true
+    }
+}

@@ -8,6 +8,7 @@ use crate::cardinality::{Estimate, estimate, selectivity};
 use crate::expr::{Expr, JoinKind};
 use crate::logical::LogicalPlan;
 use crate::physical::PhysicalPlan;
+use crate::tree::TreeNode;
 
 use super::SpreadContext;
 use super::cut::Cut;
@@ -41,26 +42,68 @@ struct Weighed {
 
 fn weigh(cut: &Cut, snapshot: &Snapshot, parts: usize, cores: usize) -> Weighed {
     let parts = parts as f64;
-    let scan = cut.sliced_scan();
+    let fragment = cut.fragment();
+    let (kept, _) = scan_rows(cut.sliced_scan(), snapshot);
+    // Every sliced scan's reading is divided between the parts; the other scans are read
+    // whole by every part.
+    let mut read = 0.0;
+    let mut exchanged = 0.0;
+    fragment.visit(&mut |node| match node {
+        PhysicalPlan::TableScan { slice: Some(_), .. } => read += scan_rows(node, snapshot).1,
+        PhysicalPlan::Exchange { input, .. } => {
+            let width = input.schema().fields().len() as f64;
+            let rows = estimated_rows(input, snapshot, parts);
+            // A part keeps its own share; the rest crosses the network.
+            exchanged += rows * width * BYTES_PER_VALUE * (1.0 - 1.0 / parts);
+        }
+        _ => {}
+    });
+    let local = read / (ROWS_PER_CORE_SECOND * cores.max(1) as f64);
+    let gathered = gathered_rows(fragment, kept, parts, snapshot);
+    Weighed {
+        read,
+        saved: local * (1.0 - 1.0 / parts),
+        moved: gathered * fragment.schema().fields().len() as f64 * BYTES_PER_VALUE + exchanged,
+    }
+}
+
+/// The rows a table scan keeps after its filter, and the rows it reads to keep them: its
+/// whole table unless the filter is narrow enough for its files' and row groups' statistics
+/// to skip most of them (a point or a short range).
+fn scan_rows(scan: &PhysicalPlan, snapshot: &Snapshot) -> (f64, f64) {
     let table = scan_estimate(scan, snapshot);
     let kept_share = match scan.scan_filter() {
         Some(filter) => selectivity(filter, &table),
         None => 1.0,
     };
     let kept = table.rows * kept_share;
-    // A scan reads its whole table unless its filter is narrow enough for its files' and row
-    // groups' statistics to skip most of them (a point or a short range).
     let read = match kept_share < NARROW_FILTER {
         true => (kept * NARROW_READ_FACTOR).min(table.rows),
         false => table.rows,
     };
-    let local = read / (ROWS_PER_CORE_SECOND * cores.max(1) as f64);
-    let fragment = cut.fragment();
-    let gathered = gathered_rows(fragment, kept, parts, snapshot);
-    Weighed {
-        read,
-        saved: local * (1.0 - 1.0 / parts),
-        moved: gathered * fragment.schema().fields().len() as f64 * BYTES_PER_VALUE,
+    (kept, read)
+}
+
+/// The rows `plan` gives over all parts, roughly: what join ordering expected of a join,
+/// the groups of an aggregation (per part, for a partial one under an exchange), what a scan
+/// keeps.
+fn estimated_rows(plan: &PhysicalPlan, snapshot: &Snapshot, parts: f64) -> f64 {
+    match plan {
+        PhysicalPlan::TableScan { .. } => scan_rows(plan, snapshot).0,
+        PhysicalPlan::HashJoin {
+            estimate: Some(estimate),
+            ..
+        } => estimate.rows,
+        PhysicalPlan::HashAggregate { input, group, .. } => {
+            let rows = estimated_rows(input, snapshot, parts);
+            let groups = group_estimate(input, group, snapshot).unwrap_or(rows);
+            (groups * parts).min(rows).max(1.0)
+        }
+        other => other
+            .children()
+            .into_iter()
+            .map(|child| estimated_rows(child, snapshot, parts))
+            .fold(0.0, f64::max),
     }
 }
 
@@ -72,12 +115,8 @@ pub(super) fn table_rows(scan: &PhysicalPlan, snapshot: &Snapshot) -> u64 {
     }
 }
 
-/// Ok when spreading `cut` saves more time than it costs; else why it stays local.
-pub(super) fn worth_spreading(
-    cut: &Cut,
-    snapshot: &Snapshot,
-    context: &SpreadContext,
-) -> Result<(), String> {
+/// The time spreading `cut` saves net of what it costs; why it does not pay when it does not.
+fn net_saving(cut: &Cut, snapshot: &Snapshot, context: &SpreadContext) -> Result<f64, String> {
     if cut.unshares {
         return Err("its aggregation is computed once for two parts of the query".into());
     }
@@ -86,12 +125,35 @@ pub(super) fn worth_spreading(
     let network = context.network_bytes_per_second.max(1.0);
     let cost = moved / network + parts as f64 * ROUND_TRIP_SECONDS;
     match saved > cost {
-        true => Ok(()),
+        true => Ok(saved - cost),
         false => Err(format!(
             "spreading would save {saved:.3} s on ~{read:.0} rows of {} and cost {cost:.3} s \
              moving ~{moved:.0} bytes",
             sliced_table_name(cut.sliced_scan())
         )),
+    }
+}
+
+/// Under `auto`: of the cut that divides the most work without exchanging and the one that
+/// does with, the one that saves the more time net of moving rows; why neither pays when
+/// neither does.
+pub(super) fn cheapest(
+    cuts: Vec<super::CutChoice>,
+    snapshot: &Snapshot,
+    context: &SpreadContext,
+) -> Result<super::CutChoice, String> {
+    let (exchanging, plain): (Vec<_>, Vec<_>) = cuts.into_iter().partition(|c| c.2);
+    let plain = super::most_divided(plain, snapshot);
+    let plain_saving = net_saving(&plain.0, snapshot, context);
+    if exchanging.is_empty() {
+        return plain_saving.map(|_| plain);
+    }
+    let exchanging = super::most_divided(exchanging, snapshot);
+    match (plain_saving, net_saving(&exchanging.0, snapshot, context)) {
+        (Ok(plain_net), Ok(exchanged_net)) if exchanged_net > plain_net => Ok(exchanging),
+        (Err(_), Ok(_)) => Ok(exchanging),
+        (Ok(_), _) => Ok(plain),
+        (Err(reason), Err(_)) => Err(reason),
     }
 }
 
@@ -145,12 +207,25 @@ fn region_rows(region: &PhysicalPlan, kept: f64) -> f64 {
         } => estimate.rows,
         PhysicalPlan::Filter { input, .. }
         | PhysicalPlan::Projection { input, .. }
+        | PhysicalPlan::Exchange { input, .. }
         | PhysicalPlan::Unnest { input, .. } => region_rows(input, kept),
         PhysicalPlan::HashJoin { left, right, .. } => {
             region_rows(left, kept).max(region_rows(right, kept))
         }
         _ => kept,
     }
+}
+
+/// The groups an aggregation of `input` by `group` makes, when each key traces to a table's
+/// column: the product of their distinct values.
+pub(super) fn group_estimate(
+    input: &PhysicalPlan,
+    group: &[Expr],
+    snapshot: &Snapshot,
+) -> Option<f64> {
+    group.iter().try_fold(1.0, |product, key| {
+        Some(product * distinct_of(input, key, snapshot)?)
+    })
 }
 
 /// The distinct values of `key` over `plan`'s rows, when it is a column traced down to a
@@ -168,7 +243,9 @@ fn distinct_of(plan: &PhysicalPlan, key: &Expr, snapshot: &Snapshot) -> Option<f
 fn trace_column(plan: &PhysicalPlan, index: usize) -> Option<(&PhysicalPlan, usize)> {
     match plan {
         PhysicalPlan::TableScan { .. } => Some((plan, index)),
-        PhysicalPlan::Filter { input, .. } => trace_column(input, index),
+        PhysicalPlan::Filter { input, .. } | PhysicalPlan::Exchange { input, .. } => {
+            trace_column(input, index)
+        }
         PhysicalPlan::Projection { input, exprs, .. } => match exprs.get(index)? {
             Expr::Column { index, .. } => trace_column(input, *index),
             _ => None,

@@ -8,11 +8,13 @@
 //! is split into a partial one per slice and a final one; a top-N and a LIMIT are applied per
 //! slice and again; anything else gathers the region's rows.
 
+use pondra_catalog::Snapshot;
+
 use crate::expr::JoinKind;
 use crate::physical::{PhysicalPlan, Slice};
 use crate::tree::TreeNode;
 
-use super::partial;
+use super::{exchange, partial};
 
 /// A plan cut for several nodes.
 pub(super) struct Cut {
@@ -25,6 +27,8 @@ pub(super) struct Cut {
     pub(super) split: bool,
     /// Whether the split aggregation was one the query shares between two occurrences.
     pub(super) unshares: bool,
+    /// Whether the fragment exchanges rows between its parts.
+    pub(super) exchanged: bool,
 }
 
 impl Cut {
@@ -62,11 +66,11 @@ fn sliced_scan_in(node: &PhysicalPlan) -> Option<&PhysicalPlan> {
     node.children().into_iter().find_map(sliced_scan_in)
 }
 
-fn node_at<'p>(plan: &'p PhysicalPlan, path: &[usize]) -> &'p PhysicalPlan {
+pub(super) fn node_at<'p>(plan: &'p PhysicalPlan, path: &[usize]) -> &'p PhysicalPlan {
     path.iter().fold(plan, |node, &i| node.children()[i])
 }
 
-fn node_at_mut<'p>(plan: &'p mut PhysicalPlan, path: &[usize]) -> &'p mut PhysicalPlan {
+pub(super) fn node_at_mut<'p>(plan: &'p mut PhysicalPlan, path: &[usize]) -> &'p mut PhysicalPlan {
     let mut node = plan;
     for &i in path {
         node = node.children_mut().swap_remove(i);
@@ -87,19 +91,42 @@ pub(super) fn candidates(plan: &PhysicalPlan) -> Result<Vec<Vec<usize>>, String>
     }
 }
 
-/// Cuts `plan` for `parts` nodes, slicing the scan at `scan_path`.
-pub(super) fn cut(plan: &PhysicalPlan, parts: usize, scan_path: &[usize]) -> Cut {
+/// Cuts `plan` for `parts` nodes, slicing the scan at `scan_path`. With a snapshot, the cut
+/// also exchanges rows where the snapshot's sizes make that divide the work (`exchange.rs`).
+pub(super) fn cut(
+    original: &PhysicalPlan,
+    parts: usize,
+    scan_path: &[usize],
+    exchange: Option<&Snapshot>,
+) -> Cut {
     assert!(parts >= 2, "a cut is for several nodes");
     assert!(
-        matches!(node_at(plan, scan_path), PhysicalPlan::TableScan { .. }),
+        matches!(node_at(original, scan_path), PhysicalPlan::TableScan { .. }),
         "a cut slices a table scan"
     );
     let scan_path = scan_path.to_vec();
-    // The region: the highest ancestor of the scan through which it stays row-wise.
+    let mut plan = original.clone();
+    clear_sharing(&mut plan);
+    slice_scan(node_at_mut(&mut plan, &scan_path), parts);
+    let sizes = exchange.map(|snapshot| exchange::Sizes {
+        snapshot,
+        sliced_rows: super::cost::table_rows(node_at(&plan, &scan_path), snapshot),
+        parts,
+    });
+    // The region: the highest ancestor of the scan through which each part holds a disjoint
+    // share of its rows: row-wise operators, and the joins and aggregates exchanged on the way.
     let mut region = scan_path.len();
+    let mut exchanged = false;
     while region > 0 {
-        let parent = node_at(plan, &scan_path[..region - 1]);
-        if !row_wise(parent, scan_path[region - 1]) {
+        let parent_path = &scan_path[..region - 1];
+        let child = scan_path[region - 1];
+        let parent = node_at_mut(&mut plan, parent_path);
+        if sizes
+            .as_ref()
+            .is_some_and(|sizes| exchange::exchange_at(parent, child, sizes))
+        {
+            exchanged = true;
+        } else if !row_wise(parent, child) {
             break;
         }
         region -= 1;
@@ -108,16 +135,13 @@ pub(super) fn cut(plan: &PhysicalPlan, parts: usize, scan_path: &[usize]) -> Cut
     // node; split, each occurrence is computed apart.
     let unshares = region > 0
         && matches!(
-            node_at(plan, &scan_path[..region - 1]),
+            node_at(original, &scan_path[..region - 1]),
             PhysicalPlan::HashAggregate {
                 shared: Some(_),
                 ..
             }
         );
-    let mut plan = plan.clone();
-    clear_sharing(&mut plan);
     let region_path = scan_path[..region].to_vec();
-    slice_scan(node_at_mut(&mut plan, &scan_path), parts);
     let split = match region {
         0 => None,
         _ => {
@@ -142,6 +166,7 @@ pub(super) fn cut(plan: &PhysicalPlan, parts: usize, scan_path: &[usize]) -> Cut
         gather_path,
         split: was_split,
         unshares,
+        exchanged,
     }
 }
 
@@ -166,7 +191,7 @@ fn refuse_unsliceable(plan: &PhysicalPlan) -> Result<(), String> {
     }
 }
 
-fn scans(node: &PhysicalPlan, path: &mut Vec<usize>, found: &mut dyn FnMut(&[usize])) {
+pub(super) fn scans(node: &PhysicalPlan, path: &mut Vec<usize>, found: &mut dyn FnMut(&[usize])) {
     if let PhysicalPlan::TableScan { .. } = node {
         found(path);
     }
@@ -179,7 +204,7 @@ fn scans(node: &PhysicalPlan, path: &mut Vec<usize>, found: &mut dyn FnMut(&[usi
 
 /// Whether each output row of `node` comes from one row of its input `child`, when that input
 /// is sliced and the others are whole.
-fn row_wise(node: &PhysicalPlan, child: usize) -> bool {
+pub(super) fn row_wise(node: &PhysicalPlan, child: usize) -> bool {
     match node {
         PhysicalPlan::Filter { .. }
         | PhysicalPlan::Projection { .. }
@@ -218,7 +243,7 @@ fn clear_sharing(plan: &mut PhysicalPlan) {
     });
 }
 
-fn slice_scan(scan: &mut PhysicalPlan, parts: usize) {
+pub(super) fn slice_scan(scan: &mut PhysicalPlan, parts: usize) {
     match scan {
         PhysicalPlan::TableScan { slice, .. } => *slice = Some(Slice { part: 0, parts }),
         _ => unreachable!("a cut slices a table scan"),
@@ -305,8 +330,11 @@ fn sliced_parts(node: &PhysicalPlan) -> usize {
 /// its sliced scan shares nothing with the scans that read its table whole.
 fn gather_of(fragment: PhysicalPlan, parts: usize) -> PhysicalPlan {
     let mut fragment = fragment;
+    exchange::number_exchanges(&mut fragment);
     crate::shared_aggregates::number_repeated_aggregates(&mut fragment);
-    crate::repeated_scans::mark_repeated_scans(&mut fragment);
+    if !super::exchanges(&fragment) {
+        crate::repeated_scans::mark_repeated_scans(&mut fragment);
+    }
     PhysicalPlan::Gather {
         fragment: Box::new(fragment),
         parts,

@@ -6,6 +6,7 @@
 
 mod cost;
 mod cut;
+mod exchange;
 mod partial;
 
 use std::hash::{Hash, Hasher};
@@ -66,9 +67,11 @@ pub enum Spread {
     /// The plan with its Gather; the fingerprint of the Gather's fragment; the path from the
     /// root to the scan it slices, which the other nodes cut at.
     Spread {
-        plan: PhysicalPlan,
+        plan: Box<PhysicalPlan>,
         fingerprint: u64,
         sliced: Vec<usize>,
+        /// Whether the cut exchanges rows between the parts, which the others cut alike.
+        exchange: bool,
     },
     Local {
         reason: String,
@@ -91,46 +94,78 @@ pub fn spread(plan: &PhysicalPlan, snapshot: &Snapshot, context: &SpreadContext)
         Ok(candidates) => candidates,
         Err(reason) => return Spread::Local { reason },
     };
-    // A cut whose parts aggregate or cut short what they read over one that gathers the
-    // rows it reads; then the largest table; the first of equals.
-    let mut best: Option<((bool, u64), cut::Cut, Vec<usize>)> = None;
+    // Every candidate scan cut plainly, and with exchanges where they divide the work.
+    let mut cuts = Vec::new();
     for path in candidates {
-        let cut = cut::cut(plan, parts, &path);
-        let key = (cut.split, cost::table_rows(cut.sliced_scan(), snapshot));
-        if best.as_ref().is_none_or(|(most, ..)| key > *most) {
-            best = Some((key, cut, path));
+        let plain = cut::cut(plan, parts, &path, None);
+        let exchanging = cut::cut(plan, parts, &path, Some(snapshot));
+        if exchanging.exchanged {
+            cuts.push((exchanging, path.clone(), true));
         }
+        cuts.push((plain, path, false));
     }
-    let (_, mut cut, sliced) = best.expect("a candidate");
-    if context.mode == SpreadMode::Auto
-        && let Err(reason) = cost::worth_spreading(&cut, snapshot, context)
-    {
-        return Spread::Local { reason };
-    }
+    let chosen = match context.mode {
+        SpreadMode::Auto => cost::cheapest(cuts, snapshot, context),
+        _ => Ok(most_divided(cuts, snapshot)),
+    };
+    let (mut cut, sliced, exchange) = match chosen {
+        Ok(chosen) => chosen,
+        Err(reason) => return Spread::Local { reason },
+    };
     let fingerprint = fingerprint(cut.fragment());
     cut.name_nodes(&context.nodes);
     Spread::Spread {
-        plan: cut.into_plan(),
+        plan: Box::new(cut.into_plan()),
         fingerprint,
         sliced,
+        exchange,
     }
 }
 
-/// The fragment of `plan` cut for `parts` nodes at the scan `sliced` leads to, and its
-/// fingerprint, as every node taking part cuts it: what a node asked for a part runs.
+/// A cut of a plan, the path to the scan it slices first, and whether it exchanges.
+type CutChoice = (cut::Cut, Vec<usize>, bool);
+
+/// The cut that divides the most work: one whose parts aggregate or cut short what they
+/// read, then one that exchanges, then the largest sliced table; the first of equals.
+fn most_divided(cuts: Vec<CutChoice>, snapshot: &Snapshot) -> CutChoice {
+    let mut best: Option<((bool, bool, u64), CutChoice)> = None;
+    for choice in cuts {
+        let cut = &choice.0;
+        let key = (
+            cut.split,
+            cut.exchanged,
+            cost::table_rows(cut.sliced_scan(), snapshot),
+        );
+        if best.as_ref().is_none_or(|(most, _)| key > *most) {
+            best = Some((key, choice));
+        }
+    }
+    best.expect("a candidate").1
+}
+
+/// The fragment of `plan` cut for `parts` nodes at the scan `sliced` leads to (with exchanges
+/// when `exchange`, sized by `snapshot`), and its fingerprint, as every node taking part cuts
+/// it: what a node asked for a part runs.
 pub fn fragment_of(
     plan: &PhysicalPlan,
     parts: usize,
     sliced: &[usize],
+    exchange: bool,
+    snapshot: &Snapshot,
 ) -> Result<(PhysicalPlan, u64), String> {
     let candidates = cut::candidates(plan)?;
     if parts < 2 || !candidates.iter().any(|c| c == sliced) {
         return Err("the coordinator sliced a scan this node's plan does not have".into());
     }
-    let cut = cut::cut(plan, parts, sliced);
+    let cut = cut::cut(plan, parts, sliced, exchange.then_some(snapshot));
     let fragment = cut.fragment().clone();
     let fingerprint = fingerprint(&fragment);
     Ok((fragment, fingerprint))
+}
+
+/// Whether a fragment exchanges rows between its parts: they then run at once, or not at all.
+pub fn exchanges(fragment: &PhysicalPlan) -> bool {
+    fragment.exists(&mut |node| matches!(node, PhysicalPlan::Exchange { .. }))
 }
 
 /// A hash of the fragment as it prints: equal on two nodes when they planned the same
@@ -142,7 +177,7 @@ pub fn fingerprint(fragment: &PhysicalPlan) -> u64 {
     hasher.finish()
 }
 
-/// `fragment` with its sliced scan reading part `part`.
+/// `fragment` with its sliced scans reading part `part`.
 pub fn with_slice_part(fragment: &PhysicalPlan, part: usize) -> PhysicalPlan {
     let mut fragment = fragment.clone();
     let mut sliced = 0;
@@ -160,7 +195,7 @@ pub fn with_slice_part(fragment: &PhysicalPlan, part: usize) -> PhysicalPlan {
         }
         Ok::<_, std::convert::Infallible>(())
     });
-    assert_eq!(sliced, 1, "a fragment has one sliced scan");
+    assert!(sliced >= 1, "a fragment has a sliced scan");
     fragment
 }
 

@@ -178,12 +178,13 @@ fn every_node_cuts_the_same_fragment_and_slices_it_by_part() {
     else {
         panic!("spread");
     };
-    let (fragment, theirs) = fragment_of(&plan, 3, &sliced).expect("cut");
+    let (fragment, theirs) =
+        fragment_of(&plan, 3, &sliced, false, &Snapshot::default()).expect("cut");
     assert_eq!(fingerprint, theirs);
-    let (_, two_parts) = fragment_of(&plan, 2, &sliced).expect("cut");
+    let (_, two_parts) = fragment_of(&plan, 2, &sliced, false, &Snapshot::default()).expect("cut");
     assert_ne!(fingerprint, two_parts, "the parts are part of the fragment");
     assert!(
-        fragment_of(&plan, 3, &[7]).is_err(),
+        fragment_of(&plan, 3, &[7], false, &Snapshot::default()).is_err(),
         "a scan the plan does not have"
     );
     assert!(

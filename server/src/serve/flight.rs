@@ -408,6 +408,9 @@ impl FlightSqlService for FlightDoor {
             .await?
             .ok_or_else(|| Status::invalid_argument("an exchange without a message"))?;
         let command = first.flight_descriptor.as_ref().map(|d| d.cmd.as_ref());
+        if command == Some(super::peers::DELIVERY_COMMAND.as_bytes()) {
+            return take_delivery(role, &node, &first, messages).await;
+        }
         if command != Some(super::peers::PART_COMMAND.as_bytes()) {
             return Err(Status::unimplemented(
                 "do_exchange runs the parts of spread queries only",
@@ -875,4 +878,28 @@ fn create_table_sql(table: &str, schema: &Schema) -> Result<String, Status> {
         table.replace('"', "\"\""),
         columns.join(", ")
     ))
+}
+
+/// Keeps the rows another node's part delivered for a part this node runs (ADR 0076), and
+/// answers with no rows once it holds them all: a stream cut short delivers nothing.
+async fn take_delivery(
+    role: Role,
+    node: &Arc<Node>,
+    first: &arrow_flight::FlightData,
+    messages: tonic::Streaming<arrow_flight::FlightData>,
+) -> Result<Response<<FlightDoor as FlightService>::DoExchangeStream>, Status> {
+    authorize(role, "SELECT 1").map_err(Status::permission_denied)?;
+    let delivery: pondra_cluster::Delivery = serde_json::from_slice(&first.app_metadata)
+        .map_err(|e| Status::invalid_argument(format!("not a delivery: {e}")))?;
+    let data = messages.map_err(|status| arrow_flight::error::FlightError::Tonic(Box::new(status)));
+    let rows: Vec<RecordBatch> = FlightRecordBatchStream::new_from_flight_data(data)
+        .try_collect()
+        .await
+        .map_err(|e| Status::invalid_argument(format!("a delivery's rows: {e}")))?;
+    node.take_delivery(delivery, rows).map_err(failed)?;
+    let stream = FlightDataEncoderBuilder::new()
+        .with_schema(Arc::new(Schema::empty()))
+        .build(futures::stream::empty())
+        .map_err(Status::from);
+    Ok(Response::new(Box::pin(stream)))
 }

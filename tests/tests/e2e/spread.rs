@@ -136,6 +136,13 @@ fn tpch_answers_spread_over_three_nodes_equal_one_nodes() {
         stats["parts_run_here"], 0,
         "every part ran where it was asked: {stats}"
     );
+    // Orders joined to lineitem: both sliced, their rows exchanged between the nodes.
+    assert!(stats["exchange_rounds"].as_u64().unwrap() > 0, "{stats}");
+    let plan = rows(
+        &coordinator,
+        &format!("SET spread = 'always'; EXPLAIN {}", query(18)),
+    );
+    assert!(plan.contains("Exchange"), "{plan}");
 
     // `now()` is the coordinator's moment on every node: the parts plan alike and run there.
     let recent = "SELECT count(*) FROM lineitem WHERE l_shipdate < now()";

@@ -225,6 +225,10 @@ fn tpch_sf0_1_answers_over_a_lake() {
             let plan = run(&format!("EXPLAIN {}", pondra_tpch::query(1).unwrap())).unwrap();
             let plan = text(&plan).to_string();
             assert!(plan.contains("Gather: 3 parts"), "{plan}");
+            // Lineitem joined to orders: both sliced, exchanged on the order key.
+            let plan = run(&format!("EXPLAIN {}", pondra_tpch::query(18).unwrap())).unwrap();
+            let plan = text(&plan).to_string();
+            assert!(plan.contains("Exchange"), "{plan}");
             assert!(failures.is_empty(), "{}", failures.join("\n"));
         },
     );
