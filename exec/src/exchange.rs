@@ -7,9 +7,9 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use arrow::array::{ArrayRef, RecordBatch, UInt32Array};
+use arrow::array::{Array, ArrayRef, AsArray, RecordBatch, UInt32Array};
 use arrow::compute::{cast, take_record_batch};
-use arrow::datatypes::DataType;
+use arrow::datatypes::{DataType, Int64Type};
 use pondra_planner::{Expr, PhysicalPlan};
 
 use crate::gather::GatheredParts;
@@ -84,10 +84,9 @@ pub fn partition(
             .iter()
             .map(|key| crate::expr::evaluate(key, batch).and_then(plain))
             .collect::<Result<Vec<ArrayRef>>>()?;
-        let hashes = crate::key_hash::key_hashes(&columns)?;
         let mut rows_of: Vec<Vec<u32>> = vec![Vec::new(); parts];
-        for (row, hash) in hashes.values().iter().enumerate() {
-            rows_of[(*hash as u64 % parts as u64) as usize].push(row as u32);
+        for (row, part) in destinations(&columns, parts)?.into_iter().enumerate() {
+            rows_of[part].push(row as u32);
         }
         for (part, rows) in rows_of.into_iter().enumerate() {
             if rows.is_empty() {
@@ -101,6 +100,41 @@ pub fn partition(
         }
     }
     Ok(partitions)
+}
+
+/// The part each row of `columns` goes to: its keys' hash modulo `parts`. Integer keys (of
+/// any width) hash by multiplying, as every node does; other keys by their stable hash.
+fn destinations(columns: &[ArrayRef], parts: usize) -> Result<Vec<usize>> {
+    let rows = columns.first().map_or(0, |c| c.len());
+    let integers = columns.iter().all(|c| c.data_type().is_integer());
+    let hashes: Vec<u64> = match integers {
+        true => {
+            let mut hashes = vec![0x243F_6A88_85A3_08D3u64; rows];
+            for column in columns {
+                let values = cast(column, &DataType::Int64)?;
+                let values = values.as_primitive::<Int64Type>();
+                for (row, hash) in hashes.iter_mut().enumerate() {
+                    // NULL keys match nothing: any part does, the same on every node.
+                    let value = match values.is_null(row) {
+                        true => 0x5851_F42D_4C95_7F2D,
+                        false => values.value(row) as u64,
+                    };
+                    *hash = (*hash ^ value).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+                    *hash ^= *hash >> 29;
+                }
+            }
+            hashes
+        }
+        false => crate::key_hash::key_hashes(columns)?
+            .values()
+            .iter()
+            .map(|h| *h as u64)
+            .collect(),
+    };
+    Ok(hashes
+        .into_iter()
+        .map(|h| (h % parts as u64) as usize)
+        .collect())
 }
 
 /// A key column with its values unpacked from a dictionary: equal keys hash alike whichever

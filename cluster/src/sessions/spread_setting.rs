@@ -1,7 +1,8 @@
 //! The session's `spread` (ADR 0076): `SET spread = 'auto' | 'always' | 'never'`, `SHOW` and
 //! `RESET` it (back to the node's `--spread`); and `debug_spread_parts`, which cuts every plan
-//! that can be cut into that many parts and runs them all on this node, to test the cuts
-//! without a cluster (0, the default, turns it off).
+//! that can be cut into that many parts, with exchanges wherever the cut can place them, and
+//! runs them all on this node, to test the cuts without a cluster (0, the default, turns it
+//! off).
 
 use pondra_parser::ast;
 use pondra_planner::SpreadMode;

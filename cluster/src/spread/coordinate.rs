@@ -101,6 +101,7 @@ impl Node {
             cores,
             network_bytes_per_second: counters.network_bytes_per_second.load(Ordering::Relaxed)
                 as f64,
+            exchange_everywhere: setting.debug_parts >= 2,
         };
         let (plan, fingerprint, sliced, exchange) = match spread(&plan, snapshot, &context) {
             Spread::Local { reason } => return Decided::local(plan, &reason),

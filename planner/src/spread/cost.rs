@@ -51,7 +51,7 @@ fn weigh(cut: &Cut, snapshot: &Snapshot, parts: usize, cores: usize) -> Weighed 
     fragment.visit(&mut |node| match node {
         PhysicalPlan::TableScan { slice: Some(_), .. } => read += scan_rows(node, snapshot).1,
         PhysicalPlan::Exchange { input, .. } => {
-            let width = input.schema().fields().len() as f64;
+            let width = carried_width(&input.schema());
             let rows = estimated_rows(input, snapshot, parts);
             // A part keeps its own share; the rest crosses the network.
             exchanged += rows * width * BYTES_PER_VALUE * (1.0 - 1.0 / parts);
@@ -63,14 +63,24 @@ fn weigh(cut: &Cut, snapshot: &Snapshot, parts: usize, cores: usize) -> Weighed 
     Weighed {
         read,
         saved: local * (1.0 - 1.0 / parts),
-        moved: gathered * fragment.schema().fields().len() as f64 * BYTES_PER_VALUE + exchanged,
+        moved: gathered * carried_width(&fragment.schema()) * BYTES_PER_VALUE + exchanged,
     }
+}
+
+/// The columns of `schema` that carry values: a scan's unread columns are NULLs of no bytes.
+fn carried_width(schema: &arrow::datatypes::Schema) -> f64 {
+    let carried = schema
+        .fields()
+        .iter()
+        .filter(|f| f.data_type() != &arrow::datatypes::DataType::Null)
+        .count();
+    carried.max(1) as f64
 }
 
 /// The rows a table scan keeps after its filter, and the rows it reads to keep them: its
 /// whole table unless the filter is narrow enough for its files' and row groups' statistics
 /// to skip most of them (a point or a short range).
-fn scan_rows(scan: &PhysicalPlan, snapshot: &Snapshot) -> (f64, f64) {
+pub(super) fn scan_rows(scan: &PhysicalPlan, snapshot: &Snapshot) -> (f64, f64) {
     let table = scan_estimate(scan, snapshot);
     let kept_share = match scan.scan_filter() {
         Some(filter) => selectivity(filter, &table),
@@ -87,7 +97,7 @@ fn scan_rows(scan: &PhysicalPlan, snapshot: &Snapshot) -> (f64, f64) {
 /// The rows `plan` gives over all parts, roughly: what join ordering expected of a join,
 /// the groups of an aggregation (per part, for a partial one under an exchange), what a scan
 /// keeps.
-fn estimated_rows(plan: &PhysicalPlan, snapshot: &Snapshot, parts: f64) -> f64 {
+pub(super) fn estimated_rows(plan: &PhysicalPlan, snapshot: &Snapshot, parts: f64) -> f64 {
     match plan {
         PhysicalPlan::TableScan { .. } => scan_rows(plan, snapshot).0,
         PhysicalPlan::HashJoin {
@@ -115,10 +125,16 @@ pub(super) fn table_rows(scan: &PhysicalPlan, snapshot: &Snapshot) -> u64 {
     }
 }
 
-/// The time spreading `cut` saves net of what it costs; why it does not pay when it does not.
-fn net_saving(cut: &Cut, snapshot: &Snapshot, context: &SpreadContext) -> Result<f64, String> {
+/// The time spreading `cut` saves net of what it costs; when it does not pay, why, and the
+/// (negative) net.
+fn net_saving(
+    cut: &Cut,
+    snapshot: &Snapshot,
+    context: &SpreadContext,
+) -> Result<f64, (String, f64)> {
     if cut.unshares {
-        return Err("its aggregation is computed once for two parts of the query".into());
+        let reason = "its aggregation is computed once for two parts of the query";
+        return Err((reason.into(), f64::NEG_INFINITY));
     }
     let parts = context.nodes.len();
     let Weighed { read, saved, moved } = weigh(cut, snapshot, parts, context.cores);
@@ -126,34 +142,54 @@ fn net_saving(cut: &Cut, snapshot: &Snapshot, context: &SpreadContext) -> Result
     let cost = moved / network + parts as f64 * ROUND_TRIP_SECONDS;
     match saved > cost {
         true => Ok(saved - cost),
-        false => Err(format!(
-            "spreading would save {saved:.3} s on ~{read:.0} rows of {} and cost {cost:.3} s \
-             moving ~{moved:.0} bytes",
-            sliced_table_name(cut.sliced_scan())
+        false => Err((
+            format!(
+                "spreading would save {saved:.3} s on ~{read:.0} rows of {} and cost {cost:.3} s \
+                 moving ~{moved:.0} bytes",
+                sliced_table_name(cut.sliced_scan())
+            ),
+            saved - cost,
         )),
     }
 }
 
-/// Under `auto`: of the cut that divides the most work without exchanging and the one that
-/// does with, the one that saves the more time net of moving rows; why neither pays when
-/// neither does.
+/// Of the cut that divides the most work without exchanging and the one that does with, the
+/// one that saves the more time net of moving rows. Unless `even_at_a_loss`, why neither pays
+/// when neither does.
 pub(super) fn cheapest(
     cuts: Vec<super::CutChoice>,
     snapshot: &Snapshot,
     context: &SpreadContext,
+    even_at_a_loss: bool,
 ) -> Result<super::CutChoice, String> {
     let (exchanging, plain): (Vec<_>, Vec<_>) = cuts.into_iter().partition(|c| c.2);
     let plain = super::most_divided(plain, snapshot);
-    let plain_saving = net_saving(&plain.0, snapshot, context);
-    if exchanging.is_empty() {
-        return plain_saving.map(|_| plain);
-    }
-    let exchanging = super::most_divided(exchanging, snapshot);
-    match (plain_saving, net_saving(&exchanging.0, snapshot, context)) {
-        (Ok(plain_net), Ok(exchanged_net)) if exchanged_net > plain_net => Ok(exchanging),
-        (Err(_), Ok(_)) => Ok(exchanging),
+    let plain_net = net_saving(&plain.0, snapshot, context);
+    let Some(exchanging) =
+        (!exchanging.is_empty()).then(|| super::most_divided(exchanging, snapshot))
+    else {
+        return match plain_net {
+            Err(_) if even_at_a_loss => Ok(plain),
+            Err((reason, _)) => Err(reason),
+            Ok(_) => Ok(plain),
+        };
+    };
+    let exchanging_net = net_saving(&exchanging.0, snapshot, context);
+    let better = |net: &Result<f64, (String, f64)>| match net {
+        Ok(net) => *net,
+        Err((_, net)) => *net,
+    };
+    match (plain_net, exchanging_net) {
+        (plain_net, exchanging_net) if better(&exchanging_net) > better(&plain_net) => {
+            match exchanging_net {
+                Ok(_) => Ok(exchanging),
+                Err(_) if even_at_a_loss => Ok(exchanging),
+                Err((reason, _)) => Err(reason),
+            }
+        }
         (Ok(_), _) => Ok(plain),
-        (Err(reason), Err(_)) => Err(reason),
+        (Err(_), _) if even_at_a_loss => Ok(plain),
+        (Err((reason, _)), _) => Err(reason),
     }
 }
 

@@ -13,13 +13,17 @@ use pondra_catalog::Snapshot;
 use crate::expr::{Expr, JoinKind};
 use crate::physical::PhysicalPlan;
 
-use super::cost::{group_estimate, table_rows};
+use super::cost::{estimated_rows, group_estimate, table_rows};
 use super::cut::{node_at, node_at_mut, placeholder, row_wise, scans, slice_scan};
 use super::partial;
 
-/// A table (or an aggregation's groups) at least this share of the sliced table's rows is
-/// divided between the parts rather than read (or merged) whole by each: one eighth.
+/// An aggregation whose groups number at least this share of the sliced table's rows is merged
+/// by every part for its share of the groups rather than by the coordinator for all: an eighth.
 const EXCHANGE_SHARE: u64 = 8;
+
+/// A join's other input is exchanged when it keeps at least this share of the rows the
+/// sliced input keeps: a half.
+const JOIN_EXCHANGE_SHARE: f64 = 2.0;
 
 /// What a cut weighs an exchange by.
 pub(super) struct Sizes<'s> {
@@ -32,6 +36,9 @@ pub(super) struct Sizes<'s> {
 /// Exchanges rows at `node`, the parent of the cut's region through its input `child`, when
 /// the sizes say so: true when it did, and `node`'s rows are a disjoint share per part.
 pub(super) fn exchange_at(node: &mut PhysicalPlan, child: usize, sizes: &Sizes) -> bool {
+    if sizes.sliced_rows == 0 {
+        return false;
+    }
     match node {
         PhysicalPlan::HashJoin { .. } => exchange_join(node, child, sizes),
         PhysicalPlan::HashAggregate { .. } => exchange_aggregate(node, sizes),
@@ -71,15 +78,21 @@ fn exchange_join(join: &mut PhysicalPlan, child: usize, sizes: &Sizes) -> bool {
     if !divisible || left_keys.is_empty() || !hashed_alike {
         return false;
     }
-    let other = match child {
-        0 => right.as_mut(),
-        _ => left.as_mut(),
+    let (this, other) = match child {
+        0 => (left.as_ref(), right.as_mut()),
+        _ => (right.as_ref(), left.as_mut()),
     };
     let Some(path) = largest_sliceable(other, sizes.snapshot) else {
         return false;
     };
+    // Moving a row costs more than building it into a hash table: the other input is
+    // exchanged rather than read whole by every part only when it keeps about as many rows as
+    // this one (and its reading divides too); a selective other side also filters this one's
+    // scan by its keys, which an exchange below the join would lose.
+    let this_rows = estimated_rows(this, sizes.snapshot, 1.0);
+    let other_rows = estimated_rows(other, sizes.snapshot, 1.0);
     let rows = table_rows(node_at(other, &path), sizes.snapshot);
-    if rows == 0 || rows.saturating_mul(EXCHANGE_SHARE) < sizes.sliced_rows {
+    if rows == 0 || other_rows * JOIN_EXCHANGE_SHARE < this_rows {
         return false;
     }
     slice_scan(node_at_mut(other, &path), sizes.parts);

@@ -59,6 +59,8 @@ pub struct SpreadContext {
     pub cores: usize,
     /// What exchanges between the nodes moved per second, as last measured.
     pub network_bytes_per_second: f64,
+    /// Exchange wherever the cut can, whatever it costs: to test exchanges on small tables.
+    pub exchange_everywhere: bool,
 }
 
 /// A plan cut for several nodes, or why it runs on one.
@@ -104,9 +106,10 @@ pub fn spread(plan: &PhysicalPlan, snapshot: &Snapshot, context: &SpreadContext)
         }
         cuts.push((plain, path, false));
     }
-    let chosen = match context.mode {
-        SpreadMode::Auto => cost::cheapest(cuts, snapshot, context),
-        _ => Ok(most_divided(cuts, snapshot)),
+    // `always` spreads even when the planner expects no gain, the way it expects the most.
+    let chosen = match context.exchange_everywhere {
+        true => Ok(most_divided(cuts, snapshot)),
+        false => cost::cheapest(cuts, snapshot, context, context.mode == SpreadMode::Always),
     };
     let (mut cut, sliced, exchange) = match chosen {
         Ok(chosen) => chosen,

@@ -87,6 +87,7 @@ fn context(nodes: usize) -> SpreadContext {
         nodes: (0..nodes).map(|i| format!("n{i}")).collect(),
         cores: 1,
         network_bytes_per_second: DEFAULT_NETWORK_BYTES_PER_SECOND,
+        exchange_everywhere: false,
     }
 }
 
