@@ -24,6 +24,10 @@ const ROWS_PER_CORE_SECOND: f64 = 30e6;
 const NARROW_FILTER: f64 = 0.01;
 const NARROW_READ_FACTOR: f64 = 100.0;
 
+/// An exchanged row costs its sender and receiver (partitioned, encoded, decoded) about as
+/// much as this many rows of a scan.
+const EXCHANGE_ROW_WORK: f64 = 1.0;
+
 /// Planning the statement and starting a part on another node.
 const ROUND_TRIP_SECONDS: f64 = 0.01;
 
@@ -36,8 +40,10 @@ struct Weighed {
     read: f64,
     /// The scan time the other nodes take off the coordinator, on `cores` cores each.
     saved: f64,
-    /// The bytes its Gather moves.
+    /// The bytes its Gather and its exchanges move.
     moved: f64,
+    /// The time exchanging rows takes each part's cores.
+    exchanging: f64,
 }
 
 fn weigh(cut: &Cut, snapshot: &Snapshot, parts: usize, cores: usize) -> Weighed {
@@ -48,22 +54,26 @@ fn weigh(cut: &Cut, snapshot: &Snapshot, parts: usize, cores: usize) -> Weighed 
     // whole by every part.
     let mut read = 0.0;
     let mut exchanged = 0.0;
+    let mut exchanged_rows = 0.0;
     fragment.visit(&mut |node| match node {
         PhysicalPlan::TableScan { slice: Some(_), .. } => read += scan_rows(node, snapshot).1,
         PhysicalPlan::Exchange { input, .. } => {
             let width = carried_width(&input.schema());
             let rows = estimated_rows(input, snapshot, parts);
+            exchanged_rows += rows;
             // A part keeps its own share; the rest crosses the network.
             exchanged += rows * width * BYTES_PER_VALUE * (1.0 - 1.0 / parts);
         }
         _ => {}
     });
-    let local = read / (ROWS_PER_CORE_SECOND * cores.max(1) as f64);
+    let core_rate = ROWS_PER_CORE_SECOND * cores.max(1) as f64;
+    let local = read / core_rate;
     let gathered = gathered_rows(fragment, kept, parts, snapshot);
     Weighed {
         read,
         saved: local * (1.0 - 1.0 / parts),
         moved: gathered * carried_width(&fragment.schema()) * BYTES_PER_VALUE + exchanged,
+        exchanging: exchanged_rows * EXCHANGE_ROW_WORK / parts / core_rate,
     }
 }
 
@@ -137,9 +147,14 @@ fn net_saving(
         return Err((reason.into(), f64::NEG_INFINITY));
     }
     let parts = context.nodes.len();
-    let Weighed { read, saved, moved } = weigh(cut, snapshot, parts, context.cores);
+    let Weighed {
+        read,
+        saved,
+        moved,
+        exchanging,
+    } = weigh(cut, snapshot, parts, context.cores);
     let network = context.network_bytes_per_second.max(1.0);
-    let cost = moved / network + parts as f64 * ROUND_TRIP_SECONDS;
+    let cost = moved / network + exchanging + parts as f64 * ROUND_TRIP_SECONDS;
     match saved > cost {
         true => Ok(saved - cost),
         false => Err((
