@@ -29,6 +29,24 @@ use crate::sort::SortSink;
 use crate::{ExecError, Result};
 use pondra_planner::{TreeNode, WorkingRows};
 
+/// The rows a Gather or an Exchange receives. Apart, so that the pipeline's frame, which deep
+/// plans nest, does not grow by what they hold.
+#[inline(never)]
+fn received_rows(node: &PhysicalPlan, ctx: &ExecContext) -> Result<crate::gather::GatheredParts> {
+    match node {
+        PhysicalPlan::Gather {
+            fragment, parts, ..
+        } => crate::gather::gathered(fragment, *parts, ctx),
+        PhysicalPlan::Exchange {
+            input,
+            keys,
+            parts,
+            id,
+        } => crate::exchange::exchanged(input, keys, *parts, *id, ctx),
+        _ => unreachable!("only a Gather and an Exchange receive rows"),
+    }
+}
+
 /// Rows that operators of one plan read in turn.
 type SharedRows = Arc<Vec<RecordBatch>>;
 
@@ -614,25 +632,10 @@ fn run_pipeline_into<'p>(
                 }
             }
         }
-        PhysicalPlan::Gather {
-            fragment, parts, ..
-        } => {
+        // Rows other parts of a spread plan computed: gathered, or exchanged with this part.
+        PhysicalPlan::Gather { .. } | PhysicalPlan::Exchange { .. } => {
             leaf = false;
-            for batch in crate::gather::gathered(fragment, *parts, ctx)?.into_batches()? {
-                if out.emit(batch?)? == Flow::Done {
-                    break;
-                }
-            }
-        }
-        PhysicalPlan::Exchange {
-            input,
-            keys,
-            parts,
-            id,
-        } => {
-            leaf = false;
-            let rows = crate::exchange::exchanged(input, keys, *parts, *id, ctx)?;
-            for batch in rows.into_batches()? {
+            for batch in received_rows(node, ctx)?.into_batches()? {
                 if out.emit(batch?)? == Flow::Done {
                     break;
                 }

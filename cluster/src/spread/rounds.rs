@@ -184,10 +184,14 @@ impl ClusterGatherer {
             }
             let answer = match answered.recv_timeout(WAIT_TICK) {
                 Ok(answer) => answer,
-                Err(mpsc::RecvTimeoutError::Disconnected) if here_left > 0 => {
-                    unreachable!("the parts here answer before their thread ends")
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    // Every part here and every ask ended, some without an answer.
+                    return Err(RoundEnd::Parts {
+                        gave_rows: gave_rows(&rows),
+                        error: "a part ended without an answer".into(),
+                    });
                 }
-                Err(_) => {
+                Err(mpsc::RecvTimeoutError::Timeout) => {
                     let Some((done, own)) = here_done else {
                         continue;
                     };
