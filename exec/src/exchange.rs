@@ -274,11 +274,6 @@ impl Mailboxes {
         state.stopped.insert(round, Instant::now());
         self.arrived.notify_all();
     }
-
-    /// Whether this node holds undelivered rows for no round: for tests.
-    pub fn is_empty(&self) -> bool {
-        self.lock().boxes.is_empty()
-    }
 }
 
 fn forget_old(state: &mut MailboxState) {

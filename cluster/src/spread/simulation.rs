@@ -103,21 +103,32 @@ fn run(
     (Outcome::Rows(rows), asks)
 }
 
+/// A query's parts, 2 to 8, and the part that raises the statement's own error, if one does.
+fn draw_query(random: &mut Random) -> (usize, Option<usize>) {
+    let parts = 2 + random.below(7) as usize;
+    let poisoned = random
+        .chance(10)
+        .then(|| random.below(parts as u64) as usize);
+    (parts, poisoned)
+}
+
+/// A query ends with every part's rows in part order, or with the statement's own error.
+fn check_outcome(seed: u64, outcome: Outcome, parts: usize, poisoned: Option<usize>) {
+    match poisoned {
+        Some(_) => assert_eq!(outcome, Outcome::Error, "seed {seed}"),
+        None => {
+            let expected: Vec<u64> = (0..parts).flat_map(rows_of).collect();
+            assert_eq!(outcome, Outcome::Rows(expected), "seed {seed}");
+        }
+    }
+}
+
 fn simulate(seed: u64, runs: usize) {
     let mut random = Random(seed);
     for _ in 0..runs {
-        let parts = 2 + random.below(7) as usize;
-        let poisoned = random
-            .chance(10)
-            .then(|| random.below(parts as u64) as usize);
+        let (parts, poisoned) = draw_query(&mut random);
         let (outcome, asks) = run(&mut random, parts, poisoned);
-        match poisoned {
-            Some(_) => assert_eq!(outcome, Outcome::Error, "seed {seed}"),
-            None => {
-                let expected: Vec<u64> = (0..parts).flat_map(rows_of).collect();
-                assert_eq!(outcome, Outcome::Rows(expected), "seed {seed}");
-            }
-        }
+        check_outcome(seed, outcome, parts, poisoned);
         // A part is asked of another node at most twice before the coordinator runs it.
         assert!(asks.values().all(|&n| n <= 2), "seed {seed}: {asks:?}");
     }
@@ -181,18 +192,9 @@ fn run_rounds(random: &mut Random, parts: usize, poisoned: Option<usize>) -> (Ou
 fn simulate_rounds(seed: u64, runs: usize) {
     let mut random = Random(seed);
     for _ in 0..runs {
-        let parts = 2 + random.below(7) as usize;
-        let poisoned = random
-            .chance(10)
-            .then(|| random.below(parts as u64) as usize);
+        let (parts, poisoned) = draw_query(&mut random);
         let (outcome, rounds) = run_rounds(&mut random, parts, poisoned);
-        match poisoned {
-            Some(_) => assert_eq!(outcome, Outcome::Error, "seed {seed}"),
-            None => {
-                let expected: Vec<u64> = (0..parts).flat_map(rows_of).collect();
-                assert_eq!(outcome, Outcome::Rows(expected), "seed {seed}");
-            }
-        }
+        check_outcome(seed, outcome, parts, poisoned);
         assert!(rounds <= 4, "seed {seed}: {rounds} rounds");
     }
 }

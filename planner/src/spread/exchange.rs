@@ -144,9 +144,7 @@ fn exchange_aggregate(node: &mut PhysicalPlan, sizes: &Sizes) -> bool {
     let PhysicalPlan::HashAggregate { input, group, .. } = &*node else {
         return false;
     };
-    let hashable = group
-        .iter()
-        .all(|key| hash_alike(&key.data_type(), &key.data_type()));
+    let hashable = group.iter().all(|key| !key.data_type().is_floating());
     if group.is_empty() || !hashable {
         return false;
     }
