@@ -415,6 +415,36 @@ pub struct TableDef {
     /// engines (ADR 0058), in the order named; empty for a table not published.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub publish: Vec<TableFormat>,
+    /// `WITH (kafka_format = '...')`: how the Kafka door reads the values produced to the
+    /// table (ADR 0077).
+    #[serde(default, skip_serializing_if = "KafkaFormat::is_json")]
+    pub kafka_format: KafkaFormat,
+}
+
+/// How the Kafka door reads a record's value (ADR 0077).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KafkaFormat {
+    /// A JSON object of the row's columns by name.
+    #[default]
+    Json,
+    /// A Debezium change event of a keyed table's row.
+    Debezium,
+}
+
+impl KafkaFormat {
+    /// The format a `kafka_format` option names (`json` or `debezium`, any case).
+    pub fn parse(name: &str) -> Option<KafkaFormat> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "json" => Some(KafkaFormat::Json),
+            "debezium" => Some(KafkaFormat::Debezium),
+            _ => None,
+        }
+    }
+
+    pub fn is_json(&self) -> bool {
+        *self == KafkaFormat::Json
+    }
 }
 
 /// An open table format a table can be published in (ADR 0058).
@@ -463,6 +493,7 @@ impl TableDef {
             next_column_id: 0,
             positional_width: 0,
             publish: Vec::new(),
+            kafka_format: KafkaFormat::Json,
         }
         .with_column_ids()
     }

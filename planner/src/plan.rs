@@ -25,6 +25,8 @@ pub enum Plan {
         folds: std::collections::BTreeMap<String, pondra_catalog::Fold>,
         /// `WITH (publish = '...')`: the formats it is published in (ADR 0058).
         publish: Vec<pondra_catalog::TableFormat>,
+        /// `WITH (kafka_format = '...')` (ADR 0077).
+        kafka_format: pondra_catalog::KafkaFormat,
         /// Each column's `DEFAULT`, as SQL text (ADR 0073).
         defaults: std::collections::BTreeMap<String, String>,
         if_not_exists: bool,

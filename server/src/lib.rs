@@ -77,6 +77,12 @@ enum Command {
         /// Arrow Flight SQL port.
         #[arg(long, default_value_t = 50051)]
         flight_port: u16,
+        /// Kafka protocol port (ADR 0077); no Kafka door unless given (0 picks a free one).
+        #[arg(long)]
+        kafka_port: Option<u16>,
+        /// Whether producing to a topic with no table creates a raw table for it.
+        #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+        kafka_auto_create: bool,
         /// The HOST:PORT other processes reach this server's HTTP door by (ADR 0053). By
         /// default the address listened on, or this host's name when that is every address.
         #[arg(long)]
@@ -264,6 +270,8 @@ pub fn run_cli() -> ExitCode {
         http_port,
         pg_port,
         flight_port,
+        kafka_port,
+        kafka_auto_create,
         advertise,
         advertise_flight,
         read_only,
@@ -289,6 +297,10 @@ pub fn run_cli() -> ExitCode {
             http_port,
             pg_port,
             flight_port,
+            kafka: kafka_port.map(|port| serve::KafkaOptions {
+                port,
+                auto_create: kafka_auto_create,
+            }),
             advertise,
             advertise_flight,
             read_only,

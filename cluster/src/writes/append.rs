@@ -82,6 +82,86 @@ impl Node {
         }
     }
 
+    /// Deletes the rows `delete` (a DELETE statement on `table`) removes and upserts `upserts`
+    /// into `table`, a keyed table, in one commit: a Kafka batch of upserts and tombstones
+    /// (ADR 0077). With a producer and sequence number it happens at most once, as `append`.
+    /// A commit that conflicts with one made since it was prepared is prepared again.
+    pub async fn upsert_and_delete(
+        self: &Arc<Self>,
+        table: &str,
+        delete: Option<pondra_parser::ParsedStatement>,
+        upserts: &[RecordBatch],
+        producer: Option<(&str, u64)>,
+    ) -> Result<AppendOutcome> {
+        const ATTEMPTS: usize = 5;
+        let Some(delete) = delete else {
+            return self.append(table, upserts, producer).await;
+        };
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            if let Some((producer, sequence)) = producer
+                && has_appended(&self.snapshot(), producer, sequence)
+            {
+                return Ok(AppendOutcome::Duplicate);
+            }
+            let session = Session::new(None);
+            let written = self
+                .upserted_and_deleted(&session, table, delete.clone(), upserts, producer)
+                .await;
+            let rows = match written {
+                Ok(rows) => rows,
+                Err(e) => {
+                    let rollback = pondra_parser::parse_sql("ROLLBACK")?.remove(0);
+                    self.execute_in(&session, rollback).await?;
+                    return Err(e);
+                }
+            };
+            let commit = pondra_parser::parse_sql("COMMIT")?.remove(0);
+            match self.execute_in(&session, commit).await {
+                Ok(_) => return Ok(AppendOutcome::Appended(rows)),
+                Err(NodeError::SerializationFailure) if attempt < ATTEMPTS => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Runs a batch's deletes and upserts in `session`'s new transaction, with the producer's
+    /// claim; returns the rows upserted.
+    async fn upserted_and_deleted(
+        self: &Arc<Self>,
+        session: &Arc<Session>,
+        table: &str,
+        delete: pondra_parser::ParsedStatement,
+        upserts: &[RecordBatch],
+        producer: Option<(&str, u64)>,
+    ) -> Result<usize> {
+        let begin = pondra_parser::parse_sql("BEGIN")?.remove(0);
+        self.execute_in(session, begin).await?;
+        self.execute_in(session, delete).await?;
+        let rows = match upserts.iter().any(|b| b.num_rows() > 0) {
+            true => self.append_in(session, table, upserts).await?,
+            false => 0,
+        };
+        if let Some((producer, sequence)) = producer {
+            let mut transaction = session
+                .take_transaction()
+                .expect("a transaction was begun in this session");
+            let claim = vec![Change::ProducerSequence {
+                producer: producer.to_string(),
+                sequence,
+            }];
+            let pending = transaction.base().commit + 1;
+            let view = self
+                .catalog
+                .with_changes(transaction.view(), claim.clone(), pending);
+            let added = view.map(|view| transaction.add(claim, view));
+            session.put_transaction(Some(transaction));
+            added?;
+        }
+        Ok(rows)
+    }
+
     /// Appends `batches` to `table` as `append` does, in the session's transaction when one is
     /// open (COPY FROM STDIN inside BEGIN ... COMMIT); returns the rows appended.
     pub async fn append_in(

@@ -168,6 +168,7 @@ impl Node {
                 watermark,
                 folds,
                 publish,
+                kafka_format,
                 defaults,
                 if_not_exists,
                 or_replace,
@@ -183,6 +184,7 @@ impl Node {
                     watermark,
                     folds,
                     publish,
+                    kafka_format,
                     defaults,
                     ..TableDef::new(name, columns, TableKind::Table)
                 };

@@ -188,6 +188,7 @@ impl Binder<'_> {
             watermark: options.watermark,
             folds: options.folds,
             publish: options.publish,
+            kafka_format: options.kafka_format,
             defaults,
             if_not_exists: create.if_not_exists,
             or_replace: create.or_replace,

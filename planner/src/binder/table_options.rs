@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use pondra_catalog::{Column, Fold, SqlType, TableFormat, Ttl, Watermark};
+use pondra_catalog::{Column, Fold, KafkaFormat, SqlType, TableFormat, Ttl, Watermark};
 use pondra_parser::ast;
 
 use super::object_name;
@@ -17,6 +17,7 @@ pub(super) struct TableOptions {
     pub folds: BTreeMap<String, Fold>,
     pub watermark: Option<Watermark>,
     pub publish: Vec<TableFormat>,
+    pub kafka_format: KafkaFormat,
 }
 
 /// The options of a table with `columns` and primary `key`.
@@ -33,6 +34,8 @@ pub(super) fn table_options(
     let (mut ttl, mut ttl_column, mut merge) = (None, None, None);
     let (mut watermark_column, mut watermark) = (None, None);
     let mut publish = Vec::new();
+    let mut kafka_format = KafkaFormat::Json;
+    let keyed = !key.is_empty();
     for option in options {
         let ast::SqlOption::KeyValue { key, value } = option else {
             return Err(unsupported!("the table option {option}"));
@@ -48,6 +51,26 @@ pub(super) fn table_options(
                 publish = publish_formats(&text)?;
                 check_publishable(columns, &publish)?;
             }
+            "kafka_format" => {
+                kafka_format = KafkaFormat::parse(&text).ok_or_else(|| {
+                    bind_err!("kafka_format is 'json' or 'debezium', not '{text}'")
+                })?;
+                if kafka_format == KafkaFormat::Debezium && !keyed {
+                    return Err(bind_err!(
+                        "kafka_format = 'debezium' needs a PRIMARY KEY: its events upsert and delete rows by key"
+                    ));
+                }
+            }
+            // Kafka partitions (ADR 0077): one per table until offsets per partition land.
+            "partitions" => match text.parse::<u32>() {
+                Ok(1) => {}
+                Ok(n) if n > 1 => {
+                    return Err(unsupported!(
+                        "WITH (partitions = {n}): more than one Kafka partition per table"
+                    ));
+                }
+                _ => return Err(bind_err!("partitions is a whole number from 1, not {text}")),
+            },
             other => return Err(unsupported!("the table option {other}")),
         }
     }
@@ -59,6 +82,7 @@ pub(super) fn table_options(
         },
         watermark: table_watermark(watermark_column, watermark, columns)?,
         publish,
+        kafka_format,
     })
 }
 

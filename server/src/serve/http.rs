@@ -541,9 +541,12 @@ async fn commit_stream(
             .get("role")
             .and_then(|r| super::membership::NodeRole::parse(r)),
     ) {
-        let flight = params.get("flight").cloned();
+        let doors = super::membership::Doors {
+            flight: params.get("flight").cloned().unwrap_or_default(),
+            kafka: params.get("kafka").cloned(),
+        };
         let cores = params.get("cores").and_then(|c| c.parse().ok());
-        membership.register(addr, follower, flight, cores);
+        membership.register(addr, follower, doors, cores);
     }
     if node.snapshot().commit <= after {
         node.wait_for_commit_after(after, super::membership::LONG_POLL)

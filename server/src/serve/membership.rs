@@ -55,6 +55,12 @@ impl NodeRole {
     }
 }
 
+/// Where a node's doors other than HTTP listen, as others reach them.
+pub struct Doors {
+    pub flight: String,
+    pub kafka: Option<String>,
+}
+
 /// A node of the cluster as another knows it.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Member {
@@ -66,6 +72,9 @@ pub struct Member {
     pub flight: Option<String>,
     #[serde(default)]
     pub cores: Option<usize>,
+    /// Where its Kafka door listens, if it has one (ADR 0077).
+    #[serde(default)]
+    pub kafka: Option<String>,
 }
 
 /// What a node knows of another.
@@ -75,6 +84,7 @@ struct Known {
     seen: Instant,
     flight: Option<String>,
     cores: Option<usize>,
+    kafka: Option<String>,
 }
 
 /// One answer of the leader's stream (`GET /cluster/commits`).
@@ -95,6 +105,8 @@ pub struct Membership {
     advertise: String,
     /// Where this node's Flight door listens, as others reach it.
     flight: String,
+    /// Where this node's Kafka door listens, as clients reach it (ADR 0077).
+    kafka: Option<String>,
     read_only: bool,
     /// Where this node sends its commits while it follows.
     leader: Arc<HttpLeader>,
@@ -127,10 +139,11 @@ impl Membership {
         location: &str,
         options: NodeOptions,
         advertise: String,
-        flight: String,
+        doors: Doors,
         read_only: bool,
         token: Option<String>,
     ) -> Result<Arc<Membership>, String> {
+        let Doors { flight, kafka } = doors;
         let lake = Lake::open(location, options.cache.clone())
             .await
             .map_err(|e| format!("cannot open the lake at {location}: {e}"))?;
@@ -175,6 +188,7 @@ impl Membership {
             node,
             advertise,
             flight,
+            kafka,
             read_only,
             leader,
             http,
@@ -238,20 +252,15 @@ impl Membership {
         &self.advertise
     }
 
-    /// Notes a node that long-polls this one, with its Flight door and cores.
-    pub fn register(
-        &self,
-        addr: &str,
-        role: NodeRole,
-        flight: Option<String>,
-        cores: Option<usize>,
-    ) {
+    /// Notes a node that long-polls this one, with its doors and cores.
+    pub fn register(&self, addr: &str, role: NodeRole, doors: Doors, cores: Option<usize>) {
         if addr != self.advertise {
             let known = Known {
                 role,
                 seen: Instant::now(),
-                flight,
+                flight: Some(doors.flight).filter(|f| !f.is_empty()),
                 cores,
+                kafka: doors.kafka,
             };
             self.view().members.insert(addr.to_string(), known);
         }
@@ -259,6 +268,10 @@ impl Membership {
 
     pub fn flight(&self) -> &str {
         &self.flight
+    }
+
+    pub fn kafka(&self) -> Option<&str> {
+        self.kafka.as_deref()
     }
 
     /// Every node this one knows, itself first.
@@ -272,6 +285,7 @@ impl Membership {
             last_seen_ms: 0,
             flight: Some(self.flight.clone()),
             cores: Some(pondra_cluster::process_threads()),
+            kafka: self.kafka.clone(),
         }];
         let mut others: Vec<_> = view
             .members
@@ -282,6 +296,7 @@ impl Membership {
                 last_seen_ms: known.seen.elapsed().as_millis() as u64,
                 flight: known.flight.clone(),
                 cores: known.cores,
+                kafka: known.kafka.clone(),
             })
             .collect();
         others.sort_by(|a, b| a.addr.cmp(&b.addr));
@@ -469,11 +484,15 @@ impl Membership {
     async fn poll_stream(&self, addr: &str) -> Result<(), String> {
         let after = self.node.snapshot().commit;
         let url = format!(
-            "http://{addr}/cluster/commits?after={after}&addr={}&role={}&flight={}&cores={}",
+            "http://{addr}/cluster/commits?after={after}&addr={}&role={}&flight={}&cores={}{}",
             self.advertise,
             self.role().name(),
             self.flight,
-            pondra_cluster::process_threads()
+            pondra_cluster::process_threads(),
+            match &self.kafka {
+                Some(kafka) => format!("&kafka={kafka}"),
+                None => String::new(),
+            }
         );
         let mut request = self.http.get(&url);
         if let Some(token) = &self.token {
@@ -505,6 +524,7 @@ impl Membership {
                         seen,
                         flight: m.flight.clone(),
                         cores: m.cores,
+                        kafka: m.kafka.clone(),
                     };
                     Some((m.addr.clone(), known))
                 })

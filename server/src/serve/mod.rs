@@ -7,6 +7,7 @@ mod encode;
 mod flight;
 mod http;
 mod iceberg_rest;
+mod kafka;
 mod lakes;
 mod literal;
 mod membership;
@@ -62,10 +63,20 @@ pub struct ServeOptions {
     pub spread: pondra_cluster::SpreadMode,
     pub pg_port: u16,
     pub flight_port: u16,
+    /// The Kafka door, if asked for (`--kafka-port`).
+    pub kafka: Option<KafkaOptions>,
     pub tokens: Tokens,
     pub node: NodeOptions,
     /// Statements running longer than this are stopped, unless a session sets its own.
     pub statement_timeout: Option<Duration>,
+}
+
+/// The Kafka door's options (ADR 0077).
+#[derive(Clone, Copy, Debug)]
+pub struct KafkaOptions {
+    pub port: u16,
+    /// Whether producing to a topic with no table creates a raw table for it.
+    pub auto_create: bool,
 }
 
 /// Runs the server until SIGINT or SIGTERM, then stops taking requests and closes the lakes.
@@ -84,6 +95,23 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         (None, Some((host, _))) => format!("{host}:{flight_port}"),
         (None, None) => format!("{advertise}:{flight_port}"),
     };
+    let kafka = match options.kafka {
+        None => None,
+        Some(_) if options.lakes.is_some() => {
+            return Err("the Kafka door serves one lake: use --dir, not --lakes".into());
+        }
+        Some(_) if options.tokens.enabled() => {
+            return Err("the Kafka door has no SASL yet: it cannot be opened with tokens".into());
+        }
+        Some(kafka) => {
+            let listener = bind(&options.host, kafka.port, "kafka").await?;
+            let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+            let host = advertise
+                .rsplit_once(':')
+                .map_or(advertise.as_str(), |(h, _)| h);
+            Some((listener, format!("{host}:{port}"), kafka))
+        }
+    };
     // With --dir the server is a node of its lake's cluster (ADR 0053); with --lakes it leads
     // every lake it opens.
     let (lakes, membership) = match &options.lakes {
@@ -93,7 +121,10 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
                 &options.dir,
                 options.node.clone(),
                 advertise.clone(),
-                flight_advertise,
+                membership::Doors {
+                    flight: flight_advertise,
+                    kafka: kafka.as_ref().map(|(_, address, _)| address.clone()),
+                },
                 options.read_only,
                 options.tokens.admin_token(),
             )
@@ -132,6 +163,9 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
     let pg_task = tokio::spawn(pg::run(pg, server.clone(), stopped.clone()));
 
     let flight_task = tokio::spawn(flight::run(flight, server.clone(), stopped.clone()));
+    let kafka_task = kafka.map(|(listener, _, kafka)| {
+        tokio::spawn(kafka::run(listener, server.clone(), kafka, stopped.clone()))
+    });
 
     println!("ready");
     wait_for_signal().await;
@@ -143,6 +177,9 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
         eprintln!("http: {e}");
     }
     let _ = pg_task.await;
+    if let Some(task) = kafka_task {
+        let _ = task.await;
+    }
     if let Ok(Err(e)) = flight_task.await {
         eprintln!("flight: {e}");
     }

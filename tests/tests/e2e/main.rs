@@ -24,6 +24,7 @@ mod query_oracle;
 mod serve_flight;
 mod serve_http;
 mod serve_jdbc;
+mod serve_kafka;
 mod serve_pg;
 mod serve_tools;
 mod shell;

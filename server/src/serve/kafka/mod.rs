@@ -1,0 +1,218 @@
+//! The Kafka door (ADR 0077): Kafka's wire protocol on `--kafka-port`. Requests are read one at
+//! a time per connection and answered in order, as a broker does; the messages are encoded and
+//! decoded by the `kafka-protocol` crate.
+
+mod batches;
+mod fetch;
+mod produce;
+mod rows;
+mod topics;
+
+use std::sync::Arc;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsResponse, RequestKind, ResponseHeader, ResponseKind,
+};
+use kafka_protocol::protocol::{Encodable, decode_request_header_from_buffer};
+use pondra_cluster::Node;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+use super::{KafkaOptions, Server};
+
+/// The largest request read: a produce request holds a client's batches for several
+/// partitions (librdkafka's `message.max.bytes` is 1 MB by default, Kafka's socket limit
+/// 100 MB).
+const MAX_REQUEST_BYTES: usize = 100 << 20;
+
+/// The APIs the door answers and the versions of each it reads. Produce stops before v13 and
+/// Fetch before v13, which name topics by id. Fetch is listed from v4 on because librdkafka
+/// writes record batches (v2) only to brokers that list it.
+const APIS: &[(ApiKey, i16, i16)] = &[
+    (ApiKey::Produce, 3, 12),
+    (ApiKey::Fetch, 4, 12),
+    (ApiKey::Metadata, 0, 12),
+    (ApiKey::ApiVersions, 0, 4),
+    (ApiKey::CreateTopics, 2, 7),
+    (ApiKey::InitProducerId, 0, 5),
+];
+
+/// What every connection of the door shares.
+pub(super) struct KafkaDoor {
+    pub server: Arc<Server>,
+    pub node: Arc<Node>,
+    pub options: KafkaOptions,
+}
+
+/// Serves Kafka clients on `listener` until `stop` turns true.
+pub async fn run(
+    listener: TcpListener,
+    server: Arc<Server>,
+    options: KafkaOptions,
+    mut stop: watch::Receiver<bool>,
+) {
+    let node = match server.lakes.node(None).await {
+        Ok(node) => node,
+        Err(e) => {
+            eprintln!("kafka: no lake to serve: {e}");
+            return;
+        }
+    };
+    let door = Arc::new(KafkaDoor {
+        server,
+        node,
+        options,
+    });
+    let connections_stop = stop.clone();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((socket, _)) => {
+                    let door = door.clone();
+                    let stop = connections_stop.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = door.connection(socket, stop).await {
+                            eprintln!("kafka connection: {e}");
+                        }
+                    });
+                }
+                Err(e) => eprintln!("kafka accept: {e}"),
+            },
+            _ = stop.wait_for(|s| *s) => break,
+        }
+    }
+}
+
+impl KafkaDoor {
+    /// Reads requests from `socket` and answers each, in order, until the client leaves.
+    async fn connection(
+        &self,
+        mut socket: TcpStream,
+        mut stop: watch::Receiver<bool>,
+    ) -> Result<(), String> {
+        socket.set_nodelay(true).map_err(|e| e.to_string())?;
+        loop {
+            let size = tokio::select! {
+                size = socket.read_i32() => match size {
+                    Ok(size) => size,
+                    // The client closed the connection between requests.
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+                    Err(e) => return Err(e.to_string()),
+                },
+                _ = stop.wait_for(|s| *s) => return Ok(()),
+            };
+            let size = usize::try_from(size)
+                .ok()
+                .filter(|&size| (4..=MAX_REQUEST_BYTES).contains(&size))
+                .ok_or_else(|| {
+                    format!("a request of {size} bytes: the limit is {MAX_REQUEST_BYTES}")
+                })?;
+            let mut request = vec![0u8; size];
+            socket
+                .read_exact(&mut request)
+                .await
+                .map_err(|e| e.to_string())?;
+            let Some(answer) = self.answer(Bytes::from(request)).await? else {
+                continue;
+            };
+            socket.write_all(&answer).await.map_err(|e| e.to_string())?;
+        }
+    }
+
+    /// The framed answer to one request; none for a produce with `acks = 0`. An error closes
+    /// the connection, as a broker does with a request it cannot read.
+    async fn answer(&self, mut request: Bytes) -> Result<Option<BytesMut>, String> {
+        let (key, version) = ((&request[0..2]).get_i16(), (&request[2..4]).get_i16());
+        let Ok(api) = ApiKey::try_from(key) else {
+            return Err(format!("an unknown API key {key}"));
+        };
+        let Some(&(_, min, max)) = APIS.iter().find(|(a, _, _)| *a == api) else {
+            return Err(format!("{api:?} is not served by this door (ADR 0077)"));
+        };
+        if api == ApiKey::ApiVersions && !(min..=max).contains(&version) {
+            // Clients send their newest ApiVersions first and fall back on this answer.
+            let correlation = (&request[4..8]).get_i32();
+            let answer = api_versions(ResponseError::UnsupportedVersion.code());
+            return frame(
+                ApiKey::ApiVersions,
+                0,
+                correlation,
+                ResponseKind::ApiVersions(answer),
+            )
+            .map(Some);
+        }
+        if !(min..=max).contains(&version) {
+            return Err(format!(
+                "{api:?} version {version}: this door reads {min} to {max}"
+            ));
+        }
+        let header = decode_request_header_from_buffer(&mut request)
+            .map_err(|e| format!("a malformed request header: {e}"))?;
+        let body = RequestKind::decode(api, &mut request, version)
+            .map_err(|e| format!("a malformed {api:?} request: {e}"))?;
+        let response = match body {
+            RequestKind::ApiVersions(_) => ResponseKind::ApiVersions(api_versions(0)),
+            RequestKind::Metadata(request) => {
+                ResponseKind::Metadata(self.metadata(request, version).await)
+            }
+            RequestKind::CreateTopics(request) => {
+                ResponseKind::CreateTopics(self.create_topics(request).await)
+            }
+            RequestKind::InitProducerId(request) => {
+                ResponseKind::InitProducerId(produce::init_producer_id(request))
+            }
+            RequestKind::Fetch(request) => ResponseKind::Fetch(fetch::fetch_refused(request)),
+            RequestKind::Produce(request) => {
+                let acks = request.acks;
+                let response = self.produce(request).await;
+                if acks == 0 {
+                    return Ok(None);
+                }
+                ResponseKind::Produce(response)
+            }
+            _ => unreachable!("only the APIs listed are decoded"),
+        };
+        frame(api, version, header.correlation_id, response).map(Some)
+    }
+}
+
+/// The answer to ApiVersions: every API the door serves with its versions.
+fn api_versions(error_code: i16) -> ApiVersionsResponse {
+    let mut answer = ApiVersionsResponse::default();
+    answer.error_code = error_code;
+    answer.api_keys = APIS
+        .iter()
+        .map(|&(api, min, max)| {
+            let mut version = ApiVersion::default();
+            version.api_key = api as i16;
+            version.min_version = min;
+            version.max_version = max;
+            version
+        })
+        .collect();
+    answer
+}
+
+/// A response with its header, behind its size.
+fn frame(
+    api: ApiKey,
+    version: i16,
+    correlation_id: i32,
+    response: ResponseKind,
+) -> Result<BytesMut, String> {
+    let mut header = ResponseHeader::default();
+    header.correlation_id = correlation_id;
+    let mut body = BytesMut::new();
+    header
+        .encode(&mut body, api.response_header_version(version))
+        .and_then(|()| response.encode(&mut body, version))
+        .map_err(|e| format!("cannot encode the {api:?} answer: {e}"))?;
+    let mut framed = BytesMut::with_capacity(body.len() + 4);
+    framed.put_i32(body.len() as i32);
+    framed.extend_from_slice(&body);
+    Ok(framed)
+}

@@ -1,0 +1,250 @@
+//! Produce and InitProducerId (ADR 0077): each partition's batches written to its table in one
+//! commit each, exactly once per idempotent producer's sequence numbers.
+
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::produce_response::{
+    BatchIndexAndErrorMessage, PartitionProduceResponse, TopicProduceResponse,
+};
+use kafka_protocol::messages::{
+    InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse, ProducerId,
+};
+use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::records::RecordBatchDecoder;
+use pondra_cluster::{NodeError, TableDef};
+
+use super::KafkaDoor;
+use super::batches::{BatchHeader, check_batches};
+use super::rows::{BadRecord, writes};
+use super::topics::Refusal;
+
+/// How long a node that follows waits for a producer's last commits before it calls a batch
+/// that seems to skip sequence numbers a gap.
+const GAP_PATIENCE: Duration = Duration::from_secs(3);
+
+/// InitProducerId: a producer id unique across the cluster's nodes and restarts: the wall
+/// clock's milliseconds above 16 random bits. Transactions are refused by name.
+pub(super) fn init_producer_id(request: InitProducerIdRequest) -> InitProducerIdResponse {
+    let mut response = InitProducerIdResponse::default();
+    if request
+        .transactional_id
+        .as_ref()
+        .is_some_and(|id| !id.0.is_empty())
+    {
+        response.error_code = ResponseError::TransactionalIdAuthorizationFailed.code();
+        response.producer_id = ProducerId(-1);
+        response.producer_epoch = -1;
+        return response;
+    }
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let random = i64::from(rand::random::<u16>());
+    response.producer_id = ProducerId(((millis << 16) | random) & i64::MAX);
+    response.producer_epoch = 0;
+    response
+}
+
+/// What became of one partition's records.
+struct Produced {
+    error: Option<Refusal>,
+    bad_record: Option<usize>,
+}
+
+impl Produced {
+    fn ok() -> Produced {
+        Produced {
+            error: None,
+            bad_record: None,
+        }
+    }
+
+    fn refused(error: ResponseError, message: impl Into<String>) -> Produced {
+        Produced {
+            error: Some((error, message.into())),
+            bad_record: None,
+        }
+    }
+}
+
+impl KafkaDoor {
+    /// Produce: each partition's records written, in the order the request lists them.
+    pub(super) async fn produce(&self, request: ProduceRequest) -> ProduceResponse {
+        let mut response = ProduceResponse::default();
+        for topic in request.topic_data {
+            let name = topic.name.0.as_str().to_string();
+            let table = self.table_for(&name, self.options.auto_create).await;
+            let mut answer = TopicProduceResponse::default();
+            answer.name = topic.name.clone();
+            for partition in topic.partition_data {
+                let produced = match (&table, partition.index) {
+                    (Err((error, message)), _) => Produced::refused(*error, message.clone()),
+                    (Ok(_), index) if index != 0 => Produced::refused(
+                        ResponseError::UnknownTopicOrPartition,
+                        format!("{name} has one partition, 0, not {index}"),
+                    ),
+                    (Ok(table), _) => {
+                        let records = partition.records.unwrap_or_default();
+                        self.produce_partition(table, records).await
+                    }
+                };
+                if let Some((error, message)) = &produced.error {
+                    eprintln!("kafka: a produce to {name} refused ({error:?}): {message}");
+                }
+                answer
+                    .partition_responses
+                    .push(partition_response(partition.index, produced));
+            }
+            response.responses.push(answer);
+        }
+        response
+    }
+
+    /// Writes one partition's batches to `table`, each exactly once.
+    async fn produce_partition(&self, table: &TableDef, records: Bytes) -> Produced {
+        let headers = match check_batches(&records) {
+            Ok(headers) => headers,
+            Err(message) => return Produced::refused(ResponseError::CorruptMessage, message),
+        };
+        if headers.iter().any(|h| h.transactional) {
+            return Produced::refused(
+                ResponseError::TransactionalIdAuthorizationFailed,
+                "transactional producers are not served (ADR 0077)",
+            );
+        }
+        let mut bytes = records;
+        let sets = match RecordBatchDecoder::decode_all(&mut bytes) {
+            Ok(sets) => sets,
+            Err(e) => return Produced::refused(ResponseError::CorruptMessage, e.to_string()),
+        };
+        for (header, set) in headers.iter().zip(sets) {
+            let produced = self.produce_batch(table, header, &set.records).await;
+            if produced.error.is_some() {
+                return produced;
+            }
+        }
+        Produced::ok()
+    }
+
+    /// Writes one batch, unless its producer wrote it already.
+    async fn produce_batch(
+        &self,
+        table: &TableDef,
+        header: &BatchHeader,
+        records: &[kafka_protocol::records::Record],
+    ) -> Produced {
+        let claim = match self.claim(table, header).await {
+            Ok(Claim::None) => None,
+            Ok(Claim::Sequence(name, after)) => Some((name, after)),
+            Ok(Claim::Duplicate) => return Produced::ok(),
+            Err(refused) => return refused,
+        };
+        let writes = match writes(table, records) {
+            Ok(writes) => writes,
+            Err(BadRecord { index, message }) => {
+                return Produced {
+                    error: Some((ResponseError::InvalidRecord, message)),
+                    bad_record: Some(index),
+                };
+            }
+        };
+        let claim = claim
+            .as_ref()
+            .map(|(name, sequence)| (name.as_str(), *sequence));
+        let written = self
+            .node
+            .upsert_and_delete(&table.name, writes.delete, &writes.rows, claim)
+            .await;
+        match written {
+            Ok(_) => Produced::ok(),
+            Err(e) => {
+                let error = match e {
+                    NodeError::Storage(_) | NodeError::Internal(_) => {
+                        ResponseError::KafkaStorageError
+                    }
+                    NodeError::SerializationFailure => ResponseError::KafkaStorageError,
+                    _ => ResponseError::InvalidRecord,
+                };
+                Produced::refused(error, e.to_string())
+            }
+        }
+    }
+
+    /// An idempotent producer's claim for a batch: the name its sequence numbers are kept under
+    /// and the number after the batch's last. None for a producer that is not idempotent;
+    /// `Duplicate` for a retry of a batch written already; OUT_OF_ORDER_SEQUENCE_NUMBER for a
+    /// gap. A node that follows may not hold the producer's last commits yet (its previous
+    /// batch went through another node): it waits for them a while before it calls a gap.
+    async fn claim(&self, table: &TableDef, header: &BatchHeader) -> Result<Claim, Produced> {
+        if header.producer_id < 0 {
+            return Ok(Claim::None);
+        }
+        let name = format!(
+            "kafka:{}:{}:{}:0",
+            header.producer_id, header.producer_epoch, table.name
+        );
+        let base = u64::try_from(header.base_sequence).map_err(|_| {
+            Produced::refused(
+                ResponseError::OutOfOrderSequenceNumber,
+                format!("a negative sequence number {}", header.base_sequence),
+            )
+        })?;
+        let after = base + header.records as u64;
+        let deadline = Instant::now() + GAP_PATIENCE;
+        loop {
+            let snapshot = self.node.snapshot();
+            // The number after the last sequence written; a batch starts there.
+            let expected = snapshot.producers.get(&name).copied().unwrap_or(0);
+            if after <= expected && header.records > 0 {
+                return Ok(Claim::Duplicate);
+            }
+            if base == expected {
+                return Ok(Claim::Sequence(name, after));
+            }
+            let now = Instant::now();
+            if base < expected || self.node.leads() || now >= deadline {
+                return Err(Produced::refused(
+                    ResponseError::OutOfOrderSequenceNumber,
+                    format!(
+                        "the batch starts at sequence {base}, the producer's next is {expected}"
+                    ),
+                ));
+            }
+            self.node
+                .wait_for_commit_after(snapshot.commit, deadline - now)
+                .await;
+        }
+    }
+}
+
+/// What an idempotent producer's batch claims.
+enum Claim {
+    /// Not an idempotent producer's.
+    None,
+    /// A retry of a batch written already.
+    Duplicate,
+    /// The name the producer's numbers are kept under, and the number after the batch's last.
+    Sequence(String, u64),
+}
+
+fn partition_response(index: i32, produced: Produced) -> PartitionProduceResponse {
+    let mut response = PartitionProduceResponse::default();
+    response.index = index;
+    // Offsets are assigned once the lake keeps them (ADR 0077, step 2): -1 says "not known".
+    response.base_offset = -1;
+    response.log_append_time_ms = -1;
+    response.log_start_offset = -1;
+    if let Some((error, message)) = produced.error {
+        response.error_code = error.code();
+        if let Some(index) = produced.bad_record {
+            let mut record = BatchIndexAndErrorMessage::default();
+            record.batch_index = index as i32;
+            record.batch_index_error_message = Some(StrBytes::from_string(message.clone()));
+            response.record_errors.push(record);
+        }
+        response.error_message = Some(StrBytes::from_string(message));
+    }
+    response
+}

@@ -1,0 +1,282 @@
+//! Topics are tables (ADR 0077): Metadata lists the lake's tables with the cluster's live
+//! nodes as brokers, and CreateTopics or a produce to an unknown topic creates a raw table.
+
+use std::sync::Arc;
+
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::metadata_response::{
+    MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
+};
+use kafka_protocol::messages::{
+    BrokerId, CreateTopicsRequest, CreateTopicsResponse, MetadataRequest, MetadataResponse,
+    TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use pondra_cluster::{SqlType, TableDef, TableKind};
+
+use super::KafkaDoor;
+
+/// How long a node may go unheard and still be listed as a broker.
+const LIVE_MS: u64 = 10_000;
+
+/// The longest topic name Kafka allows.
+const MAX_TOPIC_NAME: usize = 249;
+
+/// Why a topic cannot be written: the error code and the message for the client.
+pub(super) type Refusal = (ResponseError, String);
+
+impl KafkaDoor {
+    /// Metadata: the live nodes as brokers, and the topics asked for (every table when none
+    /// are named), each with its one partition led by this node.
+    pub(super) async fn metadata(
+        &self,
+        request: MetadataRequest,
+        version: i16,
+    ) -> MetadataResponse {
+        let names: Option<Vec<String>> = request.topics.map(|topics| {
+            topics
+                .iter()
+                .filter_map(|t| t.name.as_ref().map(|n| n.0.as_str().to_string()))
+                .collect()
+        });
+        // Version 0 asks for every topic with an empty list; later versions with none.
+        let names = names.filter(|n| version > 0 || !n.is_empty());
+        // Before version 4 the broker's setting alone decides auto-creation.
+        let create = self.options.auto_create && (version < 4 || request.allow_auto_topic_creation);
+        let mut response = MetadataResponse::default();
+        response.brokers = self.brokers();
+        response.cluster_id = Some(StrBytes::from_static_str("pondra"));
+        response.controller_id = BrokerId(self.own_broker_id());
+        response.topics = match names {
+            None => {
+                let snapshot = self.node.snapshot();
+                let tables = snapshot.tables.values().filter(|t| producible(t));
+                let names: Vec<String> = tables.map(|t| t.name.clone()).collect();
+                names.iter().map(|name| self.topic(name, Ok(()))).collect()
+            }
+            Some(names) => {
+                let mut topics = Vec::with_capacity(names.len());
+                for name in names {
+                    let found = self.table_for(&name, create).await.map(|_| ());
+                    topics.push(self.topic(&name, found));
+                }
+                topics
+            }
+        };
+        response
+    }
+
+    /// CreateTopics: a raw table for each topic, one partition each.
+    pub(super) async fn create_topics(&self, request: CreateTopicsRequest) -> CreateTopicsResponse {
+        let mut response = CreateTopicsResponse::default();
+        for topic in request.topics {
+            let name = topic.name.0.as_str().to_string();
+            let mut result = CreatableTopicResult::default();
+            result.name = topic.name.clone();
+            result.num_partitions = 1;
+            result.replication_factor = 1;
+            let refused = match topic.num_partitions {
+                -1 | 1 => self.create_raw(&name, request.validate_only).await.err(),
+                n => Some((
+                    ResponseError::InvalidPartitions,
+                    format!("a topic has one partition here, not {n} (ADR 0077)"),
+                )),
+            };
+            if let Some((error, message)) = refused {
+                result.error_code = error.code();
+                result.error_message = Some(StrBytes::from_string(message));
+            }
+            response.topics.push(result);
+        }
+        response
+    }
+
+    /// The table a topic writes to, created as a raw table when it is missing and `create`.
+    pub(super) async fn table_for(
+        &self,
+        topic: &str,
+        create: bool,
+    ) -> Result<Arc<TableDef>, Refusal> {
+        if let Some(table) = self.node.snapshot().table(topic) {
+            return match producible(table) {
+                true => Ok(table.clone()),
+                false => Err((
+                    ResponseError::InvalidTopicException,
+                    format!("{topic} is a view: rows cannot be produced to it"),
+                )),
+            };
+        }
+        if !create {
+            return Err((
+                ResponseError::UnknownTopicOrPartition,
+                format!("no table named {topic}"),
+            ));
+        }
+        match self.create_raw(topic, false).await {
+            Ok(()) | Err((ResponseError::TopicAlreadyExists, _)) => {}
+            Err(refused) => return Err(refused),
+        }
+        self.node.snapshot().table(topic).cloned().ok_or_else(|| {
+            let message = format!("the table {topic} was dropped as it was created");
+            (ResponseError::UnknownTopicOrPartition, message)
+        })
+    }
+
+    /// Creates the raw table `topic(key VARCHAR, value VARCHAR, timestamp TIMESTAMP)`.
+    async fn create_raw(&self, topic: &str, validate_only: bool) -> Result<(), Refusal> {
+        check_topic_name(topic)?;
+        if self.node.snapshot().table(topic).is_some() {
+            return Err((
+                ResponseError::TopicAlreadyExists,
+                format!("a table named {topic} exists"),
+            ));
+        }
+        if validate_only {
+            return Ok(());
+        }
+        let sql = format!(
+            "CREATE TABLE IF NOT EXISTS {} (key VARCHAR, value VARCHAR, timestamp TIMESTAMP)",
+            quoted(topic)
+        );
+        match self.node.execute(&sql).await {
+            Ok(_) => Ok(()),
+            Err(e) => Err((ResponseError::InvalidTopicException, e.to_string())),
+        }
+    }
+
+    /// One topic of a Metadata answer: its partition led by this node, or its error.
+    fn topic(&self, name: &str, found: Result<(), Refusal>) -> MetadataResponseTopic {
+        let mut topic = MetadataResponseTopic::default();
+        topic.name = Some(TopicName(StrBytes::from_string(name.to_string())));
+        if let Err((error, _)) = found {
+            topic.error_code = error.code();
+            return topic;
+        }
+        let own = BrokerId(self.own_broker_id());
+        let mut partition = MetadataResponsePartition::default();
+        partition.partition_index = 0;
+        partition.leader_id = own;
+        partition.leader_epoch = 0;
+        partition.replica_nodes = vec![own];
+        partition.isr_nodes = vec![own];
+        topic.partitions = vec![partition];
+        topic
+    }
+
+    /// The live nodes with a Kafka door, this one first.
+    fn brokers(&self) -> Vec<MetadataResponseBroker> {
+        let members = match &self.server.membership {
+            Some(membership) => membership.members(),
+            None => Vec::new(),
+        };
+        let mut addresses: Vec<String> = self.own_address().into_iter().collect();
+        for member in members.into_iter().skip(1) {
+            if member.last_seen_ms < LIVE_MS
+                && let Some(kafka) = member.kafka
+                && !addresses.contains(&kafka)
+            {
+                addresses.push(kafka);
+            }
+        }
+        addresses
+            .iter()
+            .filter_map(|address| {
+                let (host, port) = address.rsplit_once(':')?;
+                let mut broker = MetadataResponseBroker::default();
+                broker.node_id = BrokerId(broker_id(address));
+                broker.host = StrBytes::from_string(host.to_string());
+                broker.port = port.parse().ok()?;
+                Some(broker)
+            })
+            .collect()
+    }
+
+    fn own_address(&self) -> Option<String> {
+        let membership = self.server.membership.as_ref()?;
+        membership.kafka().map(str::to_string)
+    }
+
+    fn own_broker_id(&self) -> i32 {
+        self.own_address().map_or(0, |address| broker_id(&address))
+    }
+}
+
+/// A node's broker id: a 31-bit hash of its Kafka address (FNV-1a), the same on every node
+/// and across restarts.
+fn broker_id(address: &str) -> i32 {
+    let mut hash: u32 = 0x811c_9dc5;
+    for byte in address.bytes() {
+        hash ^= u32::from(byte);
+        hash = hash.wrapping_mul(0x0100_0193);
+    }
+    (hash & 0x7fff_ffff) as i32
+}
+
+/// Whether rows can be produced to `table`: a table, not a view or a hidden one.
+fn producible(table: &TableDef) -> bool {
+    matches!(table.kind, TableKind::Table)
+}
+
+/// Whether `table` has the raw form `(key VARCHAR, value VARCHAR, timestamp TIMESTAMP)`.
+pub(super) fn is_raw(table: &TableDef) -> bool {
+    let expected = [
+        ("key", SqlType::Varchar),
+        ("value", SqlType::Varchar),
+        ("timestamp", SqlType::Timestamp),
+    ];
+    table.columns.len() == expected.len()
+        && table.key.is_empty()
+        && table
+            .columns
+            .iter()
+            .zip(expected)
+            .all(|(column, (name, sql_type))| column.name == name && column.sql_type == sql_type)
+}
+
+/// Kafka's rule for topic names: 1 to 249 of `[a-zA-Z0-9._-]`, not `.` or `..`.
+fn check_topic_name(topic: &str) -> Result<(), Refusal> {
+    let legal = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    if topic.is_empty()
+        || topic.len() > MAX_TOPIC_NAME
+        || topic == "."
+        || topic == ".."
+        || !topic.chars().all(legal)
+    {
+        return Err((
+            ResponseError::InvalidTopicException,
+            format!("{topic:?} is not a topic name: 1 to 249 letters, digits, '.', '_' or '-'"),
+        ));
+    }
+    Ok(())
+}
+
+/// A topic's name as SQL names its table: each dot-separated part quoted (`schema.table`).
+pub(super) fn quoted(topic: &str) -> String {
+    topic
+        .split('.')
+        .map(|part| format!("\"{}\"", part.replace('"', "\"\"")))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broker_ids_are_stable_and_positive() {
+        assert_eq!(broker_id("127.0.0.1:9092"), broker_id("127.0.0.1:9092"));
+        assert_ne!(broker_id("127.0.0.1:9092"), broker_id("127.0.0.1:9093"));
+        assert!(broker_id("host:1") >= 0);
+    }
+
+    #[test]
+    fn topic_names_follow_kafka_rules() {
+        assert!(check_topic_name("events.v1-raw_x").is_ok());
+        for bad in ["", ".", "..", "has space", "semi;colon", &"x".repeat(250)] {
+            assert!(check_topic_name(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(quoted("sales.orders"), "\"sales\".\"orders\"");
+    }
+}
