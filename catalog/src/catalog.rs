@@ -418,6 +418,9 @@ pub(crate) fn apply(
             if next.event_times.remove(&def.id).is_some() {
                 batch.delete(keys::event_time(def.id));
             }
+            if next.next_offsets.remove(&def.id).is_some() {
+                batch.delete(keys::next_offset(def.id));
+            }
             for segment in next.segments.remove(&def.id).unwrap_or_default().iter() {
                 batch.delete(keys::segment(def.id, segment.commit, segment.index));
                 if let SegmentPayload::Object(path) = &segment.payload {
@@ -453,10 +456,18 @@ pub(crate) fn apply(
             table_with_id(next, table_id)?;
             next.rows_changed_at.insert(table_id, next.commit);
             let commit = next.commit;
+            // Offsets follow the order commits apply in, on the leader and its followers alike.
+            let first_offset = next.next_offsets.get(&table_id).copied().unwrap_or(0);
+            next.next_offsets.insert(table_id, first_offset + rows);
+            batch.put(
+                keys::next_offset(table_id),
+                (first_offset + rows).to_be_bytes(),
+            );
             let segments = next.segments.entry(table_id).or_default();
             let segment = LogSegment {
                 ranges,
                 column_ids,
+                first_offset: Some(first_offset),
                 ..next_segment(segments.last(), (table_id, commit, now), rows, payload)
             };
             batch.put(
@@ -486,6 +497,7 @@ pub(crate) fn apply(
                 return Err(CatalogError::DeletedConcurrently(name));
             }
             let mut removed_objects = Vec::new();
+            let segments_listed = segments.len();
             let listed: HashSet<(u64, u32)> = segments.into_iter().collect();
             if !listed.is_empty() {
                 let log = next.segments.entry(table_id).or_default();
@@ -515,9 +527,21 @@ pub(crate) fn apply(
                 batch.delete(keys::file(table_id, &file.path));
                 removed_objects.push(file.path);
             }
+            // Files that replace nothing are rows loaded in bulk: they take the next offsets,
+            // in order (ADR 0077). Tiered and compacted files carry their rows' own.
+            let loaded = listed.is_empty() && segments_listed == 0;
             for mut file in added {
                 file.commit = next.commit;
                 file.committed_at_ms = now;
+                if loaded && file.offsets.is_none() && file.rows > 0 {
+                    let first = next.next_offsets.get(&table_id).copied().unwrap_or(0);
+                    file.offsets = Some((first, first + file.rows - 1));
+                    next.next_offsets.insert(table_id, first + file.rows);
+                    batch.put(
+                        keys::next_offset(table_id),
+                        (first + file.rows).to_be_bytes(),
+                    );
+                }
                 batch.put(
                     keys::file(table_id, &file.path),
                     serde_json::to_vec(&file).expect("json"),
@@ -674,6 +698,7 @@ fn next_segment(
         commit,
         index,
         rows,
+        first_offset: None,
         committed_at_ms: now,
         payload,
         ranges: Vec::new(),
@@ -720,7 +745,10 @@ fn encode_segment(segment: &LogSegment) -> Bytes {
     };
     let ranged = !segment.ranges.is_empty();
     let identified = !segment.column_ids.is_empty();
-    out.put_u8(tag | if ranged { RANGED } else { 0 } | if identified { IDENTIFIED } else { 0 });
+    let offset = segment.first_offset.map_or(0, |_| OFFSET);
+    out.put_u8(
+        tag | if ranged { RANGED } else { 0 } | if identified { IDENTIFIED } else { 0 } | offset,
+    );
     out.put_u64(segment.rows);
     out.put_u64(segment.committed_at_ms);
     if ranged {
@@ -742,6 +770,9 @@ fn encode_segment(segment: &LogSegment) -> Bytes {
             out.put_u32(*id);
         }
     }
+    if let Some(first_offset) = segment.first_offset {
+        out.put_u64(first_offset);
+    }
     out.put_slice(body);
     out.freeze()
 }
@@ -759,7 +790,7 @@ fn decode_segment(key: &str, value: Bytes) -> Result<LogSegment> {
     let committed_at_ms = u64::from_be_bytes(value[9..17].try_into().expect("8 bytes"));
     let mut body = value.slice(17..);
     let tag = value[0];
-    if tag > OBJECT | RANGED | IDENTIFIED {
+    if tag > OBJECT | RANGED | IDENTIFIED | OFFSET {
         return Err(corrupt("unknown payload tag"));
     }
     let mut ranges = Vec::new();
@@ -784,6 +815,13 @@ fn decode_segment(key: &str, value: Bytes) -> Result<LogSegment> {
             column_ids.push(body.try_get_u32().map_err(|_| short())?);
         }
     }
+    let first_offset = match tag & OFFSET {
+        0 => None,
+        _ => Some(
+            body.try_get_u64()
+                .map_err(|_| corrupt("first offset cut short"))?,
+        ),
+    };
     let payload = match tag & OBJECT {
         0 => SegmentPayload::Inline(body),
         _ => SegmentPayload::Object(
@@ -795,6 +833,7 @@ fn decode_segment(key: &str, value: Bytes) -> Result<LogSegment> {
         commit,
         index,
         rows,
+        first_offset,
         committed_at_ms,
         payload,
         ranges,
@@ -806,6 +845,8 @@ fn decode_segment(key: &str, value: Bytes) -> Result<LogSegment> {
 const OBJECT: u8 = 1;
 const RANGED: u8 = 2;
 const IDENTIFIED: u8 = 4;
+/// The segment's first offset follows its column ids (ADR 0077).
+const OFFSET: u8 = 8;
 
 fn decode_u64(key: &str, value: &[u8]) -> Result<u64> {
     let bytes: [u8; 8] = value.try_into().map_err(|_| CatalogError::Corrupt {
@@ -861,6 +902,11 @@ pub(crate) async fn load_snapshot(mut iter: slatedb::DbIterator) -> Result<Snaps
                 late_rows,
             };
             snapshot.event_times.insert(table_id, seen);
+        } else if let Some(table_id) = key.strip_prefix(keys::OFFSET_PREFIX) {
+            let table_id = u64::from_str_radix(table_id, 16).map_err(|e| corrupt(e.to_string()))?;
+            snapshot
+                .next_offsets
+                .insert(table_id, decode_u64(&key, &kv.value)?);
         } else if let Some(producer) = key.strip_prefix(keys::PRODUCER_PREFIX) {
             let sequence = decode_u64(&key, &kv.value)?;
             snapshot.producers.insert(producer.to_string(), sequence);
@@ -908,9 +954,15 @@ mod tests {
             (vec![], vec![0, 3, 4]),
             (vec![None, Some((2, 2))], vec![5, 1]),
         ] {
+            for first_offset in [None, Some(0), Some(1 << 40)] {
+                let written = LogSegment {
+                    first_offset,
+                    ..segment(ranges.clone(), ids.clone())
+                };
+                let read = decode_segment(&key, encode_segment(&written)).unwrap();
+                assert_eq!(read, written);
+            }
             let written = segment(ranges, ids);
-            let read = decode_segment(&key, encode_segment(&written)).unwrap();
-            assert_eq!(read, written);
             let inline = LogSegment {
                 payload: SegmentPayload::Inline(Bytes::from_static(b"ipc")),
                 ..written
@@ -926,7 +978,7 @@ mod tests {
     fn unknown_tags_and_short_ids_are_corrupt() {
         let key = keys::segment(7, 9, 0);
         let mut bytes = encode_segment(&segment(vec![], vec![1, 2])).to_vec();
-        bytes[0] = 8;
+        bytes[0] = 16;
         assert!(decode_segment(&key, Bytes::from(bytes.clone())).is_err());
         bytes[0] = IDENTIFIED;
         bytes.truncate(17 + 2 + 5);

@@ -13,6 +13,7 @@
 //! - `d/<table_id>/s/<commit>/<index>`   the deletion vector of a log segment
 //! - `x/<table_id>/<commit>/<index>`     a change record (encoded as a log segment is)
 //! - `w/<table_id>`                      a watermarked table's greatest event time and late rows (ADR 0055)
+//! - `o/<table_id>`                      the offset a table's next appended row takes (u64, big-endian; ADR 0077)
 
 use crate::deletions::Container;
 
@@ -27,6 +28,11 @@ pub const PRODUCER_PREFIX: &str = "p/";
 pub const DELETION_PREFIX: &str = "d/";
 pub const CHANGE_PREFIX: &str = "x/";
 pub const EVENT_TIME_PREFIX: &str = "w/";
+pub const OFFSET_PREFIX: &str = "o/";
+
+pub fn next_offset(table_id: u64) -> String {
+    format!("{OFFSET_PREFIX}{table_id:016x}")
+}
 
 pub fn event_time(table_id: u64) -> String {
     format!("{EVENT_TIME_PREFIX}{table_id:016x}")

@@ -104,6 +104,7 @@ mod tests {
             commit,
             index: 0,
             rows: commit,
+            first_offset: None,
             committed_at_ms: 0,
             payload: SegmentPayload::Object(format!("log/t/{commit}")),
             ranges: Vec::new(),

@@ -30,6 +30,9 @@ pub struct Snapshot {
     pub producers: HashMap<String, u64>,
     /// Each watermarked table's event time, by table id (ADR 0055).
     pub event_times: HashMap<u64, crate::EventTime>,
+    /// Per table id, the offset its next appended row takes: how many rows its appends have
+    /// held since offsets were kept (ADR 0077).
+    pub next_offsets: HashMap<u64, u64>,
     /// Per table id, the last commit that changed its rows (appended or rewrote them), for
     /// transactions to find what was committed after they began (ADR 0045). Not stored:
     /// rebuilt as commits apply, from the loaded commit when the catalog opens.

@@ -20,6 +20,11 @@ pub const COMMIT_VERSION: &str = "_commit_version";
 /// The system column holding when the commit that wrote a row was made (UTC).
 pub const COMMIT_TIMESTAMP: &str = "_commit_timestamp";
 
+/// The hidden column of each row's Kafka offset (ADR 0077): the rows its table's appends held
+/// before it. Stored in data files after the commit columns; NULL for rows appended before
+/// offsets were kept.
+pub const OFFSET: &str = "_offset";
+
 /// The system columns every row of a table carries, in order.
 pub fn system_fields() -> [Field; 2] {
     [
@@ -38,6 +43,9 @@ pub const PARQUET_FIELD_ID: &str = "PARQUET:field_id";
 /// The field ids of the commit columns in data files: past any id a table's column can have,
 /// so that a reader that maps columns by field id (Iceberg) never takes one for a column.
 pub const COMMIT_FIELD_IDS: [i32; 2] = [2_000_000_001, 2_000_000_002];
+
+/// The field id in data files of the offset column, after the commit columns'.
+pub const OFFSET_FIELD_ID: i32 = 2_000_000_003;
 
 /// The field id in Parquet files and Iceberg schemas of the column with `column_id` (ADR
 /// 0058): one more than the id, since Iceberg's field ids start at 1.
@@ -572,6 +580,18 @@ impl TableDef {
     /// As [`TableDef::scan_schema`], and with `numbered`, the hidden row number `rowid` after
     /// the system columns (ADR 0075).
     pub fn scan_schema_numbered(&self, system: bool, numbered: bool, addressed: bool) -> SchemaRef {
+        self.scan_schema_hidden(system, numbered, addressed, false)
+    }
+
+    /// As [`TableDef::scan_schema_numbered`], and with `offsets`, each row's offset `_offset`
+    /// last (ADR 0077).
+    pub fn scan_schema_hidden(
+        &self,
+        system: bool,
+        numbered: bool,
+        addressed: bool,
+        offsets: bool,
+    ) -> SchemaRef {
         let mut fields = self.arrow_schema().fields().to_vec();
         let hidden = |name: &str, data_type: DataType| {
             let metadata = std::collections::HashMap::from([(HIDDEN_COLUMN.into(), "true".into())]);
@@ -585,6 +605,9 @@ impl TableDef {
         }
         if addressed {
             fields.push(hidden(crate::ROW_ADDRESS, DataType::Int64));
+        }
+        if offsets {
+            fields.push(hidden(OFFSET, DataType::Int64));
         }
         Arc::new(Schema::new(fields))
     }
@@ -600,10 +623,11 @@ impl TableDef {
     }
 
     /// The schema of the data files tiering writes for a table: its columns, then the commit
-    /// version and time of each row (ADR 0048).
+    /// version and time of each row (ADR 0048), then its offset (ADR 0077).
     pub fn stored_schema(&self) -> SchemaRef {
         let mut fields = self.arrow_schema().fields().to_vec();
         fields.extend(system_fields().map(Arc::new));
+        fields.push(Arc::new(Field::new(OFFSET, DataType::Int64, true)));
         Arc::new(Schema::new(fields))
     }
 
@@ -619,7 +643,7 @@ impl TableDef {
         let fields: Vec<Field> = schema
             .fields()
             .iter()
-            .zip(ids.chain(COMMIT_FIELD_IDS))
+            .zip(ids.chain(COMMIT_FIELD_IDS).chain([OFFSET_FIELD_ID]))
             .map(|(field, id)| {
                 let metadata = HashMap::from([(PARQUET_FIELD_ID.to_string(), id.to_string())]);
                 field.as_ref().clone().with_metadata(metadata)
@@ -673,6 +697,10 @@ pub struct LogSegment {
     /// Position among the segments one commit wrote to the same table.
     pub index: u32,
     pub rows: u64,
+    /// The offset of its first row: the rows its table's appends held before it, in commit
+    /// order (ADR 0077). None in a segment written before offsets were kept and in a change
+    /// record.
+    pub first_offset: Option<u64>,
     /// Wall-clock milliseconds at commit, so tiering can tell how long rows have waited.
     pub committed_at_ms: u64,
     pub payload: SegmentPayload,
@@ -704,6 +732,9 @@ pub struct DataFile {
     /// was created with ([`TableDef::stored_column_ids`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub column_ids: Vec<u32>,
+    /// The least and greatest offset of its rows (ADR 0077); none when it stores no offsets.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offsets: Option<(u64, u64)>,
 }
 
 fn is_zero(value: &u64) -> bool {

@@ -12,7 +12,7 @@ use arrow::array::{
 };
 use arrow::compute::{concat, filter_record_batch};
 use arrow::datatypes::{DataType, Schema, SchemaRef};
-use pondra_catalog::{COMMIT_VERSION, DeletionVector, ROW_ADDRESS, ROW_ID, row_address};
+use pondra_catalog::{COMMIT_VERSION, DeletionVector, OFFSET, ROW_ADDRESS, ROW_ID, row_address};
 use pondra_planner::PhysicalPlan;
 use pondra_storage::{ParquetFooter, read_parquet_row_group};
 
@@ -49,9 +49,9 @@ pub fn read_live_rows(
     }
     let mut whole_commits = None;
     let (read, ordinals) = match unit {
-        ScanUnit::Table { morsel, .. } if matches!(place.commits, Commits::Stored) => {
+        ScanUnit::Table { morsel, .. } if matches!(place.commits, Commits::Stored { .. }) => {
             // A data file read whole (its columns mapped by id) with its commit columns.
-            let (read, commits) = read_with_commits(morsel, &table_schema, ctx)?;
+            let (read, commits) = read_with_commits(morsel, &table_schema, &place.commits, ctx)?;
             whole_commits = Some(commits);
             let rows = read.iter().map(|b| b.num_rows() as u64).sum();
             (read, std::iter::once(0..rows).collect())
@@ -109,16 +109,41 @@ pub fn read_live_rows(
                 (_, ROW_ID) => Arc::new(Int64Array::from_iter_values(
                     ordinals.iter().map(|&o| (place.first_row + o) as i64),
                 )),
+                (_, OFFSET) => match (&place.commits, &stored) {
+                    (
+                        _,
+                        Some(StoredCommits {
+                            offset: Some(offsets),
+                            ..
+                        }),
+                    ) => offsets.slice(offset, rows),
+                    (
+                        Commits::Constant {
+                            first_offset: Some(first),
+                            ..
+                        },
+                        _,
+                    ) => Arc::new(Int64Array::from_iter_values(
+                        ordinals.iter().map(|&o| (first + o) as i64),
+                    )),
+                    // Rows appended before offsets were kept have none.
+                    _ => new_null_array(&DataType::Int64, rows),
+                },
                 (_, name) => match (&place.commits, &stored) {
-                    (_, Some((version, time))) => match name {
-                        COMMIT_VERSION => version.slice(offset, rows),
-                        _ => time.slice(offset, rows),
+                    (_, Some(commits)) => match name {
+                        COMMIT_VERSION => commits.version.slice(offset, rows),
+                        _ => commits.time.slice(offset, rows),
                     },
-                    (Commits::Constant { version, micros }, None) => match name {
+                    (
+                        Commits::Constant {
+                            version, micros, ..
+                        },
+                        None,
+                    ) => match name {
                         COMMIT_VERSION => Arc::new(Int64Array::from_value(*version as i64, rows)),
                         _ => Arc::new(TimestampMicrosecondArray::from_value(*micros, rows)),
                     },
-                    (Commits::Stored, None) => unreachable!("stored commits were read"),
+                    (Commits::Stored { .. }, None) => unreachable!("stored commits were read"),
                 },
             };
             fields.push(field.clone());
@@ -143,15 +168,32 @@ pub fn read_live_rows(
     Ok(out)
 }
 
+/// What a data file stores after its table's columns, for the rows read: each row's commit
+/// version and time, and its offset when the file has offsets.
+struct StoredCommits {
+    version: ArrayRef,
+    time: ArrayRef,
+    offset: Option<ArrayRef>,
+}
+
 /// A morsel's rows as batches of `table_schema`, and the commit version and time columns its
-/// data file stores after them, each as one array.
+/// data file stores after them (with the offsets, when it has them), each as one array.
 fn read_with_commits(
     morsel: &crate::scan::Morsel,
     table_schema: &SchemaRef,
+    commits: &Commits,
     ctx: &ExecContext,
-) -> Result<(Vec<RecordBatch>, (ArrayRef, ArrayRef))> {
+) -> Result<(Vec<RecordBatch>, StoredCommits)> {
+    let offsets = matches!(commits, Commits::Stored { offsets: true });
     let mut fields = table_schema.fields().to_vec();
     fields.extend(pondra_catalog::system_fields().map(Arc::new));
+    if offsets {
+        fields.push(Arc::new(arrow::datatypes::Field::new(
+            OFFSET,
+            DataType::Int64,
+            true,
+        )));
+    }
     let with_commits = Arc::new(Schema::new(fields));
     let read = read_morsel(&ctx.lake, &ctx.runtime, morsel, &with_commits, None)?;
     let width = table_schema.fields().len();
@@ -162,7 +204,11 @@ fn read_with_commits(
             false => concat(&parts)?,
         })
     };
-    let commits = (column(width)?, column(width + 1)?);
+    let commits = StoredCommits {
+        version: column(width)?,
+        time: column(width + 1)?,
+        offset: offsets.then(|| column(width + 2)).transpose()?,
+    };
     let read = read
         .iter()
         .map(|b| crate::scan::as_schema(&b.project(&(0..width).collect::<Vec<_>>())?, table_schema))
@@ -170,19 +216,19 @@ fn read_with_commits(
     Ok((read, commits))
 }
 
-/// The commit version and time columns a data file stores, for the rows at `ordinals`, when the
-/// scan reads them and the file has them.
+/// The commit version and time columns a data file stores (and its offsets), for the rows at
+/// `ordinals`, when the scan reads them and the file has them.
 fn stored_commits(
     unit: &ScanUnit<'_>,
     place: &Place,
     ordinals: &[Range<u64>],
     schema: &SchemaRef,
     width: usize,
-) -> Result<Option<(ArrayRef, ArrayRef)>> {
+) -> Result<Option<StoredCommits>> {
     let wanted = schema.fields()[width..]
         .iter()
         .any(|f| f.name() != ROW_ADDRESS && f.name() != ROW_ID && f.data_type() != &DataType::Null);
-    let (true, Commits::Stored, ScanUnit::RowGroup { file, row_group }) =
+    let (true, Commits::Stored { offsets }, ScanUnit::RowGroup { file, row_group }) =
         (wanted, &place.commits, unit)
     else {
         return Ok(None);
@@ -192,7 +238,10 @@ fn stored_commits(
         .iter()
         .map(|r| (r.start - first) as usize..(r.end - first) as usize)
         .collect();
-    let columns = [width, width + 1];
+    let columns = match offsets {
+        true => vec![width, width + 1, width + 2],
+        false => vec![width, width + 1],
+    };
     let read = read_parquet_row_group(
         &file.source,
         &file.footer,
@@ -204,7 +253,11 @@ fn stored_commits(
         let arrays: Vec<&dyn Array> = read.iter().map(|b| b.column(i).as_ref()).collect();
         Ok(concat(&arrays)?)
     };
-    Ok(Some((column(0)?, column(1)?)))
+    Ok(Some(StoredCommits {
+        version: column(0)?,
+        time: column(1)?,
+        offset: offsets.then(|| column(2)).transpose()?,
+    }))
 }
 
 /// Reads one row group of a lake table's data file, skipping the pages `pages` rules out;

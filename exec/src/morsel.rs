@@ -59,13 +59,19 @@ pub struct Place {
     pub commits: Commits,
 }
 
-/// Where the commit version and time of a container's rows come from.
+/// Where the commit version and time of a container's rows, and their offsets, come from.
 #[derive(Clone, Debug)]
 pub enum Commits {
-    /// One commit wrote them all: a log segment, or a data file that stores none.
-    Constant { version: u64, micros: i64 },
-    /// A data file stores them per row, after its table columns.
-    Stored,
+    /// One commit wrote them all: a log segment, or a data file that stores none. A segment's
+    /// rows take the offsets from its first on (ADR 0077); none for rows without offsets.
+    Constant {
+        version: u64,
+        micros: i64,
+        first_offset: Option<u64>,
+    },
+    /// A data file stores them per row, after its table columns; `offsets` when it stores each
+    /// row's offset after them.
+    Stored { offsets: bool },
 }
 
 /// One morsel of a scan.
@@ -168,9 +174,10 @@ pub fn scan_units<'p>(
                 deleted: ctx.snapshot.deletion_vector(table.id, &container).cloned(),
                 commits,
             };
-            let constant = |version: u64, ms: u64| Commits::Constant {
+            let constant = |version: u64, ms: u64, first_offset| Commits::Constant {
                 version,
                 micros: ms as i64 * 1000,
+                first_offset,
             };
             let files = ctx.snapshot.files(table.id);
             let mut first_row = 0;
@@ -187,11 +194,18 @@ pub fn scan_units<'p>(
                     continue;
                 }
                 let (source, footer) = ctx.runtime.block_on(ctx.lake.data_file(&file.path))?;
-                // Tiered files store each row's commit after the table's columns (ADR 0048).
+                // Tiered files store each row's commit after the table's columns (ADR 0048),
+                // and since ADR 0077 its offset after those.
                 let stored_width = layout.as_ref().map_or(width, |l| l.stored);
-                let commits = match footer.fields() == stored_width + 2 {
-                    true => Commits::Stored,
-                    false => constant(file.commit, file.committed_at_ms),
+                let commits = match footer.fields() - stored_width.min(footer.fields()) {
+                    2 => Commits::Stored { offsets: false },
+                    3 => Commits::Stored { offsets: true },
+                    // A file loaded in bulk holds the offsets from its first on, in order.
+                    _ => constant(
+                        file.commit,
+                        file.committed_at_ms,
+                        file.offsets.map(|(first, _)| first),
+                    ),
                 };
                 let container = Container::File(file.path.clone());
                 let place = place(position, file_first_row, container, commits);
@@ -201,7 +215,9 @@ pub fn scan_units<'p>(
                     units.push(ScanUnit::Table { morsel, place });
                     continue;
                 }
-                match footer.fields() == width || footer.fields() == width + 2 {
+                // Read by row group: the table's columns, alone or with the commit columns
+                // (and the offsets) after them.
+                match matches!(footer.fields().checked_sub(width), Some(0 | 2 | 3)) {
                     true => {
                         let place = Some(place);
                         let file = ScanFile {
@@ -235,7 +251,11 @@ pub fn scan_units<'p>(
                     commit: segment.commit,
                     index: segment.index,
                 };
-                let commits = constant(segment.commit, segment.committed_at_ms);
+                let commits = constant(
+                    segment.commit,
+                    segment.committed_at_ms,
+                    segment.first_offset,
+                );
                 units.push(ScanUnit::Table {
                     morsel: Morsel::of_segment(segment, table),
                     place: place(position, segment_first_row, container, commits),

@@ -807,7 +807,8 @@ fn scan_schema_like(table: &pondra_catalog::TableDef, schema: &SchemaRef) -> Sch
     let has = |name: &str| schema.fields().iter().any(|f| f.name() == name);
     let system = has(pondra_catalog::COMMIT_VERSION);
     let numbered = has(pondra_catalog::ROW_ID);
-    table.scan_schema_numbered(system, numbered, has(pondra_catalog::ROW_ADDRESS))
+    let addressed = has(pondra_catalog::ROW_ADDRESS);
+    table.scan_schema_hidden(system, numbered, addressed, has(pondra_catalog::OFFSET))
 }
 
 #[cfg(test)]

@@ -1057,6 +1057,7 @@ fn without_rows(snapshot: &Snapshot) -> Snapshot {
         garbage: Vec::new(),
         producers: Default::default(),
         event_times: Default::default(),
+        next_offsets: Default::default(),
         rows_changed_at: Default::default(),
         defined_at: snapshot.defined_at.clone(),
         schemas: snapshot.schemas.clone(),

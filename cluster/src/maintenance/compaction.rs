@@ -99,7 +99,7 @@ impl Node {
         only_files.segments.remove(&table.id);
         let scan = LogicalPlan::Scan {
             table: table.clone(),
-            schema: table.scan_schema(true, false),
+            schema: table.scan_schema_hidden(true, false, false, true),
         };
         let mut rows = self
             .run_query(scan, Arc::new(only_files), Vec::new())
@@ -249,6 +249,7 @@ mod tests {
             commit: 1,
             committed_at_ms: 1_000,
             column_ids: Vec::new(),
+            offsets: None,
         }
     }
 

@@ -99,19 +99,16 @@ impl Node {
                         segments.contains(&(s.commit, s.index))
                     };
                     if wanted {
-                        let read = read_morsel(&lake, &runtime, morsel, &schema, None)?;
+                        let mut read = read_morsel(&lake, &runtime, morsel, &schema, None)?;
+                        if let (true, Container::Segment { .. }) = (stamped, container) {
+                            // Stamped before deleted rows are dropped: a row's offset is its
+                            // ordinal in the segment past the segment's first.
+                            let segment = &snapshot.segments(table.id)[i - files];
+                            read = with_commit_columns(&table, &read, segment)?;
+                        }
                         let vector = snapshot.deletion_vector(table.id, container);
                         deleted += vector.map_or(0, |v| v.len());
-                        let live = drop_deleted(read, vector)?;
-                        match (stamped, container) {
-                            (true, Container::Segment { .. }) => {
-                                let segment = &snapshot.segments(table.id)[i - files];
-                                for batch in live {
-                                    out.push(with_commit_columns(&table, &batch, segment)?);
-                                }
-                            }
-                            _ => out.extend(live),
-                        }
+                        out.extend(drop_deleted(read, vector)?);
                     }
                 }
                 Ok((out, deleted))
@@ -174,6 +171,7 @@ impl Node {
             commit: 0,
             committed_at_ms: 0,
             column_ids: table.stored_column_ids(),
+            offsets: offset_range(&rows, width),
         }])
     }
 
@@ -224,21 +222,55 @@ pub(crate) fn sorted_by_key(table: &TableDef, rows: &[RecordBatch]) -> Result<Ve
     Ok(vec![take_record_batch(&batch, &order)?])
 }
 
-/// `batch`, rows of log `segment`, with the commit columns a data file stores after the
-/// table's: the segment's commit and its time.
+/// The least and greatest offset `rows` hold, when they carry offsets after the table's
+/// `width` columns and their commit columns.
+fn offset_range(rows: &[RecordBatch], width: usize) -> Option<(u64, u64)> {
+    let mut range: Option<(u64, u64)> = None;
+    for batch in rows.iter().filter(|b| b.num_columns() == width + 3) {
+        let offsets = arrow::array::AsArray::as_primitive::<arrow::datatypes::Int64Type>(
+            batch.column(width + 2),
+        );
+        let least = arrow::compute::min(offsets);
+        let greatest = arrow::compute::max(offsets);
+        if let (Some(least), Some(greatest)) = (least, greatest) {
+            let (least, greatest) = (least as u64, greatest as u64);
+            range = Some(range.map_or((least, greatest), |(l, g)| (l.min(least), g.max(greatest))));
+        }
+    }
+    range
+}
+
+/// `batches`, the rows of log `segment` in order, with the columns a data file stores after
+/// the table's: the segment's commit and its time, and each row's offset (ADR 0077).
 fn with_commit_columns(
     table: &TableDef,
-    batch: &RecordBatch,
+    batches: &[RecordBatch],
     segment: &LogSegment,
-) -> Result<RecordBatch> {
-    let rows = batch.num_rows();
-    let version = Int64Array::from_value(segment.commit as i64, rows);
+) -> Result<Vec<RecordBatch>> {
     let micros = segment.committed_at_ms as i64 * 1000;
-    let time = TimestampMicrosecondArray::from_value(micros, rows);
-    let mut columns = batch.columns().to_vec();
-    columns.push(Arc::new(version));
-    columns.push(Arc::new(time));
-    Ok(RecordBatch::try_new(table.stored_schema(), columns)?)
+    let mut next_offset = segment.first_offset;
+    let mut stamped = Vec::with_capacity(batches.len());
+    for batch in batches {
+        let rows = batch.num_rows();
+        let offsets: Int64Array = match next_offset {
+            Some(first) => (first..first + rows as u64)
+                .map(|o| Some(o as i64))
+                .collect(),
+            None => Int64Array::new_null(rows),
+        };
+        next_offset = next_offset.map(|first| first + rows as u64);
+        let mut columns = batch.columns().to_vec();
+        columns.push(Arc::new(Int64Array::from_value(
+            segment.commit as i64,
+            rows,
+        )));
+        columns.push(Arc::new(TimestampMicrosecondArray::from_value(
+            micros, rows,
+        )));
+        columns.push(Arc::new(offsets));
+        stamped.push(RecordBatch::try_new(table.stored_schema(), columns)?);
+    }
+    Ok(stamped)
 }
 
 /// The rows a TTL has not expired: expired rows are dropped as tiering writes them (reads hid

@@ -5,7 +5,7 @@ use arrow::array::{RecordBatch, new_null_array};
 use arrow::compute::{CastOptions, cast_with_options};
 use std::sync::Arc;
 
-use pondra_catalog::{Change, Snapshot, TableDef, TableKind};
+use pondra_catalog::{Change, SegmentPayload, Snapshot, TableDef, TableKind};
 
 use crate::node::Node;
 use crate::sessions::session::Session;
@@ -37,6 +37,17 @@ impl Node {
         batches: &[RecordBatch],
         producer: Option<(&str, u64)>,
     ) -> Result<AppendOutcome> {
+        Ok(self.append_at(table, batches, producer).await?.0)
+    }
+
+    /// As `append`, with the offset the rows appended start at (ADR 0077), when the node
+    /// still holds their log segment after the commit.
+    pub async fn append_at(
+        &self,
+        table: &str,
+        batches: &[RecordBatch],
+        producer: Option<(&str, u64)>,
+    ) -> Result<(AppendOutcome, Option<u64>)> {
         let claim = match producer {
             Some(("", _)) => return Err(NodeError::Other("a producer needs a name".into())),
             Some((producer, sequence)) => Some((producer.to_string(), sequence)),
@@ -48,7 +59,7 @@ impl Node {
         if let Some((producer, sequence)) = &claim {
             // A retry of a committed append is dropped before its rows are encoded.
             if has_appended(&snapshot, producer, *sequence) {
-                return Ok(AppendOutcome::Duplicate);
+                return Ok((AppendOutcome::Duplicate, None));
             }
             extra.push(Change::ProducerSequence {
                 producer: producer.clone(),
@@ -60,8 +71,9 @@ impl Node {
             .insert_changes(&snapshot, &table, &conformed, extra, false)
             .await?;
         if changes.is_empty() {
-            return Ok(AppendOutcome::Appended(0));
+            return Ok((AppendOutcome::Appended(0), None));
         }
+        let payload = appended_payload(&changes, table.id);
         let objects = crate::sessions::transaction::objects_named(&changes);
         let committed = self
             .commit_or_delete(objects, move |latest| {
@@ -76,26 +88,38 @@ impl Node {
             })
             .await;
         match committed {
-            Ok(_) => Ok(AppendOutcome::Appended(rows)),
-            Err(NotAppended::Duplicate) => Ok(AppendOutcome::Duplicate),
+            Ok(_) => {
+                let offset = payload.and_then(|p| self.first_offset_of(table.id, &p));
+                Ok((AppendOutcome::Appended(rows), offset))
+            }
+            Err(NotAppended::Duplicate) => Ok((AppendOutcome::Duplicate, None)),
             Err(NotAppended::Failed(e)) => Err(e),
         }
+    }
+
+    /// The first offset of the segment of `table_id` with `payload`, if the node holds it.
+    fn first_offset_of(&self, table_id: u64, payload: &SegmentPayload) -> Option<u64> {
+        let snapshot = self.snapshot();
+        let segments = snapshot.segments(table_id);
+        let segment = segments.iter().rev().find(|s| &s.payload == payload)?;
+        segment.first_offset
     }
 
     /// Deletes the rows `delete` (a DELETE statement on `table`) removes and upserts `upserts`
     /// into `table`, a keyed table, in one commit: a Kafka batch of upserts and tombstones
     /// (ADR 0077). With a producer and sequence number it happens at most once, as `append`.
     /// A commit that conflicts with one made since it was prepared is prepared again.
+    /// Answers the offset the upserted rows start at, as `append_at`.
     pub async fn upsert_and_delete(
         self: &Arc<Self>,
         table: &str,
         delete: Option<pondra_parser::ParsedStatement>,
         upserts: &[RecordBatch],
         producer: Option<(&str, u64)>,
-    ) -> Result<AppendOutcome> {
+    ) -> Result<(AppendOutcome, Option<u64>)> {
         const ATTEMPTS: usize = 5;
         let Some(delete) = delete else {
-            return self.append(table, upserts, producer).await;
+            return self.append_at(table, upserts, producer).await;
         };
         let mut attempt = 0;
         loop {
@@ -103,14 +127,14 @@ impl Node {
             if let Some((producer, sequence)) = producer
                 && has_appended(&self.snapshot(), producer, sequence)
             {
-                return Ok(AppendOutcome::Duplicate);
+                return Ok((AppendOutcome::Duplicate, None));
             }
             let session = Session::new(None);
             let written = self
                 .upserted_and_deleted(&session, table, delete.clone(), upserts, producer)
                 .await;
-            let rows = match written {
-                Ok(rows) => rows,
+            let (rows, payload) = match written {
+                Ok(written) => written,
                 Err(e) => {
                     let rollback = pondra_parser::parse_sql("ROLLBACK")?.remove(0);
                     self.execute_in(&session, rollback).await?;
@@ -119,7 +143,13 @@ impl Node {
             };
             let commit = pondra_parser::parse_sql("COMMIT")?.remove(0);
             match self.execute_in(&session, commit).await {
-                Ok(_) => return Ok(AppendOutcome::Appended(rows)),
+                Ok(_) => {
+                    let table_id = self.snapshot().table(table).map(|t| t.id);
+                    let offset = table_id
+                        .zip(payload)
+                        .and_then(|(id, payload)| self.first_offset_of(id, &payload));
+                    return Ok((AppendOutcome::Appended(rows), offset));
+                }
                 Err(NodeError::SerializationFailure) if attempt < ATTEMPTS => continue,
                 Err(e) => return Err(e),
             }
@@ -127,7 +157,7 @@ impl Node {
     }
 
     /// Runs a batch's deletes and upserts in `session`'s new transaction, with the producer's
-    /// claim; returns the rows upserted.
+    /// claim; returns the rows upserted and the payload of their segment.
     async fn upserted_and_deleted(
         self: &Arc<Self>,
         session: &Arc<Session>,
@@ -135,13 +165,24 @@ impl Node {
         delete: pondra_parser::ParsedStatement,
         upserts: &[RecordBatch],
         producer: Option<(&str, u64)>,
-    ) -> Result<usize> {
+    ) -> Result<(usize, Option<SegmentPayload>)> {
         let begin = pondra_parser::parse_sql("BEGIN")?.remove(0);
         self.execute_in(session, begin).await?;
         self.execute_in(session, delete).await?;
-        let rows = match upserts.iter().any(|b| b.num_rows() > 0) {
-            true => self.append_in(session, table, upserts).await?,
-            false => 0,
+        let (rows, payload) = match upserts.iter().any(|b| b.num_rows() > 0) {
+            true => {
+                let rows = self.append_in(session, table, upserts).await?;
+                // The segment the transaction appended last is the upserted rows'.
+                let transaction = session
+                    .take_transaction()
+                    .expect("a transaction was begun in this session");
+                let view = transaction.view().clone();
+                session.put_transaction(Some(transaction));
+                let id = view.table(table).map(|t| t.id);
+                let last = id.and_then(|id| view.segments(id).last().map(|s| s.payload.clone()));
+                (rows, last)
+            }
+            false => (0, None),
         };
         if let Some((producer, sequence)) = producer {
             let mut transaction = session
@@ -159,7 +200,7 @@ impl Node {
             session.put_transaction(Some(transaction));
             added?;
         }
-        Ok(rows)
+        Ok((rows, payload))
     }
 
     /// Appends `batches` to `table` as `append` does, in the session's transaction when one is
@@ -225,6 +266,18 @@ impl From<pondra_catalog::CatalogError> for NotAppended {
     fn from(error: pondra_catalog::CatalogError) -> Self {
         NotAppended::Failed(error.into())
     }
+}
+
+/// The payload of the segment `changes` append to table `table_id`.
+fn appended_payload(changes: &[Change], table_id: u64) -> Option<SegmentPayload> {
+    changes.iter().find_map(|change| match change {
+        Change::AppendSegment {
+            table_id: id,
+            payload,
+            ..
+        } if *id == table_id => Some(payload.clone()),
+        _ => None,
+    })
 }
 
 /// Whether `producer` has appended `sequence`, or a later number, by the commit of `snapshot`.

@@ -66,6 +66,8 @@ impl Node {
                     commit: 0,
                     committed_at_ms: 0,
                     column_ids: def.stored_column_ids(),
+                    // The commit gives the file's rows their offsets (ADR 0077).
+                    offsets: None,
                 });
                 total += rows;
             }

@@ -124,6 +124,9 @@ pub struct Binder<'a> {
     /// Whether scans of tables carry the hidden row number `rowid`: likewise only when the
     /// statement names it (ADR 0075).
     row_ids: bool,
+    /// Whether scans of tables carry each row's offset `_offset`: likewise only when the
+    /// statement names it (ADR 0077).
+    offsets: bool,
     /// Whether a materialized view is read as a leaf (a scan of its rows as a query sees them)
     /// rather than through its read plan: how a view over views is planned (ADR 0054).
     views_as_leaves: bool,
@@ -162,6 +165,7 @@ impl<'a> Binder<'a> {
             addressed: None,
             system_columns: false,
             row_ids: false,
+            offsets: false,
             optimizer: None,
             views_as_leaves: false,
             variables: None,
@@ -184,6 +188,7 @@ impl<'a> Binder<'a> {
             addressed: Some(table.id),
             system_columns: true,
             row_ids: self.row_ids,
+            offsets: self.offsets,
             ..self.sharing_session()
         }
     }
@@ -311,6 +316,7 @@ impl<'a> Binder<'a> {
         let binder = Binder {
             system_columns: text.contains("_commit_"),
             row_ids: text.contains(pondra_catalog::ROW_ID),
+            offsets: text.contains(pondra_catalog::OFFSET),
             ..self.sharing_session()
         };
         // Calls of macros become their bodies before anything is bound (ADR 0068), and

@@ -260,10 +260,11 @@ impl<'a> Binder<'a> {
             TableKind::Table => {
                 let scan = LogicalPlan::Scan {
                     table: table.clone(),
-                    schema: table.scan_schema_numbered(
+                    schema: table.scan_schema_hidden(
                         self.system_columns,
                         self.row_ids,
                         self.addressed == Some(table.id),
+                        self.offsets,
                     ),
                 };
                 Ok(match &table.ttl {

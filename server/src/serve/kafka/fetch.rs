@@ -1,30 +1,359 @@
-//! Fetch (ADR 0077): a table's rows as records by offset. Offsets land in step 2; until then
-//! every partition asked for is answered with an error, and the refusal is logged.
+//! Fetch and ListOffsets (ADR 0077): a table's rows as records by offset, long-polling for new
+//! commits until `min_bytes` or `max_wait_ms`.
 
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow::array::{Array, AsArray, RecordBatch};
+use arrow::datatypes::{
+    DataType, Int64Type, TimeUnit, TimestampMicrosecondType, TimestampMillisecondType,
+};
+use bytes::{Bytes, BytesMut};
 use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
-use kafka_protocol::messages::{FetchRequest, FetchResponse};
+use kafka_protocol::messages::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use kafka_protocol::messages::{
+    FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
+};
+use kafka_protocol::records::{
+    Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
+};
+use pondra_cluster::{TableDef, offset_bounds};
 
-/// Refuses every partition of a Fetch: reading tables by offset is not built yet.
-pub(super) fn fetch_refused(request: FetchRequest) -> FetchResponse {
-    let mut response = FetchResponse::default();
-    for topic in request.topics {
-        eprintln!(
-            "kafka: a fetch of {} refused: Fetch is not served yet (ADR 0077, step 2)",
-            topic.topic.0.as_str()
-        );
-        let mut answer = FetchableTopicResponse::default();
-        answer.topic = topic.topic;
-        for partition in topic.partitions {
-            let mut data = PartitionData::default();
-            data.partition_index = partition.partition;
-            data.error_code = ResponseError::UnsupportedVersion.code();
-            data.high_watermark = -1;
-            data.last_stable_offset = -1;
-            data.log_start_offset = -1;
-            answer.partitions.push(data);
+use super::KafkaDoor;
+use super::topics::is_raw;
+
+/// The longest a Fetch waits for rows (clients ask for 500 ms by default).
+const MAX_WAIT: Duration = Duration::from_secs(30);
+
+/// Rows read per partition per Fetch at most, whatever bytes the client allows.
+const MAX_ROWS: usize = 10_000;
+
+/// ListOffsets' special timestamps: the next offset, the first, and the latest record's.
+const LATEST: i64 = -1;
+const EARLIEST: i64 = -2;
+const MAX_TIMESTAMP: i64 = -3;
+
+impl KafkaDoor {
+    /// Fetch: each partition's records from its offset, at most its bytes; waits for commits
+    /// until the answer holds `min_bytes` or `max_wait_ms` has passed.
+    pub(super) async fn fetch(&self, request: FetchRequest) -> FetchResponse {
+        let wait = Duration::from_millis(request.max_wait_ms.max(0) as u64).min(MAX_WAIT);
+        let deadline = Instant::now() + wait;
+        let min_bytes = request.min_bytes.max(0) as usize;
+        loop {
+            let seen = self.node.snapshot().commit;
+            let (response, bytes, failed) = self.fetch_once(&request).await;
+            let now = Instant::now();
+            if bytes >= min_bytes.max(1) || failed || now >= deadline {
+                return response;
+            }
+            self.node.wait_for_commit_after(seen, deadline - now).await;
         }
-        response.responses.push(answer);
     }
-    response
+
+    /// One pass over a Fetch's partitions: the answer, its record bytes, and whether a
+    /// partition failed.
+    async fn fetch_once(&self, request: &FetchRequest) -> (FetchResponse, usize, bool) {
+        let mut response = FetchResponse::default();
+        let (mut total, mut failed) = (0, false);
+        let mut budget = request.max_bytes.max(1) as usize;
+        for topic in &request.topics {
+            let name = topic.topic.0.as_str();
+            let table = self.table_for(name, false).await;
+            let mut answer = FetchableTopicResponse::default();
+            answer.topic = topic.topic.clone();
+            for partition in &topic.partitions {
+                let mut data = PartitionData::default();
+                data.partition_index = partition.partition;
+                data.high_watermark = -1;
+                data.last_stable_offset = -1;
+                data.log_start_offset = -1;
+                data.aborted_transactions = Some(Vec::new());
+                let read = match (&table, partition.partition) {
+                    (Err((error, _)), _) => Err(*error),
+                    (Ok(_), index) if index != 0 => Err(ResponseError::UnknownTopicOrPartition),
+                    (Ok(table), _) => {
+                        let limit = (partition.partition_max_bytes.max(1) as usize).min(budget);
+                        self.read_partition(table, partition.fetch_offset, limit, &mut data)
+                            .await
+                    }
+                };
+                match read {
+                    Ok(bytes) => {
+                        total += bytes;
+                        budget = budget.saturating_sub(bytes).max(1);
+                    }
+                    Err(error) => {
+                        data.error_code = error.code();
+                        failed = true;
+                    }
+                }
+                answer.partitions.push(data);
+            }
+            response.responses.push(answer);
+        }
+        (response, total, failed)
+    }
+
+    /// Reads a partition's records from `offset` into `data`, about `max_bytes` of them (at
+    /// least one); returns their bytes.
+    async fn read_partition(
+        &self,
+        table: &Arc<TableDef>,
+        offset: i64,
+        max_bytes: usize,
+        data: &mut PartitionData,
+    ) -> Result<usize, ResponseError> {
+        let bounds = offset_bounds(&self.node.snapshot(), table);
+        data.high_watermark = bounds.next as i64;
+        data.last_stable_offset = bounds.next as i64;
+        data.log_start_offset = bounds.earliest as i64;
+        let Ok(offset) = u64::try_from(offset) else {
+            return Err(ResponseError::OffsetOutOfRange);
+        };
+        if offset < bounds.earliest || offset > bounds.next {
+            return Err(ResponseError::OffsetOutOfRange);
+        }
+        if offset == bounds.next {
+            data.records = Some(Bytes::new());
+            return Ok(0);
+        }
+        // About 64 bytes a record at the least: the rows read are bounded by the bytes asked.
+        let limit = (max_bytes / 64).clamp(1, MAX_ROWS);
+        let rows = self
+            .node
+            .rows_from_offset(table, offset, limit)
+            .await
+            .map_err(|e| {
+                eprintln!("kafka: a fetch of {} failed: {e}", table.name);
+                ResponseError::KafkaStorageError
+            })?;
+        let records = records_of(table, &rows, max_bytes).map_err(|e| {
+            eprintln!("kafka: the rows of {} cannot be records: {e}", table.name);
+            ResponseError::UnknownServerError
+        })?;
+        let mut encoded = BytesMut::new();
+        if !records.is_empty() {
+            let options = RecordEncodeOptions {
+                version: 2,
+                compression: Compression::None,
+            };
+            RecordBatchEncoder::encode(&mut encoded, &records, &options).map_err(|e| {
+                eprintln!("kafka: cannot encode the records of {}: {e}", table.name);
+                ResponseError::UnknownServerError
+            })?;
+        }
+        let bytes = encoded.len();
+        data.records = Some(encoded.freeze());
+        Ok(bytes)
+    }
+
+    /// ListOffsets: each partition's earliest or next offset, or the first offset committed
+    /// at or after a time.
+    pub(super) async fn list_offsets(&self, request: ListOffsetsRequest) -> ListOffsetsResponse {
+        let mut response = ListOffsetsResponse::default();
+        for topic in request.topics {
+            let table = self.table_for(topic.name.0.as_str(), false).await;
+            let mut answer = ListOffsetsTopicResponse::default();
+            answer.name = topic.name.clone();
+            for partition in topic.partitions {
+                let mut data = ListOffsetsPartitionResponse::default();
+                data.partition_index = partition.partition_index;
+                data.timestamp = -1;
+                data.offset = -1;
+                let found = match (&table, partition.partition_index) {
+                    (Err((error, _)), _) => Err(*error),
+                    (Ok(_), index) if index != 0 => Err(ResponseError::UnknownTopicOrPartition),
+                    (Ok(table), _) => self.offset_at(table, partition.timestamp).await,
+                };
+                match found {
+                    Ok((offset, timestamp)) => {
+                        data.offset = offset;
+                        data.timestamp = timestamp;
+                    }
+                    Err(error) => data.error_code = error.code(),
+                }
+                answer.partitions.push(data);
+            }
+            response.topics.push(answer);
+        }
+        response
+    }
+
+    /// The offset (and its record's timestamp, -1 when not a record's) ListOffsets answers
+    /// for `timestamp`.
+    async fn offset_at(
+        &self,
+        table: &TableDef,
+        timestamp: i64,
+    ) -> Result<(i64, i64), ResponseError> {
+        let bounds = offset_bounds(&self.node.snapshot(), table);
+        match timestamp {
+            LATEST => Ok((bounds.next as i64, -1)),
+            EARLIEST => Ok((bounds.earliest as i64, -1)),
+            MAX_TIMESTAMP => Ok((bounds.next as i64 - 1, -1)),
+            millis if millis >= 0 => {
+                let sql = format!(
+                    "SELECT min(_offset), min(epoch_ms(_commit_timestamp)) FROM {} \
+                     WHERE epoch_ms(_commit_timestamp) >= {millis} AND _offset IS NOT NULL",
+                    super::topics::quoted(&table.name)
+                );
+                let found = self.node.execute(&sql).await.map_err(|e| {
+                    eprintln!("kafka: the offset of {} at {millis} ms: {e}", table.name);
+                    ResponseError::KafkaStorageError
+                })?;
+                let first = match found.first() {
+                    Some(pondra_cluster::StatementResult::Rows { batches, .. }) => batches
+                        .iter()
+                        .find(|b| b.num_rows() > 0)
+                        .map(|b| (int_at(b, 0), int_at(b, 1))),
+                    _ => None,
+                };
+                // No record at or after the time: Kafka answers -1.
+                Ok(match first {
+                    Some((Some(offset), Some(at))) => (offset, at),
+                    _ => (-1, -1),
+                })
+            }
+            _ => Err(ResponseError::InvalidRequest),
+        }
+    }
+}
+
+/// The value of a one-row answer's integer column, if not NULL.
+fn int_at(batch: &RecordBatch, column: usize) -> Option<i64> {
+    let values = arrow::compute::cast(batch.column(column), &DataType::Int64).ok()?;
+    let values = values.as_primitive::<Int64Type>();
+    values.is_valid(0).then(|| values.value(0))
+}
+
+/// Rows read by offset (the table's columns, then the commit time and the offset) as
+/// records, up to about `max_bytes` (at least one): a raw table's key, value and timestamp;
+/// otherwise a keyed table's key columns as a JSON object for the key, the row as a JSON
+/// object for the value, and the commit's time.
+fn records_of(
+    table: &TableDef,
+    rows: &[RecordBatch],
+    max_bytes: usize,
+) -> Result<Vec<Record>, String> {
+    let width = table.columns.len();
+    let raw = is_raw(table);
+    let key_columns: Vec<usize> = table
+        .key
+        .iter()
+        .filter_map(|k| table.columns.iter().position(|c| &c.name == k))
+        .collect();
+    let mut records = Vec::new();
+    let mut bytes = 0;
+    for batch in rows {
+        let offsets = batch.column(width + 1).as_primitive::<Int64Type>();
+        let committed = arrow::compute::cast(
+            batch.column(width),
+            &DataType::Timestamp(TimeUnit::Microsecond, None),
+        )
+        .map_err(|e| e.to_string())?;
+        let committed = committed.as_primitive::<TimestampMicrosecondType>();
+        let table_rows = batch
+            .project(&(0..width).collect::<Vec<_>>())
+            .map_err(|e| e.to_string())?;
+        let (keys, values, times) = match raw {
+            true => raw_parts(&table_rows)?,
+            false => (
+                json_rows(
+                    &table_rows
+                        .project(&key_columns)
+                        .map_err(|e| e.to_string())?,
+                    !key_columns.is_empty(),
+                )?,
+                json_rows(&table_rows, true)?,
+                None,
+            ),
+        };
+        for row in 0..batch.num_rows() {
+            let timestamp = match &times {
+                Some(times) if times.is_valid(row) => times.value(row),
+                _ => committed.value(row) / 1000,
+            };
+            let record = Record {
+                transactional: false,
+                control: false,
+                delete_horizon: false,
+                partition_leader_epoch: 0,
+                producer_id: -1,
+                producer_epoch: -1,
+                timestamp_type: TimestampType::Creation,
+                offset: offsets.value(row),
+                sequence: -1,
+                timestamp,
+                key: keys[row].clone(),
+                value: values[row].clone(),
+                headers: Default::default(),
+            };
+            bytes += record.key.as_ref().map_or(0, Bytes::len)
+                + record.value.as_ref().map_or(0, Bytes::len)
+                + 24;
+            records.push(record);
+            if bytes >= max_bytes {
+                return Ok(records);
+            }
+        }
+    }
+    Ok(records)
+}
+
+type Parts = (
+    Vec<Option<Bytes>>,
+    Vec<Option<Bytes>>,
+    Option<arrow::array::TimestampMillisecondArray>,
+);
+
+/// A raw table's key and value texts and its records' timestamps.
+fn raw_parts(rows: &RecordBatch) -> Result<Parts, String> {
+    let text = |column: usize| -> Vec<Option<Bytes>> {
+        let values = rows.column(column).as_string::<i32>();
+        (0..values.len())
+            .map(|i| {
+                values
+                    .is_valid(i)
+                    .then(|| Bytes::copy_from_slice(values.value(i).as_bytes()))
+            })
+            .collect()
+    };
+    let times = arrow::compute::cast(
+        rows.column(2),
+        &DataType::Timestamp(TimeUnit::Millisecond, None),
+    )
+    .map_err(|e| e.to_string())?;
+    let times = times.as_primitive::<TimestampMillisecondType>().clone();
+    Ok((text(0), text(1), Some(times)))
+}
+
+/// Each row of `rows` as a JSON object of its columns; none when not `wanted`.
+fn json_rows(rows: &RecordBatch, wanted: bool) -> Result<Vec<Option<Bytes>>, String> {
+    if !wanted {
+        return Ok(vec![None; rows.num_rows()]);
+    }
+    let mut out = Vec::new();
+    let mut writer = arrow::json::WriterBuilder::new()
+        .with_explicit_nulls(true)
+        .build::<_, arrow::json::writer::LineDelimited>(&mut out);
+    writer.write(rows).map_err(|e| e.to_string())?;
+    writer.finish().map_err(|e| e.to_string())?;
+    drop(writer);
+    let lines: Vec<Option<Bytes>> = out
+        .split(|&b| b == b'\n')
+        .filter(|line| !line.is_empty())
+        .map(|line| Some(Bytes::copy_from_slice(line)))
+        .collect();
+    if lines.len() != rows.num_rows() {
+        return Err(format!(
+            "{} JSON lines for {} rows",
+            lines.len(),
+            rows.num_rows()
+        ));
+    }
+    Ok(lines)
 }

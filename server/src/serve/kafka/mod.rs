@@ -29,12 +29,12 @@ use super::{KafkaOptions, Server};
 /// 100 MB).
 const MAX_REQUEST_BYTES: usize = 100 << 20;
 
-/// The APIs the door answers and the versions of each it reads. Produce stops before v13 and
-/// Fetch before v13, which name topics by id. Fetch is listed from v4 on because librdkafka
-/// writes record batches (v2) only to brokers that list it.
+/// The APIs the door answers and the versions of each it reads. Produce and Fetch stop before
+/// v13, which names topics by id.
 const APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 3, 12),
     (ApiKey::Fetch, 4, 12),
+    (ApiKey::ListOffsets, 1, 7),
     (ApiKey::Metadata, 0, 12),
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 7),
@@ -165,7 +165,10 @@ impl KafkaDoor {
             RequestKind::InitProducerId(request) => {
                 ResponseKind::InitProducerId(produce::init_producer_id(request))
             }
-            RequestKind::Fetch(request) => ResponseKind::Fetch(fetch::fetch_refused(request)),
+            RequestKind::Fetch(request) => ResponseKind::Fetch(self.fetch(request).await),
+            RequestKind::ListOffsets(request) => {
+                ResponseKind::ListOffsets(self.list_offsets(request).await)
+            }
             RequestKind::Produce(request) => {
                 let acks = request.acks;
                 let response = self.produce(request).await;

@@ -51,13 +51,16 @@ pub(super) fn init_producer_id(request: InitProducerIdRequest) -> InitProducerId
 struct Produced {
     error: Option<Refusal>,
     bad_record: Option<usize>,
+    /// The offset the records written start at, when known (not for a retry's).
+    base_offset: Option<u64>,
 }
 
 impl Produced {
-    fn ok() -> Produced {
+    fn ok(base_offset: Option<u64>) -> Produced {
         Produced {
             error: None,
             bad_record: None,
+            base_offset,
         }
     }
 
@@ -65,6 +68,7 @@ impl Produced {
         Produced {
             error: Some((error, message.into())),
             bad_record: None,
+            base_offset: None,
         }
     }
 }
@@ -119,13 +123,15 @@ impl KafkaDoor {
             Ok(sets) => sets,
             Err(e) => return Produced::refused(ResponseError::CorruptMessage, e.to_string()),
         };
+        let mut base_offset = None;
         for (header, set) in headers.iter().zip(sets) {
             let produced = self.produce_batch(table, header, &set.records).await;
             if produced.error.is_some() {
                 return produced;
             }
+            base_offset = base_offset.or(produced.base_offset);
         }
-        Produced::ok()
+        Produced::ok(base_offset)
     }
 
     /// Writes one batch, unless its producer wrote it already.
@@ -138,7 +144,7 @@ impl KafkaDoor {
         let claim = match self.claim(table, header).await {
             Ok(Claim::None) => None,
             Ok(Claim::Sequence(name, after)) => Some((name, after)),
-            Ok(Claim::Duplicate) => return Produced::ok(),
+            Ok(Claim::Duplicate) => return Produced::ok(None),
             Err(refused) => return refused,
         };
         let writes = match writes(table, records) {
@@ -147,6 +153,7 @@ impl KafkaDoor {
                 return Produced {
                     error: Some((ResponseError::InvalidRecord, message)),
                     bad_record: Some(index),
+                    base_offset: None,
                 };
             }
         };
@@ -158,7 +165,7 @@ impl KafkaDoor {
             .upsert_and_delete(&table.name, writes.delete, &writes.rows, claim)
             .await;
         match written {
-            Ok(_) => Produced::ok(),
+            Ok((_, base_offset)) => Produced::ok(base_offset),
             Err(e) => {
                 let error = match e {
                     NodeError::Storage(_) | NodeError::Internal(_) => {
@@ -232,8 +239,8 @@ enum Claim {
 fn partition_response(index: i32, produced: Produced) -> PartitionProduceResponse {
     let mut response = PartitionProduceResponse::default();
     response.index = index;
-    // Offsets are assigned once the lake keeps them (ADR 0077, step 2): -1 says "not known".
-    response.base_offset = -1;
+    // -1 says "not known": a retry's, or rows tiered before their answer was made.
+    response.base_offset = produced.base_offset.map_or(-1, |o| o as i64);
     response.log_append_time_ms = -1;
     response.log_start_offset = -1;
     if let Some((error, message)) = produced.error {
