@@ -122,6 +122,20 @@ pub enum Change {
     },
     /// Forgets objects that have been deleted.
     ForgetGarbage { entries: Vec<(u64, String)> },
+    /// Records the offsets a Kafka consumer group committed (ADR 0077).
+    ConsumerOffsets { offsets: Vec<ConsumerOffset> },
+}
+
+/// The offset a consumer group committed for a topic's partition (ADR 0077), with the text
+/// its client keeps beside it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ConsumerOffset {
+    pub group: String,
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    #[serde(default)]
+    pub metadata: Option<String>,
 }
 
 /// The catalog of one lake: a SlateDB database plus the latest snapshot in memory.
@@ -670,6 +684,15 @@ pub(crate) fn apply(
             value.extend(seen.late_rows.to_be_bytes());
             batch.put(keys::event_time(table_id), value);
         }
+        Change::ConsumerOffsets { offsets } => {
+            let committed = Arc::make_mut(&mut next.consumer_offsets);
+            for offset in offsets {
+                let key = keys::consumer_offset(&offset.group, &offset.topic, offset.partition);
+                batch.put(key, serde_json::to_vec(&offset).expect("json"));
+                let place = (offset.group.clone(), offset.topic.clone(), offset.partition);
+                committed.insert(place, offset);
+            }
+        }
         Change::ForgetGarbage { entries } => {
             for entry in entries {
                 batch.delete(keys::garbage(entry.0, &entry.1));
@@ -902,6 +925,11 @@ pub(crate) async fn load_snapshot(mut iter: slatedb::DbIterator) -> Result<Snaps
                 late_rows,
             };
             snapshot.event_times.insert(table_id, seen);
+        } else if key.starts_with(keys::CONSUMER_OFFSET_PREFIX) {
+            let offset: ConsumerOffset =
+                serde_json::from_slice(&kv.value).map_err(|e| corrupt(e.to_string()))?;
+            let place = (offset.group.clone(), offset.topic.clone(), offset.partition);
+            Arc::make_mut(&mut snapshot.consumer_offsets).insert(place, offset);
         } else if let Some(table_id) = key.strip_prefix(keys::OFFSET_PREFIX) {
             let table_id = u64::from_str_radix(table_id, 16).map_err(|e| corrupt(e.to_string()))?;
             snapshot

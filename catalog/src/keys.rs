@@ -14,6 +14,7 @@
 //! - `x/<table_id>/<commit>/<index>`     a change record (encoded as a log segment is)
 //! - `w/<table_id>`                      a watermarked table's greatest event time and late rows (ADR 0055)
 //! - `o/<table_id>`                      the offset a table's next appended row takes (u64, big-endian; ADR 0077)
+//! - `c/<group> 0 <topic> 0 <partition>` the offset a Kafka consumer group committed (JSON; ADR 0077)
 
 use crate::deletions::Container;
 
@@ -29,6 +30,13 @@ pub const DELETION_PREFIX: &str = "d/";
 pub const CHANGE_PREFIX: &str = "x/";
 pub const EVENT_TIME_PREFIX: &str = "w/";
 pub const OFFSET_PREFIX: &str = "o/";
+pub const CONSUMER_OFFSET_PREFIX: &str = "c/";
+
+/// A consumer group's committed offset: the group, topic and partition apart by NUL bytes,
+/// which Kafka's names cannot hold.
+pub fn consumer_offset(group: &str, topic: &str, partition: i32) -> String {
+    format!("{CONSUMER_OFFSET_PREFIX}{group}\u{0}{topic}\u{0}{partition}")
+}
 
 pub fn next_offset(table_id: u64) -> String {
     format!("{OFFSET_PREFIX}{table_id:016x}")

@@ -14,7 +14,7 @@ mod statistics;
 mod types;
 mod wire;
 
-pub use catalog::{Catalog, Change, now_ms};
+pub use catalog::{Catalog, Change, ConsumerOffset, now_ms};
 pub use deletions::{
     Container, DeletionVector, ROW_ADDRESS, ROW_ID, decode_deletion_vector, encode_deletion_vector,
     row_address, split_row_address,

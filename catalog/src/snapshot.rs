@@ -33,6 +33,8 @@ pub struct Snapshot {
     /// Per table id, the offset its next appended row takes: how many rows its appends have
     /// held since offsets were kept (ADR 0077).
     pub next_offsets: HashMap<u64, u64>,
+    /// The offsets Kafka consumer groups committed, by (group, topic, partition) (ADR 0077).
+    pub consumer_offsets: Arc<BTreeMap<(String, String, i32), crate::ConsumerOffset>>,
     /// Per table id, the last commit that changed its rows (appended or rewrote them), for
     /// transactions to find what was committed after they began (ADR 0045). Not stored:
     /// rebuilt as commits apply, from the loaded commit when the catalog opens.

@@ -22,8 +22,8 @@ pub use lead::leader::{
 pub use lead::lease::{JITTER_MS, Lease, Step};
 pub use node::{Node, NodeOptions};
 pub use pondra_catalog::{
-    CatalogError, CommitsAfter, ForwardedCommit, KafkaFormat, Leader, SqlType, StreamedCommit,
-    TableDef, TableKind,
+    CatalogError, CommitsAfter, ConsumerOffset, ForwardedCommit, KafkaFormat, Leader, SqlType,
+    StreamedCommit, TableDef, TableKind,
 };
 pub use pondra_exec::control::{running as running_statements, shut_down as stop_all_statements};
 pub use pondra_exec::{

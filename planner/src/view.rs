@@ -1058,6 +1058,7 @@ fn without_rows(snapshot: &Snapshot) -> Snapshot {
         producers: Default::default(),
         event_times: Default::default(),
         next_offsets: Default::default(),
+        consumer_offsets: Default::default(),
         rows_changed_at: Default::default(),
         defined_at: snapshot.defined_at.clone(),
         schemas: snapshot.schemas.clone(),

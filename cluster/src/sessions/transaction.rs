@@ -349,7 +349,7 @@ fn check_conflict(base: &Snapshot, latest: &Snapshot, change: &Change) -> Result
             .producers
             .get(producer)
             .is_some_and(|last| last >= sequence),
-        Change::ForgetGarbage { .. } => false,
+        Change::ForgetGarbage { .. } | Change::ConsumerOffsets { .. } => false,
         // Rows were judged late, and windows closed, by the watermark the base held (ADR 0055).
         Change::EventTime { table_id, .. } => {
             latest.event_times.get(table_id) != base.event_times.get(table_id)

@@ -68,6 +68,18 @@ impl Node {
     }
 }
 
+impl Node {
+    /// Commits the offsets a Kafka consumer group committed (ADR 0077), durably.
+    pub async fn commit_consumer_offsets(
+        &self,
+        offsets: Vec<pondra_catalog::ConsumerOffset>,
+    ) -> Result<()> {
+        let change = pondra_catalog::Change::ConsumerOffsets { offsets };
+        self.catalog.commit(vec![change]).await?;
+        Ok(())
+    }
+}
+
 /// `snapshot` with `table`'s containers cut to those that may hold offsets in `from..until`.
 fn within_offsets(snapshot: &Snapshot, table: &TableDef, from: u64, until: u64) -> Snapshot {
     let mut pruned = snapshot.clone();
@@ -180,18 +192,28 @@ mod tests {
             .unwrap();
         node.execute("CREATE TABLE t (v INT)").await.unwrap();
         for start in [0, 10, 20] {
-            node.append("t", &[batch(start..start + 10)], None).await.unwrap();
+            node.append("t", &[batch(start..start + 10)], None)
+                .await
+                .unwrap();
         }
         let table = node.snapshot().table("t").unwrap().clone();
         let bounds = offset_bounds(&node.snapshot(), &table);
-        assert_eq!(bounds, OffsetBounds { earliest: 0, next: 30 });
+        assert_eq!(
+            bounds,
+            OffsetBounds {
+                earliest: 0,
+                next: 30
+            }
+        );
         let expected: Vec<(i32, i64)> = (5..12).map(|v| (v, v as i64)).collect();
         assert_eq!(read(&node, 5, 7).await, expected);
 
         // Tiered into a file, the rows keep their offsets; deleted ones leave a gap.
         node.checkpoint().await.unwrap();
         assert!(node.snapshot().segments(table.id).is_empty());
-        node.execute("DELETE FROM t WHERE v BETWEEN 12 AND 14").await.unwrap();
+        node.execute("DELETE FROM t WHERE v BETWEEN 12 AND 14")
+            .await
+            .unwrap();
         node.append("t", &[batch(30..32)], None).await.unwrap();
         let read_back = read(&node, 11, 4).await;
         assert_eq!(read_back, vec![(11, 11), (15, 15), (16, 16), (17, 17)]);

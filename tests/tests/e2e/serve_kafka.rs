@@ -213,3 +213,34 @@ fn idempotent_producers_retries_and_gaps() {
         "{printed}"
     );
 }
+
+/// confluent-kafka and kafka-python consumers read tables by offset: groups commit, resume and
+/// split partitions; a group's committed offset survives a restart of the server.
+#[test]
+fn kafka_consumers_read_tables_and_groups_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/kafka_consumers.py");
+    for phase in ["before", "after"] {
+        let served = Served::start(&lake, &["--kafka-port", "0"]);
+        let pg_port = served.doors["pg"].rsplit_once(':').unwrap().1.to_string();
+        let output = python()
+            .arg(script)
+            .arg(&served.doors["kafka"])
+            .arg(&pg_port)
+            .arg(phase)
+            .output()
+            .unwrap();
+        let printed = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success(),
+            "{printed}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(
+            printed.contains(&format!("kafka consumers ({phase}): ok")),
+            "{printed}"
+        );
+        assert!(served.stop().success());
+    }
+}

@@ -4,6 +4,7 @@
 
 mod batches;
 mod fetch;
+mod groups;
 mod produce;
 mod rows;
 mod topics;
@@ -39,6 +40,13 @@ const APIS: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ApiVersions, 0, 4),
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::InitProducerId, 0, 5),
+    (ApiKey::FindCoordinator, 0, 4),
+    (ApiKey::JoinGroup, 0, 7),
+    (ApiKey::SyncGroup, 0, 5),
+    (ApiKey::Heartbeat, 0, 4),
+    (ApiKey::LeaveGroup, 0, 4),
+    (ApiKey::OffsetCommit, 2, 8),
+    (ApiKey::OffsetFetch, 1, 7),
 ];
 
 /// What every connection of the door shares.
@@ -46,6 +54,8 @@ pub(super) struct KafkaDoor {
     pub server: Arc<Server>,
     pub node: Arc<Node>,
     pub options: KafkaOptions,
+    /// The consumer groups this node coordinates while it leads the lake.
+    groups: groups::Groups,
 }
 
 /// Serves Kafka clients on `listener` until `stop` turns true.
@@ -66,6 +76,7 @@ pub async fn run(
         server,
         node,
         options,
+        groups: Default::default(),
     });
     let connections_stop = stop.clone();
     loop {
@@ -161,6 +172,25 @@ impl KafkaDoor {
             }
             RequestKind::CreateTopics(request) => {
                 ResponseKind::CreateTopics(self.create_topics(request).await)
+            }
+            RequestKind::FindCoordinator(request) => {
+                ResponseKind::FindCoordinator(self.find_coordinator(request, version))
+            }
+            RequestKind::JoinGroup(request) => {
+                ResponseKind::JoinGroup(self.join_group(request).await)
+            }
+            RequestKind::SyncGroup(request) => {
+                ResponseKind::SyncGroup(self.sync_group(request).await)
+            }
+            RequestKind::Heartbeat(request) => ResponseKind::Heartbeat(self.heartbeat(request)),
+            RequestKind::LeaveGroup(request) => {
+                ResponseKind::LeaveGroup(self.leave_group(request, version))
+            }
+            RequestKind::OffsetCommit(request) => {
+                ResponseKind::OffsetCommit(self.offset_commit(request).await)
+            }
+            RequestKind::OffsetFetch(request) => {
+                ResponseKind::OffsetFetch(self.offset_fetch(request))
             }
             RequestKind::InitProducerId(request) => {
                 ResponseKind::InitProducerId(produce::init_producer_id(request))

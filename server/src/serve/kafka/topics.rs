@@ -204,7 +204,7 @@ impl KafkaDoor {
 
 /// A node's broker id: a 31-bit hash of its Kafka address (FNV-1a), the same on every node
 /// and across restarts.
-fn broker_id(address: &str) -> i32 {
+pub(super) fn broker_id(address: &str) -> i32 {
     let mut hash: u32 = 0x811c_9dc5;
     for byte in address.bytes() {
         hash ^= u32::from(byte);
