@@ -244,3 +244,94 @@ fn kafka_consumers_read_tables_and_groups_resume() {
         assert!(served.stop().success());
     }
 }
+
+/// An idempotent librdkafka producer writes through three nodes while the leader is killed
+/// with SIGKILL: every acknowledged record is in the table exactly once, and no record twice.
+#[test]
+fn an_idempotent_producer_survives_a_killed_leader_exactly_once() {
+    use crate::cluster_nodes::until;
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let mut nodes: Vec<Served> = (0..3)
+        .map(|_| Served::start(&lake, &["--kafka-port", "0"]))
+        .collect();
+    let http = nodes[0].http();
+    let (answer, status) = crate::common::curl(&[
+        "-X",
+        "POST",
+        &format!("http://{http}/sql"),
+        "--data-binary",
+        "CREATE TABLE numbers (v BIGINT)",
+    ]);
+    assert_eq!(status, 200, "{answer}");
+    // Every node knows the others' Kafka doors before the producer asks for brokers.
+    until(Duration::from_secs(15), "three brokers", || {
+        let url = format!("http://{http}/cluster");
+        let (cluster, _) = crate::common::curl(&["-m", "5", &url]);
+        (cluster.matches("\"kafka\":\"").count() == 3).then_some(())
+    });
+    let servers: Vec<String> = nodes.iter().map(|n| n.doors["kafka"].clone()).collect();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/kafka_failover.py");
+    let producer = python()
+        .arg(script)
+        .arg(servers.join(","))
+        .arg("8")
+        .arg("numbers")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    // The first node leads, and the producer bootstrapped through it.
+    let mut killed = nodes.remove(0);
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(killed.pid() as i32, libc::SIGKILL);
+    }
+    while killed.running() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let output = producer.wait_with_output().unwrap();
+    let printed = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{printed}");
+    let mut lines = printed.lines();
+    let summary = lines.next().unwrap_or_default();
+    let acknowledged: Vec<i64> = lines
+        .next()
+        .unwrap_or_default()
+        .split(',')
+        .filter(|v| !v.is_empty())
+        .map(|v| v.parse().unwrap())
+        .collect();
+    assert!(!acknowledged.is_empty(), "{summary}");
+
+    let survivor = nodes[0].http();
+    let rows = until(Duration::from_secs(30), "the rows on a survivor", || {
+        let (answer, status) = crate::common::curl(&[
+            "-m",
+            "20",
+            "-X",
+            "POST",
+            &format!("http://{survivor}/sql"),
+            "--data-binary",
+            "SELECT v FROM numbers ORDER BY v",
+        ]);
+        (status == 200).then_some(answer)
+    });
+    let rows: serde_json::Value = serde_json::from_str(&rows).unwrap();
+    let stored: Vec<i64> = rows["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[0].as_i64().unwrap())
+        .collect();
+    let mut distinct = stored.clone();
+    distinct.dedup();
+    assert_eq!(distinct.len(), stored.len(), "a record written twice ({summary})");
+    let missing: Vec<&i64> = acknowledged
+        .iter()
+        .filter(|v| stored.binary_search(v).is_err())
+        .take(5)
+        .collect();
+    assert!(missing.is_empty(), "acknowledged but lost: {missing:?} ({summary})");
+    eprintln!("{summary}; {} stored", stored.len());
+}
