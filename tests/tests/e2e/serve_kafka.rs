@@ -326,12 +326,19 @@ fn an_idempotent_producer_survives_a_killed_leader_exactly_once() {
         .collect();
     let mut distinct = stored.clone();
     distinct.dedup();
-    assert_eq!(distinct.len(), stored.len(), "a record written twice ({summary})");
+    assert_eq!(
+        distinct.len(),
+        stored.len(),
+        "a record written twice ({summary})"
+    );
     let missing: Vec<&i64> = acknowledged
         .iter()
         .filter(|v| stored.binary_search(v).is_err())
         .take(5)
         .collect();
-    assert!(missing.is_empty(), "acknowledged but lost: {missing:?} ({summary})");
+    assert!(
+        missing.is_empty(),
+        "acknowledged but lost: {missing:?} ({summary})"
+    );
     eprintln!("{summary}; {} stored", stored.len());
 }

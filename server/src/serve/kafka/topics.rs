@@ -215,7 +215,7 @@ pub(super) fn broker_id(address: &str) -> i32 {
 
 /// Whether rows can be produced to `table`: a table, not a view or a hidden one.
 fn producible(table: &TableDef) -> bool {
-    matches!(table.kind, TableKind::Table)
+    matches!(table.kind, TableKind::Table) && !table.is_hidden()
 }
 
 /// Whether `table` has the raw form `(key VARCHAR, value VARCHAR, timestamp TIMESTAMP)`.
