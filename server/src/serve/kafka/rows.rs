@@ -47,26 +47,60 @@ pub(super) fn writes(table: &TableDef, records: &[Record]) -> Result<Writes, Bad
         });
     }
     if table.key.is_empty() {
-        let values = records
-            .iter()
-            .enumerate()
-            .map(|(index, record)| match &record.value {
-                Some(value) => json_object(index, value),
-                None => Err(BadRecord::at(
-                    index,
-                    format!(
-                        "a null value deletes only from a keyed table, and {} has no key",
-                        table.name
-                    ),
-                )),
-            })
-            .collect::<Result<Vec<_>, _>>()?;
         return Ok(Writes {
-            rows: decoded(table, &values)?,
+            rows: plain_rows(table, records)?,
             delete: None,
         });
     }
     keyed_writes(table, records)
+}
+
+/// A plain table's rows: the records' JSON values decoded straight into the table's columns,
+/// one object a record. When they do not decode as one, each is tried alone to name the
+/// first that fails.
+fn plain_rows(table: &TableDef, records: &[Record]) -> Result<Vec<RecordBatch>, BadRecord> {
+    let mut text = Vec::with_capacity(records.iter().map(|r| r.value.as_ref().map_or(0, |v| v.len() + 1)).sum());
+    for (index, record) in records.iter().enumerate() {
+        let Some(value) = &record.value else {
+            return Err(BadRecord::at(
+                index,
+                format!("a null value deletes only from a keyed table, and {} has no key", table.name),
+            ));
+        };
+        text.extend_from_slice(value);
+        text.push(b'\n');
+    }
+    let decode = || -> Result<Vec<RecordBatch>, String> {
+        let mut decoder = arrow::json::ReaderBuilder::new(table.arrow_schema())
+            .with_strict_mode(true)
+            .with_coerce_primitive(true)
+            .with_batch_size(records.len().max(1))
+            .build_decoder()
+            .map_err(|e| e.to_string())?;
+        let mut rest = &text[..];
+        while !rest.is_empty() {
+            let read = decoder.decode(rest).map_err(|e| e.to_string())?;
+            if read == 0 {
+                return Err("the values do not decode".into());
+            }
+            rest = &rest[read..];
+        }
+        let batch = decoder.flush().map_err(|e| e.to_string())?;
+        Ok(batch.into_iter().collect())
+    };
+    match decode() {
+        Ok(rows) if rows.iter().map(RecordBatch::num_rows).sum::<usize>() == records.len() => Ok(rows),
+        // Not one row a record (a value that is not one object, or does not convert): each
+        // alone, through the checks that name what is wrong.
+        _ => {
+            let values = records
+                .iter()
+                .enumerate()
+                .map(|(index, record)| json_object(index, record.value.as_deref().unwrap_or_default()))
+                .collect::<Result<Vec<_>, _>>()?;
+            decoded(table, &values)
+        }
+    }
 }
 
 /// A raw table's rows: each record's key and value as text, and its timestamp.
