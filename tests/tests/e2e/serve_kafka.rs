@@ -24,21 +24,29 @@ use crate::common::{Served, python, sql, stdout};
 fn kafka_producers_write_tables() {
     let dir = tempfile::tempdir().unwrap();
     let served = Served::start(&dir.path().join("lake"), &["--kafka-port", "0"]);
+    let printed = run_client(&served, "kafka_producers.py", &[]);
+    assert!(printed.contains("kafka producers: ok"), "{printed}");
+}
+
+/// Runs the Python client `script` (under `tests/python`) with the server's Kafka address, its
+/// Postgres port and `args`; returns what it printed, once it exits successfully.
+fn run_client(served: &Served, script: &str, args: &[&str]) -> String {
     let pg_port = served.doors["pg"].rsplit_once(':').unwrap().1.to_string();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/kafka_producers.py");
+    let script = format!("{}/python/{script}", env!("CARGO_MANIFEST_DIR"));
     let output = python()
         .arg(script)
         .arg(&served.doors["kafka"])
         .arg(&pg_port)
+        .args(args)
         .output()
         .unwrap();
-    let printed = String::from_utf8_lossy(&output.stdout);
+    let printed = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
         "{printed}{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(printed.contains("kafka producers: ok"), "{printed}");
+    printed
 }
 
 /// A client of the door speaking Kafka's protocol by hand, one request at a time.
@@ -161,6 +169,7 @@ impl Client {
     }
 }
 
+const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
 const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
 const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
 
@@ -203,6 +212,16 @@ fn idempotent_producers_retries_and_gaps() {
     assert_eq!(huge.socket.read(&mut byte).unwrap_or(0), 0, "closed");
     assert_eq!(client.produce("events", other, 1, &["f"]), 0);
 
+    // With auto-creation off, a topic with no table is unknown.
+    let other = tempfile::tempdir().unwrap();
+    let strict = Served::start(
+        &other.path().join("lake"),
+        &["--kafka-port", "0", "--kafka-auto-create=false"],
+    );
+    let mut strict_client = Client::connect(&strict.doors["kafka"]);
+    let unknown = strict_client.produce("nowhere", (-1, -1), -1, &["x"]);
+    assert_eq!(unknown, UNKNOWN_TOPIC_OR_PARTITION);
+
     let counted = sql(
         &lake,
         &["SELECT string_agg(value, '' ORDER BY value), count(*) FROM events"],
@@ -220,23 +239,9 @@ fn idempotent_producers_retries_and_gaps() {
 fn kafka_consumers_read_tables_and_groups_resume() {
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().join("lake");
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/kafka_consumers.py");
     for phase in ["before", "after"] {
         let served = Served::start(&lake, &["--kafka-port", "0"]);
-        let pg_port = served.doors["pg"].rsplit_once(':').unwrap().1.to_string();
-        let output = python()
-            .arg(script)
-            .arg(&served.doors["kafka"])
-            .arg(&pg_port)
-            .arg(phase)
-            .output()
-            .unwrap();
-        let printed = String::from_utf8_lossy(&output.stdout);
-        assert!(
-            output.status.success(),
-            "{printed}{}",
-            String::from_utf8_lossy(&output.stderr)
-        );
+        let printed = run_client(&served, "kafka_consumers.py", &[phase]);
         assert!(
             printed.contains(&format!("kafka consumers ({phase}): ok")),
             "{printed}"

@@ -10,6 +10,11 @@ const MAX_RECORDS: usize = 1_000_000;
 /// The most bytes a compressed batch's records may decompress to.
 const MAX_DECOMPRESSED: usize = 256 << 20;
 
+/// The most records, and bytes of records, one partition's batches of a request may hold: they
+/// are all decoded before they are written.
+const MAX_PARTITION_RECORDS: usize = 2_000_000;
+const MAX_PARTITION_BYTES: usize = 512 << 20;
+
 /// Bytes in a v2 batch's header, up to its records.
 const HEADER: usize = 61;
 
@@ -27,6 +32,7 @@ pub(super) struct BatchHeader {
 /// their headers.
 pub(super) fn check_batches(mut bytes: &[u8]) -> Result<Vec<BatchHeader>, String> {
     let mut headers = Vec::new();
+    let (mut records, mut decoded) = (0, 0);
     while !bytes.is_empty() {
         if bytes.len() < 12 {
             return Err("a record batch is cut short".into());
@@ -37,13 +43,23 @@ pub(super) fn check_batches(mut bytes: &[u8]) -> Result<Vec<BatchHeader>, String
             .map(|length| 12 + length)
             .filter(|&end| end >= HEADER && end <= bytes.len())
             .ok_or_else(|| format!("a record batch of {length} bytes does not fit its request"))?;
-        headers.push(check_batch(&bytes[..end])?);
+        let (header, size) = check_batch(&bytes[..end])?;
+        records += header.records;
+        decoded += size;
+        if records > MAX_PARTITION_RECORDS || decoded > MAX_PARTITION_BYTES {
+            return Err(format!(
+                "a partition's batches hold more than {MAX_PARTITION_RECORDS} records or \
+                 {MAX_PARTITION_BYTES} bytes of them"
+            ));
+        }
+        headers.push(header);
         bytes = &bytes[end..];
     }
     Ok(headers)
 }
 
-fn check_batch(batch: &[u8]) -> Result<BatchHeader, String> {
+/// A batch's header, and the bytes its records take decompressed.
+fn check_batch(batch: &[u8]) -> Result<(BatchHeader, usize), String> {
     let magic = batch[16];
     if magic != 2 {
         return Err(format!(
@@ -81,13 +97,14 @@ fn check_batch(batch: &[u8]) -> Result<BatchHeader, String> {
         other => return Err(format!("an unknown compression {other}")),
     };
     check_records(body, records)?;
-    Ok(BatchHeader {
+    let header = BatchHeader {
         producer_id: i64::from_be_bytes(batch[43..51].try_into().expect("8 bytes")),
         producer_epoch: i16::from_be_bytes([batch[51], batch[52]]),
         base_sequence: i32::from_be_bytes(batch[53..57].try_into().expect("4 bytes")),
         records,
         transactional: attributes & 0x10 != 0,
-    })
+    };
+    Ok((header, body.len()))
 }
 
 /// A decompressing reader's bytes, refused past `MAX_DECOMPRESSED`.

@@ -30,6 +30,10 @@ use super::{KafkaOptions, Server};
 /// 100 MB).
 const MAX_REQUEST_BYTES: usize = 100 << 20;
 
+/// The megabytes of requests all connections may hold at once: past it a connection waits
+/// before it reads its next request, so many large requests cannot exhaust memory.
+const REQUEST_MEGABYTES: u32 = 1024;
+
 /// The APIs the door answers and the versions of each it reads. Produce and Fetch stop before
 /// v13, which names topics by id.
 const APIS: &[(ApiKey, i16, i16)] = &[
@@ -56,6 +60,8 @@ pub(super) struct KafkaDoor {
     pub options: KafkaOptions,
     /// The consumer groups this node coordinates while it leads the lake.
     groups: groups::Groups,
+    /// Megabytes of requests being read or answered (`REQUEST_MEGABYTES`).
+    request_budget: tokio::sync::Semaphore,
 }
 
 /// Serves Kafka clients on `listener` until `stop` turns true.
@@ -77,6 +83,7 @@ pub async fn run(
         node,
         options,
         groups: Default::default(),
+        request_budget: tokio::sync::Semaphore::new(REQUEST_MEGABYTES as usize),
     });
     let connections_stop = stop.clone();
     loop {
@@ -122,6 +129,12 @@ impl KafkaDoor {
                 .ok_or_else(|| {
                     format!("a request of {size} bytes: the limit is {MAX_REQUEST_BYTES}")
                 })?;
+            let megabytes = (size >> 20) as u32 + 1;
+            let _budget = self
+                .request_budget
+                .acquire_many(megabytes)
+                .await
+                .map_err(|e| e.to_string())?;
             let mut request = vec![0u8; size];
             socket
                 .read_exact(&mut request)

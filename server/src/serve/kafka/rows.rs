@@ -59,12 +59,20 @@ pub(super) fn writes(table: &TableDef, records: &[Record]) -> Result<Writes, Bad
 /// one object a record. When they do not decode as one, each is tried alone to name the
 /// first that fails.
 fn plain_rows(table: &TableDef, records: &[Record]) -> Result<Vec<RecordBatch>, BadRecord> {
-    let mut text = Vec::with_capacity(records.iter().map(|r| r.value.as_ref().map_or(0, |v| v.len() + 1)).sum());
+    let mut text = Vec::with_capacity(
+        records
+            .iter()
+            .map(|r| r.value.as_ref().map_or(0, |v| v.len() + 1))
+            .sum(),
+    );
     for (index, record) in records.iter().enumerate() {
         let Some(value) = &record.value else {
             return Err(BadRecord::at(
                 index,
-                format!("a null value deletes only from a keyed table, and {} has no key", table.name),
+                format!(
+                    "a null value deletes only from a keyed table, and {} has no key",
+                    table.name
+                ),
             ));
         };
         text.extend_from_slice(value);
@@ -89,14 +97,18 @@ fn plain_rows(table: &TableDef, records: &[Record]) -> Result<Vec<RecordBatch>, 
         Ok(batch.into_iter().collect())
     };
     match decode() {
-        Ok(rows) if rows.iter().map(RecordBatch::num_rows).sum::<usize>() == records.len() => Ok(rows),
+        Ok(rows) if rows.iter().map(RecordBatch::num_rows).sum::<usize>() == records.len() => {
+            Ok(rows)
+        }
         // Not one row a record (a value that is not one object, or does not convert): each
         // alone, through the checks that name what is wrong.
         _ => {
             let values = records
                 .iter()
                 .enumerate()
-                .map(|(index, record)| json_object(index, record.value.as_deref().unwrap_or_default()))
+                .map(|(index, record)| {
+                    json_object(index, record.value.as_deref().unwrap_or_default())
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             decoded(table, &values)
         }
@@ -152,11 +164,16 @@ enum KeyedWrite {
 fn keyed_writes(table: &TableDef, records: &[Record]) -> Result<Writes, BadRecord> {
     let mut last_per_key: HashMap<String, (usize, KeyedWrite)> = HashMap::new();
     for (index, record) in records.iter().enumerate() {
-        let write = match table.kafka_format {
-            KafkaFormat::Json => json_write(table, index, record)?,
-            KafkaFormat::Debezium => debezium_write(table, index, record)?,
+        // A tombstone deletes the record key's row, in either format.
+        let write = match (&record.value, table.kafka_format) {
+            (None, _) => KeyedWrite::Delete(record_key(table, index, record)?),
+            (Some(value), KafkaFormat::Json) => {
+                json_write(table, index, record, json_map(index, value)?)?
+            }
+            (Some(value), KafkaFormat::Debezium) => {
+                debezium_write(table, index, record, json_map(index, value)?)?
+            }
         };
-        let Some(write) = write else { continue };
         let key = key_text(&match &write {
             KeyedWrite::Upsert(row) => key_of(table, index, row)?,
             KeyedWrite::Delete(key) => key.clone(),
@@ -181,41 +198,31 @@ fn keyed_writes(table: &TableDef, records: &[Record]) -> Result<Writes, BadRecor
     })
 }
 
-/// A record of a keyed table in JSON: its value upserted (key columns it lacks taken from the
-/// record key), or a tombstone deleting the record key's row.
+/// A keyed table's row from a record's JSON value, upserted: key columns it lacks are taken
+/// from the record key.
 fn json_write(
     table: &TableDef,
     index: usize,
     record: &Record,
-) -> Result<Option<KeyedWrite>, BadRecord> {
-    let Some(value) = &record.value else {
-        return Ok(Some(KeyedWrite::Delete(record_key(table, index, record)?)));
-    };
-    let Value::Object(mut row) = json_object(index, value)? else {
-        unreachable!("json_object gives objects");
-    };
+    mut row: Map<String, Value>,
+) -> Result<KeyedWrite, BadRecord> {
     if table.key.iter().any(|column| !row.contains_key(column)) {
         let key = record_key(table, index, record)?;
         for (column, value) in table.key.iter().zip(key) {
             row.entry(column.clone()).or_insert(value);
         }
     }
-    Ok(Some(KeyedWrite::Upsert(row)))
+    Ok(KeyedWrite::Upsert(row))
 }
 
 /// A Debezium change event (with or without the schema envelope): `c`, `r` and `u` upsert
-/// `after`, `d` deletes `before`'s key; a tombstone deletes the record key's row.
+/// `after`, `d` deletes `before`'s key (or the record key's, when `before` lacks it).
 fn debezium_write(
     table: &TableDef,
     index: usize,
     record: &Record,
-) -> Result<Option<KeyedWrite>, BadRecord> {
-    let Some(value) = &record.value else {
-        return Ok(Some(KeyedWrite::Delete(record_key(table, index, record)?)));
-    };
-    let Value::Object(event) = json_object(index, value)? else {
-        unreachable!("json_object gives objects");
-    };
+    event: Map<String, Value>,
+) -> Result<KeyedWrite, BadRecord> {
     let event = without_envelope(event);
     let image = |name: &str| match event.get(name) {
         Some(Value::Object(row)) => Ok(row.clone()),
@@ -228,14 +235,14 @@ fn debezium_write(
         )),
     };
     match event.get("op").and_then(Value::as_str) {
-        Some("c" | "r" | "u") => Ok(Some(KeyedWrite::Upsert(image("after")?))),
+        Some("c" | "r" | "u") => Ok(KeyedWrite::Upsert(image("after")?)),
         Some("d") => {
             let before = image("before")?;
             let key = match key_of(table, index, &before) {
                 Ok(key) => key,
                 Err(_) => record_key(table, index, record)?,
             };
-            Ok(Some(KeyedWrite::Delete(key)))
+            Ok(KeyedWrite::Delete(key))
         }
         Some(op) => Err(BadRecord::at(
             index,
@@ -257,6 +264,14 @@ fn without_envelope(object: Map<String, Value>) -> Map<String, Value> {
         return payload.clone();
     }
     object
+}
+
+/// A record's value as a JSON object's fields.
+fn json_map(index: usize, value: &[u8]) -> Result<Map<String, Value>, BadRecord> {
+    match json_object(index, value)? {
+        Value::Object(fields) => Ok(fields),
+        _ => unreachable!("json_object gives objects"),
+    }
 }
 
 /// A record's value as a JSON object.

@@ -103,7 +103,7 @@ impl KafkaDoor {
                 true => Ok(table.clone()),
                 false => Err((
                     ResponseError::InvalidTopicException,
-                    format!("{topic} is a view: rows cannot be produced to it"),
+                    format!("{topic} is a view: the Kafka door serves tables"),
                 )),
             };
         }
