@@ -61,7 +61,7 @@ pub(super) struct KafkaDoor {
     /// The consumer groups this node coordinates while it leads the lake.
     groups: groups::Groups,
     /// Megabytes of requests being read or answered (`REQUEST_MEGABYTES`).
-    request_budget: tokio::sync::Semaphore,
+    request_budget: Arc<tokio::sync::Semaphore>,
 }
 
 /// Serves Kafka clients on `listener` until `stop` turns true.
@@ -83,7 +83,7 @@ pub async fn run(
         node,
         options,
         groups: Default::default(),
-        request_budget: tokio::sync::Semaphore::new(REQUEST_MEGABYTES as usize),
+        request_budget: Arc::new(tokio::sync::Semaphore::new(REQUEST_MEGABYTES as usize)),
     });
     let connections_stop = stop.clone();
     loop {
@@ -105,51 +105,114 @@ pub async fn run(
     }
 }
 
+/// Requests a connection may have read and not yet answered: librdkafka sends up to five
+/// produce requests at once per connection.
+const MAX_IN_FLIGHT: usize = 5;
+
+/// A request read and decoded, waiting for its turn to be answered.
+enum Prepared {
+    /// An answer known at once.
+    Ready(BytesMut),
+    Request {
+        api: ApiKey,
+        version: i16,
+        correlation: i32,
+        body: Box<PreparedBody>,
+    },
+}
+
+enum PreparedBody {
+    /// A produce request with its records decoded into rows ahead of their turn.
+    Produce(produce::PreparedProduce),
+    Other(Box<RequestKind>),
+}
+
 impl KafkaDoor {
-    /// Reads requests from `socket` and answers each, in order, until the client leaves.
+    /// Reads requests from `socket` and answers each, in order, until the client leaves. Up to
+    /// `MAX_IN_FLIGHT` requests are read ahead and decoded while earlier ones are answered;
+    /// they are carried out one after another, in the order they came.
     async fn connection(
-        &self,
-        mut socket: TcpStream,
+        self: Arc<Self>,
+        socket: TcpStream,
         mut stop: watch::Receiver<bool>,
     ) -> Result<(), String> {
         socket.set_nodelay(true).map_err(|e| e.to_string())?;
-        loop {
+        let (mut reader, mut writer) = socket.into_split();
+        let (answers, mut answered) =
+            tokio::sync::mpsc::channel::<tokio::task::JoinHandle<Answer>>(MAX_IN_FLIGHT);
+        let writing = tokio::spawn(async move {
+            while let Some(task) = answered.recv().await {
+                let answer = task.await.map_err(|e| format!("a request failed: {e}"))??;
+                if let Some(bytes) = answer {
+                    writer.write_all(&bytes).await.map_err(|e| e.to_string())?;
+                }
+            }
+            Ok::<(), String>(())
+        });
+        let mut previous: Option<tokio::sync::oneshot::Receiver<()>> = None;
+        let read = loop {
             let size = tokio::select! {
-                size = socket.read_i32() => match size {
+                size = reader.read_i32() => match size {
                     Ok(size) => size,
                     // The client closed the connection between requests.
-                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
-                    Err(e) => return Err(e.to_string()),
+                    Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break Ok(()),
+                    Err(e) => break Err(e.to_string()),
                 },
-                _ = stop.wait_for(|s| *s) => return Ok(()),
+                _ = stop.wait_for(|s| *s) => break Ok(()),
             };
-            let size = usize::try_from(size)
+            // A request holds at least its API key, version and correlation id.
+            let Some(size) = usize::try_from(size)
                 .ok()
-                .filter(|&size| (4..=MAX_REQUEST_BYTES).contains(&size))
-                .ok_or_else(|| {
-                    format!("a request of {size} bytes: the limit is {MAX_REQUEST_BYTES}")
-                })?;
-            let megabytes = (size >> 20) as u32 + 1;
-            let _budget = self
-                .request_budget
-                .acquire_many(megabytes)
-                .await
-                .map_err(|e| e.to_string())?;
-            let mut request = vec![0u8; size];
-            socket
-                .read_exact(&mut request)
-                .await
-                .map_err(|e| e.to_string())?;
-            let Some(answer) = self.answer(Bytes::from(request)).await? else {
-                continue;
+                .filter(|&size| (8..=MAX_REQUEST_BYTES).contains(&size))
+            else {
+                break Err(format!(
+                    "a request of {size} bytes: the limit is {MAX_REQUEST_BYTES}"
+                ));
             };
-            socket.write_all(&answer).await.map_err(|e| e.to_string())?;
-        }
+            let megabytes = (size >> 20) as u32 + 1;
+            let budget = match self
+                .request_budget
+                .clone()
+                .acquire_many_owned(megabytes)
+                .await
+            {
+                Ok(budget) => budget,
+                Err(e) => break Err(e.to_string()),
+            };
+            let mut request = vec![0u8; size];
+            if let Err(e) = reader.read_exact(&mut request).await {
+                break Err(e.to_string());
+            }
+            let (done, next) = tokio::sync::oneshot::channel();
+            let before = previous.replace(next);
+            let door = self.clone();
+            let task = tokio::spawn(async move {
+                let _budget = budget;
+                let prepared = door.clone().prepare(Bytes::from(request)).await;
+                // Carried out after the requests read before it, in order.
+                if let Some(before) = before {
+                    let _ = before.await;
+                }
+                let answer = match prepared {
+                    Ok(prepared) => door.answer(prepared).await,
+                    Err(e) => Err(e),
+                };
+                let _ = done.send(());
+                answer
+            });
+            if answers.send(task).await.is_err() {
+                break Ok(());
+            }
+        };
+        drop(answers);
+        let written = writing.await.map_err(|e| e.to_string())?;
+        read.and(written)
     }
 
-    /// The framed answer to one request; none for a produce with `acks = 0`. An error closes
-    /// the connection, as a broker does with a request it cannot read.
-    async fn answer(&self, mut request: Bytes) -> Result<Option<BytesMut>, String> {
+    /// Reads a request's header and body; a produce request's records are decoded too (on a
+    /// thread of its own: JSON decoding takes a while). An error closes the connection, as a
+    /// broker does with a request it cannot read.
+    async fn prepare(self: Arc<Self>, mut request: Bytes) -> Result<Prepared, String> {
         let (key, version) = ((&request[0..2]).get_i16(), (&request[2..4]).get_i16());
         let Ok(api) = ApiKey::try_from(key) else {
             return Err(format!("an unknown API key {key}"));
@@ -161,13 +224,8 @@ impl KafkaDoor {
             // Clients send their newest ApiVersions first and fall back on this answer.
             let correlation = (&request[4..8]).get_i32();
             let answer = api_versions(ResponseError::UnsupportedVersion.code());
-            return frame(
-                ApiKey::ApiVersions,
-                0,
-                correlation,
-                ResponseKind::ApiVersions(answer),
-            )
-            .map(Some);
+            let answer = ResponseKind::ApiVersions(answer);
+            return frame(ApiKey::ApiVersions, 0, correlation, answer).map(Prepared::Ready);
         }
         if !(min..=max).contains(&version) {
             return Err(format!(
@@ -178,6 +236,44 @@ impl KafkaDoor {
             .map_err(|e| format!("a malformed request header: {e}"))?;
         let body = RequestKind::decode(api, &mut request, version)
             .map_err(|e| format!("a malformed {api:?} request: {e}"))?;
+        let body = match body {
+            RequestKind::Produce(produce) => {
+                let door = self.clone();
+                let decoded = tokio::task::spawn_blocking(move || door.prepare_produce(produce));
+                PreparedBody::Produce(decoded.await.map_err(|e| e.to_string())?)
+            }
+            other => PreparedBody::Other(Box::new(other)),
+        };
+        Ok(Prepared::Request {
+            api,
+            version,
+            correlation: header.correlation_id,
+            body: Box::new(body),
+        })
+    }
+
+    /// The framed answer to a prepared request; none for a produce with `acks = 0`.
+    async fn answer(&self, prepared: Prepared) -> Answer {
+        let (api, version, correlation, body) = match prepared {
+            Prepared::Ready(answer) => return Ok(Some(answer)),
+            Prepared::Request {
+                api,
+                version,
+                correlation,
+                body,
+            } => (api, version, correlation, body),
+        };
+        let body = match *body {
+            PreparedBody::Produce(prepared) => {
+                let acks = prepared.acks;
+                let response = self.produce(prepared).await;
+                if acks == 0 {
+                    return Ok(None);
+                }
+                return frame(api, version, correlation, ResponseKind::Produce(response)).map(Some);
+            }
+            PreparedBody::Other(body) => *body,
+        };
         let response = match body {
             RequestKind::ApiVersions(_) => ResponseKind::ApiVersions(api_versions(0)),
             RequestKind::Metadata(request) => {
@@ -212,19 +308,15 @@ impl KafkaDoor {
             RequestKind::ListOffsets(request) => {
                 ResponseKind::ListOffsets(self.list_offsets(request).await)
             }
-            RequestKind::Produce(request) => {
-                let acks = request.acks;
-                let response = self.produce(request).await;
-                if acks == 0 {
-                    return Ok(None);
-                }
-                ResponseKind::Produce(response)
-            }
             _ => unreachable!("only the APIs listed are decoded"),
         };
-        frame(api, version, header.correlation_id, response).map(Some)
+        frame(api, version, correlation, response).map(Some)
     }
 }
+
+/// A request's framed answer (none for a produce with `acks = 0`), or why the connection
+/// closes.
+type Answer = Result<Option<BytesMut>, String>;
 
 /// The answer to ApiVersions: every API the door serves with its versions.
 fn api_versions(error_code: i16) -> ApiVersionsResponse {

@@ -10,6 +10,7 @@ use kafka_protocol::messages::produce_response::{
 };
 use kafka_protocol::messages::{
     InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse, ProducerId,
+    TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::RecordBatchDecoder;
@@ -17,7 +18,7 @@ use pondra_cluster::{NodeError, TableDef};
 
 use super::KafkaDoor;
 use super::batches::{BatchHeader, check_batches};
-use super::rows::{BadRecord, writes};
+use super::rows::{BadRecord, Writes, writes};
 use super::topics::Refusal;
 
 /// How long a node that follows waits for a producer's last commits before it calls a batch
@@ -73,16 +74,70 @@ impl Produced {
     }
 }
 
+/// A produce request decoded ahead of its turn to be written: each partition's batches as
+/// the rows they write to the table they go to, when that table already exists.
+pub(super) struct PreparedProduce {
+    pub acks: i16,
+    topics: Vec<(TopicName, Vec<PreparedPartition>)>,
+}
+
+struct PreparedPartition {
+    index: i32,
+    records: Bytes,
+    /// The batches decoded for the table with this id; none when its table did not exist yet
+    /// or the partition is refused.
+    decoded: Option<(u64, Result<Vec<DecodedBatch>, Produced>)>,
+}
+
+/// One record batch: its header and what its records write (or the record that cannot be).
+type DecodedBatch = (BatchHeader, Result<Writes, BadRecord>);
+
 impl KafkaDoor {
+    /// Decodes a produce request's records against the tables as they stand: the work that
+    /// may run while the connection's earlier requests are written.
+    pub(super) fn prepare_produce(&self, request: ProduceRequest) -> PreparedProduce {
+        let snapshot = self.node.snapshot();
+        let topics = request
+            .topic_data
+            .into_iter()
+            .map(|topic| {
+                let table = snapshot.table(topic.name.0.as_str()).cloned();
+                let partitions = topic
+                    .partition_data
+                    .into_iter()
+                    .map(|partition| {
+                        let records = partition.records.unwrap_or_default();
+                        let decoded = match &table {
+                            Some(table) if partition.index == 0 => {
+                                Some((table.id, decode_partition(table, &records)))
+                            }
+                            _ => None,
+                        };
+                        PreparedPartition {
+                            index: partition.index,
+                            records,
+                            decoded,
+                        }
+                    })
+                    .collect();
+                (topic.name, partitions)
+            })
+            .collect();
+        PreparedProduce {
+            acks: request.acks,
+            topics,
+        }
+    }
+
     /// Produce: each partition's records written, in the order the request lists them.
-    pub(super) async fn produce(&self, request: ProduceRequest) -> ProduceResponse {
+    pub(super) async fn produce(&self, prepared: PreparedProduce) -> ProduceResponse {
         let mut response = ProduceResponse::default();
-        for topic in request.topic_data {
-            let name = topic.name.0.as_str().to_string();
+        for (topic, partitions) in prepared.topics {
+            let name = topic.0.as_str().to_string();
             let table = self.table_for(&name, self.options.auto_create).await;
             let mut answer = TopicProduceResponse::default();
-            answer.name = topic.name.clone();
-            for partition in topic.partition_data {
+            answer.name = topic;
+            for partition in partitions {
                 let produced = match (&table, partition.index) {
                     (Err((error, message)), _) => Produced::refused(*error, message.clone()),
                     (Ok(_), index) if index != 0 => Produced::refused(
@@ -90,8 +145,12 @@ impl KafkaDoor {
                         format!("{name} has one partition, 0, not {index}"),
                     ),
                     (Ok(table), _) => {
-                        let records = partition.records.unwrap_or_default();
-                        self.produce_partition(table, records).await
+                        // Decoded again when the table was created, or replaced, since.
+                        let batches = match partition.decoded {
+                            Some((id, batches)) if id == table.id => batches,
+                            _ => decode_partition(table, &partition.records),
+                        };
+                        self.produce_partition(table, batches).await
                     }
                 };
                 if let Some((error, message)) = &produced.error {
@@ -107,25 +166,18 @@ impl KafkaDoor {
     }
 
     /// Writes one partition's batches to `table`, each exactly once.
-    async fn produce_partition(&self, table: &TableDef, records: Bytes) -> Produced {
-        let headers = match check_batches(&records) {
-            Ok(headers) => headers,
-            Err(message) => return Produced::refused(ResponseError::CorruptMessage, message),
-        };
-        if headers.iter().any(|h| h.transactional) {
-            return Produced::refused(
-                ResponseError::TransactionalIdAuthorizationFailed,
-                "transactional producers are not served (ADR 0077)",
-            );
-        }
-        let mut bytes = records;
-        let sets = match RecordBatchDecoder::decode_all(&mut bytes) {
-            Ok(sets) => sets,
-            Err(e) => return Produced::refused(ResponseError::CorruptMessage, e.to_string()),
+    async fn produce_partition(
+        &self,
+        table: &TableDef,
+        batches: Result<Vec<DecodedBatch>, Produced>,
+    ) -> Produced {
+        let batches = match batches {
+            Ok(batches) => batches,
+            Err(refused) => return refused,
         };
         let mut base_offset = None;
-        for (header, set) in headers.iter().zip(sets) {
-            let produced = self.produce_batch(table, header, &set.records).await;
+        for (header, writes) in batches {
+            let produced = self.produce_batch(table, &header, writes).await;
             if produced.error.is_some() {
                 return produced;
             }
@@ -139,7 +191,7 @@ impl KafkaDoor {
         &self,
         table: &TableDef,
         header: &BatchHeader,
-        records: &[kafka_protocol::records::Record],
+        writes: Result<Writes, BadRecord>,
     ) -> Produced {
         let claim = match self.claim(table, header).await {
             Ok(Claim::None) => None,
@@ -147,7 +199,7 @@ impl KafkaDoor {
             Ok(Claim::Duplicate) => return Produced::ok(None),
             Err(refused) => return refused,
         };
-        let writes = match writes(table, records) {
+        let writes = match writes {
             Ok(writes) => writes,
             Err(BadRecord { index, message }) => {
                 return Produced {
@@ -234,6 +286,27 @@ enum Claim {
     Duplicate,
     /// The name the producer's numbers are kept under, and the number after the batch's last.
     Sequence(String, u64),
+}
+
+/// A partition's record batches checked, decoded and turned into the rows they write to
+/// `table`; a refusal for the partition when its bytes are not batches this door takes.
+fn decode_partition(table: &TableDef, records: &Bytes) -> Result<Vec<DecodedBatch>, Produced> {
+    let headers = check_batches(records)
+        .map_err(|message| Produced::refused(ResponseError::CorruptMessage, message))?;
+    if headers.iter().any(|h| h.transactional) {
+        return Err(Produced::refused(
+            ResponseError::TransactionalIdAuthorizationFailed,
+            "transactional producers are not served (ADR 0077)",
+        ));
+    }
+    let mut bytes = records.clone();
+    let sets = RecordBatchDecoder::decode_all(&mut bytes)
+        .map_err(|e| Produced::refused(ResponseError::CorruptMessage, e.to_string()))?;
+    Ok(headers
+        .into_iter()
+        .zip(sets)
+        .map(|(header, set)| (header, writes(table, &set.records)))
+        .collect())
 }
 
 fn partition_response(index: i32, produced: Produced) -> PartitionProduceResponse {
