@@ -1,6 +1,6 @@
-//! The Kafka door (ADR 0077): Kafka's wire protocol on `--kafka-port`. Requests are read one at
-//! a time per connection and answered in order, as a broker does; the messages are encoded and
-//! decoded by the `kafka-protocol` crate.
+//! The Kafka door (ADR 0077): Kafka's wire protocol on `--kafka-port`. A connection's requests
+//! are read ahead and decoded, carried out one after another and answered in order, as a
+//! broker does; the messages are encoded and decoded by the `kafka-protocol` crate.
 
 mod batches;
 mod fetch;
