@@ -96,6 +96,26 @@ def consume(bootstrap, count):
     return seconds
 
 
+def consume_kcat(bootstrap, count):
+    """Reads `count` records from offset 0 with kcat (librdkafka from C, Debian's `kafkacat`);
+    returns the seconds taken, or None without kcat or when it cannot read the broker."""
+    kcat = shutil.which("kcat") or shutil.which("kafkacat")
+    if kcat is None:
+        return None
+    started = time.perf_counter()
+    read = subprocess.run([kcat, "-b", bootstrap, "-C", "-t", TOPIC, "-p", "0", "-o", "beginning",
+                           "-c", str(count), "-q", "-f", "%o\n"],
+                          capture_output=True, timeout=300)
+    seconds = time.perf_counter() - started
+    if read.returncode != 0:
+        # kcat 1.7's librdkafka (2.0) cannot read tansu's ApiVersions answer.
+        print(f"kcat could not read {bootstrap}: {read.stderr.decode().strip()[:200]}")
+        return None
+    lines = read.stdout.count(b"\n")
+    assert lines == count, f"kcat read {lines} of {count}"
+    return seconds
+
+
 def start(command, ready, log):
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     started = time.time()
@@ -127,7 +147,7 @@ def run_pondra(binary, folder, count):
         produced = produce(doors["kafka"], count)
         rows = pondra_sql(doors["http"], "SELECT sum(n) FROM per_kind")["rows"][0][0]
         assert rows == count, f"the view counts {rows} of {count}"
-        consumed = consume(doors["kafka"], count)
+        consumed = (consume(doors["kafka"], count), consume_kcat(doors["kafka"], count))
     finally:
         process.terminate()
         process.wait()
@@ -148,7 +168,7 @@ def run_tansu(folder, count):
         admin = AdminClient({"bootstrap.servers": bootstrap})
         admin.create_topics([NewTopic(TOPIC, num_partitions=1, replication_factor=1)])[TOPIC].result(30)
         produced = produce(bootstrap, count)
-        consumed = consume(bootstrap, count)
+        consumed = (consume(bootstrap, count), consume_kcat(bootstrap, count))
     finally:
         process.terminate()
         process.wait()
@@ -174,12 +194,15 @@ def main():
         shutil.rmtree(folder, ignore_errors=True)
     n = args.records
     print(f"{n} records of about 200 bytes, acks=all, idempotent, one partition")
-    for name, ((seconds, median, p99), read) in results.items():
+    for name, ((seconds, median, p99), (read, kcat)) in results.items():
+        kcat_rate = f"{n / kcat:11,.0f}" if kcat else "  (no read)"
         print(f"{name:7} produce {n / seconds:10,.0f} records/s  latency median {median:6.1f} ms  "
-              f"p99 {p99:7.1f} ms  consume {n / read:11,.0f} records/s")
-    (p, pc), (t, tc) = results["pondra"], results["tansu"]
+              f"p99 {p99:7.1f} ms  consume (Python) {n / read:11,.0f} records/s  "
+              f"(kcat) {kcat_rate} records/s")
+    (p, (pc, pk)), (t, (tc, tk)) = results["pondra"], results["tansu"]
+    kcat_ratio = f", consume rate (kcat) {tk / pk:.2f}" if pk and tk else ""
     print(f"ratio pondra/tansu: produce rate {t[0] / p[0]:.2f}, p99 latency {p[2] / t[2]:.2f}, "
-          f"consume rate {tc / pc:.2f}")
+          f"consume rate (Python) {tc / pc:.2f}{kcat_ratio}")
 
 
 if __name__ == "__main__":

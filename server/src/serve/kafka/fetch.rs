@@ -31,6 +31,9 @@ const MAX_WAIT: Duration = Duration::from_secs(30);
 /// Rows read per partition per Fetch at most, whatever bytes the client allows.
 const MAX_ROWS: usize = 10_000;
 
+/// Rows turned into records at once: a Fetch stops once it has the bytes asked.
+const ENCODED_AT_ONCE: usize = 256;
+
 /// ListOffsets' special timestamps: the next offset, the first, and the latest record's.
 const LATEST: i64 = -1;
 const EARLIEST: i64 = -2;
@@ -121,8 +124,9 @@ impl KafkaDoor {
             data.records = Some(Bytes::new());
             return Ok(0);
         }
-        // About 64 bytes a record at the least: the rows read are bounded by the bytes asked.
-        let limit = (max_bytes / 64).clamp(1, MAX_ROWS);
+        // About 100 bytes a record: the rows read are bounded by the bytes asked (a Fetch of
+        // smaller records returns fewer than it could, and the client asks again).
+        let limit = (max_bytes / 100).clamp(1, MAX_ROWS);
         let rows = self
             .node
             .rows_from_offset(table, offset, limit)
@@ -248,7 +252,14 @@ fn records_of(
         .collect();
     let mut records = Vec::new();
     let mut bytes = 0;
-    for batch in rows {
+    // Encoded a slice at a time, so that rows past the bytes asked are not encoded.
+    let slices = rows.iter().flat_map(|batch| {
+        (0..batch.num_rows())
+            .step_by(ENCODED_AT_ONCE)
+            .map(move |start| batch.slice(start, ENCODED_AT_ONCE.min(batch.num_rows() - start)))
+    });
+    for batch in slices {
+        let batch = &batch;
         let offsets = batch.column(width + 1).as_primitive::<Int64Type>();
         let committed = arrow::compute::cast(
             batch.column(width),
