@@ -169,6 +169,17 @@ impl Groups {
         let groups = self.groups.lock().unwrap_or_else(|e| e.into_inner());
         groups.get(name).cloned()
     }
+
+    /// Forgets `name` if its last member has left (its committed offsets stay in the lake).
+    fn forget_if_empty(&self, name: &str) {
+        let mut groups = self.groups.lock().unwrap_or_else(|e| e.into_inner());
+        if groups
+            .get(name)
+            .is_some_and(|g| g.state().members.is_empty())
+        {
+            groups.remove(name);
+        }
+    }
 }
 
 impl Group {
@@ -492,6 +503,7 @@ impl KafkaDoor {
             }
             response.members.push(answer);
         }
+        self.groups.forget_if_empty(request.group_id.0.as_str());
         // Before version 3 one member leaves, answered by the top-level error.
         if version < 3 {
             response.members.clear();
