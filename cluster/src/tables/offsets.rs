@@ -41,9 +41,9 @@ pub fn offset_bounds(snapshot: &Snapshot, table: &TableDef) -> OffsetBounds {
 
 impl Node {
     /// Up to `limit` live rows of `table` from offset `from` on, in offset order, as the
-    /// table's columns followed by `_commit_timestamp` and `_offset`. Reads only the
-    /// containers whose offsets reach the window the rows should lie in, widened while it
-    /// finds none (deleted rows leave gaps).
+    /// table's columns followed by `_commit_timestamp` and `_offset`: those of the window of
+    /// `limit` offsets from `from` (fewer where deleted rows left gaps), the window widened
+    /// while it holds none. Reads only the containers, row groups and pages that reach it.
     pub async fn rows_from_offset(
         &self,
         table: &Arc<TableDef>,
@@ -58,7 +58,7 @@ impl Node {
             let until = from.saturating_add(window);
             let pruned = Arc::new(within_offsets(&snapshot, table, from, until));
             let rows = self
-                .run_query(rows_plan(table, from, limit), pruned, Vec::new())
+                .run_query(rows_plan(table, from, until, limit), pruned, Vec::new())
                 .await?;
             if rows.iter().any(|b| b.num_rows() > 0) || until >= next {
                 return Ok(rows);
@@ -106,9 +106,10 @@ fn within_offsets(snapshot: &Snapshot, table: &TableDef, from: u64, until: u64) 
     pruned
 }
 
-/// `SELECT *, _commit_timestamp, _offset FROM table WHERE _offset >= from ORDER BY _offset
-/// LIMIT limit`.
-fn rows_plan(table: &Arc<TableDef>, from: u64, limit: usize) -> LogicalPlan {
+/// `SELECT *, _commit_timestamp, _offset FROM table WHERE _offset >= from AND _offset < until
+/// ORDER BY _offset LIMIT limit`: the bounds let the scan skip the row groups and pages of a
+/// data file outside them.
+fn rows_plan(table: &Arc<TableDef>, from: u64, until: u64, limit: usize) -> LogicalPlan {
     let schema = table.scan_schema_hidden(true, false, false, true);
     let width = table.columns.len();
     let offset_at = schema.index_of(OFFSET).expect("the scan has offsets");
@@ -118,12 +119,19 @@ fn rows_plan(table: &Arc<TableDef>, from: u64, limit: usize) -> LogicalPlan {
         table: table.clone(),
         schema: schema.clone(),
     };
+    let bound = |op, value: u64| Expr::Binary {
+        op,
+        left: Box::new(offset.clone()),
+        right: Box::new(Expr::Literal(ScalarValue::Int64(
+            i64::try_from(value).unwrap_or(i64::MAX),
+        ))),
+    };
     let filtered = LogicalPlan::Filter {
         input: Box::new(scan),
         predicate: Expr::Binary {
-            op: BinaryOp::GtEq,
-            left: Box::new(offset.clone()),
-            right: Box::new(Expr::Literal(ScalarValue::Int64(from as i64))),
+            op: BinaryOp::And,
+            left: Box::new(bound(BinaryOp::GtEq, from)),
+            right: Box::new(bound(BinaryOp::Lt, until)),
         },
     };
     let sorted = LogicalPlan::Sort {
@@ -215,8 +223,11 @@ mod tests {
             .await
             .unwrap();
         node.append("t", &[batch(30..32)], None).await.unwrap();
-        let read_back = read(&node, 11, 4).await;
-        assert_eq!(read_back, vec![(11, 11), (15, 15), (16, 16), (17, 17)]);
+        // A read returns the rows of its window: fewer where deletes left gaps.
+        assert_eq!(read(&node, 11, 4).await, vec![(11, 11)]);
+        assert_eq!(read(&node, 12, 4).await, vec![(15, 15)]);
+        // A window of deleted rows only is widened until it finds some.
+        assert_eq!(read(&node, 12, 2).await, vec![(15, 15), (16, 16)]);
         let tail = read(&node, 29, 10).await;
         assert_eq!(tail, vec![(29, 29), (30, 30), (31, 31)]);
         node.close().await.unwrap();
