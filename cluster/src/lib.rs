@@ -33,8 +33,8 @@ pub use pondra_exec::{
     time_text, timestamp_text, with_text_for_tables, with_timestamps_as_text, zone_name,
 };
 pub use pondra_parser::{
-    ParsedStatement, Statement, StatementKind, parse_sql, placeholder_count, split_statements,
-    substitute_placeholders,
+    ParsedStatement, Statement, StatementKind, parse_sql, placeholder_count, quoted_name,
+    split_statements, substitute_placeholders,
 };
 pub use pondra_planner::{SERVER_VERSION, SpreadMode, push_array_item};
 pub use pondra_storage::{Lake, Location, ObjectCache, default_capacity as default_cache_capacity};

@@ -197,9 +197,9 @@ pub fn scan_units<'p>(
                 // Tiered files store each row's commit after the table's columns (ADR 0048),
                 // and since ADR 0077 its offset after those.
                 let stored_width = layout.as_ref().map_or(width, |l| l.stored);
-                let commits = match footer.fields() - stored_width.min(footer.fields()) {
-                    2 => Commits::Stored { offsets: false },
-                    3 => Commits::Stored { offsets: true },
+                let commits = match footer.fields().checked_sub(stored_width) {
+                    Some(2) => Commits::Stored { offsets: false },
+                    Some(3) => Commits::Stored { offsets: true },
                     // A file loaded in bulk holds the offsets from its first on, in order.
                     _ => constant(
                         file.commit,

@@ -28,6 +28,15 @@ pub use frame_exclusion::{
     EXCLUDE_CURRENT_ROW, EXCLUDE_GROUP, EXCLUDE_TIES, with_exclusions_written,
 };
 pub use messages::{MESSAGE_CHARS, bounded_message, quoted_excerpt};
+
+/// A table's name (`table` or `schema.table`) as SQL text that names it exactly: each part
+/// quoted, so that case and any character survive.
+pub fn quoted_name(name: &str) -> String {
+    name.split('.')
+        .map(|part| format!("\"{}\"", part.replace('"', "\"\"")))
+        .collect::<Vec<_>>()
+        .join(".")
+}
 pub use null_order::{NullOrder, apply_null_order};
 pub use positional::positional_name;
 
@@ -460,6 +469,12 @@ pub(crate) fn rewritten_by(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_are_quoted_part_by_part() {
+        assert_eq!(quoted_name("sales.orders"), "\"sales\".\"orders\"");
+        assert_eq!(quoted_name("a\"b"), "\"a\"\"b\"");
+    }
 
     #[test]
     fn parses_sql_and_checkpoint() {

@@ -1087,12 +1087,15 @@ impl ScalarFunction {
 impl Expr {
     /// A column reference to each field of `schema`, in order.
     pub fn columns_of(schema: &arrow::datatypes::Schema) -> Vec<Expr> {
-        schema
-            .fields()
-            .iter()
-            .enumerate()
-            .map(|(i, f)| Expr::column(i, f.name(), f.data_type().clone()))
+        (0..schema.fields().len())
+            .map(|i| Expr::column_of(schema, i))
             .collect()
+    }
+
+    /// The column at `index` of `schema`, named and typed as it is there.
+    pub fn column_of(schema: &arrow::datatypes::Schema, index: usize) -> Expr {
+        let field = schema.field(index);
+        Expr::column(index, field.name(), field.data_type().clone())
     }
 
     /// The same expression with every child replaced by `f(child)`.

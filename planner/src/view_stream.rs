@@ -60,13 +60,7 @@ impl WindowPartitionPlan {
         let keys: Vec<Expr> = self
             .partition
             .iter()
-            .map(|&i| {
-                Expr::column(
-                    i,
-                    schema.field(i).name(),
-                    schema.field(i).data_type().clone(),
-                )
-            })
+            .map(|&i| Expr::column_of(&schema, i))
             .collect();
         let Some(predicate) = crate::view::groups_predicate(&keys, partitions) else {
             return Ok(None);

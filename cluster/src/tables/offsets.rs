@@ -144,16 +144,7 @@ fn rows_plan(table: &Arc<TableDef>, from: u64, until: u64, limit: usize) -> Logi
         fetch: Some(limit),
     };
     let kept: Vec<usize> = (0..width).chain([time_at, offset_at]).collect();
-    let exprs = kept
-        .iter()
-        .map(|&i| {
-            Expr::column(
-                i,
-                schema.field(i).name(),
-                schema.field(i).data_type().clone(),
-            )
-        })
-        .collect();
+    let exprs = kept.iter().map(|&i| Expr::column_of(&schema, i)).collect();
     let names = kept
         .iter()
         .map(|&i| schema.field(i).name().clone())

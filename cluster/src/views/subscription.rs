@@ -57,7 +57,7 @@ impl Node {
         snapshot: &Snapshot,
         relation: &str,
     ) -> Result<pondra_planner::LogicalPlan> {
-        let sql = format!("SELECT * FROM {}", quoted(relation));
+        let sql = format!("SELECT * FROM {}", pondra_parser::quoted_name(relation));
         let parsed = pondra_parser::parse_sql(&sql)?;
         let bound = Binder::new(snapshot).bind_statement(&parsed[0])?;
         match bound {
@@ -130,14 +130,6 @@ impl Subscription {
             _ => snapshot.rows_changed_at(table.id) > at || snapshot.defined_at(&table.name) > at,
         })
     }
-}
-
-/// `name` as an identifier to write in SQL: each part quoted.
-fn quoted(name: &str) -> String {
-    name.split('.')
-        .map(|part| format!("\"{}\"", part.replace('"', "\"\"")))
-        .collect::<Vec<_>>()
-        .join(".")
 }
 
 /// What turns `before` into `after` (both multisets of rows), in `schema`'s form: the commit,

@@ -37,7 +37,7 @@ impl Node {
         batches: &[RecordBatch],
         producer: Option<(&str, u64)>,
     ) -> Result<AppendOutcome> {
-        Ok(self.append_at(table, batches, producer).await?.0)
+        Ok(self.append_written(table, batches, producer).await?.0)
     }
 
     /// As `append`, with the offset the rows appended start at (ADR 0077), when the node
@@ -48,6 +48,21 @@ impl Node {
         batches: &[RecordBatch],
         producer: Option<(&str, u64)>,
     ) -> Result<(AppendOutcome, Option<u64>)> {
+        let (outcome, payload) = self.append_written(table, batches, producer).await?;
+        let offset = payload.and_then(|payload| {
+            let table_id = self.snapshot().table(table)?.id;
+            self.first_offset_of(table_id, &payload)
+        });
+        Ok((outcome, offset))
+    }
+
+    /// As `append`, with the payload of the segment the rows were appended in.
+    async fn append_written(
+        &self,
+        table: &str,
+        batches: &[RecordBatch],
+        producer: Option<(&str, u64)>,
+    ) -> Result<(AppendOutcome, Option<SegmentPayload>)> {
         let claim = match producer {
             Some(("", _)) => return Err(NodeError::Other("a producer needs a name".into())),
             Some((producer, sequence)) => Some((producer.to_string(), sequence)),
@@ -88,10 +103,7 @@ impl Node {
             })
             .await;
         match committed {
-            Ok(_) => {
-                let offset = payload.and_then(|p| self.first_offset_of(table.id, &p));
-                Ok((AppendOutcome::Appended(rows), offset))
-            }
+            Ok(_) => Ok((AppendOutcome::Appended(rows), payload)),
             Err(NotAppended::Duplicate) => Ok((AppendOutcome::Duplicate, None)),
             Err(NotAppended::Failed(e)) => Err(e),
         }

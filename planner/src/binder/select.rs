@@ -451,15 +451,7 @@ impl<'a> Binder<'a> {
         }
         if names.len() > visible {
             let schema = plan.schema();
-            let exprs = (0..visible)
-                .map(|i| {
-                    Expr::column(
-                        i,
-                        schema.field(i).name(),
-                        schema.field(i).data_type().clone(),
-                    )
-                })
-                .collect();
+            let exprs = (0..visible).map(|i| Expr::column_of(&schema, i)).collect();
             plan = plan.project(exprs, names[..visible].to_vec());
         }
         Ok(plan)

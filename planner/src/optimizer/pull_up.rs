@@ -256,13 +256,7 @@ fn aggregate_with_keys(
     };
     // Back to the original layout (groups, aggregates), then the correlation keys.
     let schema = aggregate.schema();
-    let column = |i: usize| {
-        Expr::column(
-            i,
-            schema.field(i).name(),
-            schema.field(i).data_type().clone(),
-        )
-    };
+    let column = |i: usize| Expr::column_of(&schema, i);
     let mut exprs: Vec<Expr> = (0..original_groups).map(column).collect();
     exprs.extend((0..aggregates.len()).map(|i| column(groups + i)));
     let mut predicates = Vec::new();

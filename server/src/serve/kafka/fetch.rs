@@ -203,7 +203,7 @@ impl KafkaDoor {
                 let sql = format!(
                     "SELECT min(_offset), min(epoch_ms(_commit_timestamp)) FROM {} \
                      WHERE epoch_ms(_commit_timestamp) >= {millis} AND _offset IS NOT NULL",
-                    super::topics::quoted(&table.name)
+                    pondra_cluster::quoted_name(&table.name)
                 );
                 let found = self.node.execute(&sql).await.map_err(|e| {
                     eprintln!("kafka: the offset of {} at {millis} ms: {e}", table.name);

@@ -11,7 +11,10 @@ use kafka_protocol::records::Record;
 use pondra_cluster::{KafkaFormat, ParsedStatement, TableDef};
 use serde_json::{Map, Value};
 
-use super::topics::{is_raw, quoted};
+use pondra_cluster::quoted_name;
+
+use super::super::literal::quote_literal;
+use super::topics::is_raw;
 
 /// What one batch of records writes to its table.
 pub(super) struct Writes {
@@ -79,12 +82,7 @@ fn plain_rows(table: &TableDef, records: &[Record]) -> Result<Vec<RecordBatch>, 
         text.push(b'\n');
     }
     let decode = || -> Result<Vec<RecordBatch>, String> {
-        let mut decoder = arrow::json::ReaderBuilder::new(table.arrow_schema())
-            .with_strict_mode(true)
-            .with_coerce_primitive(true)
-            .with_batch_size(records.len().max(1))
-            .build_decoder()
-            .map_err(|e| e.to_string())?;
+        let mut decoder = json_decoder(table, records.len())?;
         let mut rest = &text[..];
         while !rest.is_empty() {
             let read = decoder.decode(rest).map_err(|e| e.to_string())?;
@@ -349,12 +347,7 @@ fn decoded(table: &TableDef, values: &[Value]) -> Result<Vec<RecordBatch>, BadRe
         return Ok(Vec::new());
     }
     let decode = |values: &[Value]| -> Result<Option<RecordBatch>, String> {
-        let mut decoder = arrow::json::ReaderBuilder::new(table.arrow_schema())
-            .with_strict_mode(true)
-            .with_coerce_primitive(true)
-            .with_batch_size(values.len().max(1))
-            .build_decoder()
-            .map_err(|e| e.to_string())?;
+        let mut decoder = json_decoder(table, values.len())?;
         decoder.serialize(values).map_err(|e| e.to_string())?;
         decoder.flush().map_err(|e| e.to_string())
     };
@@ -370,6 +363,17 @@ fn decoded(table: &TableDef, values: &[Value]) -> Result<Vec<RecordBatch>, BadRe
             Err(BadRecord::at(0, whole))
         }
     }
+}
+
+/// A decoder of JSON objects into `rows` rows of `table`: fields by column name, none the
+/// table lacks, numbers and booleans taken into text columns as their text.
+fn json_decoder(table: &TableDef, rows: usize) -> Result<arrow::json::reader::Decoder, String> {
+    arrow::json::ReaderBuilder::new(table.arrow_schema())
+        .with_strict_mode(true)
+        .with_coerce_primitive(true)
+        .with_batch_size(rows.max(1))
+        .build_decoder()
+        .map_err(|e| e.to_string())
 }
 
 /// `DELETE FROM table WHERE (key columns) IN (VALUES ...)` for the keys given.
@@ -393,10 +397,10 @@ fn delete_statement(table: &TableDef, keys: &[Vec<Value>]) -> Result<ParsedState
             format!("({})", literals.join(", "))
         })
         .collect();
-    let columns: Vec<String> = table.key.iter().map(|c| quoted(c)).collect();
+    let columns: Vec<String> = table.key.iter().map(|c| quoted_name(c)).collect();
     let sql = format!(
         "DELETE FROM {} WHERE ({}) IN (VALUES {})",
-        quoted(&table.name),
+        quoted_name(&table.name),
         columns.join(", "),
         rows.join(", ")
     );
@@ -409,11 +413,9 @@ fn delete_statement(table: &TableDef, keys: &[Vec<Value>]) -> Result<ParsedState
 /// A JSON scalar as a SQL literal.
 fn literal(value: &Value) -> String {
     match value {
-        Value::String(text) => format!("'{}'", text.replace('\'', "''")),
-        Value::Number(number) => format!("'{number}'"),
-        Value::Bool(flag) => format!("'{flag}'"),
+        Value::String(text) => quote_literal(text),
         Value::Null => "NULL".into(),
-        other => format!("'{}'", other.to_string().replace('\'', "''")),
+        other => quote_literal(&other.to_string()),
     }
 }
 

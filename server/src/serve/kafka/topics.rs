@@ -13,7 +13,7 @@ use kafka_protocol::messages::{
     TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use pondra_cluster::{SqlType, TableDef, TableKind};
+use pondra_cluster::{SqlType, TableDef, TableKind, quoted_name};
 
 use super::KafkaDoor;
 
@@ -137,7 +137,7 @@ impl KafkaDoor {
         }
         let sql = format!(
             "CREATE TABLE IF NOT EXISTS {} (key VARCHAR, value VARCHAR, timestamp TIMESTAMP)",
-            quoted(topic)
+            quoted_name(topic)
         );
         match self.node.execute(&sql).await {
             Ok(_) => Ok(()),
@@ -251,15 +251,6 @@ fn check_topic_name(topic: &str) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// A topic's name as SQL names its table: each dot-separated part quoted (`schema.table`).
-pub(super) fn quoted(topic: &str) -> String {
-    topic
-        .split('.')
-        .map(|part| format!("\"{}\"", part.replace('"', "\"\"")))
-        .collect::<Vec<_>>()
-        .join(".")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,6 +268,5 @@ mod tests {
         for bad in ["", ".", "..", "has space", "semi;colon", &"x".repeat(250)] {
             assert!(check_topic_name(bad).is_err(), "{bad:?}");
         }
-        assert_eq!(quoted("sales.orders"), "\"sales\".\"orders\"");
     }
 }
