@@ -29,7 +29,7 @@ mod view;
 mod view_ctes;
 mod view_stream;
 
-pub use binder::{Binder, interval_from_text, normalize, now_micros, object_name};
+pub use binder::{Binder, interval_from_text, normalize, now_micros, object_name, table_changes};
 pub use error::{PlanError, Result};
 pub use expr::{
     AggregateCall, AggregateFunction, BinaryOp, BitwiseOp, BlobOp, DatePart, Expr, Frame,

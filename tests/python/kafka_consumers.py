@@ -2,7 +2,8 @@
 kafka-python read tables by offset, as records of JSON values; a consumer group reads
 everything, commits, and a new consumer of the group resumes where it left off; two
 consumers of one group split the partitions; offsets by time; committed offsets survive a
-restart of the server (phase `after`).
+restart of the server (phase `after`); `<table>.changes` topics carry the change feed as
+Debezium envelopes.
 
 Usage: kafka_consumers.py KAFKA_ADDRESS PG_PORT before|after. Exits non-zero on the first
 mismatch.
@@ -13,7 +14,7 @@ import sys
 import time
 
 import psycopg
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from kafka import KafkaConsumer
 from kafka import TopicPartition as PyTopicPartition
 
@@ -128,7 +129,74 @@ def kafka_python_and_times():
     print("kafka-python: a group's commit, end, beginning and offsets by time")
 
 
+def read_topic(group, topic, count):
+    """The (offset, key, value) of `count` records of `topic`, read by a member of `group`."""
+    return [(r.offset(), r.key() and json.loads(r.key()), json.loads(r.value()))
+            for r in consume(group, [topic], count)]
+
+
+def rows(sql):
+    return sorted(pg.execute(sql).fetchall())
+
+
+def change_topics():
+    """`<table>.changes`: the change feed as Debezium envelopes, which a Debezium table copies."""
+    pg.execute("CREATE TABLE accounts (id INT PRIMARY KEY, owner VARCHAR, balance INT)")
+    pg.execute("INSERT INTO accounts VALUES (1, 'ann', 10), (2, 'bob', 20), (3, 'cy', 30)")
+    pg.execute("UPDATE accounts SET balance = balance + 5 WHERE id >= 2")
+    pg.execute("DELETE FROM accounts WHERE id = 1")
+    produce("accounts", [{"id": 4, "owner": "dee", "balance": 40}, {"id": 2, "owner": "bob", "balance": 0}])
+    events = read_topic("g-changes", "accounts.changes", 8)
+    offsets = [offset for offset, _, _ in events]
+    assert offsets == sorted(set(offsets)), f"offsets rise: {offsets}"
+    got = [(v["op"], v["before"] and v["before"]["id"], v["after"] and v["after"]["id"]) for _, _, v in events]
+    assert got == [("c", None, 1), ("c", None, 2), ("c", None, 3), ("u", 2, 2), ("u", 3, 3),
+                   ("d", 1, None), ("u", 2, 2), ("c", None, 4)], got
+    # One commit's events stand in its change record's order: updates, then insertions.
+    update = events[3][2]
+    assert (update["before"]["balance"], update["after"]["balance"]) == (20, 25), update
+    assert all(key == {"id": (v["after"] or v["before"])["id"]} for _, key, v in events), "keys"
+    versions = [v["source"]["commit_version"] for _, _, v in events]
+    assert versions == sorted(versions) and len(set(versions)) == 4, versions
+    assert all(v["source"]["table"] == "accounts" and v["ts_ms"] > 0 for _, _, v in events)
+    # The envelopes, produced to a Debezium table, copy the source.
+    pg.execute("CREATE TABLE accounts_copy (id INT PRIMARY KEY, owner VARCHAR, balance INT) "
+               "WITH (kafka_format = 'debezium')")
+    producer = Producer({"bootstrap.servers": kafka, "enable.idempotence": True})
+    for _, key, value in events:
+        producer.produce("accounts_copy", key=json.dumps(key).encode(), value=json.dumps(value).encode())
+    assert producer.flush(30) == 0
+    assert rows("SELECT * FROM accounts_copy") == rows("SELECT * FROM accounts"), "the copy"
+    # A table without a key: an UPDATE's old and new rows pair in order; no key.
+    pg.execute("CREATE TABLE notes (n INT, body VARCHAR)")
+    pg.execute("INSERT INTO notes VALUES (1, 'x'), (2, 'y'), (3, 'z')")
+    pg.execute("UPDATE notes SET body = upper(body) || n WHERE n <> 2")
+    notes = read_topic("g-notes", "notes.changes", 5)
+    updates = sorted((v["before"]["body"], v["after"]["body"]) for _, _, v in notes if v["op"] == "u")
+    assert updates == [("x", "X1"), ("z", "Z3")], updates
+    assert all(key is None for _, key, _ in notes)
+    # The group resumes after its commit; kafka-python reads the same offsets.
+    pg.execute("UPDATE accounts SET owner = 'cyd' WHERE id = 3")
+    [(offset, _, value)] = read_topic("g-changes", "accounts.changes", 1)
+    assert offset > offsets[-1] and value["op"] == "u" and value["after"]["owner"] == "cyd", value
+    python_consumer = KafkaConsumer("accounts.changes", bootstrap_servers=kafka, auto_offset_reset="earliest",
+                                    consumer_timeout_ms=5000)
+    assert [m.offset for m in python_consumer] == offsets + [offset]
+    python_consumer.close()
+    # Read-only; listed beside the tables.
+    failed = []
+    producer = Producer({"bootstrap.servers": kafka, "message.timeout.ms": 10000})
+    producer.produce("accounts.changes", value=b"{}", on_delivery=lambda err, _: failed.append(err))
+    producer.flush(30)
+    assert failed and failed[0] is not None and failed[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED, failed
+    listed = Consumer({"bootstrap.servers": kafka, "group.id": "g-list"}).list_topics(timeout=10).topics
+    assert {"accounts", "accounts.changes"} <= set(listed), sorted(listed)
+    assert rows("SELECT count(*) FROM accounts") == [(3,)], "nothing written through a change topic"
+    print("change topics: Debezium envelopes by offset, a Debezium table copies them, read-only")
+
+
 def before_restart():
+    change_topics()
     json_values_and_offsets()
     keyed_records()
     two_members_split()
@@ -139,6 +207,10 @@ def before_restart():
 
 
 def after_restart():
+    pg.execute("UPDATE accounts SET balance = 1 WHERE id = 4")
+    [(_, key, value)] = read_topic("g-changes", "accounts.changes", 1)
+    assert key == {"id": 4} and value["before"]["balance"] == 40, value
+    print("after a restart a group resumes on a change topic")
     produce("ticks", [{"n": i} for i in range(100, 120)])
     consumer = Consumer({"bootstrap.servers": kafka, "group.id": "g-restart", "enable.auto.commit": False})
     committed = consumer.committed([TopicPartition("ticks", 0)], timeout=30)[0].offset

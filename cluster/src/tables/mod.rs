@@ -1,7 +1,8 @@
 //! What a table does with the rows written to it beyond appending them: keys and constraints,
 //! merge tables, rows rewritten by UPDATE, DELETE and MERGE with their change records, and
-//! event time (watermarks, late rows, the state a watermark lets go), and rows read by offset.
+//! event time (watermarks, late rows, the state a watermark lets go), rows read by offset, and the change feed as events by offset.
 
+pub(crate) mod change_events;
 pub(crate) mod change_records;
 pub(crate) mod event_time;
 pub(crate) mod keyed;

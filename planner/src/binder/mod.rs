@@ -76,6 +76,7 @@ pub use names::{interval_from_text, object_name};
 use scope::Scope;
 pub use scope::normalize;
 use statements::describe_columns;
+pub use table_functions::table_changes;
 
 use crate::expr::{Expr, WindowExpr};
 use crate::external::ExternalTable;

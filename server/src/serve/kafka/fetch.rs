@@ -1,5 +1,5 @@
-//! Fetch and ListOffsets (ADR 0077): a table's rows as records by offset, long-polling for new
-//! commits until `min_bytes` or `max_wait_ms`.
+//! Fetch and ListOffsets (ADR 0077): a table's rows (or its change feed, `changes.rs`) as
+//! records by offset, long-polling for new commits until `min_bytes` or `max_wait_ms`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,7 +23,7 @@ use kafka_protocol::records::{
 use pondra_cluster::{TableDef, offset_bounds};
 
 use super::KafkaDoor;
-use super::topics::is_raw;
+use super::topics::{Topic, is_raw};
 
 /// The longest a Fetch waits for rows (clients ask for 500 ms by default).
 const MAX_WAIT: Duration = Duration::from_secs(30);
@@ -65,7 +65,7 @@ impl KafkaDoor {
         let mut budget = request.max_bytes.max(1) as usize;
         for topic in &request.topics {
             let name = topic.topic.0.as_str();
-            let table = self.table_for(name, false).await;
+            let table = self.topic_for(name, false).await;
             let mut answer = FetchableTopicResponse::default();
             answer.topic = topic.topic.clone();
             for partition in &topic.partitions {
@@ -78,10 +78,17 @@ impl KafkaDoor {
                 let read = match (&table, partition.partition) {
                     (Err((error, _)), _) => Err(*error),
                     (Ok(_), index) if index != 0 => Err(ResponseError::UnknownTopicOrPartition),
-                    (Ok(table), _) => {
+                    (Ok(topic), _) => {
                         let limit = (partition.partition_max_bytes.max(1) as usize).min(budget);
-                        self.read_partition(table, partition.fetch_offset, limit, &mut data)
-                            .await
+                        let offset = partition.fetch_offset;
+                        match topic {
+                            Topic::Rows(table) => {
+                                self.read_partition(table, offset, limit, &mut data).await
+                            }
+                            Topic::Changes(table) => {
+                                self.read_changes(table, offset, limit, &mut data).await
+                            }
+                        }
                     }
                 };
                 match read {
@@ -128,8 +135,8 @@ impl KafkaDoor {
         // smaller records returns fewer than it could, and the client asks again).
         let limit = (max_bytes / 100).clamp(1, MAX_ROWS);
         let rows = self
-            .node
-            .rows_from_offset(table, offset, limit)
+            .read_ahead
+            .rows(&self.node, table, offset, limit)
             .await
             .map_err(|e| {
                 eprintln!("kafka: a fetch of {} failed: {e}", table.name);
@@ -139,19 +146,12 @@ impl KafkaDoor {
             eprintln!("kafka: the rows of {} cannot be records: {e}", table.name);
             ResponseError::UnknownServerError
         })?;
-        let mut encoded = BytesMut::new();
-        if !records.is_empty() {
-            let options = RecordEncodeOptions {
-                version: 2,
-                compression: Compression::None,
-            };
-            RecordBatchEncoder::encode(&mut encoded, &records, &options).map_err(|e| {
-                eprintln!("kafka: cannot encode the records of {}: {e}", table.name);
-                ResponseError::UnknownServerError
-            })?;
-        }
+        let encoded = encode_records(records).map_err(|e| {
+            eprintln!("kafka: cannot encode the records of {}: {e}", table.name);
+            ResponseError::UnknownServerError
+        })?;
         let bytes = encoded.len();
-        data.records = Some(encoded.freeze());
+        data.records = Some(encoded);
         Ok(bytes)
     }
 
@@ -160,7 +160,7 @@ impl KafkaDoor {
     pub(super) async fn list_offsets(&self, request: ListOffsetsRequest) -> ListOffsetsResponse {
         let mut response = ListOffsetsResponse::default();
         for topic in request.topics {
-            let table = self.table_for(topic.name.0.as_str(), false).await;
+            let table = self.topic_for(topic.name.0.as_str(), false).await;
             let mut answer = ListOffsetsTopicResponse::default();
             answer.name = topic.name.clone();
             for partition in topic.partitions {
@@ -171,7 +171,10 @@ impl KafkaDoor {
                 let found = match (&table, partition.partition_index) {
                     (Err((error, _)), _) => Err(*error),
                     (Ok(_), index) if index != 0 => Err(ResponseError::UnknownTopicOrPartition),
-                    (Ok(table), _) => self.offset_at(table, partition.timestamp).await,
+                    (Ok(Topic::Rows(table)), _) => self.offset_at(table, partition.timestamp).await,
+                    (Ok(Topic::Changes(table)), _) => {
+                        self.change_offset_at(table, partition.timestamp).await
+                    }
                 };
                 match found {
                     Ok((offset, timestamp)) => {
@@ -227,8 +230,37 @@ impl KafkaDoor {
     }
 }
 
+/// Records (in offset order) as record batches, one for each run whose offsets lie within
+/// an `i32` of its first: the sequence a batch of no producer carries is set so that the
+/// encoder keeps the run in one batch (it starts a batch where offset less sequence changes).
+pub(super) fn encode_records(mut records: Vec<Record>) -> Result<Bytes, String> {
+    let options = RecordEncodeOptions {
+        version: 2,
+        compression: Compression::None,
+    };
+    let payload: usize = records
+        .iter()
+        .map(|r| r.key.as_ref().map_or(0, Bytes::len) + r.value.as_ref().map_or(0, Bytes::len))
+        .sum();
+    let mut encoded = BytesMut::with_capacity(payload + 32 * records.len() + 128);
+    let mut start = 0;
+    while start < records.len() {
+        let base = records[start].offset;
+        let mut end = start;
+        while end < records.len() && records[end].offset - base <= i64::from(i32::MAX) {
+            debug_assert!(records[end].offset >= base, "records in offset order");
+            records[end].sequence = (records[end].offset - base) as i32;
+            end += 1;
+        }
+        RecordBatchEncoder::encode(&mut encoded, &records[start..end], &options)
+            .map_err(|e| e.to_string())?;
+        start = end;
+    }
+    Ok(encoded.freeze())
+}
+
 /// The value of a one-row answer's integer column, if not NULL.
-fn int_at(batch: &RecordBatch, column: usize) -> Option<i64> {
+pub(super) fn int_at(batch: &RecordBatch, column: usize) -> Option<i64> {
     let values = arrow::compute::cast(batch.column(column), &DataType::Int64).ok()?;
     let values = values.as_primitive::<Int64Type>();
     values.is_valid(0).then(|| values.value(0))
@@ -323,13 +355,15 @@ type Parts = (
 
 /// A raw table's key and value texts and its records' timestamps.
 fn raw_parts(rows: &RecordBatch) -> Result<Parts, String> {
+    // Each value a slice of the column's bytes, not a copy of them.
     let text = |column: usize| -> Vec<Option<Bytes>> {
         let values = rows.column(column).as_string::<i32>();
+        let bytes = Bytes::from_owner(values.values().clone());
+        let offsets = values.value_offsets();
         (0..values.len())
             .map(|i| {
-                values
-                    .is_valid(i)
-                    .then(|| Bytes::copy_from_slice(values.value(i).as_bytes()))
+                let (start, end) = (offsets[i] as usize, offsets[i + 1] as usize);
+                values.is_valid(i).then(|| bytes.slice(start..end))
             })
             .collect()
     };
@@ -343,7 +377,7 @@ fn raw_parts(rows: &RecordBatch) -> Result<Parts, String> {
 }
 
 /// Each row of `rows` as a JSON object of its columns; none when not `wanted`.
-fn json_rows(rows: &RecordBatch, wanted: bool) -> Result<Vec<Option<Bytes>>, String> {
+pub(super) fn json_rows(rows: &RecordBatch, wanted: bool) -> Result<Vec<Option<Bytes>>, String> {
     if !wanted {
         return Ok(vec![None; rows.num_rows()]);
     }
@@ -354,11 +388,16 @@ fn json_rows(rows: &RecordBatch, wanted: bool) -> Result<Vec<Option<Bytes>>, Str
     writer.write(rows).map_err(|e| e.to_string())?;
     writer.finish().map_err(|e| e.to_string())?;
     drop(writer);
-    let lines: Vec<Option<Bytes>> = out
-        .split(|&b| b == b'\n')
-        .filter(|line| !line.is_empty())
-        .map(|line| Some(Bytes::copy_from_slice(line)))
-        .collect();
+    // Each line a slice of the text written, not a copy of it.
+    let out = Bytes::from(out);
+    let mut lines = Vec::with_capacity(rows.num_rows());
+    let mut start = 0;
+    for end in newlines(&out) {
+        if end > start {
+            lines.push(Some(out.slice(start..end)));
+        }
+        start = end + 1;
+    }
     if lines.len() != rows.num_rows() {
         return Err(format!(
             "{} JSON lines for {} rows",
@@ -367,4 +406,12 @@ fn json_rows(rows: &RecordBatch, wanted: bool) -> Result<Vec<Option<Bytes>>, Str
         ));
     }
     Ok(lines)
+}
+
+/// The places of the newlines in `text`.
+fn newlines(text: &[u8]) -> impl Iterator<Item = usize> + '_ {
+    text.iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .map(|(i, _)| i)
 }

@@ -3,9 +3,11 @@
 //! broker does; the messages are encoded and decoded by the `kafka-protocol` crate.
 
 mod batches;
+mod changes;
 mod fetch;
 mod groups;
 mod produce;
+mod read_ahead;
 mod rows;
 mod topics;
 
@@ -62,6 +64,8 @@ pub(super) struct KafkaDoor {
     groups: groups::Groups,
     /// Megabytes of requests being read or answered (`REQUEST_MEGABYTES`).
     request_budget: Arc<tokio::sync::Semaphore>,
+    /// Runs of rows read for Fetch, for the next Fetches to slice.
+    read_ahead: Arc<read_ahead::ReadAhead>,
 }
 
 /// Serves Kafka clients on `listener` until `stop` turns true.
@@ -84,6 +88,7 @@ pub async fn run(
         options,
         groups: Default::default(),
         request_budget: Arc::new(tokio::sync::Semaphore::new(REQUEST_MEGABYTES as usize)),
+        read_ahead: Default::default(),
     });
     let connections_stop = stop.clone();
     loop {
@@ -344,13 +349,29 @@ fn frame(
 ) -> Result<BytesMut, String> {
     let mut header = ResponseHeader::default();
     header.correlation_id = correlation_id;
-    let mut body = BytesMut::new();
+    // Room for the records a Fetch answers, so the answer is not copied as it grows; the size
+    // is written in front once known.
+    let mut framed = BytesMut::with_capacity(4 + records_size(&response) + 1024);
+    framed.put_i32(0);
     header
-        .encode(&mut body, api.response_header_version(version))
-        .and_then(|()| response.encode(&mut body, version))
+        .encode(&mut framed, api.response_header_version(version))
+        .and_then(|()| response.encode(&mut framed, version))
         .map_err(|e| format!("cannot encode the {api:?} answer: {e}"))?;
-    let mut framed = BytesMut::with_capacity(body.len() + 4);
-    framed.put_i32(body.len() as i32);
-    framed.extend_from_slice(&body);
+    let size =
+        i32::try_from(framed.len() - 4).map_err(|_| format!("an {api:?} answer over 2 GB"))?;
+    framed[..4].copy_from_slice(&size.to_be_bytes());
     Ok(framed)
+}
+
+/// The bytes of the records a Fetch answer carries (none for other answers).
+fn records_size(response: &ResponseKind) -> usize {
+    match response {
+        ResponseKind::Fetch(fetch) => fetch
+            .responses
+            .iter()
+            .flat_map(|topic| &topic.partitions)
+            .map(|p| p.records.as_ref().map_or(0, |r| r.len() + 64))
+            .sum(),
+        _ => 0,
+    }
 }

@@ -1,5 +1,6 @@
-//! Topics are tables (ADR 0077): Metadata lists the lake's tables with the cluster's live
-//! nodes as brokers, and CreateTopics or a produce to an unknown topic creates a raw table.
+//! Topics are tables (ADR 0077): Metadata lists the lake's tables, and each table's change
+//! feed as `<table>.changes`, with the cluster's live nodes as brokers; CreateTopics or a
+//! produce to an unknown topic creates a raw table.
 
 use std::sync::Arc;
 
@@ -25,6 +26,17 @@ const MAX_TOPIC_NAME: usize = 249;
 
 /// Why a topic cannot be written: the error code and the message for the client.
 pub(super) type Refusal = (ResponseError, String);
+
+/// The ending of the topic of a table's change feed.
+const CHANGES_SUFFIX: &str = ".changes";
+
+/// What a topic serves.
+pub(super) enum Topic {
+    /// A table's rows, by their offsets.
+    Rows(Arc<TableDef>),
+    /// A table's change feed as Debezium envelopes (read-only).
+    Changes(Arc<TableDef>),
+}
 
 impl KafkaDoor {
     /// Metadata: the live nodes as brokers, and the topics asked for (every table when none
@@ -52,13 +64,15 @@ impl KafkaDoor {
             None => {
                 let snapshot = self.node.snapshot();
                 let tables = snapshot.tables.values().filter(|t| producible(t));
-                let names: Vec<String> = tables.map(|t| t.name.clone()).collect();
+                let names: Vec<String> = tables
+                    .flat_map(|t| [t.name.clone(), format!("{}{CHANGES_SUFFIX}", t.name)])
+                    .collect();
                 names.iter().map(|name| self.topic(name, Ok(()))).collect()
             }
             Some(names) => {
                 let mut topics = Vec::with_capacity(names.len());
                 for name in names {
-                    let found = self.table_for(&name, create).await.map(|_| ());
+                    let found = self.topic_for(&name, create).await.map(|_| ());
                     topics.push(self.topic(&name, found));
                 }
                 topics
@@ -92,6 +106,25 @@ impl KafkaDoor {
         response
     }
 
+    /// What a topic reads: a table's rows, or (`<table>.changes`, unless a table has that
+    /// name) its change feed; the table is created as a raw one when it is missing and
+    /// `create`.
+    pub(super) async fn topic_for(&self, topic: &str, create: bool) -> Result<Topic, Refusal> {
+        if self.node.snapshot().table(topic).is_none()
+            && let Some(table) = self.changes_of(topic)
+        {
+            return Ok(Topic::Changes(table));
+        }
+        self.table_for(topic, create).await.map(Topic::Rows)
+    }
+
+    /// The table whose change feed `topic` names, if it names one.
+    fn changes_of(&self, topic: &str) -> Option<Arc<TableDef>> {
+        let name = topic.strip_suffix(CHANGES_SUFFIX)?;
+        let snapshot = self.node.snapshot();
+        snapshot.table(name).filter(|t| producible(t)).cloned()
+    }
+
     /// The table a topic writes to, created as a raw table when it is missing and `create`.
     pub(super) async fn table_for(
         &self,
@@ -106,6 +139,12 @@ impl KafkaDoor {
                     format!("{topic} is a view: the Kafka door serves tables"),
                 )),
             };
+        }
+        if self.changes_of(topic).is_some() {
+            return Err((
+                ResponseError::TopicAuthorizationFailed,
+                format!("{topic} is a table's change feed, which is read-only"),
+            ));
         }
         if !create {
             return Err((
@@ -126,6 +165,12 @@ impl KafkaDoor {
     /// Creates the raw table `topic(key VARCHAR, value VARCHAR, timestamp TIMESTAMP)`.
     async fn create_raw(&self, topic: &str, validate_only: bool) -> Result<(), Refusal> {
         check_topic_name(topic)?;
+        if self.changes_of(topic).is_some() {
+            return Err((
+                ResponseError::TopicAlreadyExists,
+                format!("{topic} is a table's change feed"),
+            ));
+        }
         if self.node.snapshot().table(topic).is_some() {
             return Err((
                 ResponseError::TopicAlreadyExists,

@@ -1,0 +1,205 @@
+//! The `<table>.changes` topic (ADR 0077): a table's change feed as Debezium envelopes, read
+//! by offset. An event's offset holds its commit version and its place in the commit
+//! (`pondra_cluster::change_offset`), so offsets rise with commits but skip between them, as
+//! a compacted Kafka topic's do.
+
+use std::sync::Arc;
+
+use arrow::array::RecordBatch;
+use bytes::Bytes;
+use kafka_protocol::ResponseError;
+use kafka_protocol::messages::fetch_response::PartitionData;
+use kafka_protocol::records::{Record, TimestampType};
+use pondra_cluster::{
+    ChangeEvent, ChangeEvents, ChangeOp, TableDef, change_offset, change_position,
+    next_change_offset,
+};
+
+use super::KafkaDoor;
+use super::fetch::{encode_records, int_at, json_rows};
+use crate::serve::literal::quote_literal;
+
+/// Events read per Fetch at most, whatever bytes the client allows.
+const MAX_EVENTS: usize = 10_000;
+
+/// ListOffsets' special timestamps: the next offset, the first, and the latest record's.
+const LATEST: i64 = -1;
+const EARLIEST: i64 = -2;
+const MAX_TIMESTAMP: i64 = -3;
+
+impl KafkaDoor {
+    /// Reads the change events of `table` from `offset` into `data`, about `max_bytes` of
+    /// them (at least one); returns their bytes.
+    pub(super) async fn read_changes(
+        &self,
+        table: &Arc<TableDef>,
+        offset: i64,
+        max_bytes: usize,
+        data: &mut PartitionData,
+    ) -> Result<usize, ResponseError> {
+        let next = next_change_offset(&self.node.snapshot());
+        data.high_watermark = next;
+        data.last_stable_offset = next;
+        data.log_start_offset = 0;
+        if !(0..=next).contains(&offset) {
+            return Err(ResponseError::OffsetOutOfRange);
+        }
+        if offset == next {
+            data.records = Some(Bytes::new());
+            return Ok(0);
+        }
+        // About 200 bytes an envelope bounds the events read by the bytes asked.
+        let limit = (max_bytes / 200).clamp(1, MAX_EVENTS);
+        let events = self
+            .node
+            .change_events(table, offset as u64, limit)
+            .await
+            .map_err(|e| {
+                eprintln!(
+                    "kafka: a fetch of the changes of {} failed: {e}",
+                    table.name
+                );
+                ResponseError::KafkaStorageError
+            })?;
+        let encoded = change_records(table, &events, max_bytes)
+            .and_then(encode_records)
+            .map_err(|e| {
+                eprintln!(
+                    "kafka: the changes of {} cannot be records: {e}",
+                    table.name
+                );
+                ResponseError::UnknownServerError
+            })?;
+        let bytes = encoded.len();
+        data.records = Some(encoded);
+        Ok(bytes)
+    }
+
+    /// The offset (and its timestamp) ListOffsets answers for `timestamp` on a change feed:
+    /// the first event of the first commit at or after the time.
+    pub(super) async fn change_offset_at(
+        &self,
+        table: &TableDef,
+        timestamp: i64,
+    ) -> Result<(i64, i64), ResponseError> {
+        let (filter, order) = match timestamp {
+            LATEST => return Ok((next_change_offset(&self.node.snapshot()), -1)),
+            EARLIEST => return Ok((0, -1)),
+            MAX_TIMESTAMP => (String::new(), "DESC"),
+            millis if millis >= 0 => (
+                format!("WHERE epoch_ms(_commit_timestamp) >= {millis}"),
+                "ASC",
+            ),
+            _ => return Err(ResponseError::InvalidRequest),
+        };
+        let sql = format!(
+            "SELECT _commit_version, epoch_ms(_commit_timestamp) \
+             FROM table_changes({}, 0) {filter} ORDER BY 1 {order} LIMIT 1",
+            quote_literal(&table.name)
+        );
+        let found = self.node.execute(&sql).await.map_err(|e| {
+            eprintln!(
+                "kafka: the change offset of {} at {timestamp}: {e}",
+                table.name
+            );
+            ResponseError::KafkaStorageError
+        })?;
+        let first = match found.first() {
+            Some(pondra_cluster::StatementResult::Rows { batches, .. }) => batches
+                .iter()
+                .find(|b| b.num_rows() > 0)
+                .map(|b| (int_at(b, 0), int_at(b, 1))),
+            _ => None,
+        };
+        // No change at or after the time: Kafka answers -1.
+        Ok(match first {
+            Some((Some(version), Some(at))) => {
+                let offset = change_offset(version as u64, 0).unwrap_or(-1);
+                (offset, at)
+            }
+            _ => (-1, -1),
+        })
+    }
+}
+
+/// Change events as records, up to about `max_bytes` (at least one): the key columns of a
+/// keyed table's row as a JSON object for the key (none without a key), and a Debezium
+/// envelope for the value.
+fn change_records(
+    table: &TableDef,
+    events: &ChangeEvents,
+    max_bytes: usize,
+) -> Result<Vec<Record>, String> {
+    let rows = json_rows(&events.rows, true)?;
+    let key_columns: Vec<usize> = table
+        .key
+        .iter()
+        .filter_map(|k| table.columns.iter().position(|c| &c.name == k))
+        .collect();
+    let keys: Vec<Option<Bytes>> = match key_columns.is_empty() {
+        true => vec![None; events.rows.num_rows()],
+        false => json_rows(&project(&events.rows, &key_columns)?, true)?,
+    };
+    let name = serde_json::to_string(&table.name).map_err(|e| e.to_string())?;
+    let mut records = Vec::new();
+    let mut bytes = 0;
+    for event in &events.events {
+        let row_of = |row: Option<usize>| row.and_then(|r| rows[r].clone());
+        let value = envelope(&name, event, row_of(event.before), row_of(event.after));
+        let key = event.after.or(event.before).and_then(|r| keys[r].clone());
+        bytes += value.len() + key.as_ref().map_or(0, Bytes::len) + 24;
+        records.push(Record {
+            transactional: false,
+            control: false,
+            delete_horizon: false,
+            partition_leader_epoch: 0,
+            producer_id: -1,
+            producer_epoch: -1,
+            timestamp_type: TimestampType::LogAppend,
+            offset: event.offset,
+            sequence: -1,
+            timestamp: event.committed_at_ms,
+            key,
+            value: Some(value),
+            headers: Default::default(),
+        });
+        if bytes >= max_bytes {
+            break;
+        }
+    }
+    Ok(records)
+}
+
+fn project(rows: &RecordBatch, columns: &[usize]) -> Result<RecordBatch, String> {
+    rows.project(columns).map_err(|e| e.to_string())
+}
+
+/// A Debezium change event's value without the schema envelope: `before`, `after`, `op`,
+/// `ts_ms` and `source`, whose `commit_version` names the commit.
+fn envelope(
+    table_json: &str,
+    event: &ChangeEvent,
+    before: Option<Bytes>,
+    after: Option<Bytes>,
+) -> Bytes {
+    let op = match event.op {
+        ChangeOp::Insert => "c",
+        ChangeOp::Update => "u",
+        ChangeOp::Delete => "d",
+    };
+    let (version, at) = (event.version, event.committed_at_ms);
+    let text = |row: &Option<Bytes>| {
+        row.as_ref()
+            .map_or("null".into(), |r| String::from_utf8_lossy(r).into_owned())
+    };
+    let (place_version, _) = change_position(event.offset as u64);
+    debug_assert_eq!(place_version, version, "an event's offset holds its commit");
+    let value = format!(
+        "{{\"before\":{},\"after\":{},\"op\":\"{op}\",\"ts_ms\":{at},\"source\":\
+         {{\"connector\":\"pondra\",\"name\":\"pondra\",\"db\":\"pondra\",\"table\":{table_json},\
+         \"commit_version\":{version},\"ts_ms\":{at},\"snapshot\":\"false\"}}}}",
+        text(&before),
+        text(&after),
+    );
+    Bytes::from(value)
+}
