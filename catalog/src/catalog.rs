@@ -251,17 +251,41 @@ impl Catalog {
         E: From<CatalogError> + Send + 'static,
         F: FnOnce(&Snapshot) -> std::result::Result<Vec<Change>, E> + Send + 'static,
     {
+        self.commit_in_turn(prepare, std::future::ready(()), || {})
+            .await
+    }
+
+    /// As `commit_with`, handed to the committer only once `turn` is done, and `handed` called
+    /// as soon as it has been (ADR 0078): commits handed over one after another keep that
+    /// order in the committer, and may share a round. A node that forwards its commits calls
+    /// `handed` once the commit is done, since the leader may receive forwarded commits in
+    /// another order than they were sent.
+    pub async fn commit_in_turn<E, F>(
+        &self,
+        prepare: F,
+        turn: impl std::future::Future<Output = ()> + Send,
+        handed: impl FnOnce() + Send,
+    ) -> std::result::Result<u64, E>
+    where
+        E: From<CatalogError> + Send + 'static,
+        F: FnOnce(&Snapshot) -> std::result::Result<Vec<Change>, E> + Send + 'static,
+    {
+        turn.await;
         let mode = self.mode();
         let committer = match &*mode {
             Mode::Writer { committer, .. } => committer,
             Mode::Forwarding(forwarding) => {
-                return forwarding.commit_with(&self.current, prepare).await;
+                let committed = forwarding.commit_with(&self.current, prepare).await;
+                handed();
+                return committed;
             }
         };
         let prepare: Prepare = Box::new(move |snapshot| {
             prepare(snapshot).map_err(|error| Refusal::Prepared(Box::new(error)))
         });
-        match committer.submit(prepare).await {
+        let answered = committer.hand(prepare);
+        handed();
+        match answered.await {
             Ok(commit) => Ok(commit),
             Err(Refusal::Prepared(error)) => Err(*error
                 .downcast::<E>()

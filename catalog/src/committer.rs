@@ -58,14 +58,20 @@ impl Committer {
         Committer { requests }
     }
 
-    /// Queues a commit and waits until it is durable (its commit number) or refused.
-    pub(crate) async fn submit(&self, prepare: Prepare) -> Result<u64, Refusal> {
+    /// Queues a commit now, after every commit queued before it; the answer comes once it is
+    /// durable (its commit number) or refused.
+    pub(crate) fn hand(
+        &self,
+        prepare: Prepare,
+    ) -> impl std::future::Future<Output = Result<u64, Refusal>> + use<> {
         let (answer, answered) = oneshot::channel();
-        let stopped = || Refusal::Catalog(CatalogError::Store("the committer has stopped".into()));
-        self.requests
-            .send(Request { prepare, answer })
-            .map_err(|_| stopped())?;
-        answered.await.map_err(|_| stopped())?
+        let sent = self.requests.send(Request { prepare, answer });
+        async move {
+            let stopped =
+                || Refusal::Catalog(CatalogError::Store("the committer has stopped".into()));
+            sent.map_err(|_| stopped())?;
+            answered.await.map_err(|_| stopped())?
+        }
     }
 }
 

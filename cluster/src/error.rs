@@ -24,6 +24,10 @@ pub enum NodeError {
     /// A statement sent to a transaction that a failed statement aborted (SQLSTATE 25P02).
     #[error("{}", crate::sessions::transaction::ABORTED)]
     Aborted,
+    /// A producer's append that follows one the lake does not keep (ADR 0078): nothing was
+    /// written, and the producer sends again from its first append not acknowledged.
+    #[error("{0}")]
+    OutOfOrder(String),
     /// A savepoint statement outside a transaction (SQLSTATE 25P01).
     #[error("{0} can only be used in transaction blocks")]
     NoTransaction(&'static str),

@@ -50,3 +50,4 @@ pub use tables::change_events::{
 pub use tables::offsets::{OffsetBounds, offset_bounds};
 pub use views::subscription::{COMMIT_COLUMN, DIFF_COLUMN, Subscription};
 pub use writes::append::AppendOutcome;
+pub use writes::producer_lines::LinePlace;

@@ -79,6 +79,8 @@ pub struct Node {
     pub(crate) published: crate::publishing::publish::PublishedVersions,
     /// Its peers for spread queries, its default and its measures (ADR 0076).
     pub(crate) spread: crate::spread::SpreadState,
+    /// Producers' appends in flight, in line (ADR 0078).
+    pub(crate) lines: Arc<crate::writes::producer_lines::ProducerLines>,
 }
 
 impl Node {
@@ -149,6 +151,7 @@ impl Node {
             external: std::sync::RwLock::new(HashMap::new()),
             published: Default::default(),
             spread: Default::default(),
+            lines: Default::default(),
         })
     }
 

@@ -132,17 +132,27 @@ class Connection:
         *,
         producer: Optional[str] = None,
         seq: Optional[int] = None,
+        follows: Optional[int] = None,
     ) -> int:
         """Appends `data` (a pandas or Polars DataFrame, a pyarrow Table or RecordBatch, or a
         list of dicts) to `table`; returns the rows appended. Given a `producer` and a `seq`, the
-        batch is appended once: a repeat of (producer, seq) appends nothing and returns 0."""
+        batch is appended once: a repeat of (producer, seq) appends nothing and returns 0. With
+        `follows`, the `seq` of the producer's previous append, appends sent together from
+        several threads commit in that order; one whose predecessor failed raises `Error`
+        (HTTP 409) with nothing written, and is sent again after it."""
         if (producer is None) != (seq is None):
             raise ValueError("producer and seq go together")
+        if follows is not None and seq is None:
+            raise ValueError("follows goes with producer and seq")
         query = ""
         if producer is not None:
             if not isinstance(seq, int) or seq < 0:
                 raise ValueError("seq is a whole number")
             query = f"?producer={quote(str(producer))}&seq={seq}"
+            if follows is not None:
+                if not isinstance(follows, int) or not 0 <= follows < seq:
+                    raise ValueError("follows is a whole number below seq")
+                query += f"&follows={follows}"
         body, content_type = _encode_rows(data)
         path = f"/tables/{quote(table)}/append{query}"
         _, _, payload = self._request("POST", path, body, {"Content-Type": content_type})

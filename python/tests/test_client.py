@@ -95,6 +95,25 @@ def test_append_takes_frames_tables_batches_and_dicts_exactly_once(con):
         con.append("e", 42)
 
 
+def test_appends_in_flight_together_commit_in_line(con):
+    con.sql("CREATE TABLE lined (n BIGINT)")
+    # Sent at once on a connection each, the later ones first: each commits after the one it
+    # follows.
+    import concurrent.futures
+
+    def send(seq):
+        with pondra.connect(con.address) as own:
+            return own.append("lined", [{"n": seq}], producer="q", seq=seq, follows=seq - 1)
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        assert list(pool.map(send, (4, 3, 2, 1))) == [1, 1, 1, 1]
+    order = con.sql("SELECT string_agg(n::VARCHAR, ',' ORDER BY _offset) FROM lined").fetchall()
+    assert order == [("1,2,3,4",)]
+    assert con.append("lined", [{"n": 4}], producer="q", seq=4, follows=3) == 0
+    with pytest.raises(ValueError):
+        con.append("lined", [{"n": 5}], producer="q", seq=5, follows=5)
+
+
 def test_without_pyarrow_rows_still_come_as_python_values(con, monkeypatch):
     con.sql("CREATE TABLE n (id INT, price DECIMAL(10, 2), day DATE, note VARCHAR)")
     monkeypatch.setattr(client, "_pyarrow", lambda: None)

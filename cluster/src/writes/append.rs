@@ -10,6 +10,7 @@ use pondra_catalog::{Change, SegmentPayload, Snapshot, TableDef, TableKind};
 use crate::node::Node;
 use crate::sessions::session::Session;
 use crate::sessions::transaction::Transaction;
+use crate::writes::producer_lines::{LinePlace, Stage};
 use crate::{NodeError, Result};
 
 /// What became of an append.
@@ -37,7 +38,23 @@ impl Node {
         batches: &[RecordBatch],
         producer: Option<(&str, u64)>,
     ) -> Result<AppendOutcome> {
-        Ok(self.append_written(table, batches, producer).await?.0)
+        Ok(self.append_written(table, batches, producer, None).await?.0)
+    }
+
+    /// As `append_at`, for an append that took its place in its producer's line (ADR 0078):
+    /// its rows are prepared at once, and handed to the committer once the append before it
+    /// in line has been; it commits only if the lake keeps the sequence it follows.
+    pub async fn append_in_line(
+        &self,
+        table: &str,
+        batches: &[RecordBatch],
+        place: LinePlace,
+    ) -> Result<(AppendOutcome, Option<u64>)> {
+        let producer = Some((place.producer.as_str(), place.sequence));
+        let (outcome, payload) = self
+            .append_written(table, batches, producer, Some(&place))
+            .await?;
+        Ok((outcome, self.offset_of_payload(table, payload)))
     }
 
     /// As `append`, with the offset the rows appended start at (ADR 0077), when the node
@@ -48,12 +65,14 @@ impl Node {
         batches: &[RecordBatch],
         producer: Option<(&str, u64)>,
     ) -> Result<(AppendOutcome, Option<u64>)> {
-        let (outcome, payload) = self.append_written(table, batches, producer).await?;
-        let offset = payload.and_then(|payload| {
-            let table_id = self.snapshot().table(table)?.id;
-            self.first_offset_of(table_id, &payload)
-        });
-        Ok((outcome, offset))
+        let (outcome, payload) = self.append_written(table, batches, producer, None).await?;
+        Ok((outcome, self.offset_of_payload(table, payload)))
+    }
+
+    /// The offset the rows of the segment `payload` start at, while the node holds it.
+    fn offset_of_payload(&self, table: &str, payload: Option<SegmentPayload>) -> Option<u64> {
+        let table_id = self.snapshot().table(table)?.id;
+        self.first_offset_of(table_id, &payload?)
     }
 
     /// As `append`, with the payload of the segment the rows were appended in.
@@ -62,6 +81,7 @@ impl Node {
         table: &str,
         batches: &[RecordBatch],
         producer: Option<(&str, u64)>,
+        place: Option<&LinePlace>,
     ) -> Result<(AppendOutcome, Option<SegmentPayload>)> {
         let claim = match producer {
             Some(("", _)) => return Err(NodeError::Other("a producer needs a name".into())),
@@ -90,17 +110,25 @@ impl Node {
         }
         let payload = appended_payload(&changes, table.id);
         let objects = crate::sessions::transaction::objects_named(&changes);
+        let line = place.map(LinePlace::check);
         let committed = self
-            .commit_or_delete(objects, move |latest| {
-                if let Some((producer, sequence)) = &claim
-                    && has_appended(latest, producer, *sequence)
-                {
-                    return Err(NotAppended::Duplicate);
-                }
-                Ok(crate::sessions::transaction::rebase(
-                    &snapshot, latest, changes,
-                )?)
-            })
+            .commit_or_delete_in_line(
+                objects,
+                move |latest| {
+                    if let Some((producer, sequence)) = &claim
+                        && has_appended(latest, producer, *sequence)
+                    {
+                        return Err(NotAppended::Duplicate);
+                    }
+                    if let Some(line) = &line {
+                        line.fits(latest)?;
+                    }
+                    Ok(crate::sessions::transaction::rebase(
+                        &snapshot, latest, changes,
+                    )?)
+                },
+                place,
+            )
             .await;
         match committed {
             Ok(_) => Ok((AppendOutcome::Appended(rows), payload)),
@@ -128,11 +156,24 @@ impl Node {
         delete: Option<pondra_parser::ParsedStatement>,
         upserts: &[RecordBatch],
         producer: Option<(&str, u64)>,
+        place: Option<LinePlace>,
     ) -> Result<(AppendOutcome, Option<u64>)> {
         const ATTEMPTS: usize = 5;
         let Some(delete) = delete else {
-            return self.append_at(table, upserts, producer).await;
+            return match place {
+                Some(place) => self.append_in_line(table, upserts, place).await,
+                None => self.append_at(table, upserts, producer).await,
+            };
         };
+        // A transaction commits after the append before it in line is done (ADR 0078).
+        if let Some(place) = &place {
+            place.wait_before(Stage::Done).await;
+            let snapshot = self.snapshot();
+            if has_appended(&snapshot, &place.producer, place.sequence) {
+                return Ok((AppendOutcome::Duplicate, None));
+            }
+            place.check().fits(&snapshot)?;
+        }
         let mut attempt = 0;
         loop {
             attempt += 1;

@@ -492,7 +492,29 @@ impl Node {
     where
         E: From<pondra_catalog::CatalogError> + Send + 'static,
     {
-        let committed = self.catalog.commit_with(prepare).await;
+        self.commit_or_delete_in_line(objects, prepare, None).await
+    }
+
+    /// As `commit_or_delete`, for an append in its producer's line (ADR 0078): handed to the
+    /// committer once the append before it in line has been.
+    pub(crate) async fn commit_or_delete_in_line<E>(
+        &self,
+        objects: Vec<String>,
+        prepare: impl FnOnce(&Snapshot) -> Result<Vec<Change>, E> + Send + 'static,
+        place: Option<&crate::writes::producer_lines::LinePlace>,
+    ) -> Result<u64, E>
+    where
+        E: From<pondra_catalog::CatalogError> + Send + 'static,
+    {
+        use crate::writes::producer_lines::Stage;
+        let committed = match place {
+            None => self.catalog.commit_with(prepare).await,
+            Some(place) => {
+                let turn = place.wait_before(Stage::Handed);
+                let handed = || place.handed();
+                self.catalog.commit_in_turn(prepare, turn, handed).await
+            }
+        };
         if committed.is_err() {
             self.delete_objects(objects).await;
         }

@@ -35,6 +35,7 @@ use super::Server;
 use super::auth::{Role, authorize};
 use super::encode::{arrow_client_batch, arrow_client_schema};
 use super::literal::arrow_literal;
+use super::producer_appends::{self, ProducerClaim};
 
 /// The catalog and schema every table is listed under.
 const CATALOG: &str = "pondra";
@@ -669,6 +670,10 @@ impl FlightSqlService for FlightDoor {
             )));
         }
         let node = self.node(&request).await?;
+        // Exactly once, as over HTTP: the ingest's options `producer`, `seq` and `follows`.
+        let options = &command.options;
+        let claim = ProducerClaim::from_params(|name| options.get(name).map(String::as_str))
+            .map_err(Status::invalid_argument)?;
         let batches = put_batches(request.into_inner()).await?;
         let table = command.table.clone();
         let options = command.table_definition_options.unwrap_or_default();
@@ -703,9 +708,14 @@ impl FlightSqlService for FlightDoor {
                 .await
                 .map_err(failed)?;
         }
-        match node.append(&table, &batches, None).await.map_err(failed)? {
-            pondra_cluster::AppendOutcome::Appended(rows) => Ok(rows as i64),
-            pondra_cluster::AppendOutcome::Duplicate => Ok(0),
+        let appended = producer_appends::append(&node, &table, &batches, claim).await;
+        match appended {
+            Ok(pondra_cluster::AppendOutcome::Appended(rows)) => Ok(rows as i64),
+            Ok(pondra_cluster::AppendOutcome::Duplicate) => Ok(0),
+            Err(e @ pondra_cluster::NodeError::OutOfOrder(_)) => {
+                Err(Status::failed_precondition(e.to_string()))
+            }
+            Err(e) => Err(failed(e)),
         }
     }
 

@@ -20,6 +20,7 @@ use super::Server;
 use super::auth::{Role, authorize};
 use super::client::{ClientSocket, watched};
 use super::encode::{self, JsonRows, quote};
+use super::producer_appends::{self, ProducerClaim};
 
 const ARROW_STREAM: &str = "application/vnd.apache.arrow.stream";
 
@@ -196,16 +197,8 @@ async fn append(
         .node(params.get("db").map(String::as_str))
         .await
         .map_err(bad_request)?;
-    let producer = match (params.get("producer"), params.get("seq")) {
-        (Some(producer), Some(seq)) => {
-            let seq = seq
-                .parse::<u64>()
-                .map_err(|_| bad_request("seq must be a whole number"))?;
-            Some((producer.as_str(), seq))
-        }
-        (None, None) => None,
-        _ => return Err(bad_request("producer and seq go together")),
-    };
+    let claim = ProducerClaim::from_params(|name| params.get(name).map(String::as_str))
+        .map_err(bad_request)?;
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -216,10 +209,13 @@ async fn append(
         .map(|t| t.arrow_schema())
         .ok_or_else(|| bad_request(format!("table {table} does not exist")))?;
     let batches = decode_rows(content_type, &body, schema).map_err(bad_request)?;
-    let outcome = node
-        .append(&table, &batches, producer)
-        .await
-        .map_err(bad_request)?;
+    let outcome = match producer_appends::append(&node, &table, &batches, claim).await {
+        Ok(outcome) => outcome,
+        Err(e @ pondra_cluster::NodeError::OutOfOrder(_)) => {
+            return Err(Failure(StatusCode::CONFLICT, e.to_string()));
+        }
+        Err(e) => return Err(bad_request(e)),
+    };
     let body = match outcome {
         AppendOutcome::Appended(rows) => format!("{{\"rows\":{rows},\"duplicate\":false}}"),
         AppendOutcome::Duplicate => "{\"rows\":0,\"duplicate\":true}".to_string(),

@@ -13,6 +13,7 @@ mod literal;
 mod membership;
 mod peers;
 mod pg;
+mod producer_appends;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -370,3 +370,72 @@ fn the_server_commits_what_another_process_prepared() {
     let (body, _) = post("/sql", "SELECT count(*) FROM t");
     assert!(body.ends_with(r#""rows":[[0]]}"#), "{body}");
 }
+
+/// A producer's appends in flight together (ADR 0078): each names the sequence it follows,
+/// arrives in any order and commits in line; one behind a failed append is refused (409) and
+/// nothing of it written, and both go through when sent again.
+#[test]
+fn a_producers_appends_in_flight_commit_in_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let served = Served::start(dir.path(), &[]);
+    let sql = |body: &str| curl(&["-X", "POST", &served.url("/sql"), "--data-binary", body]);
+    assert_eq!(sql("CREATE TABLE t (v INT NOT NULL)").1, 200);
+    let append = |seq: u64, follows: u64, value: &str| {
+        let url = served.url(&format!(
+            "/tables/t/append?producer=p&seq={seq}&follows={follows}"
+        ));
+        let line = format!("{{\"v\":{value}}}\n");
+        let args = [
+            "-X",
+            "POST",
+            &url,
+            "-H",
+            "Content-Type: application/x-ndjson",
+        ];
+        let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        args.extend(["--data-binary".to_string(), line]);
+        std::thread::spawn(move || {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            curl(&args)
+        })
+    };
+    let pause = || std::thread::sleep(std::time::Duration::from_millis(300));
+    // Sent last first: the third and second wait for the ones they follow.
+    let third = append(3, 2, "3");
+    pause();
+    let second = append(2, 1, "2");
+    pause();
+    let first = append(1, 0, "1");
+    for (sent, seq) in [(first, 1), (second, 2), (third, 3)] {
+        let (body, status) = sent.join().unwrap();
+        assert_eq!(status, 200, "append {seq}: {body}");
+        assert!(
+            body.contains(r#""duplicate":false"#),
+            "append {seq}: {body}"
+        );
+    }
+    let (body, _) = sql("SELECT string_agg(v::VARCHAR, ',' ORDER BY _offset) FROM t");
+    assert!(body.contains(r#""1,2,3""#), "{body}");
+    // The fifth waits for the fourth, which fails (a NULL in a NOT NULL column).
+    let fifth = append(5, 4, "5");
+    pause();
+    let (body, status) = append(4, 3, "null").join().unwrap();
+    assert_eq!(status, 400, "{body}");
+    let (body, status) = fifth.join().unwrap();
+    assert_eq!(status, 409, "{body}");
+    assert!(body.contains("follows 4"), "{body}");
+    for seq in [4, 5] {
+        let (body, status) = append(seq, seq - 1, &seq.to_string()).join().unwrap();
+        assert_eq!(
+            (status, body.contains(r#""duplicate":false"#)),
+            (200, true),
+            "{body}"
+        );
+    }
+    let (body, _) = append(5, 4, "5").join().unwrap();
+    assert!(body.contains(r#""duplicate":true"#), "a retry: {body}");
+    let (body, _) = sql("SELECT string_agg(v::VARCHAR, ',' ORDER BY _offset) FROM t");
+    assert!(body.contains(r#""1,2,3,4,5""#), "{body}");
+    let (body, status) = append(6, 6, "6").join().unwrap();
+    assert_eq!(status, 400, "follows itself: {body}");
+}

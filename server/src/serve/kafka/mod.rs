@@ -135,7 +135,8 @@ enum PreparedBody {
 impl KafkaDoor {
     /// Reads requests from `socket` and answers each, in order, until the client leaves. Up to
     /// `MAX_IN_FLIGHT` requests are read ahead and decoded while earlier ones are answered;
-    /// they are carried out one after another, in the order they came.
+    /// they are carried out one after another, in the order they came, save that an
+    /// idempotent producer's batches in line let the next request go before they commit.
     async fn connection(
         self: Arc<Self>,
         socket: TcpStream,
@@ -188,22 +189,22 @@ impl KafkaDoor {
             if let Err(e) = reader.read_exact(&mut request).await {
                 break Err(e.to_string());
             }
-            let (done, next) = tokio::sync::oneshot::channel();
+            let (release, next) = tokio::sync::oneshot::channel();
             let before = previous.replace(next);
             let door = self.clone();
             let task = tokio::spawn(async move {
                 let _budget = budget;
                 let prepared = door.clone().prepare(Bytes::from(request)).await;
-                // Carried out after the requests read before it, in order.
+                // Carried out once the request read before it lets it go: when done, or (a
+                // produce of idempotent batches) once its batches are in line (ADR 0078).
                 if let Some(before) = before {
                     let _ = before.await;
                 }
-                let answer = match prepared {
-                    Ok(prepared) => door.answer(prepared).await,
+                let mut release = Release(Some(release));
+                match prepared {
+                    Ok(prepared) => door.answer(prepared, &mut release).await,
                     Err(e) => Err(e),
-                };
-                let _ = done.send(());
-                answer
+                }
             });
             if answers.send(task).await.is_err() {
                 break Ok(());
@@ -257,8 +258,9 @@ impl KafkaDoor {
         })
     }
 
-    /// The framed answer to a prepared request; none for a produce with `acks = 0`.
-    async fn answer(&self, prepared: Prepared) -> Answer {
+    /// The framed answer to a prepared request; none for a produce with `acks = 0`. The next
+    /// request is let go by `release` once this one no longer needs to come first.
+    async fn answer(&self, prepared: Prepared, release: &mut Release) -> Answer {
         let (api, version, correlation, body) = match prepared {
             Prepared::Ready(answer) => return Ok(Some(answer)),
             Prepared::Request {
@@ -271,7 +273,7 @@ impl KafkaDoor {
         let body = match *body {
             PreparedBody::Produce(prepared) => {
                 let acks = prepared.acks;
-                let response = self.produce(prepared).await;
+                let response = self.produce(prepared, release).await;
                 if acks == 0 {
                     return Ok(None);
                 }
@@ -316,6 +318,18 @@ impl KafkaDoor {
             _ => unreachable!("only the APIs listed are decoded"),
         };
         frame(api, version, correlation, response).map(Some)
+    }
+}
+
+/// Lets the request after this one on its connection be carried out: when called, or when
+/// dropped.
+pub(super) struct Release(Option<tokio::sync::oneshot::Sender<()>>);
+
+impl Release {
+    pub fn now(&mut self) {
+        if let Some(release) = self.0.take() {
+            let _ = release.send(());
+        }
     }
 }
 

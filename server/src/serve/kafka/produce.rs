@@ -1,7 +1,7 @@
 //! Produce and InitProducerId (ADR 0077): each partition's batches written to its table in one
 //! commit each, exactly once per idempotent producer's sequence numbers.
 
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use kafka_protocol::ResponseError;
@@ -14,12 +14,12 @@ use kafka_protocol::messages::{
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_protocol::records::RecordBatchDecoder;
-use pondra_cluster::{NodeError, TableDef};
+use pondra_cluster::{LinePlace, NodeError, TableDef};
 
-use super::KafkaDoor;
 use super::batches::{BatchHeader, check_batches};
 use super::rows::{BadRecord, Writes, writes};
 use super::topics::Refusal;
+use super::{KafkaDoor, Release};
 
 /// How long a node that follows waits for a producer's last commits before it calls a batch
 /// that seems to skip sequence numbers a gap.
@@ -129,15 +129,24 @@ impl KafkaDoor {
         }
     }
 
-    /// Produce: each partition's records written, in the order the request lists them.
-    pub(super) async fn produce(&self, prepared: PreparedProduce) -> ProduceResponse {
+    /// Produce: each partition's records written, in the order the request lists them. The
+    /// request's last batch lets the next request go once it is in its producer's line.
+    pub(super) async fn produce(
+        &self,
+        prepared: PreparedProduce,
+        release: &mut Release,
+    ) -> ProduceResponse {
         let mut response = ProduceResponse::default();
-        for (topic, partitions) in prepared.topics {
+        let last_topic = prepared.topics.len().saturating_sub(1);
+        for (at, (topic, partitions)) in prepared.topics.into_iter().enumerate() {
+            let last_partition = partitions.len().saturating_sub(1);
             let name = topic.0.as_str().to_string();
             let table = self.table_for(&name, self.options.auto_create).await;
             let mut answer = TopicProduceResponse::default();
             answer.name = topic;
-            for partition in partitions {
+            for (place, partition) in partitions.into_iter().enumerate() {
+                let last = at == last_topic && place == last_partition;
+                let release = last.then_some(&mut *release);
                 let produced = match (&table, partition.index) {
                     (Err((error, message)), _) => Produced::refused(*error, message.clone()),
                     (Ok(_), index) if index != 0 => Produced::refused(
@@ -150,7 +159,7 @@ impl KafkaDoor {
                             Some((id, batches)) if id == table.id => batches,
                             _ => decode_partition(table, &partition.records),
                         };
-                        self.produce_partition(table, batches).await
+                        self.produce_partition(table, batches, release).await
                     }
                 };
                 if let Some((error, message)) = &produced.error {
@@ -170,14 +179,17 @@ impl KafkaDoor {
         &self,
         table: &TableDef,
         batches: Result<Vec<DecodedBatch>, Produced>,
+        mut release: Option<&mut Release>,
     ) -> Produced {
         let batches = match batches {
             Ok(batches) => batches,
             Err(refused) => return refused,
         };
         let mut base_offset = None;
-        for (header, writes) in batches {
-            let produced = self.produce_batch(table, &header, writes).await;
+        let last = batches.len().saturating_sub(1);
+        for (at, (header, writes)) in batches.into_iter().enumerate() {
+            let release = release.as_deref_mut().filter(|_| at == last);
+            let produced = self.produce_batch(table, &header, writes, release).await;
             if produced.error.is_some() {
                 return produced;
             }
@@ -192,13 +204,21 @@ impl KafkaDoor {
         table: &TableDef,
         header: &BatchHeader,
         writes: Result<Writes, BadRecord>,
+        release: Option<&mut Release>,
     ) -> Produced {
-        let claim = match self.claim(table, header).await {
-            Ok(Claim::None) => None,
-            Ok(Claim::Sequence(name, after)) => Some((name, after)),
+        let (claim, place) = match self.claim(table, header).await {
+            Ok(Claim::None) => (None, None),
+            Ok(Claim::Line(place)) => {
+                let claim = (place.producer().to_string(), place.sequence());
+                (Some(claim), Some(place))
+            }
             Ok(Claim::Duplicate) => return Produced::ok(None),
             Err(refused) => return refused,
         };
+        // In line: the next request's batches may take their places behind this one.
+        if let (Some(release), Some(_)) = (release, &place) {
+            release.now();
+        }
         let writes = match writes {
             Ok(writes) => writes,
             Err(BadRecord { index, message }) => {
@@ -214,7 +234,7 @@ impl KafkaDoor {
             .map(|(name, sequence)| (name.as_str(), *sequence));
         let written = self
             .node
-            .upsert_and_delete(&table.name, writes.delete, &writes.rows, claim)
+            .upsert_and_delete(&table.name, writes.delete, &writes.rows, claim, place)
             .await;
         match written {
             Ok((_, base_offset)) => Produced::ok(base_offset),
@@ -224,6 +244,7 @@ impl KafkaDoor {
                         ResponseError::KafkaStorageError
                     }
                     NodeError::SerializationFailure => ResponseError::KafkaStorageError,
+                    NodeError::OutOfOrder(_) => ResponseError::OutOfOrderSequenceNumber,
                     _ => ResponseError::InvalidRecord,
                 };
                 Produced::refused(error, e.to_string())
@@ -231,11 +252,12 @@ impl KafkaDoor {
         }
     }
 
-    /// An idempotent producer's claim for a batch: the name its sequence numbers are kept under
-    /// and the number after the batch's last. None for a producer that is not idempotent;
-    /// `Duplicate` for a retry of a batch written already; OUT_OF_ORDER_SEQUENCE_NUMBER for a
-    /// gap. A node that follows may not hold the producer's last commits yet (its previous
-    /// batch went through another node): it waits for them a while before it calls a gap.
+    /// An idempotent producer's claim for a batch: its place in the producer's line (ADR
+    /// 0078), behind the batch it follows, which this node holds in line or the lake keeps.
+    /// None for a producer that is not idempotent; `Duplicate` for a retry of a batch written
+    /// already; OUT_OF_ORDER_SEQUENCE_NUMBER for a gap. A node that follows may not hold the
+    /// producer's last commits yet (its previous batch went through another node): it waits
+    /// for them a while before it calls a gap.
     async fn claim(&self, table: &TableDef, header: &BatchHeader) -> Result<Claim, Produced> {
         if header.producer_id < 0 {
             return Ok(Claim::None);
@@ -250,30 +272,25 @@ impl KafkaDoor {
                 format!("a negative sequence number {}", header.base_sequence),
             )
         })?;
+        if header.records == 0 {
+            return Err(Produced::refused(
+                ResponseError::InvalidRecord,
+                "an idempotent producer's batch of no records",
+            ));
+        }
+        // The catalog keeps the number after the last sequence written; a batch starts there.
         let after = base + header.records as u64;
-        let deadline = Instant::now() + GAP_PATIENCE;
-        loop {
-            let snapshot = self.node.snapshot();
-            // The number after the last sequence written; a batch starts there.
-            let expected = snapshot.producers.get(&name).copied().unwrap_or(0);
-            if after <= expected && header.records > 0 {
-                return Ok(Claim::Duplicate);
-            }
-            if base == expected {
-                return Ok(Claim::Sequence(name, after));
-            }
-            let now = Instant::now();
-            if base < expected || self.node.leads() || now >= deadline {
-                return Err(Produced::refused(
-                    ResponseError::OutOfOrderSequenceNumber,
-                    format!(
-                        "the batch starts at sequence {base}, the producer's next is {expected}"
-                    ),
-                ));
-            }
-            self.node
-                .wait_for_commit_after(snapshot.commit, deadline - now)
-                .await;
+        let patience = match self.node.leads() {
+            true => Duration::ZERO,
+            false => GAP_PATIENCE,
+        };
+        match self.node.take_place(&name, after, base, patience).await {
+            Ok(Some(place)) => Ok(Claim::Line(place)),
+            Ok(None) => Ok(Claim::Duplicate),
+            Err(e) => Err(Produced::refused(
+                ResponseError::OutOfOrderSequenceNumber,
+                e.to_string(),
+            )),
         }
     }
 }
@@ -284,8 +301,8 @@ enum Claim {
     None,
     /// A retry of a batch written already.
     Duplicate,
-    /// The name the producer's numbers are kept under, and the number after the batch's last.
-    Sequence(String, u64),
+    /// Its place in its producer's line.
+    Line(LinePlace),
 }
 
 /// A partition's record batches checked, decoded and turned into the rows they write to
