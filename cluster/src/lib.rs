@@ -45,7 +45,8 @@ pub use sessions::transaction::TransactionControl;
 pub use spread::{Delivery, PartRequest, Peer, Peers, SpreadStats};
 pub use statement_result::StatementResult;
 pub use tables::change_events::{
-    ChangeEvent, ChangeEvents, ChangeOp, change_offset, change_position, next_change_offset,
+    ChangeEvent, ChangeEvents, ChangeOp, ChangeWindow, change_offset, change_position,
+    next_change_offset,
 };
 pub use tables::offsets::{OffsetBounds, offset_bounds};
 pub use views::subscription::{COMMIT_COLUMN, DIFF_COLUMN, Subscription};

@@ -175,6 +175,22 @@ def change_topics():
     updates = sorted((v["before"]["body"], v["after"]["body"]) for _, _, v in notes if v["op"] == "u")
     assert updates == [("x", "X1"), ("z", "Z3")], updates
     assert all(key is None for _, key, _ in notes)
+    # A consumer reaches the end of a change topic (its high watermark) after the last event.
+    ending = Consumer({"bootstrap.servers": kafka, "group.id": "g-eof", "enable.partition.eof": True,
+                       "auto.offset.reset": "earliest"})
+    ending.subscribe(["notes.changes"])
+    seen, started = 0, time.time()
+    while True:
+        assert time.time() - started < PATIENCE, f"no end after {seen} events"
+        message = ending.poll(0.5)
+        if message is None:
+            continue
+        if message.error() is not None:
+            assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
+            break
+        seen += 1
+    assert seen == 5, seen
+    ending.close()
     # The group resumes after its commit; kafka-python reads the same offsets.
     pg.execute("UPDATE accounts SET owner = 'cyd' WHERE id = 3")
     [(offset, _, value)] = read_topic("g-changes", "accounts.changes", 1)

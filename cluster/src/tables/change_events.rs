@@ -76,6 +76,52 @@ pub fn next_change_offset(snapshot: &Snapshot) -> i64 {
     change_offset(snapshot.commit + 1, 0).unwrap_or(i64::MAX)
 }
 
+/// The change events of a range of commits, whole: offsets `from..until` hold no others.
+#[derive(Debug)]
+pub struct ChangeWindow {
+    pub from: u64,
+    pub until: u64,
+    /// The rows the events name (the table's columns).
+    rows: RecordBatch,
+    /// In offset order.
+    events: Vec<ChangeEvent>,
+}
+
+impl ChangeWindow {
+    /// Whether it holds every event at `offset`.
+    pub fn covers(&self, offset: u64) -> bool {
+        (self.from..self.until).contains(&offset)
+    }
+
+    /// Up to `limit` of its events from offset `from` on, with the rows they name.
+    pub fn events_from(&self, from: u64, limit: usize) -> Result<ChangeEvents> {
+        let start = self.events.partition_point(|e| (e.offset as u64) < from);
+        let chosen = &self.events[start..(start + limit).min(self.events.len())];
+        let mut wanted = Vec::new();
+        let mut index_of = |row: Option<usize>| {
+            row.map(|row| {
+                wanted.push(row as u32);
+                wanted.len() - 1
+            })
+        };
+        let events = chosen
+            .iter()
+            .map(|event| ChangeEvent {
+                before: index_of(event.before),
+                after: index_of(event.after),
+                ..event.clone()
+            })
+            .collect();
+        let rows = take_record_batch(&self.rows, &UInt32Array::from(wanted))?;
+        Ok(ChangeEvents { rows, events })
+    }
+
+    /// The memory its rows take.
+    pub fn memory_size(&self) -> usize {
+        self.rows.get_array_memory_size() + self.events.len() * size_of::<ChangeEvent>()
+    }
+}
+
 impl Node {
     /// Up to `limit` events of `table`'s change feed from offset `from` on, in offset order:
     /// those of the first versions from `from`'s that hold any.
@@ -86,9 +132,32 @@ impl Node {
         limit: usize,
     ) -> Result<ChangeEvents> {
         assert!(limit > 0, "a read of change events asks for some");
+        let mut at = from;
+        loop {
+            let Some(window) = self.change_window(table, at).await? else {
+                let rows = RecordBatch::new_empty(table.arrow_schema());
+                let events = Vec::new();
+                return Ok(ChangeEvents { rows, events });
+            };
+            let found = window.events_from(from, limit)?;
+            if !found.events.is_empty() {
+                return Ok(found);
+            }
+            at = window.until;
+        }
+    }
+
+    /// The events of the commits from `from`'s on, whole: of a window of commits widened
+    /// while it holds none (each commit's events are fixed, so a window read once serves
+    /// every read within it). None when no commit from there on changed the table.
+    pub async fn change_window(
+        &self,
+        table: &Arc<TableDef>,
+        from: u64,
+    ) -> Result<Option<ChangeWindow>> {
         let snapshot = self.snapshot();
-        let (mut version, _) = change_position(from);
-        let mut window = FIRST_WINDOW;
+        let (first, _) = change_position(from);
+        let (mut version, mut window) = (first, FIRST_WINDOW);
         while version <= snapshot.commit {
             let to = version.saturating_add(window - 1).min(snapshot.commit);
             let plan =
@@ -100,30 +169,31 @@ impl Node {
                 .map(|r| r.commit)
                 .filter(|c| (version..=to).contains(c))
                 .collect();
-            let found = events_of(table, &rows, &recorded, from, limit)?;
-            if !found.events.is_empty() {
-                return Ok(found);
+            let (rows, events) = events_of(table, &rows, &recorded)?;
+            if !events.is_empty() {
+                let offset =
+                    |version: u64| change_offset(version, 0).map_or(u64::MAX, |o| o as u64);
+                return Ok(Some(ChangeWindow {
+                    from: offset(first),
+                    until: offset(to + 1),
+                    rows,
+                    events,
+                }));
             }
             version = to + 1;
             window = window.saturating_mul(4);
         }
-        let rows = RecordBatch::new_empty(table.arrow_schema());
-        Ok(ChangeEvents {
-            rows,
-            events: Vec::new(),
-        })
+        Ok(None)
     }
 }
 
-/// The events at or after offset `from` (at most `limit`) of the `table_changes` rows of a
-/// range of commits, of which those in `recorded` have change records.
+/// The events of the `table_changes` rows of a range of commits (of which those in
+/// `recorded` have change records), with the table's rows they name.
 fn events_of(
     table: &TableDef,
     rows: &[RecordBatch],
     recorded: &HashSet<u64>,
-    from: u64,
-    limit: usize,
-) -> Result<ChangeEvents> {
+) -> Result<(RecordBatch, Vec<ChangeEvent>)> {
     let width = table.columns.len();
     let schema = table.change_record_schema();
     let all = concat_batches(&schema, rows)?;
@@ -146,8 +216,7 @@ fn events_of(
         false => Some(row_values(&table_rows, Some(table))?),
     };
     let mut events = Vec::new();
-    let mut wanted = Vec::new();
-    'versions: for (version, mut members) in by_version {
+    for (version, mut members) in by_version {
         if !recorded.contains(&version) {
             members.sort_by(|&a, &b| values.row(a).cmp(&values.row(b)));
         }
@@ -160,16 +229,6 @@ fn events_of(
                     table.name
                 ))
             })?;
-            if (offset as u64) < from {
-                continue;
-            }
-            let mut index_of = |row: Option<usize>| {
-                row.map(|row| {
-                    wanted.push(row as u32);
-                    wanted.len() - 1
-                })
-            };
-            let (before, after) = (index_of(before), index_of(after));
             events.push(ChangeEvent {
                 offset,
                 op,
@@ -178,13 +237,9 @@ fn events_of(
                 version,
                 committed_at_ms,
             });
-            if events.len() == limit {
-                break 'versions;
-            }
         }
     }
-    let rows = take_record_batch(&table_rows, &UInt32Array::from(wanted))?;
-    Ok(ChangeEvents { rows, events })
+    Ok((table_rows, events))
 }
 
 type Op = (ChangeOp, Option<usize>, Option<usize>);

@@ -3,7 +3,8 @@
 //! (`pondra_cluster::change_offset`), so offsets rise with commits but skip between them, as
 //! a compacted Kafka topic's do.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
 
 use arrow::array::RecordBatch;
 use bytes::Bytes;
@@ -11,7 +12,7 @@ use kafka_protocol::ResponseError;
 use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::records::{Record, TimestampType};
 use pondra_cluster::{
-    ChangeEvent, ChangeEvents, ChangeOp, TableDef, change_offset, change_position,
+    ChangeEvent, ChangeEvents, ChangeOp, ChangeWindow, TableDef, change_offset, change_position,
     next_change_offset,
 };
 
@@ -51,7 +52,6 @@ impl KafkaDoor {
         // About 200 bytes an envelope bounds the events read by the bytes asked.
         let limit = (max_bytes / 200).clamp(1, MAX_EVENTS);
         let events = self
-            .node
             .change_events(table, offset as u64, limit)
             .await
             .map_err(|e| {
@@ -61,6 +61,13 @@ impl KafkaDoor {
                 );
                 ResponseError::KafkaStorageError
             })?;
+        if events.events.is_empty() {
+            // Nothing from here to the latest commit: the consumer is at the end, which is
+            // where it stands (the next commit's events come after it), so that it sees its
+            // end of the topic rather than a gap it cannot cross.
+            data.high_watermark = offset;
+            data.last_stable_offset = offset;
+        }
         let encoded = change_records(table, &events, max_bytes)
             .and_then(encode_records)
             .map_err(|e| {
@@ -73,6 +80,37 @@ impl KafkaDoor {
         let bytes = encoded.len();
         data.records = Some(encoded);
         Ok(bytes)
+    }
+
+    /// Up to `limit` events of `table`'s feed from `offset` on: from a window of commits kept
+    /// from an earlier Fetch, or read now and kept (a commit's events are read once however
+    /// many Fetches it takes to send them).
+    async fn change_events(
+        &self,
+        table: &Arc<TableDef>,
+        offset: u64,
+        limit: usize,
+    ) -> pondra_cluster::Result<ChangeEvents> {
+        let mut at = offset;
+        loop {
+            let window = match self.change_windows.find(table, at) {
+                Some(window) => window,
+                None => match self.node.change_window(table, at).await? {
+                    Some(window) => self.change_windows.keep(table, window),
+                    None => {
+                        let rows = RecordBatch::new_empty(table.arrow_schema());
+                        let events = Vec::new();
+                        return Ok(ChangeEvents { rows, events });
+                    }
+                },
+            };
+            let found = window.events_from(offset, limit)?;
+            let latest = window.until >= next_change_offset(&self.node.snapshot()) as u64;
+            if !found.events.is_empty() || latest {
+                return Ok(found);
+            }
+            at = window.until;
+        }
     }
 
     /// The offset (and its timestamp) ListOffsets answers for `timestamp` on a change feed:
@@ -168,6 +206,50 @@ fn change_records(
         }
     }
     Ok(records)
+}
+
+/// Windows of change events read for Fetch, the latest used last: a few, 256 MB at most.
+#[derive(Default)]
+pub(super) struct ChangeWindows {
+    windows: Mutex<VecDeque<(Arc<TableDef>, Arc<ChangeWindow>)>>,
+}
+
+/// Bytes of change windows kept at most.
+const KEPT_WINDOW_BYTES: usize = 256 << 20;
+
+/// Change windows kept at most.
+const KEPT_WINDOWS: usize = 8;
+
+impl ChangeWindows {
+    /// The window of `table`'s feed holding `offset`, if one is kept.
+    fn find(&self, table: &TableDef, offset: u64) -> Option<Arc<ChangeWindow>> {
+        let mut windows = self.windows.lock().expect("change windows lock");
+        let at = windows
+            .iter()
+            .position(|(t, w)| t.as_ref() == table && w.covers(offset))?;
+        let found = windows.remove(at).expect("found");
+        let window = found.1.clone();
+        windows.push_back(found);
+        Some(window)
+    }
+
+    /// Keeps `window` (unless it is too large to) and returns it.
+    fn keep(&self, table: &Arc<TableDef>, window: ChangeWindow) -> Arc<ChangeWindow> {
+        let window = Arc::new(window);
+        if window.memory_size() > KEPT_WINDOW_BYTES / 2 {
+            return window;
+        }
+        let mut windows = self.windows.lock().expect("change windows lock");
+        windows.retain(|(t, _)| t.id != table.id || t == table);
+        windows.push_back((table.clone(), window.clone()));
+        let size = |w: &VecDeque<(Arc<TableDef>, Arc<ChangeWindow>)>| {
+            w.iter().map(|(_, w)| w.memory_size()).sum::<usize>()
+        };
+        while windows.len() > KEPT_WINDOWS || size(&windows) > KEPT_WINDOW_BYTES {
+            windows.pop_front();
+        }
+        window
+    }
 }
 
 fn project(rows: &RecordBatch, columns: &[usize]) -> Result<RecordBatch, String> {

@@ -66,6 +66,8 @@ pub(super) struct KafkaDoor {
     request_budget: Arc<tokio::sync::Semaphore>,
     /// Runs of rows read for Fetch, for the next Fetches to slice.
     read_ahead: Arc<read_ahead::ReadAhead>,
+    /// Windows of change events read for Fetch of `<table>.changes`.
+    change_windows: changes::ChangeWindows,
 }
 
 /// Serves Kafka clients on `listener` until `stop` turns true.
@@ -89,6 +91,7 @@ pub async fn run(
         groups: Default::default(),
         request_budget: Arc::new(tokio::sync::Semaphore::new(REQUEST_MEGABYTES as usize)),
         read_ahead: Default::default(),
+        change_windows: Default::default(),
     });
     let connections_stop = stop.clone();
     loop {
