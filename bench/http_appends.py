@@ -7,7 +7,9 @@ sent at its time; prints acknowledged batches/s and the append latency's median 
 each.
 
 Usage: bench/http_appends.py PONDRA [--producers 32] [--seconds 10] [--in-flight 4]
-[--rate 5000]. Run it with any Python 3.
+[--rate 5000] [--client target/release/append-load]. Run it with any Python 3. With
+`--client`, a Rust client sends the load: Python's threads cost the shared cores more than
+the server does (`cargo build --release -p pondra-tests --bin append-load`).
 """
 
 import argparse
@@ -76,6 +78,8 @@ def main():
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--in-flight", type=int, default=4)
     parser.add_argument("--rate", type=int, default=5000)
+    parser.add_argument("--client", help="the append-load binary (tests/src/bin/append_load.rs) "
+                        "to send the load instead of Python's threads")
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="http-appends-")
     out = open(os.path.join(folder, "serve.out"), "w+")
@@ -92,9 +96,17 @@ def main():
         connection = http.client.HTTPConnection(host, int(port))
         connection.request("POST", "/sql", "CREATE TABLE small (producer INT, seq BIGINT, note VARCHAR)")
         assert connection.getresponse().status == 200
-        for in_flight in sorted({1, args.in_flight}):
-            run(host, port, args.producers, in_flight, args.seconds)
-        run(host, port, args.producers, args.in_flight, args.seconds, args.rate)
+        runs = [(1, None), (args.in_flight, None), (args.in_flight, args.rate)]
+        for in_flight, rate in runs:
+            if args.client:
+                command = [args.client, f"{host}:{port}", "small", str(args.producers), str(in_flight),
+                           str(args.seconds)] + ([str(rate)] if rate else [])
+                answer = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+                paced = f" at {rate:,}/s" if rate else ""
+                print(f"{args.producers} producers, {in_flight} batch(es) of 10 rows in flight each"
+                      f"{paced} (append-load): {answer.strip()}")
+            else:
+                run(host, port, args.producers, in_flight, args.seconds, rate)
     finally:
         server.terminate()
         server.wait()
