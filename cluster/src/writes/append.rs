@@ -88,6 +88,11 @@ impl Node {
             Some((producer, sequence)) => Some((producer.to_string(), sequence)),
             None => None,
         };
+        // In line, the append before is handed over first: waited for before the write lock
+        // is taken, never while it is held (the one before may be waiting for that lock).
+        if let Some(place) = place {
+            place.wait_before(Stage::Handed).await;
+        }
         let (_guard, snapshot) = self.lock_for_append(table).await;
         let table = appendable(&snapshot, table)?;
         let mut extra = Vec::new();

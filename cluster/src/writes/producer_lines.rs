@@ -1,7 +1,7 @@
 //! Producer lines (ADR 0078): a producer's appends in flight together, handed to the committer
 //! in the order of their sequence numbers. Per producer name, the node keeps the last append
 //! that took its place in line; the next one (which names the sequence it follows) prepares
-//! its rows alongside it and is handed over once it has been.
+//! its rows once that one has been handed over, and is handed over next.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -307,5 +307,43 @@ mod tests {
                 .await;
             assert_eq!(appended.unwrap().0, crate::AppendOutcome::Appended(1));
         }
+    }
+
+    /// On a keyed table an append takes the write lock alone: one in line waits for the one
+    /// before it without holding the lock, or the two would wait for each other.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn appends_in_line_to_a_keyed_table_do_not_wait_for_each_other() {
+        let dir = tempfile::tempdir().unwrap();
+        let node = Node::open_folder(dir.path(), NodeOptions::default())
+            .await
+            .unwrap();
+        node.execute("CREATE TABLE t (v INT PRIMARY KEY)")
+            .await
+            .unwrap();
+        let patience = Duration::from_secs(5);
+        let mut appends = Vec::new();
+        let mut places = Vec::new();
+        for sequence in 1..=4 {
+            let place = node.take_place("k", sequence, sequence - 1, patience).await;
+            places.push(place.unwrap().unwrap());
+        }
+        for place in places.into_iter().rev() {
+            let (node, value) = (node.clone(), place.sequence as i32);
+            appends.push(tokio::spawn(async move {
+                node.append_in_line("t", &[batch(value)], place).await
+            }));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let all = async {
+            let mut outcomes = Vec::new();
+            for append in appends {
+                outcomes.push(append.await.unwrap().unwrap().0);
+            }
+            outcomes
+        };
+        let done = tokio::time::timeout(Duration::from_secs(60), all).await;
+        let outcomes = done.expect("the appends in line finish");
+        assert_eq!(outcomes, vec![crate::AppendOutcome::Appended(1); 4]);
+        assert_eq!(node.snapshot().producers.get("k"), Some(&4));
     }
 }
