@@ -17,16 +17,11 @@ use pondra_cluster::{
 };
 
 use super::KafkaDoor;
-use super::fetch::{encode_records, int_at, json_rows};
+use super::fetch::{EARLIEST, LATEST, MAX_TIMESTAMP, encode_records, json_rows};
 use crate::serve::literal::quote_literal;
 
 /// Events read per Fetch at most, whatever bytes the client allows.
 const MAX_EVENTS: usize = 10_000;
-
-/// ListOffsets' special timestamps: the next offset, the first, and the latest record's.
-const LATEST: i64 = -1;
-const EARLIEST: i64 = -2;
-const MAX_TIMESTAMP: i64 = -3;
 
 impl KafkaDoor {
     /// Reads the change events of `table` from `offset` into `data`, about `max_bytes` of
@@ -135,27 +130,11 @@ impl KafkaDoor {
              FROM table_changes({}, 0) {filter} ORDER BY 1 {order} LIMIT 1",
             quote_literal(&table.name)
         );
-        let found = self.node.execute(&sql).await.map_err(|e| {
-            eprintln!(
-                "kafka: the change offset of {} at {timestamp}: {e}",
-                table.name
-            );
-            ResponseError::KafkaStorageError
-        })?;
-        let first = match found.first() {
-            Some(pondra_cluster::StatementResult::Rows { batches, .. }) => batches
-                .iter()
-                .find(|b| b.num_rows() > 0)
-                .map(|b| (int_at(b, 0), int_at(b, 1))),
-            _ => None,
-        };
         // No change at or after the time: Kafka answers -1.
+        let first = self.first_two_integers(&sql, &table.name).await?;
         Ok(match first {
-            Some((Some(version), Some(at))) => {
-                let offset = change_offset(version as u64, 0).unwrap_or(-1);
-                (offset, at)
-            }
-            _ => (-1, -1),
+            Some((version, at)) => (change_offset(version as u64, 0).unwrap_or(-1), at),
+            None => (-1, -1),
         })
     }
 }

@@ -35,9 +35,9 @@ const MAX_ROWS: usize = 10_000;
 const ENCODED_AT_ONCE: usize = 256;
 
 /// ListOffsets' special timestamps: the next offset, the first, and the latest record's.
-const LATEST: i64 = -1;
-const EARLIEST: i64 = -2;
-const MAX_TIMESTAMP: i64 = -3;
+pub(super) const LATEST: i64 = -1;
+pub(super) const EARLIEST: i64 = -2;
+pub(super) const MAX_TIMESTAMP: i64 = -3;
 
 impl KafkaDoor {
     /// Fetch: each partition's records from its offset, at most its bytes; waits for commits
@@ -208,22 +208,9 @@ impl KafkaDoor {
                      WHERE epoch_ms(_commit_timestamp) >= {millis} AND _offset IS NOT NULL",
                     pondra_cluster::quoted_name(&table.name)
                 );
-                let found = self.node.execute(&sql).await.map_err(|e| {
-                    eprintln!("kafka: the offset of {} at {millis} ms: {e}", table.name);
-                    ResponseError::KafkaStorageError
-                })?;
-                let first = match found.first() {
-                    Some(pondra_cluster::StatementResult::Rows { batches, .. }) => batches
-                        .iter()
-                        .find(|b| b.num_rows() > 0)
-                        .map(|b| (int_at(b, 0), int_at(b, 1))),
-                    _ => None,
-                };
                 // No record at or after the time: Kafka answers -1.
-                Ok(match first {
-                    Some((Some(offset), Some(at))) => (offset, at),
-                    _ => (-1, -1),
-                })
+                let first = self.first_two_integers(&sql, &table.name).await?;
+                Ok(first.unwrap_or((-1, -1)))
             }
             _ => Err(ResponseError::InvalidRequest),
         }
@@ -259,8 +246,30 @@ pub(super) fn encode_records(mut records: Vec<Record>) -> Result<Bytes, String> 
     Ok(encoded.freeze())
 }
 
+impl KafkaDoor {
+    /// The first row of `sql`'s answer as two integers, none when it has no row or a NULL
+    /// (a query of ListOffsets by time on `table`).
+    pub(super) async fn first_two_integers(
+        &self,
+        sql: &str,
+        table: &str,
+    ) -> Result<Option<(i64, i64)>, ResponseError> {
+        let found = self.node.execute(sql).await.map_err(|e| {
+            eprintln!("kafka: an offset of {table} by time: {e}");
+            ResponseError::KafkaStorageError
+        })?;
+        let first = match found.first() {
+            Some(pondra_cluster::StatementResult::Rows { batches, .. }) => {
+                batches.iter().find(|b| b.num_rows() > 0).cloned()
+            }
+            _ => None,
+        };
+        Ok(first.and_then(|b| int_at(&b, 0).zip(int_at(&b, 1))))
+    }
+}
+
 /// The value of a one-row answer's integer column, if not NULL.
-pub(super) fn int_at(batch: &RecordBatch, column: usize) -> Option<i64> {
+fn int_at(batch: &RecordBatch, column: usize) -> Option<i64> {
     let values = arrow::compute::cast(batch.column(column), &DataType::Int64).ok()?;
     let values = values.as_primitive::<Int64Type>();
     values.is_valid(0).then(|| values.value(0))
