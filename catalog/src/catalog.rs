@@ -1,4 +1,4 @@
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -69,6 +69,9 @@ pub enum Change {
         ranges: Vec<Option<(i64, i64)>>,
         /// The ids of the columns the rows hold ([`TableDef::stored_column_ids`]).
         column_ids: Vec<u32>,
+        /// The Kafka partition the rows are appended to (ADR 0079): 0 unless produced to another.
+        #[serde(default, skip_serializing_if = "is_partition_zero")]
+        partition: u16,
     },
     /// Replaces log segments and files of a table with new files (tiering and compaction).
     /// The replaced objects are deleted after the retention, with their deletion vectors.
@@ -441,6 +444,7 @@ pub(crate) fn apply(
                     payload,
                     ranges: Vec::new(),
                     column_ids: Vec::new(),
+                    partition: 0,
                 };
                 apply(next, batch, append, now, retain)?;
             }
@@ -456,8 +460,15 @@ pub(crate) fn apply(
             if next.event_times.remove(&def.id).is_some() {
                 batch.delete(keys::event_time(def.id));
             }
-            if next.next_offsets.remove(&def.id).is_some() {
-                batch.delete(keys::next_offset(def.id));
+            let counted: Vec<(u64, u16)> = next
+                .next_offsets
+                .keys()
+                .filter(|(table_id, _)| *table_id == def.id)
+                .copied()
+                .collect();
+            for (table_id, partition) in counted {
+                next.next_offsets.remove(&(table_id, partition));
+                batch.delete(keys::next_offset(table_id, partition));
             }
             for segment in next.segments.remove(&def.id).unwrap_or_default().iter() {
                 batch.delete(keys::segment(def.id, segment.commit, segment.index));
@@ -490,17 +501,21 @@ pub(crate) fn apply(
             payload,
             ranges,
             column_ids,
+            partition,
         } => {
-            table_with_id(next, table_id)?;
+            let table = table_with_id(next, table_id)?;
+            if partition >= table.partitions {
+                return Err(CatalogError::NoSuchPartition {
+                    table: table.name.clone(),
+                    partitions: table.partitions,
+                    partition,
+                });
+            }
             next.rows_changed_at.insert(table_id, next.commit);
             let commit = next.commit;
             // Offsets follow the order commits apply in, on the leader and its followers alike.
-            let first_offset = next.next_offsets.get(&table_id).copied().unwrap_or(0);
-            next.next_offsets.insert(table_id, first_offset + rows);
-            batch.put(
-                keys::next_offset(table_id),
-                (first_offset + rows).to_be_bytes(),
-            );
+            let first = take_offsets(&mut next.next_offsets, batch, (table_id, partition), rows);
+            let first_offset = crate::types::lake_offset(partition, first);
             let segments = next.segments.entry(table_id).or_default();
             let segment = LogSegment {
                 ranges,
@@ -572,13 +587,10 @@ pub(crate) fn apply(
                 file.commit = next.commit;
                 file.committed_at_ms = now;
                 if loaded && file.offsets.is_none() && file.rows > 0 {
-                    let first = next.next_offsets.get(&table_id).copied().unwrap_or(0);
+                    // Rows loaded in bulk are partition 0's (ADR 0079).
+                    let first =
+                        take_offsets(&mut next.next_offsets, batch, (table_id, 0), file.rows);
                     file.offsets = Some((first, first + file.rows - 1));
-                    next.next_offsets.insert(table_id, first + file.rows);
-                    batch.put(
-                        keys::next_offset(table_id),
-                        (first + file.rows).to_be_bytes(),
-                    );
                 }
                 batch.put(
                     keys::file(table_id, &file.path),
@@ -888,6 +900,30 @@ fn decode_segment(key: &str, value: Bytes) -> Result<LogSegment> {
     })
 }
 
+/// Takes the next `rows` offsets of a (table, partition) (ADR 0077, 0079); answers the first.
+fn take_offsets(
+    next_offsets: &mut HashMap<(u64, u16), u64>,
+    batch: &mut WriteBatch,
+    place: (u64, u16),
+    rows: u64,
+) -> u64 {
+    let first = next_offsets.get(&place).copied().unwrap_or(0);
+    assert!(
+        first + rows < 1 << crate::types::PARTITION_SHIFT,
+        "a partition's offsets past 2^48"
+    );
+    next_offsets.insert(place, first + rows);
+    batch.put(
+        keys::next_offset(place.0, place.1),
+        (first + rows).to_be_bytes(),
+    );
+    first
+}
+
+fn is_partition_zero(partition: &u16) -> bool {
+    *partition == 0
+}
+
 /// Bits of a segment's tag byte (see `encode_segment`).
 const OBJECT: u8 = 1;
 const RANGED: u8 = 2;
@@ -954,11 +990,11 @@ pub(crate) async fn load_snapshot(mut iter: slatedb::DbIterator) -> Result<Snaps
                 serde_json::from_slice(&kv.value).map_err(|e| corrupt(e.to_string()))?;
             let place = (offset.group.clone(), offset.topic.clone(), offset.partition);
             Arc::make_mut(&mut snapshot.consumer_offsets).insert(place, offset);
-        } else if let Some(table_id) = key.strip_prefix(keys::OFFSET_PREFIX) {
-            let table_id = u64::from_str_radix(table_id, 16).map_err(|e| corrupt(e.to_string()))?;
+        } else if let Some(rest) = key.strip_prefix(keys::OFFSET_PREFIX) {
+            let place = keys::parse_next_offset(rest).ok_or_else(|| corrupt("bad key".into()))?;
             snapshot
                 .next_offsets
-                .insert(table_id, decode_u64(&key, &kv.value)?);
+                .insert(place, decode_u64(&key, &kv.value)?);
         } else if let Some(producer) = key.strip_prefix(keys::PRODUCER_PREFIX) {
             let sequence = decode_u64(&key, &kv.value)?;
             snapshot.producers.insert(producer.to_string(), sequence);

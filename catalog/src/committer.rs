@@ -341,6 +341,7 @@ mod tests {
             payload: SegmentPayload::Inline(Bytes::from_static(b"rows")),
             ranges: vec![Some((1, 2)), None],
             column_ids: Vec::new(),
+            partition: 0,
         }
     }
 

@@ -24,6 +24,13 @@ pub enum CatalogError {
     /// the snapshot it read: the statement must be planned again.
     #[error("rows of table {0} were moved by tiering since the statement read them")]
     RowsMoved(String),
+    /// An append to a Kafka partition the table does not have (ADR 0079).
+    #[error("table {table} has {partitions} Kafka partitions: no partition {partition}")]
+    NoSuchPartition {
+        table: String,
+        partitions: u16,
+        partition: u16,
+    },
     #[error("catalog store: {0}")]
     Store(String),
     /// The leader refused a commit handed to it: it conflicts with a commit made since the

@@ -14,6 +14,7 @@
 //! - `x/<table_id>/<commit>/<index>`     a change record (encoded as a log segment is)
 //! - `w/<table_id>`                      a watermarked table's greatest event time and late rows (ADR 0055)
 //! - `o/<table_id>`                      the offset a table's next appended row takes (u64, big-endian; ADR 0077)
+//! - `o/<table_id>/<partition>`          the same within a Kafka partition above 0 (ADR 0079)
 //! - `c/<group> 0 <topic> 0 <partition>` the offset a Kafka consumer group committed (JSON; ADR 0077)
 
 use crate::deletions::Container;
@@ -38,8 +39,20 @@ pub fn consumer_offset(group: &str, topic: &str, partition: i32) -> String {
     format!("{CONSUMER_OFFSET_PREFIX}{group}\u{0}{topic}\u{0}{partition}")
 }
 
-pub fn next_offset(table_id: u64) -> String {
-    format!("{OFFSET_PREFIX}{table_id:016x}")
+pub fn next_offset(table_id: u64, partition: u16) -> String {
+    match partition {
+        0 => format!("{OFFSET_PREFIX}{table_id:016x}"),
+        p => format!("{OFFSET_PREFIX}{table_id:016x}/{p:04x}"),
+    }
+}
+
+/// The (table id, partition) of a next offset's key, less its prefix.
+pub fn parse_next_offset(rest: &str) -> Option<(u64, u16)> {
+    let (table, partition) = match rest.split_once('/') {
+        Some((table, partition)) => (table, u16::from_str_radix(partition, 16).ok()?),
+        None => (rest, 0),
+    };
+    Some((u64::from_str_radix(table, 16).ok()?, partition))
 }
 
 pub fn event_time(table_id: u64) -> String {

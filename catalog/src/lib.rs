@@ -30,8 +30,9 @@ pub use statistics::{
 };
 pub use types::{
     CHANGE_TYPE, COMMIT_FIELD_IDS, COMMIT_TIMESTAMP, COMMIT_VERSION, Column, DataFile, EventTime,
-    Fold, HIDDEN_COLUMN, Index, KafkaFormat, Layout, LogSegment, OFFSET, OFFSET_FIELD_ID,
-    PARQUET_FIELD_ID, SegmentPayload, SqlType, StructField, TableDef, TableFormat, TableKind, Ttl,
-    Watermark, field_id, join_state_name, macro_name, map_type, system_fields, value_counts_name,
+    Fold, HIDDEN_COLUMN, Index, KafkaFormat, Layout, LogSegment, MAX_PARTITIONS, OFFSET,
+    OFFSET_FIELD_ID, PARQUET_FIELD_ID, PARTITION_SHIFT, SegmentPayload, SqlType, StructField,
+    TableDef, TableFormat, TableKind, Ttl, Watermark, field_id, join_state_name, lake_offset,
+    macro_name, map_type, partition_offset, system_fields, value_counts_name,
 };
 pub use wire::ForwardedCommit;

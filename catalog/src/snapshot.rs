@@ -30,9 +30,9 @@ pub struct Snapshot {
     pub producers: HashMap<String, u64>,
     /// Each watermarked table's event time, by table id (ADR 0055).
     pub event_times: HashMap<u64, crate::EventTime>,
-    /// Per table id, the offset its next appended row takes: how many rows its appends have
-    /// held since offsets were kept (ADR 0077).
-    pub next_offsets: HashMap<u64, u64>,
+    /// Per (table id, partition), the offset its next appended row takes within the partition:
+    /// how many rows its appends have held since offsets were kept (ADR 0077, 0079).
+    pub next_offsets: HashMap<(u64, u16), u64>,
     /// The offsets Kafka consumer groups committed, by (group, topic, partition) (ADR 0077).
     pub consumer_offsets: Arc<BTreeMap<(String, String, i32), crate::ConsumerOffset>>,
     /// Per table id, the last commit that changed its rows (appended or rewrote them), for

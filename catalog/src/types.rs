@@ -427,6 +427,43 @@ pub struct TableDef {
     /// table (ADR 0077).
     #[serde(default, skip_serializing_if = "KafkaFormat::is_json")]
     pub kafka_format: KafkaFormat,
+    /// `WITH (partitions = N)`: the table's Kafka partitions (ADR 0079); 1 unless given.
+    #[serde(default = "one_partition", skip_serializing_if = "is_one_partition")]
+    pub partitions: u16,
+}
+
+fn one_partition() -> u16 {
+    1
+}
+
+fn is_one_partition(partitions: &u16) -> bool {
+    *partitions == 1
+}
+
+/// The most Kafka partitions a table may have (ADR 0079).
+pub const MAX_PARTITIONS: u16 = 1024;
+
+/// How many low bits of a row's `_offset` hold its offset within its partition (ADR 0079):
+/// partition p's offset n is the lake offset `p << 48 | n`.
+pub const PARTITION_SHIFT: u32 = 48;
+
+/// The lake offset (`_offset`) of partition `partition`'s offset `offset` (ADR 0079).
+pub fn lake_offset(partition: u16, offset: u64) -> u64 {
+    debug_assert!(
+        offset < 1 << PARTITION_SHIFT,
+        "offset {offset} beyond a partition's"
+    );
+    (u64::from(partition) << PARTITION_SHIFT) | offset
+}
+
+/// The partition of a lake offset and the offset within it (ADR 0079).
+pub fn partition_offset(lake_offset: u64) -> (u16, u64) {
+    let partition = lake_offset >> PARTITION_SHIFT;
+    assert!(
+        partition <= u64::from(u16::MAX),
+        "lake offset {lake_offset} beyond any partition"
+    );
+    (partition as u16, lake_offset & ((1 << PARTITION_SHIFT) - 1))
 }
 
 /// How the Kafka door reads a record's value (ADR 0077).
@@ -502,6 +539,7 @@ impl TableDef {
             positional_width: 0,
             publish: Vec::new(),
             kafka_format: KafkaFormat::Json,
+            partitions: 1,
         }
         .with_column_ids()
     }

@@ -92,6 +92,7 @@ mod tests {
                 payload: SegmentPayload::Object("log/t/x.arrow".into()),
                 ranges: vec![Some((1, 9)), None],
                 column_ids: vec![0, 2],
+                partition: 3,
             },
             Change::DeleteRows {
                 table_id: 7,

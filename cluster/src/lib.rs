@@ -22,8 +22,8 @@ pub use lead::leader::{
 pub use lead::lease::{JITTER_MS, Lease, Step};
 pub use node::{Node, NodeOptions};
 pub use pondra_catalog::{
-    CatalogError, CommitsAfter, ConsumerOffset, ForwardedCommit, KafkaFormat, Leader, SqlType,
-    StreamedCommit, TableDef, TableKind,
+    CatalogError, CommitsAfter, ConsumerOffset, ForwardedCommit, KafkaFormat, Leader,
+    MAX_PARTITIONS, PARTITION_SHIFT, SqlType, StreamedCommit, TableDef, TableKind, lake_offset,
 };
 pub use pondra_exec::control::{running as running_statements, shut_down as stop_all_statements};
 pub use pondra_exec::{
@@ -48,7 +48,7 @@ pub use tables::change_events::{
     ChangeEvent, ChangeEvents, ChangeOp, ChangeWindow, change_offset, change_position,
     next_change_offset,
 };
-pub use tables::offsets::{OffsetBounds, offset_bounds};
+pub use tables::offsets::{OffsetBounds, next_offset, offset_bounds};
 pub use views::subscription::{COMMIT_COLUMN, DIFF_COLUMN, Subscription};
 pub use writes::append::AppendOutcome;
 pub use writes::producer_lines::LinePlace;

@@ -27,6 +27,8 @@ pub enum Plan {
         publish: Vec<pondra_catalog::TableFormat>,
         /// `WITH (kafka_format = '...')` (ADR 0077).
         kafka_format: pondra_catalog::KafkaFormat,
+        /// `WITH (partitions = N)`: its Kafka partitions (ADR 0079).
+        partitions: u16,
         /// Each column's `DEFAULT`, as SQL text (ADR 0073).
         defaults: std::collections::BTreeMap<String, String>,
         if_not_exists: bool,

@@ -1,7 +1,8 @@
 """Kafka consumers against `pondra serve --kafka-port` (ADR 0077): confluent-kafka and
 kafka-python read tables by offset, as records of JSON values; a consumer group reads
 everything, commits, and a new consumer of the group resumes where it left off; two
-consumers of one group split the partitions; offsets by time; committed offsets survive a
+consumers of one group split the partitions, of two topics and of one topic's four
+(ADR 0079); offsets by time; committed offsets survive a
 restart of the server (phase `after`); `<table>.changes` topics carry the change feed as
 Debezium envelopes.
 
@@ -15,6 +16,7 @@ import time
 
 import psycopg
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer
 from kafka import TopicPartition as PyTopicPartition
 
@@ -108,6 +110,72 @@ def two_members_split():
     for member in members:
         member.close()
     print("two members split the group's partitions, each record read once")
+
+
+def partitions_of_one_topic():
+    """A table of four partitions: librdkafka's partitioner spreads keys over them, each
+    partition's offsets are dense, and two members of a group take two partitions each."""
+    pg.execute("CREATE TABLE clicks (user_id INT, n INT) WITH (partitions = 4)")
+    config = {"bootstrap.servers": kafka, "group.id": "g-clicks", "enable.auto.commit": False,
+              "auto.offset.reset": "earliest", "partition.assignment.strategy": "roundrobin"}
+    members = [Consumer(config), Consumer(config)]
+    for member in members:
+        member.subscribe(["clicks"])
+    # Rows come once the group is formed, so no partition is read before it moves.
+    started = time.time()
+    while any(len(m.assignment()) != 2 for m in members):
+        assert time.time() - started < PATIENCE, [m.assignment() for m in members]
+        for member in members:
+            assert not member.consume(10, 0.1), "the topic is empty yet"
+    producer = Producer({"bootstrap.servers": kafka, "enable.idempotence": True, "linger.ms": 5})
+    for n in range(2000):
+        user = n % 50
+        producer.produce("clicks", key=str(user).encode(), value=json.dumps({"user_id": user, "n": n}).encode())
+    assert producer.flush(30) == 0
+    seen = [[], []]
+    while sum(len(s) for s in seen) < 2000:
+        assert time.time() - started < PATIENCE, [len(s) for s in seen]
+        for member, records in zip(members, seen):
+            for message in member.consume(500, 0.2):
+                assert message.error() is None, message.error()
+                records.append((message.partition(), message.offset(), json.loads(message.value())))
+    held = [sorted(tp.partition for tp in m.assignment()) for m in members]
+    assert sorted(held[0] + held[1]) == [0, 1, 2, 3], held
+    everything = seen[0] + seen[1]
+    assert len(everything) == 2000, len(everything)
+    by_partition = {}
+    for partition, offset, value in sorted(everything, key=lambda r: (r[0], r[1])):
+        by_partition.setdefault(partition, []).append((offset, value))
+    assert len(by_partition) == 4, sorted(by_partition)
+    for partition, records in by_partition.items():
+        assert [o for o, _ in records] == list(range(len(records))), f"partition {partition} is dense"
+        users = {v["user_id"] for _, v in records}
+        for user in users:
+            ns = [v["n"] for _, v in records if v["user_id"] == user]
+            assert ns == sorted(ns), f"user {user}'s records in the order produced"
+    owners = {}
+    for partition, records in by_partition.items():
+        for _, value in records:
+            owners.setdefault(value["user_id"], set()).add(partition)
+    assert all(len(p) == 1 for p in owners.values()), "a key's records are in one partition"
+    counts = dict(pg.execute("SELECT _offset >> 48, count(*) FROM clicks GROUP BY 1").fetchall())
+    assert counts == {p: len(r) for p, r in by_partition.items()}, counts
+    for member in members:
+        member.commit(asynchronous=False)
+    for member in members:
+        member.close()
+    # kafka-python reads one partition alone, with its own end offset.
+    consumer = KafkaConsumer(bootstrap_servers=kafka, consumer_timeout_ms=5000, auto_offset_reset="earliest")
+    partition = PyTopicPartition("clicks", 3)
+    consumer.assign([partition])
+    assert consumer.end_offsets([partition])[partition] == len(by_partition[3])
+    assert [m.offset for m in consumer] == list(range(len(by_partition[3])))
+    consumer.close()
+    # CreateTopics makes a raw table of the partitions asked.
+    admin = AdminClient({"bootstrap.servers": kafka})
+    admin.create_topics([NewTopic("raw_three", num_partitions=3)])["raw_three"].result(30)
+    assert len(admin.list_topics("raw_three", timeout=30).topics["raw_three"].partitions) == 3
+    print("four partitions: keys spread, offsets dense per partition, two members split them")
 
 
 def kafka_python_and_times():
@@ -216,6 +284,7 @@ def before_restart():
     json_values_and_offsets()
     keyed_records()
     two_members_split()
+    partitions_of_one_topic()
     kafka_python_and_times()
     pg.execute("CREATE TABLE ticks (n INT)")
     produce("ticks", [{"n": i} for i in range(100)])
@@ -235,6 +304,16 @@ def after_restart():
     rest = consume("g-restart", ["ticks"], 120 - committed)
     assert [r.offset() for r in rest] == list(range(committed, 120))
     print(f"after a restart the group resumes at its committed offset {committed}")
+    # Each partition's offsets go on from where they were.
+    before = dict(pg.execute("SELECT _offset >> 48, count(*) FROM clicks GROUP BY 1").fetchall())
+    producer = Producer({"bootstrap.servers": kafka, "enable.idempotence": True})
+    for partition in range(4):
+        producer.produce("clicks", value=json.dumps({"user_id": -1, "n": partition}).encode(), partition=partition)
+    assert producer.flush(30) == 0
+    resumed = consume("g-clicks", ["clicks"], 4)
+    got = sorted((r.partition(), r.offset()) for r in resumed)
+    assert got == [(p, before[p]) for p in range(4)], (got, before)
+    print("after a restart each partition's offsets go on, and its group resumes")
 
 
 {"before": before_restart, "after": after_restart}[phase]()

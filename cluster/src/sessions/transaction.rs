@@ -260,12 +260,14 @@ fn renumbered(change: Change, renumber: &dyn Fn(u64) -> u64) -> Change {
             payload,
             ranges,
             column_ids,
+            partition,
         } => Change::AppendSegment {
             table_id: renumber(table_id),
             rows,
             payload,
             ranges,
             column_ids,
+            partition,
         },
         Change::ReplaceAll { table_id, added } => Change::ReplaceAll {
             table_id: renumber(table_id),

@@ -38,7 +38,10 @@ impl Node {
         batches: &[RecordBatch],
         producer: Option<(&str, u64)>,
     ) -> Result<AppendOutcome> {
-        Ok(self.append_written(table, batches, producer, None).await?.0)
+        Ok(self
+            .append_written(table, 0, batches, producer, None)
+            .await?
+            .0)
     }
 
     /// As `append_at`, for an append that took its place in its producer's line (ADR 0078):
@@ -50,11 +53,9 @@ impl Node {
         batches: &[RecordBatch],
         place: LinePlace,
     ) -> Result<(AppendOutcome, Option<u64>)> {
-        let producer = Some((place.producer.as_str(), place.sequence));
-        let (outcome, payload) = self
-            .append_written(table, batches, producer, Some(&place))
-            .await?;
-        Ok((outcome, self.offset_of_payload(table, payload)))
+        let producer = Some((place.producer.clone(), place.sequence));
+        self.append_to_partition(table, 0, batches, producer, Some(place))
+            .await
     }
 
     /// As `append`, with the offset the rows appended start at (ADR 0077), when the node
@@ -65,11 +66,31 @@ impl Node {
         batches: &[RecordBatch],
         producer: Option<(&str, u64)>,
     ) -> Result<(AppendOutcome, Option<u64>)> {
-        let (outcome, payload) = self.append_written(table, batches, producer, None).await?;
+        let producer = producer.map(|(name, sequence)| (name.to_string(), sequence));
+        self.append_to_partition(table, 0, batches, producer, None)
+            .await
+    }
+
+    /// As `append_at`, to the table's Kafka partition `partition` (ADR 0079), in its
+    /// producer's line when `place` is given (ADR 0078); the offset answered is the
+    /// partition's.
+    pub async fn append_to_partition(
+        &self,
+        table: &str,
+        partition: u16,
+        batches: &[RecordBatch],
+        producer: Option<(String, u64)>,
+        place: Option<LinePlace>,
+    ) -> Result<(AppendOutcome, Option<u64>)> {
+        let producer = producer.as_ref().map(|(name, seq)| (name.as_str(), *seq));
+        let (outcome, payload) = self
+            .append_written(table, partition, batches, producer, place.as_ref())
+            .await?;
         Ok((outcome, self.offset_of_payload(table, payload)))
     }
 
-    /// The offset the rows of the segment `payload` start at, while the node holds it.
+    /// The offset within its partition the rows of the segment `payload` start at, while the
+    /// node holds it.
     fn offset_of_payload(&self, table: &str, payload: Option<SegmentPayload>) -> Option<u64> {
         let table_id = self.snapshot().table(table)?.id;
         self.first_offset_of(table_id, &payload?)
@@ -79,6 +100,7 @@ impl Node {
     async fn append_written(
         &self,
         table: &str,
+        partition: u16,
         batches: &[RecordBatch],
         producer: Option<(&str, u64)>,
         place: Option<&LinePlace>,
@@ -107,12 +129,13 @@ impl Node {
             });
         }
         let conformed = conform(&table, batches)?;
-        let (rows, changes) = self
+        let (rows, mut changes) = self
             .insert_changes(&snapshot, &table, &conformed, extra, false)
             .await?;
         if changes.is_empty() {
             return Ok((AppendOutcome::Appended(0), None));
         }
+        to_partition(&mut changes, table.id, partition);
         let payload = appended_payload(&changes, table.id);
         let objects = crate::sessions::transaction::objects_named(&changes);
         let line = place.map(LinePlace::check);
@@ -142,12 +165,13 @@ impl Node {
         }
     }
 
-    /// The first offset of the segment of `table_id` with `payload`, if the node holds it.
+    /// The first offset within its partition of the segment of `table_id` with `payload`, if
+    /// the node holds it.
     fn first_offset_of(&self, table_id: u64, payload: &SegmentPayload) -> Option<u64> {
         let snapshot = self.snapshot();
         let segments = snapshot.segments(table_id);
         let segment = segments.iter().rev().find(|s| &s.payload == payload)?;
-        segment.first_offset
+        Some(pondra_catalog::partition_offset(segment.first_offset?).1)
     }
 
     /// Deletes the rows `delete` (a DELETE statement on `table`) removes and upserts `upserts`
@@ -155,9 +179,10 @@ impl Node {
     /// (ADR 0077). With a producer and sequence number it happens at most once, as `append`.
     /// A commit that conflicts with one made since it was prepared is prepared again.
     /// Answers the offset the upserted rows start at, as `append_at`.
+    /// The rows go to Kafka partition `partition` (ADR 0079).
     pub async fn upsert_and_delete(
         self: &Arc<Self>,
-        table: &str,
+        (table, partition): (&str, u16),
         delete: Option<pondra_parser::ParsedStatement>,
         upserts: &[RecordBatch],
         producer: Option<(&str, u64)>,
@@ -165,10 +190,10 @@ impl Node {
     ) -> Result<(AppendOutcome, Option<u64>)> {
         const ATTEMPTS: usize = 5;
         let Some(delete) = delete else {
-            return match place {
-                Some(place) => self.append_in_line(table, upserts, place).await,
-                None => self.append_at(table, upserts, producer).await,
-            };
+            let producer = producer.map(|(name, sequence)| (name.to_string(), sequence));
+            return self
+                .append_to_partition(table, partition, upserts, producer, place)
+                .await;
         };
         // A transaction commits after the append before it in line is done (ADR 0078).
         if let Some(place) = &place {
@@ -189,7 +214,13 @@ impl Node {
             }
             let session = Session::new(None);
             let written = self
-                .upserted_and_deleted(&session, table, delete.clone(), upserts, producer)
+                .upserted_and_deleted(
+                    &session,
+                    (table, partition),
+                    delete.clone(),
+                    upserts,
+                    producer,
+                )
                 .await;
             let (rows, payload) = match written {
                 Ok(written) => written,
@@ -219,7 +250,7 @@ impl Node {
     async fn upserted_and_deleted(
         self: &Arc<Self>,
         session: &Arc<Session>,
-        table: &str,
+        (table, partition): (&str, u16),
         delete: pondra_parser::ParsedStatement,
         upserts: &[RecordBatch],
         producer: Option<(&str, u64)>,
@@ -229,7 +260,9 @@ impl Node {
         self.execute_in(session, delete).await?;
         let (rows, payload) = match upserts.iter().any(|b| b.num_rows() > 0) {
             true => {
-                let rows = self.append_in(session, table, upserts).await?;
+                let rows = self
+                    .append_in_partition(session, (table, partition), upserts)
+                    .await?;
                 // The segment the transaction appended last is the upserted rows'.
                 let transaction = session
                     .take_transaction()
@@ -269,15 +302,29 @@ impl Node {
         table: &str,
         batches: &[RecordBatch],
     ) -> Result<usize> {
+        self.append_in_partition(session, (table, 0), batches).await
+    }
+
+    /// As `append_in`, to the table's Kafka partition `partition` (ADR 0079).
+    async fn append_in_partition(
+        &self,
+        session: &Session,
+        (table, partition): (&str, u16),
+        batches: &[RecordBatch],
+    ) -> Result<usize> {
         let Some(mut transaction) = session.take_transaction() else {
-            return match self.append(table, batches, None).await? {
+            let appended = self.append_written(table, partition, batches, None, None);
+            return match appended.await?.0 {
                 AppendOutcome::Appended(rows) => Ok(rows),
                 AppendOutcome::Duplicate => Ok(0),
             };
         };
         let appended = match transaction.is_aborted() {
             true => Err(NodeError::Aborted),
-            false => self.append_to(&mut transaction, table, batches).await,
+            false => {
+                self.append_to(&mut transaction, (table, partition), batches)
+                    .await
+            }
         };
         if appended.is_err() {
             transaction.abort();
@@ -289,15 +336,16 @@ impl Node {
     async fn append_to(
         &self,
         transaction: &mut Transaction,
-        table: &str,
+        (table, partition): (&str, u16),
         batches: &[RecordBatch],
     ) -> Result<usize> {
         let snapshot = transaction.view().clone();
         let table = appendable(&snapshot, table)?;
         let conformed = conform(&table, batches)?;
-        let (rows, changes) = self
+        let (rows, mut changes) = self
             .insert_changes(&snapshot, &table, &conformed, Vec::new(), false)
             .await?;
+        to_partition(&mut changes, table.id, partition);
         let pending = transaction.base().commit + 1;
         let view = self
             .catalog
@@ -323,6 +371,21 @@ impl From<NodeError> for NotAppended {
 impl From<pondra_catalog::CatalogError> for NotAppended {
     fn from(error: pondra_catalog::CatalogError) -> Self {
         NotAppended::Failed(error.into())
+    }
+}
+
+/// Sends the rows `changes` append to table `table_id` to Kafka partition `partition`.
+fn to_partition(changes: &mut [Change], table_id: u64, partition: u16) {
+    for change in changes {
+        if let Change::AppendSegment {
+            table_id: id,
+            partition: to,
+            ..
+        } = change
+            && *id == table_id
+        {
+            *to = partition;
+        }
     }
 }
 

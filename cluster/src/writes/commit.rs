@@ -169,6 +169,7 @@ impl Node {
                 folds,
                 publish,
                 kafka_format,
+                partitions,
                 defaults,
                 if_not_exists,
                 or_replace,
@@ -185,6 +186,7 @@ impl Node {
                     folds,
                     publish,
                     kafka_format,
+                    partitions,
                     defaults,
                     ..TableDef::new(name, columns, TableKind::Table)
                 };
@@ -707,6 +709,7 @@ impl Node {
             payload,
             ranges: pondra_catalog::column_ranges(batches),
             column_ids: table.stored_column_ids(),
+            partition: 0,
         })
     }
 

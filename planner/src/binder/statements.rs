@@ -189,6 +189,7 @@ impl Binder<'_> {
             folds: options.folds,
             publish: options.publish,
             kafka_format: options.kafka_format,
+            partitions: options.partitions,
             defaults,
             if_not_exists: create.if_not_exists,
             or_replace: create.or_replace,

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use pondra_catalog::{Column, Fold, KafkaFormat, SqlType, TableFormat, Ttl, Watermark};
+use pondra_catalog::{
+    Column, Fold, KafkaFormat, MAX_PARTITIONS, SqlType, TableFormat, Ttl, Watermark,
+};
 use pondra_parser::ast;
 
 use super::object_name;
@@ -18,6 +20,7 @@ pub(super) struct TableOptions {
     pub watermark: Option<Watermark>,
     pub publish: Vec<TableFormat>,
     pub kafka_format: KafkaFormat,
+    pub partitions: u16,
 }
 
 /// The options of a table with `columns` and primary `key`.
@@ -35,6 +38,7 @@ pub(super) fn table_options(
     let (mut watermark_column, mut watermark) = (None, None);
     let mut publish = Vec::new();
     let mut kafka_format = KafkaFormat::Json;
+    let mut partitions = 1;
     let keyed = !key.is_empty();
     for option in options {
         let ast::SqlOption::KeyValue { key, value } = option else {
@@ -61,15 +65,14 @@ pub(super) fn table_options(
                     ));
                 }
             }
-            // Kafka partitions (ADR 0077): one per table until offsets per partition land.
-            "partitions" => match text.parse::<u32>() {
-                Ok(1) => {}
-                Ok(n) if n > 1 => {
-                    return Err(unsupported!(
-                        "WITH (partitions = {n}): more than one Kafka partition per table"
+            // Kafka partitions (ADR 0079).
+            "partitions" => match text.parse::<u16>() {
+                Ok(n @ 1..=MAX_PARTITIONS) => partitions = n,
+                _ => {
+                    return Err(bind_err!(
+                        "partitions is a whole number from 1 to {MAX_PARTITIONS}, not {text}"
                     ));
                 }
-                _ => return Err(bind_err!("partitions is a whole number from 1, not {text}")),
             },
             other => return Err(unsupported!("the table option {other}")),
         }
@@ -83,6 +86,7 @@ pub(super) fn table_options(
         watermark: table_watermark(watermark_column, watermark, columns)?,
         publish,
         kafka_format,
+        partitions,
     })
 }
 

@@ -360,6 +360,7 @@ fn the_server_commits_what_another_process_prepared() {
         payload: SegmentPayload::Object("log/t/missing.arrows".into()),
         ranges: Vec::new(),
         column_ids: Vec::new(),
+        partition: 0,
     };
     let (body, status) = post("/cluster/commit", &forwarded(vec![missing], 3));
     assert_eq!(status, 400, "{body}");

@@ -20,10 +20,10 @@ use kafka_protocol::messages::{
 use kafka_protocol::records::{
     Compression, Record, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
-use pondra_cluster::{TableDef, offset_bounds};
+use pondra_cluster::{PARTITION_SHIFT, TableDef, lake_offset, offset_bounds};
 
 use super::KafkaDoor;
-use super::topics::{Topic, is_raw};
+use super::topics::{Topic, is_raw, partition_in};
 
 /// The longest a Fetch waits for rows (clients ask for 500 ms by default).
 const MAX_WAIT: Duration = Duration::from_secs(30);
@@ -75,21 +75,26 @@ impl KafkaDoor {
                 data.last_stable_offset = -1;
                 data.log_start_offset = -1;
                 data.aborted_transactions = Some(Vec::new());
-                let read = match (&table, partition.partition) {
-                    (Err((error, _)), _) => Err(*error),
-                    (Ok(_), index) if index != 0 => Err(ResponseError::UnknownTopicOrPartition),
-                    (Ok(topic), _) => {
-                        let limit = (partition.partition_max_bytes.max(1) as usize).min(budget);
-                        let offset = partition.fetch_offset;
-                        match topic {
-                            Topic::Rows(table) => {
-                                self.read_partition(table, offset, limit, &mut data).await
-                            }
-                            Topic::Changes(table) => {
-                                self.read_changes(table, offset, limit, &mut data).await
+                let index = partition.partition;
+                let read = match &table {
+                    Err((error, _)) => Err(*error),
+                    Ok(topic) => match partition_in(topic.partitions(), index) {
+                        Err(error) => Err(error),
+                        Ok(at) => {
+                            let limit = (partition.partition_max_bytes.max(1) as usize).min(budget);
+                            let offset = partition.fetch_offset;
+                            match topic {
+                                Topic::Rows(table) => {
+                                    let read =
+                                        self.read_partition((table, at), offset, limit, &mut data);
+                                    read.await
+                                }
+                                Topic::Changes(table) => {
+                                    self.read_changes(table, offset, limit, &mut data).await
+                                }
                             }
                         }
-                    }
+                    },
                 };
                 match read {
                     Ok(bytes) => {
@@ -112,12 +117,12 @@ impl KafkaDoor {
     /// least one); returns their bytes.
     async fn read_partition(
         &self,
-        table: &Arc<TableDef>,
+        (table, partition): (&Arc<TableDef>, u16),
         offset: i64,
         max_bytes: usize,
         data: &mut PartitionData,
     ) -> Result<usize, ResponseError> {
-        let bounds = offset_bounds(&self.node.snapshot(), table);
+        let bounds = offset_bounds(&self.node.snapshot(), table, partition);
         data.high_watermark = bounds.next as i64;
         data.last_stable_offset = bounds.next as i64;
         data.log_start_offset = bounds.earliest as i64;
@@ -136,7 +141,7 @@ impl KafkaDoor {
         let limit = (max_bytes / 100).clamp(1, MAX_ROWS);
         let rows = self
             .read_ahead
-            .rows(&self.node, table, offset, limit)
+            .rows(&self.node, (table, partition), offset, limit)
             .await
             .map_err(|e| {
                 eprintln!("kafka: a fetch of {} failed: {e}", table.name);
@@ -168,13 +173,19 @@ impl KafkaDoor {
                 data.partition_index = partition.partition_index;
                 data.timestamp = -1;
                 data.offset = -1;
-                let found = match (&table, partition.partition_index) {
-                    (Err((error, _)), _) => Err(*error),
-                    (Ok(_), index) if index != 0 => Err(ResponseError::UnknownTopicOrPartition),
-                    (Ok(Topic::Rows(table)), _) => self.offset_at(table, partition.timestamp).await,
-                    (Ok(Topic::Changes(table)), _) => {
-                        self.change_offset_at(table, partition.timestamp).await
-                    }
+                let index = partition.partition_index;
+                let at = |topic: &Topic| partition_in(topic.partitions(), index);
+                let found = match &table {
+                    Err((error, _)) => Err(*error),
+                    Ok(topic) => match (at(topic), topic) {
+                        (Err(error), _) => Err(error),
+                        (Ok(at), Topic::Rows(table)) => {
+                            self.offset_at((table, at), partition.timestamp).await
+                        }
+                        (Ok(_), Topic::Changes(table)) => {
+                            self.change_offset_at(table, partition.timestamp).await
+                        }
+                    },
                 };
                 match found {
                     Ok((offset, timestamp)) => {
@@ -194,18 +205,22 @@ impl KafkaDoor {
     /// for `timestamp`.
     async fn offset_at(
         &self,
-        table: &TableDef,
+        (table, partition): (&TableDef, u16),
         timestamp: i64,
     ) -> Result<(i64, i64), ResponseError> {
-        let bounds = offset_bounds(&self.node.snapshot(), table);
+        let bounds = offset_bounds(&self.node.snapshot(), table, partition);
         match timestamp {
             LATEST => Ok((bounds.next as i64, -1)),
             EARLIEST => Ok((bounds.earliest as i64, -1)),
             MAX_TIMESTAMP => Ok((bounds.next as i64 - 1, -1)),
             millis if millis >= 0 => {
+                // The partition's rows: lake offsets from its base (ADR 0079).
+                let base = lake_offset(partition, 0);
+                let until = lake_offset(partition, 0) + (1 << PARTITION_SHIFT);
                 let sql = format!(
-                    "SELECT min(_offset), min(epoch_ms(_commit_timestamp)) FROM {} \
-                     WHERE epoch_ms(_commit_timestamp) >= {millis} AND _offset IS NOT NULL",
+                    "SELECT min(_offset) - {base}, min(epoch_ms(_commit_timestamp)) FROM {} \
+                     WHERE epoch_ms(_commit_timestamp) >= {millis} \
+                     AND _offset >= {base} AND _offset < {until}",
                     pondra_cluster::quoted_name(&table.name)
                 );
                 // No record at or after the time: Kafka answers -1.

@@ -18,7 +18,7 @@ use pondra_cluster::{LinePlace, NodeError, TableDef};
 
 use super::batches::{BatchHeader, check_batches};
 use super::rows::{BadRecord, Writes, writes};
-use super::topics::Refusal;
+use super::topics::{Refusal, partition_in};
 use super::{KafkaDoor, Release};
 
 /// How long a node that follows waits for a producer's last commits before it calls a batch
@@ -108,7 +108,9 @@ impl KafkaDoor {
                     .map(|partition| {
                         let records = partition.records.unwrap_or_default();
                         let decoded = match &table {
-                            Some(table) if partition.index == 0 => {
+                            Some(table)
+                                if partition_in(table.partitions, partition.index).is_ok() =>
+                            {
                                 Some((table.id, decode_partition(table, &records)))
                             }
                             _ => None,
@@ -147,20 +149,23 @@ impl KafkaDoor {
             for (place, partition) in partitions.into_iter().enumerate() {
                 let last = at == last_topic && place == last_partition;
                 let release = last.then_some(&mut *release);
-                let produced = match (&table, partition.index) {
-                    (Err((error, message)), _) => Produced::refused(*error, message.clone()),
-                    (Ok(_), index) if index != 0 => Produced::refused(
-                        ResponseError::UnknownTopicOrPartition,
-                        format!("{name} has one partition, 0, not {index}"),
-                    ),
-                    (Ok(table), _) => {
-                        // Decoded again when the table was created, or replaced, since.
-                        let batches = match partition.decoded {
-                            Some((id, batches)) if id == table.id => batches,
-                            _ => decode_partition(table, &partition.records),
-                        };
-                        self.produce_partition(table, batches, release).await
-                    }
+                let index = partition.index;
+                let produced = match &table {
+                    Err((error, message)) => Produced::refused(*error, message.clone()),
+                    Ok(table) => match partition_in(table.partitions, index) {
+                        Err(error) => Produced::refused(
+                            error,
+                            format!("{name} has {} partitions: no {index}", table.partitions),
+                        ),
+                        Ok(at) => {
+                            // Decoded again when the table was created, or replaced, since.
+                            let batches = match partition.decoded {
+                                Some((id, batches)) if id == table.id => batches,
+                                _ => decode_partition(table, &partition.records),
+                            };
+                            self.produce_partition((table, at), batches, release).await
+                        }
+                    },
                 };
                 if let Some((error, message)) = &produced.error {
                     eprintln!("kafka: a produce to {name} refused ({error:?}): {message}");
@@ -174,10 +179,10 @@ impl KafkaDoor {
         response
     }
 
-    /// Writes one partition's batches to `table`, each exactly once.
+    /// Writes one partition's batches to the table, each exactly once.
     async fn produce_partition(
         &self,
-        table: &TableDef,
+        table: (&TableDef, u16),
         batches: Result<Vec<DecodedBatch>, Produced>,
         mut release: Option<&mut Release>,
     ) -> Produced {
@@ -198,15 +203,15 @@ impl KafkaDoor {
         Produced::ok(base_offset)
     }
 
-    /// Writes one batch, unless its producer wrote it already.
+    /// Writes one batch to a partition of a table, unless its producer wrote it already.
     async fn produce_batch(
         &self,
-        table: &TableDef,
+        (table, partition): (&TableDef, u16),
         header: &BatchHeader,
         writes: Result<Writes, BadRecord>,
         release: Option<&mut Release>,
     ) -> Produced {
-        let (claim, place) = match self.claim(table, header).await {
+        let (claim, place) = match self.claim((table, partition), header).await {
             Ok(Claim::None) => (None, None),
             Ok(Claim::Line(place)) => {
                 let claim = (place.producer().to_string(), place.sequence());
@@ -234,7 +239,13 @@ impl KafkaDoor {
             .map(|(name, sequence)| (name.as_str(), *sequence));
         let written = self
             .node
-            .upsert_and_delete(&table.name, writes.delete, &writes.rows, claim, place)
+            .upsert_and_delete(
+                (&table.name, partition),
+                writes.delete,
+                &writes.rows,
+                claim,
+                place,
+            )
             .await;
         match written {
             Ok((_, base_offset)) => Produced::ok(base_offset),
@@ -258,12 +269,17 @@ impl KafkaDoor {
     /// already; OUT_OF_ORDER_SEQUENCE_NUMBER for a gap. A node that follows may not hold the
     /// producer's last commits yet (its previous batch went through another node): it waits
     /// for them a while before it calls a gap.
-    async fn claim(&self, table: &TableDef, header: &BatchHeader) -> Result<Claim, Produced> {
+    /// Sequence numbers are a partition's, as in Kafka.
+    async fn claim(
+        &self,
+        (table, partition): (&TableDef, u16),
+        header: &BatchHeader,
+    ) -> Result<Claim, Produced> {
         if header.producer_id < 0 {
             return Ok(Claim::None);
         }
         let name = format!(
-            "kafka:{}:{}:{}:0",
+            "kafka:{}:{}:{}:{partition}",
             header.producer_id, header.producer_epoch, table.name
         );
         let base = u64::try_from(header.base_sequence).map_err(|_| {

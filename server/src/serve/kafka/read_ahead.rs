@@ -25,9 +25,11 @@ const KEPT_RUNS: usize = 16;
 /// Rows one read takes at most: several Fetches' worth, bounded so a run stays small.
 const RUN_ROWS: usize = 50_000;
 
-/// Rows read by offset: every live row of `table` with an offset in `from..until`.
+/// Rows read by offset: every live row of a partition of `table` with an offset in
+/// `from..until`.
 struct Run {
     table: Arc<TableDef>,
+    partition: u16,
     from: u64,
     until: u64,
     /// The table's columns, then `_commit_timestamp` and `_offset`, in offset order.
@@ -42,26 +44,26 @@ type ReadDone = tokio::sync::watch::Sender<bool>;
 #[derive(Default)]
 pub(super) struct ReadAhead {
     runs: Mutex<VecDeque<Run>>,
-    /// The (table, offset) of the runs being read in the background, each with the flag its
-    /// read turns true once it is done.
-    reading: Mutex<HashMap<(u64, u64), Arc<ReadDone>>>,
+    /// The (table, partition, offset) of the runs being read in the background, each with the
+    /// flag its read turns true once it is done.
+    reading: Mutex<HashMap<(u64, u16, u64), Arc<ReadDone>>>,
 }
 
 impl ReadAhead {
-    /// Up to `limit` live rows of `table` from `offset` on (the table's columns, then
+    /// Up to `limit` live rows of a partition of `table` from `offset` on (the table's columns, then
     /// `_commit_timestamp` and `_offset`): from a kept run, or from a run read now. Once a
     /// Fetch has taken half a run, the next run is read in the background, so that a consumer
     /// reading on finds it ready.
     pub async fn rows(
         self: &Arc<Self>,
         node: &Arc<Node>,
-        table: &Arc<TableDef>,
+        (table, partition): (&Arc<TableDef>, u16),
         offset: u64,
         limit: usize,
     ) -> pondra_cluster::Result<Vec<RecordBatch>> {
-        let place = (table.id, offset);
+        let place = (table.id, partition, offset);
         let (rows, next) = loop {
-            if let Some(found) = self.rows_from(table, offset, limit) {
+            if let Some(found) = self.rows_from((table, partition), offset, limit) {
                 break found;
             }
             // The run being read in the background is waited for, not read twice.
@@ -79,13 +81,15 @@ impl ReadAhead {
                     }
                 }
                 None => {
-                    self.read_run(node, table, offset).await?;
-                    break self.rows_from(table, offset, limit).unwrap_or_default();
+                    self.read_run(node, (table, partition), offset).await?;
+                    break self
+                        .rows_from((table, partition), offset, limit)
+                        .unwrap_or_default();
                 }
             }
         };
         if let Some(next) = next {
-            self.read_next(node, table, next);
+            self.read_next(node, (table, partition), next);
         }
         Ok(rows)
     }
@@ -94,23 +98,30 @@ impl ReadAhead {
     async fn read_run(
         &self,
         node: &Node,
-        table: &Arc<TableDef>,
+        (table, partition): (&Arc<TableDef>, u16),
         offset: u64,
     ) -> pondra_cluster::Result<()> {
-        let rows = node.rows_from_offset(table, offset, RUN_ROWS).await?;
+        let rows = node
+            .rows_from_offset(table, partition, offset, RUN_ROWS)
+            .await?;
         if let Some(last) = last_offset(&rows, table.columns.len() + 1) {
-            self.keep(table, offset, last + 1, rows);
+            self.keep((table, partition), offset, last + 1, rows);
         }
         Ok(())
     }
 
     /// Reads the run from `offset` in the background, unless it is being read or the table
     /// has no rows there yet.
-    fn read_next(self: &Arc<Self>, node: &Arc<Node>, table: &Arc<TableDef>, offset: u64) {
-        if offset >= pondra_cluster::offset_bounds(&node.snapshot(), table).next {
+    fn read_next(
+        self: &Arc<Self>,
+        node: &Arc<Node>,
+        (table, partition): (&Arc<TableDef>, u16),
+        offset: u64,
+    ) {
+        if offset >= pondra_cluster::next_offset(&node.snapshot(), table, partition) {
             return;
         }
-        let place = (table.id, offset);
+        let place = (table.id, partition, offset);
         let done = Arc::new(tokio::sync::watch::channel(false).0);
         {
             let mut reading = self.reading.lock().expect("read-ahead lock");
@@ -121,7 +132,7 @@ impl ReadAhead {
         }
         let (ahead, node, table) = (self.clone(), node.clone(), table.clone());
         tokio::spawn(async move {
-            if let Err(e) = ahead.read_run(&node, &table, offset).await {
+            if let Err(e) = ahead.read_run(&node, (&table, partition), offset).await {
                 eprintln!("kafka: reading {} ahead failed: {e}", table.name);
             }
             ahead
@@ -133,18 +144,20 @@ impl ReadAhead {
         });
     }
 
-    /// The rows of `table` from `offset` on that a kept run holds (none when no run holds
+    /// The rows of a partition of `table` from `offset` on that a kept run holds (none when no run holds
     /// `offset`), at most `limit`; with the offset the next run starts at once these rows
     /// reach past the middle of theirs and no kept run starts there.
     fn rows_from(
         &self,
-        table: &TableDef,
+        (table, partition): (&TableDef, u16),
         offset: u64,
         limit: usize,
     ) -> Option<(Vec<RecordBatch>, Option<u64>)> {
         let mut runs = self.runs.lock().expect("read-ahead lock");
         let holds = |run: &Run, offset: u64| {
-            run.table.as_ref() == table && (run.from..run.until).contains(&offset)
+            run.table.as_ref() == table
+                && run.partition == partition
+                && (run.from..run.until).contains(&offset)
         };
         let at = runs.iter().position(|run| holds(run, offset))?;
         let run = runs.remove(at).expect("found");
@@ -159,7 +172,13 @@ impl ReadAhead {
     }
 
     /// Keeps the rows read from `from` on: those with offsets in `from..until`.
-    fn keep(&self, table: &Arc<TableDef>, from: u64, until: u64, rows: Vec<RecordBatch>) {
+    fn keep(
+        &self,
+        (table, partition): (&Arc<TableDef>, u16),
+        from: u64,
+        until: u64,
+        rows: Vec<RecordBatch>,
+    ) {
         if until <= from {
             return;
         }
@@ -170,11 +189,12 @@ impl ReadAhead {
         let mut runs = self.runs.lock().expect("read-ahead lock");
         // A run of the same rows, or of a table defined otherwise since, is replaced.
         runs.retain(|run| {
-            let overlaps = run.from < until && from < run.until;
+            let overlaps = run.partition == partition && run.from < until && from < run.until;
             run.table.id != table.id || (run.table == *table && !overlaps)
         });
         runs.push_back(Run {
             table: table.clone(),
+            partition,
             from,
             until,
             rows,
@@ -255,30 +275,44 @@ mod tests {
     fn runs_serve_the_offsets_they_cover_and_no_other() {
         let ahead = ReadAhead::default();
         let t = table(1);
-        ahead.keep(&t, 10, 20, vec![rows(&[10, 11, 13]), rows(&[15, 19])]);
-        let (found, next) = ahead.rows_from(&t, 12, 10).unwrap();
+        ahead.keep((&t, 0), 10, 20, vec![rows(&[10, 11, 13]), rows(&[15, 19])]);
+        let (found, next) = ahead.rows_from((&t, 0), 12, 10).unwrap();
         assert_eq!((offsets(&found), next), (vec![13, 15, 19], Some(20)));
-        let (found, next) = ahead.rows_from(&t, 10, 2).unwrap();
+        let (found, next) = ahead.rows_from((&t, 0), 10, 2).unwrap();
         assert_eq!(
             (offsets(&found), next),
             (vec![10, 11], None),
             "not half way yet"
         );
-        assert_eq!(offsets(&ahead.rows_from(&t, 19, 5).unwrap().0), [19]);
-        ahead.keep(&t, 20, 30, vec![rows(&[25])]);
+        assert_eq!(offsets(&ahead.rows_from((&t, 0), 19, 5).unwrap().0), [19]);
+        ahead.keep((&t, 0), 20, 30, vec![rows(&[25])]);
         assert_eq!(
-            ahead.rows_from(&t, 19, 5).unwrap().1,
+            ahead.rows_from((&t, 0), 19, 5).unwrap().1,
             None,
             "the next run is kept"
         );
-        assert!(ahead.rows_from(&t, 30, 5).is_none(), "past the runs");
-        assert!(ahead.rows_from(&t, 9, 5).is_none(), "before the run");
-        assert!(ahead.rows_from(&table(2), 12, 5).is_none(), "another table");
+        assert!(ahead.rows_from((&t, 0), 30, 5).is_none(), "past the runs");
+        assert!(ahead.rows_from((&t, 0), 9, 5).is_none(), "before the run");
+        assert!(
+            ahead.rows_from((&table(2), 0), 12, 5).is_none(),
+            "another table"
+        );
         let mut altered = (*t).clone();
         altered.name = "u".into();
         assert!(
-            ahead.rows_from(&altered, 12, 5).is_none(),
+            ahead.rows_from((&altered, 0), 12, 5).is_none(),
             "the table redefined"
+        );
+        assert!(
+            ahead.rows_from((&t, 1), 12, 5).is_none(),
+            "another partition"
+        );
+        ahead.keep((&t, 1), 10, 20, vec![rows(&[12])]);
+        assert_eq!(offsets(&ahead.rows_from((&t, 1), 10, 5).unwrap().0), [12]);
+        assert_eq!(
+            offsets(&ahead.rows_from((&t, 0), 12, 5).unwrap().0),
+            [13, 15, 19],
+            "a partition's run leaves another's of the same offsets kept"
         );
     }
 }

@@ -14,7 +14,7 @@ use kafka_protocol::messages::{
     TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use pondra_cluster::{SqlType, TableDef, TableKind, quoted_name};
+use pondra_cluster::{MAX_PARTITIONS, SqlType, TableDef, TableKind, quoted_name};
 
 use super::KafkaDoor;
 
@@ -38,9 +38,27 @@ pub(super) enum Topic {
     Changes(Arc<TableDef>),
 }
 
+impl Topic {
+    /// How many partitions the topic has: its table's (ADR 0079); a change feed has one.
+    pub fn partitions(&self) -> u16 {
+        match self {
+            Topic::Rows(table) => table.partitions,
+            Topic::Changes(_) => 1,
+        }
+    }
+}
+
+/// The partition `index` of a topic with `partitions`, or UNKNOWN_TOPIC_OR_PARTITION.
+pub(super) fn partition_in(partitions: u16, index: i32) -> Result<u16, ResponseError> {
+    u16::try_from(index)
+        .ok()
+        .filter(|&p| p < partitions)
+        .ok_or(ResponseError::UnknownTopicOrPartition)
+}
+
 impl KafkaDoor {
     /// Metadata: the live nodes as brokers, and the topics asked for (every table when none
-    /// are named), each with its one partition led by this node.
+    /// are named), each with its partitions led by this node.
     pub(super) async fn metadata(
         &self,
         request: MetadataRequest,
@@ -64,15 +82,20 @@ impl KafkaDoor {
             None => {
                 let snapshot = self.node.snapshot();
                 let tables = snapshot.tables.values().filter(|t| producible(t));
-                let names: Vec<String> = tables
-                    .flat_map(|t| [t.name.clone(), format!("{}{CHANGES_SUFFIX}", t.name)])
+                let topics: Vec<(String, u16)> = tables
+                    .flat_map(|t| {
+                        let changes = format!("{}{CHANGES_SUFFIX}", t.name);
+                        [(t.name.clone(), t.partitions), (changes, 1)]
+                    })
                     .collect();
-                names.iter().map(|name| self.topic(name, Ok(()))).collect()
+                let topic = |(name, partitions): &(String, u16)| self.topic(name, Ok(*partitions));
+                topics.iter().map(topic).collect()
             }
             Some(names) => {
                 let mut topics = Vec::with_capacity(names.len());
                 for name in names {
-                    let found = self.topic_for(&name, create).await.map(|_| ());
+                    let found = self.topic_for(&name, create).await;
+                    let found = found.map(|topic| topic.partitions());
                     topics.push(self.topic(&name, found));
                 }
                 topics
@@ -81,21 +104,32 @@ impl KafkaDoor {
         response
     }
 
-    /// CreateTopics: a raw table for each topic, one partition each.
+    /// CreateTopics: a raw table for each topic, with the partitions asked (one by default).
     pub(super) async fn create_topics(&self, request: CreateTopicsRequest) -> CreateTopicsResponse {
         let mut response = CreateTopicsResponse::default();
         for topic in request.topics {
             let name = topic.name.0.as_str().to_string();
             let mut result = CreatableTopicResult::default();
             result.name = topic.name.clone();
-            result.num_partitions = 1;
+            result.num_partitions = topic.num_partitions.max(1);
             result.replication_factor = 1;
-            let refused = match topic.num_partitions {
-                -1 | 1 => self.create_raw(&name, request.validate_only).await.err(),
-                n => Some((
-                    ResponseError::InvalidPartitions,
-                    format!("a topic has one partition here, not {n} (ADR 0077)"),
-                )),
+            let partitions = match topic.num_partitions {
+                -1 => Ok(1),
+                n => u16::try_from(n)
+                    .ok()
+                    .filter(|n| (1..=MAX_PARTITIONS).contains(n))
+                    .ok_or_else(|| {
+                        let message =
+                            format!("a topic has 1 to {MAX_PARTITIONS} partitions here, not {n}");
+                        (ResponseError::InvalidPartitions, message)
+                    }),
+            };
+            let refused = match partitions {
+                Ok(partitions) => {
+                    let created = self.create_raw(&name, partitions, request.validate_only);
+                    created.await.err()
+                }
+                Err(refused) => Some(refused),
             };
             if let Some((error, message)) = refused {
                 result.error_code = error.code();
@@ -152,7 +186,7 @@ impl KafkaDoor {
                 format!("no table named {topic}"),
             ));
         }
-        match self.create_raw(topic, false).await {
+        match self.create_raw(topic, 1, false).await {
             Ok(()) | Err((ResponseError::TopicAlreadyExists, _)) => {}
             Err(refused) => return Err(refused),
         }
@@ -162,8 +196,14 @@ impl KafkaDoor {
         })
     }
 
-    /// Creates the raw table `topic(key VARCHAR, value VARCHAR, timestamp TIMESTAMP)`.
-    async fn create_raw(&self, topic: &str, validate_only: bool) -> Result<(), Refusal> {
+    /// Creates the raw table `topic(key VARCHAR, value VARCHAR, timestamp TIMESTAMP)` with
+    /// `partitions` Kafka partitions.
+    async fn create_raw(
+        &self,
+        topic: &str,
+        partitions: u16,
+        validate_only: bool,
+    ) -> Result<(), Refusal> {
         check_topic_name(topic)?;
         if self.changes_of(topic).is_some() {
             return Err((
@@ -181,7 +221,8 @@ impl KafkaDoor {
             return Ok(());
         }
         let sql = format!(
-            "CREATE TABLE IF NOT EXISTS {} (key VARCHAR, value VARCHAR, timestamp TIMESTAMP)",
+            "CREATE TABLE IF NOT EXISTS {} (key VARCHAR, value VARCHAR, timestamp TIMESTAMP) \
+             WITH (partitions = {partitions})",
             quoted_name(topic)
         );
         match self.node.execute(&sql).await {
@@ -190,22 +231,30 @@ impl KafkaDoor {
         }
     }
 
-    /// One topic of a Metadata answer: its partition led by this node, or its error.
-    fn topic(&self, name: &str, found: Result<(), Refusal>) -> MetadataResponseTopic {
+    /// One topic of a Metadata answer: its partitions (as `found`), each led by this node, or
+    /// its error.
+    fn topic(&self, name: &str, found: Result<u16, Refusal>) -> MetadataResponseTopic {
         let mut topic = MetadataResponseTopic::default();
         topic.name = Some(TopicName(StrBytes::from_string(name.to_string())));
-        if let Err((error, _)) = found {
-            topic.error_code = error.code();
-            return topic;
-        }
+        let partitions = match found {
+            Ok(partitions) => partitions,
+            Err((error, _)) => {
+                topic.error_code = error.code();
+                return topic;
+            }
+        };
         let own = BrokerId(self.own_broker_id());
-        let mut partition = MetadataResponsePartition::default();
-        partition.partition_index = 0;
-        partition.leader_id = own;
-        partition.leader_epoch = 0;
-        partition.replica_nodes = vec![own];
-        partition.isr_nodes = vec![own];
-        topic.partitions = vec![partition];
+        topic.partitions = (0..partitions)
+            .map(|index| {
+                let mut partition = MetadataResponsePartition::default();
+                partition.partition_index = i32::from(index);
+                partition.leader_id = own;
+                partition.leader_epoch = 0;
+                partition.replica_nodes = vec![own];
+                partition.isr_nodes = vec![own];
+                partition
+            })
+            .collect();
         topic
     }
 
