@@ -127,6 +127,10 @@ pub enum Change {
     ForgetGarbage { entries: Vec<(u64, String)> },
     /// Records the offsets a Kafka consumer group committed (ADR 0077).
     ConsumerOffsets { offsets: Vec<ConsumerOffset> },
+    /// Saves a console notebook, a JSON document, under its name (ADR 0080).
+    SaveNotebook { name: String, body: String },
+    /// Removes a console notebook.
+    DropNotebook { name: String },
 }
 
 /// The offset a consumer group committed for a topic's partition (ADR 0077), with the text
@@ -720,6 +724,16 @@ pub(crate) fn apply(
             value.extend(seen.late_rows.to_be_bytes());
             batch.put(keys::event_time(table_id), value);
         }
+        Change::SaveNotebook { name, body } => {
+            batch.put(keys::notebook(&name), body.as_bytes());
+            Arc::make_mut(&mut next.notebooks).insert(name, Arc::from(body));
+        }
+        Change::DropNotebook { name } => {
+            if Arc::make_mut(&mut next.notebooks).remove(&name).is_none() {
+                return Err(CatalogError::NotebookNotFound(name));
+            }
+            batch.delete(keys::notebook(&name));
+        }
         Change::ConsumerOffsets { offsets } => {
             let committed = Arc::make_mut(&mut next.consumer_offsets);
             for offset in offsets {
@@ -1011,6 +1025,10 @@ pub(crate) async fn load_snapshot(mut iter: slatedb::DbIterator) -> Result<Snaps
         } else if key.starts_with(keys::GARBAGE_PREFIX) {
             let entry = keys::parse_garbage(&key).ok_or_else(|| corrupt("bad key".into()))?;
             snapshot.garbage.push(entry);
+        } else if let Some(name) = key.strip_prefix(keys::NOTEBOOK_PREFIX) {
+            let body = std::str::from_utf8(&kv.value)
+                .map_err(|_| corrupt("a notebook is not UTF-8".into()))?;
+            Arc::make_mut(&mut snapshot.notebooks).insert(name.to_string(), Arc::from(body));
         }
     }
     Ok(snapshot)

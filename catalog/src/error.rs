@@ -31,6 +31,8 @@ pub enum CatalogError {
         partitions: u16,
         partition: u16,
     },
+    #[error("notebook {0} does not exist")]
+    NotebookNotFound(String),
     #[error("catalog store: {0}")]
     Store(String),
     /// The leader refused a commit handed to it: it conflicts with a commit made since the

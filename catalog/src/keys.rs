@@ -16,6 +16,7 @@
 //! - `o/<table_id>`                      the offset a table's next appended row takes (u64, big-endian; ADR 0077)
 //! - `o/<table_id>/<partition>`          the same within a Kafka partition above 0 (ADR 0079)
 //! - `c/<group> 0 <topic> 0 <partition>` the offset a Kafka consumer group committed (JSON; ADR 0077)
+//! - `b/<name>`                          a console notebook (JSON; ADR 0080)
 
 use crate::deletions::Container;
 
@@ -32,6 +33,11 @@ pub const CHANGE_PREFIX: &str = "x/";
 pub const EVENT_TIME_PREFIX: &str = "w/";
 pub const OFFSET_PREFIX: &str = "o/";
 pub const CONSUMER_OFFSET_PREFIX: &str = "c/";
+pub const NOTEBOOK_PREFIX: &str = "b/";
+
+pub fn notebook(name: &str) -> String {
+    format!("{NOTEBOOK_PREFIX}{name}")
+}
 
 /// A consumer group's committed offset: the group, topic and partition apart by NUL bytes,
 /// which Kafka's names cannot hold.

@@ -35,6 +35,8 @@ pub struct Snapshot {
     pub next_offsets: HashMap<(u64, u16), u64>,
     /// The offsets Kafka consumer groups committed, by (group, topic, partition) (ADR 0077).
     pub consumer_offsets: Arc<BTreeMap<(String, String, i32), crate::ConsumerOffset>>,
+    /// The console's notebooks by name, each a JSON document (ADR 0080).
+    pub notebooks: Arc<BTreeMap<String, Arc<str>>>,
     /// Per table id, the last commit that changed its rows (appended or rewrote them), for
     /// transactions to find what was committed after they began (ADR 0045). Not stored:
     /// rebuilt as commits apply, from the loaded commit when the catalog opens.

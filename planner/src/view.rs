@@ -1059,6 +1059,7 @@ fn without_rows(snapshot: &Snapshot) -> Snapshot {
         event_times: Default::default(),
         next_offsets: Default::default(),
         consumer_offsets: Default::default(),
+        notebooks: Default::default(),
         rows_changed_at: Default::default(),
         defined_at: snapshot.defined_at.clone(),
         schemas: snapshot.schemas.clone(),

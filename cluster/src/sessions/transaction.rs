@@ -351,7 +351,11 @@ fn check_conflict(base: &Snapshot, latest: &Snapshot, change: &Change) -> Result
             .producers
             .get(producer)
             .is_some_and(|last| last >= sequence),
-        Change::ForgetGarbage { .. } | Change::ConsumerOffsets { .. } => false,
+        // A notebook saved last wins, as a file saved last does.
+        Change::ForgetGarbage { .. }
+        | Change::ConsumerOffsets { .. }
+        | Change::SaveNotebook { .. }
+        | Change::DropNotebook { .. } => false,
         // Rows were judged late, and windows closed, by the watermark the base held (ADR 0055).
         Change::EventTime { table_id, .. } => {
             latest.event_times.get(table_id) != base.event_times.get(table_id)

@@ -7,5 +7,6 @@ pub(crate) mod append;
 pub(crate) mod bulk;
 pub(crate) mod commit;
 pub(crate) mod copy;
+pub(crate) mod notebooks;
 pub(crate) mod producer_lines;
 pub(crate) mod with_writes;

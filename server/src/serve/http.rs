@@ -1,7 +1,8 @@
 //! The HTTP door (axum): `POST /sql`, `POST /tables/{name}/append`, `GET /stats`, `GET /health`,
 //! `GET /views/{name}/changes` (a live query as server-sent events, ADR 0054), `GET /cluster`,
 //! and `POST /cluster/commit` for commits other processes prepared (ADR 0053); the Iceberg
-//! REST catalog is nested under `/iceberg` (`iceberg_rest.rs`).
+//! REST catalog is nested under `/iceberg` (`iceberg_rest.rs`), the console at `/` and
+//! `/console` (`console/`, ADR 0080).
 
 use std::collections::HashMap;
 use std::io::Cursor;
@@ -35,11 +36,12 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/cluster/commit", post(forwarded_commit))
         .route("/cluster/commits", get(commit_stream))
         .with_state(server.clone())
-        .nest("/iceberg", super::iceberg_rest::router(server))
+        .nest("/iceberg", super::iceberg_rest::router(server.clone()))
+        .merge(super::console::router(server))
 }
 
 /// A refusal or failure, sent as `{"error": "..."}` with its status.
-struct Failure(StatusCode, String);
+pub(super) struct Failure(pub StatusCode, pub String);
 
 impl IntoResponse for Failure {
     fn into_response(self) -> Response {
@@ -49,23 +51,32 @@ impl IntoResponse for Failure {
     }
 }
 
-fn bad_request(message: impl ToString) -> Failure {
+pub(super) fn bad_request(message: impl ToString) -> Failure {
     Failure(StatusCode::BAD_REQUEST, message.to_string())
 }
 
 /// The role of the request's bearer token; refusals are logged.
-fn role(server: &Server, headers: &HeaderMap, what: &str) -> Result<Role, Failure> {
+pub(super) fn role(server: &Server, headers: &HeaderMap, what: &str) -> Result<Role, Failure> {
     let token = headers
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer ").or(v.strip_prefix("bearer ")));
+    role_of_token(server, token, what)
+}
+
+/// The role of `token` (none when absent); refusals are logged.
+pub(super) fn role_of_token(
+    server: &Server,
+    token: Option<&str>,
+    what: &str,
+) -> Result<Role, Failure> {
     server.tokens.role_of(token).map_err(|reason| {
         eprintln!("refused: http {what}: {reason}");
         Failure(StatusCode::UNAUTHORIZED, reason)
     })
 }
 
-fn needs(role: Role, needed: Role, what: &str) -> Result<(), Failure> {
+pub(super) fn needs(role: Role, needed: Role, what: &str) -> Result<(), Failure> {
     if role < needed {
         let reason = format!(
             "permission denied: a {} token cannot {what} (it needs {})",

@@ -3,6 +3,7 @@
 
 pub mod auth;
 mod client;
+mod console;
 mod encode;
 mod flight;
 mod http;

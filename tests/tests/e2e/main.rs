@@ -21,6 +21,7 @@ mod load;
 mod nexmark;
 mod python_package;
 mod query_oracle;
+mod serve_console;
 mod serve_flight;
 mod serve_http;
 mod serve_jdbc;
