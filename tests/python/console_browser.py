@@ -167,6 +167,9 @@ def notebooks(page, browser):
     expect(page.locator("section.cell")).to_have_count(len(sources), timeout=PATIENCE_MS)
     assert page.locator("section.cell textarea").nth(1).input_value() == sources[1]
     expect(cell(page, 3).locator(".markdown h1")).to_have_text("Daily report")
+    page.click("#run-all")
+    expect(cell(page, 1).locator("[role=gridcell]", has_text="b")).to_be_visible(timeout=PATIENCE_MS)
+    expect(cell(page, 7).locator(".live")).to_be_visible(timeout=PATIENCE_MS)
     # The second node follows the leader's commits: the notebook opens there too.
     other = browser.new_page()
     started = time.time()

@@ -473,6 +473,7 @@ impl<'a> Binder<'a> {
                 steps.push(format!("physical:\n{physical}"));
                 Ok(Plan::Explain(steps.join("\n")))
             }
+            ast::Statement::Call(_) => Err(unsupported!("procedures (CALL; ADR 0081)")),
             other => Err(unsupported!("the statement {}", first_words(other))),
         }
     }
