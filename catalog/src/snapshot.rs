@@ -79,6 +79,17 @@ impl Snapshot {
             .filter(|t| matches!(t.kind, crate::TableKind::Macro { .. }))
     }
 
+    /// The typed SQL functions (every overload) named `name` (ADR 0081).
+    pub fn functions_named(&self, name: &str) -> Vec<&Arc<TableDef>> {
+        let prefix = format!("{name}(");
+        self.tables
+            .range(prefix.clone()..)
+            .take_while(|(key, _)| key.starts_with(&prefix))
+            .filter(|(key, _)| key.ends_with(crate::FUNCTION_SUFFIX))
+            .map(|(_, def)| def)
+            .collect()
+    }
+
     /// The tables and views that listings show: all but the views' hidden state.
     pub fn visible_tables(&self) -> impl Iterator<Item = &Arc<TableDef>> {
         self.tables.values().filter(|t| !t.is_hidden())

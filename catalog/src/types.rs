@@ -321,13 +321,36 @@ pub enum TableKind {
         parameters: Vec<String>,
         defaults: Vec<Option<String>>,
         body: String,
+        /// A typed SQL function's parameter and return types (ADR 0081); none for a macro.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<Signature>,
     },
+}
+
+/// A typed SQL function's types (ADR 0081): `CREATE FUNCTION f(a INT) RETURNS BIGINT ...`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Signature {
+    pub parameter_types: Vec<SqlType>,
+    pub returns: SqlType,
 }
 
 /// The catalog name a macro is kept under (ADR 0068), apart from the tables' names.
 pub fn macro_name(name: &str) -> String {
     format!("{name}$macro")
 }
+
+/// The catalog name a typed SQL function is kept under (ADR 0081): one per overload, its
+/// parameter types in the name.
+pub fn function_name(name: &str, parameter_types: &[SqlType]) -> String {
+    let types: Vec<String> = parameter_types
+        .iter()
+        .map(|t| t.to_string().to_lowercase())
+        .collect();
+    format!("{name}({}){FUNCTION_SUFFIX}", types.join(","))
+}
+
+/// The ending of a typed SQL function's catalog name.
+pub const FUNCTION_SUFFIX: &str = "$function";
 
 /// An index as declared by `CREATE INDEX`. Pondra keeps no index structure (ADR 0005): scans
 /// prune by the statistics of Parquet files instead. The declaration is kept so that schemas

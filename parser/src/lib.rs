@@ -201,6 +201,9 @@ fn parse_one(text: &str) -> Result<Statement, ParseError> {
     let statement = match parse_bounded(tokens.clone()) {
         Ok(statement) => statement,
         Err(ParseError::Syntax(reason)) => {
+            if let Some(function) = typed_function(text, &tokens) {
+                return function;
+            }
             return Err(not_built(&tokens).map_or(ParseError::Syntax(reason), ParseError::NotBuilt));
         }
         Err(e) => return Err(e),
@@ -209,6 +212,31 @@ fn parse_one(text: &str) -> Result<Statement, ParseError> {
         Some(name) => variables::set_variable(name, statement),
         None => Ok(statement),
     }
+}
+
+/// PostgreSQL's `CREATE [OR REPLACE] FUNCTION name(a type, ...) RETURNS type [LANGUAGE sql] AS
+/// $$ ... $$ | RETURN expr` (ADR 0081), which DuckDB's dialect reads as a macro's and refuses:
+/// parsed in PostgreSQL's dialect. None when the statement is not one.
+fn typed_function(text: &str, tokens: &[TokenWithSpan]) -> Option<Result<Statement, ParseError>> {
+    let words: Vec<String> = tokens
+        .iter()
+        .filter_map(|t| match &t.token {
+            Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
+            _ => None,
+        })
+        .collect();
+    let lead: Vec<&str> = words.iter().take(4).map(String::as_str).collect();
+    let creates = matches!(
+        lead.as_slice(),
+        ["CREATE", "FUNCTION", ..] | ["CREATE", "OR", "REPLACE", "FUNCTION"]
+    );
+    if !creates || !words.iter().any(|w| w == "RETURNS") {
+        return None;
+    }
+    let dialect = sqlparser::dialect::PostgreSqlDialect {};
+    let parsed = Parser::parse_sql(&dialect, text).ok()?;
+    let [statement] = <[ast::Statement; 1]>::try_from(parsed).ok()?;
+    Some(Ok(Statement::Sql(Box::new(statement))))
 }
 
 /// The feature a statement that did not parse belongs to, when it is one not built yet (ADR
@@ -231,7 +259,7 @@ fn not_built(tokens: &[TokenWithSpan]) -> Option<String> {
         ["CREATE" | "DROP" | "ALTER", "PROCEDURE", ..] | ["CALL", ..] => "procedures",
         ["CREATE" | "DROP" | "ALTER" | "EXECUTE", "TASK", ..] => "tasks",
         ["CREATE", "FUNCTION", ..] if words.iter().any(|w| w == "RETURNS" || w == "LANGUAGE") => {
-            "typed functions (CREATE FUNCTION ... RETURNS ... LANGUAGE); DuckDB's CREATE FUNCTION name(a, b) AS expr makes a macro"
+            "this form of CREATE FUNCTION (a SQL function is `CREATE FUNCTION name(a type) RETURNS type AS $$ SELECT ... $$` or `RETURN expr`; DuckDB's CREATE FUNCTION name(a, b) AS expr makes a macro)"
         }
         _ => return None,
     };

@@ -172,6 +172,39 @@ enum Cell {
     Null,
 }
 
+/// A function or macro as the catalogs list it (ADR 0068, 0081).
+struct Routine<'s> {
+    def: &'s TableDef,
+    name: String,
+    arguments: usize,
+    returns: Option<pondra_catalog::SqlType>,
+    body: String,
+}
+
+/// The lake's SQL functions and macros, each overload apart.
+fn routines(snapshot: &Snapshot) -> impl Iterator<Item = Routine<'_>> {
+    snapshot.tables.values().filter_map(|def| match &def.kind {
+        TableKind::Macro {
+            parameters,
+            body,
+            signature,
+            ..
+        } => Some(Routine {
+            def,
+            name: def
+                .name
+                .split(['(', '$'])
+                .next()
+                .unwrap_or_default()
+                .to_string(),
+            arguments: parameters.len(),
+            returns: signature.as_ref().map(|s| s.returns.clone()),
+            body: body.clone(),
+        }),
+        _ => None,
+    })
+}
+
 fn int(v: i32) -> Cell {
     Cell::Int(v)
 }
@@ -864,8 +897,58 @@ pub fn system_table(
                 ("pronamespace", DataType::Int32),
                 ("prokind", DataType::Utf8),
                 ("prorettype", DataType::Int32),
+                ("pronargs", DataType::Int32),
+                ("prosrc", DataType::Utf8),
             ],
-            Vec::new(),
+            routines(snapshot)
+                .map(|routine| {
+                    vec![
+                        int(table_oid(routine.def)),
+                        text(routine.name),
+                        int(namespace_oid(snapshot, &routine.def.name)),
+                        text("f"),
+                        int(routine
+                            .returns
+                            .as_ref()
+                            .map_or(0, |t| pg_type_of(&t.to_arrow()).0)),
+                        int(routine.arguments as i32),
+                        text(routine.body),
+                    ]
+                })
+                .collect(),
+        ),
+        ("information_schema", "routines") => (
+            vec![
+                ("routine_catalog", DataType::Utf8),
+                ("routine_schema", DataType::Utf8),
+                ("routine_name", DataType::Utf8),
+                ("specific_name", DataType::Utf8),
+                ("routine_type", DataType::Utf8),
+                ("data_type", DataType::Utf8),
+                ("routine_body", DataType::Utf8),
+                ("routine_definition", DataType::Utf8),
+            ],
+            routines(snapshot)
+                .map(|routine| {
+                    let returns = routine.returns.as_ref();
+                    vec![
+                        text(database),
+                        text("public"),
+                        text(routine.name),
+                        text(
+                            routine
+                                .def
+                                .name
+                                .trim_end_matches(pondra_catalog::FUNCTION_SUFFIX)
+                                .trim_end_matches("$macro"),
+                        ),
+                        text("FUNCTION"),
+                        returns.map_or(Cell::Null, |t| text(pg_type_of(&t.to_arrow()).1)),
+                        text("SQL"),
+                        text(routine.body),
+                    ]
+                })
+                .collect(),
         ),
         ("information_schema", "views") => (
             vec![

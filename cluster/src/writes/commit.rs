@@ -216,6 +216,9 @@ impl Node {
                     | TableKind::JoinState { .. } => "DROP TABLE",
                     TableKind::View { .. } => "DROP VIEW",
                     TableKind::MaterializedView { .. } => "DROP MATERIALIZED VIEW",
+                    TableKind::Macro {
+                        signature: Some(_), ..
+                    } => "DROP FUNCTION",
                     TableKind::Macro { .. } => "DROP MACRO",
                 };
                 let names = dependents.into_iter().chain([name]);
@@ -366,7 +369,10 @@ impl Node {
                 or_replace,
             } => {
                 // A macro (ADR 0068) is committed as a view is.
-                let (what, tag) = match view.kind {
+                let (what, tag) = match &view.kind {
+                    TableKind::Macro {
+                        signature: Some(_), ..
+                    } => ("function", "CREATE FUNCTION"),
                     TableKind::Macro { .. } => ("macro", "CREATE MACRO"),
                     _ => ("view", "CREATE VIEW"),
                 };
@@ -386,11 +392,10 @@ impl Node {
                         )));
                     } else if if_not_exists {
                         return Ok(Prepared::new(Vec::new(), tag));
-                    } else if what == "macro" {
-                        return Err(NodeError::Other(format!(
-                            "macro {} already exists",
-                            view.name.trim_end_matches("$macro")
-                        )));
+                    } else if what == "macro" || what == "function" {
+                        let name = view.name.trim_end_matches("$macro");
+                        let name = name.trim_end_matches(pondra_catalog::FUNCTION_SUFFIX);
+                        return Err(NodeError::Other(format!("{what} {name} already exists")));
                     } else {
                         return Err(pondra_catalog::CatalogError::TableExists(view.name).into());
                     }

@@ -109,9 +109,13 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
         return super::table_functions::select_list_set_function(&name, vec![series], ctx);
     }
     let args = ast_args
-        .into_iter()
+        .iter()
         .map(|a| bind_expr(a, ctx))
         .collect::<Result<Vec<_>>>()?;
+    // A typed SQL function of the name comes before a built-in one (ADR 0081), as a macro does.
+    if let Some(bound) = super::sql_functions::bind_typed_call(&name, &ast_args, &args, ctx)? {
+        return Ok(bound);
+    }
     match name.as_str() {
         "unnest" | "generate_series" | "_pg_expandarray" => {
             return super::table_functions::select_list_set_function(&name, args, ctx);

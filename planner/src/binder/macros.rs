@@ -55,6 +55,7 @@ impl Binder<'_> {
             parameters,
             defaults,
             body: body.to_string(),
+            signature: None,
         };
         Ok(Plan::CreateView {
             view: TableDef::new(macro_name(&name), Vec::new(), kind),
@@ -68,6 +69,9 @@ impl Binder<'_> {
         let [function] = drop.func_desc.as_slice() else {
             return Err(unsupported!("dropping more than one macro at once"));
         };
+        if let Some(plan) = self.bind_drop_function(function, drop.if_exists)? {
+            return Ok(plan);
+        }
         let name = object_name(&function.name)?;
         let key = macro_name(&name);
         if self.snapshot.macro_def(&name).is_none() && !drop.if_exists {
@@ -184,6 +188,7 @@ fn expansion(snapshot: &Snapshot, call: &ast::Function) -> Result<Option<ast::Ex
         parameters,
         defaults,
         body,
+        ..
     } = &def.kind
     else {
         return Ok(None);
@@ -259,7 +264,7 @@ fn arguments(
 }
 
 /// An expression kept as SQL text.
-fn parse_expression(sql: &str) -> Result<ast::Expr> {
+pub(super) fn parse_expression(sql: &str) -> Result<ast::Expr> {
     let query = super::changes::parse_query(&format!("SELECT {sql}"))?;
     if let ast::SetExpr::Select(select) = *query.body
         && let [ast::SelectItem::UnnamedExpr(expr)] = select.projection.as_slice()

@@ -43,6 +43,7 @@ mod schemas;
 mod scope;
 mod select;
 mod set_ops;
+mod sql_functions;
 mod star;
 mod statements;
 mod statistics;
@@ -430,6 +431,7 @@ impl<'a> Binder<'a> {
                 definition,
             } => self.bind_create_macro(*or_replace, *temporary, name, args.as_deref(), definition),
             ast::Statement::DropFunction(drop) => self.bind_drop_macro(drop),
+            ast::Statement::CreateFunction(create) => self.bind_create_function(create),
             ast::Statement::Update(update) => self.bind_update(update),
             ast::Statement::Delete(delete) => self.bind_delete(delete),
             ast::Statement::Truncate(truncate) => self.bind_truncate(truncate),

@@ -1,0 +1,370 @@
+//! Typed SQL functions (ADR 0081): `CREATE [OR REPLACE] FUNCTION name(a INT, ...) RETURNS type
+//! [LANGUAGE sql] AS $$ SELECT ... $$ | RETURN expr`, one catalog entry per overload, and each
+//! call bound inline: the overload its arguments fit, its body with each parameter the
+//! argument cast to the parameter's type, the result cast to the return type.
+
+use std::cell::Cell;
+use std::ops::ControlFlow;
+
+use arrow::datatypes::DataType;
+use pondra_catalog::{Signature, SqlType, TableDef, TableKind, function_name};
+use sqlparser::ast;
+
+use super::expr::{Context, bind_expr, type_name};
+use super::macros::parse_expression;
+use super::{Binder, normalize, object_name};
+use crate::expr::Expr;
+use crate::plan::Plan;
+use crate::types::{is_numeric, sql_type_from_ast};
+use crate::{Result, bind_err, unsupported};
+
+/// How deep functions may call functions while a call is bound.
+const MAX_FUNCTION_DEPTH: usize = 32;
+
+thread_local! {
+    /// Calls of SQL functions being bound on this thread, one inside another.
+    static DEPTH: Cell<usize> = const { Cell::new(0) };
+}
+
+impl Binder<'_> {
+    /// `CREATE [OR REPLACE] FUNCTION name(a type, ...) RETURNS type [LANGUAGE sql] AS ...`.
+    pub(super) fn bind_create_function(&self, create: &ast::CreateFunction) -> Result<Plan> {
+        let name = object_name(&create.name)?;
+        if name.contains('.') {
+            return Err(unsupported!("a function in a schema ({name})"));
+        }
+        if create.temporary {
+            return Err(unsupported!(
+                "TEMP functions: a function is kept in the lake"
+            ));
+        }
+        match create.language.as_ref().map(|l| l.value.to_lowercase()) {
+            None => {}
+            Some(language) if language == "sql" => {}
+            Some(language) if language.starts_with("python") => {
+                return Err(unsupported!("Python functions (LANGUAGE python; ADR 0081)"));
+            }
+            Some(language) => return Err(unsupported!("functions in LANGUAGE {language}")),
+        }
+        let returns = match &create.return_type {
+            Some(ast::FunctionReturnType::DataType(ast::DataType::Table(_))) => {
+                return Err(unsupported!("table functions (RETURNS TABLE; ADR 0081)"));
+            }
+            Some(ast::FunctionReturnType::DataType(data_type)) => sql_type_from_ast(data_type)?,
+            Some(ast::FunctionReturnType::SetOf(_)) => {
+                return Err(unsupported!(
+                    "set-returning functions (RETURNS SETOF; ADR 0081)"
+                ));
+            }
+            None => return Err(bind_err!("function {name} needs RETURNS and a type")),
+        };
+        let mut parameters = Vec::new();
+        let mut parameter_types = Vec::new();
+        for (at, arg) in create.args.iter().flatten().enumerate() {
+            if !matches!(arg.mode, None | Some(ast::ArgMode::In)) {
+                return Err(unsupported!("OUT and INOUT parameters of SQL functions"));
+            }
+            if arg.default_expr.is_some() {
+                return Err(unsupported!("defaults of a SQL function's parameters"));
+            }
+            let parameter = arg.name.as_ref().map_or(format!("${}", at + 1), normalize);
+            if parameters.contains(&parameter) {
+                return Err(bind_err!(
+                    "function {name} has two parameters named {parameter}"
+                ));
+            }
+            parameters.push(parameter);
+            parameter_types.push(sql_type_from_ast(&arg.data_type)?);
+        }
+        let body = function_body(&name, create.function_body.as_ref())?;
+        if create.or_replace
+            && self
+                .snapshot
+                .tables
+                .contains_key(&function_name(&name, &parameter_types))
+        {
+            self.check_no_view_calls(&name, "replace")?;
+        }
+        let kind = TableKind::Macro {
+            defaults: vec![None; parameters.len()],
+            parameters,
+            body,
+            signature: Some(Signature {
+                parameter_types: parameter_types.clone(),
+                returns,
+            }),
+        };
+        Ok(Plan::CreateView {
+            view: TableDef::new(function_name(&name, &parameter_types), Vec::new(), kind),
+            if_not_exists: create.if_not_exists,
+            or_replace: create.or_replace,
+        })
+    }
+
+    /// `DROP FUNCTION name(types)`: the typed function of those types. Without types, the one
+    /// function of the name, when there is one; `None` when the name has no typed function
+    /// (a macro's `DROP FUNCTION`).
+    pub(super) fn bind_drop_function(
+        &self,
+        desc: &ast::FunctionDesc,
+        if_exists: bool,
+    ) -> Result<Option<Plan>> {
+        let name = object_name(&desc.name)?;
+        let overloads = self.snapshot.functions_named(&name);
+        let drop = |key: String| Plan::DropTable {
+            name: key,
+            if_exists,
+            dependents: Vec::new(),
+        };
+        if !overloads.is_empty() {
+            self.check_no_view_calls(&name, "drop")?;
+        }
+        let Some(args) = &desc.args else {
+            return match overloads.as_slice() {
+                [] => Ok(None),
+                [only] => Ok(Some(drop(only.name.clone()))),
+                _ => Err(bind_err!(
+                    "function {name} is overloaded: name the argument types of the one to drop"
+                )),
+            };
+        };
+        let types = args
+            .iter()
+            .map(|a| sql_type_from_ast(&a.data_type))
+            .collect::<Result<Vec<_>>>()?;
+        let key = function_name(&name, &types);
+        if overloads.iter().any(|f| f.name == key) || if_exists {
+            return Ok(Some(drop(key)));
+        }
+        let types: Vec<String> = types.iter().map(ToString::to_string).collect();
+        Err(bind_err!(
+            "function {name}({}) does not exist",
+            types.join(", ")
+        ))
+    }
+}
+
+impl Binder<'_> {
+    /// Refuses to change function `name` while a materialized view calls it, directly or
+    /// through other functions: the view's rows were computed with it as it is.
+    fn check_no_view_calls(&self, name: &str, what: &str) -> Result<()> {
+        let tables = &self.snapshot.tables;
+        let mut callers = vec![name.to_string()];
+        let mut at = 0;
+        while at < callers.len() {
+            for def in tables.values() {
+                if let TableKind::Macro { body, .. } = &def.kind {
+                    let caller = def.name.split('(').next().unwrap_or_default();
+                    let caller = caller.trim_end_matches("$macro");
+                    if calls(body, &callers[at]) && !callers.iter().any(|c| c == caller) {
+                        callers.push(caller.to_string());
+                    }
+                }
+            }
+            at += 1;
+        }
+        let views: Vec<&str> = tables
+            .values()
+            .filter(|t| match &t.kind {
+                TableKind::MaterializedView { sql, .. } => callers.iter().any(|c| calls(sql, c)),
+                _ => false,
+            })
+            .map(|t| t.name.as_str())
+            .collect();
+        if views.is_empty() {
+            return Ok(());
+        }
+        Err(bind_err!(
+            "cannot {what} function {name}: the materialized view(s) {} call it; drop them first",
+            views.join(", ")
+        ))
+    }
+}
+
+/// Whether SQL `text` calls a function named `name`: the name, as a whole word, before `(`.
+fn calls(text: &str, name: &str) -> bool {
+    let text = text.to_lowercase();
+    let name = name.to_lowercase();
+    let is_part = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(&name).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + name.len()..].trim_start();
+        !before.is_some_and(is_part) && after.starts_with('(')
+    })
+}
+
+/// The body of a SQL function as one expression's text: `RETURN expr`'s expression; for `AS
+/// '...'`, a `SELECT expr` without FROM is its expression, any other query a scalar subquery.
+fn function_body(name: &str, body: Option<&ast::CreateFunctionBody>) -> Result<String> {
+    let text = match body {
+        Some(ast::CreateFunctionBody::Return(expr)) => return Ok(expr.to_string()),
+        Some(
+            ast::CreateFunctionBody::AsBeforeOptions { body, .. }
+            | ast::CreateFunctionBody::AsAfterOptions(body),
+        ) => match body {
+            ast::Expr::Value(value) => match &value.value {
+                ast::Value::SingleQuotedString(text) => text.clone(),
+                ast::Value::DollarQuotedString(quoted) => quoted.value.clone(),
+                _ => return Err(bind_err!("function {name}'s body is a string of SQL")),
+            },
+            _ => return Err(bind_err!("function {name}'s body is a string of SQL")),
+        },
+        Some(_) => return Err(unsupported!("BEGIN ... END bodies of SQL functions")),
+        None => return Err(bind_err!("function {name} has no body")),
+    };
+    let text = text.trim().trim_end_matches(';').trim();
+    let query = super::changes::parse_query(text)?;
+    if let ast::SetExpr::Select(select) = query.body.as_ref()
+        && select.from.is_empty()
+        && select.selection.is_none()
+        && query.order_by.is_none()
+        && let [item] = select.projection.as_slice()
+    {
+        match item {
+            ast::SelectItem::UnnamedExpr(expr) | ast::SelectItem::ExprWithAlias { expr, .. } => {
+                return Ok(expr.to_string());
+            }
+            _ => {}
+        }
+    }
+    Ok(format!("({text})"))
+}
+
+/// A call of the typed SQL function `name`, bound; `None` when no typed function has the name.
+/// `ast_args` are the call's arguments as written, `args` the same bound (for their types).
+pub(super) fn bind_typed_call(
+    name: &str,
+    ast_args: &[&ast::Expr],
+    args: &[Expr],
+    ctx: &mut Context<'_>,
+) -> Result<Option<Expr>> {
+    let Some(binder) = ctx.binder() else {
+        return Ok(None);
+    };
+    let overloads = binder.snapshot.functions_named(name);
+    if overloads.is_empty() {
+        return Ok(None);
+    }
+    let types: Vec<DataType> = args.iter().map(Expr::data_type).collect();
+    let def = chosen_overload(name, &overloads, &types)?;
+    let TableKind::Macro {
+        parameters,
+        body,
+        signature: Some(signature),
+        ..
+    } = &def.kind
+    else {
+        unreachable!("a typed function's entry has a signature");
+    };
+    let mut body = parse_expression(body)?;
+    let cast = |at: usize| -> Result<ast::Expr> {
+        let argument = ast_args[at].to_string();
+        let parameter_type = &signature.parameter_types[at];
+        parse_expression(&format!("CAST(({argument}) AS {parameter_type})"))
+    };
+    let casts = (0..parameters.len())
+        .map(cast)
+        .collect::<Result<Vec<_>>>()?;
+    let _ = ast::visit_expressions_mut(&mut body, |expr| {
+        let position = match expr {
+            ast::Expr::Identifier(ident) => parameters.iter().position(|p| *p == normalize(ident)),
+            ast::Expr::Value(value) => match &value.value {
+                ast::Value::Placeholder(placeholder) => parameters
+                    .iter()
+                    .position(|p| p == placeholder)
+                    .or_else(|| {
+                        let number: usize = placeholder.strip_prefix('$')?.parse().ok()?;
+                        (1..=casts.len()).contains(&number).then(|| number - 1)
+                    }),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(at) = position {
+            *expr = ast::Expr::Nested(Box::new(casts[at].clone()));
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    let returns = &signature.returns;
+    let call = parse_expression(&format!("CAST(({body}) AS {returns})"))?;
+    let depth = DEPTH.with(|d| d.get());
+    if depth >= MAX_FUNCTION_DEPTH {
+        return Err(bind_err!(
+            "functions call functions more than {MAX_FUNCTION_DEPTH} deep (does {name} call itself?)"
+        ));
+    }
+    DEPTH.with(|d| d.set(depth + 1));
+    let bound = bind_expr(&call, ctx);
+    DEPTH.with(|d| d.set(depth));
+    bound.map(Some)
+}
+
+/// The overload of `name` that arguments of `types` fit best: every argument its parameter's
+/// type, else the most such with the rest convertible (numbers to numbers, text to text,
+/// NULL to anything). Two that fit equally well are an error naming them.
+fn chosen_overload<'d>(
+    name: &str,
+    overloads: &[&'d std::sync::Arc<TableDef>],
+    types: &[DataType],
+) -> Result<&'d TableDef> {
+    let mut best: Vec<(&TableDef, usize)> = Vec::new();
+    for &def in overloads {
+        let def: &'d TableDef = def.as_ref();
+        let TableKind::Macro {
+            signature: Some(signature),
+            ..
+        } = &def.kind
+        else {
+            continue;
+        };
+        let Some(score) = fit(&signature.parameter_types, types) else {
+            continue;
+        };
+        match best.first().map(|(_, s)| *s) {
+            Some(top) if top > score => {}
+            Some(top) if top == score => best.push((def, score)),
+            _ => best = vec![(def, score)],
+        }
+    }
+    let shown: Vec<String> = types.iter().map(type_name).collect();
+    match best.as_slice() {
+        [(def, _)] => Ok(def),
+        [] => Err(bind_err!(
+            "function {name}({}) does not exist: no overload of {name} takes these arguments",
+            shown.join(", ")
+        )),
+        many => {
+            let names: Vec<&str> = many.iter().map(|(d, _)| d.name.as_str()).collect();
+            Err(bind_err!(
+                "function {name}({}) is ambiguous: {} fit equally well",
+                shown.join(", "),
+                names
+                    .join(" and ")
+                    .replace(pondra_catalog::FUNCTION_SUFFIX, "")
+            ))
+        }
+    }
+}
+
+/// How well arguments of `types` fit `parameters`: the count of exact types, or none when one
+/// cannot be converted.
+fn fit(parameters: &[SqlType], types: &[DataType]) -> Option<usize> {
+    if parameters.len() != types.len() {
+        return None;
+    }
+    let mut exact = 0;
+    for (parameter, given) in parameters.iter().zip(types) {
+        let wanted = parameter.to_arrow();
+        let text =
+            |t: &DataType| matches!(t, DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View);
+        if *given == wanted {
+            exact += 1;
+        } else if !(*given == DataType::Null
+            || (is_numeric(given) && is_numeric(&wanted))
+            || (text(given) && text(&wanted)))
+        {
+            return None;
+        }
+    }
+    Some(exact)
+}
