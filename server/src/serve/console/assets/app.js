@@ -404,7 +404,7 @@ function remember(sql) {
 
 // Notebooks: saved in the lake, listed, opened; exported and imported as Jupyter's.
 
-function document_() {
+function notebookDocument() {
   return { cells: cells.map((c) => ({ kind: c.kind, source: c.editor.value })) };
 }
 
@@ -436,7 +436,7 @@ async function openNotebook(name) {
 
 async function saveNotebook() {
   const name = $("#notebook-name").value.trim();
-  await api("PUT", `/console/api/notebooks/${encodeURIComponent(name)}`, document_());
+  await api("PUT", `/console/api/notebooks/${encodeURIComponent(name)}`, notebookDocument());
   location.hash = `nb=${encodeURIComponent(name)}`;
   status(`saved ${name}`);
   await listNotebooks();
