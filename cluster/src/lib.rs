@@ -11,6 +11,8 @@ mod sessions;
 mod spread;
 mod statement_result;
 mod tables;
+#[cfg(test)]
+mod test_support;
 mod views;
 mod writes;
 

@@ -218,18 +218,8 @@ fn parse_one(text: &str) -> Result<Statement, ParseError> {
 /// $$ ... $$ | RETURN expr` (ADR 0081), which DuckDB's dialect reads as a macro's and refuses:
 /// parsed in PostgreSQL's dialect. None when the statement is not one.
 fn typed_function(text: &str, tokens: &[TokenWithSpan]) -> Option<Result<Statement, ParseError>> {
-    let words: Vec<String> = tokens
-        .iter()
-        .filter_map(|t| match &t.token {
-            Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
-            _ => None,
-        })
-        .collect();
-    let lead: Vec<&str> = words.iter().take(4).map(String::as_str).collect();
-    let creates = matches!(
-        lead.as_slice(),
-        ["CREATE", "FUNCTION", ..] | ["CREATE", "OR", "REPLACE", "FUNCTION"]
-    );
+    let words = statement_words(tokens);
+    let creates = matches!(lead(&words).as_slice(), ["CREATE", "FUNCTION", ..]);
     if !creates || !words.iter().any(|w| w == "RETURNS") {
         return None;
     }
@@ -239,23 +229,34 @@ fn typed_function(text: &str, tokens: &[TokenWithSpan]) -> Option<Result<Stateme
     Some(Ok(Statement::Sql(Box::new(statement))))
 }
 
-/// The feature a statement that did not parse belongs to, when it is one not built yet (ADR
-/// 0081): procedures, tasks and typed functions. Their statements would otherwise fail with
-/// a syntax error that names none of them.
-fn not_built(tokens: &[TokenWithSpan]) -> Option<String> {
-    let words: Vec<String> = tokens
+/// A statement's tokens other than whitespace: unquoted words in upper case, anything else as
+/// an empty word.
+fn statement_words(tokens: &[TokenWithSpan]) -> Vec<String> {
+    tokens
         .iter()
         .filter_map(|t| match &t.token {
             Token::Word(w) if w.quote_style.is_none() => Some(w.value.to_ascii_uppercase()),
             Token::Whitespace(_) => None,
             _ => Some(String::new()),
         })
-        .collect();
+        .collect()
+}
+
+/// A statement's first words, `OR REPLACE` after `CREATE` left out.
+fn lead(words: &[String]) -> Vec<&str> {
     let mut lead: Vec<&str> = words.iter().take(4).map(String::as_str).collect();
     if lead.get(1..3) == Some(&["OR", "REPLACE"]) {
         lead.drain(1..3);
     }
-    let feature = match lead.as_slice() {
+    lead
+}
+
+/// The feature a statement that did not parse belongs to, when it is one not built yet (ADR
+/// 0081): procedures, tasks and typed functions. Their statements would otherwise fail with
+/// a syntax error that names none of them.
+fn not_built(tokens: &[TokenWithSpan]) -> Option<String> {
+    let words = statement_words(tokens);
+    let feature = match lead(&words).as_slice() {
         ["CREATE" | "DROP" | "ALTER", "PROCEDURE", ..] | ["CALL", ..] => "procedures",
         ["CREATE" | "DROP" | "ALTER" | "EXECUTE", "TASK", ..] => "tasks",
         ["CREATE", "FUNCTION", ..] if words.iter().any(|w| w == "RETURNS" || w == "LANGUAGE") => {

@@ -181,6 +181,17 @@ struct Routine<'s> {
     body: String,
 }
 
+impl Routine<'_> {
+    /// The name of one overload: a function's with its parameter types, a macro's alone.
+    fn specific_name(&self) -> &str {
+        let name = self
+            .def
+            .name
+            .trim_end_matches(pondra_catalog::FUNCTION_SUFFIX);
+        name.trim_end_matches("$macro")
+    }
+}
+
 /// The lake's SQL functions and macros, each overload apart.
 fn routines(snapshot: &Snapshot) -> impl Iterator<Item = Routine<'_>> {
     snapshot.tables.values().filter_map(|def| match &def.kind {
@@ -934,14 +945,8 @@ pub fn system_table(
                     vec![
                         text(database),
                         text("public"),
-                        text(routine.name),
-                        text(
-                            routine
-                                .def
-                                .name
-                                .trim_end_matches(pondra_catalog::FUNCTION_SUFFIX)
-                                .trim_end_matches("$macro"),
-                        ),
+                        text(routine.name.clone()),
+                        text(routine.specific_name()),
                         text("FUNCTION"),
                         returns.map_or(Cell::Null, |t| text(pg_type_of(&t.to_arrow()).1)),
                         text("SQL"),

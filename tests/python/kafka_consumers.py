@@ -50,6 +50,27 @@ def consume(group, topics, count, **config):
     return records
 
 
+def settle(members, partitions_each, started):
+    """Waits until each member of a group holds `partitions_each` partitions, before any rows
+    come: a partition read before it moves would be read again by its next owner."""
+    while any(len(m.assignment()) != partitions_each for m in members):
+        assert time.time() - started < PATIENCE, [m.assignment() for m in members]
+        for member in members:
+            assert not member.consume(10, 0.1), "the topics are empty yet"
+
+
+def read_by_members(members, count, started, field):
+    """What each member reads (as `field` of each message) until they have read `count`."""
+    seen = [[] for _ in members]
+    while sum(len(s) for s in seen) < count:
+        assert time.time() - started < PATIENCE, [len(s) for s in seen]
+        for member, records in zip(members, seen):
+            for message in member.consume(500, 0.2):
+                assert message.error() is None, message.error()
+                records.append(field(message))
+    return seen
+
+
 def json_values_and_offsets():
     pg.execute("CREATE TABLE orders (id INT, item VARCHAR, qty INT)")
     produce("orders", [{"id": i, "item": f"item-{i % 10}", "qty": i % 7} for i in range(3000)])
@@ -88,19 +109,10 @@ def two_members_split():
         member.subscribe(topics)
     # Rows come once the group is formed: a member reads from where the group stands.
     started = time.time()
-    while any(len(m.assignment()) != 1 for m in members):
-        assert time.time() - started < PATIENCE, [m.assignment() for m in members]
-        for member in members:
-            assert not member.consume(10, 0.1), "the topics are empty yet"
+    settle(members, 1, started)
     for topic in topics:
         produce(topic, [{"n": i} for i in range(1000)])
-    seen = [[], []]
-    while sum(len(s) for s in seen) < 2000:
-        assert time.time() - started < PATIENCE, [len(s) for s in seen]
-        for member, records in zip(members, seen):
-            for message in member.consume(500, 0.2):
-                assert message.error() is None, message.error()
-                records.append((message.topic(), message.offset()))
+    seen = read_by_members(members, 2000, started, lambda m: (m.topic(), m.offset()))
     assignments = sorted(sorted(tp.topic for tp in m.assignment()) for m in members)
     assert assignments == [["left_events"], ["right_events"]], assignments
     assert all(len({topic for topic, _ in records}) == 1 for records in seen), "a topic each"
@@ -121,24 +133,15 @@ def partitions_of_one_topic():
     members = [Consumer(config), Consumer(config)]
     for member in members:
         member.subscribe(["clicks"])
-    # Rows come once the group is formed, so no partition is read before it moves.
     started = time.time()
-    while any(len(m.assignment()) != 2 for m in members):
-        assert time.time() - started < PATIENCE, [m.assignment() for m in members]
-        for member in members:
-            assert not member.consume(10, 0.1), "the topic is empty yet"
+    settle(members, 2, started)
     producer = Producer({"bootstrap.servers": kafka, "enable.idempotence": True, "linger.ms": 5})
     for n in range(2000):
         user = n % 50
         producer.produce("clicks", key=str(user).encode(), value=json.dumps({"user_id": user, "n": n}).encode())
     assert producer.flush(30) == 0
-    seen = [[], []]
-    while sum(len(s) for s in seen) < 2000:
-        assert time.time() - started < PATIENCE, [len(s) for s in seen]
-        for member, records in zip(members, seen):
-            for message in member.consume(500, 0.2):
-                assert message.error() is None, message.error()
-                records.append((message.partition(), message.offset(), json.loads(message.value())))
+    seen = read_by_members(members, 2000, started,
+                           lambda m: (m.partition(), m.offset(), json.loads(m.value())))
     held = [sorted(tp.partition for tp in m.assignment()) for m in members]
     assert sorted(held[0] + held[1]) == [0, 1, 2, 3], held
     everything = seen[0] + seen[1]

@@ -189,20 +189,15 @@ fn rows_plan(
 
 #[cfg(test)]
 mod tests {
-    use arrow::array::{AsArray, Int32Array};
-    use arrow::datatypes::{Int64Type, Schema};
+    use arrow::array::AsArray;
+    use arrow::datatypes::Int64Type;
 
     use super::*;
     use crate::node::NodeOptions;
+    use crate::test_support::node_with;
 
     fn batch(values: std::ops::Range<i32>) -> RecordBatch {
-        let schema = Arc::new(Schema::new(vec![arrow::datatypes::Field::new(
-            "v",
-            DataType::Int32,
-            true,
-        )]));
-        let values = Int32Array::from_iter_values(values);
-        RecordBatch::try_new(schema, vec![Arc::new(values)]).unwrap()
+        crate::test_support::int_rows(values)
     }
 
     /// (v, offset) of the rows read from `from`.
@@ -233,11 +228,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn offsets_are_dense_in_commit_order_through_tiering_deletes_and_reopening() {
-        let dir = tempfile::tempdir().unwrap();
-        let node = Node::open_folder(dir.path(), NodeOptions::default())
-            .await
-            .unwrap();
-        node.execute("CREATE TABLE t (v INT)").await.unwrap();
+        let (dir, node) = node_with(&["CREATE TABLE t (v INT)"]).await;
         for start in [0, 10, 20] {
             node.append("t", &[batch(start..start + 10)], None)
                 .await
@@ -295,13 +286,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn each_partition_has_dense_offsets_of_its_own_through_tiering_and_reopening() {
-        let dir = tempfile::tempdir().unwrap();
-        let node = Node::open_folder(dir.path(), NodeOptions::default())
-            .await
-            .unwrap();
-        node.execute("CREATE TABLE t (v INT) WITH (partitions = 3)")
-            .await
-            .unwrap();
+        let (dir, node) = node_with(&["CREATE TABLE t (v INT) WITH (partitions = 3)"]).await;
         assert_eq!(append_to(&node, 2, 0..5).await, 0);
         assert_eq!(append_to(&node, 0, 100..103).await, 0);
         assert_eq!(append_to(&node, 2, 5..8).await, 5);

@@ -75,10 +75,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn notebooks_are_saved_replaced_dropped_and_reopened() {
-        let dir = tempfile::tempdir().unwrap();
-        let node = Node::open_folder(dir.path(), NodeOptions::default())
-            .await
-            .unwrap();
+        let (dir, node) = crate::test_support::node_with(&[]).await;
         node.save_notebook("daily", r#"{"cells":[]}"#.into())
             .await
             .unwrap();

@@ -188,14 +188,10 @@ impl Node {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::NodeOptions;
 
     #[tokio::test]
     async fn appends_take_places_behind_their_predecessors() {
-        let dir = tempfile::tempdir().unwrap();
-        let node = Node::open_folder(dir.path(), NodeOptions::default())
-            .await
-            .unwrap();
+        let (_dir, node) = crate::test_support::node_with(&[]).await;
         let patience = Duration::from_millis(50);
         let first = node.take_place("p", 1, 0, patience).await.unwrap().unwrap();
         assert!(
@@ -243,22 +239,12 @@ mod tests {
     }
 
     fn batch(value: i32) -> arrow::array::RecordBatch {
-        let schema = arrow::datatypes::Schema::new(vec![arrow::datatypes::Field::new(
-            "v",
-            arrow::datatypes::DataType::Int32,
-            true,
-        )]);
-        let values = arrow::array::Int32Array::from(vec![value]);
-        arrow::array::RecordBatch::try_new(Arc::new(schema), vec![Arc::new(values)]).unwrap()
+        crate::test_support::int_rows([value])
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn appends_in_line_commit_in_order_and_fail_after_a_failed_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let node = Node::open_folder(dir.path(), NodeOptions::default())
-            .await
-            .unwrap();
-        node.execute("CREATE TABLE t (v INT)").await.unwrap();
+        let (_dir, node) = crate::test_support::node_with(&["CREATE TABLE t (v INT)"]).await;
         let patience = Duration::from_secs(5);
         let mut places = Vec::new();
         for sequence in 1..=3 {
@@ -313,13 +299,8 @@ mod tests {
     /// before it without holding the lock, or the two would wait for each other.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn appends_in_line_to_a_keyed_table_do_not_wait_for_each_other() {
-        let dir = tempfile::tempdir().unwrap();
-        let node = Node::open_folder(dir.path(), NodeOptions::default())
-            .await
-            .unwrap();
-        node.execute("CREATE TABLE t (v INT PRIMARY KEY)")
-            .await
-            .unwrap();
+        let create = "CREATE TABLE t (v INT PRIMARY KEY)";
+        let (_dir, node) = crate::test_support::node_with(&[create]).await;
         let patience = Duration::from_secs(5);
         let mut appends = Vec::new();
         let mut places = Vec::new();
