@@ -30,10 +30,10 @@ pub use statistics::{
 };
 pub use types::{
     CHANGE_TYPE, COMMIT_FIELD_IDS, COMMIT_TIMESTAMP, COMMIT_VERSION, Column, DataFile, EventTime,
-    FUNCTION_SUFFIX, Fold, HIDDEN_COLUMN, Index, KafkaFormat, Layout, LogSegment, MAX_PARTITIONS,
-    OFFSET, OFFSET_FIELD_ID, PARQUET_FIELD_ID, PARTITION_SHIFT, SegmentPayload, Signature, SqlType,
-    StructField, TableDef, TableFormat, TableKind, Ttl, Watermark, field_id, function_name,
-    join_state_name, lake_offset, macro_name, map_type, partition_offset, system_fields,
-    value_counts_name,
+    FUNCTION_SUFFIX, Fold, FunctionLanguage, HIDDEN_COLUMN, Index, KafkaFormat, Layout, LogSegment,
+    MAX_PARTITIONS, OFFSET, OFFSET_FIELD_ID, PARQUET_FIELD_ID, PARTITION_SHIFT, PROCEDURE_SUFFIX,
+    SegmentPayload, Signature, SqlType, StructField, TableDef, TableFormat, TableKind, Ttl,
+    Watermark, field_id, function_name, join_state_name, lake_offset, macro_name, map_type,
+    partition_offset, procedure_name, system_fields, value_counts_name,
 };
 pub use wire::ForwardedCommit;

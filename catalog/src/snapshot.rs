@@ -90,6 +90,17 @@ impl Snapshot {
             .collect()
     }
 
+    /// The procedures (every overload) named `name` (ADR 0081).
+    pub fn procedures_named(&self, name: &str) -> Vec<&Arc<TableDef>> {
+        let prefix = format!("{name}(");
+        self.tables
+            .range(prefix.clone()..)
+            .take_while(|(key, _)| key.starts_with(&prefix))
+            .filter(|(key, _)| key.ends_with(crate::PROCEDURE_SUFFIX))
+            .map(|(_, def)| def)
+            .collect()
+    }
+
     /// The tables and views that listings show: all but the views' hidden state.
     pub fn visible_tables(&self) -> impl Iterator<Item = &Arc<TableDef>> {
         self.tables.values().filter(|t| !t.is_hidden())
@@ -160,7 +171,8 @@ impl Snapshot {
                 | crate::TableKind::View { .. }
                 | crate::TableKind::ValueCounts { .. }
                 | crate::TableKind::JoinState { .. }
-                | crate::TableKind::Macro { .. } => false,
+                | crate::TableKind::Macro { .. }
+                | crate::TableKind::Procedure { .. } => false,
             })
             .cloned()
             .collect()

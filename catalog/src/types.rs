@@ -325,6 +325,14 @@ pub enum TableKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         signature: Option<Signature>,
     },
+    /// A stored procedure (ADR 0081), kept under [`procedure_name`]: its parameters' names and
+    /// types, and its body, run by `CALL`. Holds no rows; hidden from listings and from FROM.
+    Procedure {
+        parameters: Vec<String>,
+        parameter_types: Vec<SqlType>,
+        language: FunctionLanguage,
+        body: String,
+    },
 }
 
 /// A typed SQL function's types (ADR 0081): `CREATE FUNCTION f(a INT) RETURNS BIGINT ...`.
@@ -332,6 +340,34 @@ pub enum TableKind {
 pub struct Signature {
     pub parameter_types: Vec<SqlType>,
     pub returns: SqlType,
+    /// The body's language: SQL, bound inline, or Python, run in worker processes.
+    #[serde(default, skip_serializing_if = "FunctionLanguage::is_sql")]
+    pub language: FunctionLanguage,
+    /// A Python function called once per batch of rows, on arrays, rather than once per row.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub vectorized: bool,
+}
+
+/// What a typed function's body is written in (ADR 0081).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FunctionLanguage {
+    #[default]
+    Sql,
+    Python,
+}
+
+impl FunctionLanguage {
+    pub fn is_sql(&self) -> bool {
+        *self == FunctionLanguage::Sql
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            FunctionLanguage::Sql => "sql",
+            FunctionLanguage::Python => "python",
+        }
+    }
 }
 
 /// The catalog name a macro is kept under (ADR 0068), apart from the tables' names.
@@ -351,6 +387,16 @@ pub fn function_name(name: &str, parameter_types: &[SqlType]) -> String {
 
 /// The ending of a typed SQL function's catalog name.
 pub const FUNCTION_SUFFIX: &str = "$function";
+
+/// The catalog name a procedure is kept under (ADR 0081): one per overload, as a function's.
+pub fn procedure_name(name: &str, parameter_types: &[SqlType]) -> String {
+    let function = function_name(name, parameter_types);
+    let name = function.trim_end_matches(FUNCTION_SUFFIX);
+    format!("{name}{PROCEDURE_SUFFIX}")
+}
+
+/// The ending of a procedure's catalog name.
+pub const PROCEDURE_SUFFIX: &str = "$procedure";
 
 /// An index as declared by `CREATE INDEX`. Pondra keeps no index structure (ADR 0005): scans
 /// prune by the statistics of Parquet files instead. The declaration is kept so that schemas
@@ -725,7 +771,10 @@ impl TableDef {
     pub fn is_hidden(&self) -> bool {
         matches!(
             self.kind,
-            TableKind::ValueCounts { .. } | TableKind::JoinState { .. } | TableKind::Macro { .. }
+            TableKind::ValueCounts { .. }
+                | TableKind::JoinState { .. }
+                | TableKind::Macro { .. }
+                | TableKind::Procedure { .. }
         )
     }
 }

@@ -237,6 +237,10 @@ impl Node {
             if let Some(control) = crate::sessions::transaction::control_of(sql) {
                 return self.run_transaction_control(session, control).await;
             }
+            if let Some(call) = crate::sessions::procedures::call_of(sql) {
+                let call = call.clone();
+                return Box::pin(self.call_procedure(session, &call, 0)).await;
+            }
         }
         // The statement runs in the session's transaction, if one is open, and gives it back.
         let transaction = session.take_transaction();

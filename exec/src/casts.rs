@@ -179,7 +179,7 @@ fn intervals_from_text(value: &ArrayRef, safe: bool) -> Result<ArrayRef> {
 }
 
 /// The SQL name of a value's type, for errors.
-fn sql_name(data_type: &DataType) -> String {
+pub(crate) fn sql_name(data_type: &DataType) -> String {
     pondra_catalog::SqlType::from_arrow(data_type)
         .map_or_else(|| data_type.to_string(), |t| t.to_string())
 }

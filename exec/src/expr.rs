@@ -179,6 +179,15 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
         Expr::Lambda(lambda) => Ok(Value::Column(crate::lambdas::evaluate_lambda(
             lambda, batch,
         )?)),
+        Expr::Python(call) => {
+            let args = call
+                .args
+                .iter()
+                .map(|arg| value(arg, batch)?.into_array(rows))
+                .collect::<Result<Vec<_>>>()?;
+            let values = crate::python::evaluate_python(call, args, rows)?;
+            Ok(Value::Column(values))
+        }
         Expr::ScalarSubquery(_) => Err(ExecError::Execution(
             "a scalar subquery reached the executor uncomputed".into(),
         )),

@@ -56,6 +56,7 @@ mod pipeline;
 mod printf;
 mod profile;
 mod prune;
+mod python;
 mod recursive_cte;
 mod regexp_groups;
 mod repeated_scans;

@@ -8,6 +8,7 @@ mod dialect;
 mod equals_arguments;
 mod frame_exclusion;
 mod from_values;
+mod functions;
 mod in_lists;
 mod messages;
 mod null_order;
@@ -64,6 +65,9 @@ pub enum Statement {
         name: String,
         value: Option<Box<ast::Query>>,
     },
+    /// `CREATE [OR REPLACE] PROCEDURE name(a type, ...) [LANGUAGE sql | python] AS $$ ... $$`
+    /// (ADR 0081), read as PostgreSQL reads a function without RETURNS.
+    CreateProcedure(Box<ast::CreateFunction>),
 }
 
 /// What a statement does, for deciding who may run it.
@@ -84,6 +88,7 @@ impl Statement {
         let statement = match self {
             Statement::Sql(statement) => statement,
             Statement::Checkpoint => return StatementKind::Write,
+            Statement::CreateProcedure(_) => return StatementKind::Schema,
             Statement::Subscribe { .. } | Statement::SetVariable { .. } => {
                 return StatementKind::Read;
             }
@@ -201,8 +206,11 @@ fn parse_one(text: &str) -> Result<Statement, ParseError> {
     let statement = match parse_bounded(tokens.clone()) {
         Ok(statement) => statement,
         Err(ParseError::Syntax(reason)) => {
-            if let Some(function) = typed_function(text, &tokens) {
+            if let Some(function) = functions::typed_function(&tokens) {
                 return function;
+            }
+            if let Some(procedure) = functions::procedure(&tokens) {
+                return procedure;
             }
             return Err(not_built(&tokens).map_or(ParseError::Syntax(reason), ParseError::NotBuilt));
         }
@@ -212,21 +220,6 @@ fn parse_one(text: &str) -> Result<Statement, ParseError> {
         Some(name) => variables::set_variable(name, statement),
         None => Ok(statement),
     }
-}
-
-/// PostgreSQL's `CREATE [OR REPLACE] FUNCTION name(a type, ...) RETURNS type [LANGUAGE sql] AS
-/// $$ ... $$ | RETURN expr` (ADR 0081), which DuckDB's dialect reads as a macro's and refuses:
-/// parsed in PostgreSQL's dialect. None when the statement is not one.
-fn typed_function(text: &str, tokens: &[TokenWithSpan]) -> Option<Result<Statement, ParseError>> {
-    let words = statement_words(tokens);
-    let creates = matches!(lead(&words).as_slice(), ["CREATE", "FUNCTION", ..]);
-    if !creates || !words.iter().any(|w| w == "RETURNS") {
-        return None;
-    }
-    let dialect = sqlparser::dialect::PostgreSqlDialect {};
-    let parsed = Parser::parse_sql(&dialect, text).ok()?;
-    let [statement] = <[ast::Statement; 1]>::try_from(parsed).ok()?;
-    Some(Ok(Statement::Sql(Box::new(statement))))
 }
 
 /// A statement's tokens other than whitespace: unquoted words in upper case, anything else as
@@ -257,7 +250,6 @@ fn lead(words: &[String]) -> Vec<&str> {
 fn not_built(tokens: &[TokenWithSpan]) -> Option<String> {
     let words = statement_words(tokens);
     let feature = match lead(&words).as_slice() {
-        ["CREATE" | "DROP" | "ALTER", "PROCEDURE", ..] | ["CALL", ..] => "procedures",
         ["CREATE" | "DROP" | "ALTER" | "EXECUTE", "TASK", ..] => "tasks",
         ["CREATE", "FUNCTION", ..] if words.iter().any(|w| w == "RETURNS" || w == "LANGUAGE") => {
             "this form of CREATE FUNCTION (a SQL function is `CREATE FUNCTION name(a type) RETURNS type AS $$ SELECT ... $$` or `RETURN expr`; DuckDB's CREATE FUNCTION name(a, b) AS expr makes a macro)"

@@ -66,6 +66,27 @@ pub enum Expr {
     ScalarSubquery(Subquery),
     /// A list function applying a lambda to each list's elements (ADR 0061).
     Lambda(Box<Lambda>),
+    /// A call of a Python function, run in a worker process (ADR 0081).
+    Python(Box<PythonCall>),
+}
+
+/// A call of a Python function: the arguments, each already cast to its parameter's type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PythonCall {
+    pub function: std::sync::Arc<PythonFunction>,
+    pub args: Vec<Expr>,
+}
+
+/// A Python function as its workers compile it (ADR 0081).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct PythonFunction {
+    pub name: String,
+    pub parameters: Vec<String>,
+    /// The body of the Python function `name(parameters)`: statements ending in a `return`.
+    pub source: String,
+    /// Called once per batch on arrays, rather than once per row on values.
+    pub vectorized: bool,
+    pub returns: DataType,
 }
 
 /// `list_transform(list, x -> body)` and its kin. The list, a reduction's initial value and
@@ -1107,6 +1128,10 @@ impl Expr {
             | Expr::OuterColumn { .. }
             | Expr::DeepOuterColumn(_)
             | Expr::ScalarSubquery(_) => self.clone(),
+            Expr::Python(call) => Expr::Python(Box::new(PythonCall {
+                function: call.function.clone(),
+                args: call.args.iter().map(&mut *f).collect(),
+            })),
             Expr::Lambda(lambda) => Expr::Lambda(Box::new(Lambda {
                 list: f(&lambda.list),
                 initial: lambda.initial.as_ref().map(&mut *f),
@@ -1267,6 +1292,7 @@ impl Expr {
             | Expr::Case { data_type, .. }
             | Expr::Function { data_type, .. } => data_type.clone(),
             Expr::Lambda(lambda) => lambda.data_type.clone(),
+            Expr::Python(call) => call.function.returns.clone(),
         }
     }
 
@@ -1297,6 +1323,10 @@ impl fmt::Display for Expr {
             Expr::OuterColumn { name, index, .. } => write!(f, "outer.{name}#{index}"),
             Expr::DeepOuterColumn(c) => write!(f, "outer{}.{}#{}", c.depth, c.name, c.index),
             Expr::ScalarSubquery(_) => write!(f, "(subquery)"),
+            Expr::Python(call) => {
+                let args: Vec<String> = call.args.iter().map(ToString::to_string).collect();
+                write!(f, "{}({})", call.function.name, args.join(", "))
+            }
             Expr::Lambda(lambda) => {
                 write!(f, "{}({}, ", lambda.op.name(), lambda.list)?;
                 if let Some(initial) = &lambda.initial {

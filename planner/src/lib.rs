@@ -29,13 +29,16 @@ mod view;
 mod view_ctes;
 mod view_stream;
 
-pub use binder::{Binder, interval_from_text, normalize, now_micros, object_name, table_changes};
+pub use binder::{
+    Binder, interval_from_text, normalize, now_micros, object_name, procedure_for_call,
+    table_changes,
+};
 pub use error::{PlanError, Result};
 pub use expr::{
     AggregateCall, AggregateFunction, BinaryOp, BitwiseOp, BlobOp, DatePart, Expr, Frame,
     FrameBound, FrameExclusion, FrameOffset, FrameUnits, IntervalOp, JoinKind, JsonOp, JsonStyle,
-    Lambda, LambdaOp, ListOp, MapOp, MathOp, Moment, ScalarFunction, SortKey, Subquery, TextOp,
-    WindowExpr, WindowFunction,
+    Lambda, LambdaOp, ListOp, MapOp, MathOp, Moment, PythonCall, PythonFunction, ScalarFunction,
+    SortKey, Subquery, TextOp, WindowExpr, WindowFunction,
 };
 pub use external::{ExternalFile, ExternalTable, FileFormat};
 pub use interval_join::StateExpiry;

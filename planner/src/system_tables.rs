@@ -179,6 +179,8 @@ struct Routine<'s> {
     arguments: usize,
     returns: Option<pondra_catalog::SqlType>,
     body: String,
+    language: pondra_catalog::FunctionLanguage,
+    procedure: bool,
 }
 
 impl Routine<'_> {
@@ -187,32 +189,52 @@ impl Routine<'_> {
         let name = self
             .def
             .name
-            .trim_end_matches(pondra_catalog::FUNCTION_SUFFIX);
+            .trim_end_matches(pondra_catalog::FUNCTION_SUFFIX)
+            .trim_end_matches(pondra_catalog::PROCEDURE_SUFFIX);
         name.trim_end_matches("$macro")
     }
 }
 
-/// The lake's SQL functions and macros, each overload apart.
+/// The lake's functions, macros and procedures, each overload apart.
 fn routines(snapshot: &Snapshot) -> impl Iterator<Item = Routine<'_>> {
-    snapshot.tables.values().filter_map(|def| match &def.kind {
-        TableKind::Macro {
-            parameters,
-            body,
-            signature,
-            ..
-        } => Some(Routine {
-            def,
-            name: def
-                .name
-                .split(['(', '$'])
-                .next()
-                .unwrap_or_default()
-                .to_string(),
-            arguments: parameters.len(),
-            returns: signature.as_ref().map(|s| s.returns.clone()),
-            body: body.clone(),
-        }),
-        _ => None,
+    snapshot.tables.values().filter_map(|def| {
+        let name = def
+            .name
+            .split(['(', '$'])
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        match &def.kind {
+            TableKind::Macro {
+                parameters,
+                body,
+                signature,
+                ..
+            } => Some(Routine {
+                def,
+                name,
+                arguments: parameters.len(),
+                returns: signature.as_ref().map(|s| s.returns.clone()),
+                body: body.clone(),
+                language: signature.as_ref().map(|s| s.language).unwrap_or_default(),
+                procedure: false,
+            }),
+            TableKind::Procedure {
+                parameters,
+                language,
+                body,
+                ..
+            } => Some(Routine {
+                def,
+                name,
+                arguments: parameters.len(),
+                returns: None,
+                body: body.clone(),
+                language: *language,
+                procedure: true,
+            }),
+            _ => None,
+        }
     })
 }
 
@@ -315,7 +337,8 @@ fn relkind(table: &TableDef) -> &'static str {
         TableKind::Table
         | TableKind::ValueCounts { .. }
         | TableKind::JoinState { .. }
-        | TableKind::Macro { .. } => "r",
+        | TableKind::Macro { .. }
+        | TableKind::Procedure { .. } => "r",
         TableKind::View { .. } => "v",
         TableKind::MaterializedView { .. } => "m",
     }
@@ -326,7 +349,8 @@ fn table_type(table: &TableDef) -> &'static str {
         TableKind::Table
         | TableKind::ValueCounts { .. }
         | TableKind::JoinState { .. }
-        | TableKind::Macro { .. } => "BASE TABLE",
+        | TableKind::Macro { .. }
+        | TableKind::Procedure { .. } => "BASE TABLE",
         TableKind::View { .. } | TableKind::MaterializedView { .. } => "VIEW",
     }
 }
@@ -917,7 +941,7 @@ pub fn system_table(
                         int(table_oid(routine.def)),
                         text(routine.name),
                         int(namespace_oid(snapshot, &routine.def.name)),
-                        text("f"),
+                        text(if routine.procedure { "p" } else { "f" }),
                         int(routine
                             .returns
                             .as_ref()
@@ -938,6 +962,7 @@ pub fn system_table(
                 ("data_type", DataType::Utf8),
                 ("routine_body", DataType::Utf8),
                 ("routine_definition", DataType::Utf8),
+                ("external_language", DataType::Utf8),
             ],
             routines(snapshot)
                 .map(|routine| {
@@ -947,10 +972,18 @@ pub fn system_table(
                         text("public"),
                         text(routine.name.clone()),
                         text(routine.specific_name()),
-                        text("FUNCTION"),
+                        text(if routine.procedure {
+                            "PROCEDURE"
+                        } else {
+                            "FUNCTION"
+                        }),
                         returns.map_or(Cell::Null, |t| text(pg_type_of(&t.to_arrow()).1)),
-                        text("SQL"),
+                        text(match routine.language.is_sql() {
+                            true => "SQL",
+                            false => "EXTERNAL",
+                        }),
                         text(routine.body),
+                        text(routine.language.name().to_uppercase()),
                     ]
                 })
                 .collect(),
@@ -976,7 +1009,8 @@ pub fn system_table(
                     TableKind::Table
                     | TableKind::ValueCounts { .. }
                     | TableKind::JoinState { .. }
-                    | TableKind::Macro { .. } => None,
+                    | TableKind::Macro { .. }
+                    | TableKind::Procedure { .. } => None,
                 })
                 .collect(),
         ),

@@ -120,6 +120,7 @@ macro_rules! expr_children {
             }
             Expr::Like { expr, pattern, .. } => out.extend([&$($mut)? **expr, &$($mut)? **pattern]),
             Expr::Function { args, .. } => out.extend(args),
+            Expr::Python(call) => out.extend(&$($mut)? call.args),
             // The body is over the lambda's own columns, not the input's: not a child.
             Expr::Lambda(lambda) => {
                 out.push(&$($mut)? lambda.list);

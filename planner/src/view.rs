@@ -1078,6 +1078,7 @@ pub(crate) fn check_readable(table: &TableDef) -> Result<()> {
             table.name
         )),
         TableKind::Macro { .. } => Err(bind_err!("{} is a macro, not a table", table.name)),
+        TableKind::Procedure { .. } => Err(bind_err!("{} is a procedure, not a table", table.name)),
         TableKind::View { .. } => Err(unsupported!("a materialized view over a view")),
     }
 }

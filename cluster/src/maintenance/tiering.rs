@@ -64,7 +64,8 @@ impl Node {
             | TableKind::View { .. }
             | TableKind::ValueCounts { .. }
             | TableKind::JoinState { .. }
-            | TableKind::Macro { .. } => None,
+            | TableKind::Macro { .. }
+            | TableKind::Procedure { .. } => None,
             TableKind::MaterializedView { .. } => load_view(snapshot, table)?.compact_plan(table),
         };
         // A merged view replaces all of its files; a table only adds one for its log rows.

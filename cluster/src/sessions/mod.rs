@@ -4,6 +4,7 @@
 pub(crate) mod optimizer_setting;
 pub(crate) mod pg_parameters;
 pub(crate) mod prepared;
+pub(crate) mod procedures;
 pub(crate) mod session;
 pub(crate) mod settings;
 pub(crate) mod spread_setting;

@@ -200,10 +200,12 @@ impl Node {
             } => {
                 // A macro is hidden from `table` (ADR 0068); the binder named what it drops.
                 let Some(table) = snapshot.table(&name).or_else(|| {
-                    snapshot
-                        .tables
-                        .get(&name)
-                        .filter(|t| matches!(t.kind, TableKind::Macro { .. }))
+                    snapshot.tables.get(&name).filter(|t| {
+                        matches!(
+                            t.kind,
+                            TableKind::Macro { .. } | TableKind::Procedure { .. }
+                        )
+                    })
                 }) else {
                     if if_exists {
                         return Ok(Prepared::new(Vec::new(), "DROP TABLE"));
@@ -220,6 +222,7 @@ impl Node {
                         signature: Some(_), ..
                     } => "DROP FUNCTION",
                     TableKind::Macro { .. } => "DROP MACRO",
+                    TableKind::Procedure { .. } => "DROP PROCEDURE",
                 };
                 let names = dependents.into_iter().chain([name]);
                 Ok(Prepared::new(drops_with_state(snapshot, names), tag))
@@ -374,6 +377,7 @@ impl Node {
                         signature: Some(_), ..
                     } => ("function", "CREATE FUNCTION"),
                     TableKind::Macro { .. } => ("macro", "CREATE MACRO"),
+                    TableKind::Procedure { .. } => ("procedure", "CREATE PROCEDURE"),
                     _ => ("view", "CREATE VIEW"),
                 };
                 let mut changes = Vec::new();

@@ -61,7 +61,8 @@ impl<'a> Binder<'a> {
                 TableKind::Table
                 | TableKind::ValueCounts { .. }
                 | TableKind::JoinState { .. }
-                | TableKind::Macro { .. } => {
+                | TableKind::Macro { .. }
+                | TableKind::Procedure { .. } => {
                     return None;
                 }
             };

@@ -35,6 +35,7 @@ mod names;
 mod order_by;
 mod ordered_set;
 mod pg_format;
+mod procedures;
 mod query;
 mod query_state;
 mod recursive;
@@ -74,6 +75,7 @@ use pondra_parser::{ParsedStatement, Statement, ast};
 pub use expr::type_name;
 use names::first_words;
 pub use names::{interval_from_text, object_name};
+pub use procedures::procedure_for_call;
 use scope::Scope;
 pub use scope::normalize;
 use statements::describe_columns;
@@ -342,6 +344,7 @@ impl<'a> Binder<'a> {
     fn bind_unoptimized(&self, parsed: &ParsedStatement) -> Result<Plan> {
         let statement = match &parsed.statement {
             Statement::Checkpoint => return Ok(Plan::Checkpoint),
+            Statement::CreateProcedure(create) => return self.bind_create_procedure(create),
             Statement::Subscribe { relation, .. } => {
                 return Err(bind_err!(
                     "SUBSCRIBE streams changes where a door can stream them: run COPY (SUBSCRIBE TO \
@@ -475,7 +478,14 @@ impl<'a> Binder<'a> {
                 steps.push(format!("physical:\n{physical}"));
                 Ok(Plan::Explain(steps.join("\n")))
             }
-            ast::Statement::Call(_) => Err(unsupported!("procedures (CALL; ADR 0081)")),
+            ast::Statement::DropProcedure {
+                if_exists,
+                proc_desc,
+                ..
+            } => self.bind_drop_procedure(proc_desc, *if_exists),
+            ast::Statement::Call(_) => Err(bind_err!(
+                "CALL runs in a session, where the procedure's statements run"
+            )),
             other => Err(unsupported!("the statement {}", first_words(other))),
         }
     }

@@ -115,7 +115,8 @@ impl<'a> Binder<'a> {
                 if contains_aggregate(expr) {
                     return Err(bind_err!("aggregate functions are not allowed in GROUP BY"));
                 }
-                let bound = bind_expr(expr, &mut Context::plain(&scope, "GROUP BY"))?;
+                let mut ctx = Context::plain_for(expr, &scope, "GROUP BY", Some(self));
+                let bound = bind_expr(expr, &mut ctx)?;
                 if !group.contains(&bound) {
                     group.push(bound);
                 }
@@ -334,8 +335,9 @@ impl<'a> Binder<'a> {
                             set.iter()
                                 .map(|e| {
                                     let e = resolve_group_alias(e, &select.projection, scope)?;
-                                    let bound =
-                                        bind_expr(e, &mut Context::plain(scope, "GROUP BY"))?;
+                                    let mut ctx =
+                                        Context::plain_for(e, scope, "GROUP BY", Some(self));
+                                    let bound = bind_expr(e, &mut ctx)?;
                                     Ok(agg
                                         .group
                                         .iter()

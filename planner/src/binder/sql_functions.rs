@@ -7,16 +7,19 @@ use std::cell::Cell;
 use std::ops::ControlFlow;
 
 use arrow::datatypes::DataType;
-use pondra_catalog::{Signature, SqlType, TableDef, TableKind, function_name};
+use pondra_catalog::{FunctionLanguage, Signature, SqlType, TableDef, TableKind, function_name};
 use sqlparser::ast;
 
 use super::expr::{Context, bind_expr, type_name};
 use super::macros::parse_expression;
 use super::{Binder, normalize, object_name};
-use crate::expr::Expr;
+use crate::expr::{Expr, PythonCall, PythonFunction};
 use crate::plan::Plan;
 use crate::types::{is_numeric, sql_type_from_ast};
 use crate::{Result, bind_err, unsupported};
+
+/// The names `LANGUAGE` takes for Python: its own, and PostgreSQL's PL/Python's.
+pub(super) const PYTHON_NAMES: [&str; 4] = ["python", "python3", "plpython3u", "plpythonu"];
 
 /// How deep functions may call functions while a call is bound.
 const MAX_FUNCTION_DEPTH: usize = 32;
@@ -38,14 +41,13 @@ impl Binder<'_> {
                 "TEMP functions: a function is kept in the lake"
             ));
         }
-        match create.language.as_ref().map(|l| l.value.to_lowercase()) {
-            None => {}
-            Some(language) if language == "sql" => {}
-            Some(language) if language.starts_with("python") => {
-                return Err(unsupported!("Python functions (LANGUAGE python; ADR 0081)"));
-            }
+        let language = match create.language.as_ref().map(|l| l.value.to_lowercase()) {
+            None => FunctionLanguage::Sql,
+            Some(language) if language == "sql" => FunctionLanguage::Sql,
+            Some(language) if PYTHON_NAMES.contains(&language.as_str()) => FunctionLanguage::Python,
             Some(language) => return Err(unsupported!("functions in LANGUAGE {language}")),
-        }
+        };
+        let vectorized = vectorized_option(&name, language, create.options.as_deref())?;
         let returns = match &create.return_type {
             Some(ast::FunctionReturnType::DataType(ast::DataType::Table(_))) => {
                 return Err(unsupported!("table functions (RETURNS TABLE; ADR 0081)"));
@@ -76,7 +78,10 @@ impl Binder<'_> {
             parameters.push(parameter);
             parameter_types.push(sql_type_from_ast(&arg.data_type)?);
         }
-        let body = function_body(&name, create.function_body.as_ref())?;
+        let body = match language {
+            FunctionLanguage::Sql => function_body(&name, create.function_body.as_ref())?,
+            FunctionLanguage::Python => quoted_body(&name, &parameters, create, language)?,
+        };
         if create.or_replace
             && self
                 .snapshot
@@ -92,6 +97,8 @@ impl Binder<'_> {
             signature: Some(Signature {
                 parameter_types: parameter_types.clone(),
                 returns,
+                language,
+                vectorized,
             }),
         };
         Ok(Plan::CreateView {
@@ -230,6 +237,89 @@ fn function_body(name: &str, body: Option<&ast::CreateFunctionBody>) -> Result<S
     Ok(format!("({text})"))
 }
 
+/// `OPTIONS (vectorized = true | false)`: whether a Python function is called once per batch
+/// of rows, on arrays. Any other option, or an option on a SQL function, is refused.
+fn vectorized_option(
+    name: &str,
+    language: FunctionLanguage,
+    options: Option<&[ast::SqlOption]>,
+) -> Result<bool> {
+    let mut vectorized = false;
+    for option in options.into_iter().flatten() {
+        let ast::SqlOption::KeyValue { key, value } = option else {
+            return Err(bind_err!(
+                "function {name}: options are written key = value"
+            ));
+        };
+        if !key.to_string().eq_ignore_ascii_case("vectorized") {
+            return Err(bind_err!(
+                "function {name}: unknown option {key} (functions take vectorized)"
+            ));
+        }
+        if language != FunctionLanguage::Python {
+            return Err(bind_err!(
+                "function {name}: only a Python function can be vectorized"
+            ));
+        }
+        vectorized = match value.to_string().to_lowercase().trim_matches('\'') {
+            "true" | "on" | "1" => true,
+            "false" | "off" | "0" => false,
+            other => {
+                return Err(bind_err!(
+                    "function {name}: vectorized is true or false, not {other}"
+                ));
+            }
+        };
+    }
+    Ok(vectorized)
+}
+
+/// The body of a routine written in quotes after AS (a Python function's, a procedure's), as
+/// written. A Python body is statements ending in `return`, as PL/Python takes it, so its
+/// parameters must have names Python can use.
+pub(super) fn quoted_body(
+    name: &str,
+    parameters: &[String],
+    create: &ast::CreateFunction,
+    language: FunctionLanguage,
+) -> Result<String> {
+    if language == FunctionLanguage::Python {
+        for parameter in parameters {
+            let valid = parameter
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+                && parameter.chars().all(|c| c.is_alphanumeric() || c == '_');
+            if !valid {
+                return Err(bind_err!(
+                    "{name}: parameter {parameter} needs a name Python can use"
+                ));
+            }
+        }
+    }
+    let body = match create.function_body.as_ref() {
+        Some(
+            ast::CreateFunctionBody::AsBeforeOptions { body, .. }
+            | ast::CreateFunctionBody::AsAfterOptions(body),
+        ) => match body {
+            ast::Expr::Value(value) => match &value.value {
+                ast::Value::SingleQuotedString(text) => Some(text.clone()),
+                ast::Value::DollarQuotedString(quoted) => Some(quoted.value.clone()),
+                _ => None,
+            },
+            _ => None,
+        },
+        Some(_) => None,
+        None => return Err(bind_err!("{name} has no body")),
+    };
+    let Some(body) = body.filter(|b| !b.trim().is_empty()) else {
+        return Err(bind_err!(
+            "{name}'s body is text in quotes after AS: AS $$ ... $$"
+        ));
+    };
+    Ok(body)
+}
+
 /// A call of the typed SQL function `name`, bound; `None` when no typed function has the name.
 /// `ast_args` are the call's arguments as written, `args` the same bound (for their types).
 pub(super) fn bind_typed_call(
@@ -246,7 +336,14 @@ pub(super) fn bind_typed_call(
         return Ok(None);
     }
     let types: Vec<DataType> = args.iter().map(Expr::data_type).collect();
-    let def = chosen_overload(name, &overloads, &types)?;
+    let signature_types = |def: &TableDef| match &def.kind {
+        TableKind::Macro {
+            signature: Some(signature),
+            ..
+        } => Some(signature.parameter_types.clone()),
+        _ => None,
+    };
+    let def = chosen_overload("function", name, &overloads, &types, signature_types)?;
     let TableKind::Macro {
         parameters,
         body,
@@ -256,6 +353,9 @@ pub(super) fn bind_typed_call(
     else {
         unreachable!("a typed function's entry has a signature");
     };
+    if signature.language == FunctionLanguage::Python {
+        return python_call(name, parameters, body, signature, args).map(Some);
+    }
     let mut body = parse_expression(body)?;
     let cast = |at: usize| -> Result<ast::Expr> {
         let argument = ast_args[at].to_string();
@@ -299,25 +399,50 @@ pub(super) fn bind_typed_call(
     bound.map(Some)
 }
 
+/// A call of Python function `name`: its arguments cast to the parameters' types, evaluated in
+/// a worker process.
+fn python_call(
+    name: &str,
+    parameters: &[String],
+    body: &str,
+    signature: &Signature,
+    args: &[Expr],
+) -> Result<Expr> {
+    let args = args
+        .iter()
+        .zip(&signature.parameter_types)
+        .map(|(arg, parameter)| arg.clone().cast(&parameter.to_arrow()))
+        .collect();
+    let function = PythonFunction {
+        name: name.to_string(),
+        parameters: parameters.to_vec(),
+        source: body.to_string(),
+        vectorized: signature.vectorized,
+        returns: signature.returns.to_arrow(),
+    };
+    Ok(Expr::Python(Box::new(PythonCall {
+        function: std::sync::Arc::new(function),
+        args,
+    })))
+}
+
 /// The overload of `name` that arguments of `types` fit best: every argument its parameter's
 /// type, else the most such with the rest convertible (numbers to numbers, text to text,
-/// NULL to anything). Two that fit equally well are an error naming them.
-fn chosen_overload<'d>(
+/// NULL to anything). Two that fit equally well are an error naming them. `what` says what
+/// the overloads are (function, procedure), `parameter_types` reads an overload's types.
+pub(super) fn chosen_overload<'d>(
+    what: &str,
     name: &str,
     overloads: &[&'d std::sync::Arc<TableDef>],
     types: &[DataType],
-) -> Result<&'d TableDef> {
-    let mut best: Vec<(&TableDef, usize)> = Vec::new();
+    parameter_types: impl Fn(&TableDef) -> Option<Vec<SqlType>>,
+) -> Result<&'d std::sync::Arc<TableDef>> {
+    let mut best: Vec<(&std::sync::Arc<TableDef>, usize)> = Vec::new();
     for &def in overloads {
-        let def: &'d TableDef = def.as_ref();
-        let TableKind::Macro {
-            signature: Some(signature),
-            ..
-        } = &def.kind
-        else {
+        let Some(parameters) = parameter_types(def) else {
             continue;
         };
-        let Some(score) = fit(&signature.parameter_types, types) else {
+        let Some(score) = fit(&parameters, types) else {
             continue;
         };
         match best.first().map(|(_, s)| *s) {
@@ -330,17 +455,18 @@ fn chosen_overload<'d>(
     match best.as_slice() {
         [(def, _)] => Ok(def),
         [] => Err(bind_err!(
-            "function {name}({}) does not exist: no overload of {name} takes these arguments",
+            "{what} {name}({}) does not exist: no overload of {name} takes these arguments",
             shown.join(", ")
         )),
         many => {
-            let names: Vec<&str> = many.iter().map(|(d, _)| d.name.as_str()).collect();
+            let names: Vec<&str> = many
+                .iter()
+                .map(|(d, _)| d.name.split('$').next().unwrap_or_default())
+                .collect();
             Err(bind_err!(
-                "function {name}({}) is ambiguous: {} fit equally well",
+                "{what} {name}({}) is ambiguous: {} fit equally well",
                 shown.join(", "),
-                names
-                    .join(" and ")
-                    .replace(pondra_catalog::FUNCTION_SUFFIX, "")
+                names.join(" and ")
             ))
         }
     }

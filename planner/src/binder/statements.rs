@@ -290,6 +290,7 @@ impl Binder<'_> {
                 TableKind::View { .. } => "VIEW",
                 TableKind::MaterializedView { .. } => "MATERIALIZED VIEW",
                 TableKind::Macro { .. } => "MACRO",
+                TableKind::Procedure { .. } => "PROCEDURE",
             };
             // DROP VIEW also drops a materialized view, as in DuckDB.
             if wanted != actual && !(wanted == "VIEW" && actual == "MATERIALIZED VIEW") {
@@ -813,6 +814,9 @@ impl Binder<'_> {
                 self.scan(table)?.schema()
             }
             TableKind::Macro { .. } => return Err(bind_err!("{name} is a macro, not a table")),
+            TableKind::Procedure { .. } => {
+                return Err(bind_err!("{name} is a procedure, not a table"));
+            }
         };
         // A table's columns by their declared types (JSON is stored as text).
         let declared = |i: usize| match table.kind {

@@ -295,6 +295,9 @@ impl<'a> Binder<'a> {
                 ))
             }
             TableKind::Macro { .. } => Err(bind_err!("{} is a macro, not a table", table.name)),
+            TableKind::Procedure { .. } => {
+                Err(bind_err!("{} is a procedure, not a table", table.name))
+            }
         }
     }
 

@@ -23,6 +23,7 @@ mod python_package;
 mod query_oracle;
 mod serve_console;
 mod serve_flight;
+mod serve_functions;
 mod serve_http;
 mod serve_jdbc;
 mod serve_kafka;

@@ -48,7 +48,8 @@ pub(crate) fn bind_aggregate_call(
         };
         for item in items {
             let (descending, nulls_first) = crate::binder::order_by::sort_options(item)?;
-            let expr = bind_generic(&item.expr, &mut Context::plain(input, "ORDER BY"))?;
+            let mut ctx = Context::plain_for(&item.expr, input, "ORDER BY", binder);
+            let expr = bind_generic(&item.expr, &mut ctx)?;
             order.push(SortKey {
                 expr,
                 descending,
@@ -103,7 +104,7 @@ pub(crate) fn bind_aggregate_call(
     if args.is_empty() && func == AggregateFunction::Count {
         // `count()` (DuckDB) counts rows, as `count(*)` does.
         let call = AggregateCall::new(AggregateFunction::CountStar, None);
-        return with_filter(call, function.filter.as_deref(), input);
+        return with_filter(call, function.filter.as_deref(), input, binder);
     }
     if args.len() != 1 {
         return Err(bind_err!("{name} takes one argument, got {}", args.len()));
@@ -113,7 +114,7 @@ pub(crate) fn bind_aggregate_call(
             if func == AggregateFunction::Count =>
         {
             let call = AggregateCall::new(AggregateFunction::CountStar, None);
-            return with_filter(call, function.filter.as_deref(), input);
+            return with_filter(call, function.filter.as_deref(), input, binder);
         }
         ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(e)) => e,
         other => return Err(bind_err!("{name}: unexpected argument {other}")),
@@ -177,7 +178,7 @@ pub(crate) fn bind_aggregate_call(
         order,
         filter: None,
     };
-    with_filter(call, function.filter.as_deref(), input)
+    with_filter(call, function.filter.as_deref(), input, binder)
 }
 
 /// `agg(x) FILTER (WHERE c)` is `agg(CASE WHEN c THEN x END)`; `count(*)` counts `CASE WHEN c
@@ -186,6 +187,7 @@ pub(super) fn with_filter(
     call: AggregateCall,
     filter: Option<&ast::Expr>,
     input: &Scope,
+    binder: Option<&Binder<'_>>,
 ) -> Result<AggregateCall> {
     let Some(filter) = filter else {
         return Ok(call);
@@ -194,7 +196,10 @@ pub(super) fn with_filter(
         return Err(bind_err!("aggregate functions are not allowed in FILTER"));
     }
     let condition = boolean(
-        bind_generic(filter, &mut Context::plain(input, "FILTER"))?,
+        bind_generic(
+            filter,
+            &mut Context::plain_for(filter, input, "FILTER", binder),
+        )?,
         "FILTER",
     )?;
     if call.func == AggregateFunction::ArrayAgg {

@@ -145,7 +145,7 @@ pub(crate) fn bind_aggregated(
         check_boolean_aggregate(&function_name(function), &call)?;
         return Ok(agg.column_of(call));
     }
-    let mut plain = Context::plain(&agg.input, "GROUP BY");
+    let mut plain = Context::plain_for(expr, &agg.input, "GROUP BY", binder);
     if !contains_subquery(expr)
         && let Ok(bound) = bind_generic(expr, &mut plain)
         && let Some(index) = agg.group.iter().position(|g| g == &bound)
@@ -259,7 +259,7 @@ fn temporal_average(
         order: Vec::new(),
         filter: None,
     };
-    let call = with_filter(call, function.filter.as_deref(), &agg.input)?;
+    let call = with_filter(call, function.filter.as_deref(), &agg.input, binder)?;
     let average = agg.column_of(call);
     Ok(Some(average.cast(&DataType::Int64).cast(&back)))
 }

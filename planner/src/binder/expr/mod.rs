@@ -76,6 +76,21 @@ impl<'a> Context<'a> {
             binder: None,
         }
     }
+
+    /// A plain context for `expr` that sees the statement's binder (and through it the
+    /// catalog's functions) unless `expr` holds a subquery, which a plain clause refuses.
+    pub fn plain_for(
+        expr: &ast::Expr,
+        scope: &'a Scope,
+        clause: &'a str,
+        binder: Option<&'a Binder<'a>>,
+    ) -> Context<'a> {
+        Context::Plain {
+            scope,
+            clause,
+            binder: binder.filter(|_| !subquery_values::contains_subquery(expr)),
+        }
+    }
 }
 
 /// Binds one expression in a context.

@@ -1,0 +1,50 @@
+//! Python functions and procedures (ADR 0081) through `pondra serve`, run by psycopg: the
+//! workers use the tests' Python (with pyarrow), then a Python that cannot import pyarrow.
+
+use crate::common::{Served, python};
+
+/// The Python the tests run, which the server's workers run too.
+fn test_python() -> String {
+    std::env::var("PONDRA_TEST_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+fn run_script(served: &Served, extra: &[&str]) {
+    let port = served.doors["pg"].rsplit_once(':').unwrap().1.to_string();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/python_functions.py");
+    let output = python()
+        .arg(script)
+        .arg(&port)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn python_functions_and_procedures_run_in_workers() {
+    let dir = tempfile::tempdir().unwrap();
+    let lake = dir.path().join("lake");
+    let env = [("PONDRA_PYTHON", test_python())];
+    let served = Served::start_at(lake.to_str().unwrap(), &env, &[]);
+    run_script(&served, &[]);
+}
+
+#[test]
+fn python_functions_take_lists_without_pyarrow() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    // `-S` leaves site-packages, and with them pyarrow, out of the workers' Python.
+    let wrapper = dir.path().join("python-without-pyarrow");
+    let script = format!("#!/bin/sh\nexec {} -S \"$@\"\n", test_python());
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let lake = dir.path().join("lake");
+    let env = [("PONDRA_PYTHON", wrapper.to_str().unwrap().to_string())];
+    let served = Served::start_at(lake.to_str().unwrap(), &env, &[]);
+    run_script(&served, &["--without-pyarrow"]);
+}
