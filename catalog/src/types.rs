@@ -346,6 +346,10 @@ pub struct Signature {
     /// A Python function called once per batch of rows, on arrays, rather than once per row.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub vectorized: bool,
+    /// `RETURNS TABLE (...)`: the function is called in FROM, its rows those of its body's
+    /// query, and `returns` is a struct of the declared columns.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub table: bool,
 }
 
 /// What a typed function's body is written in (ADR 0081).

@@ -41,6 +41,7 @@ pub use pondra_parser::{
 pub use pondra_planner::{SERVER_VERSION, SpreadMode, push_array_item};
 pub use pondra_storage::{Lake, Location, ObjectCache, default_capacity as default_cache_capacity};
 pub use sessions::pg_parameters::parameters as pg_parameters;
+pub use sessions::procedures::PythonRunner;
 pub use sessions::session::{Session, TransactionStatus, is_session_setting, parse_timeout};
 pub use sessions::settings::is_process_setting;
 pub use sessions::transaction::TransactionControl;

@@ -81,6 +81,9 @@ pub struct Node {
     pub(crate) spread: crate::spread::SpreadState,
     /// Producers' appends in flight, in line (ADR 0078).
     pub(crate) lines: Arc<crate::writes::producer_lines::ProducerLines>,
+    /// Where Python procedures run, on a serving node (ADR 0081).
+    pub(crate) python:
+        std::sync::RwLock<Option<Arc<dyn crate::sessions::procedures::PythonRunner>>>,
 }
 
 impl Node {
@@ -152,6 +155,7 @@ impl Node {
             published: Default::default(),
             spread: Default::default(),
             lines: Default::default(),
+            python: Default::default(),
         })
     }
 

@@ -183,6 +183,20 @@ struct Routine<'s> {
     procedure: bool,
 }
 
+/// PostgreSQL's `record`, the type a function returning a table is listed with.
+const RECORD: (i32, &str) = (2249, "record");
+
+impl Routine<'_> {
+    /// The oid and name of the type the routine returns: none for a macro or a procedure.
+    fn returned_type(&self) -> Option<(i32, String)> {
+        let returns = self.returns.as_ref()?;
+        if matches!(returns, pondra_catalog::SqlType::Struct(_)) {
+            return Some((RECORD.0, RECORD.1.to_string()));
+        }
+        Some(pg_type_of(&returns.to_arrow()))
+    }
+}
+
 impl Routine<'_> {
     /// The name of one overload: a function's with its parameter types, a macro's alone.
     fn specific_name(&self) -> &str {
@@ -937,15 +951,13 @@ pub fn system_table(
             ],
             routines(snapshot)
                 .map(|routine| {
+                    let returned = routine.returned_type();
                     vec![
                         int(table_oid(routine.def)),
                         text(routine.name),
                         int(namespace_oid(snapshot, &routine.def.name)),
                         text(if routine.procedure { "p" } else { "f" }),
-                        int(routine
-                            .returns
-                            .as_ref()
-                            .map_or(0, |t| pg_type_of(&t.to_arrow()).0)),
+                        int(returned.map_or(0, |(oid, _)| oid)),
                         int(routine.arguments as i32),
                         text(routine.body),
                     ]
@@ -966,7 +978,7 @@ pub fn system_table(
             ],
             routines(snapshot)
                 .map(|routine| {
-                    let returns = routine.returns.as_ref();
+                    let returns = routine.returned_type();
                     vec![
                         text(database),
                         text("public"),
@@ -977,7 +989,7 @@ pub fn system_table(
                         } else {
                             "FUNCTION"
                         }),
-                        returns.map_or(Cell::Null, |t| text(pg_type_of(&t.to_arrow()).1)),
+                        returns.map_or(Cell::Null, |(_, name)| text(name)),
                         text(match routine.language.is_sql() {
                             true => "SQL",
                             false => "EXTERNAL",

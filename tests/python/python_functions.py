@@ -133,4 +133,16 @@ $$""")
     cur.execute("SELECT proname, prokind FROM pg_proc WHERE proname = 'record'")
     assert cur.fetchall() == [("record", "p")]
 
+    # Python procedures run in a worker with `con`, a client connected to the node.
+    if not without_pyarrow:
+        cur.execute("""CREATE PROCEDURE py_record(n INT, note VARCHAR) LANGUAGE python AS $$
+for k in range(n):
+    con.sql(f"INSERT INTO audit VALUES ({100 + k}, '{note}')")
+$$""")
+        cur.execute("CALL py_record(3, 'from python')")
+        cur.execute("SELECT count(*) FROM audit WHERE note = 'from python'")
+        assert cur.fetchone() == (3,)
+        cur.execute("CREATE PROCEDURE py_fail() LANGUAGE python AS $$\nraise RuntimeError('stop here')\n$$")
+        fails(cur, "CALL py_fail()", "Python procedure py_fail failed", "RuntimeError: stop here")
+
 print("python functions: ok")

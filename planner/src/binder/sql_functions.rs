@@ -7,13 +7,16 @@ use std::cell::Cell;
 use std::ops::ControlFlow;
 
 use arrow::datatypes::DataType;
-use pondra_catalog::{FunctionLanguage, Signature, SqlType, TableDef, TableKind, function_name};
+use pondra_catalog::{
+    FunctionLanguage, Signature, SqlType, StructField, TableDef, TableKind, function_name,
+};
 use sqlparser::ast;
 
 use super::expr::{Context, bind_expr, type_name};
 use super::macros::parse_expression;
 use super::{Binder, normalize, object_name};
 use crate::expr::{Expr, PythonCall, PythonFunction};
+use crate::logical::LogicalPlan;
 use crate::plan::Plan;
 use crate::types::{is_numeric, sql_type_from_ast};
 use crate::{Result, bind_err, unsupported};
@@ -48,9 +51,14 @@ impl Binder<'_> {
             Some(language) => return Err(unsupported!("functions in LANGUAGE {language}")),
         };
         let vectorized = vectorized_option(&name, language, create.options.as_deref())?;
+        let mut table = false;
         let returns = match &create.return_type {
-            Some(ast::FunctionReturnType::DataType(ast::DataType::Table(_))) => {
-                return Err(unsupported!("table functions (RETURNS TABLE; ADR 0081)"));
+            Some(ast::FunctionReturnType::DataType(ast::DataType::Table(columns))) => {
+                if language != FunctionLanguage::Sql {
+                    return Err(unsupported!("Python table functions (RETURNS TABLE)"));
+                }
+                table = true;
+                table_columns(&name, columns.as_deref())?
             }
             Some(ast::FunctionReturnType::DataType(data_type)) => sql_type_from_ast(data_type)?,
             Some(ast::FunctionReturnType::SetOf(_)) => {
@@ -79,6 +87,7 @@ impl Binder<'_> {
             parameter_types.push(sql_type_from_ast(&arg.data_type)?);
         }
         let body = match language {
+            FunctionLanguage::Sql if table => table_body(&name, &parameters, create)?,
             FunctionLanguage::Sql => function_body(&name, create.function_body.as_ref())?,
             FunctionLanguage::Python => quoted_body(&name, &parameters, create, language)?,
         };
@@ -99,6 +108,7 @@ impl Binder<'_> {
                 returns,
                 language,
                 vectorized,
+                table,
             }),
         };
         Ok(Plan::CreateView {
@@ -237,6 +247,37 @@ fn function_body(name: &str, body: Option<&ast::CreateFunctionBody>) -> Result<S
     Ok(format!("({text})"))
 }
 
+/// The columns of `RETURNS TABLE (name type, ...)`, as a struct type.
+fn table_columns(name: &str, columns: Option<&[ast::ColumnDef]>) -> Result<SqlType> {
+    let columns = columns.unwrap_or_default();
+    if columns.is_empty() {
+        return Err(bind_err!("function {name} returns a table of no columns"));
+    }
+    let mut fields: Vec<StructField> = Vec::new();
+    for column in columns {
+        let field = normalize(&column.name);
+        if fields.iter().any(|f| f.name == field) {
+            return Err(bind_err!(
+                "function {name} returns two columns named {field}"
+            ));
+        }
+        fields.push(StructField {
+            name: field,
+            sql_type: sql_type_from_ast(&column.data_type)?,
+        });
+    }
+    Ok(SqlType::Struct(fields))
+}
+
+/// A table function's body: one query, kept as written; it must parse now.
+fn table_body(name: &str, parameters: &[String], create: &ast::CreateFunction) -> Result<String> {
+    let text = quoted_body(name, parameters, create, FunctionLanguage::Sql)?;
+    let text = text.trim().trim_end_matches(';').trim().to_string();
+    super::changes::parse_query(&text)
+        .map_err(|e| bind_err!("function {name}'s body is one query: {e}"))?;
+    Ok(text)
+}
+
 /// `OPTIONS (vectorized = true | false)`: whether a Python function is called once per batch
 /// of rows, on arrays. Any other option, or an option on a SQL function, is refused.
 fn vectorized_option(
@@ -353,6 +394,11 @@ pub(super) fn bind_typed_call(
     else {
         unreachable!("a typed function's entry has a signature");
     };
+    if signature.table {
+        return Err(bind_err!(
+            "function {name} returns a table: call it in FROM, as SELECT * FROM {name}(...)"
+        ));
+    }
     if signature.language == FunctionLanguage::Python {
         return python_call(name, parameters, body, signature, args).map(Some);
     }
@@ -365,26 +411,7 @@ pub(super) fn bind_typed_call(
     let casts = (0..parameters.len())
         .map(cast)
         .collect::<Result<Vec<_>>>()?;
-    let _ = ast::visit_expressions_mut(&mut body, |expr| {
-        let position = match expr {
-            ast::Expr::Identifier(ident) => parameters.iter().position(|p| *p == normalize(ident)),
-            ast::Expr::Value(value) => match &value.value {
-                ast::Value::Placeholder(placeholder) => parameters
-                    .iter()
-                    .position(|p| p == placeholder)
-                    .or_else(|| {
-                        let number: usize = placeholder.strip_prefix('$')?.parse().ok()?;
-                        (1..=casts.len()).contains(&number).then(|| number - 1)
-                    }),
-                _ => None,
-            },
-            _ => None,
-        };
-        if let Some(at) = position {
-            *expr = ast::Expr::Nested(Box::new(casts[at].clone()));
-        }
-        ControlFlow::<()>::Continue(())
-    });
+    substitute_parameters(&mut body, parameters, &casts);
     let returns = &signature.returns;
     let call = parse_expression(&format!("CAST(({body}) AS {returns})"))?;
     let depth = DEPTH.with(|d| d.get());
@@ -397,6 +424,127 @@ pub(super) fn bind_typed_call(
     let bound = bind_expr(&call, ctx);
     DEPTH.with(|d| d.set(depth));
     bound.map(Some)
+}
+
+/// Puts `arguments[i]` in place of each use of parameter i in `body`: by name, or as `$n`.
+fn substitute_parameters<V: ast::VisitMut>(
+    body: &mut V,
+    parameters: &[String],
+    arguments: &[ast::Expr],
+) {
+    let _ = ast::visit_expressions_mut(body, |expr| {
+        let position = match expr {
+            ast::Expr::Identifier(ident) => parameters.iter().position(|p| *p == normalize(ident)),
+            ast::Expr::Value(value) => match &value.value {
+                ast::Value::Placeholder(placeholder) => parameters
+                    .iter()
+                    .position(|p| p == placeholder)
+                    .or_else(|| {
+                        let number: usize = placeholder.strip_prefix('$')?.parse().ok()?;
+                        (1..=arguments.len()).contains(&number).then(|| number - 1)
+                    }),
+                _ => None,
+            },
+            _ => None,
+        };
+        if let Some(at) = position {
+            *expr = ast::Expr::Nested(Box::new(arguments[at].clone()));
+        }
+        ControlFlow::<()>::Continue(())
+    });
+}
+
+impl Binder<'_> {
+    /// `FROM name(args)` of a table function (`RETURNS TABLE`): its body's query over the
+    /// arguments, its columns cast to the declared types and named as declared. `None` when
+    /// `name` has no table function.
+    pub(super) fn bind_table_function_call(
+        &self,
+        name: &str,
+        args: &[ast::FunctionArg],
+    ) -> Result<Option<LogicalPlan>> {
+        let overloads: Vec<_> = self
+            .snapshot
+            .functions_named(name)
+            .into_iter()
+            .filter(|def| signature_of(def).is_some_and(|s| s.table))
+            .collect();
+        if overloads.is_empty() {
+            return Ok(None);
+        }
+        let ast_args = args
+            .iter()
+            .map(|arg| match arg {
+                ast::FunctionArg::Unnamed(ast::FunctionArgExpr::Expr(expr)) => Ok(expr),
+                _ => Err(unsupported!("named arguments of table function {name}")),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let empty = super::scope::Scope::default();
+        let types = ast_args
+            .iter()
+            .map(|arg| {
+                let mut ctx = Context::plain_for(arg, &empty, "FROM", Some(self));
+                Ok(bind_expr(arg, &mut ctx)?.data_type())
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let parameter_types = |def: &TableDef| signature_of(def).map(|s| s.parameter_types.clone());
+        let def = chosen_overload("function", name, &overloads, &types, parameter_types)?;
+        let (
+            TableKind::Macro {
+                parameters, body, ..
+            },
+            Some(signature),
+        ) = (&def.kind, signature_of(def))
+        else {
+            unreachable!("a table function is a macro's kind with a signature");
+        };
+        let SqlType::Struct(columns) = &signature.returns else {
+            return Err(bind_err!("table function {name} has no columns"));
+        };
+        let casts = ast_args
+            .iter()
+            .zip(&signature.parameter_types)
+            .map(|(arg, to)| parse_expression(&format!("CAST(({arg}) AS {to})")))
+            .collect::<Result<Vec<_>>>()?;
+        let mut query = super::changes::parse_query(body)?;
+        substitute_parameters(&mut query, parameters, &casts);
+        let depth = DEPTH.with(|d| d.get());
+        if depth >= MAX_FUNCTION_DEPTH {
+            return Err(bind_err!(
+                "functions call functions more than {MAX_FUNCTION_DEPTH} deep (does {name} call itself?)"
+            ));
+        }
+        DEPTH.with(|d| d.set(depth + 1));
+        let plan = self.bind_query(&query);
+        DEPTH.with(|d| d.set(depth));
+        let plan = plan?;
+        let schema = plan.schema();
+        if schema.fields().len() != columns.len() {
+            return Err(bind_err!(
+                "table function {name} declares {} columns but its query returns {}",
+                columns.len(),
+                schema.fields().len()
+            ));
+        }
+        let exprs = columns
+            .iter()
+            .enumerate()
+            .map(|(i, column)| Expr::column_of(&schema, i).cast(&column.sql_type.to_arrow()))
+            .collect();
+        let names = columns.iter().map(|c| c.name.clone()).collect();
+        Ok(Some(plan.project(exprs, names)))
+    }
+}
+
+/// A typed function's signature; none for a macro.
+fn signature_of(def: &TableDef) -> Option<&Signature> {
+    match &def.kind {
+        TableKind::Macro {
+            signature: Some(signature),
+            ..
+        } => Some(signature),
+        _ => None,
+    }
 }
 
 /// A call of Python function `name`: its arguments cast to the parameters' types, evaluated in

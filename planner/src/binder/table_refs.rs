@@ -115,6 +115,13 @@ impl<'a> Binder<'a> {
                 ..
             } => {
                 let function = function_name(name)?;
+                if let Some(plan) = self.bind_table_function_call(&function, &args.args)? {
+                    let plan = rename_columns(plan, alias.as_ref())?;
+                    let qualifier = alias.as_ref().map(|a| normalize(&a.name));
+                    let scope =
+                        Scope::from_schema(&plan.schema(), Some(&qualifier.unwrap_or(function)));
+                    return Ok((plan, scope));
+                }
                 if table_functions::is_set_function(&function) {
                     if let Some(query) =
                         lateral::select_form(&function, &args.args, *with_ordinality)?

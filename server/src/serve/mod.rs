@@ -136,6 +136,12 @@ pub async fn serve(options: ServeOptions) -> Result<(), String> {
                 membership: membership.clone(),
                 token: options.tokens.admin_token(),
             }));
+            membership
+                .node
+                .set_python_runner(Arc::new(console::CellRunner {
+                    url: format!("http://{advertise}"),
+                    token: options.tokens.admin_token(),
+                }));
             let lakes = Lakes::single(membership.node.clone(), options.node.clone());
             (lakes, Some(membership))
         }

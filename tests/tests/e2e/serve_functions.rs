@@ -1,5 +1,6 @@
 //! Python functions and procedures (ADR 0081) through `pondra serve`, run by psycopg: the
-//! workers use the tests' Python (with pyarrow), then a Python that cannot import pyarrow.
+//! workers use the tests' Python (with pyarrow and the `pondra` client, for procedures), then a
+//! Python that cannot import pyarrow.
 
 use crate::common::{Served, python};
 
@@ -29,7 +30,9 @@ fn run_script(served: &Served, extra: &[&str]) {
 fn python_functions_and_procedures_run_in_workers() {
     let dir = tempfile::tempdir().unwrap();
     let lake = dir.path().join("lake");
-    let env = [("PONDRA_PYTHON", test_python())];
+    // Python procedures' `con` is the client from this repository.
+    let client = format!("{}/../python", env!("CARGO_MANIFEST_DIR"));
+    let env = [("PONDRA_PYTHON", test_python()), ("PYTHONPATH", client)];
     let served = Served::start_at(lake.to_str().unwrap(), &env, &[]);
     run_script(&served, &[]);
 }

@@ -4,6 +4,8 @@
 //! runs Python cells in worker processes (`python.rs`), and keeps notebooks in the catalog.
 
 mod python;
+
+pub(crate) use python::CellRunner;
 mod results;
 
 use std::collections::HashMap;

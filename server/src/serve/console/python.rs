@@ -69,3 +69,22 @@ pub(super) async fn run_cell(
     }
     Ok(written)
 }
+
+/// Runs Python procedures (ADR 0081) as cells are run: in a worker of their own, with `con`
+/// connected to this node's HTTP door, with the server's admin token when tokens are set.
+pub(crate) struct CellRunner {
+    pub url: String,
+    pub token: Option<String>,
+}
+
+impl pondra_cluster::PythonRunner for CellRunner {
+    fn run(
+        &self,
+        code: String,
+        patience: Duration,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<String, String>> + Send>> {
+        let url = self.url.clone();
+        let token = self.token.clone();
+        Box::pin(async move { run_cell(&code, &url, token.as_deref(), patience).await })
+    }
+}
