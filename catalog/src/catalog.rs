@@ -131,6 +131,14 @@ pub enum Change {
     SaveNotebook { name: String, body: String },
     /// Removes a console notebook.
     DropNotebook { name: String },
+    /// Creates, replaces, suspends or resumes a task (ADR 0081); its last tick never moves
+    /// back.
+    SaveTask { task: crate::TaskDef },
+    /// Removes a task.
+    DropTask { name: String },
+    /// Claims the tick of task `name` scheduled at `scheduled` (microseconds): refused unless
+    /// the task's last tick is before it, so a tick's changes commit once at most.
+    TaskTick { name: String, scheduled: i64 },
 }
 
 /// The offset a consumer group committed for a topic's partition (ADR 0077), with the text
@@ -728,6 +736,39 @@ pub(crate) fn apply(
             batch.put(keys::notebook(&name), body.as_bytes());
             Arc::make_mut(&mut next.notebooks).insert(name, Arc::from(body));
         }
+        Change::SaveTask { task } => {
+            let task = match next.tasks.get(&task.name) {
+                Some(stored) => stored.merged(task),
+                None => task,
+            };
+            let json = serde_json::to_vec(&task).map_err(|e| CatalogError::Store(e.to_string()))?;
+            batch.put(keys::task(&task.name), json);
+            Arc::make_mut(&mut next.tasks).insert(task.name.clone(), Arc::new(task));
+        }
+        Change::DropTask { name } => {
+            if Arc::make_mut(&mut next.tasks).remove(&name).is_none() {
+                return Err(CatalogError::TaskNotFound(name));
+            }
+            batch.delete(keys::task(&name));
+        }
+        Change::TaskTick { name, scheduled } => {
+            let Some(stored) = next.tasks.get(&name) else {
+                return Err(CatalogError::TaskNotFound(name));
+            };
+            if stored.last_tick >= scheduled {
+                return Err(CatalogError::TickTaken {
+                    task: name,
+                    scheduled,
+                });
+            }
+            let task = crate::TaskDef {
+                last_tick: scheduled,
+                ..stored.as_ref().clone()
+            };
+            let json = serde_json::to_vec(&task).map_err(|e| CatalogError::Store(e.to_string()))?;
+            batch.put(keys::task(&name), json);
+            Arc::make_mut(&mut next.tasks).insert(name, Arc::new(task));
+        }
         Change::DropNotebook { name } => {
             if Arc::make_mut(&mut next.notebooks).remove(&name).is_none() {
                 return Err(CatalogError::NotebookNotFound(name));
@@ -1025,6 +1066,10 @@ pub(crate) async fn load_snapshot(mut iter: slatedb::DbIterator) -> Result<Snaps
         } else if key.starts_with(keys::GARBAGE_PREFIX) {
             let entry = keys::parse_garbage(&key).ok_or_else(|| corrupt("bad key".into()))?;
             snapshot.garbage.push(entry);
+        } else if key.starts_with(keys::TASK_PREFIX) {
+            let task: crate::TaskDef =
+                serde_json::from_slice(&kv.value).map_err(|e| corrupt(format!("a task: {e}")))?;
+            Arc::make_mut(&mut snapshot.tasks).insert(task.name.clone(), Arc::new(task));
         } else if let Some(name) = key.strip_prefix(keys::NOTEBOOK_PREFIX) {
             let body = std::str::from_utf8(&kv.value)
                 .map_err(|_| corrupt("a notebook is not UTF-8".into()))?;

@@ -33,6 +33,11 @@ pub enum CatalogError {
     },
     #[error("notebook {0} does not exist")]
     NotebookNotFound(String),
+    #[error("task {0} does not exist")]
+    TaskNotFound(String),
+    /// A tick of a task that has run already (ADR 0081).
+    #[error("task {task}'s tick at {scheduled} has run already")]
+    TickTaken { task: String, scheduled: i64 },
     #[error("catalog store: {0}")]
     Store(String),
     /// The leader refused a commit handed to it: it conflicts with a commit made since the

@@ -34,6 +34,11 @@ pub const EVENT_TIME_PREFIX: &str = "w/";
 pub const OFFSET_PREFIX: &str = "o/";
 pub const CONSUMER_OFFSET_PREFIX: &str = "c/";
 pub const NOTEBOOK_PREFIX: &str = "b/";
+pub const TASK_PREFIX: &str = "k/";
+
+pub fn task(name: &str) -> String {
+    format!("{TASK_PREFIX}{name}")
+}
 
 pub fn notebook(name: &str) -> String {
     format!("{NOTEBOOK_PREFIX}{name}")

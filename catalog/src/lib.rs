@@ -11,6 +11,7 @@ mod published;
 mod segment_log;
 mod snapshot;
 mod statistics;
+mod tasks;
 mod types;
 mod wire;
 
@@ -28,6 +29,7 @@ pub use snapshot::{Snapshot, TableStatistics};
 pub use statistics::{
     ColumnStatistics, DistinctSketch, column_ranges, gather_statistics, is_exact_integer,
 };
+pub use tasks::TaskDef;
 pub use types::{
     CHANGE_TYPE, COMMIT_FIELD_IDS, COMMIT_TIMESTAMP, COMMIT_VERSION, Column, DataFile, EventTime,
     FUNCTION_SUFFIX, Fold, FunctionLanguage, HIDDEN_COLUMN, Index, KafkaFormat, Layout, LogSegment,

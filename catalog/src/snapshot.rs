@@ -37,6 +37,8 @@ pub struct Snapshot {
     pub consumer_offsets: Arc<BTreeMap<(String, String, i32), crate::ConsumerOffset>>,
     /// The console's notebooks by name, each a JSON document (ADR 0080).
     pub notebooks: Arc<BTreeMap<String, Arc<str>>>,
+    /// Tasks by name (ADR 0081).
+    pub tasks: Arc<BTreeMap<String, Arc<crate::TaskDef>>>,
     /// Per table id, the last commit that changed its rows (appended or rewrote them), for
     /// transactions to find what was committed after they began (ADR 0045). Not stored:
     /// rebuilt as commits apply, from the loaded commit when the catalog opens.

@@ -11,6 +11,7 @@ mod sessions;
 mod spread;
 mod statement_result;
 mod tables;
+mod tasks;
 #[cfg(test)]
 mod test_support;
 mod views;

@@ -246,6 +246,10 @@ impl Node {
                 return Box::pin(self.call_procedure(session, &call, 0)).await;
             }
         }
+        if let pondra_parser::Statement::Task(task) = &statement.statement {
+            let task = task.clone();
+            return Box::pin(self.run_task_statement(session, &task)).await;
+        }
         // The statement runs in the session's transaction, if one is open, and gives it back.
         let transaction = session.take_transaction();
         if transaction.as_ref().is_some_and(Transaction::is_aborted) {
@@ -315,6 +319,16 @@ impl Node {
         let Some(statement) = statements.last() else {
             return Ok(None);
         };
+        // CALL and task statements run in a session and return no rows (ADR 0081).
+        match &statement.statement {
+            pondra_parser::Statement::Task(_) => return Ok(None),
+            pondra_parser::Statement::Sql(sql)
+                if crate::sessions::procedures::call_of(sql).is_some() =>
+            {
+                return Ok(None);
+            }
+            _ => {}
+        }
         if let pondra_parser::Statement::Sql(sql) = &statement.statement {
             if crate::sessions::time_zone::is_time_zone_setting(sql) {
                 return Ok(crate::sessions::time_zone::result_schema(sql));
@@ -643,7 +657,11 @@ impl Node {
     /// Runs tiering and garbage collection every `period` until the node is dropped.
     pub fn spawn_background(self: &Arc<Self>, period: Duration) -> tokio::task::JoinHandle<()> {
         let node = Arc::downgrade(self);
+        // The leader's task clock (ADR 0081) runs beside, and stops with, the background work.
+        let clock = Node::run_task_clock(node.clone());
         tokio::spawn(async move {
+            let clock = tokio::spawn(clock);
+            let _stop_clock = AbortOnDrop(clock);
             let mut ticker = tokio::time::interval(period);
             ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
@@ -682,8 +700,17 @@ impl Node {
     }
 }
 
+/// Aborts a task when dropped: with the task that holds it.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// The name this process gives itself in the lake's terms.
-fn node_name() -> String {
+pub(crate) fn node_name() -> String {
     format!("pid-{}", std::process::id())
 }
 

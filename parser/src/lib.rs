@@ -16,6 +16,7 @@ mod null_treatment;
 mod positional;
 mod prefix_aliases;
 mod split;
+mod tasks;
 mod tokens;
 mod using_key;
 mod variables;
@@ -43,6 +44,7 @@ pub use positional::positional_name;
 
 pub use split::{SplitResult, split_statements};
 pub use sqlparser::ast;
+pub use tasks::TaskStatement;
 pub use using_key::{KEY_AGGREGATE, USING_KEY};
 
 use sqlparser::dialect::DuckDbDialect;
@@ -68,6 +70,8 @@ pub enum Statement {
     /// `CREATE [OR REPLACE] PROCEDURE name(a type, ...) [LANGUAGE sql | python] AS $$ ... $$`
     /// (ADR 0081), read as PostgreSQL reads a function without RETURNS.
     CreateProcedure(Box<ast::CreateFunction>),
+    /// A statement that creates, changes, runs or drops a task (ADR 0081).
+    Task(tasks::TaskStatement),
 }
 
 /// What a statement does, for deciding who may run it.
@@ -89,6 +93,8 @@ impl Statement {
             Statement::Sql(statement) => statement,
             Statement::Checkpoint => return StatementKind::Write,
             Statement::CreateProcedure(_) => return StatementKind::Schema,
+            Statement::Task(tasks::TaskStatement::Execute { .. }) => return StatementKind::Write,
+            Statement::Task(_) => return StatementKind::Schema,
             Statement::Subscribe { .. } | Statement::SetVariable { .. } => {
                 return StatementKind::Read;
             }
@@ -196,6 +202,9 @@ fn parse_one(text: &str) -> Result<Statement, ParseError> {
     if let Some(subscribe) = subscribe(&tokens) {
         return Ok(subscribe);
     }
+    if let Some(task) = tasks::task_statement(&tokens) {
+        return task;
+    }
     let (variable, tokens) = match variables::assignment(tokens)? {
         variables::Assignment::Other(tokens) => (None, tokens),
         variables::Assignment::Reset(name) => {
@@ -250,7 +259,6 @@ fn lead(words: &[String]) -> Vec<&str> {
 fn not_built(tokens: &[TokenWithSpan]) -> Option<String> {
     let words = statement_words(tokens);
     let feature = match lead(&words).as_slice() {
-        ["CREATE" | "DROP" | "ALTER" | "EXECUTE", "TASK", ..] => "tasks",
         ["CREATE", "FUNCTION", ..] if words.iter().any(|w| w == "RETURNS" || w == "LANGUAGE") => {
             "this form of CREATE FUNCTION (a SQL function is `CREATE FUNCTION name(a type) RETURNS type AS $$ SELECT ... $$` or `RETURN expr`; DuckDB's CREATE FUNCTION name(a, b) AS expr makes a macro)"
         }

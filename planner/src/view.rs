@@ -1060,6 +1060,7 @@ fn without_rows(snapshot: &Snapshot) -> Snapshot {
         next_offsets: Default::default(),
         consumer_offsets: Default::default(),
         notebooks: Default::default(),
+        tasks: Default::default(),
         rows_changed_at: Default::default(),
         defined_at: snapshot.defined_at.clone(),
         schemas: snapshot.schemas.clone(),

@@ -351,11 +351,19 @@ fn check_conflict(base: &Snapshot, latest: &Snapshot, change: &Change) -> Result
             .producers
             .get(producer)
             .is_some_and(|last| last >= sequence),
-        // A notebook saved last wins, as a file saved last does.
+        // A notebook saved last wins, as a file saved last does; a task's save keeps the
+        // latest tick (ADR 0081).
         Change::ForgetGarbage { .. }
         | Change::ConsumerOffsets { .. }
         | Change::SaveNotebook { .. }
-        | Change::DropNotebook { .. } => false,
+        | Change::DropNotebook { .. }
+        | Change::SaveTask { .. }
+        | Change::DropTask { .. } => false,
+        // A tick another commit took since is not run again (ADR 0081).
+        Change::TaskTick { name, scheduled } => latest
+            .tasks
+            .get(name)
+            .is_none_or(|task| task.last_tick >= *scheduled),
         // Rows were judged late, and windows closed, by the watermark the base held (ADR 0055).
         Change::EventTime { table_id, .. } => {
             latest.event_times.get(table_id) != base.event_times.get(table_id)

@@ -345,6 +345,11 @@ impl<'a> Binder<'a> {
         let statement = match &parsed.statement {
             Statement::Checkpoint => return Ok(Plan::Checkpoint),
             Statement::CreateProcedure(create) => return self.bind_create_procedure(create),
+            Statement::Task(_) => {
+                return Err(bind_err!(
+                    "a task statement runs in a session, not in a query"
+                ));
+            }
             Statement::Subscribe { relation, .. } => {
                 return Err(bind_err!(
                     "SUBSCRIBE streams changes where a door can stream them: run COPY (SUBSCRIBE TO \

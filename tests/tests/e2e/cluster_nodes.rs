@@ -19,19 +19,19 @@ const KILLS: usize = 3;
 /// The addresses of the writable nodes, which change as nodes are killed and restarted.
 pub(crate) type Doors = Arc<Mutex<Vec<String>>>;
 
-fn post_sql(addr: &str, body: &str) -> (String, u16) {
+pub(crate) fn post_sql(addr: &str, body: &str) -> (String, u16) {
     let url = format!("http://{addr}/sql");
     curl(&["-m", "20", "-X", "POST", &url, "--data-binary", body])
 }
 
-fn cluster_of(addr: &str) -> Option<serde_json::Value> {
+pub(crate) fn cluster_of(addr: &str) -> Option<serde_json::Value> {
     let url = format!("http://{addr}/cluster");
     let (answer, status) = curl(&["-m", "5", &url]);
     (status == 200).then(|| serde_json::from_str(&answer).ok())?
 }
 
 /// One number from `SELECT ...` on `addr`.
-fn number(addr: &str, query: &str) -> Option<i64> {
+pub(crate) fn number(addr: &str, query: &str) -> Option<i64> {
     let (answer, status) = post_sql(addr, query);
     if status != 200 {
         return None;
@@ -98,7 +98,7 @@ pub(crate) fn write(writer: usize, doors: Doors, stop: Arc<AtomicBool>) -> Vec<u
     acknowledged
 }
 
-fn leader_among(nodes: &[Served]) -> Option<String> {
+pub(crate) fn leader_among(nodes: &[Served]) -> Option<String> {
     nodes.iter().find_map(|node| {
         let cluster = cluster_of(&node.http())?;
         cluster["leader"].as_str().map(String::from)

@@ -10,6 +10,7 @@ mod changes_oracle;
 mod cluster;
 mod cluster_nodes;
 mod cluster_simulation;
+mod cluster_tasks;
 mod compaction;
 mod crash;
 mod duckdb_corpus;
