@@ -1,6 +1,7 @@
 //! The Python package (`python/`): its pytest suite against this build's `pondra` binary —
 //! `pondra.connect` and its results, `append`, frames with Polars' names checked against
-//! Polars, PySpark's names against DuckDB, and `python -m pondra`.
+//! Polars, PySpark's names against DuckDB, `python -m pondra`, and Python functions and
+//! procedures run by the node's workers (ADR 0081).
 
 use crate::common;
 
