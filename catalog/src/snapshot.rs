@@ -81,24 +81,23 @@ impl Snapshot {
             .filter(|t| matches!(t.kind, crate::TableKind::Macro { .. }))
     }
 
-    /// The typed SQL functions (every overload) named `name` (ADR 0081).
+    /// The typed functions (every overload) named `name` (ADR 0081).
     pub fn functions_named(&self, name: &str) -> Vec<&Arc<TableDef>> {
-        let prefix = format!("{name}(");
-        self.tables
-            .range(prefix.clone()..)
-            .take_while(|(key, _)| key.starts_with(&prefix))
-            .filter(|(key, _)| key.ends_with(crate::FUNCTION_SUFFIX))
-            .map(|(_, def)| def)
-            .collect()
+        self.overloads(name, crate::FUNCTION_SUFFIX)
     }
 
     /// The procedures (every overload) named `name` (ADR 0081).
     pub fn procedures_named(&self, name: &str) -> Vec<&Arc<TableDef>> {
+        self.overloads(name, crate::PROCEDURE_SUFFIX)
+    }
+
+    /// The entries `name(<types>)<suffix>`: one per overload.
+    fn overloads(&self, name: &str, suffix: &str) -> Vec<&Arc<TableDef>> {
         let prefix = format!("{name}(");
         self.tables
             .range(prefix.clone()..)
             .take_while(|(key, _)| key.starts_with(&prefix))
-            .filter(|(key, _)| key.ends_with(crate::PROCEDURE_SUFFIX))
+            .filter(|(key, _)| key.ends_with(suffix))
             .map(|(_, def)| def)
             .collect()
     }

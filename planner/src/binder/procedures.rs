@@ -9,8 +9,8 @@ use arrow::datatypes::DataType;
 use pondra_catalog::{FunctionLanguage, Snapshot, SqlType, TableDef, TableKind, procedure_name};
 use sqlparser::ast;
 
-use super::sql_functions::{PYTHON_NAMES, chosen_overload, quoted_body};
-use super::{Binder, normalize, object_name};
+use super::sql_functions::{chosen_overload, quoted_body, routine_language, routine_parameters};
+use super::{Binder, object_name};
 use crate::plan::Plan;
 use crate::types::sql_type_from_ast;
 use crate::{Result, bind_err, unsupported};
@@ -22,30 +22,8 @@ impl Binder<'_> {
         if name.contains('.') {
             return Err(unsupported!("a procedure in a schema ({name})"));
         }
-        let language = match create.language.as_ref().map(|l| l.value.to_lowercase()) {
-            None => FunctionLanguage::Sql,
-            Some(language) if language == "sql" || language == "plpgsql" => FunctionLanguage::Sql,
-            Some(language) if PYTHON_NAMES.contains(&language.as_str()) => FunctionLanguage::Python,
-            Some(language) => return Err(unsupported!("procedures in LANGUAGE {language}")),
-        };
-        let mut parameters = Vec::new();
-        let mut parameter_types = Vec::new();
-        for (at, arg) in create.args.iter().flatten().enumerate() {
-            if !matches!(arg.mode, None | Some(ast::ArgMode::In)) {
-                return Err(unsupported!("OUT and INOUT parameters of procedures"));
-            }
-            if arg.default_expr.is_some() {
-                return Err(unsupported!("defaults of a procedure's parameters"));
-            }
-            let parameter = arg.name.as_ref().map_or(format!("${}", at + 1), normalize);
-            if parameters.contains(&parameter) {
-                return Err(bind_err!(
-                    "procedure {name} has two parameters named {parameter}"
-                ));
-            }
-            parameters.push(parameter);
-            parameter_types.push(sql_type_from_ast(&arg.data_type)?);
-        }
+        let language = routine_language("procedures", create)?;
+        let (parameters, parameter_types) = routine_parameters("procedure", &name, create)?;
         let body = quoted_body(&name, &parameters, create, language)?;
         if language == FunctionLanguage::Sql {
             // Each statement must parse now; it is bound when called, once the tables it names

@@ -22,7 +22,7 @@ use crate::types::{is_numeric, sql_type_from_ast};
 use crate::{Result, bind_err, unsupported};
 
 /// The names `LANGUAGE` takes for Python: its own, and PostgreSQL's PL/Python's.
-pub(super) const PYTHON_NAMES: [&str; 4] = ["python", "python3", "plpython3u", "plpythonu"];
+const PYTHON_NAMES: [&str; 4] = ["python", "python3", "plpython3u", "plpythonu"];
 
 /// How deep functions may call functions while a call is bound.
 const MAX_FUNCTION_DEPTH: usize = 32;
@@ -44,12 +44,7 @@ impl Binder<'_> {
                 "TEMP functions: a function is kept in the lake"
             ));
         }
-        let language = match create.language.as_ref().map(|l| l.value.to_lowercase()) {
-            None => FunctionLanguage::Sql,
-            Some(language) if language == "sql" => FunctionLanguage::Sql,
-            Some(language) if PYTHON_NAMES.contains(&language.as_str()) => FunctionLanguage::Python,
-            Some(language) => return Err(unsupported!("functions in LANGUAGE {language}")),
-        };
+        let language = routine_language("functions", create)?;
         let vectorized = vectorized_option(&name, language, create.options.as_deref())?;
         let mut table = false;
         let returns = match &create.return_type {
@@ -68,24 +63,7 @@ impl Binder<'_> {
             }
             None => return Err(bind_err!("function {name} needs RETURNS and a type")),
         };
-        let mut parameters = Vec::new();
-        let mut parameter_types = Vec::new();
-        for (at, arg) in create.args.iter().flatten().enumerate() {
-            if !matches!(arg.mode, None | Some(ast::ArgMode::In)) {
-                return Err(unsupported!("OUT and INOUT parameters of SQL functions"));
-            }
-            if arg.default_expr.is_some() {
-                return Err(unsupported!("defaults of a SQL function's parameters"));
-            }
-            let parameter = arg.name.as_ref().map_or(format!("${}", at + 1), normalize);
-            if parameters.contains(&parameter) {
-                return Err(bind_err!(
-                    "function {name} has two parameters named {parameter}"
-                ));
-            }
-            parameters.push(parameter);
-            parameter_types.push(sql_type_from_ast(&arg.data_type)?);
-        }
+        let (parameters, parameter_types) = routine_parameters("function", &name, create)?;
         let body = match language {
             FunctionLanguage::Sql if table => table_body(&name, &parameters, create)?,
             FunctionLanguage::Sql => function_body(&name, create.function_body.as_ref())?,
@@ -245,6 +223,47 @@ fn function_body(name: &str, body: Option<&ast::CreateFunctionBody>) -> Result<S
         }
     }
     Ok(format!("({text})"))
+}
+
+/// The language of a function or procedure being created: SQL unless it says Python.
+pub(super) fn routine_language(
+    what: &str,
+    create: &ast::CreateFunction,
+) -> Result<FunctionLanguage> {
+    match create.language.as_ref().map(|l| l.value.to_lowercase()) {
+        None => Ok(FunctionLanguage::Sql),
+        Some(language) if language == "sql" => Ok(FunctionLanguage::Sql),
+        Some(language) if PYTHON_NAMES.contains(&language.as_str()) => Ok(FunctionLanguage::Python),
+        Some(language) => Err(unsupported!("{what} in LANGUAGE {language}")),
+    }
+}
+
+/// The parameters of a function or procedure being created: their names (`$n` for one without)
+/// and types. Only IN parameters without defaults are taken.
+pub(super) fn routine_parameters(
+    what: &str,
+    name: &str,
+    create: &ast::CreateFunction,
+) -> Result<(Vec<String>, Vec<SqlType>)> {
+    let mut parameters = Vec::new();
+    let mut parameter_types = Vec::new();
+    for (at, arg) in create.args.iter().flatten().enumerate() {
+        if !matches!(arg.mode, None | Some(ast::ArgMode::In)) {
+            return Err(unsupported!("OUT and INOUT parameters of a {what}"));
+        }
+        if arg.default_expr.is_some() {
+            return Err(unsupported!("defaults of a {what}'s parameters"));
+        }
+        let parameter = arg.name.as_ref().map_or(format!("${}", at + 1), normalize);
+        if parameters.contains(&parameter) {
+            return Err(bind_err!(
+                "{what} {name} has two parameters named {parameter}"
+            ));
+        }
+        parameters.push(parameter);
+        parameter_types.push(sql_type_from_ast(&arg.data_type)?);
+    }
+    Ok((parameters, parameter_types))
 }
 
 /// The columns of `RETURNS TABLE (name type, ...)`, as a struct type.

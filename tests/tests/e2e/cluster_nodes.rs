@@ -174,14 +174,8 @@ fn run(start: impl Fn(&[&str]) -> Served) {
             .position(|n| n.http() == leader)
             .expect("the leader is one of the nodes");
         let mut killed = nodes.remove(position);
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe {
-            libc::kill(killed.pid() as i32, libc::SIGKILL);
-        }
         let at = Instant::now();
-        while killed.running() {
-            std::thread::sleep(Duration::from_millis(5));
-        }
+        common::sigkill(&mut killed);
         // A new leader shows, and takes a write.
         let new_leader = until(Duration::from_secs(15), "a new leader", || {
             leader_among(&nodes).filter(|l| *l != leader)

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::cluster_nodes::{leader_among, number, post_sql, until};
-use crate::common::Served;
+use crate::common::{Served, sigkill};
 
 const KILLS: usize = 2;
 
@@ -17,14 +17,8 @@ fn kill_leader(nodes: &mut Vec<Served>, lake: &Path) -> Duration {
     let leader = leader_among(nodes).expect("a leader");
     let position = nodes.iter().position(|n| n.http() == leader).unwrap();
     let mut killed = nodes.remove(position);
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe {
-        libc::kill(killed.pid() as i32, libc::SIGKILL);
-    }
     let at = Instant::now();
-    while killed.running() {
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    sigkill(&mut killed);
     until(Duration::from_secs(15), "a new leader", || {
         leader_among(nodes).filter(|l| *l != leader)
     });

@@ -2,7 +2,7 @@
 //! workers use the tests' Python (with pyarrow and the `pondra` client, for procedures), then a
 //! Python that cannot import pyarrow.
 
-use crate::common::{Served, python};
+use crate::common::{Served, python_script_passes};
 
 /// The Python the tests run, which the server's workers run too.
 fn test_python() -> String {
@@ -11,19 +11,11 @@ fn test_python() -> String {
 
 fn run_script(served: &Served, extra: &[&str]) {
     let port = served.doors["pg"].rsplit_once(':').unwrap().1.to_string();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/python_functions.py");
-    let output = python()
-        .arg(script)
-        .arg(&port)
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let args: Vec<&str> = [port.as_str()]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect();
+    python_script_passes("python_functions.py", &args);
 }
 
 #[test]

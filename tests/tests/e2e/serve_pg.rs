@@ -249,14 +249,7 @@ fn psycopg_parameters_copy_and_binary_results() {
     let dir = tempfile::tempdir().unwrap();
     let served = Served::start(dir.path(), &[]);
     let port = served.doors["pg"].rsplit_once(':').unwrap().1.to_string();
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/python/psycopg_client.py");
-    let output = python().arg(script).arg(&port).output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    common::python_script_passes("psycopg_client.py", &[&port]);
 }
 
 /// A live query's every change reaches psycopg (COPY (SUBSCRIBE TO view) TO STDOUT) and an

@@ -77,20 +77,41 @@ impl<'a> Context<'a> {
         }
     }
 
-    /// A plain context for `expr` that sees the statement's binder (and through it the
-    /// catalog's functions) unless `expr` holds a subquery, which a plain clause refuses.
+    /// A plain context for `expr`, which sees the statement's binder when `expr` calls a
+    /// typed function (found through it, ADR 0081) and holds no subquery (which a plain clause
+    /// refuses). Otherwise the context is as plain as ever: with a binder, names of enclosing
+    /// queries would resolve where a plain clause must not reach them.
     pub fn plain_for(
         expr: &ast::Expr,
         scope: &'a Scope,
         clause: &'a str,
         binder: Option<&'a Binder<'a>>,
     ) -> Context<'a> {
+        let binder = binder.filter(|binder| {
+            !subquery_values::contains_subquery(expr) && calls_typed_function(binder, expr)
+        });
         Context::Plain {
             scope,
             clause,
-            binder: binder.filter(|_| !subquery_values::contains_subquery(expr)),
+            binder,
         }
     }
+}
+
+/// Whether `expr` calls one of the lake's typed functions.
+fn calls_typed_function(binder: &Binder<'_>, expr: &ast::Expr) -> bool {
+    let mut found = false;
+    let _ = ast::visit_expressions(expr, |e| {
+        if let ast::Expr::Function(function) = e
+            && let Ok(name) = super::object_name(&function.name)
+            && !binder.snapshot.functions_named(&name).is_empty()
+        {
+            found = true;
+            return std::ops::ControlFlow::Break(());
+        }
+        std::ops::ControlFlow::Continue(())
+    });
+    found
 }
 
 /// Binds one expression in a context.

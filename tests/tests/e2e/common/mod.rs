@@ -265,6 +265,29 @@ pub fn curl(args: &[&str]) -> (String, u16) {
 
 /// The Python that has the client libraries the tests use (psycopg, adbc_driver_flightsql,
 /// pyarrow): `PONDRA_TEST_PYTHON`, which `.ci/run` sets to its virtualenv, else `python3`.
+/// Runs one of `tests/python/`'s scripts with `args`, failing with its output unless it passes.
+pub fn python_script_passes(script: &str, args: &[&str]) {
+    let script = format!("{}/python/{script}", env!("CARGO_MANIFEST_DIR"));
+    let output = python().arg(script).args(args).output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Kills `served` with SIGKILL, as a crash would, and waits until it is gone.
+pub fn sigkill(served: &mut Served) {
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(served.pid() as i32, libc::SIGKILL);
+    }
+    while served.running() {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 pub fn python() -> Command {
     let python = std::env::var("PONDRA_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
     Command::new(python)
