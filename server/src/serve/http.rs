@@ -2,7 +2,7 @@
 //! `GET /views/{name}/changes` (a live query as server-sent events, ADR 0054), `GET /cluster`,
 //! and `POST /cluster/commit` for commits other processes prepared (ADR 0053); the Iceberg
 //! REST catalog is nested under `/iceberg` (`iceberg_rest.rs`), the console at `/` and
-//! `/console` (`console/`, ADR 0080).
+//! `/console` (`console/`, ADR 0080), and MCP at `/mcp` (`mcp/`, ADR 0082).
 
 use std::collections::HashMap;
 use std::io::Cursor;
@@ -15,7 +15,7 @@ use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use pondra_cluster::{AppendOutcome, StatementResult};
+use pondra_cluster::{AppendOutcome, Node, StatementResult};
 
 use super::Server;
 use super::auth::{Role, authorize};
@@ -37,6 +37,7 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/cluster/commits", get(commit_stream))
         .with_state(server.clone())
         .nest("/iceberg", super::iceberg_rest::router(server.clone()))
+        .merge(super::mcp::router(server.clone()))
         .merge(super::console::router(server))
 }
 
@@ -112,17 +113,9 @@ async fn sql(
         .node(params.get("db").map(String::as_str))
         .await
         .map_err(bad_request)?;
-    let statements = pondra_cluster::parse_sql(sql).map_err(bad_request)?;
-    let session = server.session();
-    let mut results = Vec::with_capacity(statements.len());
-    for statement in statements {
-        let run = node.execute_in(&session, statement);
-        results.push(
-            watched(run, &session, Some(socket))
-                .await
-                .map_err(bad_request)?,
-        );
-    }
+    let results = run_statements(&server, &node, sql, Some(socket))
+        .await
+        .map_err(bad_request)?;
     let accept = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -161,6 +154,26 @@ async fn sql(
         json.push_str(&format!(",\"tag\":{}}}", quote(&tag)));
     }
     Ok(([(header::CONTENT_TYPE, "application/json")], json).into_response())
+}
+
+/// Runs the statements of `sql` in one session with the server's defaults, stopping them if
+/// the client behind `socket` hangs up; answers each one's result. `/sql` and MCP's tools run
+/// SQL this way.
+pub(super) async fn run_statements(
+    server: &Server,
+    node: &Arc<Node>,
+    sql: &str,
+    socket: Option<ClientSocket>,
+) -> Result<Vec<StatementResult>, String> {
+    let statements = pondra_cluster::parse_sql(sql).map_err(|e| e.to_string())?;
+    let session = server.session();
+    let mut results = Vec::with_capacity(statements.len());
+    for statement in statements {
+        let run = node.execute_in(&session, statement);
+        let result = watched(run, &session, socket).await;
+        results.push(result.map_err(|e| e.to_string())?);
+    }
+    Ok(results)
 }
 
 /// The SQL a request runs: its body, or in a JSON body (`{"sql": "...", "params": [...]}`)

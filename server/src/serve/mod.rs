@@ -11,6 +11,7 @@ mod iceberg_rest;
 mod kafka;
 mod lakes;
 mod literal;
+mod mcp;
 mod membership;
 mod peers;
 mod pg;

@@ -440,3 +440,35 @@ fn a_producers_appends_in_flight_commit_in_line() {
     let (body, status) = append(6, 6, "6").join().unwrap();
     assert_eq!(status, 400, "follows itself: {body}");
 }
+
+/// The MCP door (ADR 0082) through the official `mcp` SDK (`tests/python/mcp_client.py`): its
+/// tools and resources, and what each token may do through them.
+#[test]
+fn serve_mcp() {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = ["mcp-reader", "mcp-writer", "mcp-admin"];
+    let served = Served::start(
+        dir.path(),
+        &[
+            "--token-read",
+            tokens[0],
+            "--token-write",
+            tokens[1],
+            "--token-admin",
+            tokens[2],
+        ],
+    );
+    let script = format!("{}/python/mcp_client.py", env!("CARGO_MANIFEST_DIR"));
+    let output = common::python()
+        .arg(script)
+        .arg(&served.doors["http"])
+        .args(tokens)
+        .output()
+        .unwrap();
+    let printed = common::stdout(&output);
+    assert!(
+        output.status.success() && printed.contains("mcp: ok"),
+        "{printed}{}",
+        common::stderr(&output)
+    );
+}
