@@ -35,6 +35,8 @@ pub enum CatalogError {
     NotebookNotFound(String),
     #[error("task {0} does not exist")]
     TaskNotFound(String),
+    #[error("secret {0} does not exist")]
+    SecretNotFound(String),
     /// A tick of a task that has run already (ADR 0081).
     #[error("task {task}'s tick at {scheduled} has run already")]
     TickTaken { task: String, scheduled: i64 },

@@ -4,6 +4,7 @@
 mod error;
 mod lead;
 mod maintenance;
+mod models;
 mod node;
 mod object_names;
 mod publishing;

@@ -119,6 +119,9 @@ pub struct StatementControl {
     /// shows it (later pipelines add theirs as they start).
     morsels_total: AtomicU64,
     morsels_read: AtomicU64,
+    /// How its `ai_embed` and `ai_complete` calls reach a model (ADR 0082); given by the node
+    /// that runs it, once.
+    models: std::sync::OnceLock<Arc<crate::models::StatementModels>>,
 }
 
 /// Every statement running in the process, for stopping them all at shutdown.
@@ -160,6 +163,7 @@ impl StatementControl {
             threads,
             morsels_total: AtomicU64::new(0),
             morsels_read: AtomicU64::new(0),
+            models: std::sync::OnceLock::new(),
         });
         let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
         running.retain(|c| c.strong_count() > 0);
@@ -174,6 +178,16 @@ impl StatementControl {
 
     pub fn memory(&self) -> &Arc<MemoryPool> {
         &self.memory
+    }
+
+    /// Gives the statement its way to the models (ADR 0082); a second one is ignored.
+    pub fn give_models(&self, models: Arc<crate::models::StatementModels>) {
+        let _ = self.models.set(models);
+    }
+
+    /// The statement's way to the models, if its node gave one.
+    pub fn models(&self) -> Option<&Arc<crate::models::StatementModels>> {
+        self.models.get()
     }
 
     /// A scan starts: `morsels` more to read.

@@ -163,6 +163,19 @@ pub enum Plan {
         name: String,
         value: Option<LogicalPlan>,
     },
+    /// `CREATE [OR REPLACE] [PERSISTENT] SECRET name (TYPE t, NAME 'value', ...)` (ADR 0082):
+    /// the options are sealed as the statement runs, and kept under `e/<name>`.
+    CreateSecret {
+        name: String,
+        options: pondra_catalog::SecretOptions,
+        or_replace: bool,
+        if_not_exists: bool,
+    },
+    /// `DROP [PERSISTENT] SECRET [IF EXISTS] name`.
+    DropSecret {
+        name: String,
+        if_exists: bool,
+    },
 }
 
 impl Plan {

@@ -71,6 +71,9 @@ impl Node {
         let pondra_parser::Statement::Sql(sql) = &statement.statement else {
             return Decided::local(plan, "the statement is not a query");
         };
+        if pondra_planner::calls_models(&plan) {
+            return Decided::local(plan, "its model calls keep their answers through this node");
+        }
         let peers = self.spread.peers();
         let (taking_part, names, cores, mode) = match (setting.debug_parts, &peers) {
             (parts, _) if parts >= 2 => {

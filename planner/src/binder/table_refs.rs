@@ -10,7 +10,7 @@ use pondra_parser::ast;
 use super::from::rename_columns;
 use super::names::{function_name, qualified_name};
 use super::scope::{Scope, normalize};
-use super::{Binder, lateral, recursive, samples, table_functions, time_windows};
+use super::{Binder, lateral, recursive, samples, secrets, table_functions, time_windows};
 use crate::expr::Expr;
 use crate::external::ExternalTable;
 use crate::logical::LogicalPlan;
@@ -142,6 +142,14 @@ impl<'a> Binder<'a> {
                 if *with_ordinality {
                     return Err(unsupported!("WITH ORDINALITY on {function}"));
                 }
+                if function == secrets::DUCKDB_SECRETS {
+                    let plan = secrets::duckdb_secrets(self.snapshot, &args.args)?;
+                    let plan = rename_columns(plan, alias.as_ref())?;
+                    let qualifier = alias.as_ref().map(|a| normalize(&a.name));
+                    let scope =
+                        Scope::from_schema(&plan.schema(), Some(&qualifier.unwrap_or(function)));
+                    return Ok((plan, scope));
+                }
                 if function == "test_all_types" {
                     let plan = rename_columns(self.test_all_types(&args.args)?, alias.as_ref())?;
                     let qualifier = alias.as_ref().map(|a| normalize(&a.name));
@@ -228,6 +236,9 @@ impl<'a> Binder<'a> {
 
     /// A `pg_catalog` or `information_schema` table as of this snapshot.
     fn system_table(&self, schema: &str, name: &str) -> Option<LogicalPlan> {
+        if name == secrets::PONDRA_SECRETS {
+            return Some(secrets::pondra_secrets(self.snapshot));
+        }
         let columns_of = |table: &pondra_catalog::TableDef| -> Vec<(String, DataType)> {
             match &table.kind {
                 TableKind::Table => table
