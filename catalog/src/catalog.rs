@@ -139,6 +139,19 @@ pub enum Change {
     /// Claims the tick of task `name` scheduled at `scheduled` (microseconds): refused unless
     /// the task's last tick is before it, so a tick's changes commit once at most.
     TaskTick { name: String, scheduled: i64 },
+    /// Records the graph of a data file for a vector index (ADR 0082); a graph of a file or
+    /// index gone since it was built is not recorded (its object is listed for deletion).
+    AddIndexGraph {
+        table_id: u64,
+        index: String,
+        graph: crate::IndexGraph,
+    },
+    /// Creates or replaces a secret (ADR 0082), its options sealed.
+    SaveSecret { secret: crate::SealedSecret },
+    /// Removes a secret.
+    DropSecret { name: String },
+    /// Keeps answers of language models (ADR 0082); an answer already kept stays as it is.
+    SaveAnswers { answers: Vec<crate::ModelAnswer> },
 }
 
 /// The offset a consumer group committed for a topic's partition (ADR 0077), with the text
@@ -492,6 +505,7 @@ pub(crate) fn apply(
                 batch.delete(keys::file(def.id, &file.path));
                 schedule_delete(next, batch, deadline, file.path.clone());
             }
+            crate::vector_index::drop_stale_graphs(next, batch, (def.id, deadline));
             for container in next.deletions.remove(&def.id).unwrap_or_default().keys() {
                 batch.delete(keys::deletion(def.id, container));
             }
@@ -613,6 +627,7 @@ pub(crate) fn apply(
             for path in removed_objects {
                 schedule_delete(next, batch, deadline, path);
             }
+            crate::vector_index::drop_stale_graphs(next, batch, (table_id, deadline));
         }
         Change::ReplaceAll { table_id, added } => {
             table_with_id(next, table_id)?;
@@ -657,7 +672,10 @@ pub(crate) fn apply(
             table_id,
             container,
             rows,
-        } => deleting::delete_rows(next, batch, (table_id, container, rows), deadline)?,
+        } => {
+            deleting::delete_rows(next, batch, (table_id, container, rows), deadline)?;
+            crate::vector_index::drop_stale_graphs(next, batch, (table_id, deadline));
+        }
         Change::CreateSchema { name } => {
             if next.schemas.contains_key(&name) {
                 return Err(CatalogError::SchemaExists(name));
@@ -704,7 +722,9 @@ pub(crate) fn apply(
                 keys::table(&def.name),
                 serde_json::to_vec(&def).expect("json"),
             );
+            let table_id = def.id;
             next.tables.insert(def.name.clone(), Arc::new(def));
+            crate::vector_index::drop_stale_graphs(next, batch, (table_id, deadline));
         }
         Change::ProducerSequence { producer, sequence } => {
             batch.put(keys::producer(&producer), sequence.to_be_bytes());
@@ -769,6 +789,35 @@ pub(crate) fn apply(
             batch.put(keys::task(&name), json);
             Arc::make_mut(&mut next.tasks).insert(name, Arc::new(task));
         }
+        Change::AddIndexGraph {
+            table_id,
+            index,
+            graph,
+        } => {
+            let indexed = next.tables.values().any(|t| {
+                t.id == table_id
+                    && t.indexes
+                        .iter()
+                        .any(|i| i.name == index && i.vector.is_some())
+            });
+            let filed = next.files(table_id).iter().any(|f| f.path == graph.file);
+            match indexed && filed {
+                true => crate::vector_index::add_graph(next, batch, (table_id, index), graph),
+                false => schedule_delete(next, batch, deadline, graph.object),
+            }
+        }
+        Change::SaveSecret { secret } => {
+            let json = serde_json::to_vec(&secret).expect("json");
+            batch.put(keys::secret(&secret.name), json);
+            Arc::make_mut(&mut next.secrets).insert(secret.name.clone(), Arc::new(secret));
+        }
+        Change::DropSecret { name } => {
+            if Arc::make_mut(&mut next.secrets).remove(&name).is_none() {
+                return Err(CatalogError::SecretNotFound(name));
+            }
+            batch.delete(keys::secret(&name));
+        }
+        Change::SaveAnswers { answers } => save_answers(next, batch, answers)?,
         Change::DropNotebook { name } => {
             if Arc::make_mut(&mut next.notebooks).remove(&name).is_none() {
                 return Err(CatalogError::NotebookNotFound(name));
@@ -790,6 +839,28 @@ pub(crate) fn apply(
                 next.garbage.retain(|g| g != &entry);
             }
         }
+    }
+    Ok(())
+}
+
+/// Keeps the answers not kept yet: an answer never changes under its key (ADR 0082).
+fn save_answers(
+    next: &mut Snapshot,
+    batch: &mut WriteBatch,
+    answers: Vec<crate::ModelAnswer>,
+) -> Result<()> {
+    for answer in answers {
+        if !crate::is_answer_key(&answer.key) {
+            return Err(CatalogError::Corrupt {
+                key: keys::answer(&answer.key),
+                message: "an answer's key is 64 lowercase hex digits".into(),
+            });
+        }
+        if next.answers.get(&answer.key).is_some() {
+            continue;
+        }
+        batch.put(keys::answer(&answer.key), &answer.value);
+        next.answers.insert(answer.key, Bytes::from(answer.value));
     }
     Ok(())
 }
@@ -1070,6 +1141,28 @@ pub(crate) async fn load_snapshot(mut iter: slatedb::DbIterator) -> Result<Snaps
             let task: crate::TaskDef =
                 serde_json::from_slice(&kv.value).map_err(|e| corrupt(format!("a task: {e}")))?;
             Arc::make_mut(&mut snapshot.tasks).insert(task.name.clone(), Arc::new(task));
+        } else if key.starts_with(keys::INDEX_GRAPH_PREFIX) {
+            let graph: crate::IndexGraph = serde_json::from_slice(&kv.value)
+                .map_err(|e| corrupt(format!("an index graph: {e}")))?;
+            let (table_id, index) = keys::parse_index_graph(&key)
+                .ok_or_else(|| corrupt("bad index graph key".into()))?;
+            let graphs = Arc::make_mut(&mut snapshot.index_graphs);
+            let file = graph.file.clone();
+            graphs
+                .entry((table_id, index))
+                .or_default()
+                .insert(file, Arc::new(graph));
+        } else if key.starts_with(keys::SECRET_PREFIX) {
+            let secret: crate::SealedSecret =
+                serde_json::from_slice(&kv.value).map_err(|e| corrupt(format!("a secret: {e}")))?;
+            Arc::make_mut(&mut snapshot.secrets).insert(secret.name.clone(), Arc::new(secret));
+        } else if let Some(answer) = key.strip_prefix(keys::ANSWER_PREFIX) {
+            if !crate::is_answer_key(answer) {
+                return Err(corrupt("an answer's key is 64 lowercase hex digits".into()));
+            }
+            snapshot
+                .answers
+                .insert(answer.to_string(), kv.value.clone());
         } else if let Some(name) = key.strip_prefix(keys::NOTEBOOK_PREFIX) {
             let body = std::str::from_utf8(&kv.value)
                 .map_err(|_| corrupt("a notebook is not UTF-8".into()))?;

@@ -17,6 +17,8 @@
 //! - `o/<table_id>/<partition>`          the same within a Kafka partition above 0 (ADR 0079)
 //! - `c/<group> 0 <topic> 0 <partition>` the offset a Kafka consumer group committed (JSON; ADR 0077)
 //! - `b/<name>`                          a console notebook (JSON; ADR 0080)
+//! - `e/<name>`                          a secret, its options sealed (JSON; ADR 0082)
+//! - `a/<key>`                           a model's answer, by the SHA-256 of what was asked (ADR 0082)
 
 use crate::deletions::Container;
 
@@ -35,6 +37,22 @@ pub const OFFSET_PREFIX: &str = "o/";
 pub const CONSUMER_OFFSET_PREFIX: &str = "c/";
 pub const NOTEBOOK_PREFIX: &str = "b/";
 pub const TASK_PREFIX: &str = "k/";
+pub const SECRET_PREFIX: &str = "e/";
+pub const ANSWER_PREFIX: &str = "a/";
+pub const INDEX_GRAPH_PREFIX: &str = "v/";
+
+/// The key of a vector index's graph for one data file (ADR 0082).
+pub fn index_graph(table_id: u64, index: &str, file: &str) -> String {
+    format!("{INDEX_GRAPH_PREFIX}{table_id:016x}/{index}\u{0}{file}")
+}
+
+pub fn secret(name: &str) -> String {
+    format!("{SECRET_PREFIX}{name}")
+}
+
+pub fn answer(key: &str) -> String {
+    format!("{ANSWER_PREFIX}{key}")
+}
 
 pub fn task(name: &str) -> String {
     format!("{TASK_PREFIX}{name}")
@@ -92,6 +110,13 @@ pub fn change_record(table_id: u64, commit: u64, index: u32) -> String {
 
 pub fn file(table_id: u64, path: &str) -> String {
     format!("{FILE_PREFIX}{table_id:016x}/{path}")
+}
+
+/// The table id and index name of an index graph's key.
+pub fn parse_index_graph(key: &str) -> Option<(u64, String)> {
+    let (table_id, rest) = key.strip_prefix(INDEX_GRAPH_PREFIX)?.split_once('/')?;
+    let (index, _file) = rest.split_once('\u{0}')?;
+    Some((u64::from_str_radix(table_id, 16).ok()?, index.to_string()))
 }
 
 pub fn garbage(deadline_ms: u64, path: &str) -> String {

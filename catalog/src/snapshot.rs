@@ -39,6 +39,12 @@ pub struct Snapshot {
     pub notebooks: Arc<BTreeMap<String, Arc<str>>>,
     /// Tasks by name (ADR 0081).
     pub tasks: Arc<BTreeMap<String, Arc<crate::TaskDef>>>,
+    /// Secrets by name, their options sealed (ADR 0082).
+    pub secrets: Arc<BTreeMap<String, Arc<crate::SealedSecret>>>,
+    /// The graphs of vector indexes, per table and index, by data file (ADR 0082).
+    pub index_graphs: crate::IndexGraphs,
+    /// The answers of language models kept in the lake, by key (ADR 0082).
+    pub answers: crate::ModelAnswers,
     /// Per table id, the last commit that changed its rows (appended or rewrote them), for
     /// transactions to find what was committed after they began (ADR 0045). Not stored:
     /// rebuilt as commits apply, from the loaded commit when the catalog opens.
@@ -152,6 +158,15 @@ impl Snapshot {
     }
 
     /// The table holding the index named `name`.
+    /// The graphs of vector index `index` of table `table_id`, by data file (ADR 0082).
+    pub fn index_graphs(
+        &self,
+        table_id: u64,
+        index: &str,
+    ) -> Option<&std::collections::BTreeMap<String, Arc<crate::IndexGraph>>> {
+        self.index_graphs.get(&(table_id, index.to_string()))
+    }
+
     pub fn table_with_index(&self, name: &str) -> Option<&Arc<TableDef>> {
         self.tables
             .values()

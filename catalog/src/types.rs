@@ -82,6 +82,12 @@ pub enum SqlType {
     Uuid,
     /// A list of values of one type, NULLs among them (ADR 0059).
     List(Box<SqlType>),
+    /// A 4-byte float: read from files and lists that hold them (a vector's elements); SQL's
+    /// `REAL` and `FLOAT` name `Double`.
+    Real,
+    /// A vector of `n` 4-byte floats (ADR 0082): a list of floats whose every row holds exactly
+    /// `n` values, checked as it is written.
+    Vector(u32),
     /// A record of named fields, each of its own type (ADR 0063). The fields of an unnamed
     /// struct (`row(1, 2)`) have empty names.
     Struct(Vec<StructField>),
@@ -104,6 +110,8 @@ impl SqlType {
             SqlType::Int => DataType::Int32,
             SqlType::BigInt => DataType::Int64,
             SqlType::Double => DataType::Float64,
+            SqlType::Real => DataType::Float32,
+            SqlType::Vector(_) => vector_type(),
             SqlType::Decimal { precision, scale } => decimal_type(precision, scale),
             SqlType::Varchar => DataType::Utf8,
             SqlType::Date => DataType::Date32,
@@ -130,7 +138,7 @@ impl SqlType {
     pub fn is_scalar(&self) -> bool {
         !matches!(
             self,
-            SqlType::List(_) | SqlType::Struct(_) | SqlType::Map(..)
+            SqlType::List(_) | SqlType::Vector(_) | SqlType::Struct(_) | SqlType::Map(..)
         )
     }
 
@@ -141,6 +149,7 @@ impl SqlType {
             DataType::Int32 => SqlType::Int,
             DataType::Int64 => SqlType::BigInt,
             DataType::Float64 => SqlType::Double,
+            DataType::Float32 => SqlType::Real,
             DataType::Decimal64(precision, scale) | DataType::Decimal128(precision, scale) => {
                 SqlType::Decimal {
                     precision: *precision,
@@ -192,6 +201,8 @@ impl fmt::Display for SqlType {
             SqlType::Int => write!(f, "INTEGER"),
             SqlType::BigInt => write!(f, "BIGINT"),
             SqlType::Double => write!(f, "DOUBLE"),
+            SqlType::Real => write!(f, "FLOAT"),
+            SqlType::Vector(dimensions) => write!(f, "FLOAT[{dimensions}]"),
             SqlType::Decimal { precision, scale } => write!(f, "DECIMAL({precision},{scale})"),
             SqlType::Varchar => write!(f, "VARCHAR"),
             SqlType::Date => write!(f, "DATE"),
@@ -219,6 +230,11 @@ impl fmt::Display for SqlType {
             }
         }
     }
+}
+
+/// The Arrow type of vectors (ADR 0082): lists of 4-byte floats, each of its column's length.
+pub fn vector_type() -> DataType {
+    DataType::List(Arc::new(Field::new("item", DataType::Float32, true)))
 }
 
 /// The Arrow type of maps from `key` to `value` (ADR 0064): a list of `entries` structs of a
@@ -409,6 +425,10 @@ pub const PROCEDURE_SUFFIX: &str = "$procedure";
 pub struct Index {
     pub name: String,
     pub columns: Vec<String>,
+    /// How an HNSW index finds near vectors (ADR 0082); none for a declared index, which
+    /// reads do not use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector: Option<crate::VectorIndex>,
 }
 
 /// A table's time to live (ADR 0048): rows whose `column` (a TIMESTAMP or DATE) is older than

@@ -258,6 +258,8 @@ impl Node {
         }
         let kept = transaction.clone();
         let control = session.begin(self.options.memory.clone());
+        self.give_models(&control, session);
+        let answered = control.clone();
         let running = Running {
             session,
             control: control.clone(),
@@ -271,6 +273,7 @@ impl Node {
             let result = node
                 .execute_statement_in(&statement, transaction.as_mut(), Some(&task_session))
                 .await;
+            node.keep_model_answers(&answered).await;
             (result, transaction)
         };
         let outcome = tokio::spawn(CONTROL.scope(control, run)).await;
@@ -650,6 +653,7 @@ impl Node {
     /// tables (ADR 0058), and deletes expired objects.
     pub async fn checkpoint(&self) -> Result<()> {
         self.tier(Duration::ZERO).await?;
+        self.index_files().await?;
         self.publish().await?;
         self.collect_garbage().await
     }
@@ -677,6 +681,9 @@ impl Node {
                 }
                 if let Err(e) = node.compact(None, false).await {
                     eprintln!("background compaction failed: {e}");
+                }
+                if let Err(e) = node.index_files().await {
+                    eprintln!("background indexing failed: {e}");
                 }
                 if let Err(e) = node.publish().await {
                     eprintln!("background publishing failed: {e}");

@@ -237,6 +237,13 @@ fn value(expr: &Expr, batch: &RecordBatch) -> Result<Value> {
             crate::json::json_function(*op, values, data_type, rows)
         }),
         Expr::Function {
+            func: ScalarFunction::Model(op),
+            args,
+            ..
+        } => typed_call(args, batch, |values, rows| {
+            crate::models::evaluate_model(*op, values, rows)
+        }),
+        Expr::Function {
             func: ScalarFunction::RegexpGroups { all, insensitive },
             args,
             data_type,
@@ -659,6 +666,7 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::SortedTopK => crate::ordered_set::top_k(&args[0], &args[1]),
         ScalarFunction::ModeInOrder => crate::ordered_set::mode_in_order(&args[0]),
         ScalarFunction::Random => unreachable!("random() is drawn per row with the batch"),
+        ScalarFunction::Model(_) => unreachable!("a model's answers are asked batch by batch"),
         ScalarFunction::SortedEntropy => crate::ordered_set::entropy(&args[0]),
         ScalarFunction::SortedMad => crate::ordered_set::median_absolute_deviation(&args[0]),
         ScalarFunction::MomentStatistic(moment) => crate::moments::moment_statistic(args, moment),
@@ -715,6 +723,9 @@ fn function(func: ScalarFunction, args: &[ArrayRef]) -> Result<ArrayRef> {
         ScalarFunction::ArrayElement => arrays::element(&args[0], &args[1]),
         ScalarFunction::ArrayLength => arrays::length(&args[0], &args[1]),
         ScalarFunction::Cardinality => arrays::cardinality(&args[0]),
+        ScalarFunction::VectorDistance(distance) => {
+            crate::vectors::vector_distance(distance, &args[0], &args[1])
+        }
         ScalarFunction::ArrayToString => arrays::join(args),
         ScalarFunction::Quantified { op, all, rows } => {
             arrays::quantified(op, all, rows, &args[0], &args[1])

@@ -269,7 +269,7 @@ fn read_row_group(
     dictionaries: &[usize],
 ) -> Result<(Vec<RecordBatch>, Vec<Range<u64>>)> {
     let footer = &file.footer;
-    let ranges = kept_ranges(footer, row_group, pages);
+    let ranges = kept_ranges(file, row_group, pages);
     let rows = footer.row_group_rows(row_group);
     let first = first_row(footer, row_group);
     let ordinals = match &ranges {

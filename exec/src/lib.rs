@@ -46,6 +46,7 @@ mod list_picks;
 mod maps;
 mod math_functions;
 mod memory;
+mod models;
 mod moments;
 mod morsel;
 mod nested_text;
@@ -75,6 +76,7 @@ mod text_functions;
 mod text_more;
 mod unnest;
 mod uuids;
+mod vectors;
 mod window;
 mod word_slots;
 mod zoned_times;
@@ -95,10 +97,15 @@ pub use json::json_check;
 pub use key_hash::key_hashes;
 pub use lake_rows::drop_deleted;
 pub use memory::{MemoryPool, Reservation, default_memory_limit, format_size, parse_memory_size};
+pub use models::{ModelAccess, StatementModels, answer_key};
 pub use pipeline::{ExecContext, execute, execute_profiled};
 pub use pondra_parser::{MESSAGE_CHARS, bounded_message, quoted_excerpt};
 pub use profile::Profile;
 pub use scan::{Morsel, read_morsel, read_table, table_morsels};
 pub use structs::{nested_string, to_text as nested_as_text};
 pub use uuids::uuid_text;
+pub use vectors::{
+    BuildSettings, Graph, Near, build_file_graph, decode_graph, encode_graph, vector_check,
+    vector_distance,
+};
 pub use zoned_times::{instant_text, offset_in, zone_name};

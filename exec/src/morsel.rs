@@ -45,6 +45,9 @@ pub struct ScanFile {
     pub source: FileSource,
     pub footer: ParquetFooter,
     pub place: Option<Place>,
+    /// For a scan with a nearest clause, the rows of each row group its vector index found
+    /// (ADR 0082); none to read every row.
+    pub nearest_rows: Option<Vec<Vec<Range<usize>>>>,
 }
 
 /// Where a container of a lake table's rows is among the table's containers (what row
@@ -166,7 +169,11 @@ pub fn scan_units<'p>(
     let mut skipped = 0;
     let mut units = Vec::new();
     match node {
-        PhysicalPlan::TableScan { table, .. } => {
+        PhysicalPlan::TableScan { table, nearest, .. } => {
+            let nearest = match nearest {
+                Some(nearest) => Some(crate::vectors::NearestQuery::new(nearest)?),
+                None => None,
+            };
             let width = table.columns.len();
             let place = |position: usize, first_row, container: Container, commits| Place {
                 position,
@@ -219,11 +226,18 @@ pub fn scan_units<'p>(
                 // (and the offsets) after them.
                 match matches!(footer.fields().checked_sub(width), Some(0 | 2 | 3)) {
                     true => {
-                        let place = Some(place);
+                        let deleted = place.deleted.as_ref();
+                        let nearest_rows = match &nearest {
+                            Some(query) => {
+                                query.candidates(table, file, (&footer, deleted), ctx)?
+                            }
+                            None => None,
+                        };
                         let file = ScanFile {
                             source,
                             footer,
-                            place,
+                            place: Some(place),
+                            nearest_rows,
                         };
                         skipped += add_row_groups(file, may_hold, &mut units);
                     }
@@ -273,6 +287,7 @@ pub fn scan_units<'p>(
                     source: file.source.clone(),
                     footer,
                     place: None,
+                    nearest_rows: None,
                 };
                 skipped += add_row_groups(file, may_hold, &mut units);
             }
@@ -317,6 +332,14 @@ fn add_row_groups(file: ScanFile, may_hold: &MayHold<'_>, units: &mut Vec<ScanUn
     let file = Arc::new(file);
     let mut skipped = 0;
     for row_group in 0..file.footer.row_groups() {
+        if file
+            .nearest_rows
+            .as_ref()
+            .is_some_and(|rows| rows[row_group].is_empty())
+        {
+            skipped += 1;
+            continue;
+        }
         match may_hold(&|column| file.footer.row_group_range(row_group, column)) {
             true => units.push(ScanUnit::RowGroup {
                 file: file.clone(),
@@ -437,7 +460,7 @@ fn read_row_group(
     let footer = &file.footer;
     let mut table_columns = Vec::new();
     let columns = table_part(footer, schema, columns, &mut table_columns);
-    let ranges = kept_ranges(footer, row_group, pages);
+    let ranges = kept_ranges(file, row_group, pages);
     if ranges.as_ref().is_some_and(Vec::is_empty) {
         return Ok(Vec::new());
     }
@@ -485,16 +508,23 @@ fn table_part<'c>(
     columns.or((footer.fields() > table_columns.len()).then_some(&table_columns[..]))
 }
 
-/// The rows of `row_group` left once the pages `pages` rules out are skipped; `None` for all.
+/// The rows of `row_group` left once the pages `pages` rules out are skipped, and only those a
+/// vector index found when the scan has a nearest clause; `None` for all.
 pub(crate) fn kept_ranges(
-    footer: &ParquetFooter,
+    file: &ScanFile,
     row_group: usize,
     pages: Option<&PagePruning<'_>>,
 ) -> Option<Vec<Range<usize>>> {
-    let pages = pages?;
-    let (ranges, skipped) = pages_kept(footer, row_group, &pages.columns, pages.may_hold);
-    pages.skipped.fetch_add(skipped, Ordering::Relaxed);
-    ranges
+    let nearest = file
+        .nearest_rows
+        .as_ref()
+        .map(|rows| rows[row_group].as_slice());
+    let kept = pages.and_then(|pages| {
+        let (ranges, skipped) = pages_kept(&file.footer, row_group, &pages.columns, pages.may_hold);
+        pages.skipped.fetch_add(skipped, Ordering::Relaxed);
+        ranges
+    });
+    crate::vectors::intersect_ranges(kept, nearest)
 }
 
 /// Reads the rows at `ranges` (all when `None`) of one row group of a Parquet file as batches

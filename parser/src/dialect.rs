@@ -1,6 +1,6 @@
 //! The dialect statements are read in: DuckDB's, as sqlparser reads it, and two infix
 //! operators its reading lacks: `text GLOB pattern` (SQLite's and DuckDB's) and PostgreSQL's
-//! `text ^@ prefix` (starts with), and DuckDB's `ROW(name type, ...)` and `MAP(key, value)` types, nested. sqlparser lets a dialect stand in for another; this one
+//! `text ^@ prefix` (starts with), pgvector's `<->` and `<#>`, and DuckDB's `ROW(name type, ...)` and `MAP(key, value)` types, nested. sqlparser lets a dialect stand in for another; this one
 //! answers every question as DuckDB's does, so every DuckDB form reads as before.
 
 use std::any::TypeId;
@@ -43,7 +43,7 @@ impl Dialect for PondraDialect {
         } else if parser.consume_token(&Token::CaretAt) {
             BinaryOperator::PGStartsWith
         } else {
-            return None;
+            vector_operator(parser)?
         };
         Some(
             parser
@@ -77,6 +77,11 @@ impl Dialect for PondraDialect {
     }
 
     fn supports_select_wildcard_rename(&self) -> bool {
+        true
+    }
+
+    // PostgreSQL's `CREATE INDEX ... WITH (name = value)`: an HNSW index's settings (ADR 0082).
+    fn supports_create_index_with_clause(&self) -> bool {
         true
     }
 
@@ -115,6 +120,30 @@ impl Dialect for PondraDialect {
         supports_nested_comments() -> bool;
         supports_add_column_if_not_exists() -> bool;
     }
+}
+
+/// pgvector's distance operators `<->` and `<#>` (ADR 0082), which DuckDB's tokenizer reads as
+/// `<` followed by `->` or `#>` (JSON's arrows); consumed when their tokens touch. (`<=>` is a token of
+/// its own.)
+fn vector_operator(parser: &mut Parser) -> Option<BinaryOperator> {
+    let tokens: Vec<_> = (0..3)
+        .map(|n| parser.peek_nth_token_ref(n).clone())
+        .collect();
+    if tokens[0].token != Token::Lt {
+        return None;
+    }
+    let touch = |a: usize, b: usize| tokens[a].span.end == tokens[b].span.start;
+    let (name, length) = match (&tokens[1].token, &tokens[2].token) {
+        (Token::Arrow, _) if touch(0, 1) => ("<->", 2),
+        (Token::Minus, Token::Gt) if touch(0, 1) && touch(1, 2) => ("<->", 3),
+        (Token::Sharp, Token::Gt) if touch(0, 1) && touch(1, 2) => ("<#>", 3),
+        (Token::HashArrow, _) if touch(0, 1) => ("<#>", 2),
+        _ => return None,
+    };
+    for _ in 0..length {
+        parser.next_token();
+    }
+    Some(BinaryOperator::Custom(name.into()))
 }
 
 /// `MAP(key type, value type)`, then any `[]` after it.

@@ -93,6 +93,7 @@ impl PhysicalPlan {
                 table,
                 filter,
                 slice,
+                nearest,
                 ..
             } => {
                 let repeat = repeat_text(self.scan_repeat());
@@ -100,8 +101,12 @@ impl PhysicalPlan {
                     Some(slice) => format!(" sliced={}/{}", slice.part, slice.parts),
                     None => String::new(),
                 };
+                let nearest = match nearest {
+                    Some(nearest) => format!(" {nearest}"),
+                    None => String::new(),
+                };
                 format!(
-                    "TableScan: {}{}{repeat}{slice}",
+                    "TableScan: {}{}{repeat}{slice}{nearest}",
                     table.name,
                     filter_text(filter)
                 )

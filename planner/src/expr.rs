@@ -285,6 +285,45 @@ impl BinaryOp {
     }
 }
 
+/// The distances and products of two vectors (ADR 0082).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VectorDistance {
+    /// `array_distance`, `<->`: the Euclidean distance.
+    Euclidean,
+    /// `array_cosine_distance`, `<=>`: one less the cosine similarity.
+    CosineDistance,
+    /// `array_cosine_similarity`.
+    CosineSimilarity,
+    /// `array_inner_product`.
+    InnerProduct,
+    /// `array_negative_inner_product`, `<#>`.
+    NegativeInnerProduct,
+}
+
+impl VectorDistance {
+    pub fn name(self) -> &'static str {
+        match self {
+            VectorDistance::Euclidean => "array_distance",
+            VectorDistance::CosineDistance => "array_cosine_distance",
+            VectorDistance::CosineSimilarity => "array_cosine_similarity",
+            VectorDistance::InnerProduct => "array_inner_product",
+            VectorDistance::NegativeInnerProduct => "array_negative_inner_product",
+        }
+    }
+
+    /// The index metric whose order this distance follows, smallest first; none for the
+    /// similarities, whose greatest come first.
+    pub fn metric(self) -> Option<pondra_catalog::VectorMetric> {
+        use pondra_catalog::VectorMetric;
+        match self {
+            VectorDistance::Euclidean => Some(VectorMetric::L2Sq),
+            VectorDistance::CosineDistance => Some(VectorMetric::Cosine),
+            VectorDistance::NegativeInnerProduct => Some(VectorMetric::Ip),
+            VectorDistance::CosineSimilarity | VectorDistance::InnerProduct => None,
+        }
+    }
+}
+
 /// Scalar functions the executor evaluates.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ScalarFunction {
@@ -388,6 +427,9 @@ pub enum ScalarFunction {
     Math(MathOp),
     /// Text functions beyond the core ones (`levenshtein`, `translate`, `concat_ws`, ...).
     Text(TextOp),
+    /// `ai_embed(text, model)` or `ai_complete(prompt, model)` (ADR 0082): asked of a
+    /// model's endpoint, batch by batch, answers kept in the lake.
+    Model(crate::models::ModelOp),
     /// A value cast to a narrow or wide integer name, checked to lie in its range: an error
     /// outside it, or NULL when `lenient` (TRY_CAST).
     IntegerRange {
@@ -448,6 +490,8 @@ pub enum ScalarFunction {
     ArrayLength,
     /// `cardinality(a)`.
     Cardinality,
+    /// A distance between two vectors of one length (ADR 0082), as a DOUBLE.
+    VectorDistance(VectorDistance),
     /// `array_to_string(a, separator [, null_text])`.
     ArrayToString,
     /// `x op ANY (array)`, or `x op ALL (array)`. With `rows`, `x` is a row value
@@ -1010,6 +1054,7 @@ impl ScalarFunction {
             ScalarFunction::RoundBankers => "roundbankers",
             ScalarFunction::Math(op) => op.name(),
             ScalarFunction::Text(op) => op.name(),
+            ScalarFunction::Model(op) => op.name(),
             ScalarFunction::IntegerRange { .. } => "cast",
             ScalarFunction::Strftime => "strftime",
             ScalarFunction::RegexpExtract => "regexp_extract",
@@ -1058,6 +1103,7 @@ impl ScalarFunction {
             ScalarFunction::ArrayElement => "array_element",
             ScalarFunction::ArrayLength => "array_length",
             ScalarFunction::Cardinality => "cardinality",
+            ScalarFunction::VectorDistance(distance) => distance.name(),
             ScalarFunction::ArrayToString => "array_to_string",
             ScalarFunction::Quantified { all: false, .. } => "any",
             ScalarFunction::Quantified { all: true, .. } => "all",

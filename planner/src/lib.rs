@@ -12,6 +12,9 @@ mod integer_domains;
 pub use integer_domains::IntegerDomain;
 mod interval_join;
 mod logical;
+mod models;
+pub use models::{ModelOp, OPENAI_SECRET_TYPE, calls_models};
+mod nearest;
 mod optimizer;
 pub use optimizer::OptimizerSettings;
 mod physical;
@@ -38,12 +41,12 @@ pub use expr::{
     AggregateCall, AggregateFunction, BinaryOp, BitwiseOp, BlobOp, DatePart, Expr, Frame,
     FrameBound, FrameExclusion, FrameOffset, FrameUnits, IntervalOp, JoinKind, JsonOp, JsonStyle,
     Lambda, LambdaOp, ListOp, MapOp, MathOp, Moment, PythonCall, PythonFunction, ScalarFunction,
-    SortKey, Subquery, TextOp, WindowExpr, WindowFunction,
+    SortKey, Subquery, TextOp, VectorDistance, WindowExpr, WindowFunction,
 };
 pub use external::{ExternalFile, ExternalTable, FileFormat};
 pub use interval_join::StateExpiry;
 pub use logical::{LogicalPlan, SubqueryKind, WorkingRows};
-pub use physical::{PhysicalPlan, Slice, create_physical_plan};
+pub use physical::{Nearest, PhysicalPlan, Slice, create_physical_plan};
 pub use plan::{Plan, RewriteKind};
 pub use repeated_scans::RepeatedScan;
 pub use scalar::ScalarValue;

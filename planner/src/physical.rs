@@ -11,6 +11,8 @@ use crate::repeated_scans::RepeatedScan;
 use crate::scalar::ScalarValue;
 use crate::tree::{PlanNode, TreeNode};
 
+pub use crate::nearest::Nearest;
+
 /// The plan `exec` runs: operators chosen for each logical node.
 #[derive(Clone, Debug)]
 pub enum PhysicalPlan {
@@ -30,6 +32,9 @@ pub enum PhysicalPlan {
         /// The part of the table's scan units this scan reads, in a spread plan (ADR 0076);
         /// `None` for all of them.
         slice: Option<Slice>,
+        /// For the scan under `ORDER BY distance LIMIT k`, the rows its vector index finds
+        /// near (ADR 0082): the scan reads only those of the files with a graph.
+        nearest: Option<Arc<Nearest>>,
     },
     Input {
         schema: SchemaRef,
@@ -176,6 +181,7 @@ impl PhysicalPlan {
                 filter: None,
                 repeat: None,
                 slice: None,
+                nearest: None,
             },
             PhysicalPlan::ParquetScan { table, .. } => {
                 PhysicalPlan::parquet_scan(table.clone(), columns)
@@ -269,6 +275,7 @@ impl PhysicalPlan {
 pub fn create_physical_plan(plan: &LogicalPlan) -> PhysicalPlan {
     let mut physical = plan_with_subqueries(plan);
     crate::shared_aggregates::number_repeated_aggregates(&mut physical);
+    crate::nearest::use_vector_indexes(&mut physical);
     crate::repeated_scans::mark_repeated_scans(&mut physical);
     physical
 }
@@ -349,6 +356,7 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
                 filter: None,
                 repeat: None,
                 slice: None,
+                nearest: None,
             }
         }
         LogicalPlan::Window {

@@ -28,8 +28,9 @@ pub struct RepeatedScan {
 enum Table {
     /// A lake table by id, the width of the scan's rows (a scan that adds the row address,
     /// ADR 0048, reads other rows than one that does not), and the slice it reads, in a spread
-    /// plan (ADR 0076): a slice shares nothing with the whole table.
-    Lake(u64, usize, Option<crate::physical::Slice>),
+    /// plan (ADR 0076): a slice shares nothing with the whole table. A scan with a nearest
+    /// clause (ADR 0082) reads rows of its own, and is known by its clause.
+    Lake(u64, usize, Option<crate::physical::Slice>, Option<usize>),
     Files(Vec<String>),
 }
 
@@ -138,9 +139,11 @@ fn scan_parts(scan: &PhysicalPlan) -> (Table, Option<&[usize]>, Option<&Expr>) {
             columns,
             filter,
             slice,
+            nearest,
             ..
         } => {
-            let table = Table::Lake(table.id, schema.fields().len(), *slice);
+            let nearest = nearest.as_ref().map(|n| std::sync::Arc::as_ptr(n) as usize);
+            let table = Table::Lake(table.id, schema.fields().len(), *slice, nearest);
             (table, columns.as_deref(), filter.as_ref())
         }
         PhysicalPlan::ParquetScan {

@@ -262,11 +262,12 @@ fn text(v: impl Into<String>) -> Cell {
 
 /// The types `pg_type_of` gives: oid, name in `pg_type`, name as `format_type` writes it, and
 /// the oid of the array type of it.
-const TYPES: [(i32, &str, &str, i32); 11] = [
+const TYPES: [(i32, &str, &str, i32); 12] = [
     (16, "bool", "boolean", 1000),
     (17, "bytea", "bytea", 1001),
     (20, "int8", "bigint", 1016),
     (23, "int4", "integer", 1007),
+    (700, "float4", "real", 1021),
     (701, "float8", "double precision", 1022),
     (1043, "varchar", "character varying", 1015),
     (1082, "date", "date", 1182),
@@ -289,6 +290,7 @@ pub fn pg_type_of(data_type: &DataType) -> (i32, String) {
         DataType::Boolean => (16, "boolean"),
         DataType::Int32 => (23, "integer"),
         DataType::Int64 => (20, "bigint"),
+        DataType::Float32 => (700, "real"),
         DataType::Float64 => (701, "double precision"),
         DataType::Decimal64(..) | DataType::Decimal128(..) => (1700, "numeric"),
         DataType::Date32 => (1082, "date"),
@@ -314,7 +316,7 @@ fn type_category(oid: i32) -> &'static str {
     match oid {
         16 => "B",
         17 => "U",
-        20 | 23 | 701 | 1700 => "N",
+        20 | 23 | 700 | 701 | 1700 => "N",
         1082 | 1114 | 1184 => "D",
         1186 => "T",
         _ => "S",

@@ -59,6 +59,25 @@ pub fn sql_type_from_ast(data_type: &ast::DataType) -> Result<SqlType> {
         D::JSON | D::JSONB => SqlType::Json,
         D::Uuid => SqlType::Uuid,
         D::Regclass => SqlType::Varchar,
+        D::Array(ast::ArrayElemTypeDef::SquareBracket(element, Some(size)))
+            if is_four_byte_float(element) =>
+        {
+            vector_of(*size)?
+        }
+        D::Custom(name, modifiers)
+            if modifiers.len() == 1
+                && name.0.len() == 1
+                && name.to_string().eq_ignore_ascii_case("vector") =>
+        {
+            let size = match &modifiers[0] {
+                ast::TypeModifier::Number(digits, _) => digits.parse::<u64>().ok(),
+                _ => None,
+            };
+            let size = size.ok_or_else(|| {
+                crate::bind_err!("vector({}): a length is a number", modifiers[0])
+            })?;
+            vector_of(size)?
+        }
         D::Array(
             ast::ArrayElemTypeDef::SquareBracket(element, _)
             | ast::ArrayElemTypeDef::AngleBracket(element)
@@ -100,6 +119,22 @@ pub fn sql_type_from_ast(data_type: &ast::DataType) -> Result<SqlType> {
         }
         other => return Err(unsupported!("the type {other}")),
     })
+}
+
+/// Whether `element` names a 4-byte float, whose fixed-size arrays are vectors (ADR 0082).
+fn is_four_byte_float(element: &ast::DataType) -> bool {
+    use ast::DataType as D;
+    matches!(element, D::Float(_) | D::Real | D::Float4)
+}
+
+/// The vector type of `size` floats: 1 to 65,535 of them.
+fn vector_of(size: u64) -> Result<SqlType> {
+    match u32::try_from(size) {
+        Ok(size @ 1..=65_535) => Ok(SqlType::Vector(size)),
+        _ => Err(crate::bind_err!(
+            "a vector holds 1 to 65535 floats, not {size}"
+        )),
+    }
 }
 
 /// The type of arrays (Arrow lists) of `item`.

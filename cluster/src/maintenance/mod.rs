@@ -2,4 +2,5 @@
 //! and rewritten, replaced objects deleted after the retention.
 
 pub(crate) mod compaction;
+pub(crate) mod indexing;
 pub(crate) mod tiering;

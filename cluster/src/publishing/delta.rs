@@ -150,6 +150,7 @@ fn delta_type(sql_type: &SqlType) -> String {
         SqlType::Int => "integer".into(),
         SqlType::BigInt => "long".into(),
         SqlType::Double => "double".into(),
+        SqlType::Real => "float".into(),
         SqlType::Decimal { precision, scale } => format!("decimal({precision},{scale})"),
         SqlType::Varchar | SqlType::Json | SqlType::Uuid => "string".into(),
         SqlType::Date => "date".into(),
@@ -159,7 +160,7 @@ fn delta_type(sql_type: &SqlType) -> String {
         SqlType::Interval | SqlType::Time => {
             unreachable!("a table with an interval or time column is not published")
         }
-        SqlType::List(_) | SqlType::Struct(_) | SqlType::Map(..) => {
+        SqlType::List(_) | SqlType::Vector(_) | SqlType::Struct(_) | SqlType::Map(..) => {
             unreachable!("a table with a nested column is not published")
         }
     }

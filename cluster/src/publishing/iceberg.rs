@@ -283,6 +283,7 @@ fn iceberg_type(sql_type: &SqlType) -> IcebergType {
         SqlType::Int => IcebergType::Int,
         SqlType::BigInt => IcebergType::Long,
         SqlType::Double => IcebergType::Double,
+        SqlType::Real => IcebergType::Float,
         SqlType::Decimal { precision, scale } => IcebergType::Decimal {
             precision: u32::from(precision),
             scale: scale.max(0) as u32,
@@ -295,7 +296,7 @@ fn iceberg_type(sql_type: &SqlType) -> IcebergType {
         SqlType::Interval | SqlType::Time => {
             unreachable!("a table with an interval or time column is not published")
         }
-        SqlType::List(_) | SqlType::Struct(_) | SqlType::Map(..) => {
+        SqlType::List(_) | SqlType::Vector(_) | SqlType::Struct(_) | SqlType::Map(..) => {
             unreachable!("a table with a nested column is not published")
         }
     }

@@ -179,6 +179,7 @@ pub fn objects_named(changes: &[Change]) -> Vec<String> {
             Change::Replace { added, .. } | Change::ReplaceAll { added, .. } => {
                 objects.extend(added.iter().map(|f| f.path.clone()))
             }
+            Change::AddIndexGraph { graph, .. } => objects.push(graph.object.clone()),
             _ => {}
         }
     }
@@ -359,6 +360,11 @@ fn check_conflict(base: &Snapshot, latest: &Snapshot, change: &Change) -> Result
         | Change::DropNotebook { .. }
         | Change::SaveTask { .. }
         | Change::DropTask { .. } => false,
+        // A secret saved last wins; an answer never changes under its key (ADR 0082).
+        Change::SaveSecret { .. } | Change::DropSecret { .. } | Change::SaveAnswers { .. } => false,
+        // A graph whose file or index went since is not recorded; its object is deleted
+        // (ADR 0082).
+        Change::AddIndexGraph { .. } => false,
         // A tick another commit took since is not run again (ADR 0081).
         Change::TaskTick { name, scheduled } => latest
             .tasks

@@ -32,14 +32,16 @@ pub(crate) fn check_not_null(table: &TableDef, batch: &RecordBatch) -> Result<()
 }
 
 /// `batch` as `table` keeps it: the text of its JSON columns checked to be JSON, that of its
-/// UUID columns brought to the canonical form; an error names the column.
+/// UUID columns brought to the canonical form, its vectors checked for their length (ADR
+/// 0082); an error names the column.
 pub(crate) fn checked_text(table: &TableDef, batch: RecordBatch) -> Result<RecordBatch> {
     use pondra_catalog::SqlType;
-    if !table
-        .columns
-        .iter()
-        .any(|c| matches!(c.sql_type, SqlType::Json | SqlType::Uuid))
-    {
+    if !table.columns.iter().any(|c| {
+        matches!(
+            c.sql_type,
+            SqlType::Json | SqlType::Uuid | SqlType::Vector(_)
+        )
+    }) {
         return Ok(batch);
     }
     let mut columns = batch.columns().to_vec();
@@ -47,6 +49,7 @@ pub(crate) fn checked_text(table: &TableDef, batch: RecordBatch) -> Result<Recor
         let checked = match column.sql_type {
             SqlType::Json => pondra_exec::json_check(values),
             SqlType::Uuid => pondra_exec::uuid_text(values),
+            SqlType::Vector(dimensions) => pondra_exec::vector_check(values, dimensions),
             _ => continue,
         };
         *values = checked.map_err(|e| {
@@ -56,7 +59,21 @@ pub(crate) fn checked_text(table: &TableDef, batch: RecordBatch) -> Result<Recor
             ))
         })?;
     }
-    Ok(RecordBatch::try_new(batch.schema(), columns)?)
+    // A vector checked may come back as the column's type from a list of other numbers.
+    let schema = batch.schema();
+    let fields: Vec<arrow::datatypes::Field> = schema
+        .fields()
+        .iter()
+        .zip(&columns)
+        .map(|(field, values)| {
+            field
+                .as_ref()
+                .clone()
+                .with_data_type(values.data_type().clone())
+        })
+        .collect();
+    let schema = arrow::datatypes::Schema::new_with_metadata(fields, schema.metadata().clone());
+    Ok(RecordBatch::try_new(std::sync::Arc::new(schema), columns)?)
 }
 
 /// Whether writes to `table` must check it whole.

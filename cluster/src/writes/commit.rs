@@ -51,7 +51,7 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
-    fn new(changes: Vec<Change>, tag: impl Into<String>) -> Prepared {
+    pub(crate) fn new(changes: Vec<Change>, tag: impl Into<String>) -> Prepared {
         Prepared {
             changes,
             tag: tag.into(),
@@ -429,11 +429,15 @@ impl Node {
                     .ok_or(pondra_catalog::CatalogError::TableNotFound(table))?
                     .as_ref()
                     .clone();
+                // A vector index's graphs of the files there now commit with it (ADR 0082).
+                let graphs = match index.vector {
+                    Some(_) => self.graphs_of_new_index(snapshot, &def, &index).await?,
+                    None => Vec::new(),
+                };
                 def.indexes.push(index);
-                Ok(Prepared::new(
-                    vec![Change::AlterTable { def }],
-                    "CREATE INDEX",
-                ))
+                let mut changes = vec![Change::AlterTable { def }];
+                changes.extend(graphs);
+                Ok(Prepared::new(changes, "CREATE INDEX"))
             }
             Plan::DropIndex { name, if_exists } => {
                 let Some(table) = snapshot.table_with_index(&name) else {
@@ -458,6 +462,18 @@ impl Node {
                     pondra_planner::RewriteKind::Upsert => "INSERT 0",
                 };
                 Ok(Prepared::new(changes, format!("{verb} {rows}")).with_rows(written))
+            }
+            Plan::CreateSecret {
+                name,
+                options,
+                or_replace,
+                if_not_exists,
+            } => {
+                self.prepare_create_secret(snapshot, name, options, or_replace, if_not_exists)
+                    .await
+            }
+            Plan::DropSecret { name, if_exists } => {
+                crate::models::secrets::prepare_drop_secret(snapshot, name, if_exists)
             }
             Plan::Query(_)
             | Plan::Returning { .. }

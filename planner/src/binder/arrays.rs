@@ -26,6 +26,9 @@ fn item_type(array: &DataType) -> Option<&DataType> {
 /// The type a CAST or a typed literal names, arrays included.
 pub(super) fn cast_target(data_type: &ast::DataType) -> Result<DataType> {
     use ast::ArrayElemTypeDef as A;
+    if let Ok(pondra_catalog::SqlType::Vector(_)) = sql_type_from_ast(data_type) {
+        return Ok(pondra_catalog::vector_type());
+    }
     match data_type {
         ast::DataType::Array(
             A::SquareBracket(item, _)
@@ -141,11 +144,12 @@ pub(super) fn bind_cast(
 /// be `n`, an error naming both lengths otherwise.
 fn with_fixed_size(value: Expr, data_type: &ast::DataType) -> Result<Expr> {
     use crate::expr::BinaryOp;
-    let ast::DataType::Array(ast::ArrayElemTypeDef::SquareBracket(_, Some(size))) = data_type
-    else {
-        return Ok(value);
+    let size = match (data_type, sql_type_from_ast(data_type)) {
+        (_, Ok(pondra_catalog::SqlType::Vector(size))) => u64::from(size),
+        (ast::DataType::Array(ast::ArrayElemTypeDef::SquareBracket(_, Some(size))), _) => *size,
+        _ => return Ok(value),
     };
-    let size = i64::try_from(*size).map_err(|_| bind_err!("an array of {size} elements"))?;
+    let size = i64::try_from(size).map_err(|_| bind_err!("an array of {size} elements"))?;
     let length = super::duckdb_functions::length(std::slice::from_ref(&value))?;
     let text = |s: String| Expr::Literal(ScalarValue::Utf8(s));
     let concat = |left, right| Expr::Binary {

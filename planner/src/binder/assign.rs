@@ -10,7 +10,8 @@ use crate::{Result, bind_err};
 /// 0067), a list as a list of elements
 /// that may be, and a struct as a struct.
 fn assignable(from: &DataType, to: &DataType) -> bool {
-    let numeric = crate::types::is_numeric;
+    // A vector's elements are 4-byte floats (ADR 0082), which any number may become.
+    let numeric = |t: &DataType| crate::types::is_numeric(t) || *t == DataType::Float32;
     match (from, to) {
         (DataType::List(from), DataType::List(to)) => assignable(from.data_type(), to.data_type()),
         // Field by field, by name or position, as a cast (ADR 0063); a map key by key.

@@ -256,9 +256,14 @@ impl Binder<'_> {
             }
             columns.push(column);
         }
+        let vector = super::vectors::vector_index(create, table, &columns)?;
         Ok(Plan::CreateIndex {
             table: table.name.clone(),
-            index: Index { name, columns },
+            index: Index {
+                name,
+                columns,
+                vector,
+            },
             if_not_exists: create.if_not_exists,
         })
     }

@@ -164,6 +164,9 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
     if let Some(bound) = super::json_functions::json_function(&name, &args) {
         return bound;
     }
+    if let Some(bound) = crate::models::model_call(&name, &args) {
+        return bound;
+    }
     let (func, args, data_type) = match name.as_str() {
         "coalesce" => {
             if args.is_empty() {
@@ -628,6 +631,9 @@ pub(super) fn bind_function(function: &ast::Function, ctx: &mut Context<'_>) -> 
                 return bound;
             }
             if let Some(bound) = super::arrays::array_function(&name, &args) {
+                return bound;
+            }
+            if let Some(bound) = super::vectors::vector_function(&name, &args) {
                 return bound;
             }
             if name == "getvariable" {

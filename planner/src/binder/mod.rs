@@ -42,6 +42,7 @@ mod recursive;
 mod samples;
 mod schemas;
 mod scope;
+mod secrets;
 mod select;
 mod set_ops;
 mod sql_functions;
@@ -57,6 +58,7 @@ mod text_functions;
 mod ties;
 pub(crate) mod time_windows;
 mod top_n_aggregates;
+mod vectors;
 mod where_aliases;
 mod where_clause;
 mod window;
@@ -431,6 +433,9 @@ impl<'a> Binder<'a> {
                 })
             }
             ast::Statement::CreateIndex(create) => self.bind_create_index(create),
+            ast::Statement::CreateSecret { .. } | ast::Statement::DropSecret { .. } => {
+                self.bind_secret_statement(statement)
+            }
             ast::Statement::CreateMacro {
                 or_replace,
                 temporary,

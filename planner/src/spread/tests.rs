@@ -37,6 +37,7 @@ fn scan(table: Arc<TableDef>) -> PhysicalPlan {
         filter: None,
         repeat: None,
         slice: None,
+        nearest: None,
     }
 }
 

@@ -32,6 +32,7 @@ fn bare(data_type: &DataType) -> bool {
         DataType::Boolean
             | DataType::Int32
             | DataType::Int64
+            | DataType::Float32
             | DataType::Float64
             | DataType::Decimal64(..)
             | DataType::Decimal128(..)

@@ -20,6 +20,9 @@ pub(crate) fn binary(left: Expr, op: &BinaryOperator, right: Expr) -> Result<Exp
     if let Some(days) = date_arithmetic(&left, op, &right)? {
         return Ok(days);
     }
+    if let Some(distance) = crate::binder::vectors::distance_operator(op, &left, &right) {
+        return distance;
+    }
     if *op == BinaryOperator::StringConcat
         && let Some(bytes) = crate::binder::blobs::concat(&left, &right)
     {

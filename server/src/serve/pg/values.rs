@@ -9,9 +9,9 @@ use std::error::Error;
 
 use arrow::array::{Array, ArrayRef, AsArray};
 use arrow::datatypes::{
-    DataType, Date32Type, Decimal64Type, Decimal128Type, Float64Type, Int32Type, Int64Type,
-    IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit, Time64MicrosecondType, TimeUnit,
-    TimestampMicrosecondType,
+    DataType, Date32Type, Decimal64Type, Decimal128Type, Float32Type, Float64Type, Int32Type,
+    Int64Type, IntervalMonthDayNano, IntervalMonthDayNanoType, IntervalUnit, Time64MicrosecondType,
+    TimeUnit, TimestampMicrosecondType,
 };
 use bytes::{BufMut, BytesMut};
 use pgwire::api::Type;
@@ -33,6 +33,7 @@ pub fn pg_type(data_type: &DataType) -> Type {
         DataType::Boolean => Type::BOOL,
         DataType::Int32 => Type::INT4,
         DataType::Int64 => Type::INT8,
+        DataType::Float32 => Type::FLOAT4,
         DataType::Float64 => Type::FLOAT8,
         DataType::Decimal64(..) | DataType::Decimal128(..) => Type::NUMERIC,
         DataType::Date32 => Type::DATE,
@@ -45,6 +46,7 @@ pub fn pg_type(data_type: &DataType) -> Type {
             Type::BOOL => Type::BOOL_ARRAY,
             Type::INT4 => Type::INT4_ARRAY,
             Type::INT8 => Type::INT8_ARRAY,
+            Type::FLOAT4 => Type::FLOAT4_ARRAY,
             Type::FLOAT8 => Type::FLOAT8_ARRAY,
             Type::NUMERIC => Type::NUMERIC_ARRAY,
             Type::DATE => Type::DATE_ARRAY,
@@ -66,6 +68,8 @@ pub enum PgValue {
     Bool(bool),
     Int4(i32),
     Int8(i64),
+    /// A vector's element (ADR 0082).
+    Float4(f32),
     Float8(f64),
     Numeric {
         value: i128,
@@ -99,6 +103,7 @@ impl PgValue {
             DataType::Boolean => PgValue::Bool(column.as_boolean().value(row)),
             DataType::Int32 => PgValue::Int4(column.as_primitive::<Int32Type>().value(row)),
             DataType::Int64 => PgValue::Int8(column.as_primitive::<Int64Type>().value(row)),
+            DataType::Float32 => PgValue::Float4(column.as_primitive::<Float32Type>().value(row)),
             DataType::Float64 => PgValue::Float8(column.as_primitive::<Float64Type>().value(row)),
             DataType::Decimal64(_, scale) => PgValue::Numeric {
                 value: column.as_primitive::<Decimal64Type>().value(row).into(),
@@ -159,6 +164,8 @@ impl PgValue {
             PgValue::Bool(b) => (if *b { "t" } else { "f" }).to_string(),
             PgValue::Int4(v) => v.to_string(),
             PgValue::Int8(v) => v.to_string(),
+            PgValue::Float4(v) if v.is_finite() => v.to_string(),
+            PgValue::Float4(v) => float_text(f64::from(*v)),
             PgValue::Float8(v) => float_text(*v),
             PgValue::Numeric { value, scale } => decimal_text(*value, *scale),
             PgValue::Text(s) => s.clone(),
@@ -279,6 +286,7 @@ impl ToSql for PgValue {
             PgValue::Bool(b) => out.put_u8(u8::from(*b)),
             PgValue::Int4(v) => out.put_i32(*v),
             PgValue::Int8(v) => out.put_i64(*v),
+            PgValue::Float4(v) => out.put_f32(*v),
             PgValue::Float8(v) => out.put_f64(*v),
             PgValue::Numeric { value, scale } => numeric_binary(*value, *scale, out),
             PgValue::Text(s) => out.put_slice(s.as_bytes()),

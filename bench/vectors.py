@@ -1,0 +1,177 @@
+"""Vector search (ADR 0082) side by side with pgvector's HNSW on PostgreSQL: the same seeded
+vectors (1 M of 128 dimensions by default, drawn around 1,000 centres) in a Pondra table and
+in a PostgreSQL table, an HNSW index on each (m = 16, ef_construction = 64, squared
+Euclidean, pgvector's defaults), then the 10 nearest rows to each of QUERIES vectors.
+
+Printed: each side's index build time, queries per second through its index, recall@10
+against the exact answer (computed here with numpy), Pondra's exact-scan queries per second
+(the same query without the index), and the ratios. Pondra runs as `pondra serve` on a fresh
+lake and PostgreSQL on a fresh cluster, both asked over the Postgres protocol by psycopg, one
+query at a time.
+
+PostgreSQL with pgvector is found through `--pg-bin` (the folder of `initdb`, `pg_ctl`, for
+example /usr/lib/postgresql/15/bin) with pgvector installed into it: on Debian 12,
+`apt install postgresql-15 postgresql-server-dev-15`, then pgvector's source (0.8) built with
+`make && make install`. Without `--pg-bin` only Pondra is measured. PostgreSQL refuses to run
+as root: run the script as another user, or give `--pg-user` to run the server as that user.
+
+Usage: bench/vectors.py PONDRA_BINARY [--rows N] [--queries N] [--pg-bin DIR] [--pg-user U].
+Needs numpy, pyarrow and psycopg in the Python that runs it.
+"""
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import psycopg
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+DIMENSIONS = 128
+K = 10
+
+
+def vectors(rows, seed):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(0, 1, (1000, DIMENSIONS)).astype(np.float32)
+    picks = rng.integers(0, len(centres), rows)
+    return centres[picks] + rng.normal(0, 0.3, (rows, DIMENSIONS)).astype(np.float32)
+
+
+def literal(vector):
+    return "[" + ",".join(f"{x:.6f}" for x in vector) + "]"
+
+
+def exact_answers(data, queries):
+    answers = []
+    norms = (data * data).sum(axis=1)
+    for query in queries:
+        distances = norms - 2 * data @ query
+        answers.append(set(np.argpartition(distances, K)[:K].tolist()))
+    return answers
+
+
+def run_queries(connection, sql, queries):
+    found = []
+    started = time.perf_counter()
+    for query in queries:
+        rows = connection.execute(sql.format(literal(query))).fetchall()
+        found.append({row[0] for row in rows})
+    return len(queries) / (time.perf_counter() - started), found
+
+
+def recall(found, truth):
+    return sum(len(f & t) for f, t in zip(found, truth)) / (K * len(truth))
+
+
+def serve_pondra(binary, folder):
+    log_path = os.path.join(folder, "pondra.out")
+    log = open(log_path, "w+")
+    process = subprocess.Popen([binary, "--dir", os.path.join(folder, "lake"), "serve", "--http-port", "0",
+                                "--pg-port", "0", "--flight-port", "0"], stdout=log, stderr=subprocess.STDOUT)
+    started = time.time()
+    while "ready" not in open(log_path).read():
+        assert process.poll() is None and time.time() - started < 60, "pondra serve did not start"
+        time.sleep(0.1)
+    pg = next(line.split(" listening on ")[1] for line in open(log_path).read().splitlines()
+              if line.startswith("pg listening on "))
+    host, port = pg.rsplit(":", 1)
+    connection = psycopg.connect(host=host, port=int(port), user="pondra", dbname="pondra", autocommit=True)
+    return process, connection
+
+
+def measure_pondra(binary, folder, data_path, queries, truth):
+    process, pondra = serve_pondra(binary, folder)
+    try:
+        pondra.execute(f"CREATE TABLE items AS SELECT id, embedding::FLOAT[{DIMENSIONS}] AS embedding "
+                       f"FROM read_parquet('{data_path}')")
+        pondra.execute("CHECKPOINT")
+        sql = "SELECT id FROM items ORDER BY embedding <-> '{}' LIMIT 10"
+        exact_qps, _ = run_queries(pondra, sql, queries[: max(3, len(queries) // 50)])
+        started = time.perf_counter()
+        pondra.execute("CREATE INDEX items_hnsw ON items USING HNSW (embedding) "
+                       "WITH (metric = 'l2sq', m = 16, ef_construction = 64)")
+        build = time.perf_counter() - started
+        run_queries(pondra, sql, queries[:10])
+        qps, found = run_queries(pondra, sql, queries)
+        return {"build_s": build, "qps": qps, "recall": recall(found, truth), "exact_qps": exact_qps}
+    finally:
+        process.terminate()
+        process.wait()
+
+
+def as_user(user, command):
+    return command if user is None else ["runuser", "-u", user, "--"] + command
+
+
+def measure_pgvector(pg_bin, user, folder, data, queries, truth):
+    cluster = os.path.join(folder, "pg")
+    os.makedirs(cluster)
+    if user is not None:
+        shutil.chown(folder, user)
+        shutil.chown(cluster, user)
+    port = 55432
+    subprocess.run(as_user(user, [os.path.join(pg_bin, "initdb"), "-D", cluster, "-A", "trust", "-U", "bench"]),
+                   check=True, stdout=subprocess.DEVNULL)
+    options = f"-p {port} -k {cluster} -c maintenance_work_mem=2GB -c shared_buffers=2GB"
+    subprocess.run(as_user(user, [os.path.join(pg_bin, "pg_ctl"), "-D", cluster, "-o", options, "-w",
+                                  "-l", os.path.join(cluster, "log"), "start"]), check=True,
+                   stdout=subprocess.DEVNULL)
+    try:
+        pg = psycopg.connect(host=cluster, port=port, user="bench", dbname="postgres", autocommit=True)
+        pg.execute("CREATE EXTENSION vector")
+        pg.execute(f"CREATE TABLE items (id bigint, embedding vector({DIMENSIONS}))")
+        with pg.cursor().copy("COPY items (id, embedding) FROM STDIN") as copy:
+            for row, vector in enumerate(data):
+                copy.write_row((row, literal(vector)))
+        started = time.perf_counter()
+        pg.execute("CREATE INDEX ON items USING hnsw (embedding vector_l2_ops) "
+                   "WITH (m = 16, ef_construction = 64)")
+        build = time.perf_counter() - started
+        sql = "SELECT id FROM items ORDER BY embedding <-> '{}' LIMIT 10"
+        run_queries(pg, sql, queries[:10])
+        qps, found = run_queries(pg, sql, queries)
+        return {"build_s": build, "qps": qps, "recall": recall(found, truth)}
+    finally:
+        subprocess.run(as_user(user, [os.path.join(pg_bin, "pg_ctl"), "-D", cluster, "-m", "fast", "stop"]),
+                       stdout=subprocess.DEVNULL)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("binary")
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--pg-bin")
+    parser.add_argument("--pg-user")
+    args = parser.parse_args()
+    folder = tempfile.mkdtemp(prefix="vectors-")
+    os.chmod(folder, 0o755)
+    data = vectors(args.rows, 7)
+    queries = vectors(args.queries, 8)
+    truth = exact_answers(data, queries)
+    data_path = os.path.join(folder, "vectors.parquet")
+    embedding = pa.FixedSizeListArray.from_arrays(pa.array(data.reshape(-1)), DIMENSIONS).cast(pa.list_(pa.float32()))
+    pq.write_table(pa.table({"id": np.arange(args.rows), "embedding": embedding}), data_path)
+
+    pondra = measure_pondra(args.binary, folder, data_path, queries, truth)
+    print(f"rows {args.rows}, {DIMENSIONS} dimensions, {args.queries} queries of the 10 nearest")
+    print(f"pondra: build {pondra['build_s']:.1f} s, {pondra['qps']:.0f} queries/s, "
+          f"recall@10 {pondra['recall']:.3f}; exact scan {pondra['exact_qps']:.1f} queries/s "
+          f"({pondra['qps'] / pondra['exact_qps']:.0f} x)")
+    if args.pg_bin is None:
+        return
+    pgvector = measure_pgvector(args.pg_bin, args.pg_user, folder, data, queries, truth)
+    print(f"pgvector: build {pgvector['build_s']:.1f} s, {pgvector['qps']:.0f} queries/s, "
+          f"recall@10 {pgvector['recall']:.3f}")
+    print(f"ratios (pondra / pgvector): build time {pondra['build_s'] / pgvector['build_s']:.2f}, "
+          f"queries/s {pondra['qps'] / pgvector['qps']:.2f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
