@@ -1,5 +1,6 @@
 """Vector search (ADR 0082) side by side with pgvector's HNSW on PostgreSQL: the same seeded
-vectors (1 M of 128 dimensions by default, drawn around 1,000 centres) in a Pondra table and
+vectors (1 M of 128 dimensions by default, in clusters around 1,000 centres, each cluster
+spread along 16 directions of its own) in a Pondra table and
 in a PostgreSQL table, an HNSW index on each (m = 16, ef_construction = 64, squared
 Euclidean, pgvector's defaults), then the 10 nearest rows to each of QUERIES vectors.
 
@@ -37,10 +38,21 @@ K = 10
 
 
 def vectors(rows, seed):
+    """Rows around 1,000 centres, each varying along 16 directions of its own (as embeddings
+    of one topic do) plus a little noise in every dimension. The centres and directions come
+    from seed 7, the rows from `seed`."""
+    shape = np.random.default_rng(7)
+    centres = shape.normal(0, 1, (1000, DIMENSIONS)).astype(np.float32)
+    directions = shape.normal(0, 0.25, (1000, 16, DIMENSIONS)).astype(np.float32)
     rng = np.random.default_rng(seed)
-    centres = rng.normal(0, 1, (1000, DIMENSIONS)).astype(np.float32)
-    picks = rng.integers(0, len(centres), rows)
-    return centres[picks] + rng.normal(0, 0.3, (rows, DIMENSIONS)).astype(np.float32)
+    out = np.empty((rows, DIMENSIONS), dtype=np.float32)
+    for start in range(0, rows, 100_000):
+        picks = rng.integers(0, len(centres), min(100_000, rows - start))
+        latent = rng.normal(0, 1, (len(picks), 1, 16)).astype(np.float32)
+        spread = (latent @ directions[picks])[:, 0, :]
+        noise = rng.normal(0, 0.02, (len(picks), DIMENSIONS)).astype(np.float32)
+        out[start:start + len(picks)] = centres[picks] + spread + noise
+    return out
 
 
 def literal(vector):
@@ -88,8 +100,8 @@ def serve_pondra(binary, folder):
 def measure_pondra(binary, folder, data_path, queries, truth):
     process, pondra = serve_pondra(binary, folder)
     try:
-        pondra.execute(f"CREATE TABLE items AS SELECT id, embedding::FLOAT[{DIMENSIONS}] AS embedding "
-                       f"FROM read_parquet('{data_path}')")
+        pondra.execute(f"CREATE TABLE items (id BIGINT, embedding FLOAT[{DIMENSIONS}])")
+        pondra.execute(f"INSERT INTO items SELECT id, embedding FROM read_parquet('{data_path}')")
         pondra.execute("CHECKPOINT")
         sql = "SELECT id FROM items ORDER BY embedding <-> '{}' LIMIT 10"
         exact_qps, _ = run_queries(pondra, sql, queries[: max(3, len(queries) // 50)])
