@@ -181,7 +181,7 @@ pub fn pages_kept(
 }
 
 /// The rows in both lists of ordered, disjoint ranges.
-fn intersect(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
+pub(crate) fn intersect(a: &[Range<usize>], b: &[Range<usize>]) -> Vec<Range<usize>> {
     let (mut i, mut j) = (0, 0);
     let mut out = Vec::new();
     while i < a.len() && j < b.len() {

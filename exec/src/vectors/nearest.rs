@@ -116,21 +116,7 @@ pub(crate) fn intersect_ranges(
         (None, Some(b)) => return Some(b.to_vec()),
         (Some(a), Some(b)) => (a, b),
     };
-    let mut out = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        let start = a[i].start.max(b[j].start);
-        let end = a[i].end.min(b[j].end);
-        if start < end {
-            out.push(start..end);
-        }
-        if a[i].end < b[j].end {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-    Some(out)
+    Some(crate::prune::intersect(&a, b))
 }
 
 /// Loaded graphs by object path, with when each was last used.
