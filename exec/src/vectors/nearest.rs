@@ -31,9 +31,9 @@ pub(crate) struct NearestQuery<'n> {
 
 impl<'n> NearestQuery<'n> {
     pub fn new(nearest: &'n Nearest) -> Result<NearestQuery<'n>> {
-        let one_row = RecordBatch::new_empty(Arc::new(arrow::datatypes::Schema::empty()));
         let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(1));
-        let one_row = RecordBatch::try_new_with_options(one_row.schema(), vec![], &options)?;
+        let no_columns = Arc::new(arrow::datatypes::Schema::empty());
+        let one_row = RecordBatch::try_new_with_options(no_columns, vec![], &options)?;
         let value = crate::expr::evaluate(&nearest.query, &one_row)?;
         let list = as_vectors(&value)?;
         let vector = vector_at(&list, 0)?
