@@ -4,9 +4,11 @@ spread along 16 directions of its own) in a Pondra table and
 in a PostgreSQL table, an HNSW index on each (m = 16, ef_construction = 64, squared
 Euclidean, pgvector's defaults), then the 10 nearest rows to each of QUERIES vectors.
 
-Printed: each side's index build time, queries per second through its index, recall@10
-against the exact answer (computed here with numpy), Pondra's exact-scan queries per second
-(the same query without the index), and the ratios. Pondra runs as `pondra serve` on a fresh
+Printed: each side's index build time; for each `hnsw.ef_search` of EF_SEARCH (both sides
+take pgvector's setting) the queries per second through the index and recall@10 against the
+exact answer (computed here with numpy); Pondra's exact-scan queries per second (the same query
+without the index); and the ratios, queries/s compared at the same recall: each side's fastest
+setting whose recall reaches `--recall`. Pondra runs as `pondra serve` on a fresh
 lake and PostgreSQL on a fresh cluster, both asked over the Postgres protocol by psycopg, one
 query at a time.
 
@@ -35,6 +37,7 @@ import pyarrow.parquet as pq
 
 DIMENSIONS = 128
 K = 10
+EF_SEARCH = (40, 64, 100, 200, 400)
 
 
 def vectors(rows, seed):
@@ -81,6 +84,29 @@ def recall(found, truth):
     return sum(len(f & t) for f, t in zip(found, truth)) / (K * len(truth))
 
 
+def sweep(connection, sql, queries, truth):
+    """Queries/s and recall@10 at each `hnsw.ef_search` of EF_SEARCH, after a warm-up."""
+    run_queries(connection, sql, queries[:10])
+    points = {}
+    for ef in EF_SEARCH:
+        connection.execute(f"SET hnsw.ef_search = {ef}")
+        qps, found = run_queries(connection, sql, queries)
+        points[ef] = (qps, recall(found, truth))
+    return points
+
+
+def at_recall(points, target):
+    """The fastest (queries/s, recall, ef_search) whose recall reaches `target`, if any."""
+    reaching = [(qps, found, ef) for ef, (qps, found) in points.items() if found >= target]
+    return max(reaching, default=None)
+
+
+def report(name, result):
+    print(f"{name}: build {result['build_s']:.1f} s")
+    for ef, (qps, found) in result["points"].items():
+        print(f"  ef_search {ef:4}: {qps:6.0f} queries/s, recall@10 {found:.3f}")
+
+
 def serve_pondra(binary, folder):
     log_path = os.path.join(folder, "pondra.out")
     log = open(log_path, "w+")
@@ -109,9 +135,7 @@ def measure_pondra(binary, folder, data_path, queries, truth):
         pondra.execute("CREATE INDEX items_hnsw ON items USING HNSW (embedding) "
                        "WITH (metric = 'l2sq', m = 16, ef_construction = 64)")
         build = time.perf_counter() - started
-        run_queries(pondra, sql, queries[:10])
-        qps, found = run_queries(pondra, sql, queries)
-        return {"build_s": build, "qps": qps, "recall": recall(found, truth), "exact_qps": exact_qps}
+        return {"build_s": build, "points": sweep(pondra, sql, queries, truth), "exact_qps": exact_qps}
     finally:
         process.terminate()
         process.wait()
@@ -146,9 +170,7 @@ def measure_pgvector(pg_bin, user, folder, data, queries, truth):
                    "WITH (m = 16, ef_construction = 64)")
         build = time.perf_counter() - started
         sql = "SELECT id FROM items ORDER BY embedding <-> '{}' LIMIT 10"
-        run_queries(pg, sql, queries[:10])
-        qps, found = run_queries(pg, sql, queries)
-        return {"build_s": build, "qps": qps, "recall": recall(found, truth)}
+        return {"build_s": build, "points": sweep(pg, sql, queries, truth)}
     finally:
         subprocess.run(as_user(user, [os.path.join(pg_bin, "pg_ctl"), "-D", cluster, "-m", "fast", "stop"]),
                        stdout=subprocess.DEVNULL)
@@ -161,6 +183,7 @@ def main():
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--pg-bin")
     parser.add_argument("--pg-user")
+    parser.add_argument("--recall", type=float, default=0.95)
     args = parser.parse_args()
     folder = tempfile.mkdtemp(prefix="vectors-")
     os.chmod(folder, 0o755)
@@ -173,17 +196,26 @@ def main():
 
     pondra = measure_pondra(args.binary, folder, data_path, queries, truth)
     print(f"rows {args.rows}, {DIMENSIONS} dimensions, {args.queries} queries of the 10 nearest")
-    print(f"pondra: build {pondra['build_s']:.1f} s, {pondra['qps']:.0f} queries/s, "
-          f"recall@10 {pondra['recall']:.3f}; exact scan {pondra['exact_qps']:.1f} queries/s "
-          f"({pondra['qps'] / pondra['exact_qps']:.0f} x)")
+    report("pondra", pondra)
+    best = at_recall(pondra["points"], args.recall)
+    print(f"pondra exact scan: {pondra['exact_qps']:.1f} queries/s", end="")
+    if best is not None:
+        print(f"; the index at recall@10 >= {args.recall} answers {best[0] / pondra['exact_qps']:.0f} x as many")
+    print()
     if args.pg_bin is None:
         return
     pgvector = measure_pgvector(args.pg_bin, args.pg_user, folder, data, queries, truth)
-    print(f"pgvector: build {pgvector['build_s']:.1f} s, {pgvector['qps']:.0f} queries/s, "
-          f"recall@10 {pgvector['recall']:.3f}")
-    print(f"ratios (pondra / pgvector): build time {pondra['build_s'] / pgvector['build_s']:.2f}, "
-          f"queries/s {pondra['qps'] / pgvector['qps']:.2f}")
-
+    report("pgvector", pgvector)
+    theirs = at_recall(pgvector["points"], args.recall)
+    print(f"ratios (pondra / pgvector): build time {pondra['build_s'] / pgvector['build_s']:.2f}")
+    for name, side in (("pondra", best), ("pgvector", theirs)):
+        if side is None:
+            print(f"  {name} reaches no recall@10 >= {args.recall} at these settings")
+        else:
+            print(f"  {name} at recall@10 >= {args.recall}: ef_search {side[2]}, {side[0]:.0f} queries/s "
+                  f"(recall {side[1]:.3f})")
+    if best is not None and theirs is not None:
+        print(f"  queries/s at recall@10 >= {args.recall}: {best[0] / theirs[0]:.2f}")
 
 if __name__ == "__main__":
     sys.exit(main())

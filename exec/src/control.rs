@@ -122,6 +122,9 @@ pub struct StatementControl {
     /// How its `ai_embed` and `ai_complete` calls reach a model (ADR 0082); given by the node
     /// that runs it, once.
     models: std::sync::OnceLock<Arc<crate::models::StatementModels>>,
+    /// How many candidates a vector index search weighs (`SET hnsw.ef_search`, ADR 0082);
+    /// unset for the default.
+    ef_search: std::sync::OnceLock<usize>,
 }
 
 /// Every statement running in the process, for stopping them all at shutdown.
@@ -164,6 +167,7 @@ impl StatementControl {
             morsels_total: AtomicU64::new(0),
             morsels_read: AtomicU64::new(0),
             models: std::sync::OnceLock::new(),
+            ef_search: std::sync::OnceLock::new(),
         });
         let mut running = RUNNING.lock().unwrap_or_else(|e| e.into_inner());
         running.retain(|c| c.strong_count() > 0);
@@ -188,6 +192,18 @@ impl StatementControl {
     /// The statement's way to the models, if its node gave one.
     pub fn models(&self) -> Option<&Arc<crate::models::StatementModels>> {
         self.models.get()
+    }
+
+    /// Sets how many candidates the statement's vector index searches weigh; a second
+    /// setting is ignored.
+    pub fn set_ef_search(&self, ef_search: usize) {
+        assert!(ef_search > 0, "a search weighs at least one candidate");
+        let _ = self.ef_search.set(ef_search);
+    }
+
+    /// How many candidates the statement's vector index searches weigh, if its session set it.
+    pub fn ef_search(&self) -> Option<usize> {
+        self.ef_search.get().copied()
     }
 
     /// A scan starts: `morsels` more to read.

@@ -105,7 +105,7 @@ pub use scan::{Morsel, read_morsel, read_table, table_morsels};
 pub use structs::{nested_string, to_text as nested_as_text};
 pub use uuids::uuid_text;
 pub use vectors::{
-    BuildSettings, Graph, Near, build_file_graph, decode_graph, encode_graph, vector_check,
-    vector_distance,
+    BuildSettings, DEFAULT_EF_SEARCH, Graph, MOST_EF_SEARCH, Near, build_file_graph, decode_graph,
+    encode_graph, vector_check, vector_distance,
 };
 pub use zoned_times::{instant_text, offset_in, zone_name};

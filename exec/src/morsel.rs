@@ -45,9 +45,9 @@ pub struct ScanFile {
     pub source: FileSource,
     pub footer: ParquetFooter,
     pub place: Option<Place>,
-    /// For a scan with a nearest clause, the rows of each row group its vector index found
-    /// (ADR 0082); none to read every row.
-    pub nearest_rows: Option<Vec<Vec<Range<usize>>>>,
+    /// For a scan with a nearest clause, the rows its vector index found (ADR 0082); none to
+    /// read every row.
+    pub nearest: Option<crate::vectors::NearestRows>,
 }
 
 /// Where a container of a lake table's rows is among the table's containers (what row
@@ -171,7 +171,7 @@ pub fn scan_units<'p>(
     match node {
         PhysicalPlan::TableScan { table, nearest, .. } => {
             let nearest = match nearest {
-                Some(nearest) => Some(crate::vectors::NearestQuery::new(nearest)?),
+                Some(nearest) => Some(crate::vectors::NearestQuery::new(nearest, ctx)?),
                 None => None,
             };
             let width = table.columns.len();
@@ -187,6 +187,10 @@ pub fn scan_units<'p>(
                 first_offset,
             };
             let files = ctx.snapshot.files(table.id);
+            let mut chosen = match &nearest {
+                Some(query) => query.choose(table, files, ctx)?,
+                None => Default::default(),
+            };
             let mut first_row = 0;
             for (position, file) in files.iter().enumerate() {
                 let file_first_row = first_row;
@@ -226,18 +230,13 @@ pub fn scan_units<'p>(
                 // (and the offsets) after them.
                 match matches!(footer.fields().checked_sub(width), Some(0 | 2 | 3)) {
                     true => {
-                        let deleted = place.deleted.as_ref();
-                        let nearest_rows = match &nearest {
-                            Some(query) => {
-                                query.candidates(table, file, (&footer, deleted), ctx)?
-                            }
-                            None => None,
-                        };
+                        let nearest = nearest.as_ref().zip(chosen.remove(&file.path));
+                        let nearest = nearest.map(|(query, rows)| query.rows(rows, &footer));
                         let file = ScanFile {
                             source,
                             footer,
                             place: Some(place),
-                            nearest_rows,
+                            nearest,
                         };
                         skipped += add_row_groups(file, may_hold, &mut units);
                     }
@@ -287,7 +286,7 @@ pub fn scan_units<'p>(
                     source: file.source.clone(),
                     footer,
                     place: None,
-                    nearest_rows: None,
+                    nearest: None,
                 };
                 skipped += add_row_groups(file, may_hold, &mut units);
             }
@@ -333,9 +332,9 @@ fn add_row_groups(file: ScanFile, may_hold: &MayHold<'_>, units: &mut Vec<ScanUn
     let mut skipped = 0;
     for row_group in 0..file.footer.row_groups() {
         if file
-            .nearest_rows
+            .nearest
             .as_ref()
-            .is_some_and(|rows| rows[row_group].is_empty())
+            .is_some_and(|nearest| nearest.rows[row_group].is_empty())
         {
             skipped += 1;
             continue;
@@ -516,9 +515,9 @@ pub(crate) fn kept_ranges(
     pages: Option<&PagePruning<'_>>,
 ) -> Option<Vec<Range<usize>>> {
     let nearest = file
-        .nearest_rows
+        .nearest
         .as_ref()
-        .map(|rows| rows[row_group].as_slice());
+        .map(|nearest| nearest.rows[row_group].as_slice());
     let kept = pages.and_then(|pages| {
         let (ranges, skipped) = pages_kept(&file.footer, row_group, &pages.columns, pages.may_hold);
         pages.skipped.fetch_add(skipped, Ordering::Relaxed);
@@ -536,24 +535,57 @@ pub(crate) fn read_pages(
 ) -> Result<Vec<RecordBatch>> {
     let mut table_columns = Vec::new();
     let columns = table_part(&file.footer, schema, columns, &mut table_columns);
-    let source = &file.source;
-    let read = read_parquet_row_group(
-        source,
-        &file.footer,
-        (row_group, ranges),
-        columns,
-        dictionaries,
-    )?;
     let every_column: Vec<usize>;
-    let columns = match columns {
+    let all_columns = match columns {
         Some(columns) => columns,
         None => {
             every_column = (0..schema.fields().len()).collect();
             &every_column
         }
     };
+    if let (Some(nearest), Some(ranges)) = (&file.nearest, ranges)
+        && let Some(column) = nearest.graph_column(schema, all_columns)
+    {
+        let others: Vec<usize> = all_columns
+            .iter()
+            .copied()
+            .filter(|c| *c != column)
+            .collect();
+        let read = read_columns((file, row_group, ranges), (schema, &others), dictionaries)?;
+        let first_row = (0..row_group).map(|g| file.footer.row_group_rows(g)).sum();
+        return nearest.fill_graph_column(read, first_row, ranges);
+    }
+    let read = read_parquet_row_group(
+        &file.source,
+        &file.footer,
+        (row_group, ranges),
+        columns,
+        dictionaries,
+    )?;
     // A lake file's batches carry its writer's field metadata, and may hold decimals wider
     // than the table now declares: the plan's schema is the reader's truth.
+    read.iter()
+        .map(|batch| widen(batch, schema, all_columns))
+        .collect()
+}
+
+/// The rows at `ranges` of one row group as batches of `schema` with only `columns` read, the
+/// others NULL; with no column to read, one batch of as many rows.
+fn read_columns(
+    (file, row_group, ranges): (&ScanFile, usize, &[Range<usize>]),
+    (schema, columns): (&SchemaRef, &[usize]),
+    dictionaries: &[usize],
+) -> Result<Vec<RecordBatch>> {
+    if columns.is_empty() {
+        let rows = ranges.iter().map(ExactSizeIterator::len).sum();
+        let options = arrow::array::RecordBatchOptions::new().with_row_count(Some(rows));
+        let none = Arc::new(arrow::datatypes::Schema::empty());
+        let batch = RecordBatch::try_new_with_options(none, vec![], &options)?;
+        return Ok(vec![widen(&batch, schema, columns)?]);
+    }
+    let source = &file.source;
+    let read = (row_group, Some(ranges));
+    let read = read_parquet_row_group(source, &file.footer, read, Some(columns), dictionaries)?;
     read.iter()
         .map(|batch| widen(batch, schema, columns))
         .collect()

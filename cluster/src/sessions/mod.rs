@@ -1,5 +1,5 @@
 //! A client's session: its settings (session, process, PostgreSQL's parameters, time zone,
-//! optimizer), prepared statements, temporary tables and open transaction.
+//! optimizer, spread, vector search), prepared statements, temporary tables and open transaction.
 
 pub(crate) mod optimizer_setting;
 pub(crate) mod pg_parameters;
@@ -11,3 +11,4 @@ pub(crate) mod spread_setting;
 pub(crate) mod temporary;
 pub(crate) mod time_zone;
 pub(crate) mod transaction;
+pub(crate) mod vector_setting;

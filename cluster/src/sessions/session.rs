@@ -1,5 +1,5 @@
 //! A client's session: the settings its statements run under (`statement_timeout`,
-//! `default_null_order`, `threads`, `disabled_optimizers`), its variables and the statement it is running, for a cancel request to reach.
+//! `default_null_order`, `threads`, `disabled_optimizers`, `hnsw.ef_search`), its variables and the statement it is running, for a cancel request to reach.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -48,6 +48,9 @@ pub struct Session {
     parameters: Mutex<HashMap<String, String>>,
     /// Whether its queries spread over the cluster (`SET spread`, ADR 0076).
     spread: Mutex<crate::sessions::spread_setting::SpreadSetting>,
+    /// How many candidates its vector index searches weigh (`SET hnsw.ef_search`); `None`
+    /// for the default.
+    ef_search: Mutex<Option<usize>>,
 }
 
 /// Where a session stands, as Postgres's ReadyForQuery tells clients.
@@ -75,6 +78,7 @@ impl Session {
             prepared: Mutex::new(Default::default()),
             parameters: Mutex::new(HashMap::new()),
             spread: Mutex::new(Default::default()),
+            ef_search: Mutex::new(None),
         })
     }
 
@@ -212,6 +216,15 @@ impl Session {
         running.as_ref().and_then(|control| control.progress())
     }
 
+    /// How many candidates its vector index searches weigh, if it set that.
+    pub fn ef_search(&self) -> Option<usize> {
+        *self.ef_search.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn set_ef_search(&self, ef_search: Option<usize>) {
+        *self.ef_search.lock().unwrap_or_else(|e| e.into_inner()) = ef_search;
+    }
+
     /// Stops the statement running now, if any: a cancel request, or its client gone.
     pub fn stop_running(&self, reason: StopReason) -> bool {
         let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
@@ -228,6 +241,9 @@ impl Session {
     pub(crate) fn begin(&self, memory: Arc<MemoryPool>) -> Arc<StatementControl> {
         let threads = *self.threads.lock().unwrap_or_else(|e| e.into_inner());
         let control = StatementControl::start_on(memory, self.statement_timeout(), threads);
+        if let Some(ef_search) = self.ef_search() {
+            control.set_ef_search(ef_search);
+        }
         *self.running.lock().unwrap_or_else(|e| e.into_inner()) = Some(control.clone());
         control
     }
@@ -257,6 +273,11 @@ impl Session {
         }
         if crate::sessions::spread_setting::is_spread_setting(statement) {
             return Some(crate::sessions::spread_setting::run_spread_setting(
+                statement, self,
+            ));
+        }
+        if crate::sessions::vector_setting::is_vector_setting(statement) {
+            return Some(crate::sessions::vector_setting::run_vector_setting(
                 statement, self,
             ));
         }
@@ -419,6 +440,7 @@ pub fn is_session_setting(statement: &ast::Statement) -> bool {
     if crate::sessions::time_zone::is_time_zone_setting(statement)
         || crate::sessions::optimizer_setting::is_optimizer_setting(statement)
         || crate::sessions::spread_setting::is_spread_setting(statement)
+        || crate::sessions::vector_setting::is_vector_setting(statement)
     {
         return true;
     }

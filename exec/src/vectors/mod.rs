@@ -11,4 +11,5 @@ pub use build::build_file_graph;
 pub use distance::{vector_check, vector_distance};
 pub use graph_file::{decode_graph, encode_graph};
 pub use hnsw::{BuildSettings, Graph, Near};
-pub(crate) use nearest::{NearestQuery, intersect_ranges};
+pub use nearest::{DEFAULT_EF_SEARCH, MOST_EF_SEARCH};
+pub(crate) use nearest::{NearestQuery, NearestRows, intersect_ranges};
