@@ -4,6 +4,7 @@
 mod cache;
 mod decimal;
 mod delta_log;
+mod dictionaries;
 mod error;
 mod file_source;
 mod footers;

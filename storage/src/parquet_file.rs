@@ -166,9 +166,11 @@ fn write_parquet_with_pages(
             .set_write_batch_size(rows.min(1024))
             .set_dictionary_page_size_limit(SORTED_RUN_DICTIONARY_BYTES);
     }
-    let properties = properties.build();
     let empty = RecordBatch::new_empty(schema.clone());
     let storable_schema = to_storable(schema, &empty)?.schema();
+    let properties =
+        crate::dictionaries::without_useless_dictionaries(properties, &storable_schema, batches)?
+            .build();
     // Without the Arrow schema in the footer: Pondra reads files by their Parquet types
     // ([`reading_schema`]), and other engines (PyIceberg) take an embedded `decimal64` for a
     // type they do not know, where the Parquet decimal reads as theirs.
