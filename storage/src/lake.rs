@@ -72,23 +72,52 @@ impl Lake {
         Ok(lake)
     }
 
-    /// Creates a probe object twice with `PutMode::Create`; the second must fail.
+    /// Creates a probe object twice with `PutMode::Create`, where the second must fail; then
+    /// overwrites it over its version twice, where the second, over a version no longer
+    /// there, must fail.
     async fn check_conditional_writes(&self) -> Result<()> {
         let path = format!("cluster/probe/{}-{}", std::process::id(), unique_suffix());
         let body = Bytes::from_static(b"probe");
         self.put_if_absent(&path, body.clone()).await?;
         let second = self.put_if_absent(&path, body).await;
+        let overwrites = match second {
+            Err(StorageError::AlreadyExists(_)) => {
+                Some(self.overwrites_only_unchanged(&path).await)
+            }
+            _ => None,
+        };
         let _ = self.delete(&path).await;
-        match second {
-            Err(StorageError::AlreadyExists(_)) => Ok(()),
+        let lacking = |what: &str| StorageError::Location {
+            location: self.description.clone(),
+            message: format!(
+                "this store does not {what}, which the lake's election and the catalog's \
+                 fencing need: use a store that does (S3, GCS, Azure, R2 and MinIO do)"
+            ),
+        };
+        match (second, overwrites) {
+            (Err(StorageError::AlreadyExists(_)), Some(Ok(true))) => Ok(()),
+            (_, Some(Ok(false))) => Err(lacking(
+                "overwrite objects only if they are unchanged (If-Match)",
+            )),
+            (_, Some(Err(e))) => Err(e),
+            (Err(e), _) => Err(e),
+            (Ok(()), _) => Err(lacking("create objects only if they are absent")),
+        }
+    }
+
+    /// Whether an overwrite of the object at `path` over its version succeeds, and a second
+    /// over that same version, no longer there, is refused.
+    async fn overwrites_only_unchanged(&self, path: &str) -> Result<bool> {
+        let (_, first) = self.get_versioned(path).await?;
+        let second = Bytes::from_static(b"second");
+        if self.put_over(path, second, Some(&first)).await?.is_none() {
+            return Ok(false);
+        }
+        let third = Bytes::from_static(b"third");
+        match self.put_over(path, third, Some(&first)).await {
+            Err(StorageError::Changed(_)) => Ok(true),
+            Ok(_) => Ok(false),
             Err(e) => Err(e),
-            Ok(()) => Err(StorageError::Location {
-                location: self.description.clone(),
-                message: "this store does not create objects only if they are absent, which \
-                          the lake's election and the catalog's fencing need: use a store that \
-                          does (S3, GCS, Azure, R2 and MinIO do)"
-                    .into(),
-            }),
         }
     }
 
@@ -314,10 +343,14 @@ mod tests {
         PutMultipartOptions, PutResult,
     };
 
-    /// A store that overwrites where it was asked to create only if absent, as some
+    /// A store that overwrites where it was asked to write only if absent (or, with
+    /// `creates`, only where it was asked to overwrite an unchanged object), as some
     /// S3-compatible servers do.
     #[derive(Debug)]
-    struct WithoutConditionalWrites(InMemory);
+    struct WithoutConditionalWrites {
+        store: InMemory,
+        creates: bool,
+    }
 
     impl std::fmt::Display for WithoutConditionalWrites {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -331,43 +364,48 @@ mod tests {
             &self,
             location: &Path,
             payload: PutPayload,
-            _: PutOptions,
+            options: PutOptions,
         ) -> object_store::Result<PutResult> {
-            self.0
-                .put_opts(location, payload, PutOptions::default())
-                .await
+            let honoured = match options.mode {
+                PutMode::Create if self.creates => PutOptions {
+                    mode: PutMode::Create,
+                    ..Default::default()
+                },
+                _ => PutOptions::default(),
+            };
+            self.store.put_opts(location, payload, honoured).await
         }
         async fn put_multipart_opts(
             &self,
             location: &Path,
             opts: PutMultipartOptions,
         ) -> object_store::Result<Box<dyn MultipartUpload>> {
-            self.0.put_multipart_opts(location, opts).await
+            self.store.put_multipart_opts(location, opts).await
         }
         async fn get_opts(
             &self,
             location: &Path,
             options: GetOptions,
         ) -> object_store::Result<GetResult> {
-            self.0.get_opts(location, options).await
+            self.store.get_opts(location, options).await
         }
         fn delete_stream(
             &self,
             locations: BoxStream<'static, object_store::Result<Path>>,
         ) -> BoxStream<'static, object_store::Result<Path>> {
-            self.0.delete_stream(locations)
+            self.store.delete_stream(locations)
         }
         fn list(
             &self,
             prefix: Option<&Path>,
         ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
-            self.0.list(prefix)
+            self.store.list(prefix)
         }
         async fn list_with_delimiter(
             &self,
             prefix: Option<&Path>,
         ) -> object_store::Result<ListResult> {
-            self.0.list_with_delimiter(prefix).await
+            self.store.list_with_delimiter(prefix).await
         }
         async fn copy_opts(
             &self,
@@ -375,21 +413,30 @@ mod tests {
             to: &Path,
             options: CopyOptions,
         ) -> object_store::Result<()> {
-            self.0.copy_opts(from, to, options).await
+            self.store.copy_opts(from, to, options).await
         }
     }
 
     #[tokio::test]
     async fn a_store_without_conditional_writes_is_refused_and_one_with_them_opens() {
-        let lacking = Arc::new(WithoutConditionalWrites(InMemory::new()));
-        let refused = Lake::open_store(lacking.clone(), "s3://lacking".into(), None).await;
-        let message = refused.unwrap_err().to_string();
-        assert!(
-            message.contains("does not create objects only if they are absent"),
-            "{message}"
-        );
-        // The probe leaves nothing behind.
-        assert!(lacking.list(None).next().await.is_none());
+        for (creates, lacking) in [
+            (false, "does not create objects only if they are absent"),
+            (
+                true,
+                "does not overwrite objects only if they are unchanged (If-Match)",
+            ),
+        ] {
+            let store = WithoutConditionalWrites {
+                store: InMemory::new(),
+                creates,
+            };
+            let store = Arc::new(store);
+            let refused = Lake::open_store(store.clone(), "s3://lacking".into(), None).await;
+            let message = refused.unwrap_err().to_string();
+            assert!(message.contains(lacking), "{message}");
+            // The probe leaves nothing behind.
+            assert!(store.list(None).next().await.is_none());
+        }
         let able = Arc::new(InMemory::new());
         let lake = Lake::open_store(able, "s3://able".into(), None)
             .await

@@ -1,23 +1,53 @@
-//! Lakes and files in a bucket (ADR 0046), on a real S3 API (moto's server on loopback): a
-//! lake made and read at an `s3://` URL holds every object in the bucket, a lake folder copied
-//! to a bucket opens there as it was and back, files in a bucket are read and written in
-//! place, a server on a bucket keeps what it acknowledged, a table published there reads through
-//! `delta_scan` and `iceberg_scan` at its URL, and an unknown scheme is an error.
+//! Lakes and files in a bucket (ADR 0046), on each store's API on loopback: S3 (moto's
+//! server), Azure (Azurite) and Google Cloud Storage (fake-gcs-server). On each, a lake made
+//! and read at its URL holds every object in the bucket, a lake folder copied to a bucket opens
+//! there as it was and back, files in a bucket are read and written in place, a server on a
+//! bucket keeps what it acknowledged through a SIGKILL, and a table published there reads
+//! through `delta_scan` and `iceberg_scan` at its URL. An unknown scheme is an error.
 
 use crate::common;
 
 use std::path::Path;
 use std::process::Output;
 
+use common::emulators::{BucketStore, Emulator};
 use common::s3::S3;
-use common::{http_post, pondra, sql, stderr, stdout};
+use common::{http_post, pondra, python, sql, stderr, stdout};
 
-/// Runs `pondra sql` on the lake at `location`, in `cwd`, with the S3 server's variables and
-/// a cache under `cwd`.
-fn sql_at(s3: &S3, cwd: &Path, location: &str, statements: &str) -> Output {
+/// Runs `scenario` on each store, as a test per store: `<scenario>::s3`, `::azure`, `::gcs`.
+macro_rules! on_every_store {
+    ($scenario:ident) => {
+        mod $scenario {
+            #[test]
+            fn s3() {
+                super::$scenario(super::S3::start());
+            }
+
+            #[test]
+            fn azure() {
+                super::$scenario(super::Emulator::azure());
+            }
+
+            #[test]
+            fn gcs() {
+                super::$scenario(super::Emulator::gcs());
+            }
+        }
+    };
+}
+
+on_every_store!(a_lake_in_a_bucket_keeps_every_object_there);
+on_every_store!(a_lake_folder_copied_to_a_bucket_opens_there_as_it_was_and_back);
+on_every_store!(files_in_a_bucket_are_read_and_written_in_place);
+on_every_store!(a_server_on_a_bucket_appends_exactly_once_and_keeps_what_it_acknowledged);
+on_every_store!(a_table_published_in_a_bucket_reads_through_delta_scan_and_iceberg_scan);
+
+/// Runs `pondra sql` on the lake at `location`, in `cwd`, with the store's variables and a
+/// cache under `cwd`.
+fn sql_at(store: &dyn BucketStore, cwd: &Path, location: &str, statements: &str) -> Output {
     pondra()
         .current_dir(cwd)
-        .envs(s3.env())
+        .envs(store.env())
         .args(["sql", "--format", "csv", "--dir", location, "--cache-dir"])
         .arg(cwd.join("cache"))
         .arg(statements)
@@ -26,18 +56,23 @@ fn sql_at(s3: &S3, cwd: &Path, location: &str, statements: &str) -> Output {
 }
 
 /// `sql_at` that must succeed; returns its stdout.
-fn answer(s3: &S3, cwd: &Path, location: &str, statements: &str) -> String {
-    let output = sql_at(s3, cwd, location, statements);
+fn answer(store: &dyn BucketStore, cwd: &Path, location: &str, statements: &str) -> String {
+    let output = sql_at(store, cwd, location, statements);
     assert!(output.status.success(), "{statements}: {}", stderr(&output));
     stdout(&output)
 }
 
-#[test]
-fn a_lake_in_a_bucket_keeps_every_object_there() {
-    let s3 = S3::start();
+/// Runs a Python script with `args` as `sys.argv[1:]`; returns its stdout.
+fn run_python(script: &str, args: &[&str]) -> String {
+    let output = python().arg("-c").arg(script).args(args).output().unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    stdout(&output)
+}
+
+fn a_lake_in_a_bucket_keeps_every_object_there(s3: &dyn BucketStore) {
     let bucket = s3.bucket("lake");
     let cwd = tempfile::tempdir().unwrap();
-    let lake = format!("s3://{bucket}/lakes/first");
+    let lake = s3.url(&bucket, "lakes/first");
     answer(
         s3,
         cwd.path(),
@@ -75,9 +110,7 @@ fn a_lake_in_a_bucket_keeps_every_object_there() {
     assert_eq!(local, ["cache"]);
 }
 
-#[test]
-fn a_lake_folder_copied_to_a_bucket_opens_there_as_it_was_and_back() {
-    let s3 = S3::start();
+fn a_lake_folder_copied_to_a_bucket_opens_there_as_it_was_and_back(s3: &dyn BucketStore) {
     let bucket = s3.bucket("copied");
     let dir = tempfile::tempdir().unwrap();
     let folder = dir.path().join("lake");
@@ -99,7 +132,7 @@ fn a_lake_folder_copied_to_a_bucket_opens_there_as_it_was_and_back() {
     assert!(in_folder.contains("new,1,1"), "{in_folder}");
 
     s3.upload(&folder, &bucket, "lake");
-    let lake = format!("s3://{bucket}/lake");
+    let lake = s3.url(&bucket, "lake");
     assert_eq!(answer(s3, dir.path(), &lake, query), in_folder);
 
     // Written to in the bucket, then copied back to a folder.
@@ -116,26 +149,27 @@ fn a_lake_folder_copied_to_a_bucket_opens_there_as_it_was_and_back() {
     assert_eq!(stdout(&sql(&back, &["--format", "csv", query])), in_bucket);
 }
 
-#[test]
-fn files_in_a_bucket_are_read_and_written_in_place() {
-    let s3 = S3::start();
+fn files_in_a_bucket_are_read_and_written_in_place(s3: &dyn BucketStore) {
     let bucket = s3.bucket("files");
     // Parquet parts of several row groups, a CSV file and JSON lines, put by another tool.
-    s3.boto3(&format!(
-        "import io, pyarrow as pa, pyarrow.parquet as pq\n\
+    let files = tempfile::tempdir().unwrap();
+    run_python(
+        "import os, sys, pyarrow as pa, pyarrow.parquet as pq\n\
+         root = sys.argv[1]\n\
          for part in range(3):\n    \
              ids = list(range(part * 1000, part * 1000 + 1000))\n    \
-             table = pa.table({{'id': ids, 'name': ['n%d' % (i % 10) for i in ids], 'pad': ['x' * 50] * 1000}})\n    \
-             body = io.BytesIO(); pq.write_table(table, body, row_group_size=250)\n    \
-             s3.put_object(Bucket={bucket:?}, Key='in/part-%d.parquet' % part, Body=body.getvalue())\n\
-         s3.put_object(Bucket={bucket:?}, Key='in/other.txt', Body=b'not parquet')\n\
-         s3.put_object(Bucket={bucket:?}, Key='in/cities.csv', Body=b'city,people\\nOslo,709000\\nLima,10000000\\n')\n\
-         s3.put_object(Bucket={bucket:?}, Key='in/events.ndjson', Body=b'{{\"kind\": \"a\", \"n\": 1}}\\n{{\"kind\": \"b\", \"n\": 2, \"x\": 0.5}}\\n')"
-    ));
+             table = pa.table({'id': ids, 'name': ['n%d' % (i % 10) for i in ids], 'pad': ['x' * 50] * 1000})\n    \
+             pq.write_table(table, os.path.join(root, 'part-%d.parquet' % part), row_group_size=250)\n\
+         open(os.path.join(root, 'other.txt'), 'wb').write(b'not parquet')\n\
+         open(os.path.join(root, 'cities.csv'), 'wb').write(b'city,people\\nOslo,709000\\nLima,10000000\\n')\n\
+         open(os.path.join(root, 'events.ndjson'), 'wb').write(b'{\"kind\": \"a\", \"n\": 1}\\n{\"kind\": \"b\", \"n\": 2, \"x\": 0.5}\\n')",
+        &[files.path().to_str().unwrap()],
+    );
+    s3.upload(files.path(), &bucket, "in");
     let cwd = tempfile::tempdir().unwrap();
     let lake = cwd.path().join("lake");
     let lake = lake.to_str().unwrap();
-    let url = |key: &str| format!("s3://{bucket}/{key}");
+    let url = |key: &str| s3.url(&bucket, key);
     let read = |statements: String| answer(s3, cwd.path(), lake, &statements);
 
     let parts = url("in/part-*.parquet");
@@ -206,11 +240,12 @@ fn files_in_a_bucket_are_read_and_written_in_place() {
         "a,b\n1,q\n2,r\n"
     );
     // What Pondra wrote, another tool reads.
-    let rows = s3.boto3(&format!(
-        "import io, pyarrow.parquet as pq\n\
-         body = s3.get_object(Bucket={bucket:?}, Key='out/small.parquet')['Body'].read()\n\
-         print(pq.read_table(io.BytesIO(body)).num_rows)"
-    ));
+    let copy = files.path().join("small.parquet");
+    s3.get(&bucket, "out/small.parquet", &copy);
+    let rows = run_python(
+        "import sys, pyarrow.parquet as pq\nprint(pq.read_table(sys.argv[1]).num_rows)",
+        &[copy.to_str().unwrap()],
+    );
     assert_eq!(rows.trim(), "30");
 }
 
@@ -234,12 +269,10 @@ fn an_unknown_scheme_is_an_error_and_creates_nothing() {
     assert_eq!(std::fs::read_dir(cwd.path()).unwrap().count(), 0);
 }
 
-#[test]
-fn a_server_on_a_bucket_appends_exactly_once_and_keeps_what_it_acknowledged() {
-    let s3 = S3::start();
+fn a_server_on_a_bucket_appends_exactly_once_and_keeps_what_it_acknowledged(s3: &dyn BucketStore) {
     let bucket = s3.bucket("served");
     let cwd = tempfile::tempdir().unwrap();
-    let lake = format!("s3://{bucket}/lake");
+    let lake = s3.url(&bucket, "lake");
     answer(
         s3,
         cwd.path(),
@@ -303,12 +336,10 @@ fn a_server_on_a_bucket_appends_exactly_once_and_keeps_what_it_acknowledged() {
     );
 }
 
-#[test]
-fn a_table_published_in_a_bucket_reads_through_delta_scan_and_iceberg_scan() {
-    let s3 = S3::start();
+fn a_table_published_in_a_bucket_reads_through_delta_scan_and_iceberg_scan(s3: &dyn BucketStore) {
     let bucket = s3.bucket("published");
     let cwd = tempfile::tempdir().unwrap();
-    let lake = format!("s3://{bucket}/lakes/shared");
+    let lake = s3.url(&bucket, "lakes/shared");
     answer(
         s3,
         cwd.path(),
@@ -321,7 +352,7 @@ fn a_table_published_in_a_bucket_reads_through_delta_scan_and_iceberg_scan() {
     assert_eq!(own.lines().last().unwrap(), "990,500445");
     // Another lake, in a folder, reads the published table in the bucket by its URL.
     let reader = cwd.path().join("reader");
-    let table = format!("s3://{bucket}/lakes/shared/data/t");
+    let table = s3.url(&bucket, "lakes/shared/data/t");
     for function in ["delta_scan", "iceberg_scan"] {
         let query = format!("SELECT count(*), sum(a) FROM {function}('{table}')");
         let read = answer(s3, cwd.path(), reader.to_str().unwrap(), &query);

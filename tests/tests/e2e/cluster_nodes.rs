@@ -2,7 +2,8 @@
 //! others follow its stream of commits and hand it their writes, a read-only node refuses
 //! writes, and a leader killed with SIGKILL is replaced by a follower. Writers append
 //! exactly-once batches through every node while the leader is killed three times; at the
-//! end every acknowledged batch is there once, and every node returns the same rows.
+//! end every acknowledged batch is there once, and every node returns the same rows. The same
+//! runs on a folder and on a bucket of each store: moto (S3), Azurite and fake-gcs-server.
 
 use crate::common;
 
@@ -258,9 +259,23 @@ fn three_nodes_and_a_reader_on_a_folder_survive_three_killed_leaders() {
 
 #[test]
 fn three_nodes_and_a_reader_on_moto_survive_three_killed_leaders() {
-    let s3 = common::s3::S3::start();
-    let lake = format!("s3://{}/lake", s3.bucket("cluster"));
-    let env = s3.env();
+    run_on_store(common::s3::S3::start());
+}
+
+#[test]
+fn three_nodes_and_a_reader_on_azurite_survive_three_killed_leaders() {
+    run_on_store(common::emulators::Emulator::azure());
+}
+
+#[test]
+fn three_nodes_and_a_reader_on_fake_gcs_survive_three_killed_leaders() {
+    run_on_store(common::emulators::Emulator::gcs());
+}
+
+/// `run` with every process on a lake in a bucket of `store`.
+fn run_on_store(store: &dyn common::emulators::BucketStore) {
+    let lake = store.url(&store.bucket("cluster"), "lake");
+    let env = store.env();
     let caches = tempfile::tempdir().unwrap();
     let started = std::sync::atomic::AtomicUsize::new(0);
     run(|args| {

@@ -1,5 +1,6 @@
 //! Writers killed with SIGKILL at random moments lose nothing they acknowledged, and a
-//! transaction is there whole or not at all: on a folder, and on a bucket of a real S3 API.
+//! transaction is there whole or not at all: on a folder, and on a bucket of each store's API
+//! (moto's S3, Azurite, fake-gcs-server).
 
 use crate::common;
 
@@ -7,6 +8,7 @@ use std::collections::BTreeSet;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::emulators::{BucketStore, Emulator};
 use common::s3::S3;
 use common::{pondra, stderr, stdout};
 use rand::{Rng, SeedableRng};
@@ -24,15 +26,19 @@ fn acknowledged_inserts_survive_sigkill() {
 /// The same on a lake in a bucket of a real S3 API, where every commit is a network round trip.
 #[test]
 fn acknowledged_inserts_to_a_bucket_survive_sigkill() {
-    let s3 = S3::start();
-    let bucket = s3.bucket("crash");
-    let dir = tempfile::tempdir().unwrap();
-    let lake = Lake {
-        location: format!("s3://{bucket}/lake"),
-        env: s3.env(),
-        cache: Some(dir.path().join("cache").to_str().unwrap().to_string()),
-    };
-    writers_killed_at_random(&lake, 40);
+    writers_killed_at_random(&Lake::bucket(S3::start()), 40);
+}
+
+/// The same on Azurite, Azure Storage's emulator.
+#[test]
+fn acknowledged_inserts_to_an_azure_container_survive_sigkill() {
+    writers_killed_at_random(&Lake::bucket(Emulator::azure()), 40);
+}
+
+/// The same on fake-gcs-server, Google Cloud Storage's emulator.
+#[test]
+fn acknowledged_inserts_to_a_gcs_bucket_survive_sigkill() {
+    writers_killed_at_random(&Lake::bucket(Emulator::gcs()), 40);
 }
 
 /// Where the writers write, and what they need to reach it.
@@ -40,14 +46,30 @@ struct Lake {
     location: String,
     env: Vec<(&'static str, String)>,
     cache: Option<String>,
+    /// Holds the cache's folder until the test ends.
+    _cache_folder: Option<tempfile::TempDir>,
 }
 
 impl Lake {
+    /// A lake in a new bucket of `store`, with a cache that outlives the test's processes.
+    fn bucket(store: &dyn BucketStore) -> Lake {
+        let bucket = store.bucket("crash");
+        let folder = tempfile::tempdir().unwrap();
+        let cache = folder.path().join("cache");
+        Lake {
+            location: store.url(&bucket, "lake"),
+            env: store.env(),
+            cache: Some(cache.to_str().unwrap().to_string()),
+            _cache_folder: Some(folder),
+        }
+    }
+
     fn folder(path: &std::path::Path) -> Lake {
         Lake {
             location: path.to_str().unwrap().to_string(),
             env: Vec::new(),
             cache: None,
+            _cache_folder: None,
         }
     }
 

@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+pub mod emulators;
 pub mod oracle;
 pub mod proxy;
 pub mod s3;
