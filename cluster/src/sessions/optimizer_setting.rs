@@ -17,19 +17,7 @@ fn is_named(name: &str) -> bool {
 
 /// Whether `statement` sets, shows or resets the session's disabled optimizers.
 pub fn is_optimizer_setting(statement: &ast::Statement) -> bool {
-    match statement {
-        ast::Statement::Set(ast::Set::SingleAssignment { variable, .. }) => {
-            is_named(&variable.to_string())
-        }
-        ast::Statement::ShowVariable { variable } => {
-            variable.len() == 1 && is_named(&variable[0].value)
-        }
-        ast::Statement::Reset(reset) => matches!(
-            &reset.reset,
-            ast::Reset::ConfigurationParameter(name) if is_named(&name.to_string())
-        ),
-        _ => false,
-    }
+    crate::sessions::session::setting_statement_name(statement).is_some_and(|name| is_named(&name))
 }
 
 /// Runs a statement `is_optimizer_setting` accepts for `session`.

@@ -434,6 +434,28 @@ pub(crate) fn one_text(name: &str, text: String) -> StatementResult {
     }
 }
 
+/// The name of the setting `statement` sets, shows or resets (`SET x = ...`, `SHOW x`,
+/// `RESET x`), dotted parts joined; `None` for other statements.
+pub(crate) fn setting_statement_name(statement: &ast::Statement) -> Option<String> {
+    match statement {
+        ast::Statement::Set(ast::Set::SingleAssignment { variable, .. }) => {
+            Some(variable.to_string())
+        }
+        ast::Statement::ShowVariable { variable } => Some(
+            variable
+                .iter()
+                .map(|part| part.value.as_str())
+                .collect::<Vec<_>>()
+                .join("."),
+        ),
+        ast::Statement::Reset(reset) => match &reset.reset {
+            ast::Reset::ConfigurationParameter(name) => Some(name.to_string()),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Whether `statement` is one a session answers itself (`SET statement_timeout`, the
 /// PostgreSQL parameters clients set).
 pub fn is_session_setting(statement: &ast::Statement) -> bool {

@@ -5,7 +5,7 @@
 use pondra_exec::{DEFAULT_EF_SEARCH, MOST_EF_SEARCH};
 use pondra_parser::ast;
 
-use crate::sessions::session::{Session, one_text};
+use crate::sessions::session::{Session, one_text, setting_statement_name};
 use crate::statement_result::{StatementResult, done};
 use crate::{NodeError, Result};
 
@@ -17,23 +17,7 @@ fn is_named(name: &str) -> bool {
 
 /// Whether `statement` sets, shows or resets `hnsw.ef_search`.
 pub fn is_vector_setting(statement: &ast::Statement) -> bool {
-    match statement {
-        ast::Statement::Set(ast::Set::SingleAssignment { variable, .. }) => {
-            is_named(&variable.to_string())
-        }
-        ast::Statement::ShowVariable { variable } => is_named(
-            &variable
-                .iter()
-                .map(|part| part.value.as_str())
-                .collect::<Vec<_>>()
-                .join("."),
-        ),
-        ast::Statement::Reset(reset) => matches!(
-            &reset.reset,
-            ast::Reset::ConfigurationParameter(name) if is_named(&name.to_string())
-        ),
-        _ => false,
-    }
+    setting_statement_name(statement).is_some_and(|name| is_named(&name))
 }
 
 /// Runs a statement `is_vector_setting` accepts for `session`.
