@@ -4,7 +4,7 @@ use arrow::array::{ArrayRef, NullArray, RecordBatch, new_null_array};
 use arrow::datatypes::{DataType, SchemaRef};
 use bytes::Bytes;
 use pondra_catalog::{DataFile, Layout, LogSegment, SegmentPayload, Snapshot, TableDef};
-use pondra_storage::{Lake, decode_log_segment, read_parquet_bytes};
+use pondra_storage::{Lake, read_parquet_bytes};
 
 use crate::Result;
 
@@ -86,8 +86,8 @@ pub fn read_morsel(
                 .map(|b| widen(&b, schema, columns))
                 .collect();
         }
-        Morsel::InlineSegment(bytes) => decode_log_segment(bytes)?,
-        Morsel::SegmentObject(path) => decode_log_segment(&runtime.block_on(lake.get(path))?)?,
+        Morsel::InlineSegment(bytes) => lake.inline_segment(bytes)?,
+        Morsel::SegmentObject(path) => lake.segment_object(path, runtime)?,
         Morsel::Remapped { stored, layout } => {
             let batches = read_stored(lake, runtime, stored)?;
             return batches
@@ -108,8 +108,8 @@ fn read_stored(
 ) -> Result<Vec<RecordBatch>> {
     Ok(match morsel {
         Morsel::ParquetFile(path) => read_parquet_bytes(runtime.block_on(lake.get(path))?, None)?,
-        Morsel::InlineSegment(bytes) => decode_log_segment(bytes)?,
-        Morsel::SegmentObject(path) => decode_log_segment(&runtime.block_on(lake.get(path))?)?,
+        Morsel::InlineSegment(bytes) => lake.inline_segment(bytes)?,
+        Morsel::SegmentObject(path) => lake.segment_object(path, runtime)?,
         Morsel::Remapped { .. } => unreachable!("a container has one layout"),
     })
 }

@@ -1,6 +1,7 @@
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::Arc;
 
+use arrow::record_batch::RecordBatch;
 use bytes::Bytes;
 use futures::TryStreamExt;
 use object_store::local::LocalFileSystem;
@@ -9,6 +10,7 @@ use object_store::prefix::PrefixStore;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 
 use crate::cache::ObjectCache;
+use crate::decoded_segments::DecodedSegments;
 use crate::file_source::FileSource;
 use crate::footers::FooterCache;
 use crate::location::Location;
@@ -39,6 +41,7 @@ pub struct Lake {
     /// The folder, for a lake in one: its data files are mapped, not read.
     root: Option<PathBuf>,
     footers: Arc<FooterCache>,
+    segments: Arc<DecodedSegments>,
 }
 
 impl Lake {
@@ -148,6 +151,7 @@ impl Lake {
             cache: None,
             root: Some(dir),
             footers: Arc::default(),
+            segments: Arc::default(),
         })
     }
 
@@ -160,6 +164,7 @@ impl Lake {
             cache: None,
             root: None,
             footers: Arc::default(),
+            segments: Arc::default(),
         }
     }
 
@@ -226,6 +231,22 @@ impl Lake {
         let footer = parquet_footer(&source)?;
         self.footers.put(path, footer.clone());
         Ok((source, footer))
+    }
+
+    /// The batches of a log segment riding inside its commit, decoded once per process.
+    pub fn inline_segment(&self, bytes: &Bytes) -> Result<Vec<RecordBatch>> {
+        self.segments.inline(bytes)
+    }
+
+    /// The batches of the log segment object at `path`, fetched and decoded once per
+    /// process. Blocks on the store through `runtime`: it runs on an executor thread.
+    pub fn segment_object(
+        &self,
+        path: &str,
+        runtime: &tokio::runtime::Handle,
+    ) -> Result<Vec<RecordBatch>> {
+        self.segments
+            .object(path, || runtime.block_on(self.get(path)))
     }
 
     /// Whether an object exists at `path`.
@@ -315,6 +336,7 @@ impl Lake {
     /// Deletes an object; deleting one that is already gone is not an error.
     pub async fn delete(&self, path: &str) -> Result<()> {
         self.footers.remove(path);
+        self.segments.remove_object(path);
         match self.store.delete(&Path::from(path)).await {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
             Err(e) => Err(e.into()),

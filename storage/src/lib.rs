@@ -3,6 +3,7 @@
 
 mod cache;
 mod decimal;
+mod decoded_segments;
 mod delta_log;
 mod dictionaries;
 mod error;
