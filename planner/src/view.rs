@@ -24,7 +24,7 @@ use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, Expr, ScalarFuncti
 use crate::logical::LogicalPlan;
 use crate::optimizer::optimize;
 use crate::scalar::ScalarValue;
-use crate::tree::TreeNode;
+use crate::tree::{PlanNode, TreeNode};
 use crate::value_counts::{ValueCountsPlan, plan_value_counts};
 use crate::view_stream::{StreamPlan, plan_stream};
 use crate::{Result, bind_err, unsupported};
@@ -167,7 +167,16 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
             aggregates,
             schema,
         } => {
-            let stream = plan_stream(input, snapshot)?;
+            // The stream's columns the aggregate reads: join states hold no others.
+            let mut used = vec![false; input.schema().fields().len()];
+            for expr in core.exprs() {
+                expr.visit(&mut |e| {
+                    if let Expr::Column { index, .. } = e {
+                        used[*index] = true;
+                    }
+                });
+            }
+            let stream = plan_stream(input, &used, snapshot)?;
             let (base_table, core_input) = match &stream {
                 Some(stream) => (stream.tables[0].clone(), input_of(input)),
                 None => (base_table_of(input)?, input.as_ref().clone()),
@@ -234,7 +243,8 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
             })
         }
         _ => {
-            let stream = plan_stream(&plan, snapshot)?;
+            let every = vec![true; plan.schema().fields().len()];
+            let stream = plan_stream(&plan, &every, snapshot)?;
             let (base_table, maintain) = match &stream {
                 Some(stream) => (stream.tables[0].clone(), input_of(&plan)),
                 None => (base_table_of(&plan)?, with_input(&plan)),
@@ -640,7 +650,16 @@ pub fn load_view(snapshot: &Snapshot, view: &TableDef) -> Result<ViewPlan> {
     };
     let create = created_view(sql)?
         .ok_or_else(|| bind_err!("materialized view {} has a corrupt definition", view.name))?;
-    let plan = plan_created_view(snapshot, &create)?;
+    let mut plan = plan_created_view(snapshot, &create)?;
+    // A view created before ADR 0083 keeps every column of each join side in its states.
+    if let Some(stream) = plan.stream.take() {
+        let stored = |position| {
+            let name = pondra_catalog::join_state_name(&view.name, position);
+            let state = snapshot.tables.get(&name)?;
+            Some(state.columns.iter().map(|c| c.name.clone()).collect())
+        };
+        plan.stream = Some(stream.as_stored(stored)?);
+    }
     let stored: Vec<_> = view
         .columns
         .iter()

@@ -13,6 +13,7 @@ use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, Expr, JoinKind, Wi
 use crate::interval_join::{StateExpiry, state_expiries};
 use crate::logical::LogicalPlan;
 use crate::scalar::ScalarValue;
+use crate::tree::TreeNode;
 use crate::view::{expand_leaves, state_column};
 use crate::{Result, unsupported};
 
@@ -185,6 +186,14 @@ pub struct JoinStatePlan {
     /// For a side that scans a keyed table on its whole key, the table, which serves as its
     /// own index: the side keeps no state.
     pub own_index: Option<OwnIndex>,
+    /// The side's columns the state holds, ascending (ADR 0083): those the view reads above
+    /// the join, its keys and its condition read. The others reach the join's output as NULL.
+    pub held: Vec<usize>,
+    /// How many columns the side has.
+    pub side_width: usize,
+    /// The side and its keys, to plan the state again holding every column, as a view
+    /// created before ADR 0083 keeps it.
+    side: Arc<(LogicalPlan, Vec<Expr>)>,
 }
 
 /// A keyed table a join side reads whole, joined on its key: lookups of keys read the table.
@@ -227,15 +236,70 @@ impl JoinStatePlan {
         let kept = &self.columns[..self.columns.len() - 1];
         kept.iter().map(|c| c.name.clone()).collect()
     }
+
+    /// The state column holding the side's column `column`, if the state holds it.
+    pub fn state_column_of(&self, column: usize) -> Option<usize> {
+        let position = self.held.iter().position(|&h| h == column)?;
+        Some(self.key_count + position)
+    }
+
+    /// This state holding every column of its side, as views created before ADR 0083 keep
+    /// their states; `None` when it already does.
+    fn holding_every_column(&self) -> Result<Option<JoinStatePlan>> {
+        if self.held.len() == self.side_width {
+            return Ok(None);
+        }
+        let (side, keys) = self.side.as_ref();
+        let mut whole = join_state(side, keys.clone(), &vec![true; self.side_width])?;
+        whole.own_index = self.own_index.clone();
+        whole.expiry = self.expiry.clone().map(|mut expiry| {
+            let column = self.held[expiry.column - self.key_count];
+            expiry.column = self.key_count + column;
+            expiry
+        });
+        Ok(Some(whole))
+    }
+}
+
+impl StreamPlan {
+    /// The stream with each join state planned as `stored` holds it: a state table created
+    /// before ADR 0083 holds every column of its side. `stored` gives a position's state
+    /// table's column names, if it has one.
+    pub fn as_stored(
+        mut self,
+        stored: impl Fn(usize) -> Option<Vec<String>>,
+    ) -> Result<StreamPlan> {
+        for (position, state) in self.join_states.iter_mut().enumerate() {
+            let Some(names) = stored(position) else {
+                continue;
+            };
+            let planned: Vec<&String> = state.columns.iter().map(|c| &c.name).collect();
+            if names.iter().collect::<Vec<_>>() == planned {
+                continue;
+            }
+            if let Some(whole) = state.holding_every_column()?
+                && whole.columns.iter().map(|c| &c.name).eq(names.iter())
+            {
+                *state = whole;
+            }
+        }
+        Ok(self)
+    }
 }
 
 /// The stream of a view whose core reads `plan`, when `plan` joins tables, unions them or
 /// unnests rows (a HOP window); `None` when it reads one table through filters and
 /// projections (the direct path).
-pub(crate) fn plan_stream(plan: &LogicalPlan, snapshot: &Snapshot) -> Result<Option<StreamPlan>> {
+/// `used` marks the columns of `plan` its reader (the view's aggregate, or the view) reads.
+pub(crate) fn plan_stream(
+    plan: &LogicalPlan,
+    used: &[bool],
+    snapshot: &Snapshot,
+) -> Result<Option<StreamPlan>> {
     if !needs_stream(plan) {
         return Ok(None);
     }
+    debug_assert_eq!(used.len(), plan.schema().fields().len());
     let mut stream = StreamPlan {
         plan: plan.clone(),
         rows: expand_leaves(plan.clone(), snapshot)?,
@@ -243,7 +307,7 @@ pub(crate) fn plan_stream(plan: &LogicalPlan, snapshot: &Snapshot) -> Result<Opt
         join_states: Vec::new(),
         windows: Vec::new(),
     };
-    walk(plan, &mut stream, snapshot)?;
+    walk(plan, used, &mut stream, snapshot)?;
     // A state expires by the watermark of a table the view reads itself, so that every
     // commit that moves it maintains the view and expires the state (ADR 0056).
     for state in &mut stream.join_states {
@@ -277,8 +341,14 @@ fn needs_stream(plan: &LogicalPlan) -> bool {
 }
 
 /// Checks that the stream holds only nodes whose change is derived, gathering its tables and
-/// join states in pre-order.
-fn walk(plan: &LogicalPlan, stream: &mut StreamPlan, snapshot: &Snapshot) -> Result<()> {
+/// join states in pre-order. `used` marks the columns of `plan` read above it.
+fn walk(
+    plan: &LogicalPlan,
+    used: &[bool],
+    stream: &mut StreamPlan,
+    snapshot: &Snapshot,
+) -> Result<()> {
+    let every = |input: &LogicalPlan| vec![true; input.schema().fields().len()];
     match plan {
         LogicalPlan::Scan { table, .. } => {
             crate::view::check_readable(table)?;
@@ -287,12 +357,22 @@ fn walk(plan: &LogicalPlan, stream: &mut StreamPlan, snapshot: &Snapshot) -> Res
             }
             Ok(())
         }
-        LogicalPlan::Filter { input, .. }
-        | LogicalPlan::Project { input, .. }
-        | LogicalPlan::Unnest { input, .. } => walk(input, stream, snapshot),
-        LogicalPlan::Union { inputs, .. } => {
-            inputs.iter().try_for_each(|i| walk(i, stream, snapshot))
+        LogicalPlan::Filter { input, predicate } => {
+            let mut needed = used.to_vec();
+            mark_columns(predicate, &mut needed);
+            walk(input, &needed, stream, snapshot)
         }
+        LogicalPlan::Project { input, exprs, .. } => {
+            let mut needed = vec![false; input.schema().fields().len()];
+            for (expr, _) in exprs.iter().zip(used).filter(|(_, u)| **u) {
+                mark_columns(expr, &mut needed);
+            }
+            walk(input, &needed, stream, snapshot)
+        }
+        LogicalPlan::Unnest { input, .. } => walk(input, &every(input), stream, snapshot),
+        LogicalPlan::Union { inputs, .. } => inputs
+            .iter()
+            .try_for_each(|i| walk(i, used, stream, snapshot)),
         LogicalPlan::Join {
             left,
             right,
@@ -320,15 +400,29 @@ fn walk(plan: &LogicalPlan, stream: &mut StreamPlan, snapshot: &Snapshot) -> Res
                 .iter()
                 .map(|(l, r)| r.clone().cast(&l.data_type()))
                 .collect();
+            let left_width = left.schema().fields().len();
+            let mut needed = used.to_vec();
+            // The state holds the keys as `key_` columns of their own.
+            if let Some(filter) = filter {
+                mark_columns(filter, &mut needed);
+            }
+            let (left_used, right_used) = needed.split_at(left_width);
             let mut states = [
-                join_state(left, left_keys.clone())?,
-                join_state(right, right_keys.clone())?,
+                join_state(left, left_keys.clone(), left_used)?,
+                join_state(right, right_keys.clone(), right_used)?,
             ];
             if let (JoinKind::Inner, Some(filter)) = (kind, filter) {
                 let key_counts = [states[0].key_count, states[1].key_count];
                 let expiries = state_expiries(left, right, filter, key_counts, snapshot);
                 for (state, expiry) in states.iter_mut().zip(expiries) {
-                    state.expiry = expiry;
+                    // The condition reads the time column, so the state holds it.
+                    state.expiry = expiry.map(|mut expiry| {
+                        let column = expiry.column - state.key_count;
+                        expiry.column = state
+                            .state_column_of(column)
+                            .expect("a state holds the columns its join's condition reads");
+                        expiry
+                    });
                 }
             }
             // A keyed table joined on its key is its own index (ADR 0054); a state that
@@ -342,8 +436,15 @@ fn walk(plan: &LogicalPlan, stream: &mut StreamPlan, snapshot: &Snapshot) -> Res
                 }
             }
             stream.join_states.extend(states);
-            walk(left, stream, snapshot)?;
-            walk(right, stream, snapshot)
+            // The sides compute the keys from their rows, so the rows below carry them.
+            let mut below = needed.clone();
+            for (l, r) in on {
+                mark_columns(l, &mut below[..left_width]);
+                mark_columns(r, &mut below[left_width..]);
+            }
+            let (left_below, right_below) = below.split_at(left_width);
+            walk(left, left_below, stream, snapshot)?;
+            walk(right, right_below, stream, snapshot)
         }
         LogicalPlan::Aggregate { .. } => Err(unsupported!(
             "an aggregate below a join or a UNION in a materialized view"
@@ -368,7 +469,7 @@ fn walk(plan: &LogicalPlan, stream: &mut StreamPlan, snapshot: &Snapshot) -> Res
                 partition,
                 rows: base.clone(),
             });
-            walk(base, stream, snapshot)
+            walk(base, &every(base), stream, snapshot)
         }
         LogicalPlan::Sort { .. } | LogicalPlan::Limit { .. } => Err(unsupported!(
             "ORDER BY or LIMIT below a join in a materialized view"
@@ -425,9 +526,22 @@ fn shared_partition(exprs: &[WindowExpr]) -> Option<Vec<usize>> {
     (!shared.is_empty()).then_some(shared)
 }
 
-/// The state of one join input, `side`, indexed by `keys` (over the input's columns).
-fn join_state(side: &LogicalPlan, keys: Vec<Expr>) -> Result<JoinStatePlan> {
+/// The columns of `expr`'s input it reads, marked in `used`.
+fn mark_columns(expr: &Expr, used: &mut [bool]) {
+    expr.visit(&mut |e| {
+        if let Expr::Column { index, .. } = e
+            && let Some(slot) = used.get_mut(*index)
+        {
+            *slot = true;
+        }
+    });
+}
+
+/// The state of one join input, `side`, indexed by `keys` (over the input's columns), holding
+/// the side's columns `used` marks.
+fn join_state(side: &LogicalPlan, keys: Vec<Expr>, used: &[bool]) -> Result<JoinStatePlan> {
     let schema = side.schema();
+    let held: Vec<usize> = (0..schema.fields().len()).filter(|&i| used[i]).collect();
     let mut columns = Vec::new();
     let mut exprs = keys.clone();
     let mut names = Vec::new();
@@ -435,7 +549,8 @@ fn join_state(side: &LogicalPlan, keys: Vec<Expr>) -> Result<JoinStatePlan> {
         names.push(format!("key_{i}"));
         columns.push(state_column(format!("key_{i}"), &key.data_type())?);
     }
-    for (i, field) in schema.fields().iter().enumerate() {
+    for &i in &held {
+        let field = schema.field(i);
         names.push(format!("c_{i}"));
         columns.push(state_column(format!("c_{i}"), field.data_type())?);
         exprs.push(Expr::column(i, field.name(), field.data_type().clone()));
@@ -472,5 +587,8 @@ fn join_state(side: &LogicalPlan, keys: Vec<Expr>) -> Result<JoinStatePlan> {
         fill,
         expiry: None,
         own_index: None,
+        held,
+        side_width: schema.fields().len(),
+        side: Arc::new((side.clone(), keys)),
     })
 }

@@ -414,12 +414,31 @@ impl Node {
         let left_images = self.images(feed, &plans[0], left).await?;
         let right_images = self.images(feed, &plans[1], right).await?;
         let keys = RowKeys::new(&left_images.0.schema(), plans[0].key_count)?;
-        let touched = touched_keys(&keys, [&left_images, &right_images])?;
+        // An inner join reads a side's stored rows for the keys the other side changes (the
+        // delta rule joins them) and for those of the rows it loses (their stored copies lose
+        // counts); the rows it only gains are appended as new entries without a lookup (ADR
+        // 0083). An outer join also pads by each side's counts of its own changed keys.
+        let (left_gained, right_gained) = match join.kind {
+            JoinKind::Inner => (None, None),
+            _ => (Some(&left_images.0), Some(&right_images.0)),
+        };
+        let left_touched = touched_keys(
+            &keys,
+            [&right_images.0, &right_images.1, &left_images.1]
+                .into_iter()
+                .chain(left_gained),
+        )?;
+        let right_touched = touched_keys(
+            &keys,
+            [&left_images.0, &left_images.1, &right_images.1]
+                .into_iter()
+                .chain(right_gained),
+        )?;
         let left_side = self
-            .side(feed, &plans[0], &tables[0], &touched, left_images)
+            .side(feed, &plans[0], &tables[0], &left_touched, left_images)
             .await?;
         let right_side = self
-            .side(feed, &plans[1], &tables[1], &touched, right_images)
+            .side(feed, &plans[1], &tables[1], &right_touched, right_images)
             .await?;
         for (i, side) in [&left_side, &right_side].into_iter().enumerate() {
             // A keyed table that is its own index changes by the commit itself.
@@ -445,7 +464,8 @@ impl Node {
             }
         }
         let pairs = delta_pairs(join.kind, &left_side, &right_side);
-        let rows = joined_rows(&join.schema, &left_side, &right_side, &pairs)?;
+        let sides = [(&left_side, &plans[0]), (&right_side, &plans[1])];
+        let rows = joined_rows(&join.schema, sides, &pairs)?;
         consolidated(&rows, &pairs.iter().map(|p| p.2).collect::<Vec<_>>())
     }
 
@@ -546,7 +566,6 @@ impl Node {
             .map(|i| (0..plan.key_count).any(|c| rows.column(c).is_null(i)))
             .collect();
         Ok(Side {
-            key_count: plan.key_count,
             rows,
             weights,
             addresses,
@@ -573,10 +592,11 @@ impl Node {
         let expired = expired_rows(side, expiring)?;
         let whole = RowKeys::new(&side.rows.schema(), side.rows.num_columns())?;
         let row_keys = whole.of(&side.rows)?;
-        let mut stored_at: HashMap<&[u8], usize> = HashMap::new();
+        // A row may be held in several entries: rows gained are appended without a lookup
+        // (ADR 0083). A row that changes is folded into one entry again.
+        let mut stored_at: HashMap<&[u8], Vec<usize>> = HashMap::new();
         for (i, key) in row_keys[..side.stored].iter().enumerate() {
-            let previous = stored_at.insert(key, i);
-            assert!(previous.is_none(), "a join state holds each row once");
+            stored_at.entry(key).or_default().push(i);
         }
         // Per changed row: its first index, and its count after the commit.
         let mut changed: HashMap<&[u8], (usize, i64)> = HashMap::new();
@@ -585,7 +605,7 @@ impl Node {
             let key = key.as_slice();
             let entry = changed.entry(key).or_insert_with(|| {
                 order.push(key);
-                let held = stored_at.get(key).map_or(0, |&s| side.weights[s]);
+                let held = stored_at.get(key).map_or(0, |s| side.weight(s));
                 (i, held)
             });
             entry.1 += side.weights[i];
@@ -603,10 +623,10 @@ impl Node {
             if count < 0 {
                 return Err(lost_track(feed.view));
             }
-            if stored.is_some_and(|&s| side.weights[s] == count) {
+            if stored.is_some_and(|s| s.len() == 1 && side.weights[s[0]] == count) {
                 continue;
             }
-            if let Some(&s) = stored {
+            for &s in stored.into_iter().flatten() {
                 deleted.push(side.addresses[s].expect("a stored row has an address"));
             }
             if count > 0 {
@@ -662,7 +682,6 @@ struct Touched {
 /// weights and their addresses), then the rows the commit adds (+1) and removes (-1). Rows
 /// are state rows without the count: the key values, then the input's columns.
 struct Side {
-    key_count: usize,
     rows: RecordBatch,
     weights: Vec<i64>,
     addresses: Vec<Option<i64>>,
@@ -783,15 +802,15 @@ fn pair(row: Option<usize>, on_right: bool, weight: i64) -> Pair {
     }
 }
 
-/// The joined rows of `pairs`, in the join's columns: each side's columns, NULL where padded.
+/// The joined rows of `pairs`, in the join's columns: each side's columns, NULL where padded
+/// and where the side's state does not hold the column (the view does not read it, ADR 0083).
 fn joined_rows(
     schema: &SchemaRef,
-    left: &Side,
-    right: &Side,
+    sides: [(&Side, &JoinStatePlan); 2],
     pairs: &[Pair],
 ) -> Result<RecordBatch> {
     let mut columns: Vec<ArrayRef> = Vec::new();
-    for (side, pick) in [(left, 0), (right, 1)] {
+    for (pick, (side, plan)) in sides.into_iter().enumerate() {
         let indices: UInt32Array = pairs
             .iter()
             .map(|p| match pick {
@@ -800,8 +819,15 @@ fn joined_rows(
             })
             .map(|i| i.map(|i| i as u32))
             .collect();
-        for column in &side.rows.columns()[side.key_count..] {
-            columns.push(take(column.as_ref(), &indices, None)?);
+        for column in 0..plan.side_width {
+            let taken = match plan.state_column_of(column) {
+                Some(held) => take(side.rows.column(held).as_ref(), &indices, None)?,
+                None => {
+                    let field = schema.field(columns.len());
+                    arrow::array::new_null_array(field.data_type(), pairs.len())
+                }
+            };
+            columns.push(taken);
         }
     }
     let batch = RecordBatch::try_new(unchecked(&columns), columns)?;
@@ -851,25 +877,26 @@ pub(crate) fn consolidated(rows: &RecordBatch, weights: &[i64]) -> Result<Delta>
 }
 
 /// The keys of both sides' gained and lost images, each once.
-fn touched_keys(keys: &RowKeys, sides: [&(RecordBatch, RecordBatch); 2]) -> Result<Touched> {
+fn touched_keys<'a>(
+    keys: &RowKeys,
+    batches: impl IntoIterator<Item = &'a RecordBatch>,
+) -> Result<Touched> {
     let mut seen = HashSet::new();
     let mut parts = Vec::new();
     let mut schema = None;
-    for (gained, lost) in sides {
-        for batch in [gained, lost] {
-            let mut first = Vec::new();
-            for (i, key) in keys.of(batch)?.into_iter().enumerate() {
-                if seen.insert(key) {
-                    first.push(i as u32);
-                }
+    for batch in batches {
+        let mut first = Vec::new();
+        for (i, key) in keys.of(batch)?.into_iter().enumerate() {
+            if seen.insert(key) {
+                first.push(i as u32);
             }
-            let key_columns: Vec<usize> = (0..keys.width()).collect();
-            let batch = batch.project(&key_columns)?;
-            let batch = conform(schema.get_or_insert_with(|| batch.schema()), &[batch])?;
-            parts.push(take_rows(&batch, &first)?);
         }
+        let key_columns: Vec<usize> = (0..keys.width()).collect();
+        let batch = batch.project(&key_columns)?;
+        let batch = conform(schema.get_or_insert_with(|| batch.schema()), &[batch])?;
+        parts.push(take_rows(&batch, &first)?);
     }
-    let schema = schema.expect("two sides");
+    let schema = schema.expect("a side's batches");
     Ok(Touched {
         batch: concat_batches(&schema, &parts)?,
         keys: seen,
