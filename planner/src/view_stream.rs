@@ -45,6 +45,9 @@ pub struct StreamPlan {
 pub struct WindowPartitionPlan {
     /// The input columns every window expression of the node partitions by.
     pub partition: Vec<usize>,
+    /// The input columns read above the node or by its expressions. The change reaching the
+    /// node has NULL in the others where join states below do not hold them (ADR 0083).
+    pub read: Vec<bool>,
     /// The rows of the node's input, over the tables (the views it reads expanded).
     rows: LogicalPlan,
 }
@@ -465,11 +468,22 @@ fn walk(
                     "window functions without a PARTITION BY they all share (and SESSION windows without keys) in a materialized view"
                 ));
             };
+            // A window node keeps its input's columns in place, then adds its own.
+            let mut needed = used[..base.schema().fields().len()].to_vec();
+            for expr in &exprs {
+                for e in expr.partition_by.iter().chain(&expr.args) {
+                    mark_columns(e, &mut needed);
+                }
+                for key in &expr.order_by {
+                    mark_columns(&key.expr, &mut needed);
+                }
+            }
             stream.windows.push(WindowPartitionPlan {
                 partition,
+                read: needed.clone(),
                 rows: base.clone(),
             });
-            walk(base, &every(base), stream, snapshot)
+            walk(base, &needed, stream, snapshot)
         }
         LogicalPlan::Sort { .. } | LogicalPlan::Limit { .. } => Err(unsupported!(
             "ORDER BY or LIMIT below a join in a materialized view"

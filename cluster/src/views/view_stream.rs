@@ -355,7 +355,14 @@ impl Node {
         let before = self
             .run_query(rows, feed.snapshot.clone(), Vec::new())
             .await?;
-        let before = conform(&input_schema, &before)?;
+        // The change below may carry NULL in the columns no one reads, where join states
+        // below do not hold them (ADR 0083): those columns are NULL in every row here, for
+        // the rows before and the change to consolidate.
+        let before = without_unread(&conform(&input_schema, &before)?, &window.read)?;
+        let below = Delta {
+            gained: without_unread(&below.gained, &window.read)?,
+            lost: without_unread(&below.lost, &window.read)?,
+        };
         let (kept, lost) = (
             before.num_rows() + below.gained.num_rows(),
             below.lost.num_rows(),
@@ -901,6 +908,21 @@ fn touched_keys<'a>(
         batch: concat_batches(&schema, &parts)?,
         keys: seen,
     })
+}
+
+/// `batch` with NULL in the columns `read` does not mark.
+fn without_unread(batch: &RecordBatch, read: &[bool]) -> Result<RecordBatch> {
+    debug_assert_eq!(read.len(), batch.num_columns());
+    let columns = batch
+        .columns()
+        .iter()
+        .zip(read)
+        .map(|(column, &read)| match read {
+            true => column.clone(),
+            false => arrow::array::new_null_array(column.data_type(), batch.num_rows()),
+        })
+        .collect();
+    Ok(RecordBatch::try_new(batch.schema(), columns)?)
 }
 
 /// The rows of `batch` at `indices`.
