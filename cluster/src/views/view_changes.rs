@@ -649,6 +649,25 @@ pub(crate) fn group_values(state: &RecordBatch, groups: usize) -> Vec<Vec<Scalar
         .collect()
 }
 
+/// The keys of a batch's rows, held in one buffer (see [`RowKeys::keyed`]).
+pub(crate) struct KeyRows {
+    rows: Option<arrow::row::Rows>,
+    len: usize,
+}
+
+impl KeyRows {
+    /// Row `i`'s key; empty when there are no key columns.
+    pub(crate) fn get(&self, i: usize) -> &[u8] {
+        debug_assert!(i < self.len);
+        self.rows.as_ref().map_or(&[], |rows| rows.row(i).data())
+    }
+
+    /// Every row's key, in order.
+    pub(crate) fn slices(&self) -> Vec<&[u8]> {
+        (0..self.len).map(|i| self.get(i)).collect()
+    }
+}
+
 /// Comparable bytes of the first columns of a batch (NULL equal to NULL).
 pub(crate) struct RowKeys {
     /// None when there are no columns to compare: every row has the same, empty key.
@@ -682,6 +701,15 @@ impl RowKeys {
         Ok(Some(
             converter.convert_columns(&batch.columns()[..self.width])?,
         ))
+    }
+
+    /// The keys of `batch` in one buffer, each row's key read as a slice of it: no copy
+    /// per row, as the keys of a commit's every row are compared on hot paths.
+    pub(crate) fn keyed(&self, batch: &RecordBatch) -> Result<KeyRows> {
+        Ok(KeyRows {
+            rows: self.rows(batch)?,
+            len: batch.num_rows(),
+        })
     }
 
     pub(crate) fn of(&self, batch: &RecordBatch) -> Result<Vec<Vec<u8>>> {

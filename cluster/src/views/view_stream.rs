@@ -25,7 +25,8 @@ use crate::tables::rewrite::deletion_changes;
 use crate::tables::state_expiry::{Expiring, at_or_above, join_state_expiring};
 use crate::views::own_index::{SideStore, side_stores};
 use crate::views::view_changes::{
-    InputChange, RowKeys, address_column, conform, group_values, lost_track, without_address,
+    InputChange, KeyRows, RowKeys, address_column, conform, group_values, lost_track,
+    without_address,
 };
 use crate::{NodeError, Result};
 
@@ -526,8 +527,9 @@ impl Node {
             for rows in found {
                 let rows = conform(&schema, &[rows])?;
                 let keep: Vec<u32> = keys
-                    .of(&rows)?
-                    .iter()
+                    .keyed(&rows)?
+                    .slices()
+                    .into_iter()
                     .enumerate()
                     .filter(|(_, key)| touched.keys.contains(*key))
                     .map(|(i, _)| i as u32)
@@ -550,7 +552,7 @@ impl Node {
                 let count = stored.num_columns() - 1;
                 let counts = stored.column(count).as_primitive::<Int64Type>();
                 let mut keep = Vec::new();
-                for (i, key) in keys.of(&stored)?.iter().enumerate() {
+                for (i, key) in keys.keyed(&stored)?.slices().into_iter().enumerate() {
                     if touched.keys.contains(key) {
                         keep.push(i as u32);
                         weights.push(counts.value(i));
@@ -568,7 +570,7 @@ impl Node {
             parts.push(batch);
         }
         let rows = concat_batches(&schema, &parts)?;
-        let key_of = keys.of(&rows)?;
+        let key_of = keys.keyed(&rows)?;
         let has_null_key: Vec<bool> = (0..rows.num_rows())
             .map(|i| (0..plan.key_count).any(|c| rows.column(c).is_null(i)))
             .collect();
@@ -598,18 +600,18 @@ impl Node {
         }
         let expired = expired_rows(side, expiring)?;
         let whole = RowKeys::new(&side.rows.schema(), side.rows.num_columns())?;
-        let row_keys = whole.of(&side.rows)?;
+        let row_keys = whole.keyed(&side.rows)?;
+        let row_keys = row_keys.slices();
         // A row may be held in several entries: rows gained are appended without a lookup
         // (ADR 0083). A row that changes is folded into one entry again.
         let mut stored_at: HashMap<&[u8], Vec<usize>> = HashMap::new();
-        for (i, key) in row_keys[..side.stored].iter().enumerate() {
+        for (i, &key) in row_keys[..side.stored].iter().enumerate() {
             stored_at.entry(key).or_default().push(i);
         }
         // Per changed row: its first index, and its count after the commit.
         let mut changed: HashMap<&[u8], (usize, i64)> = HashMap::new();
         let mut order = Vec::new();
-        for (i, key) in row_keys.iter().enumerate().skip(side.stored) {
-            let key = key.as_slice();
+        for (i, &key) in row_keys.iter().enumerate().skip(side.stored) {
             let entry = changed.entry(key).or_insert_with(|| {
                 order.push(key);
                 let held = stored_at.get(key).map_or(0, |s| side.weight(s));
@@ -693,7 +695,7 @@ struct Side {
     weights: Vec<i64>,
     addresses: Vec<Option<i64>>,
     stored: usize,
-    key_of: Vec<Vec<u8>>,
+    key_of: KeyRows,
     has_null_key: Vec<bool>,
 }
 
@@ -705,7 +707,7 @@ impl Side {
             if self.has_null_key[i] {
                 continue;
             }
-            let entry = by_key.entry(self.key_of[i].as_slice()).or_default();
+            let entry = by_key.entry(self.key_of.get(i)).or_default();
             match i < self.stored {
                 true => entry.0.push(i),
                 false => entry.1.push(i),
