@@ -190,7 +190,8 @@ pub struct JoinStatePlan {
     /// own index: the side keeps no state.
     pub own_index: Option<OwnIndex>,
     /// The side's columns the state holds, ascending (ADR 0083): those the view reads above
-    /// the join, its keys and its condition read. The others reach the join's output as NULL.
+    /// the join and its condition reads (keys are held as `key_` columns of their own). The
+    /// others reach the join's output as NULL.
     pub held: Vec<usize>,
     /// How many columns the side has.
     pub side_width: usize,
