@@ -1152,6 +1152,18 @@ impl ScalarFunction {
 }
 
 impl Expr {
+    /// Sets `used[i]` for each column `i` the expression reads (indexes past `used` are
+    /// another input's and are skipped).
+    pub fn mark_columns(&self, used: &mut [bool]) {
+        self.visit(&mut |e| {
+            if let Expr::Column { index, .. } = e
+                && let Some(slot) = used.get_mut(*index)
+            {
+                *slot = true;
+            }
+        });
+    }
+
     /// A column reference to each field of `schema`, in order.
     pub fn columns_of(schema: &arrow::datatypes::Schema) -> Vec<Expr> {
         (0..schema.fields().len())

@@ -306,21 +306,10 @@ fn plan_subqueries(plan: &mut PhysicalPlan) {
     });
 }
 
-/// The columns of `expr`'s input it reads, marked in `used`.
-fn mark_columns(expr: &Expr, used: &mut [bool]) {
-    expr.visit(&mut |e| {
-        if let Expr::Column { index, .. } = e
-            && let Some(slot) = used.get_mut(*index)
-        {
-            *slot = true;
-        }
-    });
-}
-
 fn marked(width: usize, exprs: &[&Expr]) -> Vec<bool> {
     let mut used = vec![false; width];
     for e in exprs {
-        mark_columns(e, &mut used);
+        e.mark_columns(&mut used);
     }
     used
 }
@@ -367,10 +356,10 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
             let mut needed = used[..width(input)].to_vec();
             for w in exprs {
                 for e in w.args.iter().chain(&w.partition_by) {
-                    mark_columns(e, &mut needed);
+                    e.mark_columns(&mut needed);
                 }
                 for k in &w.order_by {
-                    mark_columns(&k.expr, &mut needed);
+                    k.expr.mark_columns(&mut needed);
                 }
             }
             let input = child(input, &needed);
@@ -428,7 +417,7 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
         },
         LogicalPlan::Filter { input, predicate } => {
             let mut needed = used.to_vec();
-            mark_columns(predicate, &mut needed);
+            predicate.mark_columns(&mut needed);
             let mut input = child(input, &needed);
             // A scan applies the filter right above it as it reads.
             if let Some(slot @ None) = input.scan_filter_mut() {
@@ -446,7 +435,7 @@ fn build(plan: &LogicalPlan, used: &[bool]) -> PhysicalPlan {
             schema,
         } => {
             let mut needed = used[..width(input)].to_vec();
-            mark_columns(array, &mut needed);
+            array.mark_columns(&mut needed);
             let input = child(input, &needed);
             // The input's unread columns are NULL columns now.
             let element = schema
@@ -743,7 +732,7 @@ fn filtered_child(input: &LogicalPlan, needed: &[bool], conjuncts: Vec<Expr>) ->
         return Box::new(build(input, needed));
     };
     let mut reads = needed.to_vec();
-    mark_columns(&predicate, &mut reads);
+    predicate.mark_columns(&mut reads);
     let filtered = PhysicalPlan::Filter {
         input: Box::new(build(input, &reads)),
         predicate,
@@ -771,7 +760,7 @@ fn filtered_child(input: &LogicalPlan, needed: &[bool], conjuncts: Vec<Expr>) ->
 fn with_sort_keys(used: &[bool], keys: &[crate::expr::SortKey]) -> Vec<bool> {
     let mut needed = used.to_vec();
     for k in keys {
-        mark_columns(&k.expr, &mut needed);
+        k.expr.mark_columns(&mut needed);
     }
     needed
 }
@@ -797,11 +786,11 @@ fn join_side_columns(
         .map(|i| used.get(offset + i).copied().unwrap_or(false))
         .collect();
     for (l, r) in on {
-        mark_columns(if left_side { l } else { r }, &mut needed);
+        (if left_side { l } else { r }).mark_columns(&mut needed);
     }
     if let Some(filter) = filter {
         let mut joined = vec![false; left_width + right_width];
-        mark_columns(filter, &mut joined);
+        filter.mark_columns(&mut joined);
         for i in 0..width {
             needed[i] |= joined[offset + i];
         }

@@ -170,11 +170,7 @@ pub fn plan_view(snapshot: &Snapshot, query: &ast::Query) -> Result<ViewPlan> {
             // The stream's columns the aggregate reads: join states hold no others.
             let mut used = vec![false; input.schema().fields().len()];
             for expr in core.exprs() {
-                expr.visit(&mut |e| {
-                    if let Expr::Column { index, .. } = e {
-                        used[*index] = true;
-                    }
-                });
+                expr.mark_columns(&mut used);
             }
             let stream = plan_stream(input, &used, snapshot)?;
             let (base_table, core_input) = match &stream {
@@ -658,7 +654,7 @@ pub fn load_view(snapshot: &Snapshot, view: &TableDef) -> Result<ViewPlan> {
             let state = snapshot.tables.get(&name)?;
             Some(state.columns.iter().map(|c| c.name.clone()).collect())
         };
-        plan.stream = Some(stream.as_stored(stored)?);
+        plan.stream = Some(stream.as_stored(&view.name, stored)?);
     }
     let stored: Vec<_> = view
         .columns

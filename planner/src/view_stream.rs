@@ -13,7 +13,6 @@ use crate::expr::{AggregateCall, AggregateFunction, BinaryOp, Expr, JoinKind, Wi
 use crate::interval_join::{StateExpiry, state_expiries};
 use crate::logical::LogicalPlan;
 use crate::scalar::ScalarValue;
-use crate::tree::TreeNode;
 use crate::view::{expand_leaves, state_column};
 use crate::{Result, unsupported};
 
@@ -268,23 +267,30 @@ impl JoinStatePlan {
 impl StreamPlan {
     /// The stream with each join state planned as `stored` holds it: a state table created
     /// before ADR 0083 holds every column of its side. `stored` gives a position's state
-    /// table's column names, if it has one.
+    /// table's column names, if it has one. A state in neither form cannot be maintained by
+    /// this plan: an error names `view`.
     pub fn as_stored(
         mut self,
+        view: &str,
         stored: impl Fn(usize) -> Option<Vec<String>>,
     ) -> Result<StreamPlan> {
         for (position, state) in self.join_states.iter_mut().enumerate() {
             let Some(names) = stored(position) else {
                 continue;
             };
-            let planned: Vec<&String> = state.columns.iter().map(|c| &c.name).collect();
-            if names.iter().collect::<Vec<_>>() == planned {
+            if state.columns.iter().map(|c| &c.name).eq(names.iter()) {
                 continue;
             }
-            if let Some(whole) = state.holding_every_column()?
-                && whole.columns.iter().map(|c| &c.name).eq(names.iter())
-            {
-                *state = whole;
+            match state.holding_every_column()? {
+                Some(whole) if whole.columns.iter().map(|c| &c.name).eq(names.iter()) => {
+                    *state = whole;
+                }
+                _ => {
+                    return Err(crate::bind_err!(
+                        "materialized view {view} keeps join state {position} in a form this \
+                         build does not know; drop the view and create it again"
+                    ));
+                }
             }
         }
         Ok(self)
@@ -363,13 +369,13 @@ fn walk(
         }
         LogicalPlan::Filter { input, predicate } => {
             let mut needed = used.to_vec();
-            mark_columns(predicate, &mut needed);
+            predicate.mark_columns(&mut needed);
             walk(input, &needed, stream, snapshot)
         }
         LogicalPlan::Project { input, exprs, .. } => {
             let mut needed = vec![false; input.schema().fields().len()];
             for (expr, _) in exprs.iter().zip(used).filter(|(_, u)| **u) {
-                mark_columns(expr, &mut needed);
+                expr.mark_columns(&mut needed);
             }
             walk(input, &needed, stream, snapshot)
         }
@@ -408,7 +414,7 @@ fn walk(
             let mut needed = used.to_vec();
             // The state holds the keys as `key_` columns of their own.
             if let Some(filter) = filter {
-                mark_columns(filter, &mut needed);
+                filter.mark_columns(&mut needed);
             }
             let (left_used, right_used) = needed.split_at(left_width);
             let mut states = [
@@ -443,8 +449,8 @@ fn walk(
             // The sides compute the keys from their rows, so the rows below carry them.
             let mut below = needed.clone();
             for (l, r) in on {
-                mark_columns(l, &mut below[..left_width]);
-                mark_columns(r, &mut below[left_width..]);
+                l.mark_columns(&mut below[..left_width]);
+                r.mark_columns(&mut below[left_width..]);
             }
             let (left_below, right_below) = below.split_at(left_width);
             walk(left, left_below, stream, snapshot)?;
@@ -473,10 +479,10 @@ fn walk(
             let mut needed = used[..base.schema().fields().len()].to_vec();
             for expr in &exprs {
                 for e in expr.partition_by.iter().chain(&expr.args) {
-                    mark_columns(e, &mut needed);
+                    e.mark_columns(&mut needed);
                 }
                 for key in &expr.order_by {
-                    mark_columns(&key.expr, &mut needed);
+                    key.expr.mark_columns(&mut needed);
                 }
             }
             stream.windows.push(WindowPartitionPlan {
@@ -539,17 +545,6 @@ fn shared_partition(exprs: &[WindowExpr]) -> Option<Vec<usize>> {
     }
     shared.dedup();
     (!shared.is_empty()).then_some(shared)
-}
-
-/// The columns of `expr`'s input it reads, marked in `used`.
-fn mark_columns(expr: &Expr, used: &mut [bool]) {
-    expr.visit(&mut |e| {
-        if let Expr::Column { index, .. } = e
-            && let Some(slot) = used.get_mut(*index)
-        {
-            *slot = true;
-        }
-    });
 }
 
 /// The state of one join input, `side`, indexed by `keys` (over the input's columns), holding

@@ -430,17 +430,30 @@ impl Node {
             JoinKind::Inner => (None, None),
             _ => (Some(&left_images.0), Some(&right_images.0)),
         };
+        // Each image's keys are converted once: the lost images count for both sides.
+        let keyed = |images: &(RecordBatch, RecordBatch)| -> Result<[KeyRows; 2]> {
+            Ok([keys.keyed(&images.0)?, keys.keyed(&images.1)?])
+        };
+        let (left_keys, right_keys) = (keyed(&left_images)?, keyed(&right_images)?);
         let left_touched = touched_keys(
-            &keys,
-            [&right_images.0, &right_images.1, &left_images.1]
-                .into_iter()
-                .chain(left_gained),
+            keys.width(),
+            [
+                (&right_images.0, &right_keys[0]),
+                (&right_images.1, &right_keys[1]),
+                (&left_images.1, &left_keys[1]),
+            ]
+            .into_iter()
+            .chain(left_gained.map(|rows| (rows, &left_keys[0]))),
         )?;
         let right_touched = touched_keys(
-            &keys,
-            [&left_images.0, &left_images.1, &right_images.1]
-                .into_iter()
-                .chain(right_gained),
+            keys.width(),
+            [
+                (&left_images.0, &left_keys[0]),
+                (&left_images.1, &left_keys[1]),
+                (&right_images.1, &right_keys[1]),
+            ]
+            .into_iter()
+            .chain(right_gained.map(|rows| (rows, &right_keys[0]))),
         )?;
         let left_side = self
             .side(feed, &plans[0], &tables[0], &left_touched, left_images)
@@ -885,22 +898,24 @@ pub(crate) fn consolidated(rows: &RecordBatch, weights: &[i64]) -> Result<Delta>
     })
 }
 
-/// The keys of both sides' gained and lost images, each once.
+/// The keys of both sides' gained and lost images (each with its keys), each key once.
 fn touched_keys<'a>(
-    keys: &RowKeys,
-    batches: impl IntoIterator<Item = &'a RecordBatch>,
+    width: usize,
+    images: impl IntoIterator<Item = (&'a RecordBatch, &'a KeyRows)>,
 ) -> Result<Touched> {
-    let mut seen = HashSet::new();
+    let mut seen: HashSet<Vec<u8>> = HashSet::new();
     let mut parts = Vec::new();
     let mut schema = None;
-    for batch in batches {
+    for (batch, keys) in images {
         let mut first = Vec::new();
-        for (i, key) in keys.of(batch)?.into_iter().enumerate() {
-            if seen.insert(key) {
+        for i in 0..batch.num_rows() {
+            let key = keys.get(i);
+            if !seen.contains(key) {
+                seen.insert(key.to_vec());
                 first.push(i as u32);
             }
         }
-        let key_columns: Vec<usize> = (0..keys.width()).collect();
+        let key_columns: Vec<usize> = (0..width).collect();
         let batch = batch.project(&key_columns)?;
         let batch = conform(schema.get_or_insert_with(|| batch.schema()), &[batch])?;
         parts.push(take_rows(&batch, &first)?);
