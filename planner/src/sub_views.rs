@@ -19,20 +19,30 @@ pub fn nested_view_statements(
     name: &str,
 ) -> Result<Option<Vec<(String, String)>>> {
     let mut query = crate::view_ctes::inline_ctes(&create.query)?;
-    let mut created = Vec::new();
+    let mut created = Created::default();
     split(&mut query, name, &mut created);
-    if created.is_empty() {
+    if created.statements.is_empty() {
         return Ok(None);
     }
     let mut outer = create.clone();
     *outer.query = query;
-    created.push((name.to_string(), outer.to_string()));
-    Ok(Some(created))
+    let mut statements = created.statements;
+    statements.push((name.to_string(), outer.to_string()));
+    Ok(Some(statements))
+}
+
+/// The sub-views made so far: each one's name and statement, and its name and query, which
+/// a derived table that repeats the query reads instead (ADR 0084).
+#[derive(Default)]
+struct Created {
+    statements: Vec<(String, String)>,
+    queries: Vec<(ast::ObjectName, ast::Query)>,
 }
 
 /// Replaces the grouping derived tables of `query`'s FROM, when its own select nests them,
-/// by scans of sub-views of `view`, whose statements it appends to `created`.
-fn split(query: &mut ast::Query, view: &str, created: &mut Vec<(String, String)>) {
+/// by scans of sub-views of `view`, which it appends to `created`, or by projections of the
+/// earlier sub-view that has the same query (ADR 0084).
+fn split(query: &mut ast::Query, view: &str, created: &mut Created) {
     let ast::SetExpr::Select(select) = query.body.as_mut() else {
         return;
     };
@@ -56,12 +66,146 @@ fn split(query: &mut ast::Query, view: &str, created: &mut Vec<(String, String)>
             }
             let mut inner = subquery.as_ref().clone();
             split(&mut inner, view, created);
-            let sub_view = format!("{view}$sub_{}", created.len() + 1);
+            let repeated = created
+                .queries
+                .iter()
+                .find_map(|(name, earlier)| projection_of(&inner, name, earlier));
+            if let Some(projection) = repeated {
+                **subquery = projection;
+                continue;
+            }
+            let sub_view = format!("{view}$sub_{}", created.statements.len() + 1);
             let name = quoted_name(&sub_view);
             let statement = format!("CREATE MATERIALIZED VIEW {name} AS {inner}");
-            created.push((sub_view, statement));
+            created.statements.push((sub_view, statement));
+            created.queries.push((name.clone(), inner));
             *factor = table_scan(name, alias.clone());
         }
+    }
+}
+
+/// `query` as a projection of the sub-view `name` of query `earlier`, when the two differ
+/// only in their select lists and the order of their GROUP BY, and each item `query` selects
+/// is one `earlier` selects under a name (ADR 0084): a grouped query has a row per group,
+/// whichever of its columns it selects.
+fn projection_of(
+    query: &ast::Query,
+    name: &ast::ObjectName,
+    earlier: &ast::Query,
+) -> Option<ast::Query> {
+    let (ast::SetExpr::Select(mine), ast::SetExpr::Select(theirs)) =
+        (query.body.as_ref(), earlier.body.as_ref())
+    else {
+        return None;
+    };
+    let plain = query.with.is_none()
+        && query.order_by.is_none()
+        && query.limit_clause.is_none()
+        && query.fetch.is_none()
+        && mine.distinct.is_none()
+        && mine.top.is_none()
+        && mine.into.is_none()
+        && mine.qualify.is_none()
+        && mine.having.is_none()
+        && mine.named_window.is_empty();
+    let (
+        ast::GroupByExpr::Expressions(my_groups, my_modifiers),
+        ast::GroupByExpr::Expressions(their_groups, their_modifiers),
+    ) = (&mine.group_by, &theirs.group_by)
+    else {
+        return None;
+    };
+    let same_groups = my_modifiers.is_empty()
+        && their_modifiers.is_empty()
+        && my_groups.len() == their_groups.len()
+        && my_groups.iter().all(|g| their_groups.contains(g))
+        && their_groups.iter().all(|g| my_groups.contains(g));
+    if !plain || !same_groups || without_select_list(query) != without_select_list(earlier) {
+        return None;
+    }
+    // GROUP BY 1 or GROUP BY <alias> means another expression in each query.
+    let aliases: Vec<String> = [mine, theirs]
+        .iter()
+        .flat_map(|select| &select.projection)
+        .filter_map(|item| match item {
+            ast::SelectItem::ExprWithAlias { alias, .. } => Some(alias.value.to_lowercase()),
+            _ => None,
+        })
+        .collect();
+    let by_position_or_alias =
+        |expr: &ast::Expr| matches!(expr, ast::Expr::Value(_)) || mentions(expr, &aliases);
+    if my_groups.iter().any(by_position_or_alias)
+        || mine.selection.iter().any(|w| mentions(w, &aliases))
+    {
+        return None;
+    }
+    let mut items = Vec::new();
+    for item in &mine.projection {
+        let (expr, alias) = named_item(item)?;
+        let source = theirs
+            .projection
+            .iter()
+            .filter_map(named_item)
+            .find(|(e, _)| *e == expr)
+            .map(|(_, name)| name)?;
+        items.push(ast::SelectItem::ExprWithAlias {
+            expr: ast::Expr::Identifier(source),
+            alias,
+        });
+    }
+    let mut select = mine.clone();
+    select.projection = items;
+    select.from = vec![ast::TableWithJoins {
+        relation: table_scan(name.clone(), None),
+        joins: Vec::new(),
+    }];
+    select.selection = None;
+    select.group_by = ast::GroupByExpr::Expressions(Vec::new(), Vec::new());
+    select.having = None;
+    let mut projection = query.clone();
+    *projection.body = ast::SetExpr::Select(select);
+    Some(projection)
+}
+
+/// Whether `expr` names a column one of `names` (lower case) could be.
+fn mentions(expr: &ast::Expr, names: &[String]) -> bool {
+    let found = ast::visit_expressions(expr, |e| {
+        let name = match e {
+            ast::Expr::Identifier(ident) => Some(ident),
+            ast::Expr::CompoundIdentifier(parts) => parts.last(),
+            _ => None,
+        };
+        match name.is_some_and(|n| names.contains(&n.value.to_lowercase())) {
+            true => ControlFlow::Break(()),
+            false => ControlFlow::Continue(()),
+        }
+    });
+    found.is_break()
+}
+
+/// `query` with an empty select list and no GROUP BY: what two queries that differ only in
+/// those share.
+fn without_select_list(query: &ast::Query) -> ast::Query {
+    let mut bare = query.clone();
+    if let ast::SetExpr::Select(select) = bare.body.as_mut() {
+        select.projection.clear();
+        select.group_by = ast::GroupByExpr::Expressions(Vec::new(), Vec::new());
+    }
+    bare
+}
+
+/// A select item's expression and the name of its column, when it has a name of its own: an
+/// alias, or the column it references.
+fn named_item(item: &ast::SelectItem) -> Option<(&ast::Expr, ast::Ident)> {
+    match item {
+        ast::SelectItem::ExprWithAlias { expr, alias } => Some((expr, alias.clone())),
+        ast::SelectItem::UnnamedExpr(expr @ ast::Expr::Identifier(name)) => {
+            Some((expr, name.clone()))
+        }
+        ast::SelectItem::UnnamedExpr(expr @ ast::Expr::CompoundIdentifier(parts)) => {
+            Some((expr, parts.last()?.clone()))
+        }
+        _ => None,
     }
 }
 
@@ -173,7 +317,7 @@ mod tests {
     #[test]
     fn nested_levels_are_created_innermost_first() {
         let sql = "CREATE MATERIALIZED VIEW v AS SELECT a.k FROM (SELECT k, count(*) AS n FROM t GROUP BY k) AS a \
-                   JOIN (SELECT max(n) AS m FROM (SELECT k, count(*) AS n FROM t GROUP BY k) AS c) AS b \
+                   JOIN (SELECT max(n) AS m FROM (SELECT k, count(*) AS n FROM t WHERE k > 0 GROUP BY k) AS c) AS b \
                    ON a.n = b.m";
         let statements = nested_view_statements(&create(sql), "s.v")
             .unwrap()
@@ -188,5 +332,47 @@ mod tests {
         let sql = "CREATE MATERIALIZED VIEW v AS SELECT g, n FROM \
                    (SELECT g, count(*) AS n FROM t GROUP BY g) AS counted WHERE n > 1";
         assert!(nested_view_statements(&create(sql), "v").unwrap().is_none());
+    }
+
+    #[test]
+    fn a_repeated_aggregate_reads_the_earlier_sub_view() {
+        let sql = "CREATE MATERIALIZED VIEW v AS SELECT a.k FROM \
+                   (SELECT k, count(*) AS n, w AS s FROM t GROUP BY w, k) AS a JOIN \
+                   (SELECT max(c.n2) AS m, c.s2 FROM (SELECT count(*) AS n2, w AS s2 FROM t GROUP BY k, w) AS c GROUP BY c.s2) AS b \
+                   ON a.s = b.s2 AND a.n >= b.m";
+        let statements = nested_view_statements(&create(sql), "v").unwrap().unwrap();
+        let names: Vec<&str> = statements.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["v$sub_1", "v$sub_2", "v"]);
+        assert!(
+            statements[1]
+                .1
+                .contains("FROM (SELECT n AS n2, s AS s2 FROM \"v$sub_1\") AS c GROUP BY c.s2"),
+            "{}",
+            statements[1].1
+        );
+    }
+
+    #[test]
+    fn an_aggregate_differing_but_in_its_select_list_stays_a_sub_view_of_its_own() {
+        let joined = |inner: &str| {
+            format!(
+                "CREATE MATERIALIZED VIEW v AS SELECT a.k FROM \
+                 (SELECT k, count(*) AS n FROM t GROUP BY k) AS a JOIN \
+                 (SELECT max(c.n) AS m FROM ({inner}) AS c) AS b ON a.n >= b.m"
+            )
+        };
+        for inner in [
+            "SELECT k, count(*) AS n FROM t WHERE k > 1 GROUP BY k",
+            "SELECT k, count(*) AS n FROM t GROUP BY k HAVING count(*) > 1",
+            "SELECT k, count(*) AS n FROM t GROUP BY 1",
+            "SELECT k, count(*) + 1 AS n FROM t GROUP BY k",
+            "SELECT k, count(*) FROM t GROUP BY k",
+            "SELECT k, sum(k) AS n FROM t GROUP BY k",
+        ] {
+            let statements = nested_view_statements(&create(&joined(inner)), "v")
+                .unwrap()
+                .unwrap();
+            assert_eq!(statements.len(), 4, "{inner}");
+        }
     }
 }
