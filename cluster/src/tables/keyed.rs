@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, BooleanArray, RecordBatch};
 use arrow::compute::{cast, concat_batches, filter_record_batch};
-use arrow::datatypes::{DataType, Int64Type};
+use arrow::datatypes::{DataType, Int64Type, TimeUnit};
 use arrow::row::{RowConverter, Rows, SortField};
 use pondra_catalog::{Snapshot, TableDef};
 use pondra_planner::{BinaryOp, Expr, LogicalPlan, ScalarValue};
@@ -372,20 +372,29 @@ pub(crate) fn matching_plan(
     let mut columns = Vec::new();
     for &index in indices {
         let values = batch.column(index);
-        if values.null_count() == 0 && integer_range(values)?.is_some() {
+        // A time is compared as its table's type: only values of that type stand for it.
+        let comparable = matches!(values.data_type(), DataType::Int32 | DataType::Int64)
+            || values.data_type() == schema.field(index).data_type();
+        if values.null_count() == 0 && comparable && integer_range(values)?.is_some() {
             columns.push((index, cast(values, &DataType::Int64)?));
         }
     }
+    // Times and dates are compared as themselves, so that scans skip the segments and row
+    // groups their ranges rule out; integers as BIGINT.
     let compared = |index: usize, op, value: i64| {
-        let column = Expr::column(
-            index,
-            &table.columns[index].name,
-            schema.field(index).data_type().clone(),
-        );
+        let data_type = schema.field(index).data_type();
+        let column = Expr::column(index, &table.columns[index].name, data_type.clone());
+        let (column, value) = match data_type {
+            DataType::Timestamp(TimeUnit::Microsecond, None) => {
+                (column, ScalarValue::TimestampMicros(value))
+            }
+            DataType::Date32 => (column, ScalarValue::Date32(value as i32)),
+            _ => (column.cast(&DataType::Int64), ScalarValue::Int64(value)),
+        };
         Expr::Binary {
             op,
-            left: Box::new(column.cast(&DataType::Int64)),
-            right: Box::new(Expr::Literal(ScalarValue::Int64(value))),
+            left: Box::new(column),
+            right: Box::new(Expr::Literal(value)),
         }
     };
     let predicate = match batch.num_rows() <= MOST_POINT_LOOKUPS {
@@ -426,13 +435,70 @@ pub(crate) fn matching_plan(
     Ok(plan.project(exprs, names))
 }
 
-/// The least and greatest non-NULL value of an integer column; none for other types or when
-/// every value is NULL.
+/// The least and greatest non-NULL value of a column of integers, dates or timestamps
+/// without a zone (microseconds), as BIGINT; none for other types or when every value is
+/// NULL.
 fn integer_range(values: &ArrayRef) -> Result<Option<(i64, i64)>> {
     let values = match values.data_type() {
-        DataType::Int32 | DataType::Int64 => cast(values, &DataType::Int64)?,
+        DataType::Int32
+        | DataType::Int64
+        | DataType::Date32
+        | DataType::Timestamp(TimeUnit::Microsecond, None) => cast(values, &DataType::Int64)?,
         _ => return Ok(None),
     };
     let values = values.as_primitive::<Int64Type>();
     Ok(arrow::compute::min(values).zip(arrow::compute::max(values)))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow::array::{ArrayRef, RecordBatch, TimestampMicrosecondArray};
+    use arrow::datatypes::{Field, Schema};
+    use pondra_catalog::{Column, SqlType, TableDef, TableKind};
+    use pondra_planner::{Expr, LogicalPlan, ScalarValue, TreeNode};
+
+    use super::*;
+
+    fn filter_of(plan: &LogicalPlan) -> Option<&Expr> {
+        match plan {
+            LogicalPlan::Filter { predicate, .. } => Some(predicate),
+            LogicalPlan::Project { input, .. } => filter_of(input),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn lookups_of_times_compare_the_column_with_times() {
+        let column = Column {
+            name: "starts".into(),
+            sql_type: SqlType::Timestamp,
+            not_null: false,
+            id: 0,
+        };
+        let table = Arc::new(TableDef::new("t".into(), vec![column], TableKind::Table));
+        let times: ArrayRef = Arc::new(TimestampMicrosecondArray::from(vec![2_000_000, 4_000_000]));
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "starts",
+            times.data_type().clone(),
+            true,
+        )]));
+        let batch = RecordBatch::try_new(schema, vec![times]).unwrap();
+        let plan = matching_plan(&table, &[0], &batch, false).unwrap();
+        let predicate = filter_of(&plan).expect("a lookup of two times is filtered");
+        let mut literals = Vec::new();
+        predicate.visit(&mut |e| {
+            if let Expr::Literal(value) = e {
+                literals.push(value.clone());
+            }
+        });
+        assert_eq!(
+            literals,
+            [
+                ScalarValue::TimestampMicros(2_000_000),
+                ScalarValue::TimestampMicros(4_000_000)
+            ]
+        );
+    }
 }
