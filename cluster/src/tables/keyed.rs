@@ -375,7 +375,7 @@ pub(crate) fn matching_plan(
         // A time is compared as its table's type: only values of that type stand for it.
         let comparable = matches!(values.data_type(), DataType::Int32 | DataType::Int64)
             || values.data_type() == schema.field(index).data_type();
-        if values.null_count() == 0 && comparable && integer_range(values)?.is_some() {
+        if values.null_count() == 0 && comparable && range_as_integers(values)?.is_some() {
             columns.push((index, cast(values, &DataType::Int64)?));
         }
     }
@@ -438,7 +438,7 @@ pub(crate) fn matching_plan(
 /// The least and greatest non-NULL value of a column of integers, dates or timestamps
 /// without a zone (microseconds), as BIGINT; none for other types or when every value is
 /// NULL.
-fn integer_range(values: &ArrayRef) -> Result<Option<(i64, i64)>> {
+fn range_as_integers(values: &ArrayRef) -> Result<Option<(i64, i64)>> {
     let values = match values.data_type() {
         DataType::Int32
         | DataType::Int64

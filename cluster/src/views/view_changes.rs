@@ -663,8 +663,13 @@ impl KeyRows {
     }
 
     /// Every row's key, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        (0..self.len).map(|i| self.get(i))
+    }
+
+    /// Every row's key, in order, to index.
     pub(crate) fn slices(&self) -> Vec<&[u8]> {
-        (0..self.len).map(|i| self.get(i)).collect()
+        self.iter().collect()
     }
 }
 

@@ -426,34 +426,34 @@ impl Node {
         // delta rule joins them) and for those of the rows it loses (their stored copies lose
         // counts); the rows it only gains are appended as new entries without a lookup (ADR
         // 0083). An outer join also pads by each side's counts of its own changed keys.
-        let (left_gained, right_gained) = match join.kind {
-            JoinKind::Inner => (None, None),
-            _ => (Some(&left_images.0), Some(&right_images.0)),
-        };
         // Each image's keys are converted once: the lost images count for both sides.
         let keyed = |images: &(RecordBatch, RecordBatch)| -> Result<[KeyRows; 2]> {
             Ok([keys.keyed(&images.0)?, keys.keyed(&images.1)?])
         };
         let (left_keys, right_keys) = (keyed(&left_images)?, keyed(&right_images)?);
-        let left_touched = touched_keys(
-            keys.width(),
-            [
-                (&right_images.0, &right_keys[0]),
-                (&right_images.1, &right_keys[1]),
-                (&left_images.1, &left_keys[1]),
-            ]
-            .into_iter()
-            .chain(left_gained.map(|rows| (rows, &left_keys[0]))),
+        // A side's touched keys: the other side's changes, its own losses, and its own gains
+        // when the join pads.
+        let touched = |own: (&(RecordBatch, RecordBatch), &[KeyRows; 2]),
+                       other: (&(RecordBatch, RecordBatch), &[KeyRows; 2]),
+                       gains: bool| {
+            let own_gains = gains.then_some((&own.0.0, &own.1[0]));
+            let images = [
+                (&other.0.0, &other.1[0]),
+                (&other.0.1, &other.1[1]),
+                (&own.0.1, &own.1[1]),
+            ];
+            touched_keys(keys.width(), images.into_iter().chain(own_gains))
+        };
+        let pads = join.kind != JoinKind::Inner;
+        let left_touched = touched(
+            (&left_images, &left_keys),
+            (&right_images, &right_keys),
+            pads,
         )?;
-        let right_touched = touched_keys(
-            keys.width(),
-            [
-                (&left_images.0, &left_keys[0]),
-                (&left_images.1, &left_keys[1]),
-                (&right_images.1, &right_keys[1]),
-            ]
-            .into_iter()
-            .chain(right_gained.map(|rows| (rows, &right_keys[0]))),
+        let right_touched = touched(
+            (&right_images, &right_keys),
+            (&left_images, &left_keys),
+            pads,
         )?;
         let left_side = self
             .side(feed, &plans[0], &tables[0], &left_touched, left_images)
@@ -541,8 +541,7 @@ impl Node {
                 let rows = conform(&schema, &[rows])?;
                 let keep: Vec<u32> = keys
                     .keyed(&rows)?
-                    .slices()
-                    .into_iter()
+                    .iter()
                     .enumerate()
                     .filter(|(_, key)| touched.keys.contains(*key))
                     .map(|(i, _)| i as u32)
@@ -565,7 +564,7 @@ impl Node {
                 let count = stored.num_columns() - 1;
                 let counts = stored.column(count).as_primitive::<Int64Type>();
                 let mut keep = Vec::new();
-                for (i, key) in keys.keyed(&stored)?.slices().into_iter().enumerate() {
+                for (i, key) in keys.keyed(&stored)?.iter().enumerate() {
                     if touched.keys.contains(key) {
                         keep.push(i as u32);
                         weights.push(counts.value(i));
